@@ -1,0 +1,155 @@
+"""The objective wrapper and the result/reporting parts every method shares.
+
+An :class:`Objective` wraps ``fun``/``jac``/``hess``/``hessp`` on plain arrays with evaluation
+counters and a cache of the last point, so ``f`` and ``g`` at one ``x`` are never computed twice.
+It also remembers the best finite point seen, so a run that fails still returns something useful.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from scipy.optimize import OptimizeResult
+
+# Status codes keep scipy's meaning where scipy has one.
+SUCCESS = 0
+MAXITER = 1
+PRECISION_LOSS = 2      # no further progress possible at working precision
+NONFINITE = 3           # f or g became NaN/inf and recovery failed
+NOT_A_MINIMUM = 5       # stationary point with negative curvature (saddle or maximum)
+CALLBACK_STOP = 99      # callback raised StopIteration (scipy's code)
+
+MESSAGES = {
+    SUCCESS: "Optimization terminated successfully: gradient norm below gtol.",
+    MAXITER: "Maximum number of iterations reached.",
+    PRECISION_LOSS: "Desired accuracy not reached: no further progress at working precision.",
+    NONFINITE: "Objective or gradient became non-finite and could not be recovered.",
+    NOT_A_MINIMUM: "Stopped at a stationary point with negative curvature (saddle point or maximum).",
+    CALLBACK_STOP: "`callback` raised `StopIteration`.",
+}
+
+
+class Objective:
+    """Counted, cached access to f, its gradient and its Hessian at one point at a time.
+
+    ``jac=True`` means ``fun`` returns ``(f, g)``, as in scipy. ``hess`` returns a dense matrix,
+    ``hessp(x, p)`` a Hessian-vector product; either can stand in for the other.
+    """
+
+    def __init__(self, fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
+                 hessp: Callable | None = None):
+        if not callable(fun):
+            raise TypeError(f"fun must be callable, got {type(fun).__name__}")
+        if jac is not True and not callable(jac):
+            raise TypeError("jac must be a callable or True (fun returns (f, g)); "
+                            "these methods need the gradient")
+        x0 = np.asarray(x0, dtype=float)
+        if x0.ndim != 1:
+            raise ValueError(f"x0 must be a 1-D array, got shape {x0.shape}")
+        if not np.all(np.isfinite(x0)):
+            raise ValueError("x0 contains NaN or inf")
+        self._fun, self._jac, self._hess, self._hessp = fun, jac, hess, hessp
+        self.nfev = self.njev = self.nhev = 0
+        self._fx = self._gx = self._hx = None
+        self._f = self._g = self._h = None
+        self.best_x, self.best_f = x0.copy(), np.inf
+        self.x0 = x0
+        f0 = self.fun(x0)
+        if not np.isfinite(f0):
+            raise ValueError(f"objective is not finite at x0 (f(x0) = {f0})")
+
+    @property
+    def has_hessian(self) -> bool:
+        return self._hess is not None or self._hessp is not None
+
+    def fun(self, x: np.ndarray) -> float:
+        if self._fx is not None and np.array_equal(x, self._fx):
+            return self._f
+        if self._jac is True:
+            f, g = self._fun(x)
+            self.njev += 1
+            self._store_grad(x, g)
+        else:
+            f = self._fun(x)
+        self.nfev += 1
+        f = np.asarray(f)
+        if f.size != 1:
+            raise ValueError(f"objective must return a scalar, got an array of shape {f.shape}")
+        self._fx, self._f = x.copy(), float(f.reshape(()))
+        if self._f < self.best_f:  # NaN never compares less, so only finite points are kept
+            self.best_x, self.best_f = self._fx, self._f
+        return self._f
+
+    def grad(self, x: np.ndarray) -> np.ndarray:
+        if self._gx is not None and np.array_equal(x, self._gx):
+            return self._g
+        if self._jac is True:
+            self.fun(x)
+            return self._g
+        self.njev += 1
+        self._store_grad(x, self._jac(x))
+        return self._g
+
+    def _store_grad(self, x, g):
+        g = np.asarray(g, dtype=float).reshape(-1)
+        if g.shape != x.shape:
+            raise ValueError(f"gradient has shape {g.shape}, expected {x.shape}")
+        self._gx, self._g = x.copy(), g
+
+    def hess(self, x: np.ndarray) -> np.ndarray:
+        """Dense Hessian at x (from ``hess``, or column by column from ``hessp``)."""
+        if self._hx is not None and np.array_equal(x, self._hx):
+            return self._h
+        if self._hess is not None:
+            self.nhev += 1
+            h = self._hess(x)
+            h = h.toarray() if hasattr(h, "toarray") else np.asarray(h, dtype=float)
+        elif self._hessp is not None:
+            h = np.column_stack([self.hessp(x, e) for e in np.eye(x.size)])
+        else:
+            raise ValueError("this method needs second derivatives: pass hess or hessp")
+        self._hx, self._h = x.copy(), 0.5 * (h + h.T)
+        return self._h
+
+    def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """Hessian-vector product H(x) p (from ``hessp``, or from the dense ``hess``)."""
+        if self._hessp is not None:
+            self.nhev += 1
+            return np.asarray(self._hessp(x, p), dtype=float).reshape(-1)
+        return self.hess(x) @ p
+
+
+def make_result(objective: Objective, x: np.ndarray, status: int, nit: int,
+                history: list | None = None, message: str | None = None) -> OptimizeResult:
+    """An OptimizeResult at ``x`` (or at the best point seen, when that is better and finite)."""
+    f = objective.fun(x)
+    if status != SUCCESS and not f <= objective.best_f:
+        x, f = objective.best_x, objective.best_f
+    g = objective.grad(x)
+    return OptimizeResult(x=x, fun=f, jac=g, nit=nit, nfev=objective.nfev, njev=objective.njev,
+                          nhev=objective.nhev, status=status, success=status == SUCCESS,
+                          message=message or MESSAGES[status], history=history or [])
+
+
+class Monitor:
+    """Per-iteration bookkeeping: history, the optional iteration table and the user callback."""
+
+    def __init__(self, callback: Callable | None = None, disp: bool = False):
+        self.callback, self.disp, self.history = callback, disp, []
+
+    def record(self, nit: int, x: np.ndarray, f: float, g: np.ndarray, **extra) -> bool:
+        """Log one iteration; returns True when the callback asks the run to stop."""
+        entry = {"nit": nit, "f": f, "gnorm": float(np.linalg.norm(g, np.inf)), **extra}
+        self.history.append(entry)
+        if self.disp:
+            if nit == 0:
+                print(" ".join(f"{k:>12}" for k in entry))
+            print(" ".join(f"{v:>12.5g}" if isinstance(v, float) else f"{v:>12}"
+                           for v in entry.values()))
+        if self.callback is None:
+            return False
+        try:
+            self.callback(OptimizeResult(x=x.copy(), fun=f, jac=g.copy(), nit=nit))
+        except StopIteration:
+            return True
+        return False
