@@ -1,0 +1,85 @@
+"""Finite-difference checks of first and second derivatives, for users and for our tests."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .core import Tensor, constant
+from .tape import GradientTape
+
+
+def _scalar(f: Callable, weights_seed: int = 0) -> Callable:
+    """f itself when it returns a scalar, else <f(x), w> for a fixed random w (tests all of J)."""
+    def scalar_f(x):
+        y = f(x)
+        if np.ndim(y.numpy() if isinstance(y, Tensor) else y) == 0:
+            return y
+        w = np.random.default_rng(weights_seed).standard_normal(np.shape(y))
+        return (y * w).sum()
+    return scalar_f
+
+
+def _gradient(f, x):
+    xt = constant(x)
+    with GradientTape() as tape:
+        tape.watch(xt)
+        y = f(xt)
+    g = tape.gradient(y, xt)
+    return np.zeros_like(x) if g is None else g.numpy()
+
+
+def _hessian(f, x):
+    xt = constant(x)
+    with GradientTape() as outer:
+        outer.watch(xt)
+        with GradientTape() as inner:
+            inner.watch(xt)
+            y = f(xt)
+        g = inner.gradient(y, xt)
+    if g is None:
+        return np.zeros(x.shape + x.shape)
+    h = outer.jacobian(g, xt)
+    return np.zeros(x.shape + x.shape) if h is None else h.numpy()
+
+
+def _central_differences(fun, x, eps):
+    """d fun / dx by central differences, shape fun(x).shape + x.shape."""
+    columns = []
+    for k in range(x.size):
+        step = np.zeros(x.size)
+        step[k] = eps
+        step = step.reshape(x.shape)
+        columns.append((np.asarray(fun(x + step)) - np.asarray(fun(x - step))) / (2 * eps))
+    out = np.stack(columns, axis=-1)
+    return out.reshape(np.shape(fun(x)) + x.shape)
+
+
+def check_grad(f: Callable, x, order: int = 2, eps: float = 1e-6, rtol: float = 1e-5,
+               atol: float = 1e-6) -> dict:
+    """Compare autodiff derivatives of ``f`` at ``x`` with central finite differences (float64).
+
+    Checks the gradient (order >= 1) and the Hessian (order >= 2, against differences of the
+    gradient). A non-scalar ``f`` is contracted with a fixed random vector. Raises AssertionError on
+    a mismatch; returns the largest absolute errors.
+    """
+    x = np.array(x, dtype=np.float64)
+    scalar_f = _scalar(f)
+    errors = {}
+    g = _gradient(scalar_f, x)
+    g_fd = _central_differences(lambda z: np.asarray(scalar_f(constant(z))), x, eps)
+    errors["gradient"] = _compare("gradient", g, g_fd, rtol, atol)
+    if order >= 2:
+        h = _hessian(scalar_f, x)
+        h_fd = _central_differences(lambda z: _gradient(scalar_f, z), x, eps)
+        errors["hessian"] = _compare("Hessian", h, h_fd, rtol, atol)
+    return errors
+
+
+def _compare(what, exact, approx, rtol, atol) -> float:
+    scale = max(1.0, float(np.max(np.abs(approx), initial=0.0)))
+    error = float(np.max(np.abs(exact - approx), initial=0.0))
+    if not np.all(np.isfinite(exact)) or error > atol + rtol * scale:
+        raise AssertionError(f"{what} mismatch: max |autodiff - finite differences| = {error:.3g} "
+                             f"(scale {scale:.3g})\nautodiff:\n{exact}\nfinite differences:\n{approx}")
+    return error

@@ -1,0 +1,256 @@
+"""The engine's heart: Tensor, Variable, primitives, and the record/sweep loop.
+
+A primitive is a NumPy function plus derivative rules. Calling it on plain arrays is the NumPy call;
+calling it on Tensors wraps the result and appends one record to every active tape that watches an
+input. A tape is a list of records in execution order, so its reverse is a topological order and the
+backward sweep is a plain loop. Rules are written with the engine's own ops: run on Tensors while an
+outer tape records, they are themselves recorded, which gives higher derivatives for free; run on raw
+ndarrays, they are as cheap as NumPy.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+
+import numpy as np
+
+_next_id = itertools.count().__next__
+
+
+class _State(threading.local):
+    """Per-thread engine state: the recording tapes and active forward accumulators."""
+
+    def __init__(self):
+        self.tapes = []
+        self.accumulators = []
+
+
+state = _State()
+
+
+class Tensor:
+    """An immutable array value that tapes can record. ``.numpy()`` gives the ndarray."""
+
+    __slots__ = ("_value", "_id", "__weakref__")
+    __array_priority__ = 100.0
+    __hash__ = object.__hash__
+
+    def __init__(self, value):
+        self._value = value
+        self._id = _next_id()
+
+    # --- the value -------------------------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        return np.asarray(self._value)
+
+    def __array__(self, dtype=None, copy=None):
+        value = np.asarray(self._value)
+        return value if dtype is None else value.astype(dtype, copy=False)
+
+    shape = property(lambda self: np.shape(self._value))
+    dtype = property(lambda self: np.asarray(self._value).dtype)
+    ndim = property(lambda self: np.ndim(self._value))
+    size = property(lambda self: np.size(self._value))
+
+    def item(self):
+        return np.asarray(self._value).item()
+
+    def __float__(self):
+        return float(self._value)
+
+    def __int__(self):
+        return int(self._value)
+
+    def __index__(self):
+        return np.asarray(self._value).__index__()
+
+    def __bool__(self):
+        return bool(self._value)
+
+    def __len__(self):
+        return len(self._value)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({np.asarray(self._value)!r})".replace("\n", "\n" + " " * 7)
+
+    def __reduce__(self):
+        return (constant, (np.asarray(self._value),))
+
+
+class Variable(Tensor):
+    """A mutable Tensor holding model state. Trainable ones are watched when a tape reads them."""
+
+    __slots__ = ("trainable", "name")
+
+    def __init__(self, value, trainable: bool = True, name: str | None = None, dtype=None):
+        super().__init__(_as_float_array(value, dtype))
+        self.trainable = bool(trainable)
+        self.name = name
+
+    def assign(self, value):
+        value = np.asarray(value._value if isinstance(value, Tensor) else value,
+                           dtype=self._value.dtype)
+        if value.shape != self._value.shape:
+            raise ValueError(f"cannot assign a value of shape {value.shape} to a Variable of shape "
+                             f"{self._value.shape}")
+        self._value = value.copy()
+        return self
+
+    def assign_add(self, delta):
+        return self.assign(self._value + np.asarray(getattr(delta, "_value", delta)))
+
+    def assign_sub(self, delta):
+        return self.assign(self._value - np.asarray(getattr(delta, "_value", delta)))
+
+    def __repr__(self):
+        name = f" name={self.name!r}" if self.name else ""
+        return f"Variable({np.asarray(self._value)!r}{name}, trainable={self.trainable})"
+
+    def __reduce__(self):
+        return (Variable, (self._value, self.trainable, self.name))
+
+
+def _as_float_array(value, dtype=None) -> np.ndarray:
+    """float64 unless told otherwise; float32 (and other float types) are preserved."""
+    if isinstance(value, Tensor):
+        value = value._value
+    value = np.asarray(value, dtype=dtype)
+    if dtype is None and value.dtype.kind in "biu":
+        value = value.astype(np.float64)
+    if value.dtype == object:
+        raise TypeError("cannot make a Tensor from an object array")
+    return value
+
+
+def constant(value, dtype=None) -> Tensor:
+    """A Tensor that no tape watches unless told to (float64 by default)."""
+    return Tensor(_as_float_array(value, dtype))
+
+
+def value_of(x):
+    """The raw ndarray behind a Tensor; anything else unchanged."""
+    return x._value if isinstance(x, Tensor) else x
+
+
+class Primitive:
+    """A NumPy function the engine can differentiate.
+
+    ``vjps[i](g, ans, *args, **kwargs)`` maps the output cotangent ``g`` (with any number of leading
+    batch axes) to the cotangent of argument ``i``; ``jvps[i](t, ans, *args, **kwargs)`` maps a tangent
+    of argument ``i`` to the output tangent.
+    """
+
+    def __init__(self, fun, name: str | None = None):
+        self.fun = fun
+        self.name = name or fun.__name__
+        self.vjps: dict = {}
+        self.jvps: dict = {}
+        self.variadic = False  # one rule for every argument, called with argnum=i
+
+    def __repr__(self):
+        return f"<primitive {self.name}>"
+
+    def __call__(self, *args, **kwargs):
+        parents = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        if not parents:
+            return self.fun(*args, **kwargs)
+        raw = [a._value if isinstance(a, Tensor) else a for a in args]
+        out = Tensor(self.fun(*raw, **kwargs))
+        if state.tapes:
+            record(self, args, raw, kwargs, out, parents)
+        if state.accumulators:
+            for accumulator in state.accumulators:
+                accumulator.push(self, args, kwargs, out, parents)
+        return out
+
+    def rule(self, table: dict, i: int):
+        rule = table.get(0 if self.variadic else i)
+        if rule is None:
+            kind = "derivative" if table is self.vjps else "forward-mode (JVP)"
+            raise TypeError(f"autodiff: {self.name} has no {kind} rule for argument {i}")
+        return rule
+
+    def backward(self, g, ans, args, kwargs, parents):
+        """The cotangents of the Tensor arguments ``parents``, given the output cotangent ``g``."""
+        grads = []
+        for i in parents:
+            rule = self.rule(self.vjps, i)
+            gi = rule(g, ans, *args, argnum=i, **kwargs) if self.variadic else rule(g, ans, *args, **kwargs)
+            grads.append(gi)
+        return grads
+
+    def forward(self, tangents, ans, args, kwargs):
+        """The output tangent, given ``{argnum: tangent}`` for the arguments that have one."""
+        total = None
+        for i, t in tangents.items():
+            rule = self.rule(self.jvps, i)
+            ti = rule(t, ans, *args, argnum=i, **kwargs) if self.variadic else rule(t, ans, *args, **kwargs)
+            total = ti if total is None else total + ti
+        return total
+
+
+def record(prim, args, raw, kwargs, out, parents):
+    """Append the op to every recording tape that watches one of its inputs."""
+    for tape in state.tapes:
+        watched = tape._watched
+        for i in parents:
+            a = args[i]
+            if a._id in watched:
+                break
+            if tape._watch_accessed and type(a) is Variable and a.trainable:
+                tape._watch_one(a)
+                break
+        else:
+            continue
+        tape._records.append((prim, args, tuple(raw), kwargs, out, parents))
+        if type(out) is tuple:
+            watched.update(o._id for o in out)
+        else:
+            watched.add(out._id)
+
+
+def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
+    """Reverse-mode sweep over ``records`` from ``seeds`` ({tensor id: cotangent}).
+
+    Returns the cotangents of the ids in ``keep``; others are freed as soon as the sweep passes their
+    record. With ``use_tensors`` the rules run on Tensors (so outer tapes record them), otherwise on
+    raw ndarrays.
+    """
+    grads = dict(seeds)
+    for prim, args, raw, kwargs, out, parents in reversed(records):
+        if type(out) is tuple:
+            gs = [grads.get(o._id) for o in out]
+            if all(g is None for g in gs):
+                continue
+            for o in out:
+                if o._id not in keep:
+                    grads.pop(o._id, None)
+            g = _fill_zeros(gs, out)
+            ans = out if use_tensors else tuple(o._value for o in out)
+        else:
+            oid = out._id
+            g = grads.get(oid)
+            if g is None:
+                continue
+            if oid not in keep:
+                del grads[oid]
+            ans = out if use_tensors else out._value
+        values = args if use_tensors else raw
+        for i, gi in zip(parents, prim.backward(g, ans, values, kwargs, parents)):
+            if gi is None:
+                continue
+            key = args[i]._id
+            prev = grads.get(key)
+            grads[key] = gi if prev is None else prev + gi
+    return {k: grads[k] for k in keep if k in grads}
+
+
+def _fill_zeros(gs, outputs):
+    """Cotangents for a multi-output record, with zeros (batch-shaped) where an output has none."""
+    i, some = next((i, g) for i, g in enumerate(gs) if g is not None)
+    batch = some.shape[:some.ndim - outputs[i].ndim]
+    return tuple(g if g is not None else np.zeros(batch + o.shape, o.dtype)
+                 for g, o in zip(gs, outputs))

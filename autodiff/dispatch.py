@@ -1,0 +1,122 @@
+"""Operators and NumPy dispatch for Tensor: plain NumPy code differentiates.
+
+``__array_ufunc__`` and ``__array_function__`` send NumPy calls on Tensors to the differentiable
+namespace. A NumPy function with no rule raises a TypeError naming it, instead of silently turning
+the Tensor into an object array or dropping its gradient.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import numpy as anp
+from .core import Tensor
+
+_UFUNCS = {
+    np.add: anp.add, np.subtract: anp.subtract, np.multiply: anp.multiply, np.divide: anp.divide,
+    np.power: anp.power, np.negative: anp.negative, np.positive: lambda x: x,
+    np.absolute: anp.absolute, np.exp: anp.exp, np.log: anp.log, np.log2: anp.log2,
+    np.log10: anp.log10, np.log1p: anp.log1p, np.expm1: anp.expm1, np.sqrt: anp.sqrt,
+    np.cbrt: anp.cbrt, np.square: anp.square, np.reciprocal: anp.reciprocal, np.sin: anp.sin,
+    np.cos: anp.cos, np.tan: anp.tan, np.arcsin: anp.arcsin, np.arccos: anp.arccos,
+    np.arctan: anp.arctan, np.arctan2: anp.arctan2, np.sinh: anp.sinh, np.cosh: anp.cosh,
+    np.tanh: anp.tanh, np.arcsinh: anp.arcsinh, np.arccosh: anp.arccosh, np.arctanh: anp.arctanh,
+    np.logaddexp: anp.logaddexp, np.maximum: anp.maximum, np.minimum: anp.minimum,
+    np.fmax: anp.maximum, np.fmin: anp.minimum, np.matmul: anp.matmul, np.sign: anp.sign,
+}
+_UFUNCS.update({getattr(np, name): f for name, f in anp.NON_DIFFERENTIABLE.items()
+                if isinstance(getattr(np, name), np.ufunc)})
+
+_REDUCTIONS = {np.add: anp.sum, np.multiply: anp.prod, np.maximum: anp.max, np.minimum: anp.min}
+
+_FUNCTIONS = {getattr(np, name): getattr(anp, name) for name in [
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std", "cumsum", "clip", "where",
+    "dot", "vdot", "inner", "outer", "tensordot", "einsum", "matmul", "transpose", "moveaxis",
+    "swapaxes", "reshape", "ravel", "squeeze", "expand_dims", "broadcast_to", "concatenate", "stack",
+    "hstack", "vstack", "split", "array_split", "tile", "repeat", "pad", "diag", "diagonal", "trace",
+    "triu", "tril", "take", "flip", "copy", "atleast_1d",
+]}
+_FUNCTIONS.update({getattr(np, name): f for name, f in anp.NON_DIFFERENTIABLE.items()
+                   if not isinstance(getattr(np, name), np.ufunc)})
+_FUNCTIONS.update({getattr(np.linalg, name): getattr(anp.linalg, name) for name in anp.linalg.__all__})
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    if kwargs.pop("out", None) is not None:
+        raise TypeError(f"autodiff: numpy.{ufunc.__name__} with out= (in place) cannot be "
+                        "differentiated")
+    if method == "__call__" and ufunc in _UFUNCS:
+        if kwargs:
+            raise TypeError(f"autodiff: numpy.{ufunc.__name__} with {sorted(kwargs)} is not supported")
+        return _UFUNCS[ufunc](*inputs)
+    if method == "reduce" and ufunc in _REDUCTIONS:
+        return _REDUCTIONS[ufunc](inputs[0], axis=kwargs.get("axis", 0),
+                                  keepdims=kwargs.get("keepdims", False))
+    if method == "accumulate" and ufunc is np.add:
+        return anp.cumsum(inputs[0], axis=kwargs.get("axis", 0))
+    name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+    raise TypeError(f"autodiff: numpy.{name} has no derivative rule, so it cannot be applied to a "
+                    "Tensor (use autodiff.numpy functions, or np.asarray(t) to drop the gradient)")
+
+
+def _array_function(self, func, types, args, kwargs):
+    implementation = _FUNCTIONS.get(func)
+    if implementation is None:
+        module = func.__module__.replace("numpy.linalg._linalg", "numpy.linalg")
+        raise TypeError(f"autodiff: {module}.{func.__name__} has no derivative rule, so it cannot "
+                        "be applied to a Tensor (use autodiff.numpy functions, or np.asarray(t) "
+                        "to drop the gradient)")
+    return implementation(*args, **kwargs)
+
+
+def _binary(op, reflected=False):
+    if reflected:
+        return lambda self, other: op(other, self)
+    return lambda self, other: op(self, other)
+
+
+def _install_methods():
+    methods = {
+        "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,
+        "__add__": _binary(anp.add), "__radd__": _binary(anp.add, True),
+        "__sub__": _binary(anp.subtract), "__rsub__": _binary(anp.subtract, True),
+        "__mul__": _binary(anp.multiply), "__rmul__": _binary(anp.multiply, True),
+        "__truediv__": _binary(anp.divide), "__rtruediv__": _binary(anp.divide, True),
+        "__pow__": _binary(anp.power), "__rpow__": _binary(anp.power, True),
+        "__matmul__": _binary(anp.matmul), "__rmatmul__": _binary(anp.matmul, True),
+        "__floordiv__": _binary(anp.floor_divide), "__rfloordiv__": _binary(anp.floor_divide, True),
+        "__mod__": _binary(anp.mod), "__rmod__": _binary(anp.mod, True),
+        "__lt__": _binary(anp.less), "__le__": _binary(anp.less_equal),
+        "__gt__": _binary(anp.greater), "__ge__": _binary(anp.greater_equal),
+        "__eq__": _binary(anp.equal), "__ne__": _binary(anp.not_equal),
+        "__and__": _binary(anp.logical_and), "__or__": _binary(anp.logical_or),
+        "__xor__": _binary(anp.logical_xor), "__invert__": lambda self: anp.logical_not(self),
+        "__neg__": lambda self: anp.negative(self), "__pos__": lambda self: self,
+        "__abs__": lambda self: anp.absolute(self),
+        "__getitem__": anp.getitem,
+        "T": property(lambda self: anp.transpose(self)),
+        "mT": property(lambda self: anp.swapaxes(self, -1, -2)),
+        "reshape": lambda self, *shape, **kw: anp.reshape(self, shape[0] if len(shape) == 1 else shape, **kw),
+        "transpose": lambda self, *axes: anp.transpose(self, (axes[0] if len(axes) == 1 else axes) or None),
+        "ravel": lambda self: anp.ravel(self),
+        "flatten": lambda self: anp.ravel(self),
+        "squeeze": lambda self, axis=None: anp.squeeze(self, axis),
+        "swapaxes": lambda self, a, b: anp.swapaxes(self, a, b),
+        "dot": lambda self, other: anp.dot(self, other),
+        "astype": lambda self, dtype, **kw: anp.astype(self, dtype),
+        "copy": lambda self: self,
+        "clip": lambda self, a_min=None, a_max=None, **kw: anp.clip(self, a_min, a_max, **kw),
+        "cumsum": lambda self, axis=None: anp.cumsum(self, axis),
+        "diagonal": lambda self, offset=0, axis1=0, axis2=1: anp.diagonal(self, offset, axis1, axis2),
+        "trace": lambda self, offset=0, axis1=0, axis2=1: anp.trace(self, offset, axis1, axis2),
+        "argmax": lambda self, axis=None: anp.argmax(self, axis),
+        "argmin": lambda self, axis=None: anp.argmin(self, axis),
+        "argsort": lambda self, axis=-1: anp.argsort(self, axis),
+        "round": lambda self, decimals=0: anp.round(self, decimals),
+    }
+    for name in ["sum", "mean", "prod", "max", "min", "var", "std", "any", "all"]:
+        methods[name] = getattr(anp, name)
+    for name, method in methods.items():
+        setattr(Tensor, name, method)
+
+
+_install_methods()

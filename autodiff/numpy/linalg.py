@@ -1,0 +1,188 @@
+"""Differentiable ``numpy.linalg``: solve, inv, det, slogdet, cholesky, eigh, norm.
+
+Rules follow the standard matrix-calculus results (Giles 2008, "Extended collection of matrix
+derivative results"; Murray 2016 for the Cholesky factor; the eigh rule assumes distinct
+eigenvalues). They are written with the engine's ops, so they are differentiable again.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as _np
+
+from ..core import value_of
+from .ops import (_expand_reduced, _keepdims_shape, concatenate, defjvp, defvjp, matmul, primitive,
+                  reshape, sum, swapaxes, tril, unbroadcast, where)
+from .ops import abs as _abs, max as _max, min as _min
+
+SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
+EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
+
+
+def _mT(a):
+    return swapaxes(a, -1, -2)
+
+
+def _column(v):
+    return reshape(v, v.shape + (1,))
+
+
+def _solve_vjp_a(g, ans, a, b):
+    gb = _solve_vjp_b(g, ans, a, b)
+    if b.ndim == 1:
+        grad = -_column(gb) * reshape(ans, (1,) * (gb.ndim - 1) + (1, -1))
+    else:
+        grad = -matmul(gb, _mT(ans))
+    return unbroadcast(grad, a.shape, g.ndim - ans.ndim)
+
+
+def _solve_vjp_b(g, ans, a, b):
+    if b.ndim == 1:
+        return solve(_mT(a), _column(g))[..., 0]
+    return unbroadcast(solve(_mT(a), g), b.shape, g.ndim - ans.ndim)
+
+
+solve = primitive(_np.linalg.solve, "solve")
+defvjp(solve, _solve_vjp_a, _solve_vjp_b)
+defjvp(solve, lambda t, ans, a, b: -solve(a, matmul(t, ans)), lambda t, ans, a, b: solve(a, t))
+
+inv = primitive(_np.linalg.inv, "inv")
+defvjp(inv, lambda g, ans, a: -matmul(matmul(_mT(ans), g), _mT(ans)))
+defjvp(inv, lambda t, ans, a: -matmul(matmul(ans, t), ans))
+
+
+def _scalar_times_matrix(s, m):
+    return reshape(s, s.shape + (1, 1)) * m
+
+
+det = primitive(_np.linalg.det, "det")
+defvjp(det, lambda g, ans, a: _scalar_times_matrix(g * ans, _mT(inv(a))))
+defjvp(det, lambda t, ans, a: ans * sum(_mT(inv(a)) * t, axis=(-2, -1)))
+
+_logabsdet = primitive(lambda a: _np.linalg.slogdet(a)[1], "logabsdet")
+defvjp(_logabsdet, lambda g, ans, a: _scalar_times_matrix(g, _mT(inv(a))))
+defjvp(_logabsdet, lambda t, ans, a: sum(_mT(inv(a)) * t, axis=(-2, -1)))
+
+
+def slogdet(a):
+    """(sign, log|det a|); the sign carries no gradient."""
+    return SlogdetResult(_np.linalg.slogdet(value_of(a))[0], _logabsdet(a))
+
+
+def _phi(x):
+    """Lower triangle with the diagonal halved."""
+    return tril(x) - 0.5 * x * _np.eye(x.shape[-1])
+
+
+def _cholesky_vjp(g, ans, a):
+    """Murray (2016), "Differentiation of the Cholesky decomposition", symmetric form."""
+    p = _phi(matmul(_mT(ans), g))
+    l_inv = inv(ans)
+    s = matmul(matmul(_mT(l_inv), p), l_inv)
+    return 0.5 * (s + _mT(s))
+
+
+def _cholesky_jvp(t, ans, a):
+    l_inv = inv(ans)
+    return matmul(ans, _phi(matmul(matmul(l_inv, t), _mT(l_inv))))
+
+
+cholesky = primitive(_np.linalg.cholesky, "cholesky")
+defvjp(cholesky, _cholesky_vjp)
+defjvp(cholesky, _cholesky_jvp)
+
+
+def _eigh_packed(a):
+    """Eigenvalues stacked above the eigenvectors: one array, so one record serves both."""
+    w, v = _np.linalg.eigh(a)
+    return _np.concatenate([w[..., None, :], v], axis=-2)
+
+
+def _eigh_gaps(w):
+    gaps = reshape(w, w.shape[:-1] + (1, -1)) - reshape(w, w.shape + (1,))
+    n = w.shape[-1]
+    safe = where(_np.eye(n, dtype=bool), 1.0, gaps)
+    return (1 - _np.eye(n)) / safe
+
+
+def _eigh_vjp(g, ans, a):
+    w, v = ans[..., 0, :], ans[..., 1:, :]
+    gw, gv = g[..., 0, :], g[..., 1:, :]
+    inner = _eigh_gaps(w) * matmul(_mT(v), gv)
+    inner = inner + _np.eye(w.shape[-1]) * reshape(gw, gw.shape[:-1] + (1, -1))
+    grad = matmul(matmul(v, inner), _mT(v))
+    return 0.5 * (grad + _mT(grad))
+
+
+def _eigh_jvp(t, ans, a):
+    w, v = ans[..., 0, :], ans[..., 1:, :]
+    vt_t_v = matmul(matmul(_mT(v), 0.5 * (t + _mT(t))), v)
+    tw = sum(vt_t_v * _np.eye(w.shape[-1]), axis=-1)
+    tv = matmul(v, _eigh_gaps(w) * vt_t_v)
+    return concatenate([reshape(tw, tw.shape[:-1] + (1, -1)), tv], axis=-2)
+
+
+_eigh = primitive(_eigh_packed, "eigh")
+defvjp(_eigh, _eigh_vjp)
+defjvp(_eigh, _eigh_jvp)
+
+
+def eigh(a, UPLO="L"):
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix (distinct eigenvalues assumed
+    for the derivative of the eigenvectors)."""
+    if UPLO != "L":
+        raise NotImplementedError("autodiff: eigh supports UPLO='L' only")
+    packed = _eigh(a)
+    return EighResult(packed[..., 0, :], packed[..., 1:, :])
+
+
+def eigvalsh(a, UPLO="L"):
+    return eigh(a, UPLO).eigenvalues
+
+
+def _safe_divide(x, norm):
+    return x / where(value_of(norm) == 0, 1.0, norm)
+
+
+def _norm2_raw(x, axis, keepdims):
+    return _np.sqrt(_np.sum(x * x, axis=axis, keepdims=keepdims))
+
+
+_norm2 = primitive(_norm2_raw, "norm")
+
+
+def _norm2_vjp(g, ans, x, axis, keepdims):
+    kept = reshape(ans, _keepdims_shape(x.shape, axis))
+    return _expand_reduced(g, ans, x, axis) * _safe_divide(x, kept)
+
+
+def _norm2_jvp(t, ans, x, axis, keepdims):
+    kept = reshape(ans, _keepdims_shape(x.shape, axis))
+    return sum(t * _safe_divide(x, kept), axis=axis, keepdims=keepdims)
+
+
+defvjp(_norm2, _norm2_vjp)
+defjvp(_norm2, _norm2_jvp)
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """Vector norms (any ord) and the Frobenius matrix norm; the 2-norm's gradient at 0 is 0."""
+    ndim = _np.ndim(value_of(x))
+    axis = tuple(range(ndim)) if axis is None and (ord is None or ndim == 1) else axis
+    if isinstance(axis, int):
+        axis = (axis,)
+    if ord in (None, 2, "fro") and (ord != 2 or len(axis) == 1) and (ord != "fro" or len(axis) == 2):
+        return _norm2(x, axis, keepdims)
+    if len(axis) != 1:
+        raise NotImplementedError(f"autodiff: matrix norm ord={ord!r} is not supported "
+                                  "(vector norms and 'fro' are)")
+    if ord == _np.inf:
+        return _max(_abs(x), axis=axis, keepdims=keepdims)
+    if ord == -_np.inf:
+        return _min(_abs(x), axis=axis, keepdims=keepdims)
+    if ord == 1:
+        return sum(_abs(x), axis=axis, keepdims=keepdims)
+    return sum(_abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+
+
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "norm"]

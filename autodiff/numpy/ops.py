@@ -1,0 +1,832 @@
+"""Differentiable NumPy: each primitive with its VJP and JVP rules, one short line each where possible.
+
+Rules take the output cotangent ``g`` with any number of leading batch axes (so one sweep can push a
+whole batch of cotangents), use negative axes, and are written with these same ops, so that they are
+differentiable themselves. Functions that are compositions of primitives need no rules at all.
+"""
+from __future__ import annotations
+
+import builtins
+import string
+
+import numpy as _np
+
+from ..core import Primitive, Tensor, value_of
+
+
+# --- defining primitives ---------------------------------------------------------------------------
+
+def primitive(fun, name: str | None = None) -> Primitive:
+    return Primitive(fun, name)
+
+
+def defvjp(prim: Primitive, *rules, broadcasting: bool = False) -> None:
+    """Register one VJP rule per argument (None for a non-differentiable argument)."""
+    for i, rule in enumerate(rules):
+        if rule is not None:
+            prim.vjps[i] = _summed_to_argument(rule, i) if broadcasting else rule
+
+
+def defjvp(prim: Primitive, *rules) -> None:
+    """Register one JVP rule per argument (None for a non-differentiable argument)."""
+    for i, rule in enumerate(rules):
+        if rule is not None:
+            prim.jvps[i] = rule
+
+
+def defderiv(prim: Primitive, *derivatives) -> None:
+    """Elementwise op: register VJPs ``g * d(ans, *args)`` and JVPs ``t * d(ans, *args)``."""
+    for i, d in enumerate(derivatives):
+        if d is not None:
+            defvjp(prim, *([None] * i), _times(d), broadcasting=True)
+            defjvp(prim, *([None] * i), _times(d))
+
+
+def deflinear(prim: Primitive) -> None:
+    """An op linear in its first argument: its JVP is the op applied to the tangent."""
+    prim.jvps[0] = lambda t, ans, x, *args, **kwargs: prim(t, *args, **kwargs)
+
+
+def _times(d):
+    return lambda g, ans, *args: g * d(ans, *args)
+
+
+def _summed_to_argument(rule, i):
+    def rule_then_unbroadcast(g, ans, *args, **kwargs):
+        return unbroadcast(rule(g, ans, *args, **kwargs), args[i].shape, g.ndim - ans.ndim)
+    return rule_then_unbroadcast
+
+
+def unbroadcast(g, shape, nb: int):
+    """Sum ``g`` (``nb`` batch axes, then a broadcast of ``shape``) back to ``batch + shape``.
+
+    The batch axes are never summed.
+    """
+    gshape = g.shape
+    shape = tuple(shape)
+    if gshape[nb:] == shape:
+        return g
+    extra = len(gshape) - nb - len(shape)
+    axes = tuple(range(nb, nb + extra)) + tuple(
+        nb + extra + k for k, d in enumerate(shape) if d == 1 and gshape[nb + extra + k] != 1)
+    return reshape(sum(g, axis=axes), gshape[:nb] + shape)
+
+
+def nondiff(fun, wrap: bool = True):
+    """A function with no derivative (comparisons, argmax, floor, ...): no gradient and no error."""
+    def call(*args, **kwargs):
+        result = fun(*[value_of(a) for a in args], **{k: value_of(v) for k, v in kwargs.items()})
+        if wrap and any(isinstance(a, Tensor) for a in args) and isinstance(result, (_np.ndarray, _np.generic)):
+            return Tensor(result)
+        return result
+    call.__name__ = call.__qualname__ = getattr(fun, "__name__", "nondiff")
+    call.__doc__ = f"{call.__name__} (not differentiable: no gradient flows through it)."
+    return call
+
+
+def _reject_out(out):
+    if out is not None:
+        raise TypeError("autodiff: in-place NumPy operations (out=...) cannot be differentiated")
+
+
+def _axes(axis, ndim: int) -> tuple:
+    """``axis`` (None, int or tuple) as a sorted tuple of non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    axis = (axis,) if _np.ndim(axis) == 0 else axis
+    return tuple(sorted(int(a) % ndim if ndim else 0 for a in axis))
+
+
+# --- elementwise, one argument -----------------------------------------------------------------
+
+def _sigmoid(x):
+    e = _np.exp(-_np.abs(x))
+    return _np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(_np.result_type(x, _np.float16))
+
+
+negative = primitive(_np.negative)
+exp = primitive(_np.exp)
+log = primitive(_np.log)
+log2 = primitive(_np.log2)
+log10 = primitive(_np.log10)
+log1p = primitive(_np.log1p)
+expm1 = primitive(_np.expm1)
+sqrt = primitive(_np.sqrt)
+cbrt = primitive(_np.cbrt)
+square = primitive(_np.square)
+reciprocal = primitive(_np.reciprocal)
+absolute = primitive(_np.absolute, "absolute")
+sin = primitive(_np.sin)
+cos = primitive(_np.cos)
+tan = primitive(_np.tan)
+arcsin = primitive(_np.arcsin)
+arccos = primitive(_np.arccos)
+arctan = primitive(_np.arctan)
+sinh = primitive(_np.sinh)
+cosh = primitive(_np.cosh)
+tanh = primitive(_np.tanh)
+arcsinh = primitive(_np.arcsinh)
+arccosh = primitive(_np.arccosh)
+arctanh = primitive(_np.arctanh)
+sigmoid = primitive(_sigmoid, "sigmoid")
+softplus = primitive(lambda x: _np.logaddexp(0, x), "softplus")
+abs = absolute
+expit = sigmoid
+
+defvjp(negative, lambda g, ans, x: -g)
+defjvp(negative, lambda t, ans, x: -t)
+defderiv(exp, lambda ans, x: ans)
+defderiv(log, lambda ans, x: 1 / x)
+defderiv(log2, lambda ans, x: 1 / (x * _np.log(2)))
+defderiv(log10, lambda ans, x: 1 / (x * _np.log(10)))
+defderiv(log1p, lambda ans, x: 1 / (1 + x))
+defderiv(expm1, lambda ans, x: ans + 1)
+defderiv(sqrt, lambda ans, x: 0.5 / ans)
+defderiv(cbrt, lambda ans, x: 1 / (3 * ans ** 2))
+defderiv(square, lambda ans, x: 2 * x)
+defderiv(reciprocal, lambda ans, x: -ans * ans)
+defderiv(absolute, lambda ans, x: sign(x))
+defderiv(sin, lambda ans, x: cos(x))
+defderiv(cos, lambda ans, x: -sin(x))
+defderiv(tan, lambda ans, x: 1 + ans * ans)
+defderiv(arcsin, lambda ans, x: 1 / sqrt(1 - x * x))
+defderiv(arccos, lambda ans, x: -1 / sqrt(1 - x * x))
+defderiv(arctan, lambda ans, x: 1 / (1 + x * x))
+defderiv(sinh, lambda ans, x: cosh(x))
+defderiv(cosh, lambda ans, x: sinh(x))
+defderiv(tanh, lambda ans, x: 1 - ans * ans)
+defderiv(arcsinh, lambda ans, x: 1 / sqrt(x * x + 1))
+defderiv(arccosh, lambda ans, x: 1 / sqrt(x * x - 1))
+defderiv(arctanh, lambda ans, x: 1 / (1 - x * x))
+defderiv(sigmoid, lambda ans, x: ans * (1 - ans))
+defderiv(softplus, lambda ans, x: sigmoid(x))
+
+# --- elementwise, two arguments (broadcasting) ---------------------------------------------------
+
+add = primitive(_np.add)
+subtract = primitive(_np.subtract)
+multiply = primitive(_np.multiply)
+divide = primitive(_np.divide)
+power = primitive(_np.power)
+arctan2 = primitive(_np.arctan2)
+logaddexp = primitive(_np.logaddexp)
+maximum = primitive(_np.maximum)
+minimum = primitive(_np.minimum)
+true_divide = divide
+
+defvjp(add, lambda g, ans, x, y: g, lambda g, ans, x, y: g, broadcasting=True)
+defjvp(add, lambda t, ans, x, y: broadcast_to(t, ans.shape), lambda t, ans, x, y: broadcast_to(t, ans.shape))
+defvjp(subtract, lambda g, ans, x, y: g, lambda g, ans, x, y: -g, broadcasting=True)
+defjvp(subtract, lambda t, ans, x, y: broadcast_to(t, ans.shape), lambda t, ans, x, y: broadcast_to(-t, ans.shape))
+defderiv(multiply, lambda ans, x, y: y, lambda ans, x, y: x)
+defderiv(divide, lambda ans, x, y: 1 / y, lambda ans, x, y: -ans / y)
+defderiv(power, lambda ans, x, y: y * x ** (y - 1),
+         lambda ans, x, y: ans * log(where(value_of(x) > 0, x, 1)))
+defderiv(arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
+defderiv(logaddexp, lambda ans, x, y: exp(x - ans), lambda ans, x, y: exp(y - ans))
+defderiv(maximum, lambda ans, x, y: _mask(value_of(x) >= value_of(y), ans),
+         lambda ans, x, y: _mask(value_of(x) < value_of(y), ans))
+defderiv(minimum, lambda ans, x, y: _mask(value_of(x) <= value_of(y), ans),
+         lambda ans, x, y: _mask(value_of(x) > value_of(y), ans))
+
+
+def _mask(condition, like):
+    return _np.asarray(condition, dtype=_np.result_type(value_of(like), _np.float16))
+
+
+_where = primitive(_np.where, "where")
+defvjp(_where, None, lambda g, ans, c, x, y: where(value_of(c), g, 0),
+       lambda g, ans, c, x, y: where(value_of(c), 0, g), broadcasting=True)
+defjvp(_where, None, lambda t, ans, c, x, y: where(value_of(c), t, 0) * _np.ones(ans.shape, ans.dtype),
+       lambda t, ans, c, x, y: where(value_of(c), 0, t) * _np.ones(ans.shape, ans.dtype))
+
+
+def where(condition, x=None, y=None):
+    """Elementwise choice; differentiable in x and y, not in the condition."""
+    if x is None and y is None:
+        return nondiff(_np.where, wrap=False)(condition)
+    return _where(value_of(condition), x, y)
+
+
+_clip = primitive(lambda x, lo, hi: _np.clip(x, lo, hi), "clip")
+defvjp(_clip, lambda g, ans, x, lo, hi: g * _mask(value_of(ans) == value_of(x), ans), broadcasting=True)
+defjvp(_clip, lambda t, ans, x, lo, hi: t * _mask(value_of(ans) == value_of(x), ans))
+
+
+def clip(a, a_min=None, a_max=None, out=None, **kwargs):
+    """Clip to [a_min, a_max]; the gradient flows where the value was not clipped."""
+    _reject_out(out)
+    return _clip(a, value_of(kwargs.get("min", a_min)), value_of(kwargs.get("max", a_max)))
+
+
+# --- reductions --------------------------------------------------------------------------------
+
+def _keepdims_shape(shape, axis):
+    axes = _axes(axis, len(shape))
+    return tuple(1 if k in axes else d for k, d in enumerate(shape))
+
+
+def _expand_reduced(g, ans, x, axis):
+    """Broadcast a cotangent of a reduction back over the reduced axes of ``x``."""
+    batch = g.shape[:g.ndim - ans.ndim]
+    return broadcast_to(reshape(g, batch + _keepdims_shape(x.shape, axis)), batch + x.shape)
+
+
+_sum = primitive(_np.sum, "sum")
+defvjp(_sum, lambda g, ans, x, axis=None, keepdims=False: _expand_reduced(g, ans, x, axis))
+deflinear(_sum)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    _reject_out(out)
+    result = _sum(a, axis=axis, keepdims=keepdims)
+    return result if dtype is None else astype(result, dtype)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    _reject_out(out)
+    count = _np.prod([_np.shape(value_of(a))[k] for k in _axes(axis, _np.ndim(value_of(a)))])
+    return sum(a, axis=axis, dtype=dtype, keepdims=keepdims) / count
+
+
+def _extremum(np_fun, name):
+    prim = primitive(np_fun, name)
+
+    def vjp(g, ans, x, axis=None, keepdims=False):
+        kept = _np.reshape(value_of(ans), _keepdims_shape(x.shape, axis))
+        hits = _mask(value_of(x) == kept, x)
+        share = hits / _np.sum(hits, axis=_axes(axis, x.ndim), keepdims=True)
+        return _expand_reduced(g, ans, x, axis) * share
+
+    def jvp(t, ans, x, axis=None, keepdims=False):
+        kept = _np.reshape(value_of(ans), _keepdims_shape(x.shape, axis))
+        hits = _mask(value_of(x) == kept, x)
+        share = hits / _np.sum(hits, axis=_axes(axis, x.ndim), keepdims=True)
+        return sum(t * share, axis=axis, keepdims=keepdims)
+
+    defvjp(prim, vjp)
+    defjvp(prim, jvp)
+
+    def reduce(a, axis=None, out=None, keepdims=False, **kwargs):
+        _reject_out(out)
+        return prim(a, axis=axis, keepdims=keepdims)
+    reduce.__name__ = name
+    reduce.__doc__ = f"{name} over axis; ties share the gradient equally."
+    return reduce
+
+
+max = amax = _extremum(_np.max, "max")
+min = amin = _extremum(_np.min, "min")
+
+
+def _products_of_others(x, axis):
+    """For each element along ``axis``, the product of the others, without dividing by x.
+
+    Division (``prod / x``) gives NaN Hessians at zeros; this uses an (..., n, n) product with the
+    diagonal set to one instead, which is built from differentiable ops so every order is exact.
+    """
+    axes = _axes(axis, x.ndim)
+    rest = [k for k in range(x.ndim) if k not in axes]
+    moved = transpose(x, rest + list(axes))
+    lead = moved.shape[:len(rest)]
+    n = int(_np.prod([x.shape[k] for k in axes]))
+    flat = reshape(moved, lead + (1, n))
+    others = prod(where(_np.eye(n, dtype=bool), 1.0, broadcast_to(flat, lead + (n, n))), axis=-1)
+    restored = reshape(others, lead + tuple(x.shape[k] for k in axes))
+    return transpose(restored, _np.argsort(rest + list(axes)).tolist())
+
+
+_prod = primitive(_np.prod, "prod")
+defvjp(_prod, lambda g, ans, x, axis=None, keepdims=False:
+       _expand_reduced(g, ans, x, axis) * _products_of_others(x, axis))
+defjvp(_prod, lambda t, ans, x, axis=None, keepdims=False:
+       sum(t * _products_of_others(x, axis), axis=axis, keepdims=keepdims))
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    _reject_out(out)
+    result = _prod(a, axis=axis, keepdims=keepdims)
+    return result if dtype is None else astype(result, dtype)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+    _reject_out(out)
+    centered = a - mean(a, axis=axis, keepdims=True)
+    count = _np.prod([_np.shape(value_of(a))[k] for k in _axes(axis, _np.ndim(value_of(a)))])
+    return sum(centered * centered, axis=axis, dtype=dtype, keepdims=keepdims) / (count - ddof)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+    return sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims))
+
+
+def stop_gradient(x):
+    """The value of ``x`` with no gradient flowing through it."""
+    return Tensor(_np.asarray(x._value)) if isinstance(x, Tensor) else x
+
+
+def logsumexp(a, axis=None, keepdims=False, **kwargs):
+    """log(sum(exp(a))) computed stably (the shift carries no gradient, the result is exact)."""
+    shift = stop_gradient(max(a, axis=axis, keepdims=True))
+    shift = where(_np.isfinite(value_of(shift)), shift, 0.0)
+    result = log(sum(exp(a - shift), axis=axis, keepdims=True)) + shift
+    return result if keepdims else reshape(result, _np.sum(value_of(result), axis=axis).shape)
+
+
+def softmax(x, axis=-1):
+    return exp(x - logsumexp(x, axis=axis, keepdims=True))
+
+
+def log_softmax(x, axis=-1):
+    return x - logsumexp(x, axis=axis, keepdims=True)
+
+
+def _flip_cumsum(g, axis):
+    return flip(cumsum(flip(g, axis=axis), axis=axis), axis=axis)
+
+
+_cumsum = primitive(lambda x, axis: _np.cumsum(x, axis=axis), "cumsum")
+defvjp(_cumsum, lambda g, ans, x, axis: reshape(_flip_cumsum(g, axis=-1), g.shape[:g.ndim - 1] + x.shape)
+       if axis is None else _flip_cumsum(g, axis=axis % x.ndim - x.ndim))
+deflinear(_cumsum)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    _reject_out(out)
+    result = _cumsum(a, axis)
+    return result if dtype is None else astype(result, dtype)
+
+
+_flip = primitive(lambda x, axis: _np.flip(x, axis), "flip")
+defvjp(_flip, lambda g, ans, x, axis: _flip(g, tuple(k - x.ndim for k in _axes(axis, x.ndim))))
+deflinear(_flip)
+
+
+def flip(m, axis=None):
+    return _flip(m, axis)
+
+
+# --- shapes ------------------------------------------------------------------------------------
+
+_reshape = primitive(lambda x, shape: _np.reshape(x, shape), "reshape")
+defvjp(_reshape, lambda g, ans, x, shape: _reshape(g, g.shape[:g.ndim - ans.ndim] + x.shape))
+deflinear(_reshape)
+
+
+def reshape(a, shape=None, order="C", **kwargs):
+    shape = kwargs.get("newshape", shape)
+    if order != "C":
+        raise NotImplementedError("autodiff: reshape supports only order='C'")
+    shape = (shape,) if _np.ndim(shape) == 0 else tuple(shape)
+    if isinstance(a, Tensor) and a.shape == shape:
+        return a
+    return _reshape(a, shape)
+
+
+def ravel(a, order="C"):
+    return reshape(a, (-1,), order)
+
+
+def squeeze(a, axis=None):
+    return reshape(a, _np.squeeze(_np.empty(_np.shape(value_of(a)), bool), axis).shape)
+
+
+def expand_dims(a, axis):
+    return reshape(a, _np.expand_dims(_np.empty(_np.shape(value_of(a)), bool), axis).shape)
+
+
+def atleast_1d(a):
+    return reshape(a, (1,)) if _np.ndim(value_of(a)) == 0 else a
+
+
+def _transpose_raw(x, axes):
+    return _np.transpose(x, axes)
+
+
+_transpose = primitive(_transpose_raw, "transpose")
+
+
+def _transpose_vjp(g, ans, x, axes):
+    nb = g.ndim - ans.ndim
+    inverse = _np.argsort(range(x.ndim)[::-1] if axes is None else axes)
+    return _transpose(g, tuple(range(nb)) + tuple(nb + int(k) for k in inverse))
+
+
+defvjp(_transpose, _transpose_vjp)
+deflinear(_transpose)
+
+
+def transpose(a, axes=None):
+    return _transpose(a, None if axes is None else tuple(int(k) for k in axes))
+
+
+def swapaxes(a, axis1, axis2):
+    order = list(range(_np.ndim(value_of(a))))
+    order[axis1], order[axis2] = order[axis2], order[axis1]
+    return transpose(a, order)
+
+
+def moveaxis(a, source, destination):
+    ndim = _np.ndim(value_of(a))
+    source = [s % ndim for s in ((source,) if _np.ndim(source) == 0 else source)]
+    destination = [d % ndim for d in ((destination,) if _np.ndim(destination) == 0 else destination)]
+    order = [k for k in range(ndim) if k not in source]
+    for d, s in sorted(zip(destination, source)):
+        order.insert(d, s)
+    return transpose(a, order)
+
+
+_broadcast_to = primitive(lambda x, shape: _np.broadcast_to(x, shape), "broadcast_to")
+defvjp(_broadcast_to, lambda g, ans, x, shape: unbroadcast(g, x.shape, g.ndim - ans.ndim))
+deflinear(_broadcast_to)
+
+
+def broadcast_to(array, shape):
+    shape = (shape,) if _np.ndim(shape) == 0 else tuple(shape)
+    if _np.shape(value_of(array)) == shape:
+        return array
+    return _broadcast_to(array, shape)
+
+
+def _concatenate_raw(*arrays, axis):
+    return _np.concatenate(arrays, axis=axis)
+
+
+_concatenate = primitive(_concatenate_raw, "concatenate")
+_concatenate.variadic = True
+
+
+def _concatenate_vjp(g, ans, *arrays, argnum, axis):
+    start = builtins.sum(a.shape[axis] for a in arrays[:argnum])
+    stop = start + arrays[argnum].shape[axis]
+    axis = axis % ans.ndim - ans.ndim
+    return g[(Ellipsis, slice(start, stop)) + (slice(None),) * (-axis - 1)]
+
+
+def _concatenate_jvp(t, ans, *arrays, argnum, axis):
+    parts = [t if k == argnum else _np.zeros(a.shape, ans.dtype) for k, a in enumerate(arrays)]
+    return _concatenate(*parts, axis=axis)
+
+
+_concatenate.vjps[0] = _concatenate_vjp
+_concatenate.jvps[0] = _concatenate_jvp
+
+
+def concatenate(arrays, axis=0, out=None, **kwargs):
+    _reject_out(out)
+    if axis is None:
+        return _concatenate(*[ravel(a) for a in arrays], axis=0)
+    return _concatenate(*arrays, axis=axis)
+
+
+def stack(arrays, axis=0, out=None, **kwargs):
+    _reject_out(out)
+    arrays = list(arrays)
+    ndim = _np.ndim(value_of(arrays[0])) + 1
+    return concatenate([expand_dims(a, axis % ndim) for a in arrays], axis=axis % ndim)
+
+
+def hstack(tup, **kwargs):
+    arrays = [atleast_1d(a) for a in tup]
+    return concatenate(arrays, axis=0 if _np.ndim(value_of(arrays[0])) == 1 else 1)
+
+
+def vstack(tup, **kwargs):
+    return concatenate([reshape(a, (1, -1)) if _np.ndim(value_of(a)) < 2 else a for a in tup], axis=0)
+
+
+def split(ary, indices_or_sections, axis=0):
+    """Pieces of ``ary`` as slices (each differentiable)."""
+    n = _np.shape(value_of(ary))[axis]
+    pieces = _np.array_split(_np.arange(n), indices_or_sections) if _np.ndim(indices_or_sections) == 0 \
+        else _np.split(_np.arange(n), indices_or_sections)
+    if _np.ndim(indices_or_sections) == 0 and n % int(indices_or_sections):
+        raise ValueError("array split does not result in an equal division")
+    lead = (slice(None),) * (axis % _np.ndim(value_of(ary)))
+    return [ary[lead + (slice(int(p[0]) if p.size else n, int(p[-1]) + 1 if p.size else n),)]
+            for p in pieces]
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    n = _np.shape(value_of(ary))[axis]
+    lead = (slice(None),) * (axis % _np.ndim(value_of(ary)))
+    return [ary[lead + (slice(int(p[0]), int(p[-1]) + 1) if p.size else slice(0, 0),)]
+            for p in _np.array_split(_np.arange(n), indices_or_sections)]
+
+
+def tile(A, reps):
+    """``np.tile`` as a broadcast and a reshape."""
+    reps = (reps,) if _np.ndim(reps) == 0 else tuple(reps)
+    shape = _np.shape(value_of(A))
+    ndim = builtins.max(len(shape), len(reps))
+    shape = (1,) * (ndim - len(shape)) + shape
+    reps = (1,) * (ndim - len(reps)) + reps
+    interleaved = reshape(A, tuple(d for s in shape for d in (1, s)))
+    spread = broadcast_to(interleaved, tuple(d for r, s in zip(reps, shape) for d in (r, s)))
+    return reshape(spread, tuple(r * s for r, s in zip(reps, shape)))
+
+
+def repeat(a, repeats, axis=None):
+    """``np.repeat`` as a gather."""
+    if axis is None:
+        a, axis = ravel(a), 0
+    n = _np.shape(value_of(a))[axis]
+    return take(a, _np.repeat(_np.arange(n), repeats), axis=axis)
+
+
+_pad = primitive(lambda x, widths, value: _np.pad(x, widths, constant_values=value), "pad")
+defvjp(_pad, lambda g, ans, x, widths, value:
+       g[(Ellipsis,) + tuple(slice(lo, lo + n) for (lo, _), n in zip(widths, x.shape))])
+defjvp(_pad, lambda t, ans, x, widths, value: _pad(t, widths, 0))
+
+
+def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
+    if mode != "constant":
+        raise NotImplementedError(f"autodiff: pad supports mode='constant' only, not {mode!r}")
+    ndim = _np.ndim(value_of(array))
+    widths = tuple(map(tuple, _np.broadcast_to(_np.asarray(pad_width, dtype=int), (ndim, 2)).tolist()))
+    return _pad(array, widths, constant_values)
+
+
+# --- indexing ----------------------------------------------------------------------------------
+
+def _normalize_index(index):
+    """An index as a tuple of raw pieces, boolean masks replaced by their integer positions."""
+    index = index if isinstance(index, tuple) else (index,)
+    pieces = []
+    for piece in index:
+        piece = value_of(piece)
+        if isinstance(piece, list):
+            piece = _np.asarray(piece)
+        if isinstance(piece, _np.ndarray) and piece.dtype == bool:
+            pieces.extend(piece.nonzero())
+        else:
+            pieces.append(piece)
+    return tuple(pieces)
+
+
+def _advanced_ndim(index) -> int:
+    """Axes the advanced (array) pieces of an index contribute."""
+    arrays = [_np.shape(p) for p in index if isinstance(p, _np.ndarray)]
+    return len(_np.broadcast_shapes(*arrays)) if arrays else 0
+
+
+def _separated_advanced(index) -> bool:
+    """NumPy moves advanced-index axes to the front when slices separate the array pieces."""
+    positions = [k for k, p in enumerate(index) if isinstance(p, (_np.ndarray, int, _np.integer))]
+    return builtins.any(isinstance(p, _np.ndarray) for p in index) and \
+        positions[-1] - positions[0] + 1 != len(positions)
+
+
+def _gather_raw(x, index, nb):
+    result = x[(slice(None),) * nb + index]
+    if nb and _separated_advanced(index):
+        a = _advanced_ndim(index)
+        result = _np.moveaxis(result, tuple(range(a)), tuple(range(nb, nb + a)))
+    return result
+
+
+def _scatter_raw(g, index, shape, nb):
+    out = _np.zeros(g.shape[:nb] + tuple(shape), g.dtype)
+    full = (slice(None),) * nb + index
+    if nb and _separated_advanced(index):
+        a = _advanced_ndim(index)
+        g = _np.moveaxis(g, tuple(range(nb, nb + a)), tuple(range(a)))
+    if builtins.any(isinstance(p, _np.ndarray) for p in index):
+        _np.add.at(out, full, g)
+    else:
+        out[full] = g
+    return out
+
+
+_gather = primitive(_gather_raw, "getitem")
+_scatter = primitive(_scatter_raw, "scatter_add")
+defvjp(_gather, lambda g, ans, x, index, nb: _scatter(g, index, x.shape[nb:], g.ndim - ans.ndim + nb))
+deflinear(_gather)
+defvjp(_scatter, lambda g, ans, x, index, shape, nb: _gather(g, index, g.ndim - ans.ndim + nb))
+deflinear(_scatter)
+
+
+def getitem(x, index):
+    """``x[index]``: basic and advanced indexing, repeated indices accumulate in the gradient."""
+    return _gather(x, _normalize_index(index), 0)
+
+
+def take(a, indices, axis=None, out=None, mode=None):
+    _reject_out(out)
+    indices = _np.asarray(value_of(indices))
+    if axis is None:
+        return getitem(ravel(a), indices)
+    return getitem(a, (slice(None),) * (axis % _np.ndim(value_of(a))) + (indices,))
+
+
+# --- diagonals and triangles -------------------------------------------------------------------
+
+def _embed_diagonal_raw(g, shape, offset, axis1, axis2):
+    """Zeros of ``batch + shape`` with ``g`` on the given diagonal (inverse of np.diagonal)."""
+    out = _np.zeros(g.shape[:g.ndim - (len(shape) - 1)] + tuple(shape), g.dtype)
+    view = _np.moveaxis(out, (axis1, axis2), (-2, -1))
+    k = _np.arange(g.shape[-1])
+    view[..., k + builtins.max(-offset, 0), k + builtins.max(offset, 0)] = g
+    return out
+
+
+_diagonal = primitive(lambda x, offset, axis1, axis2: _np.diagonal(x, offset, axis1, axis2), "diagonal")
+_embed_diagonal = primitive(_embed_diagonal_raw, "embed_diagonal")
+defvjp(_diagonal, lambda g, ans, x, offset, axis1, axis2:
+       _embed_diagonal(g, x.shape, offset, axis1 % x.ndim - x.ndim, axis2 % x.ndim - x.ndim))
+deflinear(_diagonal)
+defvjp(_embed_diagonal, lambda g, ans, x, shape, offset, axis1, axis2: _diagonal(g, offset, axis1, axis2))
+deflinear(_embed_diagonal)
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    return _diagonal(a, offset, axis1, axis2)
+
+
+def diag(v, k=0):
+    """The k-th diagonal of a matrix, or a matrix with ``v`` on its k-th diagonal."""
+    if _np.ndim(value_of(v)) == 2:
+        return diagonal(v, k)
+    n = _np.shape(value_of(v))[0] + builtins.abs(k)
+    return _embed_diagonal(v, (n, n), k, -2, -1)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    _reject_out(out)
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+_triu = primitive(lambda x, k: _np.triu(x, k), "triu")
+_tril = primitive(lambda x, k: _np.tril(x, k), "tril")
+defvjp(_triu, lambda g, ans, x, k: _triu(g, k))
+defvjp(_tril, lambda g, ans, x, k: _tril(g, k))
+deflinear(_triu)
+deflinear(_tril)
+
+
+def triu(m, k=0):
+    return _triu(m, k)
+
+
+def tril(m, k=0):
+    return _tril(m, k)
+
+
+# --- products ----------------------------------------------------------------------------------
+
+def _matmul_vjp_a(g, ans, a, b):
+    if b.ndim == 1:
+        grad = reshape(g, g.shape + (1,)) * b
+    elif a.ndim == 1:
+        grad = sum(reshape(g, g.shape[:-1] + (1, g.shape[-1])) * b, axis=-1)
+    else:
+        grad = matmul(g, swapaxes(b, -1, -2))
+    return unbroadcast(grad, a.shape, g.ndim - ans.ndim)
+
+
+def _matmul_vjp_b(g, ans, a, b):
+    if a.ndim == 1:
+        grad = reshape(a, (-1, 1)) * reshape(g, g.shape[:-1] + (1, g.shape[-1])) if b.ndim > 1 \
+            else reshape(g, g.shape + (1,)) * a
+    elif b.ndim == 1:
+        grad = sum(reshape(g, g.shape + (1,)) * a, axis=-2)
+    else:
+        grad = matmul(swapaxes(a, -1, -2), g)
+    return unbroadcast(grad, b.shape, g.ndim - ans.ndim)
+
+
+matmul = primitive(_np.matmul)
+defvjp(matmul, _matmul_vjp_a, _matmul_vjp_b)
+defjvp(matmul, lambda t, ans, a, b: matmul(t, b), lambda t, ans, a, b: matmul(a, t))
+
+
+def dot(a, b, out=None):
+    _reject_out(out)
+    a_ndim, b_ndim = _np.ndim(value_of(a)), _np.ndim(value_of(b))
+    if a_ndim == 0 or b_ndim == 0:
+        return multiply(a, b)
+    if b_ndim <= 2:
+        return matmul(a, b)
+    return tensordot(a, b, axes=([-1], [-2]))
+
+
+def vdot(a, b):
+    return sum(ravel(a) * ravel(b))
+
+
+def inner(a, b):
+    if _np.ndim(value_of(a)) == 0 or _np.ndim(value_of(b)) == 0:
+        return multiply(a, b)
+    return tensordot(a, b, axes=([-1], [-1]))
+
+
+def outer(a, b, out=None):
+    _reject_out(out)
+    return reshape(a, (-1, 1)) * reshape(b, (1, -1))
+
+
+def tensordot(a, b, axes=2):
+    """``np.tensordot`` written as an einsum."""
+    a_ndim, b_ndim = _np.ndim(value_of(a)), _np.ndim(value_of(b))
+    if _np.ndim(axes) == 0:
+        axes_a, axes_b = list(range(a_ndim - axes, a_ndim)), list(range(axes))
+    else:
+        axes_a, axes_b = ([k] if _np.ndim(k) == 0 else list(k) for k in axes)
+    axes_a = [k % a_ndim for k in axes_a]
+    axes_b = [k % b_ndim for k in axes_b]
+    letters = iter(string.ascii_letters)
+    sub_a = [next(letters) for _ in range(a_ndim)]
+    sub_b = [next(letters) for _ in range(b_ndim)]
+    for ka, kb in zip(axes_a, axes_b):
+        sub_b[kb] = sub_a[ka]
+    out = [c for k, c in enumerate(sub_a) if k not in axes_a] + \
+          [c for k, c in enumerate(sub_b) if k not in axes_b]
+    return einsum(f"{''.join(sub_a)},{''.join(sub_b)}->{''.join(out)}", a, b)
+
+
+def _explicit_subscripts(subscripts: str, shapes) -> tuple[list[str], str]:
+    """Einsum subscripts with the ellipsis spelled out in letters and the output made explicit."""
+    spec = subscripts.replace(" ", "")
+    inputs, output = spec.split("->") if "->" in spec else (spec, None)
+    terms = inputs.split(",")
+    if len(terms) != len(shapes):
+        raise ValueError(f"einsum: {len(terms)} subscripts for {len(shapes)} operands")
+    free = iter(c for c in string.ascii_letters if c not in spec)
+    n_ellipsis = builtins.max([len(s) - len(t.replace("...", "")) for t, s in zip(terms, shapes)
+                               if "..." in t], default=0)
+    ellipsis = "".join(next(free) for _ in range(n_ellipsis))
+    terms = [t.replace("...", ellipsis[n_ellipsis - (len(s) - len(t) + 3):]) if "..." in t else t
+             for t, s in zip(terms, shapes)]
+    if output is None:
+        joined = "".join(t for t in terms)
+        output = ellipsis + "".join(sorted(c for c in set(joined) if joined.count(c) == 1 and c not in ellipsis))
+    else:
+        output = output.replace("...", ellipsis)
+    return terms, output
+
+
+def _einsum_raw(*operands, subscripts):
+    return _np.einsum(subscripts, *operands, optimize=len(operands) > 2)
+
+
+_einsum = primitive(_einsum_raw, "einsum")
+_einsum.variadic = True
+
+
+def _einsum_vjp(g, ans, *operands, argnum, subscripts):
+    terms, output = _explicit_subscripts(subscripts, [o.shape for o in operands])
+    term = terms[argnum]
+    if len(set(term)) != len(term):
+        raise NotImplementedError("autodiff: einsum gradient with a repeated index inside one "
+                                  "operand (a diagonal) is not supported; use diagonal/trace")
+    nb = g.ndim - ans.ndim
+    batch = "".join(c for c in string.ascii_letters if c not in subscripts and c not in "".join(terms) + output)[:nb]
+    others = [t for k, t in enumerate(terms) if k != argnum]
+    reachable = set(output).union(*others)
+    kept = "".join(c for c in term if c in reachable)
+    spec = ",".join([batch + output] + others) + "->" + batch + kept
+    grad = _einsum(g, *[o for k, o in enumerate(operands) if k != argnum], subscripts=spec)
+    shape = operands[argnum].shape
+    if kept != term:
+        grad = broadcast_to(reshape(grad, grad.shape[:nb] + tuple(d if c in kept else 1 for c, d in zip(term, shape))),
+                            grad.shape[:nb] + shape)
+    return grad
+
+
+def _einsum_jvp(t, ans, *operands, argnum, subscripts):
+    return _einsum(*[t if k == argnum else o for k, o in enumerate(operands)], subscripts=subscripts)
+
+
+_einsum.vjps[0] = _einsum_vjp
+_einsum.jvps[0] = _einsum_jvp
+
+
+def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
+    """Einstein summation (string subscripts; the ellipsis is supported)."""
+    _reject_out(out)
+    terms, output = _explicit_subscripts(subscripts, [_np.shape(value_of(o)) for o in operands])
+    return _einsum(*operands, subscripts=",".join(terms) + "->" + output)
+
+
+# --- types -------------------------------------------------------------------------------------
+
+_astype = primitive(lambda x, dtype: _np.asarray(x).astype(dtype), "astype")
+defvjp(_astype, lambda g, ans, x, dtype: astype(g, x.dtype))
+deflinear(_astype)
+
+
+def astype(x, dtype):
+    """Cast; float-to-float casts carry gradients, casts to integers or bools do not."""
+    if _np.dtype(dtype).kind not in "fc":
+        return nondiff(lambda v: _np.asarray(v).astype(dtype))(x)
+    return _astype(x, dtype)
+
+
+def copy(a, **kwargs):
+    return a if isinstance(a, Tensor) else _np.copy(a)
+
+
+def sign(x):
+    """Sign (not differentiable: its derivative is zero almost everywhere)."""
+    return nondiff(_np.sign)(x)

@@ -1,0 +1,348 @@
+"""GradientTape with TensorFlow's semantics, and the tape-level tools built on it.
+
+See TensorFlow's guides "Introduction to gradients and automatic differentiation" and "Advanced
+automatic differentiation": the behaviours (watching, persistence, stop_recording, reset, nesting,
+jacobian, batch_jacobian, custom_gradient, recompute_grad) are reproduced here over NumPy.
+"""
+from __future__ import annotations
+
+import contextlib
+import enum
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+from . import core
+from .core import Primitive, Tensor, Variable, state, sweep
+from .nest import flatten
+
+
+class UnconnectedGradients(str, enum.Enum):
+    """What ``gradient`` returns for a source the target does not depend on."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+class GradientTape:
+    """Records operations on watched tensors so that gradients can be taken afterwards.
+
+    A non-persistent tape answers one ``gradient`` (or ``jacobian``) call; a persistent one answers
+    any number. Trainable Variables read inside the context are watched automatically unless
+    ``watch_accessed_variables=False``.
+    """
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        self._persistent = persistent
+        self._watch_accessed = watch_accessed_variables
+        self._records: list = []
+        self._watched: set = set()
+        self._variables: dict = {}
+        self._used = False
+
+    # --- recording ------------------------------------------------------------------------------
+    def __enter__(self) -> "GradientTape":
+        if self in state.tapes:
+            raise ValueError("Tape is still recording: an active GradientTape cannot be re-entered.")
+        state.tapes.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        state.tapes.remove(self)
+        return False
+
+    def watch(self, tensor) -> None:
+        """Watch a Tensor, a Variable (trainable or not) or a nested structure of them."""
+        for item in flatten(tensor)[0]:
+            if not isinstance(item, Tensor):
+                raise ValueError(f"Passed in object of type {type(item).__name__}, not a Tensor or "
+                                 "Variable: only Tensors can be watched (wrap arrays with "
+                                 "autodiff.constant).")
+            self._watch_one(item)
+
+    def _watch_one(self, tensor: Tensor) -> None:
+        self._watched.add(tensor._id)
+        if isinstance(tensor, Variable):
+            self._variables.setdefault(tensor._id, tensor)
+
+    def watched_variables(self) -> tuple:
+        """The Variables this tape watches, in the order it first saw them."""
+        return tuple(self._variables.values())
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Temporarily pause recording on this tape."""
+        if self not in state.tapes:
+            raise RuntimeError("GradientTape.stop_recording() can only be called when the tape is "
+                               "recording.")
+        position = state.tapes.index(self)
+        state.tapes.remove(self)
+        try:
+            yield
+        finally:
+            state.tapes.insert(position, self)
+
+    def reset(self) -> None:
+        """Forget everything recorded and watched, as if the tape had just been entered."""
+        self._records, self._watched, self._variables = [], set(), {}
+        self._used = False
+
+    # --- differentiation ------------------------------------------------------------------------
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=UnconnectedGradients.NONE):
+        """d(sum of target * output_gradients)/d(sources), in the structure of ``sources``."""
+        unconnected = UnconnectedGradients(unconnected_gradients)
+        targets = flatten(target)[0]
+        if output_gradients is None:
+            seeds = [None] * len(targets)
+        else:
+            seeds = flatten(output_gradients)[0]
+            if len(seeds) != len(targets):
+                raise ValueError(f"output_gradients has {len(seeds)} entries for {len(targets)} "
+                                 "targets")
+        source_list, rebuild = _sources(sources)
+        self._check_usable()
+        grads = self._sweep(targets, seeds, source_list, batch_shape=())
+        self._consume()
+        return rebuild([_finish(g, s, unconnected, ()) for g, s in zip(grads, source_list)])
+
+    def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
+                 parallel_iterations=None, experimental_use_pfor=True, chunk_size: int | None = None):
+        """d target / d source for each source, shape ``target.shape + source.shape``.
+
+        One batched sweep with the rows of the identity as cotangents (in chunks of ``chunk_size``
+        rows to bound memory), instead of one sweep per element of the target.
+        """
+        unconnected = UnconnectedGradients(unconnected_gradients)
+        target_shape = tuple(np.shape(core.value_of(target)))
+        size = int(np.prod(target_shape))
+        source_list, rebuild = _sources(sources)
+        eye = np.eye(size, dtype=_dtype(target)).reshape((size,) + target_shape)
+        step = chunk_size or max(size, 1)
+        self._check_usable()
+        chunks = [self._sweep([target], [eye[i:i + step]], source_list, (len(eye[i:i + step]),))
+                  for i in range(0, size, step)]
+        self._consume()
+        from .numpy import concatenate, reshape
+        results = []
+        for k, source in enumerate(source_list):
+            parts = [chunk[k] for chunk in chunks]
+            if not parts or parts[0] is None:
+                results.append(_finish(None, source, unconnected, target_shape))
+                continue
+            stacked = parts[0] if len(parts) == 1 else concatenate(parts, axis=0)
+            results.append(_finish(reshape(stacked, target_shape + source.shape), source,
+                                   unconnected, ()))
+        return rebuild(results)
+
+    def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
+                       parallel_iterations=None, experimental_use_pfor=True):
+        """Per-example Jacobians, shape ``(batch,) + target.shape[1:] + source.shape[1:]``.
+
+        Assumes example b of the target depends only on example b of the source: the sweep seeds
+        every example at once, so entry [b] is really the sum over b' of d target[b'] / d source[b].
+        With batch-coupled layers (e.g. BatchNorm in training mode) that sum is not a per-example
+        Jacobian; use ``jacobian`` there.
+        """
+        unconnected = UnconnectedGradients(unconnected_gradients)
+        target_shape = tuple(np.shape(core.value_of(target)))
+        if not target_shape or target_shape[0] != np.shape(core.value_of(source))[0]:
+            raise ValueError(f"batch_jacobian needs target and source with the same leading batch "
+                             f"dimension, got {target_shape} and {np.shape(core.value_of(source))}")
+        batch, inner = target_shape[0], target_shape[1:]
+        size = int(np.prod(inner))
+        eye = np.eye(size, dtype=_dtype(target)).reshape((size, 1) + inner)
+        seed = np.broadcast_to(eye, (size,) + target_shape)
+        self._check_usable()
+        (g,) = self._sweep([target], [seed], [source], (size,))
+        self._consume()
+        source_inner = np.shape(core.value_of(source))[1:]
+        if g is None:
+            if unconnected is UnconnectedGradients.NONE:
+                return None
+            return core.constant(np.zeros((batch,) + inner + source_inner, _dtype(source)))
+        from .numpy import moveaxis, reshape
+        return _as_tensor(reshape(moveaxis(g, 0, 1), (batch,) + inner + source_inner))
+
+    def _check_usable(self):
+        if self._used:
+            raise RuntimeError("A non-persistent GradientTape can only be used to compute one set "
+                               "of gradients (or jacobians); use GradientTape(persistent=True).")
+
+    def _consume(self):
+        """A non-persistent tape answers once; its records are freed once it stops recording."""
+        if not self._persistent:
+            self._used = True
+            if self not in state.tapes:
+                self._records = []
+
+    def _sweep(self, targets, seeds, sources, batch_shape):
+        """Run the backward sweep; returns one cotangent (or None) per source."""
+        use_tensors = bool(state.tapes or state.accumulators)
+        initial = {}
+        for target, seed in zip(targets, seeds):
+            if not isinstance(target, Tensor):
+                continue
+            if seed is None:
+                seed = np.ones(batch_shape + target.shape, target.dtype)
+            elif not use_tensors:
+                seed = core.value_of(seed)
+            expected = batch_shape + target.shape
+            if np.shape(core.value_of(seed)) != expected:
+                seed = _broadcast_seed(seed, expected)
+            prev = initial.get(target._id)
+            initial[target._id] = seed if prev is None else prev + seed
+        keep = {s._id for s in sources}
+        grads = sweep(self._records, initial, keep, use_tensors)
+        return [grads.get(s._id) for s in sources]
+
+
+def _sources(sources):
+    source_list, rebuild = flatten(sources)
+    for s in source_list:
+        if not isinstance(s, Tensor):
+            raise TypeError(f"gradient sources must be Tensors or Variables, got "
+                            f"{type(s).__name__}; watch a Tensor made with autodiff.constant")
+    return source_list, rebuild
+
+
+def _broadcast_seed(seed, shape):
+    try:
+        from .numpy import broadcast_to
+        return broadcast_to(seed, shape)
+    except ValueError:
+        raise ValueError(f"output_gradients of shape {np.shape(core.value_of(seed))} does not "
+                         f"match the target shape {shape}") from None
+
+
+def _dtype(x):
+    dtype = np.asarray(core.value_of(x)).dtype
+    return dtype if dtype.kind in "fc" else np.float64
+
+
+def _as_tensor(x):
+    return x if isinstance(x, Tensor) else Tensor(np.asarray(x))
+
+
+def _finish(g, source, unconnected, batch_shape):
+    """The gradient of one source: a Tensor of its dtype, or None/zeros when unconnected."""
+    if g is None:
+        if unconnected is UnconnectedGradients.NONE:
+            return None
+        return core.constant(np.zeros(batch_shape + source.shape, _dtype(source)))
+    if not isinstance(g, Tensor):
+        g = np.asarray(g)
+        if g.dtype != source.dtype and source.dtype.kind == "f":
+            g = g.astype(source.dtype)
+    return _as_tensor(g)
+
+
+# --- tape-level tools ------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _paused_tapes():
+    """Record nothing on the active tapes; yield a scratch tape that notes accessed Variables."""
+    saved_tapes, saved_accumulators = state.tapes[:], state.accumulators[:]
+    state.tapes[:], state.accumulators[:] = [], []
+    scratch = GradientTape()
+    try:
+        with scratch:
+            yield scratch
+    finally:
+        state.tapes[:], state.accumulators[:] = saved_tapes, saved_accumulators
+
+
+class _Node(Primitive):
+    """A record whose backward pass is a user function over all its inputs at once."""
+
+    def __init__(self, name, backward):
+        super().__init__(None, name)
+        self._backward = backward
+
+    def backward(self, g, ans, args, kwargs, parents):
+        return self._backward(g, args)
+
+
+def _record_node(name: str, backward: Callable, inputs: list, variables: list, y):
+    """Record ``y`` (a Tensor or a tuple/list of them) as one node over inputs and variables."""
+    outputs, rebuild = flatten(y)
+    fresh = tuple(Tensor(np.asarray(core.value_of(o))) for o in outputs)
+    args = tuple(inputs) + tuple(variables)
+    parents = list(range(len(args)))
+    out = fresh if len(fresh) > 1 else fresh[0]
+    if state.tapes:
+        core.record(_Node(name, backward), args, [a._value for a in args], {}, out, parents)
+    return rebuild(list(fresh))
+
+
+def _wrap_cotangent(g):
+    return tuple(_as_tensor(x) for x in g) if type(g) is tuple else _as_tensor(g)
+
+
+def custom_gradient(f: Callable) -> Callable:
+    """Decorator: ``f(*x)`` returns ``(y, grad_fn)``; ``grad_fn(*upstream)`` gives the input gradients.
+
+    When ``f`` reads trainable Variables, ``grad_fn`` is called with ``variables=[...]`` and returns
+    ``(input_grads, variable_grads)``. A ``grad_fn`` written with autodiff ops is itself
+    differentiable (it is recorded when an outer tape is active during the backward sweep).
+    """
+
+    @functools.wraps(f)
+    def wrapper(*args):
+        with _paused_tapes() as scratch:
+            y, grad_fn = f(*args)
+        inputs = [a for a in args if isinstance(a, Tensor)]
+        input_ids = {a._id for a in inputs}
+        variables = [v for v in scratch.watched_variables() if v._id not in input_ids]
+
+        def backward(g, values):
+            upstream = _wrap_cotangent(g)
+            upstream = upstream if type(upstream) is tuple else (upstream,)
+            if variables:
+                input_grads, variable_grads = grad_fn(*upstream, variables=variables)
+            else:
+                input_grads, variable_grads = grad_fn(*upstream), []
+            input_grads = list(input_grads) if isinstance(input_grads, (list, tuple)) else [input_grads]
+            tensor_grads = [gi for a, gi in zip(args, input_grads) if isinstance(a, Tensor)] \
+                if len(input_grads) == len(args) else input_grads
+            return [_unwrap_if_raw(gi, values) for gi in tensor_grads + list(variable_grads)]
+
+        return _record_node(f.__name__, backward, inputs, variables, y)
+
+    return wrapper
+
+
+def _unwrap_if_raw(g, values):
+    """Raw sweeps expect raw cotangents back."""
+    if values and not isinstance(values[0], Tensor):
+        return core.value_of(g)
+    return g
+
+
+def recompute_grad(f: Callable) -> Callable:
+    """Gradient checkpointing: keep only f's inputs on the tape and re-run f in the backward pass."""
+
+    @functools.wraps(f)
+    def wrapper(*args):
+        with _paused_tapes() as scratch:
+            y = f(*args)
+        inputs = [a for a in args if isinstance(a, Tensor)]
+        input_ids = {a._id for a in inputs}
+        variables = [v for v in scratch.watched_variables() if v._id not in input_ids]
+
+        def backward(g, values):
+            raw_sweep = values and not isinstance(values[0], Tensor)
+            rerun = [core.constant(v) if raw_sweep else v for v in values[:len(inputs)]]
+            replaced = iter(rerun)
+            call_args = [next(replaced) if isinstance(a, Tensor) else a for a in args]
+            with GradientTape() as tape:
+                tape.watch(rerun)
+                y2 = f(*call_args)
+            grads = tape.gradient(y2, rerun + variables, output_gradients=_wrap_cotangent(g),
+                                  unconnected_gradients=UnconnectedGradients.NONE)
+            return [_unwrap_if_raw(gi, values) for gi in grads]
+
+        return _record_node(getattr(f, "__name__", "recompute_grad"), backward, inputs, variables, y)
+
+    return wrapper
