@@ -1,0 +1,492 @@
+"""Subproblem solvers for the trust-region and cubic-regularization methods.
+
+A solver is built once per iterate from the gradient ``g`` and the Hessian ``H`` (as products
+``hessp(v)`` or as a dense matrix) and answers ``solve(radius)`` for the trust-region subproblem
+
+    min_p  m(p) = g^T p + 1/2 p^T H p    subject to  ||p|| <= radius.
+
+The outer loop only ever shrinks the radius between two accepted iterates, so every solver keeps
+what it computed (the CG path, the Lanczos basis, the factorization) and answers a smaller radius
+without new Hessian products whenever it can.
+
+References
+----------
+- J. Nocedal and S. J. Wright, *Numerical Optimization*, 2nd ed., Springer 2006, ch. 4 and 7 (N&W).
+- T. Steihaug, The conjugate gradient method and trust regions in large scale optimization,
+  SIAM J. Numer. Anal. 20 (1983); Ph. L. Toint, Towards an efficient sparsity exploiting Newton
+  method for minimization (1981).
+- N. I. M. Gould, S. Lucidi, M. Roma and Ph. L. Toint, Solving the trust-region subproblem using
+  the Lanczos method, SIAM J. Optim. 9 (1999) (GLTR).
+- J. J. Moré and D. C. Sorensen, Computing a trust region step, SIAM J. Sci. Stat. Comput. 4 (1983).
+- A. R. Conn, N. I. M. Gould and Ph. L. Toint, *Trust-Region Methods*, SIAM 2000 (CGT), §6.6 (eigenpoint).
+- C. Cartis, N. I. M. Gould and Ph. L. Toint, Adaptive cubic regularisation methods for
+  unconstrained optimization, Part I, Math. Program. 127 (2011) (ARC).
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Callable, NamedTuple
+
+import numpy as np
+from scipy.linalg import (LinAlgError, cho_factor, cho_solve, cho_solve_banded, cholesky_banded,
+                          eigh, eigh_tridiagonal)
+
+EPS = np.finfo(float).eps
+
+
+class SubproblemSolution(NamedTuple):
+    """A step ``p``, the decrease ``m(0) - m(p) >= 0`` its model predicts, and whether it lies
+    on the trust-region boundary."""
+    p: np.ndarray
+    decrease: float
+    on_boundary: bool
+
+
+def boundary_steps(p: np.ndarray, d: np.ndarray, radius: float) -> tuple[float, float]:
+    """Both roots ``tau_minus <= tau_plus`` of ``||p + tau d|| = radius`` (``||p|| <= radius``)."""
+    a, b, c = d @ d, 2.0 * (p @ d), p @ p - radius * radius
+    root = np.sqrt(max(b * b - 4.0 * a * c, 0.0))
+    q = -0.5 * (b + np.copysign(root, b))  # no cancellation between b and the root
+    if q == 0.0:  # p = 0 on a zero radius
+        return 0.0, 0.0
+    return tuple(sorted((q / a, c / q)))
+
+
+# --- Lanczos ---------------------------------------------------------------------------------
+
+class Lanczos:
+    """Lanczos tridiagonalization of a symmetric operator, grown one vector at a time.
+
+    After k steps ``Q_k^T H Q_k = T_k`` (diagonal ``diagonal``, off-diagonal ``offdiagonal``) and
+    ``H Q_k = Q_k T_k + next_beta q_{k+1} e_k^T``. The basis is stored (O(n k) memory) and each new
+    vector is orthogonalized twice against all of it, so T_k stays faithful in floating point.
+    """
+
+    def __init__(self, hessp: Callable[[np.ndarray], np.ndarray], start: np.ndarray):
+        self._hessp = hessp
+        self._basis = [start / np.linalg.norm(start)]
+        self._alpha: list[float] = []
+        self._beta: list[float] = []
+        self.exhausted = False  # the Krylov space is invariant under H: T_k is exact
+
+    @property
+    def size(self) -> int:
+        return len(self._alpha)
+
+    @property
+    def diagonal(self) -> np.ndarray:
+        return np.array(self._alpha)
+
+    @property
+    def offdiagonal(self) -> np.ndarray:
+        return np.array(self._beta[:-1])
+
+    @property
+    def next_beta(self) -> float:
+        """Coupling of the Krylov space to the rest: the residual of a Ritz/Galerkin solution."""
+        return 0.0 if self.exhausted else self._beta[-1]
+
+    def extend(self) -> None:
+        q = self._basis[-1]
+        w = self._hessp(q)
+        scale = np.linalg.norm(w)
+        self._alpha.append(float(q @ w))
+        basis = np.array(self._basis)
+        for _ in range(2):  # classical Gram-Schmidt, twice is enough
+            w = w - basis.T @ (basis @ w)
+        beta = float(np.linalg.norm(w))
+        self._beta.append(beta)
+        if beta <= 1e3 * EPS * scale or len(self._basis) == q.size:
+            self.exhausted = True
+        else:
+            self._basis.append(w / beta)
+
+    def combine(self, h: np.ndarray) -> np.ndarray:
+        """The vector ``Q_k h`` of the Krylov space."""
+        return h @ np.array(self._basis[:h.size])
+
+
+def leftmost_curvature(hessp: Callable, n: int, maxiter: int,
+                       seed: int = 0) -> tuple[float, np.ndarray, float]:
+    """Estimate the leftmost eigenpair of H by Lanczos from a random start.
+
+    Returns the smallest Ritz value, its unit Ritz vector ``u`` (``u^T H u`` equals that value) and
+    the largest Ritz magnitude as a scale. Stops early at a well-converged negative Ritz value.
+    """
+    lanczos = Lanczos(hessp, np.random.default_rng(seed).standard_normal(n))
+    while True:
+        lanczos.extend()
+        values, vectors = eigh_tridiagonal(lanczos.diagonal, lanczos.offdiagonal)
+        theta, y = values[0], vectors[:, 0]
+        converged = theta < 0 and lanczos.next_beta * abs(y[-1]) <= 0.1 * abs(theta)
+        if converged or lanczos.exhausted or lanczos.size >= maxiter:
+            return float(theta), lanczos.combine(y), float(np.abs(values).max())
+
+
+# --- the secular equation, shared by the dense and the tridiagonal subproblems ---------------
+
+class _DenseShifts:
+    """``H + lam I`` for a dense symmetric H: Cholesky solves and the leftmost eigenpair."""
+
+    def __init__(self, H: np.ndarray):
+        self.H = H
+        self.finite = bool(np.all(np.isfinite(H)))
+        self.min_diagonal = float(H.diagonal().min())
+        self.norm_bound = float(min(np.abs(H).sum(axis=1).max(), np.linalg.norm(H)))
+
+    def factor(self, lam: float) -> Callable | None:
+        """A solver for ``(H + lam I) x = b``, or None when ``H + lam I`` is not positive definite."""
+        try:
+            factors = cho_factor(self.H + lam * np.eye(len(self.H)), check_finite=False)
+        except LinAlgError:
+            return None
+        return lambda b: cho_solve(factors, b, check_finite=False)
+
+    @cached_property
+    def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
+        values, vectors = eigh(self.H, subset_by_index=[0, 0])
+        return float(values[0]), vectors[:, 0]
+
+
+class _TridiagonalShifts:
+    """``T + lam I`` for a symmetric tridiagonal T: banded Cholesky, O(k) per factorization."""
+
+    def __init__(self, diagonal: np.ndarray, offdiagonal: np.ndarray):
+        self.diagonal, self.offdiagonal = diagonal, offdiagonal
+        self.finite = bool(np.all(np.isfinite(diagonal)) and np.all(np.isfinite(offdiagonal)))
+        self.min_diagonal = float(diagonal.min())
+        coupling = np.abs(np.concatenate(([0.0], offdiagonal))) + np.abs(np.concatenate((offdiagonal, [0.0])))
+        self.norm_bound = float((np.abs(diagonal) + coupling).max())
+
+    def factor(self, lam: float) -> Callable | None:
+        bands = np.zeros((2, self.diagonal.size))
+        bands[0, 1:], bands[1] = self.offdiagonal, self.diagonal + lam
+        try:
+            factors = cholesky_banded(bands, check_finite=False)
+        except LinAlgError:
+            return None
+        return lambda b: cho_solve_banded((factors, False), b, check_finite=False)
+
+    @cached_property
+    def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
+        values, vectors = eigh_tridiagonal(self.diagonal, self.offdiagonal,
+                                           select="i", select_range=(0, 0))
+        return float(values[0]), vectors[:, 0]
+
+    def quadratic(self, h: np.ndarray) -> float:
+        """``h^T T h``."""
+        return float(self.diagonal @ (h * h) + 2.0 * self.offdiagonal @ (h[:-1] * h[1:]))
+
+
+def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
+                  sigma: float | None = None, rtol: float = 1e-8,
+                  maxiter: int = 100) -> tuple[np.ndarray, float]:
+    """Solve the trust-region (``radius``) or the cubic (``sigma``) subproblem for a small H.
+
+    Both solutions are ``p = -(H + lam I)^{-1} g`` with ``H + lam I`` positive semidefinite and
+    ``||p|| = r(lam)``: ``r = radius`` (or ``lam = 0`` and p inside) for the trust region,
+    ``r(lam) = lam / sigma`` for ``g^T p + 1/2 p^T H p + sigma/3 ||p||^3`` (ARC, Thm 3.1). The
+    secular function ``phi(lam) = 1/||p(lam)|| - 1/r(lam)`` is increasing and concave for
+    ``lam > -lambda_1``, so Newton's method is monotone from the left of the root; a bracket from
+    Gershgorin bounds and failed Cholesky factorizations catches the other iterates
+    (Moré & Sorensen 1983; N&W Alg. 4.3). In the hard case, g orthogonal to the leftmost
+    eigenvector, the step is completed along that eigenvector (N&W §4.3). Returns ``(p, lam)``.
+    """
+    cubic = sigma is not None
+
+    def target(lam: float) -> float:
+        return lam / sigma if cubic else radius
+
+    if not shifts.finite:
+        return np.full_like(g, np.nan), np.nan
+    gnorm = float(np.linalg.norm(g))
+    if gnorm == 0.0:  # only curvature can decrease the model
+        lam1, u = shifts.leftmost_eigenpair
+        return (target(-lam1) * u, -lam1) if lam1 < 0 else (np.zeros_like(g), 0.0)
+
+    hnorm = shifts.norm_bound
+    if cubic:  # lam solves lam (lam + lambda_i) = sigma ||g|| for some lambda_i in [-hnorm, hnorm]
+        root = np.sqrt(hnorm * hnorm + 4.0 * sigma * gnorm)
+        lo, hi = 2.0 * sigma * gnorm / (hnorm + root), 0.5 * (hnorm + root)
+    else:
+        lo, hi = gnorm / radius - hnorm, gnorm / radius + hnorm
+    lo = max(lo, 0.0, -shifts.min_diagonal)
+    lam, last, eigenpair_checked = lo, None, False
+    for _ in range(maxiter):
+        solve = shifts.factor(lam)
+        if solve is None:  # lam < -lambda_1
+            lo = lam
+            lam = _between(lo, hi)
+            continue
+        p = -solve(g)
+        pnorm, r = float(np.linalg.norm(p)), target(lam)
+        last = p * min(1.0, r / pnorm), lam
+        if (not cubic and lam == 0.0 and pnorm <= radius) or abs(pnorm - r) <= rtol * r:
+            return p, lam
+        if pnorm > r:
+            lo = lam
+        else:
+            hi = lam
+            if not eigenpair_checked:  # first iterate right of the root: is it the hard case?
+                eigenpair_checked = True
+                lam1, u = shifts.leftmost_eigenpair
+                hard = _hard_case(shifts, g, lam1, u, target, rtol)
+                if hard is not None:
+                    return hard
+                lo = max(lo, -lam1)
+        dphi = (p @ solve(p)) / pnorm ** 3 + (sigma / lam ** 2 if cubic else 0.0)
+        newton = lam - (1.0 / pnorm - 1.0 / r) / dphi
+        lam = newton if lo < newton < hi else _between(lo, hi)
+    return last if last is not None else (np.full_like(g, np.nan), np.nan)
+
+
+def _between(lo: float, hi: float) -> float:
+    """A safeguarded point inside the bracket (Moré & Sorensen's choice)."""
+    return max(np.sqrt(lo * hi), lo + 0.01 * (hi - lo))
+
+
+def _hard_case(shifts, g, lam1, u, target, rtol):
+    """The hard-case solution ``p + tau u`` at ``lam = -lam1``, or None when this is not the hard case.
+
+    The hard case needs g (numerically) orthogonal to u and ``||p|| < r`` for the p that solves
+    ``(H - lam1 I) p = -g`` on the complement of u. p is computed with a tiny extra shift so the
+    factorization exists, and the u components that shift would amplify are projected out.
+    """
+    if lam1 >= 0.0 or abs(u @ g) > rtol * np.linalg.norm(g):
+        return None
+    lam, shift = -lam1, np.sqrt(EPS) * max(1.0, -lam1)
+    solve = shifts.factor(lam + shift)
+    while solve is None and shift < 1e-2 * max(1.0, -lam1):
+        shift *= 10.0
+        solve = shifts.factor(lam + shift)
+    if solve is None:
+        return None
+    p = -solve(g - (u @ g) * u)
+    p -= (u @ p) * u
+    r = target(lam)
+    if np.linalg.norm(p) >= r:
+        return None
+    tau_minus, tau_plus = boundary_steps(p, u, r)
+    # with H u = lam1 u and p orthogonal to u, the model changes by tau g^T u + tau^2 lam1 / 2
+    return p + (tau_plus if u @ g <= 0 else tau_minus) * u, lam
+
+
+# --- the solvers -----------------------------------------------------------------------------
+
+class _Segment(NamedTuple):
+    """One CG segment ``start + tau direction``, 0 <= tau <= length, and the model along it."""
+    start: np.ndarray
+    direction: np.ndarray
+    value: float        # m(start)
+    slope: float        # grad m(start)^T direction
+    curvature: float    # direction^T H direction
+    length: float       # CG step length (inf under nonpositive curvature)
+    end_norm: float
+
+    def model(self, tau: float) -> float:
+        return self.value + tau * self.slope + 0.5 * tau * tau * self.curvature
+
+
+class SteihaugCG:
+    """Steihaug-Toint truncated conjugate gradients (Steihaug 1983; N&W Alg. 7.2).
+
+    CG on ``H p = -g`` from p = 0, with Hessian-vector products only. It stops where the path
+    leaves the region, follows a direction of nonpositive curvature to the boundary (the root with
+    the lower model value), or stops inside once ``||r|| <= min(0.5, sqrt(||g||)) ||g||`` (forcing
+    term for superlinear convergence; ``rtol`` replaces the factor). The CG path does not depend on the radius, so it is kept and
+    a smaller radius is answered from it without new products. When g = 0 the path is the leftmost
+    Lanczos direction from a random start, so a saddle point is left along negative curvature.
+    """
+
+    def __init__(self, g: np.ndarray, hessp: Callable, rtol: float | None = None,
+                 maxiter: int | None = None):
+        self._hessp = hessp
+        gnorm = float(np.linalg.norm(g))
+        self._tol = (min(0.5, np.sqrt(gnorm)) if rtol is None else rtol) * gnorm
+        self._maxiter = 2 * g.size if maxiter is None else maxiter
+        self._path: list[_Segment] = []
+        self._end: tuple[np.ndarray, float] | None = None  # interior point where CG stopped
+        self._z, self._r, self._d, self._value = np.zeros_like(g), g, -g, 0.0
+        if gnorm == 0.0:
+            self._start_along_curvature()
+
+    def _start_along_curvature(self) -> None:
+        theta, u, _ = leftmost_curvature(self._hessp, self._z.size, self._z.size)
+        if theta < 0:
+            self._path.append(_Segment(self._z, u, 0.0, 0.0, theta, np.inf, np.inf))
+        self._end = (self._z, 0.0)
+
+    def _segments(self):
+        yield from self._path
+        while self._end is None:
+            segment = self._cg_step()
+            self._path.append(segment)
+            yield segment
+
+    def _cg_step(self) -> _Segment:
+        z, r, d = self._z, self._r, self._d
+        hd = self._hessp(d)
+        curvature, slope, rr = float(d @ hd), float(r @ d), float(r @ r)
+        if not curvature > 0:  # the segment leaves the region (NaN products give a NaN step)
+            self._end = (z, self._value)
+            return _Segment(z, d, self._value, slope, curvature, np.inf, np.inf)
+        alpha = rr / curvature
+        z_next = z + alpha * d
+        segment = _Segment(z, d, self._value, slope, curvature, alpha, float(np.linalg.norm(z_next)))
+        self._z, self._r, self._value = z_next, r + alpha * hd, segment.model(alpha)
+        rr_next = float(self._r @ self._r)
+        if np.sqrt(rr_next) <= self._tol or len(self._path) + 1 >= self._maxiter:
+            self._end = (z_next, self._value)
+        self._d = -self._r + (rr_next / rr) * d
+        return segment
+
+    def solve(self, radius: float) -> SubproblemSolution:
+        for segment in self._segments():
+            if not segment.curvature > 0:
+                tau = min(boundary_steps(segment.start, segment.direction, radius), key=segment.model)
+            elif segment.end_norm >= radius:
+                tau = boundary_steps(segment.start, segment.direction, radius)[1]
+            else:
+                continue
+            return SubproblemSolution(segment.start + tau * segment.direction, -segment.model(tau), True)
+        z, value = self._end
+        return SubproblemSolution(z, -value, False)
+
+
+class _LanczosSubproblem:
+    """Shared Krylov machinery of GLTR and the ARC subproblem.
+
+    The subproblem is solved on ``T_k`` in the Krylov space ``K_k(H, g)`` (from a random vector
+    when g = 0) and the space is grown until the residual of the full problem,
+    ``||(H + lam I) p + g|| = next_beta |h_k|``, is at most ``min(0.5, sqrt(||g||)) ||g||``
+    (with g = 0: at most ``0.1 lam ||p||``), or the space is invariant. ``rtol`` replaces that
+    forcing factor.
+    """
+
+    def __init__(self, g: np.ndarray, hessp: Callable, rtol: float | None = None,
+                 maxiter: int | None = None, seed: int = 0):
+        self.gnorm = float(np.linalg.norm(g))
+        start = g if self.gnorm > 0 else np.random.default_rng(seed).standard_normal(g.size)
+        self.lanczos = Lanczos(hessp, start)
+        self._forcing = rtol if rtol is not None else min(0.5, np.sqrt(self.gnorm)) if self.gnorm > 0 else 0.1
+        self._maxiter = g.size if maxiter is None else min(maxiter, g.size)
+
+    def _solve_small(self, **target) -> tuple[np.ndarray, float, float]:
+        """``(h, lam, h^T T h)`` for the current target, growing the Krylov space as needed."""
+        lanczos = self.lanczos
+        if lanczos.size == 0:
+            lanczos.extend()
+        while True:
+            shifts = _TridiagonalShifts(lanczos.diagonal, lanczos.offdiagonal)
+            g_small = np.zeros(lanczos.size)
+            g_small[0] = self.gnorm
+            h, lam = solve_secular(shifts, g_small, **target)
+            if not np.all(np.isfinite(h)):
+                return h, lam, np.nan
+            scale = self.gnorm if self.gnorm > 0 else lam * np.linalg.norm(h)
+            accurate = scale > 0 and lanczos.next_beta * abs(h[-1]) <= self._forcing * scale
+            if accurate or lanczos.exhausted or lanczos.size >= self._maxiter:
+                return h, lam, shifts.quadratic(h)
+            lanczos.extend()
+
+
+class LanczosGLTR(_LanczosSubproblem):
+    """Generalized Lanczos trust-region method (GLTR; Gould, Lucidi, Roma & Toint 1999).
+
+    Lanczos tridiagonalization with Hessian-vector products and, at every step, the exact
+    trust-region subproblem on the tridiagonal (Moré-Sorensen with the hard case, see
+    :func:`solve_secular`). Handles indefinite H; memory is the O(n k) Lanczos basis. A smaller
+    radius is first re-solved in the existing Krylov space, without new products.
+    """
+
+    def solve(self, radius: float) -> SubproblemSolution:
+        h, lam, hth = self._solve_small(radius=radius)
+        decrease = -(self.gnorm * h[0] + 0.5 * hth)
+        return SubproblemSolution(self.lanczos.combine(h), decrease, lam > 0)
+
+
+class LanczosCubic(_LanczosSubproblem):
+    """ARC subproblem ``min g^T p + 1/2 p^T H p + sigma/3 ||p||^3`` in a Lanczos Krylov space.
+
+    Cartis, Gould & Toint 2011 (Part I, §6.2): the cubic model on the tridiagonal is minimized by
+    Newton's method on the secular equation in ``lam = sigma ||p||`` (with the hard case), the
+    same :func:`solve_secular` as GLTR. ``decrease`` includes the cubic term.
+    """
+
+    def solve(self, sigma: float) -> SubproblemSolution:
+        h, lam, hth = self._solve_small(sigma=sigma)
+        decrease = -(self.gnorm * h[0] + 0.5 * hth + sigma / 3.0 * np.linalg.norm(h) ** 3)
+        return SubproblemSolution(self.lanczos.combine(h), decrease, True)
+
+
+class MoreSorensen:
+    """Nearly exact trust-region step for a dense Hessian (Moré & Sorensen 1983; N&W Alg. 4.3).
+
+    Safeguarded Newton on the secular equation with Cholesky factorizations of ``H + lam I``
+    and, only when an iterate falls inside the region, the leftmost eigenpair (scipy.linalg.eigh)
+    to detect and solve the hard case. See :func:`solve_secular`.
+    """
+
+    def __init__(self, g: np.ndarray, H: np.ndarray, rtol: float = 1e-8):
+        self._g, self._H, self._rtol = g, H, rtol
+        self._shifts = _DenseShifts(H)
+
+    def solve(self, radius: float) -> SubproblemSolution:
+        p, lam = solve_secular(self._shifts, self._g, radius=radius, rtol=self._rtol)
+        return SubproblemSolution(p, -(self._g @ p + 0.5 * p @ self._H @ p), lam > 0)
+
+
+class Dogleg:
+    """Powell's dogleg for a dense Hessian (N&W §4.1), extended to indefinite H.
+
+    With H positive definite: the Newton step when inside, else the point where the path
+    0 -> unconstrained Cauchy point -> Newton step leaves the region. When H is not positive
+    definite (scipy gives up here) the step is the better, in model value, of the Cauchy point
+    (steepest descent, length from the curvature along g, N&W (4.12)) and the eigenpoint
+    ``+-radius u`` along the leftmost eigenvector (CGT §6.6). Both guarantee the decrease conditions
+    that make the trust-region method converge to second-order points; the eigenpoint also
+    leaves saddle points where g = 0.
+    """
+
+    def __init__(self, g: np.ndarray, H: np.ndarray):
+        self._g, self._H = g, H
+        self._shifts = _DenseShifts(H)
+        self._gnorm = float(np.linalg.norm(g))
+        self._g_curvature = float(g @ H @ g)
+        solve = self._shifts.factor(0.0) if self._shifts.finite else None
+        self._newton = None if solve is None else -solve(g)
+
+    def _model(self, p: np.ndarray) -> float:
+        return float(self._g @ p + 0.5 * p @ self._H @ p)
+
+    def solve(self, radius: float) -> SubproblemSolution:
+        if not self._shifts.finite:
+            return SubproblemSolution(np.full_like(self._g, np.nan), np.nan, False)
+        if self._newton is not None:
+            p, on_boundary = self._dogleg(radius)
+        else:
+            p = min((self._cauchy_point(radius), self._eigenpoint(radius)), key=self._model)
+            on_boundary = np.linalg.norm(p) >= (1 - 1e-12) * radius
+        return SubproblemSolution(p, -self._model(p), on_boundary)
+
+    def _dogleg(self, radius: float) -> tuple[np.ndarray, bool]:
+        newton, g = self._newton, self._g
+        if np.linalg.norm(newton) <= radius:
+            return newton, False
+        steepest = -(self._gnorm ** 2 / self._g_curvature) * g
+        if np.linalg.norm(steepest) >= radius:
+            return -(radius / self._gnorm) * g, True
+        tau = boundary_steps(steepest, newton - steepest, radius)[1]
+        return steepest + tau * (newton - steepest), True
+
+    def _cauchy_point(self, radius: float) -> np.ndarray:
+        if self._gnorm == 0.0:
+            return np.zeros_like(self._g)
+        fraction = 1.0 if self._g_curvature <= 0 else min(self._gnorm ** 3 / (radius * self._g_curvature), 1.0)
+        return -(fraction * radius / self._gnorm) * self._g
+
+    def _eigenpoint(self, radius: float) -> np.ndarray:
+        lam1, u = self._shifts.leftmost_eigenpair
+        if lam1 >= 0:
+            return np.zeros_like(self._g)
+        return (-radius if self._g @ u > 0 else radius) * u

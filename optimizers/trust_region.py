@@ -1,0 +1,270 @@
+"""Trust-region methods: one outer loop, four subproblem solvers.
+
+The loop is Nocedal & Wright's Algorithm 4.1 with a pluggable model: at each iterate a subproblem
+solver from :mod:`optimizers.subproblems` is built once and asked for a step for the current
+radius; the reduction ratio rho decides acceptance and the new radius. The same loop runs the
+adaptive cubic regularization of :mod:`optimizers.arc`, with ``sigma`` in place of the radius.
+
+Compared with scipy's trust-region methods: the radius shrinks to a fraction of the rejected step
+found by interpolating f along it, grows only when a good step hit the boundary, has no small cap
+and, by default, starts from the gradient scale; a NaN/inf trial value shrinks the radius instead
+of failing; rejected steps reuse the subproblem's Krylov/CG work; a first-order point where the
+Hessian has clearly negative curvature is left along it rather than reported as a minimum.
+
+References: J. Nocedal and S. J. Wright, *Numerical Optimization*, 2nd ed., ch. 4 and 7;
+A. R. Conn, N. I. M. Gould and Ph. L. Toint, *Trust-Region Methods*, SIAM 2000, §17.1 (radius
+update by interpolation) and §17.4.2 (reduction ratio at working precision).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from scipy.linalg import eigvalsh
+from scipy.optimize import OptimizeResult
+
+from .objective import (CALLBACK_STOP, MAXITER, NONFINITE, NOT_A_MINIMUM, PRECISION_LOSS, SUCCESS,
+                        Monitor, Objective, make_result)
+from .subproblems import (Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, SubproblemSolution,
+                          leftmost_curvature)
+
+EPS = np.finfo(float).eps
+CURVATURE_STEPS = 10       # Lanczos steps of the second-order check with Hessian-vector products
+NEGATIVE_CURVATURE = 1e-6  # curvature below -NEGATIVE_CURVATURE * max(1, ||H||) is "clearly negative"
+
+
+class RadiusControl:
+    """The trust radius: shrink to an interpolated fraction of a poor step, grow after a good
+    step that hit the boundary."""
+
+    name = "radius"
+
+    def __init__(self, radius: float, max_radius: float):
+        self.value, self.max_value = radius, max_radius
+
+    def update(self, rho: float, step: SubproblemSolution, step_norm: float, backtrack: float) -> None:
+        if not rho >= 0.25:  # also NaN
+            self.value = min(self.value, backtrack * step_norm)
+        elif rho >= 0.75 and step.on_boundary:
+            self.value = min(2.0 * self.value, self.max_value)
+
+
+def backtrack_fraction(f: float, f_trial: float, slope: float) -> float:
+    """Where, as a fraction in [0.1, 0.5] of the step, the quadratic through f(x), its slope
+    ``g^T p`` and f(x + p) has its minimum (CGT §17.1); 0.25 when that says nothing."""
+    curvature = f_trial - f - slope
+    if np.isfinite(f_trial) and slope < 0 < curvature:
+        return float(np.clip(-slope / (2.0 * curvature), 0.1, 0.5))
+    return 0.25
+
+
+def reduction_ratio(f: float, f_trial: float, decrease: float) -> float:
+    """Actual over predicted decrease; both get a few ulps of f so that steps at working
+    precision are judged by the model rather than by rounding (CGT §17.4.2). NaN if f_trial is."""
+    if not np.isfinite(f_trial):
+        return np.nan
+    noise = 10.0 * EPS * max(1.0, abs(f))
+    if decrease + noise <= 0:
+        return -np.inf
+    return (f - f_trial + noise) / (decrease + noise)
+
+
+def trust_region_loop(objective: Objective, make_model: Callable, control, *,
+                      curvature: Callable | None, gtol: float, maxiter: int, eta: float,
+                      callback: Callable | None, disp: bool) -> OptimizeResult:
+    """The outer loop (N&W Alg. 4.1) shared by the trust-region methods and ARC.
+
+    ``make_model(x, g)`` builds the subproblem solver at an accepted point; ``control`` holds the
+    radius (or sigma) and updates it from rho; ``curvature(x)`` estimates the smallest Hessian
+    eigenvalue and a scale for the second-order check (None: no check).
+    """
+    x = objective.x0
+    f, g = objective.fun(x), objective.grad(x)
+    if not np.all(np.isfinite(g)):
+        raise ValueError("the gradient is not finite at x0")
+    monitor = Monitor(callback, disp)
+    model, f_trial, nit = None, f, 0
+
+    def record(step_norm: float, rho: float) -> bool:
+        return monitor.record(nit, x, f, g, **{control.name: control.value}, step=step_norm, rho=rho)
+
+    status, saddle = (CALLBACK_STOP, False) if record(0.0, np.nan) else _stationarity(x, g, gtol, curvature)
+    while status is None:
+        if nit == maxiter:
+            status = MAXITER
+            break
+        model = model or make_model(x, g)
+        step = model.solve(control.value)
+        step_norm = float(np.linalg.norm(step.p))
+        if not np.isfinite(step_norm):  # the Hessian at x is not finite
+            status = NONFINITE
+            break
+        if step_norm <= EPS * max(1.0, float(np.linalg.norm(x))):
+            status = NONFINITE if not np.isfinite(f_trial) else NOT_A_MINIMUM if saddle else PRECISION_LOSS
+            break
+        nit += 1
+        x_trial = x + step.p
+        f_trial = objective.fun(x_trial)
+        rho = reduction_ratio(f, f_trial, step.decrease)
+        if rho > eta and not np.all(np.isfinite(objective.grad(x_trial))):
+            rho = np.nan
+        control.update(rho, step, step_norm, backtrack_fraction(f, f_trial, g @ step.p))
+        accepted = rho > eta
+        if accepted:
+            x, f, g, model = x_trial, f_trial, objective.grad(x_trial), None
+        if record(step_norm, rho):
+            status = CALLBACK_STOP
+        elif accepted:
+            status, saddle = _stationarity(x, g, gtol, curvature)
+    return make_result(objective, x, status, nit, monitor.history)
+
+
+def _stationarity(x, g, gtol, curvature) -> tuple[int | None, bool]:
+    """(SUCCESS, False) at a first-order point without clearly negative curvature; (None, True)
+    at a first-order point with it (a saddle to leave); (None, False) otherwise."""
+    if np.linalg.norm(g, np.inf) > gtol:
+        return None, False
+    if curvature is not None:
+        smallest, scale = curvature(x)
+        if smallest < -NEGATIVE_CURVATURE * max(1.0, scale):
+            return None, True
+    return SUCCESS, False
+
+
+def model_builders(objective: Objective, make_solver: Callable, dense: bool):
+    """``make_model(x, g)`` and the second-order check ``curvature(x)`` for a subproblem solver
+    that takes the dense Hessian (``dense``) or Hessian-vector products."""
+    if dense:
+        def make_model(x, g):
+            return make_solver(g, objective.hess(x))
+
+        def curvature(x):
+            values = eigvalsh(objective.hess(x))
+            return values[0], np.abs(values).max()
+    else:
+        def make_model(x, g):
+            return make_solver(g, lambda v: objective.hessp(x, v))
+
+        def curvature(x):
+            smallest, _, scale = leftmost_curvature(lambda v: objective.hessp(x, v), x.size,
+                                                    CURVATURE_STEPS)
+            return smallest, scale
+    return make_model, curvature
+
+
+def default_maxiter(n: int) -> int:
+    return max(1000, 200 * n)
+
+
+def _minimize(make_solver, dense, fun, x0, jac, hess, hessp, callback, *, gtol, maxiter, disp,
+              initial_trust_radius, max_trust_radius, eta, check_second_order) -> OptimizeResult:
+    objective = Objective(fun, x0, jac, hess, hessp)
+    if not objective.has_hessian:
+        raise ValueError("trust-region methods need second derivatives: pass hess or hessp")
+    x0, g0 = objective.x0, objective.grad(objective.x0)
+    xscale = max(1.0, float(np.linalg.norm(x0)))
+    radius = initial_trust_radius or min(float(np.linalg.norm(g0)), xscale) or 1.0
+    control = RadiusControl(radius, max_trust_radius or 1e10 * xscale)
+    make_model, curvature = model_builders(objective, make_solver, dense)
+    return trust_region_loop(objective, make_model, control,
+                             curvature=curvature if check_second_order else None, gtol=gtol,
+                             maxiter=maxiter or default_maxiter(x0.size), eta=eta,
+                             callback=callback, disp=disp)
+
+
+_OPTIONS_DOC = """
+    Parameters
+    ----------
+    fun, x0, jac, hess, hessp
+        Objective ``fun(x)``, start point, gradient ``jac(x)`` (or ``True`` when ``fun`` returns
+        ``(f, g)``), dense Hessian ``hess(x)`` and/or product ``hessp(x, p)``.
+    callback
+        ``callback(intermediate_result)`` after each iteration; raise StopIteration to stop.
+    gtol
+        Stop when ``||g||_inf <= gtol`` (and, with ``check_second_order``, no clearly negative
+        curvature is found there).
+    maxiter
+        Iterations (trial steps); default ``max(1000, 200 * n)``.
+    disp
+        Print the iteration table.
+    initial_trust_radius
+        Default ``min(||g0||, max(1, ||x0||))``.
+    max_trust_radius
+        Default ``1e10 * max(1, ||x0||)``.
+    eta
+        Accept a step when the reduction ratio exceeds ``eta`` (in [0, 0.25)).
+    check_second_order
+        At a first-order point, look for negative curvature ({check}); if found, keep iterating
+        along it and report status 5 only if that fails.
+
+    Returns
+    -------
+    OptimizeResult with ``x, fun, jac, nit, nfev, njev, nhev, status, success, message`` and
+    ``history`` (per iteration: f, gnorm, radius, step norm, rho). Status 0 success, 1 maxiter,
+    2 no progress at working precision, 3 non-finite values, 5 saddle point, 99 callback stop.
+"""
+
+
+def _documented(check: str):
+    def decorate(function):
+        function.__doc__ += _OPTIONS_DOC.format(check=check)
+        return function
+    return decorate
+
+
+@_documented("a few Lanczos steps with hessp")
+def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
+                       hessp: Callable | None = None, callback: Callable | None = None, *,
+                       gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                       initial_trust_radius: float | None = None,
+                       max_trust_radius: float | None = None, eta: float = 0.15,
+                       check_second_order: bool = True) -> OptimizeResult:
+    """Newton-CG trust-region method: Steihaug-Toint truncated CG subproblems (N&W Alg. 7.2).
+
+    Uses only Hessian-vector products (``hessp``, or products with ``hess``).
+    """
+    return _minimize(SteihaugCG, False, **locals())
+
+
+@_documented("a few Lanczos steps with hessp")
+def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
+                          hessp: Callable | None = None, callback: Callable | None = None, *,
+                          gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                          initial_trust_radius: float | None = None,
+                          max_trust_radius: float | None = None, eta: float = 0.15,
+                          check_second_order: bool = True) -> OptimizeResult:
+    """Trust-region method with GLTR subproblems (Gould, Lucidi, Roma & Toint 1999).
+
+    Lanczos with Hessian-vector products only; solves the subproblem nearly exactly in the Krylov
+    space, so it handles indefinite Hessians well.
+    """
+    return _minimize(LanczosGLTR, False, **locals())
+
+
+@_documented("eigenvalues of the dense Hessian")
+def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
+                         hessp: Callable | None = None, callback: Callable | None = None, *,
+                         gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                         initial_trust_radius: float | None = None,
+                         max_trust_radius: float | None = None, eta: float = 0.15,
+                         check_second_order: bool = True) -> OptimizeResult:
+    """Trust-region method with nearly exact subproblems (Moré & Sorensen 1983; N&W Alg. 4.3).
+
+    Needs the dense Hessian (``hess``; built from ``hessp`` column by column otherwise).
+    """
+    return _minimize(MoreSorensen, True, **locals())
+
+
+@_documented("eigenvalues of the dense Hessian")
+def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
+                    hessp: Callable | None = None, callback: Callable | None = None, *,
+                    gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                    initial_trust_radius: float | None = None,
+                    max_trust_radius: float | None = None, eta: float = 0.15,
+                    check_second_order: bool = True) -> OptimizeResult:
+    """Powell's dogleg trust-region method (N&W §4.1), also for indefinite Hessians.
+
+    Needs the dense Hessian. Where it is not positive definite the step is the better of the
+    Cauchy point and the negative-curvature eigenpoint (see :class:`subproblems.Dogleg`).
+    """
+    return _minimize(Dogleg, True, **locals())
