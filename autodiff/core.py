@@ -140,15 +140,19 @@ class Primitive:
 
     ``vjps[i](g, ans, *args, **kwargs)`` maps the output cotangent ``g`` (with any number of leading
     batch axes) to the cotangent of argument ``i``; ``jvps[i](t, ans, *args, **kwargs)`` maps a tangent
-    of argument ``i`` to the output tangent.
+    of argument ``i`` to the output tangent. ``tensor_fun``, used when a Tensor is among the
+    arguments (so NumPy semantics are guaranteed), may be a faster spelling such as ``operator.mul``,
+    which skips the ufunc machinery on scalars.
     """
 
-    def __init__(self, fun, name: str | None = None):
+    def __init__(self, fun, name: str | None = None, tensor_fun=None):
         self.fun = fun
+        self.tensor_fun = tensor_fun or fun  # may assume NumPy-typed values (e.g. operator.mul)
         self.name = name or fun.__name__
-        self.vjps: dict = {}
-        self.jvps: dict = {}
+        self.vjps = _Rules(self.name, "derivative")
+        self.jvps = _Rules(self.name, "forward-mode (JVP)")
         self.variadic = False  # one rule for every argument, called with argnum=i
+        self.joint = False     # backward() computes all cotangents at once (variadic, custom nodes)
 
     def __repr__(self):
         return f"<primitive {self.name}>"
@@ -157,8 +161,10 @@ class Primitive:
         parents = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         if not parents:
             return self.fun(*args, **kwargs)
-        raw = [a._value if isinstance(a, Tensor) else a for a in args]
-        out = Tensor(self.fun(*raw, **kwargs))
+        raw = list(args)
+        for i in parents:
+            raw[i] = args[i]._value
+        out = Tensor(self.tensor_fun(*raw, **kwargs))
         if state.tapes:
             record(self, args, raw, kwargs, out, parents)
         if state.accumulators:
@@ -166,30 +172,33 @@ class Primitive:
                 accumulator.push(self, args, kwargs, out, parents)
         return out
 
-    def rule(self, table: dict, i: int):
-        rule = table.get(0 if self.variadic else i)
-        if rule is None:
-            kind = "derivative" if table is self.vjps else "forward-mode (JVP)"
-            raise TypeError(f"autodiff: {self.name} has no {kind} rule for argument {i}")
-        return rule
-
     def backward(self, g, ans, args, kwargs, parents):
         """The cotangents of the Tensor arguments ``parents``, given the output cotangent ``g``."""
-        grads = []
-        for i in parents:
-            rule = self.rule(self.vjps, i)
-            gi = rule(g, ans, *args, argnum=i, **kwargs) if self.variadic else rule(g, ans, *args, **kwargs)
-            grads.append(gi)
-        return grads
+        if self.variadic:
+            return [self.vjps[0](g, ans, *args, argnum=i, **kwargs) for i in parents]
+        return [self.vjps[i](g, ans, *args, **kwargs) for i in parents]
 
-    def forward(self, tangents, ans, args, kwargs):
+    def forward(self, tangents: dict, ans, args, kwargs):
         """The output tangent, given ``{argnum: tangent}`` for the arguments that have one."""
         total = None
         for i, t in tangents.items():
-            rule = self.rule(self.jvps, i)
-            ti = rule(t, ans, *args, argnum=i, **kwargs) if self.variadic else rule(t, ans, *args, **kwargs)
+            ti = self.jvps[0](t, ans, *args, argnum=i, **kwargs) if self.variadic \
+                else self.jvps[i](t, ans, *args, **kwargs)
             total = ti if total is None else total + ti
         return total
+
+
+class _Rules(dict):
+    """Rules by argument number; a missing one raises (naming the op) when it is needed."""
+
+    def __init__(self, op_name: str, kind: str):
+        super().__init__()
+        self.op_name, self.kind = op_name, kind
+
+    def __missing__(self, i):
+        def missing(*args, **kwargs):
+            raise TypeError(f"autodiff: {self.op_name} has no {self.kind} rule for argument {i}")
+        return missing
 
 
 def record(prim, args, raw, kwargs, out, parents):
@@ -198,14 +207,12 @@ def record(prim, args, raw, kwargs, out, parents):
         watched = tape._watched
         for i in parents:
             a = args[i]
-            if a._id in watched:
-                break
-            if tape._watch_accessed and type(a) is Variable and a.trainable:
-                tape._watch_one(a)
+            if a._id in watched or (tape._watch_accessed and type(a) is Variable and a.trainable
+                                    and tape._watch_one(a)):
                 break
         else:
             continue
-        tape._records.append((prim, args, tuple(raw), kwargs, out, parents))
+        tape._records.append((prim, args, raw, kwargs, out, parents))
         if type(out) is tuple:
             watched.update(o._id for o in out)
         else:
@@ -222,34 +229,30 @@ def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
     grads = dict(seeds)
     for prim, args, raw, kwargs, out, parents in reversed(records):
         if type(out) is tuple:
-            gs = [grads.get(o._id) for o in out]
-            if all(g is None for g in gs):
-                continue
-            for o in out:
-                if o._id not in keep:
-                    grads.pop(o._id, None)
-            g = _fill_zeros(gs, out)
+            g = _output_cotangents(grads, out, keep)
             ans = out if use_tensors else tuple(o._value for o in out)
         else:
-            oid = out._id
-            g = grads.get(oid)
-            if g is None:
-                continue
-            if oid not in keep:
-                del grads[oid]
+            g = grads.get(out._id) if out._id in keep else grads.pop(out._id, None)
             ans = out if use_tensors else out._value
+        if g is None:
+            continue
         values = args if use_tensors else raw
-        for i, gi in zip(parents, prim.backward(g, ans, values, kwargs, parents)):
-            if gi is None:
-                continue
-            key = args[i]._id
-            prev = grads.get(key)
-            grads[key] = gi if prev is None else prev + gi
+        joint = prim.backward(g, ans, values, kwargs, parents) if prim.joint else None
+        vjps = prim.vjps
+        for k, i in enumerate(parents):
+            gi = vjps[i](g, ans, *values, **kwargs) if joint is None else joint[k]
+            if gi is not None:
+                key = args[i]._id
+                prev = grads.get(key)
+                grads[key] = gi if prev is None else prev + gi
     return {k: grads[k] for k in keep if k in grads}
 
 
-def _fill_zeros(gs, outputs):
-    """Cotangents for a multi-output record, with zeros (batch-shaped) where an output has none."""
+def _output_cotangents(grads, outputs, keep):
+    """Cotangents of a multi-output record (zeros where an output has none), or None if it has none."""
+    gs = [grads.get(o._id) if o._id in keep else grads.pop(o._id, None) for o in outputs]
+    if all(g is None for g in gs):
+        return None
     i, some = next((i, g) for i, g in enumerate(gs) if g is not None)
     batch = some.shape[:some.ndim - outputs[i].ndim]
     return tuple(g if g is not None else np.zeros(batch + o.shape, o.dtype)

@@ -61,10 +61,11 @@ class GradientTape:
                                  "autodiff.constant).")
             self._watch_one(item)
 
-    def _watch_one(self, tensor: Tensor) -> None:
+    def _watch_one(self, tensor: Tensor) -> bool:
         self._watched.add(tensor._id)
         if isinstance(tensor, Variable):
             self._variables.setdefault(tensor._id, tensor)
+        return True
 
     def watched_variables(self) -> tuple:
         """The Variables this tape watches, in the order it first saw them."""
@@ -259,6 +260,7 @@ class _Node(Primitive):
     def __init__(self, name, backward):
         super().__init__(None, name)
         self._backward = backward
+        self.joint = True
 
     def backward(self, g, ans, args, kwargs, parents):
         return self._backward(g, args)
@@ -269,10 +271,10 @@ def _record_node(name: str, backward: Callable, inputs: list, variables: list, y
     outputs, rebuild = flatten(y)
     fresh = tuple(Tensor(np.asarray(core.value_of(o))) for o in outputs)
     args = tuple(inputs) + tuple(variables)
-    parents = list(range(len(args)))
     out = fresh if len(fresh) > 1 else fresh[0]
     if state.tapes:
-        core.record(_Node(name, backward), args, [a._value for a in args], {}, out, parents)
+        core.record(_Node(name, backward), args, [a._value for a in args], {}, out,
+                    list(range(len(args))))
     return rebuild(list(fresh))
 
 

@@ -7,6 +7,7 @@ differentiable themselves. Functions that are compositions of primitives need no
 from __future__ import annotations
 
 import builtins
+import operator
 import string
 
 import numpy as _np
@@ -16,8 +17,8 @@ from ..core import Primitive, Tensor, value_of
 
 # --- defining primitives ---------------------------------------------------------------------------
 
-def primitive(fun, name: str | None = None) -> Primitive:
-    return Primitive(fun, name)
+def primitive(fun, name: str | None = None, tensor_fun=None) -> Primitive:
+    return Primitive(fun, name, tensor_fun)
 
 
 def defvjp(prim: Primitive, *rules, broadcasting: bool = False) -> None:
@@ -36,10 +37,11 @@ def defjvp(prim: Primitive, *rules) -> None:
 
 def defderiv(prim: Primitive, *derivatives) -> None:
     """Elementwise op: register VJPs ``g * d(ans, *args)`` and JVPs ``t * d(ans, *args)``."""
+    broadcasting = len(derivatives) > 1
     for i, d in enumerate(derivatives):
         if d is not None:
-            defvjp(prim, *([None] * i), _times(d), broadcasting=True)
-            defjvp(prim, *([None] * i), _times(d))
+            prim.vjps[i] = _times_summed(d, i) if broadcasting else _times(d)
+            prim.jvps[i] = _times(d)
 
 
 def deflinear(prim: Primitive) -> None:
@@ -51,9 +53,19 @@ def _times(d):
     return lambda g, ans, *args: g * d(ans, *args)
 
 
+def _times_summed(d, i):
+    def vjp(g, ans, *args):
+        gi = g * d(ans, *args)
+        shape = args[i].shape
+        return gi if gi.shape == shape else unbroadcast(gi, shape, g.ndim - ans.ndim)
+    return vjp
+
+
 def _summed_to_argument(rule, i):
     def rule_then_unbroadcast(g, ans, *args, **kwargs):
-        return unbroadcast(rule(g, ans, *args, **kwargs), args[i].shape, g.ndim - ans.ndim)
+        gi = rule(g, ans, *args, **kwargs)
+        shape = args[i].shape
+        return gi if gi.shape == shape else unbroadcast(gi, shape, g.ndim - ans.ndim)
     return rule_then_unbroadcast
 
 
@@ -104,7 +116,7 @@ def _sigmoid(x):
     return _np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(_np.result_type(x, _np.float16))
 
 
-negative = primitive(_np.negative)
+negative = primitive(_np.negative, tensor_fun=operator.neg)
 exp = primitive(_np.exp)
 log = primitive(_np.log)
 log2 = primitive(_np.log2)
@@ -163,11 +175,11 @@ defderiv(softplus, lambda ans, x: sigmoid(x))
 
 # --- elementwise, two arguments (broadcasting) ---------------------------------------------------
 
-add = primitive(_np.add)
-subtract = primitive(_np.subtract)
-multiply = primitive(_np.multiply)
-divide = primitive(_np.divide)
-power = primitive(_np.power)
+add = primitive(_np.add, tensor_fun=operator.add)
+subtract = primitive(_np.subtract, tensor_fun=operator.sub)
+multiply = primitive(_np.multiply, tensor_fun=operator.mul)
+divide = primitive(_np.divide, tensor_fun=operator.truediv)
+power = primitive(_np.power, tensor_fun=operator.pow)
 arctan2 = primitive(_np.arctan2)
 logaddexp = primitive(_np.logaddexp)
 maximum = primitive(_np.maximum)
@@ -453,7 +465,7 @@ def _concatenate_raw(*arrays, axis):
 
 
 _concatenate = primitive(_concatenate_raw, "concatenate")
-_concatenate.variadic = True
+_concatenate.variadic = _concatenate.joint = True
 
 
 def _concatenate_vjp(g, ans, *arrays, argnum, axis):
@@ -771,7 +783,7 @@ def _einsum_raw(*operands, subscripts):
 
 
 _einsum = primitive(_einsum_raw, "einsum")
-_einsum.variadic = True
+_einsum.variadic = _einsum.joint = True
 
 
 def _einsum_vjp(g, ans, *operands, argnum, subscripts):
