@@ -202,15 +202,20 @@ class _Rules(dict):
 
 
 def record(prim, args, raw, kwargs, out, parents):
-    """Append the op to every recording tape that watches one of its inputs."""
+    """Append the op to every recording tape that watches one of its inputs.
+
+    A tape that watches accessed Variables starts watching every trainable Variable the op reads (all
+    of them, not just the first: ``watched_variables`` must list each one).
+    """
     for tape in state.tapes:
         watched = tape._watched
+        watches_an_input = False
         for i in parents:
             a = args[i]
             if a._id in watched or (tape._watch_accessed and type(a) is Variable and a.trainable
                                     and tape._watch_one(a)):
-                break
-        else:
+                watches_an_input = True
+        if not watches_an_input:
             continue
         tape._records.append((prim, args, raw, kwargs, out, parents))
         if type(out) is tuple:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -53,15 +54,24 @@ class GradientTape:
         return False
 
     def watch(self, tensor) -> None:
-        """Watch a Tensor, a Variable (trainable or not) or a nested structure of them."""
+        """Watch a Tensor, a Variable (trainable or not) or a nested structure of them.
+
+        As in TensorFlow, only floating-point tensors can be watched: an integer one is skipped with
+        a warning, and its gradient is None.
+        """
         for item in flatten(tensor)[0]:
             if not isinstance(item, Tensor):
                 raise ValueError(f"Passed in object of type {type(item).__name__}, not a Tensor or "
                                  "Variable: only Tensors can be watched (wrap arrays with "
                                  "autodiff.constant).")
-            self._watch_one(item)
+            if not self._watch_one(item):
+                warnings.warn(f"The dtype of the watched tensor must be floating (e.g. float64), "
+                              f"got {item.dtype}: it is not watched.", stacklevel=2)
 
     def _watch_one(self, tensor: Tensor) -> bool:
+        """Watch one Tensor; returns False (and does nothing) if it is not floating-point."""
+        if tensor.dtype.kind not in "fc":
+            return False
         self._watched.add(tensor._id)
         if isinstance(tensor, Variable):
             self._variables.setdefault(tensor._id, tensor)
@@ -292,7 +302,9 @@ def custom_gradient(f: Callable) -> Callable:
 
     @functools.wraps(f)
     def wrapper(*args):
-        with _paused_tapes() as scratch:
+        # f runs on the active tapes, so that a grad_fn using f's intermediates is differentiable;
+        # the scratch tape notes the Variables f reads.
+        with GradientTape() as scratch:
             y, grad_fn = f(*args)
         inputs = [a for a in args if isinstance(a, Tensor)]
         input_ids = {a._id for a in inputs}
