@@ -47,10 +47,11 @@ class Tensor:
         value = np.asarray(self._value)
         return value if dtype is None else value.astype(dtype, copy=False)
 
-    shape = property(lambda self: np.shape(self._value))
-    dtype = property(lambda self: np.asarray(self._value).dtype)
-    ndim = property(lambda self: np.ndim(self._value))
-    size = property(lambda self: np.size(self._value))
+    # Values are always NumPy arrays or NumPy scalars, which have these attributes.
+    shape = property(lambda self: self._value.shape)
+    dtype = property(lambda self: self._value.dtype)
+    ndim = property(lambda self: self._value.ndim)
+    size = property(lambda self: self._value.size)
 
     def item(self):
         return np.asarray(self._value).item()

@@ -6,6 +6,8 @@ from typing import Any, Callable
 
 def flatten(structure) -> tuple[list, Callable[[list], Any]]:
     """Leaves of ``structure`` in order, and a function that rebuilds it from new leaves."""
+    if type(structure) not in _CONTAINERS and not isinstance(structure, (dict, list, tuple)):
+        return [structure], _single
     if isinstance(structure, dict):
         keys = list(structure)
         parts = [flatten(structure[k]) for k in keys]
@@ -16,7 +18,14 @@ def flatten(structure) -> tuple[list, Callable[[list], Any]]:
         if kind in (list, tuple):
             return _join(parts, kind)
         return _join(parts, lambda items: kind(*items))  # namedtuple
-    return [structure], lambda leaves: leaves[0]
+    return [structure], _single
+
+
+_CONTAINERS = (dict, list, tuple)
+
+
+def _single(leaves):
+    return leaves[0]
 
 
 def _join(parts, build):

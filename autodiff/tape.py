@@ -103,7 +103,7 @@ class GradientTape:
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=UnconnectedGradients.NONE):
         """d(sum of target * output_gradients)/d(sources), in the structure of ``sources``."""
-        unconnected = UnconnectedGradients(unconnected_gradients)
+        unconnected = _unconnected(unconnected_gradients)
         targets = flatten(target)[0]
         if output_gradients is None:
             seeds = [None] * len(targets)
@@ -125,7 +125,7 @@ class GradientTape:
         One batched sweep with the rows of the identity as cotangents (in chunks of ``chunk_size``
         rows to bound memory), instead of one sweep per element of the target.
         """
-        unconnected = UnconnectedGradients(unconnected_gradients)
+        unconnected = _unconnected(unconnected_gradients)
         target_shape = tuple(np.shape(core.value_of(target)))
         size = int(np.prod(target_shape))
         source_list, rebuild = _sources(sources)
@@ -156,7 +156,7 @@ class GradientTape:
         With batch-coupled layers (e.g. BatchNorm in training mode) that sum is not a per-example
         Jacobian; use ``jacobian`` there.
         """
-        unconnected = UnconnectedGradients(unconnected_gradients)
+        unconnected = _unconnected(unconnected_gradients)
         target_shape = tuple(np.shape(core.value_of(target)))
         if not target_shape or target_shape[0] != np.shape(core.value_of(source))[0]:
             raise ValueError(f"batch_jacobian needs target and source with the same leading batch "
@@ -207,6 +207,10 @@ class GradientTape:
         keep = {s._id for s in sources}
         grads = sweep(self._records, initial, keep, use_tensors)
         return [grads.get(s._id) for s in sources]
+
+
+def _unconnected(value) -> UnconnectedGradients:
+    return value if value is UnconnectedGradients.NONE else UnconnectedGradients(value)
 
 
 def _sources(sources):
