@@ -86,7 +86,7 @@ def main() -> None:
     report(rows, "numpy forward only")
     print("  autodiff / torch eager:", _ratio(rows, "autodiff tape", "torch eager"))
     print("  autodiff / autograd:   ", _ratio(rows, "autodiff tape", "autograd"))
-    print(f"  autodiff per op (forward + backward): {dict(rows)["autodiff tape"] / (4 * CHAIN) * 1e6:.2f} us")
+    print(f"  autodiff per op (forward + backward): {dict(rows)['autodiff tape'] / (4 * CHAIN) * 1e6:.2f} us")
 
     print("\n(c) one op with no tape active: np.sin on a 0-d array")
     a = np.asarray(0.3)
