@@ -8,8 +8,14 @@ from . import dispatch as _dispatch  # noqa: F401  (installs Tensor operators an
 from . import numpy
 from .check import check_grad
 from .core import Tensor, Variable, constant
+from .forward import ForwardAccumulator
+from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
+from .hessian_operator import HessianOperator, hessian_operator
 from .numpy.ops import stop_gradient
+from .pytree import ravel
 from .tape import GradientTape, UnconnectedGradients, custom_gradient, recompute_grad
 
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "UnconnectedGradients",
-           "stop_gradient", "custom_gradient", "recompute_grad", "check_grad", "numpy"]
+           "stop_gradient", "custom_gradient", "recompute_grad", "ForwardAccumulator", "grad",
+           "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp", "hessian_operator",
+           "HessianOperator", "ravel", "check_grad", "numpy"]

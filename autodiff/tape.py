@@ -256,10 +256,13 @@ def _finish(g, source, unconnected, batch_shape):
 # --- tape-level tools ------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _paused_tapes():
-    """Record nothing on the active tapes; yield a scratch tape that notes accessed Variables."""
+def _paused_tapes(accumulators: bool = True):
+    """Record nothing on the active tapes (and, by default, accumulators); yield a scratch tape
+    that notes the Variables read meanwhile."""
     saved_tapes, saved_accumulators = state.tapes[:], state.accumulators[:]
-    state.tapes[:], state.accumulators[:] = [], []
+    state.tapes[:] = []
+    if accumulators:
+        state.accumulators[:] = []
     scratch = GradientTape()
     try:
         with scratch:
@@ -306,6 +309,9 @@ def custom_gradient(f: Callable) -> Callable:
 
     @functools.wraps(f)
     def wrapper(*args):
+        if any(accumulator.watches(args) for accumulator in state.accumulators):
+            raise TypeError(f"autodiff: custom_gradient function {f.__name__} has no forward-mode "
+                            "rule; it cannot be used inside a ForwardAccumulator")
         # f runs on the active tapes, so that a grad_fn using f's intermediates is differentiable;
         # the scratch tape notes the Variables f reads.
         with GradientTape() as scratch:
@@ -343,7 +349,7 @@ def recompute_grad(f: Callable) -> Callable:
 
     @functools.wraps(f)
     def wrapper(*args):
-        with _paused_tapes() as scratch:
+        with _paused_tapes(accumulators=False) as scratch:  # forward mode simply runs through f
             y = f(*args)
         inputs = [a for a in args if isinstance(a, Tensor)]
         input_ids = {a._id for a in inputs}

@@ -1,0 +1,139 @@
+"""The functional layer: grad, value_and_grad, jacobian, hessian, hvp, jvp, vjp, ravel.
+
+Outputs mirror inputs: NumPy arrays in, NumPy arrays out; Tensors in (inside an enclosing tape),
+Tensors out, so the transforms nest (``grad(grad(f))``, ``hessian(f)`` = ``jacobian(jacobian(f))``).
+Jacobians and Hessians are one batched sweep each, not one sweep per row.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .core import Tensor, constant, value_of
+from .forward import ForwardAccumulator
+from .hessian_operator import hessian_operator
+from .nest import flatten
+from .pytree import ravel
+from .tape import GradientTape, UnconnectedGradients
+
+ZERO = UnconnectedGradients.ZERO
+
+
+def _to_numpy(x):
+    """Tensors to NumPy (0-d results as NumPy scalars); structures keep their shape."""
+    leaves, rebuild = flatten(x)
+    converted = []
+    for leaf in leaves:
+        value = np.asarray(value_of(leaf)) if isinstance(leaf, Tensor) else leaf
+        converted.append(value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value)
+    return rebuild(converted)
+
+
+def _watched_args(args: Sequence, argnums):
+    """Replace the differentiated arguments by watched Tensors; report whether Tensors came in."""
+    single = isinstance(argnums, int)
+    numbers = (argnums,) if single else tuple(argnums)
+    new_args = list(args)
+    tensors_in = False
+    sources = []
+    for k in numbers:
+        leaves, rebuild = flatten(args[k])
+        tensors_in = tensors_in or any(isinstance(leaf, Tensor) for leaf in leaves)
+        tensors = [leaf if isinstance(leaf, Tensor) else constant(leaf) for leaf in leaves]
+        new_args[k] = rebuild(tensors)
+        sources.append(new_args[k])
+    return new_args, (sources[0] if single else tuple(sources)), tensors_in
+
+
+def _mirror(result, tensors_in: bool):
+    return result if tensors_in else _to_numpy(result)
+
+
+def _scalar(y, what: str):
+    if not isinstance(y, Tensor) and np.ndim(y) != 0 or isinstance(y, Tensor) and y.ndim != 0:
+        raise TypeError(f"{what} needs a function with a scalar output, got shape {np.shape(value_of(y))}"
+                        " (use jacobian for vector outputs)")
+    return y
+
+
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+    """A function returning ``(f(*args), gradient of f w.r.t. args[argnums])``."""
+    def value_and_grad_f(*args, **kwargs):
+        new_args, sources, tensors_in = _watched_args(args, argnums)
+        with GradientTape() as tape:
+            tape.watch(sources)
+            y = _scalar(f(*new_args, **kwargs), "grad")
+        g = tape.gradient(y, sources, unconnected_gradients=ZERO)
+        return _mirror(y, tensors_in), _mirror(g, tensors_in)
+    return value_and_grad_f
+
+
+def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+    """The gradient of a scalar function, as a function (nestable: ``grad(grad(f))``)."""
+    value_and_grad_f = value_and_grad(f, argnums)
+    return lambda *args, **kwargs: value_and_grad_f(*args, **kwargs)[1]
+
+
+def jacobian(f: Callable, argnums: int | Sequence[int] = 0, chunk_size: int | None = None) -> Callable:
+    """d f / d args[argnums], shape ``f.shape + arg.shape``, in one batched sweep."""
+    def jacobian_f(*args, **kwargs):
+        new_args, sources, tensors_in = _watched_args(args, argnums)
+        with GradientTape() as tape:
+            tape.watch(sources)
+            y = f(*new_args, **kwargs)
+        if not isinstance(y, Tensor):
+            y = constant(y)
+        return _mirror(tape.jacobian(y, sources, unconnected_gradients=ZERO, chunk_size=chunk_size),
+                       tensors_in)
+    return jacobian_f
+
+
+def hessian(f: Callable, argnums: int = 0, chunk_size: int | None = None) -> Callable:
+    """The Hessian of a scalar function: the Jacobian of its gradient, in one batched sweep.
+
+    An array argument of shape s gives shape ``s + s``; a pytree argument gives one flat (n, n)
+    matrix over ``ravel(arg)``.
+    """
+    def hessian_f(*args, **kwargs):
+        if isinstance(args[argnums], (list, tuple, dict)):
+            flat, unravel = ravel(args[argnums])
+            return hessian(lambda v: f(*_insert(args, argnums, unravel(v)), **kwargs), 0, chunk_size)(flat)
+        return jacobian(jacobian(f, argnums), argnums, chunk_size)(*args, **kwargs)
+    return hessian_f
+
+
+def _insert(args, k, value):
+    args = list(args)
+    args[k] = value
+    return args
+
+
+def hvp(f: Callable, x, v):
+    """H(x) @ v for a scalar f: one backward sweep over the recorded gradient."""
+    return hessian_operator(f, x).matvec(v)
+
+
+def jvp(f: Callable, primals: Sequence, tangents: Sequence):
+    """``(f(*primals), J @ tangents)`` in forward mode."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    tensors_in = any(isinstance(p, Tensor) for p in flatten(primals)[0])
+    watched = [p if isinstance(p, Tensor) else constant(p) for p in primals]
+    with ForwardAccumulator(watched, list(tangents)) as accumulator:
+        y = f(*watched)
+    return _mirror(y, tensors_in), _mirror(accumulator.jvp(y, unconnected_gradients=ZERO), tensors_in)
+
+
+def vjp(f: Callable, *primals):
+    """``(f(*primals), vjp_fn)`` with ``vjp_fn(cotangent)`` the tuple of input cotangents."""
+    tensors_in = any(isinstance(p, Tensor) for p in flatten(primals)[0])
+    watched = [p if isinstance(p, Tensor) else constant(p) for p in primals]
+    tape = GradientTape(persistent=True)
+    with tape:
+        tape.watch(watched)
+        y = f(*watched)
+
+    def vjp_fn(cotangent):
+        grads = tape.gradient(y, watched, output_gradients=cotangent, unconnected_gradients=ZERO)
+        return _mirror(tuple(grads), tensors_in)
+    return _mirror(y, tensors_in), vjp_fn

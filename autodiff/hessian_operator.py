@@ -1,0 +1,102 @@
+"""The cached inner gradient: a Hessian operator that records the gradient once.
+
+Newton-CG and curvature analysis ask many Hessian-vector products at one point. The textbook
+nested-tape HVP re-runs f and its gradient for every vector. Here f and its gradient are recorded
+once on a persistent tape; each product H v is then one backward sweep over that recording seeded
+with v (``output_gradients=v``). Nothing new is recorded per product, so memory stays flat however
+many products are taken; H V for many vectors, and the dense Hessian, are one batched sweep.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from . import numpy as anp
+from .core import Tensor, Variable, constant
+from .nest import flatten
+from .pytree import ravel
+from .tape import GradientTape, UnconnectedGradients
+
+
+class HessianOperator:
+    """H = Hessian of f at x, as a linear operator on flat vectors of length n.
+
+    ``value`` and ``gradient`` (flat) are f(x) and its gradient, computed once. When x is a Variable
+    or a structure of Variables, f is called with no arguments (it reads the Variables itself).
+    """
+
+    def __init__(self, f: Callable, x, chunk_size: int | None = None):
+        leaves = flatten(x)[0]
+        self.chunk_size = chunk_size
+        if leaves and all(isinstance(leaf, Variable) for leaf in leaves):
+            self._sources, call = leaves, f
+            self.unravel = None
+        else:
+            flat, self.unravel = ravel(x)
+            self._sources = [constant(flat)]
+            call = lambda: f(self.unravel(self._sources[0]))  # noqa: E731
+        self._tape = GradientTape(persistent=True)
+        with self._tape:
+            self._tape.watch(self._sources)
+            with GradientTape() as inner:
+                inner.watch(self._sources)
+                y = call()
+            if not isinstance(y, Tensor) or y.ndim != 0:
+                raise TypeError("hessian_operator needs a function with a scalar output, got "
+                                f"shape {np.shape(y)}")
+            grads = inner.gradient(y, self._sources, unconnected_gradients=UnconnectedGradients.ZERO)
+            self._g = anp.concatenate([anp.ravel(g) for g in grads])
+        self.value = float(y)
+        self.gradient = self._g.numpy()
+        n = self.gradient.size
+        self.shape = (n, n)
+        self.dtype = self.gradient.dtype
+
+    def _sweep(self, seeds: np.ndarray) -> np.ndarray:
+        """One backward sweep over the recorded gradient, seeded with ``seeds`` (k, n) -> (k, n)."""
+        self._tape._check_usable()
+        parts = self._tape._sweep([self._g], [seeds], self._sources, seeds.shape[:-1])
+        return np.concatenate([
+            np.zeros(seeds.shape[:-1] + (s.size,)) if p is None
+            else np.reshape(np.asarray(p.numpy() if isinstance(p, Tensor) else p),
+                            seeds.shape[:-1] + (-1,))
+            for p, s in zip(parts, self._sources)], axis=-1)
+
+    def matvec(self, v) -> np.ndarray:
+        """H v: one sweep, nothing recorded."""
+        v = np.asarray(v, dtype=self.dtype).reshape(-1)
+        if v.size != self.shape[0]:
+            raise ValueError(f"vector of length {v.size} for a Hessian of shape {self.shape}")
+        return self._sweep(v[None, :])[0]
+
+    def matmat(self, V) -> np.ndarray:
+        """H V for the columns of V (n, k), in batched sweeps of ``chunk_size`` columns."""
+        V = np.asarray(V, dtype=self.dtype)
+        if V.ndim != 2 or V.shape[0] != self.shape[0]:
+            raise ValueError(f"matrix of shape {V.shape} for a Hessian of shape {self.shape}")
+        step = self.chunk_size or max(V.shape[1], 1)
+        rows = [self._sweep(np.ascontiguousarray(V[:, i:i + step].T)) for i in range(0, V.shape[1], step)]
+        return np.concatenate(rows, axis=0).T if rows else np.zeros(V.shape)
+
+    def to_dense(self) -> np.ndarray:
+        """The full Hessian, in one batched sweep (or chunks)."""
+        return self.matmat(np.eye(self.shape[0], dtype=self.dtype))
+
+    def __matmul__(self, other):
+        other = np.asarray(other)
+        return self.matvec(other) if other.ndim == 1 else self.matmat(other)
+
+    def as_linear_operator(self):
+        """A symmetric ``scipy.sparse.linalg.LinearOperator`` (for cg, minres, eigsh, ...)."""
+        from scipy.sparse.linalg import LinearOperator
+        return LinearOperator(self.shape, matvec=self.matvec, rmatvec=self.matvec,
+                              matmat=self.matmat, dtype=self.dtype)
+
+    def __repr__(self):
+        return f"HessianOperator(shape={self.shape}, value={self.value:.6g})"
+
+
+def hessian_operator(f: Callable, x, chunk_size: int | None = None) -> HessianOperator:
+    """Record f and its gradient at x once; return the Hessian as an operator (see HessianOperator)."""
+    return HessianOperator(f, x, chunk_size)
