@@ -242,7 +242,7 @@ def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
             ans = out if use_tensors else out._value
         if g is None:
             continue
-        values = args if use_tensors else raw
+        values = _as_recorded(args, raw, parents) if use_tensors else raw
         joint = prim.backward(g, ans, values, kwargs, parents) if prim.joint else None
         vjps = prim.vjps
         for k, i in enumerate(parents):
@@ -252,6 +252,23 @@ def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
                 prev = grads.get(key)
                 grads[key] = gi if prev is None else prev + gi
     return {k: grads[k] for k in keep if k in grads}
+
+
+def _as_recorded(args, raw, parents):
+    """A record's Tensor arguments, with each Variable assigned since the op read it replaced by a read
+    of the value it had then (as TensorFlow reads a snapshot): rules must see the recorded values."""
+    if all(args[i]._value is raw[i] for i in parents):
+        return args
+    values = list(args)
+    for i in parents:
+        if args[i]._value is not raw[i]:
+            values[i] = _read(args[i], raw[i])
+    return values
+
+
+_read = Primitive(lambda variable, value: value, "read")
+_read.vjps[0] = lambda g, ans, variable, value: g
+_read.jvps[0] = lambda t, ans, variable, value: t
 
 
 def _output_cotangents(grads, outputs, keep):

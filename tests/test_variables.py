@@ -76,3 +76,15 @@ def test_gradient_uses_the_value_after_assign():
     with ad.GradientTape() as tape:
         y = x * x
     assert tape.gradient(y, x).numpy() == 8.0
+
+
+def test_gradients_use_the_value_a_variable_had_when_it_was_read():
+    x = ad.Variable(2.0)
+    with ad.GradientTape() as outer:
+        with ad.GradientTape(persistent=True) as inner:
+            y = x * x * x
+        x.assign(5.0)
+        dy_dx = inner.gradient(y, x)  # the rules run on Tensors here, recorded by the outer tape
+    assert dy_dx.numpy() == 12.0  # 3 x^2 at x = 2
+    assert inner.gradient(y, x).numpy() == 12.0  # the same on raw arrays, with no tape recording
+    assert outer.gradient(dy_dx, x).numpy() == 12.0  # 6 x at x = 2
