@@ -42,9 +42,13 @@ class HessianOperator:
             with GradientTape() as inner:
                 inner.watch(self._sources)
                 y = call()
-            if not isinstance(y, Tensor) or y.ndim != 0:
-                raise TypeError("hessian_operator needs a function with a scalar output, got "
-                                f"shape {np.shape(y)}")
+            if not isinstance(y, Tensor):
+                raise TypeError(f"the function returned a plain {type(y).__name__}, not a Tensor: its "
+                                "value does not depend on x through traceable NumPy operations "
+                                "(np.asarray, float(), .item() or math.* on x drop the gradient)")
+            if y.ndim != 0:
+                raise TypeError(f"hessian_operator needs a function with a scalar output, got shape "
+                                f"{y.shape}")
             grads = inner.gradient(y, self._sources, unconnected_gradients=UnconnectedGradients.ZERO)
             self._g = anp.concatenate([anp.ravel(g) for g in grads])
         self.value = float(y)

@@ -1,0 +1,11 @@
+"""Second-order optimization algorithms on plain arrays and callables (no autodiff here).
+
+Each method is ``method(fun, x0, jac, hess=None, hessp=None, callback=None, **options)`` returning a
+``scipy.optimize.OptimizeResult`` with a ``history``.
+"""
+from .arc import minimize_arc
+from .newton import minimize_hessian_free, minimize_newton, minimize_newton_cg
+from .trust_region import minimize_dogleg, minimize_trust_exact, minimize_trust_krylov, minimize_trust_ncg
+
+__all__ = ["minimize_arc", "minimize_dogleg", "minimize_hessian_free", "minimize_newton",
+           "minimize_newton_cg", "minimize_trust_exact", "minimize_trust_krylov", "minimize_trust_ncg"]
