@@ -1,0 +1,63 @@
+"""``python -m hessopt``: run the test-problem suite and print a table and a per-method summary."""
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+from . import problems
+from .suite import (METHODS, format_summary, format_table, performance_profile, rosenbrock_race,
+                    run_suite)
+
+
+def _instances(spec: str, n: int | None):
+    if spec == "mgh":
+        return list(problems.MGH)
+    if spec == "scalable":
+        return [problems.scalable(name, n or 1000) for name in problems.SCALABLE]
+    return [problems.get(name, n) for name in spec.split(",")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hessopt", description=__doc__)
+    parser.add_argument("--methods", default=",".join(METHODS),
+                        help="comma-separated methods (default: all)")
+    parser.add_argument("--problems", default="mgh",
+                        help="'mgh' (the 39 Moré-Garbow-Hillstrom instances), 'scalable', or names")
+    parser.add_argument("--n", type=int, default=None, help="size for scalable problems")
+    parser.add_argument("--compare-scipy", action="store_true",
+                        help="also run scipy's counterparts, and the chained-Rosenbrock race")
+    parser.add_argument("--rosenbrock", type=int, nargs="*", default=[1000],
+                        help="sizes for the chained-Rosenbrock race (with --compare-scipy)")
+    parser.add_argument("--plot", metavar="FILE", help="save a performance profile to FILE")
+    parser.add_argument("--workers", type=int, default=0, help="run in a pool of N processes")
+    parser.add_argument("--maxiter", type=int, default=None)
+    args = parser.parse_args(argv)
+
+    methods = [m.strip().lower() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        parser.error(f"unknown methods {unknown}; choose from {sorted(METHODS)}")
+    options = {"maxiter": args.maxiter} if args.maxiter else None
+    instances = _instances(args.problems, args.n)
+    if args.workers > 0:
+        with ProcessPoolExecutor(args.workers) as pool:
+            runs = run_suite(instances, methods, args.compare_scipy, pool, options)
+    else:
+        runs = run_suite(instances, methods, args.compare_scipy, None, options)
+    print(format_table(runs))
+    print()
+    print(format_summary(runs))
+    if args.compare_scipy:
+        for n in args.rosenbrock:
+            print(f"\nChained Rosenbrock, n = {n:,}, x0 = (-1.2, 1, ...): hessopt to ||g||_inf < 1e-6, "
+                  "scipy with its defaults")
+            print(format_table(rosenbrock_race(n)))
+    if args.plot:
+        performance_profile(runs, args.plot)
+        print(f"\nperformance profile saved to {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""The problem suite behind ``python -m hessopt``: methods on test problems, side by side with scipy.
+
+Runs are independent, so they are mapped over any ``concurrent.futures.Executor`` (``--workers N``
+uses a process pool). Problems travel to workers by name and are rebuilt there.
+"""
+from __future__ import annotations
+
+import time
+from concurrent.futures import Executor
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.optimize
+
+from . import problems
+from ._minimize import METHODS, AutodiffDerivatives, minimize, minimize_many
+
+SCIPY_COUNTERPARTS = {"newton-cg": "Newton-CG", "trust-ncg": "trust-ncg",
+                      "trust-krylov": "trust-krylov", "trust-exact": "trust-exact", "dogleg": "dogleg"}
+_DENSE = {"trust-exact", "dogleg"}
+
+
+@dataclass(frozen=True)
+class ProblemFunction:
+    """A problem's objective that pickles by name, so process and cluster executors can ship it."""
+
+    name: str
+    n: int
+
+    def __call__(self, x):
+        return problems.get(self.name, self.n).fun(x)
+
+
+@dataclass
+class Run:
+    """One (problem, method) run: what the table shows."""
+
+    problem: str
+    n: int
+    method: str
+    solved: bool
+    success: bool
+    f: float
+    gnorm: float
+    nit: int
+    nfev: int
+    njev: int
+    nhev: int
+    seconds: float
+    message: str
+
+    @property
+    def evaluations(self) -> int:
+        return self.nfev + self.njev + self.nhev
+
+    @property
+    def false_success(self) -> bool:
+        """Reported success at a point that is not a (documented) minimum."""
+        return self.success and not self.solved
+
+
+def _record(problem: problems.Problem, method: str, result, seconds: float) -> Run:
+    f = float(result.fun)
+    return Run(problem.name, problem.n, method, bool(np.isfinite(f) and problem.solved(f)),
+               bool(result.success), f, float(np.linalg.norm(result.jac, np.inf)), int(result.nit),
+               int(result.nfev), int(result.njev), int(getattr(result, "nhev", 0)), seconds,
+               str(result.message))
+
+
+def run_hessopt(problem: problems.Problem, method: str, options: dict | None = None) -> Run:
+    start = time.perf_counter()
+    result = minimize(ProblemFunction(problem.name, problem.n), problem.x0, method=method,
+                      options=options)
+    return _record(problem, method, result, time.perf_counter() - start)
+
+
+def run_scipy(problem: problems.Problem, method: str, options: dict | None = None) -> Run:
+    """scipy's counterpart of ``method``, with the same exact derivatives (cached the same way)."""
+    derivatives = AutodiffDerivatives(problem.fun)
+    second = {"hess": derivatives.hess} if method in _DENSE else {"hessp": derivatives.hessp}
+    start = time.perf_counter()
+    result = scipy.optimize.minimize(derivatives.fun, np.array(problem.x0), jac=derivatives.jac,
+                                     method=SCIPY_COUNTERPARTS[method], options=options, **second)
+    if "jac" not in result:
+        result.jac = derivatives.jac(result.x)
+    return _record(problem, "scipy " + method, result, time.perf_counter() - start)
+
+
+def _run_task(task):
+    """Module-level, so executors can pickle it."""
+    kind, name, n, method, options = task
+    runner = run_scipy if kind == "scipy" else run_hessopt
+    return runner(problems.get(name, n), method, options)
+
+
+def run_suite(instances, methods, compare_scipy: bool = False, executor: Executor | None = None,
+              options: dict | None = None) -> list[Run]:
+    """Every method (and, if asked, its scipy counterpart) on every problem instance."""
+    tasks = []
+    for problem in instances:
+        for method in methods:
+            tasks.append(("hessopt", problem.name, problem.n, method, options))
+            if compare_scipy and method in SCIPY_COUNTERPARTS:
+                tasks.append(("scipy", problem.name, problem.n, method, options))
+    mapped = executor.map(_run_task, tasks) if executor is not None else map(_run_task, tasks)
+    return list(mapped)
+
+
+def format_table(runs: list[Run]) -> str:
+    header = (f"{'problem':<28}{'n':>6}  {'method':<20}{'solved':>7}{'f':>13}{'||g||inf':>11}"
+              f"{'nit':>7}{'nfev':>7}{'njev':>7}{'nhev':>8}{'time s':>9}")
+    lines = [header, "-" * len(header)]
+    for r in runs:
+        flag = "yes" if r.solved else ("NO*" if r.false_success else "no")
+        lines.append(f"{r.problem:<28}{r.n:>6}  {r.method:<20}{flag:>7}{r.f:>13.5g}{r.gnorm:>11.2e}"
+                     f"{r.nit:>7}{r.nfev:>7}{r.njev:>7}{r.nhev:>8}{r.seconds:>9.3f}")
+    lines.append("NO* = reported success at a point that is not a (documented) minimum")
+    return "\n".join(lines)
+
+
+def format_summary(runs: list[Run]) -> str:
+    methods = list(dict.fromkeys(r.method for r in runs))
+    header = (f"{'method':<20}{'solved':>10}{'false success':>15}{'evaluations':>13}"
+              f"{'nfev+njev+nhev on commonly solved':>36}{'time s':>9}")
+    solved_by_all = {(r.problem, r.n) for r in runs}
+    for method in methods:
+        solved_by_all &= {(r.problem, r.n) for r in runs if r.method == method and r.solved}
+    lines = [header, "-" * len(header)]
+    for method in methods:
+        mine = [r for r in runs if r.method == method]
+        common = sum(r.evaluations for r in mine if (r.problem, r.n) in solved_by_all)
+        lines.append(f"{method:<20}{sum(r.solved for r in mine):>5} / {len(mine):<3}"
+                     f"{sum(r.false_success for r in mine):>12}{sum(r.evaluations for r in mine):>16}"
+                     f"{common:>36}{sum(r.seconds for r in mine):>9.2f}")
+    return "\n".join(lines)
+
+
+def performance_profile(runs: list[Run], path: str) -> None:
+    """Dolan & Moré (2002) performance profile of evaluations, saved to ``path``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = list(dict.fromkeys(r.method for r in runs))
+    instances = sorted({(r.problem, r.n) for r in runs})
+    cost = np.full((len(instances), len(methods)), np.inf)
+    for r in runs:
+        if r.solved:
+            cost[instances.index((r.problem, r.n)), methods.index(r.method)] = max(r.evaluations, 1)
+    best = np.min(cost, axis=1, keepdims=True)
+    ratios = cost[np.isfinite(best[:, 0])] / best[np.isfinite(best[:, 0])]
+    taus = np.logspace(0, np.log10(max(np.max(ratios[np.isfinite(ratios)], initial=2.0), 2.0)), 200)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for k, method in enumerate(methods):
+        ax.step(taus, [(ratios[:, k] <= tau).mean() for tau in taus], where="post", label=method)
+    ax.set_xscale("log")
+    ax.set_xlabel("within a factor τ of the fewest evaluations (nfev + njev + nhev)")
+    ax.set_ylabel("fraction of problems solved")
+    ax.set_title("Performance profile (Dolan & Moré 2002)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def rosenbrock_race(n: int, methods=("newton-cg", "trust-krylov"), gtol: float = 1e-6) -> list[Run]:
+    """Chained Rosenbrock (scipy's ``rosen``) at size n: ours to ||g||_inf < gtol, scipy's defaults."""
+    problem = problems.scalable("chained_rosenbrock", n)
+    runs = []
+    for method in methods:
+        runs.append(run_hessopt(problem, method, {"gtol": gtol}))
+        runs.append(run_scipy(problem, method))
+    return runs
+
+
+__all__ = ["Run", "run_suite", "run_hessopt", "run_scipy", "format_table", "format_summary",
+           "performance_profile", "rosenbrock_race", "METHODS", "minimize_many"]
