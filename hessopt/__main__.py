@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="sizes for the chained-Rosenbrock race (with --compare-scipy)")
     parser.add_argument("--plot", metavar="FILE", help="save a performance profile to FILE")
     parser.add_argument("--workers", type=int, default=0, help="run in a pool of N processes")
+    parser.add_argument("--gtol", type=float, default=1e-8,
+                        help="hessopt's stopping test ||g||_inf <= gtol (default 1e-8; scipy keeps "
+                             "its own defaults)")
     parser.add_argument("--maxiter", type=int, default=None)
     args = parser.parse_args(argv)
 
@@ -38,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         parser.error(f"unknown methods {unknown}; choose from {sorted(METHODS)}")
-    options = {"maxiter": args.maxiter} if args.maxiter else None
+    options = {"gtol": args.gtol, **({"maxiter": args.maxiter} if args.maxiter else {})}
     instances = _instances(args.problems, args.n)
     if args.workers > 0:
         with ProcessPoolExecutor(args.workers) as pool:

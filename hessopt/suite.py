@@ -75,7 +75,9 @@ def run_hessopt(problem: problems.Problem, method: str, options: dict | None = N
 
 
 def run_scipy(problem: problems.Problem, method: str, options: dict | None = None) -> Run:
-    """scipy's counterpart of ``method``, with the same exact derivatives (cached the same way)."""
+    """scipy's counterpart of ``method`` with its default options and the same exact derivatives
+    (cached the same way); ``options`` (maxiter only) are passed through."""
+    options = {"maxiter": options["maxiter"]} if options and "maxiter" in options else None
     derivatives = AutodiffDerivatives(problem.fun)
     second = {"hess": derivatives.hess} if method in _DENSE else {"hessp": derivatives.hessp}
     start = time.perf_counter()
