@@ -22,6 +22,7 @@ _UFUNCS = {
     np.tanh: anp.tanh, np.arcsinh: anp.arcsinh, np.arccosh: anp.arccosh, np.arctanh: anp.arctanh,
     np.logaddexp: anp.logaddexp, np.maximum: anp.maximum, np.minimum: anp.minimum,
     np.fmax: anp.maximum, np.fmin: anp.minimum, np.matmul: anp.matmul, np.sign: anp.sign,
+    np.mod: anp.mod,
 }
 _UFUNCS.update({getattr(np, name): f for name, f in anp.NON_DIFFERENTIABLE.items()
                 if isinstance(getattr(np, name), np.ufunc)})
@@ -33,7 +34,7 @@ _FUNCTIONS = {getattr(np, name): getattr(anp, name) for name in [
     "dot", "vdot", "inner", "outer", "tensordot", "einsum", "matmul", "transpose", "moveaxis",
     "swapaxes", "reshape", "ravel", "squeeze", "expand_dims", "broadcast_to", "concatenate", "stack",
     "hstack", "vstack", "split", "array_split", "tile", "repeat", "pad", "diag", "diagonal", "trace",
-    "triu", "tril", "take", "flip", "copy", "atleast_1d",
+    "triu", "tril", "take", "take_along_axis", "sort", "flip", "copy", "atleast_1d",
 ]}
 _FUNCTIONS.update({getattr(np, name): f for name, f in anp.NON_DIFFERENTIABLE.items()
                    if not isinstance(getattr(np, name), np.ufunc)})

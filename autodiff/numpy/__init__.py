@@ -11,10 +11,10 @@ from .ops import (  # noqa: F401  (the namespace)
     array_split, astype, atleast_1d, broadcast_to, cbrt, clip, concatenate, copy, cos, cosh, cumsum,
     diag, diagonal, divide, dot, einsum, exp, expand_dims, expit, expm1, flip, getitem, hstack, inner,
     log, log1p, log2, log10, log_softmax, logaddexp, logsumexp, matmul, max, maximum, mean, min,
-    minimum, moveaxis, multiply, negative, nondiff, outer, pad, power, prod, ravel, reciprocal, repeat,
-    reshape, sigmoid, sign, sin, sinh, softmax, softplus, split, sqrt, square, squeeze, stack, std,
-    stop_gradient, subtract, sum, swapaxes, take, tan, tanh, tensordot, tile, trace, transpose, tril,
-    triu, true_divide, var, vdot, vstack, where,
+    minimum, mod, moveaxis, multiply, negative, nondiff, outer, pad, power, prod, ravel, reciprocal,
+    remainder, repeat, reshape, sigmoid, sign, sin, sinh, softmax, softplus, sort, split, sqrt,
+    square, squeeze, stack, std, stop_gradient, subtract, sum, swapaxes, take, take_along_axis, tan,
+    tanh, tensordot, tile, trace, transpose, tril, triu, true_divide, var, vdot, vstack, where,
 )
 
 from ..core import Tensor as _Tensor
@@ -29,10 +29,10 @@ arange, linspace, logspace, zeros, ones, eye, identity, full, empty = (
 NON_DIFFERENTIABLE = {
     name: nondiff(getattr(_np, name), wrap=wrap)
     for names, wrap in [
-        (("floor", "ceil", "round", "around", "rint", "trunc", "fix", "floor_divide", "mod",
-          "remainder", "isfinite", "isnan", "isinf", "signbit", "greater", "greater_equal", "less",
-          "less_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_not",
-          "logical_xor", "argmax", "argmin", "argsort", "sort", "isclose", "any", "all",
+        (("floor", "ceil", "round", "around", "rint", "trunc", "fix", "floor_divide", "isfinite",
+          "isnan", "isinf", "signbit", "greater", "greater_equal", "less", "less_equal", "equal",
+          "not_equal", "logical_and", "logical_or", "logical_not", "logical_xor", "argmax",
+          "argmin", "argsort", "isclose", "any", "all",
           "heaviside", "bitwise_and", "bitwise_or", "bitwise_xor", "invert"), True),
         (("shape", "ndim", "size", "allclose", "array_equal", "nonzero", "count_nonzero",
           "zeros_like", "ones_like", "full_like", "empty_like", "result_type", "searchsorted",

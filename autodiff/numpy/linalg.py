@@ -27,24 +27,32 @@ def _column(v):
     return reshape(v, v.shape + (1,))
 
 
+def _row(v):
+    return reshape(v, v.shape[:-1] + (1, v.shape[-1]))
+
+
 def _solve_vjp_a(g, ans, a, b):
-    gb = _solve_vjp_b(g, ans, a, b)
-    if b.ndim == 1:
-        grad = -_column(gb) * reshape(ans, (1,) * (gb.ndim - 1) + (1, -1))
+    if b.ndim == 1:  # numpy >= 2: a 1-D b is one vector for every matrix in a's batch
+        grad = -matmul(solve(_mT(a), _column(g)), _row(ans))
     else:
-        grad = -matmul(gb, _mT(ans))
+        grad = -matmul(solve(_mT(a), g), _mT(ans))
     return unbroadcast(grad, a.shape, g.ndim - ans.ndim)
 
 
 def _solve_vjp_b(g, ans, a, b):
+    grad = solve(_mT(a), _column(g))[..., 0] if b.ndim == 1 else solve(_mT(a), g)
+    return unbroadcast(grad, b.shape, g.ndim - ans.ndim)
+
+
+def _solve_jvp_a(t, ans, a, b):
     if b.ndim == 1:
-        return solve(_mT(a), _column(g))[..., 0]
-    return unbroadcast(solve(_mT(a), g), b.shape, g.ndim - ans.ndim)
+        return -solve(a, matmul(t, _column(ans)))[..., 0]
+    return -solve(a, matmul(t, ans))
 
 
 solve = primitive(_np.linalg.solve, "solve")
 defvjp(solve, _solve_vjp_a, _solve_vjp_b)
-defjvp(solve, lambda t, ans, a, b: -solve(a, matmul(t, ans)), lambda t, ans, a, b: solve(a, t))
+defjvp(solve, _solve_jvp_a, lambda t, ans, a, b: solve(a, t))
 
 inv = primitive(_np.linalg.inv, "inv")
 defvjp(inv, lambda g, ans, a: -matmul(matmul(_mT(ans), g), _mT(ans)))
@@ -168,7 +176,7 @@ defjvp(_norm2, _norm2_jvp)
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector norms (any ord) and the Frobenius matrix norm; the 2-norm's gradient at 0 is 0."""
     ndim = _np.ndim(value_of(x))
-    axis = tuple(range(ndim)) if axis is None and (ord is None or ndim == 1) else axis
+    axis = tuple(range(ndim)) if axis is None and (ord in (None, "fro") or ndim == 1) else axis
     if isinstance(axis, int):
         axis = (axis,)
     if ord in (None, 2, "fro") and (ord != 2 or len(axis) == 1) and (ord != "fro" or len(axis) == 2):

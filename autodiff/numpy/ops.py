@@ -206,6 +206,12 @@ def _mask(condition, like):
     return _np.asarray(condition, dtype=_np.result_type(value_of(like), _np.float16))
 
 
+mod = primitive(_np.mod, "mod")
+remainder = mod
+defderiv(mod, lambda ans, x, y: _np.ones(ans.shape, ans.dtype),
+         lambda ans, x, y: -_np.floor_divide(value_of(x), value_of(y)))
+
+
 _where = primitive(_np.where, "where")
 defvjp(_where, None, lambda g, ans, c, x, y: where(value_of(c), g, 0),
        lambda g, ans, c, x, y: where(value_of(c), 0, g), broadcasting=True)
@@ -632,6 +638,25 @@ def take(a, indices, axis=None, out=None, mode=None):
     return getitem(a, (slice(None),) * (axis % _np.ndim(value_of(a))) + (indices,))
 
 
+def take_along_axis(arr, indices, axis):
+    """``np.take_along_axis`` as one advanced index: open ranges on the other axes."""
+    if axis is None:
+        return take(arr, indices)
+    shape = _np.shape(value_of(arr))
+    axis = axis % len(shape)
+    index = tuple(value_of(indices) if k == axis else
+                  _np.arange(n).reshape([n if j == k else 1 for j in range(len(shape))])
+                  for k, n in enumerate(shape))
+    return getitem(arr, index)
+
+
+def sort(a, axis=-1, kind=None, order=None, **kwargs):
+    """Sorted values; each one's gradient flows back to where it came from."""
+    if axis is None:
+        a, axis = ravel(a), -1
+    return take_along_axis(a, _np.argsort(value_of(a), axis=axis, kind=kind), axis)
+
+
 # --- diagonals and triangles -------------------------------------------------------------------
 
 def _embed_diagonal_raw(g, shape, offset, axis1, axis2):
@@ -789,9 +814,6 @@ _einsum.variadic = _einsum.joint = True
 def _einsum_vjp(g, ans, *operands, argnum, subscripts):
     terms, output = _explicit_subscripts(subscripts, [o.shape for o in operands])
     term = terms[argnum]
-    if len(set(term)) != len(term):
-        raise NotImplementedError("autodiff: einsum gradient with a repeated index inside one "
-                                  "operand (a diagonal) is not supported; use diagonal/trace")
     nb = g.ndim - ans.ndim
     batch = "".join(c for c in string.ascii_letters if c not in subscripts and c not in "".join(terms) + output)[:nb]
     others = [t for k, t in enumerate(terms) if k != argnum]
@@ -800,6 +822,7 @@ def _einsum_vjp(g, ans, *operands, argnum, subscripts):
     spec = ",".join([batch + output] + others) + "->" + batch + kept
     grad = _einsum(g, *[o for k, o in enumerate(operands) if k != argnum], subscripts=spec)
     shape = operands[argnum].shape
+    grad = unbroadcast(grad, tuple(d for c, d in zip(term, shape) if c in kept), nb)  # size-1 axes
     if kept != term:
         grad = broadcast_to(reshape(grad, grad.shape[:nb] + tuple(d if c in kept else 1 for c, d in zip(term, shape))),
                             grad.shape[:nb] + shape)
@@ -815,9 +838,18 @@ _einsum.jvps[0] = _einsum_jvp
 
 
 def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
-    """Einstein summation (string subscripts; the ellipsis is supported)."""
+    """Einstein summation (string subscripts; the ellipsis and repeated indices are supported)."""
     _reject_out(out)
     terms, output = _explicit_subscripts(subscripts, [_np.shape(value_of(o)) for o in operands])
+    operands = list(operands)
+    for k, term in enumerate(terms):
+        while len(set(term)) < len(term):  # a repeated index is a diagonal: take it with diagonal()
+            c = next(c for c in term if term.count(c) > 1)
+            first = term.index(c)
+            second = term.index(c, first + 1)
+            operands[k] = diagonal(operands[k], 0, first, second)
+            term = term[:first] + term[first + 1:second] + term[second + 1:] + c
+        terms[k] = term
     return _einsum(*operands, subscripts=",".join(terms) + "->" + output)
 
 

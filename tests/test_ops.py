@@ -1,0 +1,951 @@
+"""Every differentiable op of ``autodiff.numpy``, checked four ways on hypothesis-drawn shapes.
+
+Each case in ``CASES`` draws a ``Problem``: a function ``fn(xp, x)`` written once against a NumPy-like
+namespace ``xp`` and an input ``x`` in the op's domain. With ``xp = autodiff.numpy`` and ``x`` a Tensor it
+runs the engine; with ``xp = NP`` (NumPy plus scipy.special) and ``x`` an ndarray it is the reference.
+Ops with several arguments take one flat vector and split it (``packed``), so every argument is
+differentiated. For every case:
+
+* the value equals NumPy's;
+* first and second derivatives match central finite differences (``ad.check_grad(order=2)``);
+* one batched reverse sweep (``tape.jacobian``) equals the stack of single sweeps, at first order, at
+  second order (sweeps over a recorded gradient), and while an outer tape records the batched sweep;
+* forward mode: the JVP equals ``J @ t`` (once ``ad.ForwardAccumulator`` exists).
+"""
+from __future__ import annotations
+
+import math
+import types
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pytest
+import scipy.special
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
+
+import autodiff as ad
+import autodiff.numpy as anp
+
+NP = types.SimpleNamespace(**{name: getattr(np, name) for name in dir(np) if not name.startswith("_")})
+NP.sigmoid = NP.expit = scipy.special.expit
+NP.softplus = lambda x: np.logaddexp(0.0, x)
+NP.logsumexp = lambda x, axis=None, keepdims=False: np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
+NP.softmax = scipy.special.softmax
+NP.log_softmax = scipy.special.log_softmax
+
+FEW = settings(max_examples=8, deadline=None)
+FEWER = settings(max_examples=4, deadline=None)
+
+
+# --- problems ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Problem:
+    """``fn(xp, x)`` at the point ``x``; ``what`` says which variant was drawn (for failure reports)."""
+
+    fn: Callable
+    x: np.ndarray
+    what: str
+
+    def __repr__(self):
+        return f"Problem({self.what}, x.shape={self.x.shape})"
+
+    def engine(self, x):
+        return self.fn(anp, x)
+
+
+def unpack(xp, x, shapes):
+    """Split the flat vector ``x`` into arrays of ``shapes``."""
+    parts, start = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        parts.append(xp.reshape(x[start:start + size], shape))
+        start += size
+    return parts
+
+
+def packed(fn, arrays, what):
+    """A problem in all of ``arrays`` at once: ``fn(xp, *arrays)`` of one flat vector."""
+    shapes = [np.shape(a) for a in arrays]
+    x = np.concatenate([np.ravel(a) for a in arrays])
+    return Problem(lambda xp, flat: fn(xp, *unpack(xp, flat, shapes)), x, what)
+
+
+# --- inputs --------------------------------------------------------------------------------------
+
+RNGS = st.integers(0, 2**32 - 1).map(np.random.default_rng)
+
+
+def small(shapes, limit=12):
+    return shapes.filter(lambda s: math.prod(s) <= limit)
+
+
+SHAPES = small(hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3))
+NONSCALAR = small(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3))
+PAIRS = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3).filter(
+    lambda b: sum(math.prod(s) for s in b.input_shapes) <= 16 and math.prod(b.result_shape) <= 16)
+TRIPLES = hnp.mutually_broadcastable_shapes(num_shapes=3, min_dims=0, max_dims=2, max_side=3).filter(
+    lambda b: sum(math.prod(s) for s in b.input_shapes) <= 16)
+
+
+def uniform(low, high):
+    return lambda rng, shape: rng.uniform(low, high, shape)
+
+
+def away_from_zero(rng, shape):
+    """|x| in [0.3, 2]: safe for kinks and poles at zero."""
+    return rng.choice([-1.0, 1.0], shape) * rng.uniform(0.3, 2.0, shape)
+
+
+def off_grid(rng, shape):
+    """Odd multiples of 1/8 (jittered): at least 0.08 from every multiple of 1/4, e.g. clip bounds."""
+    return 0.25 * rng.integers(-6, 6, shape) + 0.125 + rng.uniform(-0.04, 0.04, shape)
+
+
+def on_grid(rng, shape):
+    """Multiples of 1/4 (jittered): at least 0.04 from every ``off_grid`` value, so no ties."""
+    return 0.25 * rng.integers(-6, 6, shape) + rng.uniform(-0.04, 0.04, shape)
+
+
+def distinct(rng, shape):
+    """Values at least 0.2 apart: max, min and sort have no ties."""
+    size = math.prod(shape)
+    return (0.3 * rng.permutation(size) - 0.15 * size + rng.uniform(0, 0.1, size)).reshape(shape)
+
+
+def distinct_magnitudes(rng, shape):
+    """|x| at least 0.3 and at least 0.2 apart, random signs: the inf-norms have no ties."""
+    size = math.prod(shape)
+    magnitudes = 0.3 + 0.3 * rng.permutation(size) + rng.uniform(0, 0.1, size)
+    return (rng.choice([-1.0, 1.0], size) * magnitudes).reshape(shape)
+
+
+def well_conditioned(rng, shape):
+    """Square matrices (batched) 3I + E with |E| <= 0.5, rows randomly negated: det of either sign."""
+    n = shape[-1]
+    signs = rng.choice([-1.0, 1.0], shape[:-1] + (1,))
+    return signs * (3.0 * np.eye(n) + rng.uniform(-0.5, 0.5, shape))
+
+
+@st.composite
+def drawn(draw, fn, sample, shapes=SHAPES, what=""):
+    """One array argument of a drawn shape, values from ``sample``."""
+    shape = draw(shapes)
+    return Problem(fn, sample(draw(RNGS), shape), what or f"shape {shape}")
+
+
+@st.composite
+def drawn_pair(draw, fn, sample_a, sample_b, what=""):
+    """Two broadcastable arguments."""
+    shape_a, shape_b = draw(PAIRS).input_shapes
+    rng = draw(RNGS)
+    return packed(fn, [sample_a(rng, shape_a), sample_b(rng, shape_b)], what or f"{shape_a}, {shape_b}")
+
+
+# --- the case table ------------------------------------------------------------------------------
+
+CASES: dict[str, st.SearchStrategy] = {}
+
+
+def case(name, strategy):
+    assert name not in CASES, name
+    CASES[name] = strategy
+
+
+# Elementwise, one argument: the name of the function in both namespaces, and its domain.
+UNARY_DOMAINS = {
+    "negative": uniform(-2, 2), "abs": away_from_zero, "absolute": away_from_zero,
+    "exp": uniform(-2, 2), "log": uniform(0.5, 3), "log2": uniform(0.5, 3), "log10": uniform(0.5, 3),
+    "log1p": uniform(-0.5, 2), "expm1": uniform(-2, 2), "sqrt": uniform(0.5, 3),
+    "cbrt": away_from_zero, "square": uniform(-2, 2), "reciprocal": away_from_zero,
+    "sin": uniform(-3, 3), "cos": uniform(-3, 3), "tan": uniform(-1.2, 1.2),
+    "arcsin": uniform(-0.8, 0.8), "arccos": uniform(-0.8, 0.8), "arctan": uniform(-2, 2),
+    "sinh": uniform(-2, 2), "cosh": uniform(-2, 2), "tanh": uniform(-2, 2),
+    "arcsinh": uniform(-2, 2), "arccosh": uniform(1.3, 3), "arctanh": uniform(-0.8, 0.8),
+    "sigmoid": uniform(-4, 4), "expit": uniform(-4, 4), "softplus": uniform(-4, 4),
+}
+for _name, _domain in UNARY_DOMAINS.items():
+    case(_name, drawn(lambda xp, x, name=_name: getattr(xp, name)(x), _domain))
+
+case("-x", drawn(lambda xp, x: -x, uniform(-2, 2)))
+case("abs(x)", drawn(lambda xp, x: abs(x), away_from_zero))
+case("x ** 3", drawn(lambda xp, x: x ** 3, uniform(-2, 2)))
+case("x ** 2 (negative base)", drawn(lambda xp, x: x ** 2, uniform(-2, -0.5)))
+case("x ** -1.5", drawn(lambda xp, x: x ** -1.5, uniform(0.5, 2)))
+case("2 ** x", drawn(lambda xp, x: 2.0 ** x, uniform(-2, 2)))
+case("x ** x", drawn(lambda xp, x: x ** x, uniform(0.5, 2)))
+case("x % 0.7", drawn(lambda xp, x: x % 0.7, lambda rng, shape: 0.7 * rng.integers(-2, 3, shape) + rng.uniform(0.1, 0.6, shape),
+                      what="x at least 0.1 from the jumps at multiples of 0.7"))
+
+# Elementwise, two arguments, with broadcasting.
+BINARY_DOMAINS = {
+    "add": (uniform(-2, 2), uniform(-2, 2)), "subtract": (uniform(-2, 2), uniform(-2, 2)),
+    "multiply": (uniform(-2, 2), uniform(-2, 2)), "divide": (uniform(-2, 2), away_from_zero),
+    "power": (uniform(0.5, 2), uniform(-2, 2)), "arctan2": (uniform(-2, 2), away_from_zero),
+    "logaddexp": (uniform(-3, 3), uniform(-3, 3)), "maximum": (off_grid, on_grid),
+    "minimum": (off_grid, on_grid), "mod": (uniform(2.1, 2.5), uniform(1.3, 1.9)),  # 1 < a/b < 2
+}
+for _name, (_domain_a, _domain_b) in BINARY_DOMAINS.items():
+    case(_name, drawn_pair(lambda xp, a, b, name=_name: getattr(xp, name)(a, b), _domain_a, _domain_b))
+
+case("a + b", drawn_pair(lambda xp, a, b: a + b, uniform(-2, 2), uniform(-2, 2)))
+case("a - b", drawn_pair(lambda xp, a, b: a - b, uniform(-2, 2), uniform(-2, 2)))
+case("a * b", drawn_pair(lambda xp, a, b: a * b, uniform(-2, 2), uniform(-2, 2)))
+case("a / b", drawn_pair(lambda xp, a, b: a / b, uniform(-2, 2), away_from_zero))
+case("a ** b", drawn_pair(lambda xp, a, b: a ** b, uniform(0.5, 2), uniform(-2, 2)))
+
+
+@st.composite
+def where_problem(draw):
+    shapes = draw(TRIPLES).input_shapes
+    rng = draw(RNGS)
+    condition = rng.random(shapes[0]) < 0.5
+    return packed(lambda xp, a, b: xp.where(condition, a, b),
+                  [rng.uniform(-2, 2, shapes[1]), rng.uniform(-2, 2, shapes[2])],
+                  f"condition {shapes[0]}, x {shapes[1]}, y {shapes[2]}")
+
+
+case("where", where_problem())
+case("where(x > 0, x, 0) (relu)", drawn(lambda xp, x: xp.where(x > 0, x, 0.0), away_from_zero))
+case("clip", drawn(lambda xp, x: xp.clip(x, -0.5, 0.5), off_grid))
+case("clip (lower bound only)", drawn(lambda xp, x: xp.clip(x, -0.5, None), off_grid))
+case("clip (upper bound only)", drawn(lambda xp, x: xp.clip(x, None, 0.5), off_grid))
+case("clip (broadcast array bounds)", drawn(
+    lambda xp, x: xp.clip(x, np.full((2,) + x.shape, -0.5), np.array(0.5)), off_grid))
+
+
+# Reductions over drawn axes.
+@st.composite
+def axes(draw, ndim, single=False):
+    """None, one axis (maybe negative) or a tuple of axes (maybe empty)."""
+    one = st.integers(-ndim, ndim - 1) if ndim else st.nothing()
+    if single:
+        return draw(one)
+    return draw(st.one_of(st.none(), one, hnp.valid_tuple_axes(ndim)))
+
+
+def reduced_count(shape, axis):
+    if axis is None:
+        return math.prod(shape)
+    axis = (axis,) if isinstance(axis, int) else axis
+    return math.prod(shape[k] for k in axis)
+
+
+@st.composite
+def reduction(draw, name, sample, shapes=SHAPES, single_axis=False, min_count=1, **extra):
+    shape = draw(shapes)
+    axis = draw(axes(len(shape), single_axis))
+    if single_axis:
+        kwargs = {"axis": axis}
+    else:
+        kwargs = {"axis": axis, "keepdims": draw(st.booleans())}
+    kwargs.update({key: draw(value) for key, value in extra.items()})
+    x = sample(draw(RNGS), shape)
+    if reduced_count(shape, axis) < min_count:
+        kwargs["axis"] = None
+    return Problem(lambda xp, x: getattr(xp, name)(x, **kwargs), x, f"{name}({shape}, {kwargs})")
+
+
+def with_zeros(rng, shape):
+    """Values with none, one, two or all entries zero (prod's Hessian must be exact there)."""
+    x = rng.choice([-1.0, 1.0], shape) * rng.uniform(0.5, 1.5, shape)
+    zeros = rng.choice(math.prod(shape), size=rng.integers(0, math.prod(shape) + 1), replace=False)
+    x.reshape(-1)[zeros[:2] if rng.random() < 0.8 else zeros] = 0.0
+    return x
+
+
+case("sum", reduction("sum", uniform(-2, 2)))
+case("mean", reduction("mean", uniform(-2, 2)))
+case("prod", reduction("prod", with_zeros))
+case("max", reduction("max", distinct))
+case("min", reduction("min", distinct))
+case("amax", reduction("amax", distinct))
+SEVERAL = SHAPES.filter(lambda s: math.prod(s) >= 2)
+case("var", reduction("var", uniform(-2, 2), SEVERAL, min_count=2, ddof=st.sampled_from([0, 1])))
+case("std", reduction("std", distinct, SEVERAL, min_count=2, ddof=st.sampled_from([0, 1])))
+case("logsumexp", reduction("logsumexp", uniform(-3, 3)))
+case("cumsum", reduction("cumsum", uniform(-2, 2), shapes=NONSCALAR, single_axis=True))
+case("cumsum (flattened)", drawn(lambda xp, x: xp.cumsum(x), uniform(-2, 2)))
+case("softmax", reduction("softmax", uniform(-3, 3), shapes=NONSCALAR, single_axis=True))
+case("log_softmax", reduction("log_softmax", uniform(-3, 3), shapes=NONSCALAR, single_axis=True))
+case("sort", reduction("sort", distinct, shapes=NONSCALAR, single_axis=True))
+case("x.sum(axis=-1)", drawn(lambda xp, x: x.sum(axis=-1), uniform(-2, 2), NONSCALAR))
+case("x.mean()", drawn(lambda xp, x: x.mean(), uniform(-2, 2)))
+case("x.max(axis=0)", drawn(lambda xp, x: x.max(axis=0), distinct, NONSCALAR))
+
+
+# Products.
+@st.composite
+def dims(draw):
+    """Matrix sizes m, k, n and two broadcastable batch shapes."""
+    m, k, n = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    batch_a, batch_b = draw(hnp.mutually_broadcastable_shapes(
+        num_shapes=2, min_dims=1, max_dims=2, max_side=2)).input_shapes
+    return m, k, n, batch_a, batch_b
+
+
+MATMUL_LAYOUTS = {
+    "vector @ vector": lambda m, k, n, ba, bb: ((k,), (k,)),
+    "vector @ matrix": lambda m, k, n, ba, bb: ((k,), (k, n)),
+    "matrix @ vector": lambda m, k, n, ba, bb: ((m, k), (k,)),
+    "matrix @ matrix": lambda m, k, n, ba, bb: ((m, k), (k, n)),
+    "batch @ matrix": lambda m, k, n, ba, bb: (ba + (m, k), (k, n)),
+    "matrix @ batch": lambda m, k, n, ba, bb: ((m, k), bb + (k, n)),
+    "batch @ batch (broadcast)": lambda m, k, n, ba, bb: (ba + (m, k), bb + (k, n)),
+    "vector @ batch": lambda m, k, n, ba, bb: ((k,), bb + (k, n)),
+    "batch @ vector": lambda m, k, n, ba, bb: (ba + (m, k), (k,)),
+}
+
+
+@st.composite
+def product(draw, fn, layouts):
+    """Two arguments whose shapes come from a drawn layout of drawn sizes."""
+    layout = draw(st.sampled_from(sorted(layouts)))
+    shapes = layouts[layout](*draw(dims()))
+    rng = draw(RNGS)
+    return packed(fn, [rng.uniform(-2, 2, s) for s in shapes], f"{layout}: {shapes}")
+
+
+case("matmul", product(lambda xp, a, b: xp.matmul(a, b), MATMUL_LAYOUTS))
+case("a @ b", product(lambda xp, a, b: a @ b, MATMUL_LAYOUTS))
+DOT_LAYOUTS = {
+    "scalar . matrix": lambda m, k, n, ba, bb: ((), (k, n)),
+    "vector . vector": lambda m, k, n, ba, bb: ((k,), (k,)),
+    "matrix . vector": lambda m, k, n, ba, bb: ((m, k), (k,)),
+    "vector . matrix": lambda m, k, n, ba, bb: ((k,), (k, n)),
+    "matrix . matrix": lambda m, k, n, ba, bb: ((m, k), (k, n)),
+    "3-D . vector": lambda m, k, n, ba, bb: ((2, m, k), (k,)),
+    "vector . 3-D": lambda m, k, n, ba, bb: ((k,), (2, k, n)),
+    "3-D . 3-D": lambda m, k, n, ba, bb: ((2, m, k), (2, k, n)),
+}
+case("dot", product(lambda xp, a, b: xp.dot(a, b), DOT_LAYOUTS))
+case("a.dot(b)", product(lambda xp, a, b: a.dot(b), {"matrix . matrix": DOT_LAYOUTS["matrix . matrix"]}))
+case("inner", product(lambda xp, a, b: xp.inner(a, b), {
+    "vector, vector": lambda m, k, n, ba, bb: ((k,), (k,)),
+    "matrix, matrix": lambda m, k, n, ba, bb: ((m, k), (n, k)),
+    "3-D, vector": lambda m, k, n, ba, bb: (ba + (m, k), (k,)),
+    "scalar, matrix": lambda m, k, n, ba, bb: ((), (m, k)),
+}))
+case("outer", product(lambda xp, a, b: xp.outer(a, b), {
+    "vector, vector": lambda m, k, n, ba, bb: ((m,), (n,)),
+    "matrix, vector (flattened)": lambda m, k, n, ba, bb: ((m, k), (n,)),
+}))
+case("vdot", product(lambda xp, a, b: xp.vdot(a, b), {
+    "matrix, matrix": lambda m, k, n, ba, bb: ((m, k), (m, k)),
+}))
+
+TENSORDOT_LAYOUTS = {  # shapes and the axes argument
+    "axes=0": lambda m, k, n, ba, bb: ((m,), (n, k), 0),
+    "axes=1": lambda m, k, n, ba, bb: ((m, k), (k, n), 1),
+    "axes=2": lambda m, k, n, ba, bb: ((2, m, k), (m, k, n), 2),
+    "axes=([1, 0], [0, 2])": lambda m, k, n, ba, bb: ((k, m, 2), (m, n, k), ([1, 0], [0, 2])),
+    "axes=(-1, 0)": lambda m, k, n, ba, bb: ((m, 2, k), (k, n), (-1, 0)),
+}
+
+
+@st.composite
+def tensordot_problem(draw):
+    layout = draw(st.sampled_from(sorted(TENSORDOT_LAYOUTS)))
+    shape_a, shape_b, contracted = TENSORDOT_LAYOUTS[layout](*draw(dims()))
+    rng = draw(RNGS)
+    return packed(lambda xp, a, b: xp.tensordot(a, b, axes=contracted),
+                  [rng.uniform(-2, 2, shape_a), rng.uniform(-2, 2, shape_b)], f"{layout}: {shape_a}, {shape_b}")
+
+
+case("tensordot", tensordot_problem())
+
+EINSUM_SPECS = {  # subscripts and operand shapes from sizes m, k, n and batch shapes
+    "ij,jk->ik": lambda m, k, n, ba, bb: [(m, k), (k, n)],
+    "ij,jk (implicit output)": lambda m, k, n, ba, bb: [(m, k), (k, n)],
+    "ij,ij->": lambda m, k, n, ba, bb: [(m, k), (m, k)],
+    "i,j->ij": lambda m, k, n, ba, bb: [(m,), (n,)],
+    "ijk->kji": lambda m, k, n, ba, bb: [(m, k, n)],
+    "ij->i": lambda m, k, n, ba, bb: [(m, k)],
+    "ij,j->": lambda m, k, n, ba, bb: [(m, k), (k,)],
+    "bij,bjk->bik": lambda m, k, n, ba, bb: [(2, m, k), (2, k, n)],
+    "ij,jk,kl->il": lambda m, k, n, ba, bb: [(m, k), (k, n), (n, 2)],
+    "...ij,...jk->...ik": lambda m, k, n, ba, bb: [ba + (m, k), bb + (k, n)],
+    "...i,...i->...": lambda m, k, n, ba, bb: [ba + (k,), bb + (k,)],
+    "i...,i->...": lambda m, k, n, ba, bb: [(k,) + ba, (k,)],
+    "...ij,jk": lambda m, k, n, ba, bb: [ba + (m, k), (k, n)],
+    "ii->i": lambda m, k, n, ba, bb: [(k, k)],
+    "ii": lambda m, k, n, ba, bb: [(k, k)],
+    "iij,jk->ik": lambda m, k, n, ba, bb: [(m, m, k), (k, n)],
+}
+
+
+@st.composite
+def einsum_problem(draw):
+    spec = draw(st.sampled_from(sorted(EINSUM_SPECS)))
+    shapes = EINSUM_SPECS[spec](*draw(dims()))
+    subscripts = spec.split(" ")[0]
+    rng = draw(RNGS)
+    return packed(lambda xp, *operands: xp.einsum(subscripts, *operands),
+                  [rng.uniform(-2, 2, s) for s in shapes], f"{spec}: {shapes}")
+
+
+case("einsum", einsum_problem())
+
+
+# Shapes.
+@st.composite
+def shape_op(draw, make, shapes=SHAPES, sample=uniform(-2, 2)):
+    """``make(draw, shape)`` returns (description, fn(xp, x)) for an input of the drawn shape."""
+    shape = draw(shapes)
+    what, fn = make(draw, shape)
+    return Problem(fn, sample(draw(RNGS), shape), f"{what} of {shape}")
+
+
+def _transpose(draw, shape):
+    order = draw(st.none() | st.permutations(range(len(shape))).map(tuple))
+    return f"transpose(axes={order})", lambda xp, x: xp.transpose(x, order)
+
+
+def _moveaxis(draw, shape):
+    ndim = len(shape)
+    count = draw(st.integers(1, ndim))
+    source = draw(st.permutations(range(-ndim, 0)).map(lambda p: p[:count]))
+    destination = draw(st.permutations(range(ndim)).map(lambda p: p[:count]))
+    return f"moveaxis({source}, {destination})", lambda xp, x: xp.moveaxis(x, source, destination)
+
+
+def _swapaxes(draw, shape):
+    a, b = draw(st.integers(-len(shape), len(shape) - 1)), draw(st.integers(0, len(shape) - 1))
+    return f"swapaxes({a}, {b})", lambda xp, x: xp.swapaxes(x, a, b)
+
+
+def _reshape(draw, shape):
+    size = math.prod(shape)
+    target = draw(st.sampled_from([(size,), (-1,), (1, size), (size, 1, -1), tuple(reversed(shape)),
+                                   ((size // 2, 2) if size % 2 == 0 else (size,))]))
+    return f"reshape({target})", lambda xp, x: xp.reshape(x, target)
+
+
+def _squeeze(draw, shape):
+    ones = tuple(k for k, d in enumerate(shape) if d == 1)
+    axis = draw(st.none() | st.sampled_from(ones or (None,)) | st.just(ones))
+    return f"squeeze(axis={axis})", lambda xp, x: xp.squeeze(x, axis)
+
+
+def _expand_dims(draw, shape):
+    axis = draw(st.integers(-len(shape) - 1, len(shape)))
+    return f"expand_dims({axis})", lambda xp, x: xp.expand_dims(x, axis)
+
+
+def _broadcast_to(draw, shape):
+    target = draw(hnp.broadcastable_shapes(shape, min_dims=len(shape), max_dims=len(shape) + 1, max_side=3)
+                  .map(lambda s: np.broadcast_shapes(s, shape)).filter(lambda s: math.prod(s) <= 24))
+    return f"broadcast_to({target})", lambda xp, x: xp.broadcast_to(x, target)
+
+
+def _tile(draw, shape):
+    reps = draw(st.lists(st.integers(1, 2), min_size=1, max_size=3).map(tuple))
+    return f"tile({reps})", lambda xp, x: xp.tile(x, reps)
+
+
+def _repeat(draw, shape):
+    axis = draw(st.none() | st.integers(-len(shape), len(shape) - 1))
+    n = math.prod(shape) if axis is None else shape[axis]
+    repeats = draw(st.integers(0, 2) | st.lists(st.integers(0, 2), min_size=n, max_size=n))
+    return f"repeat({repeats}, axis={axis})", lambda xp, x: xp.repeat(x, repeats, axis=axis)
+
+
+def _pad(draw, shape):
+    widths = draw(st.sampled_from([1, (0, 2), tuple((k % 2, 1) for k in range(len(shape)))]))
+    value = draw(st.sampled_from([0.0, 1.5]))
+    return f"pad({widths}, {value})", lambda xp, x: xp.pad(x, widths, constant_values=value)
+
+
+def _flip(draw, shape):
+    axis = draw(st.none() | st.integers(-len(shape), len(shape) - 1))
+    return f"flip(axis={axis})", lambda xp, x: xp.flip(x, axis)
+
+
+def _ravel(draw, shape):
+    return "ravel", lambda xp, x: xp.ravel(x)
+
+
+def _dot_t(draw, shape):
+    return ".T", lambda xp, x: x.T
+
+
+case("transpose", shape_op(_transpose))
+case("x.T", shape_op(_dot_t))
+case("moveaxis", shape_op(_moveaxis, NONSCALAR))
+case("swapaxes", shape_op(_swapaxes, NONSCALAR))
+case("reshape", shape_op(_reshape))
+case("ravel", shape_op(_ravel))
+case("squeeze", shape_op(_squeeze, small(hnp.array_shapes(min_dims=0, max_dims=4, min_side=1, max_side=2))))
+case("expand_dims", shape_op(_expand_dims))
+case("broadcast_to", shape_op(_broadcast_to))
+case("tile", shape_op(_tile))
+case("repeat", shape_op(_repeat, NONSCALAR))
+case("pad", shape_op(_pad, NONSCALAR))
+case("flip", shape_op(_flip, NONSCALAR))
+
+
+@st.composite
+def joined(draw, name):
+    """concatenate / stack of 1 to 3 pieces along a drawn axis."""
+    shape = draw(NONSCALAR if name == "concatenate" else SHAPES)
+    count = draw(st.integers(1, 3))
+    ndim = len(shape)
+    axis = draw(st.integers(-ndim, ndim - 1) if name == "concatenate" else st.integers(-ndim - 1, ndim))
+    shapes = [shape[:axis % ndim] + (draw(st.integers(1, 2)),) + shape[axis % ndim + 1:]
+              if name == "concatenate" else shape for _ in range(count)]
+    rng = draw(RNGS)
+    return packed(lambda xp, *pieces: getattr(xp, name)(list(pieces), axis=axis),
+                  [rng.uniform(-2, 2, s) for s in shapes], f"{name} of {shapes}, axis={axis}")
+
+
+@st.composite
+def split_problem(draw):
+    shape = draw(NONSCALAR)
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    n = shape[axis]
+    sections = draw(st.sampled_from([d for d in (1, 2, 3) if n % d == 0]) |
+                    st.lists(st.integers(0, n), max_size=3).map(sorted))
+    x = draw(RNGS).uniform(-2, 2, shape)
+    # The pieces differ in shape, so the result is their concatenation (weighted by position).
+    fn = lambda xp, x: xp.concatenate([xp.ravel(p) * (k + 1) for k, p in enumerate(xp.split(x, sections, axis))])
+    return Problem(fn, x, f"split({shape}, {sections}, axis={axis})")
+
+
+case("concatenate", joined("concatenate"))
+case("stack", joined("stack"))
+case("split", split_problem())
+
+
+@st.composite
+def diagonal_problem(draw, name):
+    if name == "diag":
+        shape = draw(st.sampled_from([(3,), (2,), (2, 3), (3, 3), (3, 2)]))
+        k = draw(st.integers(-1, 1))
+        return Problem(lambda xp, x: xp.diag(x, k), draw(RNGS).uniform(-2, 2, shape), f"diag({shape}, k={k})")
+    shape = draw(small(hnp.array_shapes(min_dims=2, max_dims=3, min_side=2, max_side=3), 18))
+    axis1, axis2 = draw(st.permutations(range(-len(shape), 0)).map(lambda p: p[:2]))
+    offset = draw(st.integers(-1, 1))
+    return Problem(lambda xp, x: getattr(xp, name)(x, offset, axis1, axis2), draw(RNGS).uniform(-2, 2, shape),
+                   f"{name}({shape}, offset={offset}, axes={axis1}, {axis2})")
+
+
+@st.composite
+def triangle_problem(draw, name):
+    shape = draw(small(hnp.array_shapes(min_dims=2, max_dims=3, min_side=1, max_side=3), 18))
+    k = draw(st.integers(-1, 1))
+    return Problem(lambda xp, x: getattr(xp, name)(x, k), draw(RNGS).uniform(-2, 2, shape), f"{name}({shape}, k={k})")
+
+
+case("diag", diagonal_problem("diag"))
+case("diagonal", diagonal_problem("diagonal"))
+case("trace", diagonal_problem("trace"))
+case("triu", triangle_problem("triu"))
+case("tril", triangle_problem("tril"))
+
+# Indexing: hypothesis-drawn basic and integer-array indices, and a table of the awkward kinds.
+INDEXING = {
+    "negative step": ((4, 3), (slice(None, None, -2), slice(2, 0, -1))),
+    "None and Ellipsis": ((2, 3, 2), (None, Ellipsis, 1, None)),
+    "integer array with repeats": ((4,), (np.array([0, 2, 2, 0, 3]),)),
+    "integer list, negative and repeated": ((3, 2), ([-1, 0, -1],)),
+    "2-D integer array": ((4, 2), (np.array([[0, 1], [1, 1], [3, 0]]),)),
+    "boolean mask (whole array)": ((3, 2), (np.array([[True, False], [True, True], [False, True]]),)),
+    "boolean mask (one axis) and slice": ((3, 2), (np.array([True, False, True]), slice(None))),
+    "slice then integer array": ((2, 4), (slice(None), np.array([3, 1, 1]))),
+    "adjacent integer arrays after a slice": ((2, 3, 3), (slice(None), np.array([0, 2, 2]), np.array([1, 1, 0]))),
+    "arrays separated by a slice": ((3, 2, 3), (np.array([0, 2, 0]), slice(None), np.array([1, 1, 2]))),
+    "array and integer separated by a slice": ((3, 2, 4), (np.array([2, 0]), slice(1, None), 3)),
+    "arrays separated by None": ((3, 3), (np.array([0, 2]), None, np.array([1, 1]))),
+    "arrays separated by an empty Ellipsis": ((3, 3), (np.array([0, 2]), Ellipsis, np.array([1, 1]))),
+    "broadcast integer arrays": ((3, 4), (np.array([[0], [2]]), np.array([1, 3, 3]))),
+    "integer scalar and mask": ((3, 4), (1, np.array([True, False, True, True]))),
+    "empty selection": ((3, 2), (slice(2, 1),)),
+}
+
+
+@st.composite
+def indexed(draw, shape, index, what):
+    return Problem(lambda xp, x: x[index], draw(RNGS).uniform(-2, 2, shape), what)
+
+
+@st.composite
+def drawn_index(draw, kind):
+    shape = draw(NONSCALAR)
+    if kind == "basic":
+        index = draw(hnp.basic_indices(shape, min_dims=0, allow_newaxis=True, allow_ellipsis=True))
+    else:
+        index = draw(hnp.integer_array_indices(shape, result_shape=hnp.array_shapes(min_dims=1, max_dims=2, max_side=4)))
+    return draw(indexed(shape, index, f"x[{index!r}]"))
+
+
+case("indexing (drawn basic index)", drawn_index("basic"))
+case("indexing (drawn integer arrays)", drawn_index("integer arrays"))
+for _what, (_shape, _index) in INDEXING.items():
+    case(f"indexing ({_what})", indexed(_shape, _index, _what))
+
+
+@st.composite
+def take_problem(draw):
+    shape = draw(NONSCALAR)
+    axis = draw(st.none() | st.integers(-len(shape), len(shape) - 1))
+    n = math.prod(shape) if axis is None else shape[axis]
+    indices = draw(hnp.arrays(np.intp, hnp.array_shapes(min_dims=0, max_dims=2, max_side=3), elements=st.integers(-n, n - 1)))
+    return Problem(lambda xp, x: xp.take(x, indices, axis=axis), draw(RNGS).uniform(-2, 2, shape),
+                   f"take({shape}, {indices.tolist()}, axis={axis})")
+
+
+@st.composite
+def take_along_axis_problem(draw):
+    shape = draw(NONSCALAR)
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    index_shape = tuple(draw(st.integers(1, 3)) if k == axis % len(shape) else d for k, d in enumerate(shape))
+    indices = draw(RNGS).integers(0, shape[axis], index_shape)
+    return Problem(lambda xp, x: xp.take_along_axis(x, indices, axis), draw(RNGS).uniform(-2, 2, shape),
+                   f"take_along_axis({shape}, {indices.tolist()}, axis={axis})")
+
+
+case("take", take_problem())
+case("take_along_axis", take_along_axis_problem())
+
+
+# linalg.
+BATCHES = st.sampled_from([(), (2,)])
+
+
+@st.composite
+def norm_problem(draw):
+    variant = draw(st.sampled_from([
+        "vector", "vector ord", "any-D default", "matrix fro", "axis", "matrix axes"]))
+    keepdims = draw(st.booleans())
+    if variant == "vector":
+        shape, kwargs = (draw(st.integers(1, 5)),), {}
+    elif variant == "vector ord":
+        shape = (draw(st.integers(1, 5)),)
+        kwargs = {"ord": draw(st.sampled_from([1, 2, 3, 0.5, -1, np.inf, -np.inf]))}
+    elif variant == "any-D default":
+        shape, kwargs = draw(SHAPES), {}
+    elif variant == "matrix fro":
+        shape, kwargs = draw(hnp.array_shapes(min_dims=2, max_dims=2, max_side=3)), {"ord": "fro"}
+    elif variant == "axis":
+        shape = draw(hnp.array_shapes(min_dims=2, max_dims=3, max_side=3).filter(lambda s: math.prod(s) <= 12))
+        kwargs = {"axis": draw(st.integers(-len(shape), len(shape) - 1)),
+                  "ord": draw(st.sampled_from([None, 2, 1, np.inf, 3])), "keepdims": keepdims}
+    else:
+        shape = draw(hnp.array_shapes(min_dims=3, max_dims=3, max_side=2))
+        kwargs = {"axis": draw(st.sampled_from([(0, 1), (-1, 0), (1, 2)])), "keepdims": keepdims}
+    return Problem(lambda xp, x: xp.linalg.norm(x, **kwargs), distinct_magnitudes(draw(RNGS), shape), f"norm({shape}, {kwargs})")
+
+
+case("linalg.norm", norm_problem())
+
+SOLVE_LAYOUTS = {  # shapes of a and b from n, k
+    "matrix, vector": lambda n, k: ((n, n), (n,)),
+    "matrix, matrix": lambda n, k: ((n, n), (n, k)),
+    "batch, batch": lambda n, k: ((2, n, n), (2, n, k)),
+    "batch, matrix (broadcast b)": lambda n, k: ((2, n, n), (n, k)),
+    "matrix, batch (broadcast a)": lambda n, k: ((n, n), (2, n, k)),
+    "batch, vector (numpy 2: one vector for every matrix)": lambda n, k: ((2, n, n), (n,)),
+}
+
+
+@st.composite
+def solve_problem(draw):
+    layout = draw(st.sampled_from(sorted(SOLVE_LAYOUTS)))
+    shape_a, shape_b = SOLVE_LAYOUTS[layout](draw(st.integers(1, 3)), draw(st.integers(1, 2)))
+    rng = draw(RNGS)
+    return packed(lambda xp, a, b: xp.linalg.solve(a, b),
+                  [well_conditioned(rng, shape_a), rng.uniform(-2, 2, shape_b)], f"{layout}: {shape_a}, {shape_b}")
+
+
+case("linalg.solve", solve_problem())
+
+
+@st.composite
+def square(draw, fn, what, sample=well_conditioned):
+    shape = draw(BATCHES) + (draw(st.integers(1, 3)),) * 2
+    return Problem(fn, sample(draw(RNGS), shape), f"{what} of {shape}")
+
+
+case("linalg.inv", square(lambda xp, a: xp.linalg.inv(a), "inv"))
+case("linalg.det", square(lambda xp, a: xp.linalg.det(a), "det"))
+case("linalg.slogdet", square(lambda xp, a: xp.linalg.slogdet(a).logabsdet, "slogdet"))
+case("linalg.slogdet sign * exp(logabsdet)", square(
+    lambda xp, a: xp.linalg.slogdet(a)[0] * xp.exp(xp.linalg.slogdet(a)[1]), "sign * exp(logabsdet)"))
+
+
+def spd(xp, x):
+    """An SPD matrix (batched) from any square x: x x^T + n I."""
+    return x @ xp.swapaxes(x, -1, -2) + x.shape[-1] * np.eye(x.shape[-1])
+
+
+def separated_symmetric(xp, x):
+    """diag(0, 2, 4, ...) plus a symmetric part of norm <= 0.6 (|x| <= 1): eigenvalues 0.8 apart."""
+    n = x.shape[-1]
+    return np.diag(2.0 * np.arange(n)) + 0.1 * (x + xp.swapaxes(x, -1, -2))
+
+
+def sign_fixed(xp, v):
+    """Eigenvectors with the sign that makes their (dominant) diagonal entry positive."""
+    return v * xp.sign(xp.diagonal(v, 0, -2, -1))[..., None, :]
+
+
+case("linalg.cholesky", square(lambda xp, x: xp.linalg.cholesky(spd(xp, x)), "cholesky(x x^T + n I)", uniform(-1, 1)))
+case("linalg.eigh eigenvalues", square(
+    lambda xp, x: xp.linalg.eigh(separated_symmetric(xp, x)).eigenvalues, "eigh", uniform(-1, 1)))
+case("linalg.eigh eigenvectors", square(
+    lambda xp, x: sign_fixed(xp, xp.linalg.eigh(separated_symmetric(xp, x)).eigenvectors), "eigh", uniform(-1, 1)))
+
+
+# --- the checks ----------------------------------------------------------------------------------
+
+def tensor_input(x):
+    return ad.constant(np.array(x, dtype=np.float64))
+
+
+def reverse_mode_jacobian(problem):
+    """The Jacobian from one batched reverse sweep."""
+    x = tensor_input(problem.x)
+    with ad.GradientTape() as tape:
+        tape.watch(x)
+        y = problem.engine(x)
+    return tape.jacobian(y, x, unconnected_gradients="zero").numpy()
+
+
+@pytest.mark.parametrize("name", CASES)
+@FEW
+@given(data=st.data())
+def test_value_matches_numpy(name, data):
+    problem = data.draw(CASES[name])
+    result = problem.engine(tensor_input(problem.x))
+    expected = problem.fn(NP, problem.x)
+    assert isinstance(result, ad.Tensor)
+    assert result.shape == np.shape(expected)
+    assert result.dtype == np.float64
+    np.testing.assert_allclose(result.numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", CASES)
+@FEW
+@given(data=st.data())
+def test_first_and_second_derivatives_match_finite_differences(name, data):
+    problem = data.draw(CASES[name])
+    ad.check_grad(problem.engine, problem.x, order=2)
+
+
+@pytest.mark.parametrize("name", CASES)
+@FEWER
+@given(data=st.data())
+def test_batched_sweep_equals_single_sweeps(name, data):
+    problem = data.draw(CASES[name])
+    x = tensor_input(problem.x)
+    with ad.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = problem.engine(x)
+    batched = tape.jacobian(y, x, unconnected_gradients="zero").numpy()
+    rows = [tape.gradient(y, x, output_gradients=e.reshape(y.shape), unconnected_gradients="zero").numpy()
+            for e in np.eye(y.size)]
+    single = np.stack(rows).reshape(y.shape + x.shape) if rows else np.zeros(y.shape + x.shape)
+    np.testing.assert_allclose(batched, single, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", CASES)
+@FEWER
+@given(data=st.data())
+def test_batched_second_order_sweep_equals_single_sweeps(name, data):
+    """Sweeps over a recorded gradient: one with k random cotangents == k single sweeps."""
+    problem = data.draw(CASES[name])
+    rng = np.random.default_rng(0)
+    x = tensor_input(problem.x)
+    with ad.GradientTape(persistent=True) as outer:
+        outer.watch(x)
+        with ad.GradientTape() as inner:
+            inner.watch(x)
+            y = problem.engine(x)
+        g = inner.gradient(y, x, output_gradients=rng.standard_normal(y.shape),
+                           unconnected_gradients="zero")
+    hessian = outer.jacobian(g, x, unconnected_gradients="zero").numpy().reshape(x.size, x.size)
+    cotangents = rng.standard_normal((3, x.size))
+    single = [outer.gradient(g, x, output_gradients=v.reshape(x.shape), unconnected_gradients="zero").numpy()
+              for v in cotangents]
+    np.testing.assert_allclose(np.reshape(single, (3, x.size)), cotangents @ hessian, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", CASES)
+@FEWER
+@given(data=st.data())
+def test_recorded_batched_sweep_equals_recorded_single_sweeps(name, data):
+    """The rules run on Tensors with a batch axis while an outer tape records them."""
+    problem = data.draw(CASES[name])
+    x = tensor_input(problem.x)
+    with ad.GradientTape(persistent=True) as outer:
+        outer.watch(x)
+        with ad.GradientTape(persistent=True) as inner:
+            inner.watch(x)
+            y = problem.engine(x)
+        batched = inner.jacobian(y, x, unconnected_gradients="zero")
+        rows = [inner.gradient(y, x, output_gradients=e.reshape(y.shape), unconnected_gradients="zero")
+                for e in np.eye(y.size)]
+        single = anp.reshape(anp.stack(rows), batched.shape) if rows else ad.constant(np.zeros(batched.shape))
+        weights = np.random.default_rng(0).standard_normal(batched.shape)
+        batched_sum = anp.sum(batched * weights)
+        single_sum = anp.sum(single * weights)
+    np.testing.assert_allclose(batched.numpy(), single.numpy(), rtol=1e-12, atol=1e-12)
+    through_batched = outer.gradient(batched_sum, x, unconnected_gradients="zero").numpy()
+    through_single = outer.gradient(single_sum, x, unconnected_gradients="zero").numpy()
+    np.testing.assert_allclose(through_batched, through_single, rtol=1e-10, atol=1e-10)
+
+
+forward_mode = pytest.mark.skipif(not hasattr(ad, "ForwardAccumulator"),
+                                  reason="ad.ForwardAccumulator (autodiff/forward.py) is not there yet")
+
+
+@forward_mode
+@pytest.mark.parametrize("name", CASES)
+@FEWER
+@given(data=st.data())
+def test_jvp_equals_jacobian_times_tangent(name, data):
+    problem = data.draw(CASES[name])
+    jacobian = reverse_mode_jacobian(problem)
+    tangent = np.random.default_rng(1).standard_normal(problem.x.shape)
+    x = tensor_input(problem.x)
+    with ad.ForwardAccumulator(x, ad.constant(tangent)) as accumulator:
+        y = problem.engine(x)
+    jvp = accumulator.jvp(y, unconnected_gradients="zero").numpy()
+    expected = jacobian.reshape(y.size, x.size) @ tangent.ravel()
+    np.testing.assert_allclose(jvp.ravel(), expected, rtol=1e-10, atol=1e-10)
+
+
+@forward_mode
+@pytest.mark.parametrize("name", CASES)
+@FEWER
+@given(data=st.data())
+def test_forward_over_reverse_hvp_equals_hessian_times_tangent(name, data):
+    """The JVP rules of the ops inside the VJP rules: d/dt grad <w, f(x + t v)> = H_w v."""
+    problem = data.draw(CASES[name])
+    rng = np.random.default_rng(2)
+    x = tensor_input(problem.x)
+    tangent = rng.standard_normal(x.shape)
+    with ad.GradientTape(persistent=True) as outer:
+        outer.watch(x)
+        with ad.GradientTape() as inner:
+            inner.watch(x)
+            y = problem.engine(x)
+        weights = rng.standard_normal(y.shape)
+        g = inner.gradient(y, x, output_gradients=weights, unconnected_gradients="zero")
+    hessian = outer.jacobian(g, x, unconnected_gradients="zero").numpy().reshape(x.size, x.size)
+    with ad.ForwardAccumulator(x, ad.constant(tangent)) as accumulator:
+        with ad.GradientTape() as tape:
+            tape.watch(x)
+            y = problem.engine(x)
+        g = tape.gradient(y, x, output_gradients=weights, unconnected_gradients="zero")
+    hvp = accumulator.jvp(g, unconnected_gradients="zero").numpy()
+    np.testing.assert_allclose(hvp.ravel(), hessian @ tangent.ravel(), rtol=1e-10, atol=1e-10)
+
+
+# --- closed forms and special points -----------------------------------------------------------
+
+def gradient_and_hessian(f, x):
+    x = tensor_input(x)
+    with ad.GradientTape() as outer:
+        outer.watch(x)
+        with ad.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        g = inner.gradient(y, x, unconnected_gradients="zero")
+    return g.numpy(), outer.jacobian(g, x, unconnected_gradients="zero").numpy()
+
+
+@pytest.mark.parametrize("x", [[0.0, 0.0, 2.0, 3.0], [0.0, 5.0, 2.0, 3.0], [0.0, 0.0, 0.0, 3.0], [1.5, 2.0, -1.0, 3.0]])
+def test_prod_hessian_is_finite_and_exact_at_zeros(x):
+    x = np.array(x)
+    g, h = gradient_and_hessian(anp.prod, x)
+    others = lambda *skip: np.prod([v for k, v in enumerate(x) if k not in skip])
+    np.testing.assert_array_equal(g, [others(i) for i in range(4)])
+    np.testing.assert_array_equal(h, [[0.0 if i == j else others(i, j) for j in range(4)] for i in range(4)])
+
+
+def test_max_ties_share_the_gradient_equally():
+    g, _ = gradient_and_hessian(anp.max, np.array([1.0, 3.0, 3.0, -2.0]))
+    np.testing.assert_array_equal(g, [0.0, 0.5, 0.5, 0.0])
+    g, _ = gradient_and_hessian(lambda x: anp.sum(anp.min(x, axis=0)), np.array([[1.0, 2.0], [1.0, 0.0]]))
+    np.testing.assert_array_equal(g, [[0.5, 0.0], [0.5, 1.0]])
+
+
+def test_repeated_indices_accumulate_in_the_gradient():
+    g, h = gradient_and_hessian(lambda x: anp.sum(x[[0, 2, 2, 0, 2]] ** 2), np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(g, [4.0, 0.0, 18.0])
+    np.testing.assert_array_equal(h, np.diag([4.0, 0.0, 6.0]))
+
+
+@pytest.mark.parametrize("f, x, gradient, hessian", [
+    (lambda x: anp.sum(anp.exp(x)), [0.0, 1.0], [1.0, np.e], np.diag([1.0, np.e])),
+    (lambda x: anp.sum(anp.log(x)), [2.0, 4.0], [0.5, 0.25], np.diag([-0.25, -1 / 16])),
+    (lambda x: anp.sum(anp.sigmoid(x)), [0.0], [0.25], [[0.0]]),
+    (lambda x: anp.sum(anp.tanh(x)), [0.0], [1.0], [[0.0]]),
+    (lambda x: x[0] ** 3 * x[1], [2.0, 3.0], [36.0, 8.0], [[36.0, 12.0], [12.0, 0.0]]),
+    (lambda x: anp.linalg.norm(x), [3.0, 4.0], [0.6, 0.8], (np.eye(2) - np.outer([0.6, 0.8], [0.6, 0.8])) / 5),
+    (lambda x: anp.logsumexp(x), [0.0, 0.0], [0.5, 0.5], [[0.25, -0.25], [-0.25, 0.25]]),
+    (lambda x: anp.linalg.det(anp.reshape(x, (2, 2))), [1.0, 2.0, 3.0, 4.0], [4.0, -3.0, -2.0, 1.0],
+     [[0, 0, 0, 1], [0, 0, -1, 0], [0, -1, 0, 0], [1, 0, 0, 0]]),
+])
+def test_closed_form_gradients_and_hessians(f, x, gradient, hessian):
+    g, h = gradient_and_hessian(f, np.array(x))
+    np.testing.assert_allclose(g, gradient, rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(h, hessian, rtol=1e-14, atol=1e-14)
+
+
+def test_logsumexp_is_stable_for_large_and_infinite_inputs():
+    g, _ = gradient_and_hessian(anp.logsumexp, np.array([1000.0, 1000.0]))
+    np.testing.assert_allclose(g, [0.5, 0.5])
+    x = tensor_input([-np.inf, 0.0])
+    with ad.GradientTape() as tape:
+        tape.watch(x)
+        y = anp.logsumexp(x)
+    assert y.numpy() == 0.0
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [0.0, 1.0])
+
+
+def test_norm_gradient_at_zero_is_zero():
+    g = gradient_and_hessian(anp.linalg.norm, np.zeros(3))[0]
+    np.testing.assert_array_equal(g, np.zeros(3))
+
+
+# --- non-differentiable functions ---------------------------------------------------------------
+
+NON_DIFFERENTIABLE = {
+    "x > 0": lambda xp, x: x > 0,
+    "x <= 0.5": lambda xp, x: x <= 0.5,
+    "x == x": lambda xp, x: x == x,
+    "greater": lambda xp, x: xp.greater(x, 0.1),
+    "argmax": lambda xp, x: xp.argmax(x),
+    "argmin (axis)": lambda xp, x: xp.argmin(x, axis=0),
+    "argsort": lambda xp, x: xp.argsort(x),
+    "floor": lambda xp, x: xp.floor(x),
+    "ceil": lambda xp, x: xp.ceil(x),
+    "round": lambda xp, x: xp.round(x, 1),
+    "sign": lambda xp, x: xp.sign(x),
+    "isfinite": lambda xp, x: xp.isfinite(x),
+    "floor_divide": lambda xp, x: x // 0.7,
+}
+
+
+@pytest.mark.parametrize("name", NON_DIFFERENTIABLE)
+def test_non_differentiable_functions_have_values_and_no_gradient(name):
+    fn = NON_DIFFERENTIABLE[name]
+    value = off_grid(np.random.default_rng(3), (3, 2))
+    x = tensor_input(value)
+    with ad.GradientTape() as tape:
+        tape.watch(x)
+        y = fn(anp, x)
+    np.testing.assert_array_equal(np.asarray(y), fn(NP, value))
+    assert tape.gradient(y, x) is None
+
+
+@pytest.mark.parametrize("step", ["floor", "round", "sign"])
+def test_non_differentiable_factor_is_a_constant_in_a_product(step):
+    x = off_grid(np.random.default_rng(4), (5,))
+    g, h = gradient_and_hessian(lambda t: anp.sum(t * getattr(anp, step)(t)), x)
+    np.testing.assert_array_equal(g, getattr(np, step)(x))
+    np.testing.assert_array_equal(h, np.zeros((5, 5)))
