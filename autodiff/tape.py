@@ -127,6 +127,8 @@ class GradientTape:
         """
         unconnected = _unconnected(unconnected_gradients)
         target_shape = tuple(np.shape(core.value_of(target)))
+        if not target_shape:  # a scalar's Jacobian is its gradient: no batch axis needed
+            return self.gradient(target, sources, unconnected_gradients=unconnected)
         size = int(np.prod(target_shape))
         source_list, rebuild = _sources(sources)
         eye = np.eye(size, dtype=_dtype(target)).reshape((size,) + target_shape)

@@ -7,6 +7,7 @@ differentiable themselves. Functions that are compositions of primitives need no
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 import string
 
@@ -96,6 +97,21 @@ def nondiff(fun, wrap: bool = True):
     return call
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, (int, _np.integer))
+
+
+def _ndim(x) -> int:
+    """ndim of a Tensor, array, NumPy scalar or Python value, without NumPy's dispatch overhead."""
+    x = value_of(x)
+    return x.ndim if isinstance(x, (_np.ndarray, _np.generic)) else _np.ndim(x)
+
+
+def _shape(x) -> tuple:
+    x = value_of(x)
+    return x.shape if isinstance(x, (_np.ndarray, _np.generic)) else _np.shape(x)
+
+
 def _reject_out(out):
     if out is not None:
         raise TypeError("autodiff: in-place NumPy operations (out=...) cannot be differentiated")
@@ -105,7 +121,7 @@ def _axes(axis, ndim: int) -> tuple:
     """``axis`` (None, int or tuple) as a sorted tuple of non-negative axes."""
     if axis is None:
         return tuple(range(ndim))
-    axis = (axis,) if _np.ndim(axis) == 0 else axis
+    axis = (axis,) if _is_int(axis) else axis
     return tuple(sorted(int(a) % ndim if ndim else 0 for a in axis))
 
 
@@ -192,7 +208,7 @@ defvjp(subtract, lambda g, ans, x, y: g, lambda g, ans, x, y: -g, broadcasting=T
 defjvp(subtract, lambda t, ans, x, y: broadcast_to(t, ans.shape), lambda t, ans, x, y: broadcast_to(-t, ans.shape))
 defderiv(multiply, lambda ans, x, y: y, lambda ans, x, y: x)
 defderiv(divide, lambda ans, x, y: 1 / y, lambda ans, x, y: -ans / y)
-defderiv(power, lambda ans, x, y: y * x ** (y - 1),
+defderiv(power, lambda ans, x, y: 2 * x if type(y) in (int, float) and y == 2 else y * x ** (y - 1),
          lambda ans, x, y: ans * log(where(value_of(x) > 0, x, 1)))
 defderiv(arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
 defderiv(logaddexp, lambda ans, x, y: exp(x - ans), lambda ans, x, y: exp(y - ans))
@@ -263,7 +279,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
     _reject_out(out)
-    count = _np.prod([_np.shape(value_of(a))[k] for k in _axes(axis, _np.ndim(value_of(a)))])
+    count = _np.prod([_shape((a))[k] for k in _axes(axis, _ndim((a)))])
     return sum(a, axis=axis, dtype=dtype, keepdims=keepdims) / count
 
 
@@ -330,7 +346,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
     _reject_out(out)
     centered = a - mean(a, axis=axis, keepdims=True)
-    count = _np.prod([_np.shape(value_of(a))[k] for k in _axes(axis, _np.ndim(value_of(a)))])
+    count = _np.prod([_shape((a))[k] for k in _axes(axis, _ndim((a)))])
     return sum(centered * centered, axis=axis, dtype=dtype, keepdims=keepdims) / (count - ddof)
 
 
@@ -386,7 +402,8 @@ def flip(m, axis=None):
 
 # --- shapes ------------------------------------------------------------------------------------
 
-_reshape = primitive(lambda x, shape: _np.reshape(x, shape), "reshape")
+_reshape = primitive(lambda x, shape: _np.asarray(x).reshape(shape), "reshape",
+                     tensor_fun=lambda x, shape: x.reshape(shape))
 defvjp(_reshape, lambda g, ans, x, shape: _reshape(g, g.shape[:g.ndim - ans.ndim] + x.shape))
 deflinear(_reshape)
 
@@ -395,7 +412,7 @@ def reshape(a, shape=None, order="C", **kwargs):
     shape = kwargs.get("newshape", shape)
     if order != "C":
         raise NotImplementedError("autodiff: reshape supports only order='C'")
-    shape = (shape,) if _np.ndim(shape) == 0 else tuple(shape)
+    shape = (shape,) if _is_int(shape) else tuple(shape)
     if isinstance(a, Tensor) and a.shape == shape:
         return a
     return _reshape(a, shape)
@@ -406,15 +423,15 @@ def ravel(a, order="C"):
 
 
 def squeeze(a, axis=None):
-    return reshape(a, _np.squeeze(_np.empty(_np.shape(value_of(a)), bool), axis).shape)
+    return reshape(a, _np.squeeze(_np.empty(_shape((a)), bool), axis).shape)
 
 
 def expand_dims(a, axis):
-    return reshape(a, _np.expand_dims(_np.empty(_np.shape(value_of(a)), bool), axis).shape)
+    return reshape(a, _np.expand_dims(_np.empty(_shape((a)), bool), axis).shape)
 
 
 def atleast_1d(a):
-    return reshape(a, (1,)) if _np.ndim(value_of(a)) == 0 else a
+    return reshape(a, (1,)) if _ndim((a)) == 0 else a
 
 
 def _transpose_raw(x, axes):
@@ -439,29 +456,38 @@ def transpose(a, axes=None):
 
 
 def swapaxes(a, axis1, axis2):
-    order = list(range(_np.ndim(value_of(a))))
+    order = list(range(_ndim((a))))
     order[axis1], order[axis2] = order[axis2], order[axis1]
     return transpose(a, order)
 
 
 def moveaxis(a, source, destination):
-    ndim = _np.ndim(value_of(a))
-    source = [s % ndim for s in ((source,) if _np.ndim(source) == 0 else source)]
-    destination = [d % ndim for d in ((destination,) if _np.ndim(destination) == 0 else destination)]
+    ndim = _ndim((a))
+    source = [s % ndim for s in ((source,) if _is_int(source) else source)]
+    destination = [d % ndim for d in ((destination,) if _is_int(destination) else destination)]
     order = [k for k in range(ndim) if k not in source]
     for d, s in sorted(zip(destination, source)):
         order.insert(d, s)
     return transpose(a, order)
 
 
-_broadcast_to = primitive(lambda x, shape: _np.broadcast_to(x, shape), "broadcast_to")
+def _broadcast_to_raw(x, shape):
+    """``np.broadcast_to``; small results are filled directly, which is several times faster."""
+    if math.prod(shape) > 1 << 16:
+        return _np.broadcast_to(x, shape)
+    out = _np.empty(shape, _np.result_type(x))
+    out[...] = x
+    return out
+
+
+_broadcast_to = primitive(_broadcast_to_raw, "broadcast_to")
 defvjp(_broadcast_to, lambda g, ans, x, shape: unbroadcast(g, x.shape, g.ndim - ans.ndim))
 deflinear(_broadcast_to)
 
 
 def broadcast_to(array, shape):
-    shape = (shape,) if _np.ndim(shape) == 0 else tuple(shape)
-    if _np.shape(value_of(array)) == shape:
+    shape = (shape,) if _is_int(shape) else tuple(shape)
+    if _shape((array)) == shape:
         return array
     return _broadcast_to(array, shape)
 
@@ -500,42 +526,42 @@ def concatenate(arrays, axis=0, out=None, **kwargs):
 def stack(arrays, axis=0, out=None, **kwargs):
     _reject_out(out)
     arrays = list(arrays)
-    ndim = _np.ndim(value_of(arrays[0])) + 1
+    ndim = _ndim((arrays[0])) + 1
     return concatenate([expand_dims(a, axis % ndim) for a in arrays], axis=axis % ndim)
 
 
 def hstack(tup, **kwargs):
     arrays = [atleast_1d(a) for a in tup]
-    return concatenate(arrays, axis=0 if _np.ndim(value_of(arrays[0])) == 1 else 1)
+    return concatenate(arrays, axis=0 if _ndim((arrays[0])) == 1 else 1)
 
 
 def vstack(tup, **kwargs):
-    return concatenate([reshape(a, (1, -1)) if _np.ndim(value_of(a)) < 2 else a for a in tup], axis=0)
+    return concatenate([reshape(a, (1, -1)) if _ndim((a)) < 2 else a for a in tup], axis=0)
 
 
 def split(ary, indices_or_sections, axis=0):
     """Pieces of ``ary`` as slices (each differentiable)."""
-    n = _np.shape(value_of(ary))[axis]
-    pieces = _np.array_split(_np.arange(n), indices_or_sections) if _np.ndim(indices_or_sections) == 0 \
+    n = _shape((ary))[axis]
+    pieces = _np.array_split(_np.arange(n), indices_or_sections) if _is_int(indices_or_sections) \
         else _np.split(_np.arange(n), indices_or_sections)
-    if _np.ndim(indices_or_sections) == 0 and n % int(indices_or_sections):
+    if _is_int(indices_or_sections) and n % int(indices_or_sections):
         raise ValueError("array split does not result in an equal division")
-    lead = (slice(None),) * (axis % _np.ndim(value_of(ary)))
+    lead = (slice(None),) * (axis % _ndim((ary)))
     return [ary[lead + (slice(int(p[0]) if p.size else n, int(p[-1]) + 1 if p.size else n),)]
             for p in pieces]
 
 
 def array_split(ary, indices_or_sections, axis=0):
-    n = _np.shape(value_of(ary))[axis]
-    lead = (slice(None),) * (axis % _np.ndim(value_of(ary)))
+    n = _shape((ary))[axis]
+    lead = (slice(None),) * (axis % _ndim((ary)))
     return [ary[lead + (slice(int(p[0]), int(p[-1]) + 1) if p.size else slice(0, 0),)]
             for p in _np.array_split(_np.arange(n), indices_or_sections)]
 
 
 def tile(A, reps):
     """``np.tile`` as a broadcast and a reshape."""
-    reps = (reps,) if _np.ndim(reps) == 0 else tuple(reps)
-    shape = _np.shape(value_of(A))
+    reps = (reps,) if _is_int(reps) else tuple(reps)
+    shape = _shape((A))
     ndim = builtins.max(len(shape), len(reps))
     shape = (1,) * (ndim - len(shape)) + shape
     reps = (1,) * (ndim - len(reps)) + reps
@@ -548,7 +574,7 @@ def repeat(a, repeats, axis=None):
     """``np.repeat`` as a gather."""
     if axis is None:
         a, axis = ravel(a), 0
-    n = _np.shape(value_of(a))[axis]
+    n = _shape((a))[axis]
     return take(a, _np.repeat(_np.arange(n), repeats), axis=axis)
 
 
@@ -561,7 +587,7 @@ defjvp(_pad, lambda t, ans, x, widths, value: _pad(t, widths, 0))
 def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
     if mode != "constant":
         raise NotImplementedError(f"autodiff: pad supports mode='constant' only, not {mode!r}")
-    ndim = _np.ndim(value_of(array))
+    ndim = _ndim((array))
     widths = tuple(map(tuple, _np.broadcast_to(_np.asarray(pad_width, dtype=int), (ndim, 2)).tolist()))
     return _pad(array, widths, constant_values)
 
@@ -627,7 +653,10 @@ deflinear(_scatter)
 
 def getitem(x, index):
     """``x[index]``: basic and advanced indexing, repeated indices accumulate in the gradient."""
-    return _gather(x, _normalize_index(index), 0)
+    return _gather(x, (index,) if type(index) in _BASIC else _normalize_index(index), 0)
+
+
+_BASIC = (slice, int)
 
 
 def take(a, indices, axis=None, out=None, mode=None):
@@ -635,14 +664,14 @@ def take(a, indices, axis=None, out=None, mode=None):
     indices = _np.asarray(value_of(indices))
     if axis is None:
         return getitem(ravel(a), indices)
-    return getitem(a, (slice(None),) * (axis % _np.ndim(value_of(a))) + (indices,))
+    return getitem(a, (slice(None),) * (axis % _ndim((a))) + (indices,))
 
 
 def take_along_axis(arr, indices, axis):
     """``np.take_along_axis`` as one advanced index: open ranges on the other axes."""
     if axis is None:
         return take(arr, indices)
-    shape = _np.shape(value_of(arr))
+    shape = _shape((arr))
     axis = axis % len(shape)
     index = tuple(value_of(indices) if k == axis else
                   _np.arange(n).reshape([n if j == k else 1 for j in range(len(shape))])
@@ -683,9 +712,9 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 def diag(v, k=0):
     """The k-th diagonal of a matrix, or a matrix with ``v`` on its k-th diagonal."""
-    if _np.ndim(value_of(v)) == 2:
+    if _ndim((v)) == 2:
         return diagonal(v, k)
-    n = _np.shape(value_of(v))[0] + builtins.abs(k)
+    n = _shape((v))[0] + builtins.abs(k)
     return _embed_diagonal(v, (n, n), k, -2, -1)
 
 
@@ -715,10 +744,10 @@ def tril(m, k=0):
 def _matmul_vjp_a(g, ans, a, b):
     if b.ndim == 1:
         grad = reshape(g, g.shape + (1,)) * b
-    elif a.ndim == 1:
-        grad = sum(reshape(g, g.shape[:-1] + (1, g.shape[-1])) * b, axis=-1)
+    elif a.ndim == 1 and b.ndim > 2:  # (..., n) cotangents times a stack b (..., k, n)
+        grad = _drop_axis(matmul(reshape(g, g.shape[:-1] + (1, g.shape[-1])), swapaxes(b, -1, -2)), -2)
     else:
-        grad = matmul(g, swapaxes(b, -1, -2))
+        grad = _matmul_folded(g, swapaxes(b, -1, -2))
     return unbroadcast(grad, a.shape, g.ndim - ans.ndim)
 
 
@@ -726,11 +755,28 @@ def _matmul_vjp_b(g, ans, a, b):
     if a.ndim == 1:
         grad = reshape(a, (-1, 1)) * reshape(g, g.shape[:-1] + (1, g.shape[-1])) if b.ndim > 1 \
             else reshape(g, g.shape + (1,)) * a
+    elif b.ndim == 1 and a.ndim > 2:  # (..., m) cotangents times a stack a (..., m, k)
+        grad = _drop_axis(matmul(reshape(g, g.shape[:-1] + (1, g.shape[-1])), a), -2)
     elif b.ndim == 1:
-        grad = sum(reshape(g, g.shape + (1,)) * a, axis=-2)
+        grad = _matmul_folded(g, a)
     else:
-        grad = matmul(swapaxes(a, -1, -2), g)
+        grad = swapaxes(_matmul_folded(swapaxes(g, -1, -2), a), -1, -2)
     return unbroadcast(grad, b.shape, g.ndim - ans.ndim)
+
+
+def _matmul_folded(x, m):
+    """x @ m; with a single matrix m, x's leading axes are folded into rows: one large GEMM
+    instead of NumPy's loop of small ones over a stack (batched cotangents make such stacks)."""
+    if m.ndim != 2 or x.ndim <= 2:
+        return matmul(x, m)
+    return reshape(matmul(reshape(x, (-1, x.shape[-1])), m), x.shape[:-1] + (m.shape[-1],))
+
+
+def _drop_axis(x, axis):
+    """Remove a length-1 axis (by reshape, so it stays differentiable)."""
+    shape = list(x.shape)
+    del shape[axis]
+    return reshape(x, tuple(shape))
 
 
 matmul = primitive(_np.matmul)
@@ -740,7 +786,7 @@ defjvp(matmul, lambda t, ans, a, b: matmul(t, b), lambda t, ans, a, b: matmul(a,
 
 def dot(a, b, out=None):
     _reject_out(out)
-    a_ndim, b_ndim = _np.ndim(value_of(a)), _np.ndim(value_of(b))
+    a_ndim, b_ndim = _ndim((a)), _ndim((b))
     if a_ndim == 0 or b_ndim == 0:
         return multiply(a, b)
     if b_ndim <= 2:
@@ -753,7 +799,7 @@ def vdot(a, b):
 
 
 def inner(a, b):
-    if _np.ndim(value_of(a)) == 0 or _np.ndim(value_of(b)) == 0:
+    if _ndim((a)) == 0 or _ndim((b)) == 0:
         return multiply(a, b)
     return tensordot(a, b, axes=([-1], [-1]))
 
@@ -765,11 +811,11 @@ def outer(a, b, out=None):
 
 def tensordot(a, b, axes=2):
     """``np.tensordot`` written as an einsum."""
-    a_ndim, b_ndim = _np.ndim(value_of(a)), _np.ndim(value_of(b))
-    if _np.ndim(axes) == 0:
+    a_ndim, b_ndim = _ndim((a)), _ndim((b))
+    if _is_int(axes):
         axes_a, axes_b = list(range(a_ndim - axes, a_ndim)), list(range(axes))
     else:
-        axes_a, axes_b = ([k] if _np.ndim(k) == 0 else list(k) for k in axes)
+        axes_a, axes_b = ([k] if _is_int(k) else list(k) for k in axes)
     axes_a = [k % a_ndim for k in axes_a]
     axes_b = [k % b_ndim for k in axes_b]
     letters = iter(string.ascii_letters)
@@ -840,7 +886,7 @@ _einsum.jvps[0] = _einsum_jvp
 def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
     """Einstein summation (string subscripts; the ellipsis and repeated indices are supported)."""
     _reject_out(out)
-    terms, output = _explicit_subscripts(subscripts, [_np.shape(value_of(o)) for o in operands])
+    terms, output = _explicit_subscripts(subscripts, [_shape((o)) for o in operands])
     operands = list(operands)
     for k, term in enumerate(terms):
         while len(set(term)) < len(term):  # a repeated index is a diagonal: take it with diagonal()
