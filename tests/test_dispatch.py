@@ -147,8 +147,9 @@ def test_float32_is_preserved_through_ops_and_derivatives():
     np.testing.assert_allclose(h.numpy(), hessian(f, x.astype(np.float64)).numpy(), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("value", [[1, 2, 3], np.arange(3), np.arange(3, dtype=np.int32), 4, [True, False], 2.5])
-def test_integers_lists_and_bools_become_float64(value):
+@pytest.mark.parametrize("value", [[1, 2, 3], np.arange(3), np.arange(3, dtype=np.int32), 4, [True, False],
+                                   2.5])
+def test_ints_bools_lists_and_python_floats_become_float64(value):
     assert ad.constant(value).dtype == np.float64
     assert ad.Variable(value).dtype == np.float64
     assert gradient(lambda t: np.sum(t * t), value).dtype == np.float64
