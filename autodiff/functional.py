@@ -110,8 +110,15 @@ def _insert(args, k, value):
 
 
 def hvp(f: Callable, x, v):
-    """H(x) @ v for a scalar f: one backward sweep over the recorded gradient."""
-    return hessian_operator(f, x).matvec(v)
+    """H(x) @ v for a scalar f, shaped like x (a flat vector for a pytree x, as ``hessian``).
+
+    Arrays in: one backward sweep over the recorded gradient. A Tensor x (inside an enclosing
+    tape): forward-over-reverse, so the result is a Tensor the enclosing tape differentiates.
+    """
+    if isinstance(x, Tensor):
+        return jvp(grad(f), (x,), (v,))[1]
+    hv = hessian_operator(f, x).matvec(v)
+    return hv if isinstance(x, (list, tuple, dict)) else np.reshape(hv, np.shape(x))
 
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence):

@@ -199,8 +199,8 @@ class GradientTape:
                 continue
             if seed is None:
                 seed = np.ones(batch_shape + target.shape, target.dtype)
-            elif not use_tensors:
-                seed = core.value_of(seed)
+            elif not use_tensors or not isinstance(seed, Tensor):
+                seed = np.asarray(core.value_of(seed))  # rules expect arrays, not Python floats
             expected = batch_shape + target.shape
             if np.shape(core.value_of(seed)) != expected:
                 seed = _broadcast_seed(seed, expected)
@@ -258,19 +258,17 @@ def _finish(g, source, unconnected, batch_shape):
 # --- tape-level tools ------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _paused_tapes(accumulators: bool = True):
-    """Record nothing on the active tapes (and, by default, accumulators); yield a scratch tape
-    that notes the Variables read meanwhile."""
-    saved_tapes, saved_accumulators = state.tapes[:], state.accumulators[:]
+def _paused_tapes():
+    """Record nothing on the active tapes; yield a scratch tape that notes the Variables read
+    meanwhile."""
+    saved_tapes = state.tapes[:]
     state.tapes[:] = []
-    if accumulators:
-        state.accumulators[:] = []
     scratch = GradientTape()
     try:
         with scratch:
             yield scratch
     finally:
-        state.tapes[:], state.accumulators[:] = saved_tapes, saved_accumulators
+        state.tapes[:] = saved_tapes
 
 
 class _Node(Primitive):
@@ -351,7 +349,11 @@ def recompute_grad(f: Callable) -> Callable:
 
     @functools.wraps(f)
     def wrapper(*args):
-        with _paused_tapes(accumulators=False) as scratch:  # forward mode simply runs through f
+        if state.accumulators:
+            # Forward mode runs through f: its tangents come from f's own ops, which the tapes
+            # must record too (for reverse-over-forward), so there is nothing to checkpoint.
+            return f(*args)
+        with _paused_tapes() as scratch:
             y = f(*args)
         inputs = [a for a in args if isinstance(a, Tensor)]
         input_ids = {a._id for a in inputs}
