@@ -320,9 +320,7 @@ def custom_gradient(f: Callable) -> Callable:
         input_ids = {a._id for a in inputs}
         variables = [v for v in scratch.watched_variables() if v._id not in input_ids]
 
-        def backward(g, values):
-            upstream = _wrap_cotangent(g)
-            upstream = upstream if type(upstream) is tuple else (upstream,)
+        def backward_one(upstream, values):
             if variables:
                 input_grads, variable_grads = grad_fn(*upstream, variables=variables)
             else:
@@ -332,9 +330,32 @@ def custom_gradient(f: Callable) -> Callable:
                 if len(input_grads) == len(args) else input_grads
             return [_unwrap_if_raw(gi, values) for gi in tensor_grads + list(variable_grads)]
 
+        first_output = flatten(y)[0][0]
+
+        def backward(g, values):
+            upstream = _wrap_cotangent(g)
+            upstream = upstream if type(upstream) is tuple else (upstream,)
+            batch_shape = _batch_shape(upstream[0], first_output)
+            if not batch_shape:
+                return backward_one(upstream, values)
+            # grad_fn is written for one cotangent (it may clip its norm, say): a batched sweep
+            # (jacobian, hessian) calls it once per batch element
+            from .numpy import reshape, stack
+            rows = [backward_one(tuple(u[index] for u in upstream), values)
+                    for index in np.ndindex(batch_shape)]
+            return [None if column[0] is None else
+                    reshape(stack(column), batch_shape + np.shape(core.value_of(column[0])))
+                    for column in zip(*rows)]
+
         return _record_node(f.__name__, backward, inputs, variables, y)
 
     return wrapper
+
+
+def _batch_shape(cotangent, output) -> tuple:
+    """The leading batch axes of a cotangent of ``output`` (empty for an unbatched sweep)."""
+    shape = np.shape(core.value_of(cotangent))
+    return shape[:len(shape) - np.ndim(core.value_of(output))]
 
 
 def _unwrap_if_raw(g, values):
@@ -367,8 +388,9 @@ def recompute_grad(f: Callable) -> Callable:
             with GradientTape() as tape:
                 tape.watch(rerun)
                 y2 = f(*call_args)
-            grads = tape.gradient(y2, rerun + variables, output_gradients=_wrap_cotangent(g),
-                                  unconnected_gradients=UnconnectedGradients.NONE)
+            outputs, seeds = flatten(y2)[0], list(g) if type(g) is tuple else [g]
+            grads = tape._sweep(outputs, seeds, rerun + variables,  # batched g: jacobian, hessian
+                                _batch_shape(seeds[0], outputs[0]))
             return [_unwrap_if_raw(gi, values) for gi in grads]
 
         return _record_node(getattr(f, "__name__", "recompute_grad"), backward, inputs, variables, y)

@@ -575,6 +575,31 @@ def test_tape_jacobian_equals_a_loop_of_gradients_with_unit_output_gradients():
                 rtol=1e-13, atol=1e-15, err_msg=f"{name}, chunk_size={chunk_size}")
 
 
+@ad.custom_gradient
+def clip_gradient_norm(z):
+    """Identity whose backward pass clips the cotangent's norm to 0.5 (TensorFlow's guide)."""
+    def grad_fn(upstream):
+        return upstream * anp.minimum(1.0, 0.5 / anp.sqrt(anp.sum(upstream ** 2)))
+    return z * 1.0, grad_fn
+
+
+def test_jacobian_through_custom_gradient_and_recompute_grad_equals_looped_gradients():
+    """A grad_fn sees one cotangent at a time, also in the batched sweep of a jacobian."""
+    x = ad.constant([0.3, -1.2, 0.8, 2.0])
+    block = ad.recompute_grad(lambda z: anp.sin(z) * anp.sum(z ** 2))
+    with ad.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = clip_gradient_norm(block(x)) * np.array([1.0, 2.0, 3.0, 4.0])
+    looped = np.stack([tape.gradient(y, x, output_gradients=unit).numpy() for unit in np.eye(4)])
+    x_value = x.numpy()
+    block_jacobian = (np.diag(np.cos(x_value)) * np.sum(x_value ** 2)
+                      + 2 * np.outer(np.sin(x_value), x_value))
+    np.testing.assert_allclose(looped, 0.5 * block_jacobian, rtol=1e-14)  # |row k of diag(w)| >= 1
+    for chunk_size in (None, 1, 3):
+        np.testing.assert_allclose(tape.jacobian(y, x, chunk_size=chunk_size).numpy(), looped,
+                                   rtol=1e-14, err_msg=f"chunk_size={chunk_size}")
+
+
 def per_example(x, kernel):
     """(batch, 2, 3) -> (batch, 4, 2): each example on its own."""
     return anp.sin(anp.einsum("bij,jk->bki", x, kernel)) * anp.sum(x ** 2, axis=(1, 2))[:, None, None]
