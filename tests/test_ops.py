@@ -686,13 +686,13 @@ case("linalg.slogdet sign * exp(logabsdet)", square(
 
 def spd(xp, x):
     """An SPD matrix (batched) from any square x: x x^T + n I."""
-    return x @ xp.swapaxes(x, -1, -2) + x.shape[-1] * np.eye(x.shape[-1])
+    return x @ xp.swapaxes(x, -1, -2) + x.shape[-1] * np.eye(x.shape[-1], dtype=x.dtype)
 
 
 def separated_symmetric(xp, x):
     """diag(0, 2, 4, ...) plus a symmetric part of norm <= 0.6 (|x| <= 1): eigenvalues 0.8 apart."""
     n = x.shape[-1]
-    return np.diag(2.0 * np.arange(n)) + 0.1 * (x + xp.swapaxes(x, -1, -2))
+    return np.diag(2.0 * np.arange(n, dtype=x.dtype)) + 0.1 * (x + xp.swapaxes(x, -1, -2))
 
 
 def sign_fixed(xp, v):
@@ -735,6 +735,25 @@ def test_value_matches_numpy(name, data):
     assert result.shape == np.shape(expected)
     assert result.dtype == np.float64
     np.testing.assert_allclose(result.numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", CASES)
+@FEWER
+@given(data=st.data())
+def test_float32_stays_float32_in_values_and_derivatives(name, data):
+    """The gradient is taken while an outer tape records, so no final cast can hide an upcast rule."""
+    problem = data.draw(CASES[name])
+    x = ad.constant(problem.x.astype(np.float32))
+    with ad.GradientTape() as outer:
+        outer.watch(x)
+        with ad.GradientTape() as inner:
+            inner.watch(x)
+            y = problem.engine(x)
+        g = inner.gradient(y, x, unconnected_gradients="zero")
+    expected = problem.fn(NP, problem.x.astype(np.float32))
+    assert y.dtype == expected.dtype  # float32 unless the problem mixes in float64 constants
+    assert g.dtype == np.float32 or y.dtype == np.float64
+    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", CASES)

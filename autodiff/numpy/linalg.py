@@ -79,7 +79,7 @@ def slogdet(a):
 
 def _phi(x):
     """Lower triangle with the diagonal halved."""
-    return tril(x) - 0.5 * x * _np.eye(x.shape[-1])
+    return tril(x) - 0.5 * x * _np.eye(x.shape[-1], dtype=x.dtype)
 
 
 def _cholesky_vjp(g, ans, a):
@@ -110,14 +110,14 @@ def _eigh_gaps(w):
     gaps = reshape(w, w.shape[:-1] + (1, -1)) - reshape(w, w.shape + (1,))
     n = w.shape[-1]
     safe = where(_np.eye(n, dtype=bool), 1.0, gaps)
-    return (1 - _np.eye(n)) / safe
+    return (1 - _np.eye(n, dtype=w.dtype)) / safe
 
 
 def _eigh_vjp(g, ans, a):
     w, v = ans[..., 0, :], ans[..., 1:, :]
     gw, gv = g[..., 0, :], g[..., 1:, :]
     inner = _eigh_gaps(w) * matmul(_mT(v), gv)
-    inner = inner + _np.eye(w.shape[-1]) * reshape(gw, gw.shape[:-1] + (1, -1))
+    inner = inner + _np.eye(w.shape[-1], dtype=w.dtype) * reshape(gw, gw.shape[:-1] + (1, -1))
     grad = matmul(matmul(v, inner), _mT(v))
     return 0.5 * (grad + _mT(grad))
 
@@ -125,7 +125,7 @@ def _eigh_vjp(g, ans, a):
 def _eigh_jvp(t, ans, a):
     w, v = ans[..., 0, :], ans[..., 1:, :]
     vt_t_v = matmul(matmul(_mT(v), 0.5 * (t + _mT(t))), v)
-    tw = sum(vt_t_v * _np.eye(w.shape[-1]), axis=-1)
+    tw = sum(vt_t_v * _np.eye(w.shape[-1], dtype=w.dtype), axis=-1)
     tv = matmul(v, _eigh_gaps(w) * vt_t_v)
     return concatenate([reshape(tw, tw.shape[:-1] + (1, -1)), tv], axis=-2)
 

@@ -165,8 +165,8 @@ defvjp(negative, lambda g, ans, x: -g)
 defjvp(negative, lambda t, ans, x: -t)
 defderiv(exp, lambda ans, x: ans)
 defderiv(log, lambda ans, x: 1 / x)
-defderiv(log2, lambda ans, x: 1 / (x * _np.log(2)))
-defderiv(log10, lambda ans, x: 1 / (x * _np.log(10)))
+defderiv(log2, lambda ans, x: 1 / (x * math.log(2)))
+defderiv(log10, lambda ans, x: 1 / (x * math.log(10)))
 defderiv(log1p, lambda ans, x: 1 / (1 + x))
 defderiv(expm1, lambda ans, x: ans + 1)
 defderiv(sqrt, lambda ans, x: 0.5 / ans)
@@ -209,13 +209,18 @@ defjvp(subtract, lambda t, ans, x, y: broadcast_to(t, ans.shape), lambda t, ans,
 defderiv(multiply, lambda ans, x, y: y, lambda ans, x, y: x)
 defderiv(divide, lambda ans, x, y: 1 / y, lambda ans, x, y: -ans / y)
 defderiv(power, lambda ans, x, y: 2 * x if type(y) in (int, float) and y == 2 else y * x ** (y - 1),
-         lambda ans, x, y: ans * log(where(value_of(x) > 0, x, 1)))
+         lambda ans, x, y: ans * log(where(value_of(x) > 0, _in_dtype_of(x, ans), 1)))
 defderiv(arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
 defderiv(logaddexp, lambda ans, x, y: exp(x - ans), lambda ans, x, y: exp(y - ans))
 defderiv(maximum, lambda ans, x, y: _mask(value_of(x) >= value_of(y), ans),
          lambda ans, x, y: _mask(value_of(x) < value_of(y), ans))
 defderiv(minimum, lambda ans, x, y: _mask(value_of(x) <= value_of(y), ans),
          lambda ans, x, y: _mask(value_of(x) > value_of(y), ans))
+
+
+def _in_dtype_of(x, like):
+    """A constant operand (a Python float is float64) in the dtype of ``like``; Tensors unchanged."""
+    return x if isinstance(x, Tensor) else _np.asarray(x, value_of(like).dtype)
 
 
 def _mask(condition, like):
@@ -279,7 +284,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
     _reject_out(out)
-    count = _np.prod([_shape((a))[k] for k in _axes(axis, _ndim((a)))])
+    count = math.prod([_shape((a))[k] for k in _axes(axis, _ndim((a)))])  # an int keeps float32
     return sum(a, axis=axis, dtype=dtype, keepdims=keepdims) / count
 
 
@@ -346,7 +351,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
     _reject_out(out)
     centered = a - mean(a, axis=axis, keepdims=True)
-    count = _np.prod([_shape((a))[k] for k in _axes(axis, _ndim((a)))])
+    count = math.prod([_shape((a))[k] for k in _axes(axis, _ndim((a)))])  # an int keeps float32
     return sum(centered * centered, axis=axis, dtype=dtype, keepdims=keepdims) / (count - ddof)
 
 
