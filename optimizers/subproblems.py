@@ -28,8 +28,8 @@ from functools import cached_property
 from typing import Callable, NamedTuple
 
 import numpy as np
-from scipy.linalg import (LinAlgError, cho_factor, cho_solve, cho_solve_banded, cholesky_banded,
-                          eigh, eigh_tridiagonal)
+from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh, eigh_tridiagonal
+from scipy.linalg.lapack import dpttrf, dpttrs
 
 EPS = np.finfo(float).eps
 
@@ -52,6 +52,17 @@ def boundary_steps(p: np.ndarray, d: np.ndarray, radius: float) -> tuple[float, 
     return tuple(sorted((q / a, c / q)))
 
 
+def _norm(v: np.ndarray) -> float:
+    """Euclidean norm of a vector, without np.linalg.norm's overhead (it dominates at Lanczos sizes)."""
+    return float(np.sqrt(v @ v))
+
+
+def forcing_term(gnorm: float) -> float:
+    """Relative residual at which an inexact Newton step is good enough: ``min(0.5, sqrt(||g||))``
+    gives superlinear convergence (N&W Thm 7.2; Dembo, Eisenstat & Steihaug 1982)."""
+    return min(0.5, np.sqrt(gnorm))
+
+
 # --- Lanczos ---------------------------------------------------------------------------------
 
 class Lanczos:
@@ -64,7 +75,8 @@ class Lanczos:
 
     def __init__(self, hessp: Callable[[np.ndarray], np.ndarray], start: np.ndarray):
         self._hessp = hessp
-        self._basis = [start / np.linalg.norm(start)]
+        self._basis = np.empty((min(start.size, 8), start.size))
+        self._basis[0] = start / _norm(start)
         self._alpha: list[float] = []
         self._beta: list[float] = []
         self.exhausted = False  # the Krylov space is invariant under H: T_k is exact
@@ -87,23 +99,26 @@ class Lanczos:
         return 0.0 if self.exhausted else self._beta[-1]
 
     def extend(self) -> None:
-        q = self._basis[-1]
+        k = self.size
+        q = self._basis[k]
         w = self._hessp(q)
-        scale = np.linalg.norm(w)
+        scale = _norm(w)
         self._alpha.append(float(q @ w))
-        basis = np.array(self._basis)
+        basis = self._basis[:k + 1]
         for _ in range(2):  # classical Gram-Schmidt, twice is enough
-            w = w - basis.T @ (basis @ w)
-        beta = float(np.linalg.norm(w))
+            w = w - (basis @ w) @ basis
+        beta = _norm(w)
         self._beta.append(beta)
-        if beta <= 1e3 * EPS * scale or len(self._basis) == q.size:
+        if beta <= 1e3 * EPS * scale or k + 1 == q.size:
             self.exhausted = True
-        else:
-            self._basis.append(w / beta)
+            return
+        if k + 1 == len(self._basis):
+            self._basis = np.concatenate((self._basis, np.empty_like(self._basis)))[:q.size]
+        self._basis[k + 1] = w / beta
 
     def combine(self, h: np.ndarray) -> np.ndarray:
         """The vector ``Q_k h`` of the Krylov space."""
-        return h @ np.array(self._basis[:h.size])
+        return h @ self._basis[:h.size]
 
 
 def leftmost_curvature(hessp: Callable, n: int, maxiter: int,
@@ -130,9 +145,19 @@ class _DenseShifts:
 
     def __init__(self, H: np.ndarray):
         self.H = H
-        self.finite = bool(np.all(np.isfinite(H)))
-        self.min_diagonal = float(H.diagonal().min())
-        self.norm_bound = float(min(np.abs(H).sum(axis=1).max(), np.linalg.norm(H)))
+
+    @cached_property
+    def finite(self) -> bool:
+        return bool(np.all(np.isfinite(self.H)))
+
+    @cached_property
+    def min_diagonal(self) -> float:
+        return float(self.H.diagonal().min())
+
+    @cached_property
+    def norm_bound(self) -> float:
+        """An upper bound on ||H||_2: the smaller of the Gershgorin and Frobenius bounds."""
+        return float(min(np.abs(self.H).sum(axis=1).max(), np.linalg.norm(self.H)))
 
     def factor(self, lam: float) -> Callable | None:
         """A solver for ``(H + lam I) x = b``, or None when ``H + lam I`` is not positive definite."""
@@ -149,23 +174,35 @@ class _DenseShifts:
 
 
 class _TridiagonalShifts:
-    """``T + lam I`` for a symmetric tridiagonal T: banded Cholesky, O(k) per factorization."""
+    """``T + lam I`` for a symmetric tridiagonal T: LDL^T solves, O(k) per factorization."""
 
     def __init__(self, diagonal: np.ndarray, offdiagonal: np.ndarray):
         self.diagonal, self.offdiagonal = diagonal, offdiagonal
-        self.finite = bool(np.all(np.isfinite(diagonal)) and np.all(np.isfinite(offdiagonal)))
-        self.min_diagonal = float(diagonal.min())
-        coupling = np.abs(np.concatenate(([0.0], offdiagonal))) + np.abs(np.concatenate((offdiagonal, [0.0])))
-        self.norm_bound = float((np.abs(diagonal) + coupling).max())
+
+    @cached_property
+    def finite(self) -> bool:
+        return bool(np.all(np.isfinite(self.diagonal)) and np.all(np.isfinite(self.offdiagonal)))
+
+    @cached_property
+    def min_diagonal(self) -> float:
+        return float(self.diagonal.min())
+
+    @cached_property
+    def norm_bound(self) -> float:
+        """Gershgorin bound on ||T||_2."""
+        bound = np.abs(self.diagonal)
+        bound[:-1] += np.abs(self.offdiagonal)
+        bound[1:] += np.abs(self.offdiagonal)
+        return float(bound.max())
 
     def factor(self, lam: float) -> Callable | None:
-        bands = np.zeros((2, self.diagonal.size))
-        bands[0, 1:], bands[1] = self.offdiagonal, self.diagonal + lam
-        try:
-            factors = cholesky_banded(bands, check_finite=False)
-        except LinAlgError:
+        # LAPACK's LDL^T for positive definite tridiagonals, called directly: these systems are
+        # tiny and solved at every Lanczos step, so wrapper overhead would dominate
+        offdiagonal = self.offdiagonal if self.offdiagonal.size else np.zeros(1)
+        d, e, info = dpttrf(self.diagonal + lam, offdiagonal)
+        if info != 0:
             return None
-        return lambda b: cho_solve_banded((factors, False), b, check_finite=False)
+        return lambda b: dpttrs(d, e, b)[0]
 
     @cached_property
     def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
@@ -179,7 +216,7 @@ class _TridiagonalShifts:
 
 
 def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
-                  sigma: float | None = None, rtol: float = 1e-8,
+                  sigma: float | None = None, lam0: float = 0.0, rtol: float = 1e-8,
                   maxiter: int = 100) -> tuple[np.ndarray, float]:
     """Solve the trust-region (``radius``) or the cubic (``sigma``) subproblem for a small H.
 
@@ -190,19 +227,28 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
     ``lam > -lambda_1``, so Newton's method is monotone from the left of the root; a bracket from
     Gershgorin bounds and failed Cholesky factorizations catches the other iterates
     (Moré & Sorensen 1983; N&W Alg. 4.3). In the hard case, g orthogonal to the leftmost
-    eigenvector, the step is completed along that eigenvector (N&W §4.3). Returns ``(p, lam)``.
+    eigenvector, the step is completed along that eigenvector (N&W §4.3). ``lam0`` is a guess
+    of lam (e.g. from a smaller Krylov space). Returns ``(p, lam)``.
     """
     cubic = sigma is not None
 
     def target(lam: float) -> float:
         return lam / sigma if cubic else radius
 
+    if not cubic:  # the Newton step, when H is positive definite and the step fits
+        solve = shifts.factor(0.0)
+        if solve is not None:
+            p = -solve(g)
+            if _norm(p) <= radius:
+                return p, 0.0
     if not shifts.finite:
         return np.full_like(g, np.nan), np.nan
-    gnorm = float(np.linalg.norm(g))
+    gnorm = _norm(g)
     if gnorm == 0.0:  # only curvature can decrease the model
         lam1, u = shifts.leftmost_eigenpair
-        return (target(-lam1) * u, -lam1) if lam1 < 0 else (np.zeros_like(g), 0.0)
+        if lam1 < -10 * EPS * shifts.norm_bound:
+            return target(-lam1) * u, -lam1
+        return np.zeros_like(g), 0.0
 
     hnorm = shifts.norm_bound
     if cubic:  # lam solves lam (lam + lambda_i) = sigma ||g|| for some lambda_i in [-hnorm, hnorm]
@@ -211,7 +257,7 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
     else:
         lo, hi = gnorm / radius - hnorm, gnorm / radius + hnorm
     lo = max(lo, 0.0, -shifts.min_diagonal)
-    lam, last, eigenpair_checked = lo, None, False
+    lam, last, eigenpair_checked = min(max(lam0, lo), hi), None, False
     for _ in range(maxiter):
         solve = shifts.factor(lam)
         if solve is None:  # lam < -lambda_1
@@ -219,9 +265,9 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
             lam = _between(lo, hi)
             continue
         p = -solve(g)
-        pnorm, r = float(np.linalg.norm(p)), target(lam)
+        pnorm, r = _norm(p), target(lam)
         last = p * min(1.0, r / pnorm), lam
-        if (not cubic and lam == 0.0 and pnorm <= radius) or abs(pnorm - r) <= rtol * r:
+        if abs(pnorm - r) <= rtol * r:
             return p, lam
         if pnorm > r:
             lo = lam
@@ -252,7 +298,7 @@ def _hard_case(shifts, g, lam1, u, target, rtol):
     ``(H - lam1 I) p = -g`` on the complement of u. p is computed with a tiny extra shift so the
     factorization exists, and the u components that shift would amplify are projected out.
     """
-    if lam1 >= 0.0 or abs(u @ g) > rtol * np.linalg.norm(g):
+    if lam1 >= 0.0 or abs(u @ g) > rtol * _norm(g):
         return None
     lam, shift = -lam1, np.sqrt(EPS) * max(1.0, -lam1)
     solve = shifts.factor(lam + shift)
@@ -264,7 +310,7 @@ def _hard_case(shifts, g, lam1, u, target, rtol):
     p = -solve(g - (u @ g) * u)
     p -= (u @ p) * u
     r = target(lam)
-    if np.linalg.norm(p) >= r:
+    if _norm(p) >= r:
         return None
     tau_minus, tau_plus = boundary_steps(p, u, r)
     # with H u = lam1 u and p orthogonal to u, the model changes by tau g^T u + tau^2 lam1 / 2
@@ -301,8 +347,8 @@ class SteihaugCG:
     def __init__(self, g: np.ndarray, hessp: Callable, rtol: float | None = None,
                  maxiter: int | None = None):
         self._hessp = hessp
-        gnorm = float(np.linalg.norm(g))
-        self._tol = (min(0.5, np.sqrt(gnorm)) if rtol is None else rtol) * gnorm
+        gnorm = _norm(g)
+        self._tol = (forcing_term(gnorm) if rtol is None else rtol) * gnorm
         self._maxiter = 2 * g.size if maxiter is None else maxiter
         self._path: list[_Segment] = []
         self._end: tuple[np.ndarray, float] | None = None  # interior point where CG stopped
@@ -311,8 +357,8 @@ class SteihaugCG:
             self._start_along_curvature()
 
     def _start_along_curvature(self) -> None:
-        theta, u, _ = leftmost_curvature(self._hessp, self._z.size, self._z.size)
-        if theta < 0:
+        theta, u, scale = leftmost_curvature(self._hessp, self._z.size, self._z.size)
+        if theta < -10 * EPS * scale:
             self._path.append(_Segment(self._z, u, 0.0, 0.0, theta, np.inf, np.inf))
         self._end = (self._z, 0.0)
 
@@ -332,7 +378,7 @@ class SteihaugCG:
             return _Segment(z, d, self._value, slope, curvature, np.inf, np.inf)
         alpha = rr / curvature
         z_next = z + alpha * d
-        segment = _Segment(z, d, self._value, slope, curvature, alpha, float(np.linalg.norm(z_next)))
+        segment = _Segment(z, d, self._value, slope, curvature, alpha, _norm(z_next))
         self._z, self._r, self._value = z_next, r + alpha * hd, segment.model(alpha)
         rr_next = float(self._r @ self._r)
         if np.sqrt(rr_next) <= self._tol or len(self._path) + 1 >= self._maxiter:
@@ -365,25 +411,25 @@ class _LanczosSubproblem:
 
     def __init__(self, g: np.ndarray, hessp: Callable, rtol: float | None = None,
                  maxiter: int | None = None, seed: int = 0):
-        self.gnorm = float(np.linalg.norm(g))
+        self.gnorm = _norm(g)
         start = g if self.gnorm > 0 else np.random.default_rng(seed).standard_normal(g.size)
         self.lanczos = Lanczos(hessp, start)
-        self._forcing = rtol if rtol is not None else min(0.5, np.sqrt(self.gnorm)) if self.gnorm > 0 else 0.1
+        self._forcing = rtol if rtol is not None else forcing_term(self.gnorm) if self.gnorm > 0 else 0.1
         self._maxiter = g.size if maxiter is None else min(maxiter, g.size)
 
     def _solve_small(self, **target) -> tuple[np.ndarray, float, float]:
         """``(h, lam, h^T T h)`` for the current target, growing the Krylov space as needed."""
-        lanczos = self.lanczos
+        lanczos, lam = self.lanczos, 0.0
         if lanczos.size == 0:
             lanczos.extend()
         while True:
             shifts = _TridiagonalShifts(lanczos.diagonal, lanczos.offdiagonal)
             g_small = np.zeros(lanczos.size)
             g_small[0] = self.gnorm
-            h, lam = solve_secular(shifts, g_small, **target)
-            if not np.all(np.isfinite(h)):
+            h, lam = solve_secular(shifts, g_small, lam0=lam, **target)
+            if not np.isfinite(lam):
                 return h, lam, np.nan
-            scale = self.gnorm if self.gnorm > 0 else lam * np.linalg.norm(h)
+            scale = self.gnorm if self.gnorm > 0 else lam * _norm(h)
             accurate = scale > 0 and lanczos.next_beta * abs(h[-1]) <= self._forcing * scale
             if accurate or lanczos.exhausted or lanczos.size >= self._maxiter:
                 return h, lam, shifts.quadratic(h)
@@ -415,7 +461,7 @@ class LanczosCubic(_LanczosSubproblem):
 
     def solve(self, sigma: float) -> SubproblemSolution:
         h, lam, hth = self._solve_small(sigma=sigma)
-        decrease = -(self.gnorm * h[0] + 0.5 * hth + sigma / 3.0 * np.linalg.norm(h) ** 3)
+        decrease = -(self.gnorm * h[0] + 0.5 * hth + sigma / 3.0 * _norm(h) ** 3)
         return SubproblemSolution(self.lanczos.combine(h), decrease, True)
 
 
@@ -451,7 +497,7 @@ class Dogleg:
     def __init__(self, g: np.ndarray, H: np.ndarray):
         self._g, self._H = g, H
         self._shifts = _DenseShifts(H)
-        self._gnorm = float(np.linalg.norm(g))
+        self._gnorm = _norm(g)
         self._g_curvature = float(g @ H @ g)
         solve = self._shifts.factor(0.0) if self._shifts.finite else None
         self._newton = None if solve is None else -solve(g)
@@ -466,15 +512,15 @@ class Dogleg:
             p, on_boundary = self._dogleg(radius)
         else:
             p = min((self._cauchy_point(radius), self._eigenpoint(radius)), key=self._model)
-            on_boundary = np.linalg.norm(p) >= (1 - 1e-12) * radius
+            on_boundary = _norm(p) >= (1 - 1e-12) * radius
         return SubproblemSolution(p, -self._model(p), on_boundary)
 
     def _dogleg(self, radius: float) -> tuple[np.ndarray, bool]:
         newton, g = self._newton, self._g
-        if np.linalg.norm(newton) <= radius:
+        if _norm(newton) <= radius:
             return newton, False
         steepest = -(self._gnorm ** 2 / self._g_curvature) * g
-        if np.linalg.norm(steepest) >= radius:
+        if _norm(steepest) >= radius:
             return -(radius / self._gnorm) * g, True
         tau = boundary_steps(steepest, newton - steepest, radius)[1]
         return steepest + tau * (newton - steepest), True

@@ -74,6 +74,8 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
                       callback: Callable | None, disp: bool) -> OptimizeResult:
     """The outer loop (N&W Alg. 4.1) shared by the trust-region methods and ARC.
 
+    At a first-order point with clearly negative curvature (a saddle) the model is built without
+    its linear term, so every solver steps along negative curvature; the step is turned downhill.
     ``make_model(x, g)`` builds the subproblem solver at an accepted point; ``control`` holds the
     radius (or sigma) and updates it from rho; ``curvature(x)`` estimates the smallest Hessian
     eigenvalue and a scale for the second-order check (None: no check).
@@ -93,8 +95,10 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
         if nit == maxiter:
             status = MAXITER
             break
-        model = model or make_model(x, g)
+        model = model or make_model(x, np.zeros_like(g) if saddle else g)
         step = model.solve(control.value)
+        if saddle:
+            step = _downhill(step, g)
         step_norm = float(np.linalg.norm(step.p))
         if not np.isfinite(step_norm):  # the Hessian at x is not finite
             status = NONFINITE
@@ -106,10 +110,9 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
         x_trial = x + step.p
         f_trial = objective.fun(x_trial)
         rho = reduction_ratio(f, f_trial, step.decrease)
-        if rho > eta and not np.all(np.isfinite(objective.grad(x_trial))):
-            rho = np.nan
-        control.update(rho, step, step_norm, backtrack_fraction(f, f_trial, g @ step.p))
-        accepted = rho > eta
+        accepted = rho > eta and _acceptable(f, f_trial, g, objective.grad(x_trial))
+        control.update(rho if accepted else -np.inf, step, step_norm,
+                       backtrack_fraction(f, f_trial, g @ step.p))
         if accepted:
             x, f, g, model = x_trial, f_trial, objective.grad(x_trial), None
         if record(step_norm, rho):
@@ -117,6 +120,20 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
         elif accepted:
             status, saddle = _stationarity(x, g, gtol, curvature)
     return make_result(objective, x, status, nit, monitor.history)
+
+
+def _downhill(step: SubproblemSolution, g: np.ndarray) -> SubproblemSolution:
+    """A step of the model without its linear term (even in p), turned so that ``g^T p <= 0``;
+    its decrease in the full model adds ``|g^T p|`` exactly."""
+    slope = float(g @ step.p)
+    return step._replace(p=-step.p if slope > 0 else step.p, decrease=step.decrease + abs(slope))
+
+
+def _acceptable(f: float, f_trial: float, g: np.ndarray, g_trial: np.ndarray) -> bool:
+    """A good step must also have a finite gradient and lower f, or at equal f (working
+    precision) the gradient norm, so that the iteration cannot cycle."""
+    return bool(np.all(np.isfinite(g_trial))) and (
+        f_trial < f or (f_trial == f and np.linalg.norm(g_trial) < np.linalg.norm(g)))
 
 
 def _stationarity(x, g, gtol, curvature) -> tuple[int | None, bool]:
