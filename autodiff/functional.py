@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import numpy as anp
 from .core import Tensor, constant, value_of
 from .forward import ForwardAccumulator
 from .hessian_operator import hessian_operator
@@ -97,10 +98,22 @@ def hessian(f: Callable, argnums: int = 0, chunk_size: int | None = None) -> Cal
     """
     def hessian_f(*args, **kwargs):
         if isinstance(args[argnums], (list, tuple, dict)):
-            flat, unravel = ravel(args[argnums])
+            flat, unravel = _ravel_mirrored(args[argnums])
             return hessian(lambda v: f(*_insert(args, argnums, unravel(v)), **kwargs), 0, chunk_size)(flat)
         return jacobian(jacobian(f, argnums), argnums, chunk_size)(*args, **kwargs)
     return hessian_f
+
+
+def _has_tensors(tree) -> bool:
+    return any(isinstance(leaf, Tensor) for leaf in flatten(tree)[0])
+
+
+def _ravel_mirrored(tree):
+    """``ravel(tree)``, but with Tensor leaves the flat vector is a Tensor on the active tapes."""
+    flat, unravel = ravel(tree)
+    if _has_tensors(tree):
+        flat = anp.concatenate([anp.astype(anp.ravel(leaf), float) for leaf in flatten(tree)[0]])
+    return flat, unravel
 
 
 def _insert(args, k, value):
@@ -112,11 +125,14 @@ def _insert(args, k, value):
 def hvp(f: Callable, x, v):
     """H(x) @ v for a scalar f, shaped like x (a flat vector for a pytree x, as ``hessian``).
 
-    Arrays in: one backward sweep over the recorded gradient. A Tensor x (inside an enclosing
+    Arrays in: one backward sweep over the recorded gradient. Tensors in (inside an enclosing
     tape): forward-over-reverse, so the result is a Tensor the enclosing tape differentiates.
     """
     if isinstance(x, Tensor):
         return jvp(grad(f), (x,), (v,))[1]
+    if isinstance(x, (list, tuple, dict)) and _has_tensors(x):
+        flat, unravel = _ravel_mirrored(x)
+        return hvp(lambda z: f(unravel(z)), flat, v)
     hv = hessian_operator(f, x).matvec(v)
     return hv if isinstance(x, (list, tuple, dict)) else np.reshape(hv, np.shape(x))
 

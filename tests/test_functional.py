@@ -275,6 +275,30 @@ def test_hessian_of_a_pytree_is_one_flat_matrix_equal_to_the_raveled_functions()
     np.testing.assert_allclose(h_list, exact, rtol=1e-15)
 
 
+def test_hessian_and_hvp_of_a_pytree_of_tensors_are_tensors_the_enclosing_tape_differentiates():
+    flat_value, unravel = ad.ravel(TREE)
+    tree = {"a": ad.constant(TREE["a"]), "b": [ad.constant(leaf) for leaf in TREE["b"]]}
+    v = np.linspace(-1.0, 1.0, 7)
+    with ad.GradientTape(persistent=True) as tape:
+        tape.watch(tree)
+        h = ad.hessian(tree_function)(tree)
+        hv = ad.hvp(tree_function, tree, v)
+        trace = anp.trace(h)
+    assert isinstance(h, ad.Tensor) and isinstance(hv, ad.Tensor)
+    np.testing.assert_allclose(h.numpy(), ad.hessian(tree_function)(TREE), rtol=1e-15)
+    np.testing.assert_allclose(hv.numpy(), h.numpy() @ v, rtol=1e-14)
+
+    def flat_hessian(z):
+        return ad.hessian(lambda w: tree_function(unravel(w)))(z)
+
+    d_trace = ad.ravel(tape.gradient(trace, tree))[0]
+    np.testing.assert_allclose(d_trace, central_difference(lambda z: np.trace(flat_hessian(z)),
+                                                           flat_value, 1e-5), atol=1e-8)
+    d_hv = ad.ravel(tape.gradient(hv, tree, output_gradients=v))[0]
+    np.testing.assert_allclose(d_hv, central_difference(lambda z: v @ flat_hessian(z) @ v,
+                                                        flat_value, 1e-5), atol=1e-8)
+
+
 def test_grad_of_a_pytree_has_the_trees_structure():
     g = ad.grad(tree_function)(TREE)
     assert set(g) == {"a", "b"} and type(g["b"]) is list and g["a"].shape == (2, 2)
