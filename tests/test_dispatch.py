@@ -212,6 +212,27 @@ def test_out_argument_raises_a_type_error(call):
         call(ad.constant([1.0, 2.0]), np.empty(2))
 
 
+@pytest.mark.parametrize("call, message", [
+    (lambda t: np.max(t, initial=5.0), r"max with \['initial'\]"),
+    (lambda t: np.mean(t, where=np.array([True, False])), r"mean with \['where'\]"),
+    (lambda t: np.std(t, where=np.array([True, False])), r"std with \['where'\]"),
+    (lambda t: np.concatenate([t, t], dtype=np.float32), r"concatenate with \['dtype'\]"),
+    (lambda t: np.einsum("i,i", t, t, dtype=np.float32), r"einsum with \['dtype'\]"),
+    (lambda t: anp.logsumexp(t, b=np.ones(2)), r"logsumexp with \['b'\]"),
+    (lambda t: np.add(t, t, casting="unsafe"), r"numpy.add with \['casting'\]"),
+])
+def test_an_unsupported_keyword_raises_instead_of_being_ignored(call, message):
+    with pytest.raises(TypeError, match=message):
+        call(ad.constant([1.0, 2.0]))
+
+
+def test_supported_reduction_keywords_match_numpy():
+    x, mask = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([True, False])
+    for call in [lambda a: np.sum(a, where=mask, axis=1), lambda a: np.sum(a, initial=2.5),
+                 lambda a: np.prod(a, where=mask, initial=3.0), lambda a: np.linalg.norm(a[0], 0)]:
+        np.testing.assert_array_equal(call(ad.constant(x)).numpy(), call(x))
+
+
 def test_sort_and_mod_are_differentiable_not_silently_constant():
     x = np.array([0.3, -1.2, 2.5])
     np.testing.assert_array_equal(gradient(lambda t: np.sort(t) @ np.array([1.0, 2.0, 3.0]), x).numpy(),

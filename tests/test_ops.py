@@ -272,6 +272,25 @@ case("cumsum (flattened)", drawn(lambda xp, x: xp.cumsum(x), uniform(-2, 2)))
 case("softmax", reduction("softmax", uniform(-3, 3), shapes=NONSCALAR, single_axis=True))
 case("log_softmax", reduction("log_softmax", uniform(-3, 3), shapes=NONSCALAR, single_axis=True))
 case("sort", reduction("sort", distinct, shapes=NONSCALAR, single_axis=True))
+
+
+@st.composite
+def masked_reduction(draw, name, sample):
+    """sum / prod with a where= mask that broadcasts to x, and initial=."""
+    shape = draw(NONSCALAR)
+    mask_shape = draw(hnp.broadcastable_shapes(shape, max_dims=len(shape))
+                      .filter(lambda s: np.broadcast_shapes(s, shape) == shape))
+    rng = draw(RNGS)
+    mask = rng.random(mask_shape) < 0.6
+    kwargs = {"axis": draw(axes(len(shape))), "where": mask, "initial": draw(st.sampled_from([0.0, 1.5]))}
+    return Problem(lambda xp, x: getattr(xp, name)(x, **kwargs), sample(rng, shape),
+                   f"{name}({shape}, where of {mask_shape}, {kwargs['initial']})")
+
+
+case("sum (where=, initial=)", masked_reduction("sum", uniform(-2, 2)))
+case("prod (where=, initial=)", masked_reduction("prod", with_zeros))
+
+
 case("x.sum(axis=-1)", drawn(lambda xp, x: x.sum(axis=-1), uniform(-2, 2), NONSCALAR))
 case("x.mean()", drawn(lambda xp, x: x.mean(), uniform(-2, 2)))
 case("x.max(axis=0)", drawn(lambda xp, x: x.max(axis=0), distinct, NONSCALAR))
@@ -517,8 +536,18 @@ def split_problem(draw):
 
 
 case("concatenate", joined("concatenate"))
+case("concatenate (axis=None)", product(lambda xp, a, b: xp.concatenate([a, b], axis=None), {
+    "matrix, vector": lambda m, k, n, ba, bb: ((m, k), (n,))}))
+case("hstack", product(lambda xp, a, b: xp.hstack([a, b]), {
+    "vectors": lambda m, k, n, ba, bb: ((m,), (n,)), "matrices": lambda m, k, n, ba, bb: ((m, k), (m, n))}))
+case("vstack", product(lambda xp, a, b: xp.vstack([a, b]), {
+    "vectors": lambda m, k, n, ba, bb: ((k,), (k,)), "matrices": lambda m, k, n, ba, bb: ((m, k), (n, k))}))
 case("stack", joined("stack"))
 case("split", split_problem())
+case("array_split", shape_op(lambda draw, shape: (
+    "array_split(3, axis=-1)",
+    lambda xp, x: xp.concatenate([xp.ravel(p) * (k + 1) for k, p in enumerate(xp.array_split(x, 3, axis=-1))])),
+    NONSCALAR))
 
 
 @st.composite
@@ -954,6 +983,7 @@ NON_DIFFERENTIABLE = {
     "sign": lambda xp, x: xp.sign(x),
     "isfinite": lambda xp, x: xp.isfinite(x),
     "floor_divide": lambda xp, x: x // 0.7,
+    "linalg.norm(ord=0)": lambda xp, x: xp.linalg.norm(x[0], 0),
 }
 
 

@@ -11,8 +11,8 @@ from collections import namedtuple
 import numpy as _np
 
 from ..core import value_of
-from .ops import (_expand_reduced, _keepdims_shape, concatenate, defjvp, defvjp, matmul, primitive,
-                  reshape, sum, swapaxes, tril, unbroadcast, where)
+from .ops import (_expand_reduced, _keepdims_shape, concatenate, defjvp, defvjp, matmul, nondiff,
+                  primitive, reshape, sum, swapaxes, tril, unbroadcast, where)
 from .ops import abs as _abs, max as _max, min as _min
 
 SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
@@ -173,6 +173,9 @@ defvjp(_norm2, _norm2_vjp)
 defjvp(_norm2, _norm2_jvp)
 
 
+_count_nonzero = nondiff(lambda x, axis, keepdims: _np.linalg.norm(x, 0, axis, keepdims))
+
+
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector norms (any ord) and the Frobenius matrix norm; the 2-norm's gradient at 0 is 0."""
     ndim = _np.ndim(value_of(x))
@@ -181,6 +184,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
         axis = (axis,)
     if ord in (None, 2, "fro") and (ord != 2 or len(axis) == 1) and (ord != "fro" or len(axis) == 2):
         return _norm2(x, axis, keepdims)
+    if ord == 0:  # the number of nonzeros: no derivative
+        return _count_nonzero(x, axis=axis, keepdims=keepdims)
     if len(axis) != 1:
         raise NotImplementedError(f"autodiff: matrix norm ord={ord!r} is not supported "
                                   "(vector norms and 'fro' are)")

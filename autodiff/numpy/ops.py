@@ -117,6 +117,12 @@ def _reject_out(out):
         raise TypeError("autodiff: in-place NumPy operations (out=...) cannot be differentiated")
 
 
+def _reject_others(name, kwargs):
+    """NumPy keywords we do not implement are an error, never silently ignored."""
+    if kwargs:
+        raise TypeError(f"autodiff: {name} with {sorted(kwargs)} is not supported")
+
+
 def _axes(axis, ndim: int) -> tuple:
     """``axis`` (None, int or tuple) as a sorted tuple of non-negative axes."""
     if axis is None:
@@ -255,7 +261,9 @@ defjvp(_clip, lambda t, ans, x, lo, hi: t * _mask(value_of(ans) == value_of(x), 
 def clip(a, a_min=None, a_max=None, out=None, **kwargs):
     """Clip to [a_min, a_max]; the gradient flows where the value was not clipped."""
     _reject_out(out)
-    return _clip(a, value_of(kwargs.get("min", a_min)), value_of(kwargs.get("max", a_max)))
+    a_min, a_max = kwargs.pop("min", a_min), kwargs.pop("max", a_max)
+    _reject_others("clip", kwargs)
+    return _clip(a, value_of(a_min), value_of(a_max))
 
 
 # --- reductions --------------------------------------------------------------------------------
@@ -276,14 +284,17 @@ defvjp(_sum, lambda g, ans, x, axis=None, keepdims=False: _expand_reduced(g, ans
 deflinear(_sum)
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, **kwargs):
     _reject_out(out)
-    result = _sum(a, axis=axis, keepdims=keepdims)
+    _reject_others("sum", kwargs)
+    result = _sum(a if where is None else _where(value_of(where), a, 0), axis=axis, keepdims=keepdims)
+    result = result if initial is None else result + initial
     return result if dtype is None else astype(result, dtype)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
     _reject_out(out)
+    _reject_others("mean", kwargs)
     count = math.prod([_shape((a))[k] for k in _axes(axis, _ndim((a)))])  # an int keeps float32
     return sum(a, axis=axis, dtype=dtype, keepdims=keepdims) / count
 
@@ -308,6 +319,7 @@ def _extremum(np_fun, name):
 
     def reduce(a, axis=None, out=None, keepdims=False, **kwargs):
         _reject_out(out)
+        _reject_others(name, kwargs)
         return prim(a, axis=axis, keepdims=keepdims)
     reduce.__name__ = name
     reduce.__doc__ = f"{name} over axis; ties share the gradient equally."
@@ -342,20 +354,24 @@ defjvp(_prod, lambda t, ans, x, axis=None, keepdims=False:
        sum(t * _products_of_others(x, axis), axis=axis, keepdims=keepdims))
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, **kwargs):
     _reject_out(out)
-    result = _prod(a, axis=axis, keepdims=keepdims)
+    _reject_others("prod", kwargs)
+    result = _prod(a if where is None else _where(value_of(where), a, 1), axis=axis, keepdims=keepdims)
+    result = result if initial is None else result * initial
     return result if dtype is None else astype(result, dtype)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
     _reject_out(out)
+    _reject_others("var", kwargs)
     centered = a - mean(a, axis=axis, keepdims=True)
     count = math.prod([_shape((a))[k] for k in _axes(axis, _ndim((a)))])  # an int keeps float32
     return sum(centered * centered, axis=axis, dtype=dtype, keepdims=keepdims) / (count - ddof)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+    _reject_others("std", kwargs)
     return sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims))
 
 
@@ -366,6 +382,7 @@ def stop_gradient(x):
 
 def logsumexp(a, axis=None, keepdims=False, **kwargs):
     """log(sum(exp(a))) computed stably (the shift carries no gradient, the result is exact)."""
+    _reject_others("logsumexp", kwargs)
     shift = stop_gradient(max(a, axis=axis, keepdims=True))
     shift = where(_np.isfinite(value_of(shift)), shift, 0.0)
     result = log(sum(exp(a - shift), axis=axis, keepdims=True)) + shift
@@ -414,7 +431,9 @@ deflinear(_reshape)
 
 
 def reshape(a, shape=None, order="C", **kwargs):
-    shape = kwargs.get("newshape", shape)
+    shape = kwargs.pop("newshape", shape)
+    kwargs.pop("copy", None)  # Tensors are immutable: a copy and a view are the same thing
+    _reject_others("reshape", kwargs)
     if order != "C":
         raise NotImplementedError("autodiff: reshape supports only order='C'")
     shape = (shape,) if _is_int(shape) else tuple(shape)
@@ -523,6 +542,7 @@ _concatenate.jvps[0] = _concatenate_jvp
 
 def concatenate(arrays, axis=0, out=None, **kwargs):
     _reject_out(out)
+    _reject_others("concatenate", kwargs)
     if axis is None:
         return _concatenate(*[ravel(a) for a in arrays], axis=0)
     return _concatenate(*arrays, axis=axis)
@@ -530,17 +550,20 @@ def concatenate(arrays, axis=0, out=None, **kwargs):
 
 def stack(arrays, axis=0, out=None, **kwargs):
     _reject_out(out)
+    _reject_others("stack", kwargs)
     arrays = list(arrays)
     ndim = _ndim((arrays[0])) + 1
     return concatenate([expand_dims(a, axis % ndim) for a in arrays], axis=axis % ndim)
 
 
 def hstack(tup, **kwargs):
+    _reject_others("hstack", kwargs)
     arrays = [atleast_1d(a) for a in tup]
     return concatenate(arrays, axis=0 if _ndim((arrays[0])) == 1 else 1)
 
 
 def vstack(tup, **kwargs):
+    _reject_others("vstack", kwargs)
     return concatenate([reshape(a, (1, -1)) if _ndim((a)) < 2 else a for a in tup], axis=0)
 
 
@@ -592,6 +615,7 @@ defjvp(_pad, lambda t, ans, x, widths, value: _pad(t, widths, 0))
 def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
     if mode != "constant":
         raise NotImplementedError(f"autodiff: pad supports mode='constant' only, not {mode!r}")
+    _reject_others("pad", kwargs)
     ndim = _ndim((array))
     widths = tuple(map(tuple, _np.broadcast_to(_np.asarray(pad_width, dtype=int), (ndim, 2)).tolist()))
     return _pad(array, widths, constant_values)
@@ -684,8 +708,11 @@ def take_along_axis(arr, indices, axis):
     return getitem(arr, index)
 
 
-def sort(a, axis=-1, kind=None, order=None, **kwargs):
+def sort(a, axis=-1, kind=None, order=None, stable=None):
     """Sorted values; each one's gradient flows back to where it came from."""
+    if order is not None:
+        raise TypeError("autodiff: sort with order= (structured arrays) is not supported")
+    kind = "stable" if stable else kind
     if axis is None:
         a, axis = ravel(a), -1
     return take_along_axis(a, _np.argsort(value_of(a), axis=axis, kind=kind), axis)
@@ -891,6 +918,7 @@ _einsum.jvps[0] = _einsum_jvp
 def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
     """Einstein summation (string subscripts; the ellipsis and repeated indices are supported)."""
     _reject_out(out)
+    _reject_others("einsum", kwargs)
     terms, output = _explicit_subscripts(subscripts, [_shape((o)) for o in operands])
     operands = list(operands)
     for k, term in enumerate(terms):
