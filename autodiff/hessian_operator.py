@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from . import numpy as anp
-from .core import Tensor, Variable, constant
+from .core import Tensor, Variable, constant, state
 from .nest import flatten
 from .pytree import ravel
 from .tape import GradientTape, UnconnectedGradients
@@ -58,13 +58,22 @@ class HessianOperator:
         self.dtype = self.gradient.dtype
 
     def _sweep(self, seeds: np.ndarray) -> np.ndarray:
-        """One backward sweep over the recorded gradient, seeded with ``seeds`` (k, n) -> (k, n)."""
+        """One backward sweep over the recorded gradient, seeded with ``seeds`` (k, n) -> (k, n).
+
+        The result is NumPy, so the sweep runs on raw arrays even inside a user's tape or
+        accumulator: nothing is recorded there (a tape would otherwise record every rule that reads
+        a trainable Variable, and grow with each product).
+        """
         self._tape._check_usable()
-        parts = self._tape._sweep([self._g], [seeds], self._sources, seeds.shape[:-1])
+        active = state.tapes[:], state.accumulators[:]
+        state.tapes[:], state.accumulators[:] = [], []
+        try:
+            parts = self._tape._sweep([self._g], [seeds], self._sources, seeds.shape[:-1])
+        finally:
+            state.tapes[:], state.accumulators[:] = active
         return np.concatenate([
             np.zeros(seeds.shape[:-1] + (s.size,)) if p is None
-            else np.reshape(np.asarray(p.numpy() if isinstance(p, Tensor) else p),
-                            seeds.shape[:-1] + (-1,))
+            else np.reshape(np.asarray(p), seeds.shape[:-1] + (-1,))
             for p, s in zip(parts, self._sources)], axis=-1)
 
     def matvec(self, v) -> np.ndarray:

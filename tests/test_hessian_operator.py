@@ -297,6 +297,19 @@ def test_cached_products_do_not_grow_memory():
     np.testing.assert_array_equal(op.matvec(v), expected)
 
 
+def test_products_inside_a_users_tape_record_nothing_on_it():
+    model = TwoLayerModel()  # its backward rules read the Variables (the cotangent of hidden is g w2')
+    op = ad.hessian_operator(model.loss, model.variables)
+    v = np.random.default_rng(12).normal(size=op.shape[0])
+    expected, dense = op.matvec(v), op.to_dense()
+    with ad.GradientTape(persistent=True) as tape:  # watches every trainable Variable it sees read
+        with ad.ForwardAccumulator(model.variables, [np.ones(w.shape) for w in model.variables]):
+            inside, dense_inside = op.matvec(v), op.to_dense()
+    assert tape._records == []
+    np.testing.assert_array_equal(inside, expected)
+    np.testing.assert_array_equal(dense_inside, dense)
+
+
 def test_hand_written_pattern_does_not_grow_memory_or_the_tape():
     model = WideLayer()
     with ad.GradientTape(persistent=True) as outer:
