@@ -58,15 +58,19 @@ def backtrack_fraction(f: float, f_trial: float, slope: float) -> float:
     return 0.25
 
 
+def noise(f: float) -> float:
+    """A few ulps of f: changes of f this small are rounding."""
+    return 10.0 * EPS * max(1.0, abs(f))
+
+
 def reduction_ratio(f: float, f_trial: float, decrease: float) -> float:
-    """Actual over predicted decrease; both get a few ulps of f so that steps at working
+    """Actual over predicted decrease; both get the rounding level of f so that steps at working
     precision are judged by the model rather than by rounding (CGT §17.4.2). NaN if f_trial is."""
     if not np.isfinite(f_trial):
         return np.nan
-    noise = 10.0 * EPS * max(1.0, abs(f))
-    if decrease + noise <= 0:
+    if decrease + noise(f) <= 0:
         return -np.inf
-    return (f - f_trial + noise) / (decrease + noise)
+    return (f - f_trial + noise(f)) / (decrease + noise(f))
 
 
 def trust_region_loop(objective: Objective, make_model: Callable, control, *,
@@ -103,14 +107,14 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
         if not np.isfinite(step_norm):  # the Hessian at x is not finite
             status = NONFINITE
             break
-        if step_norm <= EPS * max(1.0, float(np.linalg.norm(x))):
+        if _negligible(step.p, x):
             status = NONFINITE if not np.isfinite(f_trial) else NOT_A_MINIMUM if saddle else PRECISION_LOSS
             break
         nit += 1
         x_trial = x + step.p
         f_trial = objective.fun(x_trial)
         rho = reduction_ratio(f, f_trial, step.decrease)
-        accepted = rho > eta and _acceptable(f, f_trial, g, objective.grad(x_trial))
+        accepted = rho > eta and _acceptable(f, f_trial, g, objective.grad(x_trial), noise(f))
         control.update(rho if accepted else -np.inf, step, step_norm,
                        backtrack_fraction(f, f_trial, g @ step.p))
         if accepted:
@@ -129,11 +133,18 @@ def _downhill(step: SubproblemSolution, g: np.ndarray) -> SubproblemSolution:
     return step._replace(p=-step.p if slope > 0 else step.p, decrease=step.decrease + abs(slope))
 
 
-def _acceptable(f: float, f_trial: float, g: np.ndarray, g_trial: np.ndarray) -> bool:
-    """A good step must also have a finite gradient and lower f, or at equal f (working
-    precision) the gradient norm, so that the iteration cannot cycle."""
-    return bool(np.all(np.isfinite(g_trial))) and (
-        f_trial < f or (f_trial == f and np.linalg.norm(g_trial) < np.linalg.norm(g)))
+def _acceptable(f: float, f_trial: float, g: np.ndarray, g_trial: np.ndarray,
+                tolerance: float) -> bool:
+    """A good step must also have a finite gradient and lower f or, when f changes only within
+    rounding (``tolerance``), the gradient norm, so that the iteration cannot cycle."""
+    return bool(np.all(np.isfinite(g_trial))) and (f_trial < f or (
+        f_trial <= f + tolerance and np.linalg.norm(g_trial) < np.linalg.norm(g)))
+
+
+def _negligible(p: np.ndarray, x: np.ndarray) -> bool:
+    """The step changes no component of x beyond rounding (zero components: beyond eps^2 ||x||)."""
+    floor = EPS * max(1.0, float(np.linalg.norm(x)))
+    return bool(np.all(np.abs(p) <= EPS * (np.abs(x) + floor)))
 
 
 def _stationarity(x, g, gtol, curvature) -> tuple[int | None, bool]:
