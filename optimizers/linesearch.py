@@ -36,12 +36,12 @@ class _Trial(NamedTuple):
 
 
 class _Line:
-    """phi(a) = f(x + a p) and phi'(a) through the objective, remembering whether all trials were
-    non-finite."""
+    """phi(a) = f(x + a p) and phi'(a) through the objective, remembering whether trials were
+    finite."""
 
     def __init__(self, objective: Objective, x: np.ndarray, p: np.ndarray, f0: float):
         self.objective, self.x, self.p, self.f0 = objective, x, p, f0
-        self.only_nonfinite = True
+        self.finite_trials = self.nonfinite_trials = 0
 
     def point(self, step: float) -> np.ndarray:
         return self.x + step * self.p
@@ -49,9 +49,14 @@ class _Line:
     def value(self, step: float) -> float:
         f = self.objective.fun(self.point(step))
         if np.isfinite(f):
-            self.only_nonfinite = False
+            self.finite_trials += 1
             return f
+        self.nonfinite_trials += 1
         return np.nan
+
+    def negligible(self, step: float) -> bool:
+        """x + step p == x at working precision: shrinking further is pointless."""
+        return bool(np.array_equal(self.point(step), self.x))
 
     def slope(self, step: float) -> float:
         """phi'(step), NaN when the gradient there is not finite."""
@@ -65,7 +70,8 @@ class _Line:
         return LineSearchResult(step, self.point(step), f, True, False)
 
     def fail(self) -> LineSearchResult:
-        return LineSearchResult(0.0, self.x, self.f0, False, self.only_nonfinite)
+        only_nonfinite = self.nonfinite_trials > 0 and self.finite_trials == 0
+        return LineSearchResult(0.0, self.x, self.f0, False, only_nonfinite)
 
 
 def strong_wolfe(objective: Objective, x: np.ndarray, p: np.ndarray, f0: float, g0: np.ndarray, *,
@@ -111,7 +117,7 @@ def _zoom(line: _Line, lo: _Trial, hi: _Trial, slope0: float, c1: float, c2: flo
     f0 = line.f0
     for _ in range(maxiter):
         step = _interpolate(lo, hi)
-        if step in (lo.step, hi.step):   # bracket collapsed at working precision
+        if step in (lo.step, hi.step) or line.negligible(step):   # collapsed at working precision
             break
         f = line.value(step)
         if not f <= f0 + c1 * step * slope0 or f >= lo.f:
@@ -166,6 +172,8 @@ def backtracking(objective: Objective, x: np.ndarray, p: np.ndarray, f0: float, 
         return line.fail()
     step = step0
     for _ in range(maxiter):
+        if line.negligible(step):
+            break
         f = line.value(step)
         if f <= f0 + c1 * step * slope0:
             if line.gradient_is_finite(step):
