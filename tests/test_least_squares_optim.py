@@ -1,0 +1,166 @@
+"""Gauss-Newton and Levenberg-Marquardt on problems with known solutions, result fields, scaling
+invariance, bad input and stopping."""
+import numpy as np
+import pytest
+from scipy.optimize import least_squares
+
+from optimizers.least_squares import least_squares_lm
+
+METHODS = ["lm", "gn"]
+
+
+def rosenbrock_residuals():
+    return (lambda x: np.array([10 * (x[1] - x[0] ** 2), 1 - x[0]]),
+            lambda x: np.array([[-20 * x[0], 10.0], [-1.0, 0.0]]))
+
+
+T = np.linspace(0, 4, 30)
+Y = 2.5 * np.exp(-1.3 * T) + 0.5
+
+
+def exponential_fit():
+    """y = a exp(-b t) + c with exact data: the solution is (2.5, 1.3, 0.5), cost 0."""
+    residuals = lambda x: x[0] * np.exp(-x[1] * T) + x[2] - Y
+    jac = lambda x: np.column_stack([np.exp(-x[1] * T), -x[0] * T * np.exp(-x[1] * T),
+                                     np.ones_like(T)])
+    return residuals, jac
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_linear_least_squares_matches_numpy(method):
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((20, 5)), rng.standard_normal(20)
+    result = least_squares_lm(lambda x: a @ x - b, np.zeros(5), lambda x: a, method=method)
+    expected, residual_sum = np.linalg.lstsq(a, b, rcond=None)[:2]
+    assert result.status == 0
+    np.testing.assert_allclose(result.x, expected, atol=1e-8)
+    assert result.cost == pytest.approx(0.5 * residual_sum[0], rel=1e-10)
+
+
+def test_gauss_newton_solves_a_linear_problem_in_one_step():
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((8, 3)), rng.standard_normal(8)
+    result = least_squares_lm(lambda x: a @ x - b, np.zeros(3), lambda x: a, method="gn")
+    assert result.nit == 1 and result.njev == 2
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_exponential_fit(method):
+    residuals, jac = exponential_fit()
+    result = least_squares_lm(residuals, [1.0, 1.0, 0.0], jac, method=method)
+    assert result.status == 0 and result.success
+    np.testing.assert_allclose(result.x, [2.5, 1.3, 0.5], rtol=1e-8)
+    assert result.cost < 1e-20
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_rosenbrock_as_residuals(method):
+    residuals, jac = rosenbrock_residuals()
+    result = least_squares_lm(residuals, [-1.2, 1.0], jac, method=method)
+    assert result.status == 0
+    np.testing.assert_allclose(result.x, [1.0, 1.0], atol=1e-8)
+
+
+@pytest.mark.parametrize("problem, x0", [(rosenbrock_residuals, [-1.2, 1.0]),
+                                         (exponential_fit, [1.0, 1.0, 0.0])])
+def test_levenberg_marquardt_costs_about_what_minpack_does(problem, x0):
+    residuals, jac = problem()
+    ours = least_squares_lm(residuals, x0, jac)
+    theirs = least_squares(residuals, x0, jac, method="lm")
+    np.testing.assert_allclose(ours.x, theirs.x, rtol=1e-7)
+    assert ours.nfev + ours.njev <= 1.25 * (theirs.nfev + theirs.njev)
+
+
+def test_result_fields_follow_scipy_least_squares():
+    residuals, jac = exponential_fit()
+    x0 = [1.0, 1.0, 0.0]
+    result = least_squares_lm(residuals, x0, jac, maxiter=2)
+    r, j = residuals(result.x), jac(result.x)
+    np.testing.assert_array_equal(result.fun, r)
+    np.testing.assert_array_equal(result.jac, j)
+    np.testing.assert_allclose(result.grad, j.T @ r)
+    assert result.cost == pytest.approx(0.5 * r @ r)
+    assert result.status == 1 and not result.success and result.nit == 2
+    assert "nhev" not in result
+    assert [entry["nit"] for entry in result.history] == [0, 1, 2]
+    assert all({"f", "gnorm", "step", "lambda"} <= set(entry) for entry in result.history)
+
+
+def test_levenberg_marquardt_is_invariant_to_scaling_the_variables():
+    # Moré's scaling D = column norms of J: solving in units 1e4 times larger changes nothing.
+    residuals, jac = exponential_fit()
+    scale = np.array([1e4, 1.0, 1e-3])
+    plain = least_squares_lm(residuals, [1.0, 1.0, 0.0], jac, gtol=0.0)   # gtol is not invariant
+    scaled = least_squares_lm(lambda z: residuals(z / scale), np.array([1.0, 1.0, 0.0]) * scale,
+                              lambda z: jac(z / scale) / scale, gtol=0.0)
+    assert scaled.nit == plain.nit
+    np.testing.assert_allclose(scaled.x / scale, plain.x, rtol=1e-8)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_rank_deficient_jacobian(method):
+    # r depends on x0 + x1 only: any x with x0 + x1 = 3 is a solution.
+    result = least_squares_lm(lambda x: np.array([x[0] + x[1] - 3.0, 2 * (x[0] + x[1]) - 6.0]),
+                              np.zeros(2), lambda x: np.array([[1.0, 1.0], [2.0, 2.0]]),
+                              method=method)
+    assert result.status == 0 and result.x.sum() == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_counters_match_calls(method):
+    calls = {"r": 0, "j": 0}
+    residuals, jac = rosenbrock_residuals()
+
+    def counted_residuals(x):
+        calls["r"] += 1
+        return residuals(x)
+
+    def counted_jac(x):
+        calls["j"] += 1
+        return jac(x)
+
+    result = least_squares_lm(counted_residuals, [-1.2, 1.0], counted_jac, method=method)
+    assert (result.nfev, result.njev) == (calls["r"], calls["j"])
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_nonfinite_residuals_at_x0_are_a_value_error(method):
+    with pytest.raises(ValueError, match="not finite at x0"):
+        least_squares_lm(lambda x: np.array([np.inf]), [0.0], lambda x: np.ones((1, 1)),
+                         method=method)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_nan_mid_run_is_recovered(method):
+    # The residual is undefined beyond x > 3 and the linearization points far past it.
+    residuals = lambda x: np.array([np.log(3.0 - x[0]) - np.log(2.0) if x[0] < 3 else np.nan])
+    jac = lambda x: np.array([[-1.0 / (3.0 - x[0])]])
+    result = least_squares_lm(residuals, [2.99], jac, method=method)
+    assert result.status == 0 and np.isfinite(result.x).all()
+    assert result.x[0] == pytest.approx(1.0, abs=1e-7)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_callback_stop_is_status_99(method):
+    residuals, jac = rosenbrock_residuals()
+
+    def stop(intermediate):
+        if intermediate.nit == 2:
+            raise StopIteration
+
+    result = least_squares_lm(residuals, [-1.2, 1.0], jac, stop, method=method)
+    assert result.status == 99 and result.nit == 2
+
+
+def test_bad_input():
+    residuals, jac = rosenbrock_residuals()
+    with pytest.raises(ValueError, match="method"):
+        least_squares_lm(residuals, [0.0, 0.0], jac, method="dogleg")
+    with pytest.raises(ValueError, match="shape"):
+        least_squares_lm(residuals, [0.0, 0.0], lambda x: np.ones((3, 2)))
+
+
+def test_disp_prints_the_lambda_column(capsys):
+    residuals, jac = exponential_fit()
+    least_squares_lm(residuals, [1.0, 1.0, 0.0], jac, disp=True)
+    assert capsys.readouterr().out.split()[:5] == ["nit", "f", "gnorm", "step", "lambda"]
