@@ -11,6 +11,7 @@ R. S. Dembo, S. C. Eisenstat and T. Steihaug, "Inexact Newton methods", SIAM J. 
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -76,7 +77,8 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
         gnorm = np.linalg.norm(g)
         cg = _conjugate_gradient(lambda v: objective.hessp(x, v), g,
                                  tol=_forcing(gnorm) * gnorm, maxiter=cg_maxiter)
-        return strong_wolfe(objective, x, cg.p, f, g, c1=c1, c2=c2), {"cg": cg.iterations}
+        search = strong_wolfe(objective, x, cg.p, f, g, c1=c1, c2=c2)
+        return search, {"cg": cg.iterations, "negative_curvature": cg.negative_curvature}
 
     probe = _lanczos_probe(objective) if check_second_order else None
     return _descent_loop(objective, step, probe, callback, disp, gtol, maxiter)
@@ -101,9 +103,12 @@ def minimize_hessian_free(fun: Callable, x0, jac: Callable | bool, hess: Callabl
     def step(x, f, g):
         lam = state["damping"]
         gnorm = np.linalg.norm(g)
-        cg = _conjugate_gradient(lambda v: objective.hessp(x, v), g, shift=lam,
-                                 tol=_forcing(gnorm) * gnorm, maxiter=cg_maxiter,
-                                 p0=warm_start * state["p"], relative_progress=True)
+        solve = functools.partial(_conjugate_gradient, lambda v: objective.hessp(x, v), g,
+                                  shift=lam, tol=_forcing(gnorm) * gnorm, maxiter=cg_maxiter,
+                                  relative_progress=True)
+        cg = solve(p0=warm_start * state["p"])
+        if not g @ cg.p < 0:   # a warm start can, rarely, lead uphill: start from 0 instead
+            cg = solve()
         predicted = g @ cg.p + 0.5 * cg.pBp
         search = backtracking(objective, x, cg.p, f, g, c1=c1)
         rho = (search.f - f) / predicted if search.step == 1.0 and predicted < 0 else 0.0
@@ -150,7 +155,8 @@ def _descent_loop(objective: Objective, step: StepFunction, probe: CurvatureProb
         else:
             search, info = step(x, f, g)
         if not search.success or not search.f < f:
-            status = NONFINITE if search.nonfinite else NOT_A_MINIMUM if stationary else PRECISION_LOSS
+            status = (NONFINITE if search.nonfinite else NOT_A_MINIMUM if stationary
+                      else PRECISION_LOSS)
             break
         nit += 1
         step_length = float(np.linalg.norm(search.x - x))
@@ -161,7 +167,7 @@ def _descent_loop(objective: Objective, step: StepFunction, probe: CurvatureProb
 
 
 def _escape(objective: Objective, x: np.ndarray, f: float, g: np.ndarray, direction: np.ndarray,
-            curvature: float) -> tuple[LineSearchResult, dict]:
+            curvature: float) -> LineSearchResult:
     """Step from a stationary point along a unit direction of negative curvature (its sign chosen
     to go downhill), trying a step of the size of x first."""
     direction = -direction if g @ direction > 0 else direction
@@ -240,7 +246,7 @@ class _CGResult(NamedTuple):
     p: np.ndarray           # the step
     pBp: float              # p^T B p for the unshifted curvature B
     iterations: int
-    negative_curvature: bool
+    negative_curvature: bool  # CG stopped on a direction of non-positive curvature
 
 
 def _conjugate_gradient(hessp: Callable, g: np.ndarray, *, tol: float, maxiter: int,
@@ -253,9 +259,10 @@ def _conjugate_gradient(hessp: Callable, g: np.ndarray, *, tol: float, maxiter: 
     (``relative_progress``), or on a direction d with d^T A d <= eps ||d||^2 * kappa, where kappa
     is the largest |d^T A d| / ||d||^2 seen in this run: non-positive curvature relative to the
     operator's own scale, so the test does not depend on how f is scaled (unlike an absolute
-    threshold). If that happens while p = 0, the step is d / |d^T A d| * ||r||^2, the
-    Newton step on the absolute curvature along d (downhill, since d = -g then); otherwise it is
-    the CG iterate so far (p^T B p follows from the residual r = A p + g, at no extra product).
+    threshold). Then tau d, tau = ||r||^2 / |d^T A d|, is added to the CG iterate: the Newton step
+    along d on the absolute curvature. It goes downhill on the model, since r.d = -||r||^2 in CG,
+    and with p = 0 it is a scaled steepest-descent step (d = -g). p^T B p follows from the residual
+    r = A p + g, at no extra product.
     """
     p, r = np.zeros_like(g), g.copy()
     if p0 is not None and p0.any():
