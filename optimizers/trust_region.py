@@ -30,23 +30,24 @@ from .subproblems import (Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, Subprob
 
 EPS = np.finfo(float).eps
 CURVATURE_STEPS = 10       # Lanczos steps of the second-order check with Hessian-vector products
-NEGATIVE_CURVATURE = 1e-6  # curvature below -NEGATIVE_CURVATURE * max(1, ||H||) is "clearly negative"
+NEGATIVE_CURVATURE = 1e-6  # curvature below -1e-6 * max(1, ||H||) is "clearly negative"
 
 
 class RadiusControl:
-    """The trust radius: shrink to an interpolated fraction of a poor step, grow after a good
-    step that hit the boundary."""
+    """The trust radius: shrink to an interpolated fraction of a poor step; after a good step
+    that hit the boundary, grow by 2, or by 4 when the model was very accurate (rho >= 0.9)."""
 
     name = "radius"
 
     def __init__(self, radius: float, max_radius: float):
         self.value, self.max_value = radius, max_radius
 
-    def update(self, rho: float, step: SubproblemSolution, step_norm: float, backtrack: float) -> None:
+    def update(self, rho: float, step: SubproblemSolution, step_norm: float,
+               backtrack: float) -> None:
         if not rho >= 0.25:  # also NaN
             self.value = min(self.value, backtrack * step_norm)
         elif rho >= 0.75 and step.on_boundary:
-            self.value = min(2.0 * self.value, self.max_value)
+            self.value = min((4.0 if rho >= 0.9 else 2.0) * self.value, self.max_value)
 
 
 def backtrack_fraction(f: float, f_trial: float, slope: float) -> float:
@@ -54,7 +55,7 @@ def backtrack_fraction(f: float, f_trial: float, slope: float) -> float:
     ``g^T p`` and f(x + p) has its minimum (CGT §17.1); 0.25 when that says nothing."""
     curvature = f_trial - f - slope
     if np.isfinite(f_trial) and slope < 0 < curvature:
-        return float(np.clip(-slope / (2.0 * curvature), 0.1, 0.5))
+        return min(max(-slope / (2.0 * curvature), 0.1), 0.5)
     return 0.25
 
 
@@ -92,9 +93,13 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
     model, f_trial, nit = None, f, 0
 
     def record(step_norm: float, rho: float) -> bool:
-        return monitor.record(nit, x, f, g, **{control.name: control.value}, step=step_norm, rho=rho)
+        return monitor.record(nit, x, f, g, **{control.name: control.value}, step=step_norm,
+                              rho=rho)
 
-    status, saddle = (CALLBACK_STOP, False) if record(0.0, np.nan) else _stationarity(x, g, gtol, curvature)
+    if record(0.0, np.nan):
+        status, saddle = CALLBACK_STOP, False
+    else:
+        status, saddle = _stationarity(x, g, gtol, curvature)
     while status is None:
         if nit == maxiter:
             status = MAXITER
@@ -108,7 +113,9 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
             status = NONFINITE
             break
         if _negligible(step.p, x):
-            status = NONFINITE if not np.isfinite(f_trial) else NOT_A_MINIMUM if saddle else PRECISION_LOSS
+            # the radius (or 1/sigma) collapsed: say why no step can be taken
+            status = (NONFINITE if not np.isfinite(f_trial) else NOT_A_MINIMUM if saddle
+                      else PRECISION_LOSS)
             break
         nit += 1
         x_trial = x + step.p
@@ -150,7 +157,7 @@ def _negligible(p: np.ndarray, x: np.ndarray) -> bool:
 def _stationarity(x, g, gtol, curvature) -> tuple[int | None, bool]:
     """(SUCCESS, False) at a first-order point without clearly negative curvature; (None, True)
     at a first-order point with it (a saddle to leave); (None, False) otherwise."""
-    if np.linalg.norm(g, np.inf) > gtol:
+    if np.abs(g).max() > gtol:
         return None, False
     if curvature is not None:
         smallest, scale = curvature(x)

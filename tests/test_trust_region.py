@@ -95,6 +95,9 @@ def assert_rosenbrock_minimum(result):
 
 # --- convergence -----------------------------------------------------------------------------
 
+SCIPY_NAMES = {minimize_trust_ncg: "trust-ncg", minimize_trust_krylov: "trust-krylov"}
+
+
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("n", [2, 10, 100])
 def test_rosenbrock(method, n):
@@ -103,6 +106,10 @@ def test_rosenbrock(method, n):
     assert_rosenbrock_minimum(result)
     if n == 2:
         np.testing.assert_allclose(result.x, [1.0, 1.0], atol=1e-5)
+    if n == 100 and method in SCIPY_NAMES:  # fewer evaluations than scipy's counterpart
+        scipy = minimize(rosen, x0, method=SCIPY_NAMES[method], jac=rosen_der, hessp=rosen_hess_prod)
+        assert scipy.success
+        assert result.nfev + result.njev + result.nhev < scipy.nfev + scipy.njev + scipy.nhev
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -137,7 +144,7 @@ def test_without_second_order_check_a_saddle_is_accepted(method):
     ((beale, beale_grad, beale_hess), [1.0, 1.0], [3.0, 0.5], 1e-9, 1e-18, 1e-8),
     # f and x resolve the tiny gradients of the badly scaled problems only so far
     ((powell_badly_scaled, powell_badly_scaled_grad, powell_badly_scaled_hess), [0.0, 1.0],
-     [1.098159329699e-5, 9.106146739867], 1e-10, 1e-13, 1e-3),
+     [1.098159329699e-5, 9.106146739867], 1e-11, 1e-14, 1e-4),
     ((brown_badly_scaled, brown_badly_scaled_grad, brown_badly_scaled_hess), [1.0, 1.0],
      [1e6, 2e-6], 1e-7, 1e-18, 1e-8),
 ], ids=["beale", "powell_badly_scaled", "brown_badly_scaled"])
@@ -147,15 +154,6 @@ def test_more_garbow_hillstrom_problems(method, problem, x0, xmin, gtol, fmax, x
     assert result.success
     assert result.fun < fmax
     np.testing.assert_allclose(result.x, xmin, rtol=xtol)
-
-
-def test_fewer_evaluations_than_scipy_on_rosenbrock_100():
-    x0 = np.tile([-1.2, 1.0], 50)
-    for ours, theirs in [(minimize_trust_ncg, "trust-ncg"), (minimize_trust_krylov, "trust-krylov")]:
-        mine = ours(rosen, x0, rosen_der, hessp=rosen_hess_prod)
-        scipy = minimize(rosen, x0, method=theirs, jac=rosen_der, hessp=rosen_hess_prod)
-        assert mine.success and scipy.success
-        assert mine.nfev + mine.njev + mine.nhev < scipy.nfev + scipy.njev + scipy.nhev
 
 
 # --- results, statuses and bad inputs --------------------------------------------------------
