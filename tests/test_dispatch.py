@@ -128,6 +128,8 @@ def test_tensor_protocols():
     np.testing.assert_array_equal(value, [[1.0, 2.0], [3.0, 4.0]])
     np.testing.assert_array_equal(np.asarray(t, dtype=np.float32), value.astype(np.float32))
     assert isinstance(t > 2, ad.Tensor) and (t > 2).dtype == bool
+    with pytest.raises(TypeError):
+        t[0, 0] = 5.0  # Tensors are immutable (Variables change through assign)
 
 
 # --- dtypes ------------------------------------------------------------------------------------------

@@ -214,6 +214,9 @@ case("where(x > 0, x, 0) (relu)", drawn(lambda xp, x: xp.where(x > 0, x, 0.0), a
 case("clip", drawn(lambda xp, x: xp.clip(x, -0.5, 0.5), off_grid))
 case("clip (lower bound only)", drawn(lambda xp, x: xp.clip(x, -0.5, None), off_grid))
 case("clip (upper bound only)", drawn(lambda xp, x: xp.clip(x, None, 0.5), off_grid))
+case("clip (Tensor bounds, broadcast)", drawn_pair(
+    lambda xp, x, bound: xp.clip(x, -bound, bound), off_grid,
+    lambda rng, shape: 0.25 * rng.integers(1, 5, shape) + rng.uniform(-0.04, 0.04, shape)))
 case("clip (broadcast array bounds)", drawn(
     lambda xp, x: xp.clip(x, np.full((2,) + x.shape, -0.5), np.array(0.5)), off_grid))
 
@@ -394,6 +397,7 @@ EINSUM_SPECS = {  # subscripts and operand shapes from sizes m, k, n and batch s
     "ii->i": lambda m, k, n, ba, bb: [(k, k)],
     "ii": lambda m, k, n, ba, bb: [(k, k)],
     "iij,jk->ik": lambda m, k, n, ba, bb: [(m, m, k), (k, n)],
+    "i...j->j...i": lambda m, k, n, ba, bb: [(m,) + ba + (k,)],
 }
 
 
@@ -925,6 +929,12 @@ def test_max_ties_share_the_gradient_equally():
     np.testing.assert_array_equal(g, [0.0, 0.5, 0.5, 0.0])
     g, _ = gradient_and_hessian(lambda x: anp.sum(anp.min(x, axis=0)), np.array([[1.0, 2.0], [1.0, 0.0]]))
     np.testing.assert_array_equal(g, [[0.5, 0.0], [0.5, 1.0]])
+
+
+def test_indexing_with_tensors_of_indices_and_masks():
+    x = np.array([0.5, -2.0, 3.0, 1.0])
+    g, _ = gradient_and_hessian(lambda t: t[anp.argmax(t)] ** 2 + anp.sum(t[t > 0.7]), x)
+    np.testing.assert_array_equal(g, [0.0, 0.0, 7.0, 1.0])
 
 
 def test_repeated_indices_accumulate_in_the_gradient():

@@ -263,7 +263,10 @@ def clip(a, a_min=None, a_max=None, out=None, **kwargs):
     _reject_out(out)
     a_min, a_max = kwargs.pop("min", a_min), kwargs.pop("max", a_max)
     _reject_others("clip", kwargs)
-    return _clip(a, value_of(a_min), value_of(a_max))
+    if isinstance(a_min, Tensor) or isinstance(a_max, Tensor):  # bounds that need gradients too
+        lower = a if a_min is None else maximum(a, a_min)
+        return lower if a_max is None else minimum(lower, a_max)
+    return _clip(a, a_min, a_max)
 
 
 # --- reductions --------------------------------------------------------------------------------
