@@ -35,8 +35,8 @@ NP.logsumexp = lambda x, axis=None, keepdims=False: np.log(np.sum(np.exp(x), axi
 NP.softmax = scipy.special.softmax
 NP.log_softmax = scipy.special.log_softmax
 
-FEW = settings(max_examples=8, deadline=None)
-FEWER = settings(max_examples=4, deadline=None)
+FEW = settings(max_examples=12, deadline=None)
+FEWER = settings(max_examples=5, deadline=None)
 
 
 # --- problems ------------------------------------------------------------------------------------
