@@ -30,7 +30,8 @@ class SigmaControl:
     def __init__(self, sigma: float, min_sigma: float):
         self.value, self.min_value = sigma, min_sigma
 
-    def update(self, rho: float, step: SubproblemSolution, step_norm: float, backtrack: float) -> None:
+    def update(self, rho: float, step: SubproblemSolution, step_norm: float,
+               backtrack: float) -> None:
         if not rho >= 0.1:  # also NaN
             self.value /= backtrack
         elif rho >= 0.9:

@@ -17,8 +17,10 @@ References
   method for minimization (1981).
 - N. I. M. Gould, S. Lucidi, M. Roma and Ph. L. Toint, Solving the trust-region subproblem using
   the Lanczos method, SIAM J. Optim. 9 (1999) (GLTR).
-- J. J. Moré and D. C. Sorensen, Computing a trust region step, SIAM J. Sci. Stat. Comput. 4 (1983).
-- A. R. Conn, N. I. M. Gould and Ph. L. Toint, *Trust-Region Methods*, SIAM 2000 (CGT), §6.6 (eigenpoint).
+- J. J. Moré and D. C. Sorensen, Computing a trust region step, SIAM J. Sci. Stat. Comput. 4
+  (1983).
+- A. R. Conn, N. I. M. Gould and Ph. L. Toint, *Trust-Region Methods*, SIAM 2000 (CGT), §6.6
+  (eigenpoint).
 - C. Cartis, N. I. M. Gould and Ph. L. Toint, Adaptive cubic regularisation methods for
   unconstrained optimization, Part I, Math. Program. 127 (2011) (ARC).
 """
@@ -53,7 +55,7 @@ def boundary_steps(p: np.ndarray, d: np.ndarray, radius: float) -> tuple[float, 
 
 
 def _norm(v: np.ndarray) -> float:
-    """Euclidean norm of a vector, without np.linalg.norm's overhead (it dominates at Lanczos sizes)."""
+    """Euclidean norm, without np.linalg.norm's overhead (it dominates at Lanczos sizes)."""
     return float(np.sqrt(v @ v))
 
 
@@ -70,7 +72,8 @@ class Lanczos:
 
     After k steps ``Q_k^T H Q_k = T_k`` (diagonal ``diagonal``, off-diagonal ``offdiagonal``) and
     ``H Q_k = Q_k T_k + next_beta q_{k+1} e_k^T``. The basis is stored (O(n k) memory) and each new
-    vector is orthogonalized twice against all of it, so T_k stays faithful in floating point.
+    vector, after the three-term recurrence, is reorthogonalized against all of it, so T_k stays
+    faithful in floating point.
     """
 
     def __init__(self, hessp: Callable[[np.ndarray], np.ndarray], start: np.ndarray):
@@ -103,10 +106,11 @@ class Lanczos:
         q = self._basis[k]
         w = self._hessp(q)
         scale = _norm(w)
-        self._alpha.append(float(q @ w))
+        alpha = float(q @ w)
+        self._alpha.append(alpha)
+        w = w - alpha * q if k == 0 else w - alpha * q - self._beta[-1] * self._basis[k - 1]
         basis = self._basis[:k + 1]
-        for _ in range(2):  # classical Gram-Schmidt, twice is enough
-            w = w - (basis @ w) @ basis
+        w = w - (basis @ w) @ basis  # full reorthogonalization after the three-term recurrence
         beta = _norm(w)
         self._beta.append(beta)
         if beta <= 1e3 * EPS * scale or k + 1 == q.size:
@@ -160,7 +164,7 @@ class _DenseShifts:
         return float(min(np.abs(self.H).sum(axis=1).max(), np.linalg.norm(self.H)))
 
     def factor(self, lam: float) -> Callable | None:
-        """A solver for ``(H + lam I) x = b``, or None when ``H + lam I`` is not positive definite."""
+        """A solver for ``(H + lam I) x = b``; None when ``H + lam I`` is not positive definite."""
         try:
             factors = cho_factor(self.H + lam * np.eye(len(self.H)), check_finite=False)
         except LinAlgError:
@@ -181,7 +185,7 @@ class _TridiagonalShifts:
 
     @cached_property
     def finite(self) -> bool:
-        return bool(np.all(np.isfinite(self.diagonal)) and np.all(np.isfinite(self.offdiagonal)))
+        return bool(np.isfinite(self.diagonal.sum() + self.offdiagonal.sum()))
 
     @cached_property
     def min_diagonal(self) -> float:
@@ -292,7 +296,7 @@ def _between(lo: float, hi: float) -> float:
 
 
 def _hard_case(shifts, g, lam1, u, target, rtol):
-    """The hard-case solution ``p + tau u`` at ``lam = -lam1``, or None when this is not the hard case.
+    """The hard-case solution ``p + tau u`` at ``lam = -lam1``; None when it is not the hard case.
 
     The hard case needs g (numerically) orthogonal to u and ``||p|| < r`` for the p that solves
     ``(H - lam1 I) p = -g`` on the complement of u. p is computed with a tiny extra shift so the
@@ -339,9 +343,10 @@ class SteihaugCG:
     CG on ``H p = -g`` from p = 0, with Hessian-vector products only. It stops where the path
     leaves the region, follows a direction of nonpositive curvature to the boundary (the root with
     the lower model value), or stops inside once ``||r|| <= min(0.5, sqrt(||g||)) ||g||`` (forcing
-    term for superlinear convergence; ``rtol`` replaces the factor). The CG path does not depend on the radius, so it is kept and
-    a smaller radius is answered from it without new products. When g = 0 the path is the leftmost
-    Lanczos direction from a random start, so a saddle point is left along negative curvature.
+    term for superlinear convergence; ``rtol`` replaces the factor) or after ``maxiter`` (default
+    2n) steps. The CG path does not depend on the radius, so it is kept and a smaller radius is
+    answered from it without new products. When g = 0 the path is the leftmost Lanczos direction
+    from a random start, so a saddle point is left along negative curvature.
     """
 
     def __init__(self, g: np.ndarray, hessp: Callable, rtol: float | None = None,
@@ -389,12 +394,14 @@ class SteihaugCG:
     def solve(self, radius: float) -> SubproblemSolution:
         for segment in self._segments():
             if not segment.curvature > 0:
-                tau = min(boundary_steps(segment.start, segment.direction, radius), key=segment.model)
+                taus = boundary_steps(segment.start, segment.direction, radius)
+                tau = min(taus, key=segment.model)
             elif segment.end_norm >= radius:
                 tau = boundary_steps(segment.start, segment.direction, radius)[1]
             else:
                 continue
-            return SubproblemSolution(segment.start + tau * segment.direction, -segment.model(tau), True)
+            return SubproblemSolution(segment.start + tau * segment.direction,
+                                      -segment.model(tau), True)
         z, value = self._end
         return SubproblemSolution(z, -value, False)
 
@@ -414,7 +421,9 @@ class _LanczosSubproblem:
         self.gnorm = _norm(g)
         start = g if self.gnorm > 0 else np.random.default_rng(seed).standard_normal(g.size)
         self.lanczos = Lanczos(hessp, start)
-        self._forcing = rtol if rtol is not None else forcing_term(self.gnorm) if self.gnorm > 0 else 0.1
+        if rtol is None:
+            rtol = forcing_term(self.gnorm) if self.gnorm > 0 else 0.1
+        self._forcing = rtol
         self._maxiter = g.size if maxiter is None else min(maxiter, g.size)
 
     def _solve_small(self, **target) -> tuple[np.ndarray, float, float]:
@@ -489,7 +498,7 @@ class Dogleg:
     0 -> unconstrained Cauchy point -> Newton step leaves the region. When H is not positive
     definite (scipy gives up here) the step is the better, in model value, of the Cauchy point
     (steepest descent, length from the curvature along g, N&W (4.12)) and the eigenpoint
-    ``+-radius u`` along the leftmost eigenvector (CGT §6.6). Both guarantee the decrease conditions
+    ``+-radius u`` along the leftmost eigenvector (CGT §6.6). Both guarantee decrease conditions
     that make the trust-region method converge to second-order points; the eigenpoint also
     leaves saddle points where g = 0.
     """
@@ -528,7 +537,9 @@ class Dogleg:
     def _cauchy_point(self, radius: float) -> np.ndarray:
         if self._gnorm == 0.0:
             return np.zeros_like(self._g)
-        fraction = 1.0 if self._g_curvature <= 0 else min(self._gnorm ** 3 / (radius * self._g_curvature), 1.0)
+        fraction = 1.0
+        if self._g_curvature > 0:
+            fraction = min(self._gnorm ** 3 / (radius * self._g_curvature), 1.0)
         return -(fraction * radius / self._gnorm) * self._g
 
     def _eigenpoint(self, radius: float) -> np.ndarray:
