@@ -193,6 +193,10 @@ def default_maxiter(n: int) -> int:
 
 def _minimize(make_solver, dense, fun, x0, jac, hess, hessp, callback, *, gtol, maxiter, disp,
               initial_trust_radius, max_trust_radius, eta, check_second_order) -> OptimizeResult:
+    for name, value in [("initial_trust_radius", initial_trust_radius),
+                        ("max_trust_radius", max_trust_radius)]:
+        if value is not None and not value > 0:
+            raise ValueError(f"{name} must be positive, got {value}")
     objective = Objective(fun, x0, jac, hess, hessp)
     if not objective.has_hessian:
         raise ValueError("trust-region methods need second derivatives: pass hess or hessp")

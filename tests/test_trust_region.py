@@ -198,9 +198,12 @@ def test_non_finite_objective_at_x0_is_an_error(method):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_missing_second_derivatives_is_an_error(method):
+def test_missing_second_derivatives_or_bad_radius_is_an_error(method):
     with pytest.raises(ValueError, match="second derivatives"):
         method(rosen, np.zeros(2), rosen_der)
+    with pytest.raises(ValueError, match="initial_trust_radius must be positive"):
+        method(rosen, np.zeros(2), rosen_der, **second_derivatives(method, rosen_hess),
+               initial_trust_radius=-1.0)
 
 
 def quartic(x):
