@@ -165,7 +165,11 @@ class Primitive:
         raw = list(args)
         for i in parents:
             raw[i] = args[i]._value
-        out = Tensor(self.tensor_fun(*raw, **kwargs))
+        value = self.tensor_fun(*raw, **kwargs)
+        if value.dtype.kind == "O":
+            raise TypeError(f"autodiff: {self.name} produced an object array (an operand holds Python "
+                            "objects); use numeric arrays")
+        out = Tensor(value)
         if state.tapes:
             record(self, args, raw, kwargs, out, parents)
         if state.accumulators:

@@ -141,7 +141,10 @@ class GradientTape:
         results = []
         for k, source in enumerate(source_list):
             parts = [chunk[k] for chunk in chunks]
-            if not parts or parts[0] is None:
+            if not parts:  # an empty target: its Jacobian is empty, not unconnected
+                results.append(_finish(None, source, UnconnectedGradients.ZERO, target_shape))
+                continue
+            if parts[0] is None:
                 results.append(_finish(None, source, unconnected, target_shape))
                 continue
             stacked = parts[0] if len(parts) == 1 else concatenate(parts, axis=0)

@@ -172,8 +172,6 @@ def test_no_operation_makes_an_object_array(operation):
     assert np.asarray(result).dtype == np.float64
 
 
-@pytest.mark.xfail(strict=True, reason="core.Primitive.__call__ wraps whatever NumPy returns: an "
-                   "object-dtype operand gives an object-dtype Tensor (reported to the core owner)")
 @pytest.mark.parametrize("operation", [lambda t, objects: t + objects, lambda t, objects: objects * t])
 def test_an_object_array_operand_is_rejected(operation):
     with pytest.raises(TypeError):

@@ -890,3 +890,12 @@ def test_non_tensor_sources_raise_type_error():
     for not_a_tensor in (np.ones(1), 2.0, [x, np.ones(1)]):
         with pytest.raises(TypeError, match="Tensor"):
             tape.gradient(y, not_a_tensor)
+
+
+def test_jacobian_of_an_empty_target_is_empty_not_unconnected():
+    x = ad.constant([1.0, 2.0, 3.0])
+    with ad.GradientTape() as tape:
+        tape.watch(x)
+        y = x[2:1] * 2.0
+    jacobian = tape.jacobian(y, x)
+    assert jacobian is not None and jacobian.shape == (0, 3)
