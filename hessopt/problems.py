@@ -66,7 +66,7 @@ class Problem:
             if value is not None:
                 value = np.array(value, dtype=np.float64)
                 if value.shape != (self.n,):
-                    raise ValueError(f"{self.name}: {attr} has shape {value.shape}, expected ({self.n},)")
+                    raise ValueError(f"{self.name}: {attr} has shape {value.shape}, not ({self.n},)")
                 value.flags.writeable = False
                 object.__setattr__(self, attr, value)
 
@@ -74,9 +74,9 @@ class Problem:
         """Whether the final value ``f`` counts as solving the problem.
 
         True if ``f - fmin <= rtol * |fmin| + atol``, or if ``|f - v| <= rtol * |v| + atol`` for a
-        documented local minimum value ``v``. The defaults accept what a second-order method reaches
-        with a gradient tolerance of 1e-5 (f about 1e-9 on the singular Powell problems) and reject a
-        run stopped 0.1% above a nonzero minimum.
+        documented local minimum value ``v``. The defaults accept what a trust-region Newton method
+        reaches with a gradient tolerance of 1e-5 (f of a few 1e-9 on the singular Powell problems)
+        and reject a run stopped 0.1% above a nonzero minimum.
         """
         if f - self.fmin <= rtol * abs(self.fmin) + atol:
             return True
@@ -600,7 +600,7 @@ MGH: tuple[Problem, ...] = (
     _linear_rank1_zero(10, 20),
     _chebyquad(8, 3.516873725678e-3, (), "MGH: 3.51687e-3"),
     _chebyquad(10, 4.772713696375e-3, (6.503954800883e-3,),
-               "MGH give 6.50395e-3, a local minimum; a lower one, 4.77271e-3, has two equal "
+               "MGH list 6.50395e-3, a local minimum; a lower one, 4.77271e-3, has two equal "
                "coordinates (found here by multistart Levenberg-Marquardt; trust-exact reaches it "
                "from x0)"),
 )

@@ -26,7 +26,8 @@ def ref_residuals(p: Problem, x) -> list:
             r += [10 * (x[2 * i + 1] - x[2 * i] ** 2), 1 - x[2 * i]]
         return r
     if k == 2:
-        return [-13 + x[0] + ((5 - x[1]) * x[1] - 2) * x[1], -29 + x[0] + ((x[1] + 1) * x[1] - 14) * x[1]]
+        return [-13 + x[0] + ((5 - x[1]) * x[1] - 2) * x[1],
+                -29 + x[0] + ((x[1] + 1) * x[1] - 14) * x[1]]
     if k == 3:
         return [1e4 * x[0] * x[1] - 1, math.exp(-x[0]) + math.exp(-x[1]) - 1.0001]
     if k == 4:
@@ -71,25 +72,29 @@ def ref_residuals(p: Problem, x) -> list:
     if k == 15:
         y = [0.1957, 0.1947, 0.1735, 0.1600, 0.0844, 0.0627, 0.0456, 0.0342, 0.0323, 0.0235, 0.0246]
         u = [4, 2, 1, 0.5, 0.25, 0.167, 0.125, 0.1, 0.0833, 0.0714, 0.0625]
-        return [y[i] - x[0] * (u[i] ** 2 + u[i] * x[1]) / (u[i] ** 2 + u[i] * x[2] + x[3]) for i in range(11)]
+        return [y[i] - x[0] * (u[i] ** 2 + u[i] * x[1]) / (u[i] ** 2 + u[i] * x[2] + x[3])
+                for i in range(11)]
     if k == 16:
         r = []
         for i in range(1, m + 1):
             t = i / 5
-            r.append((x[0] + t * x[1] - math.exp(t)) ** 2 + (x[2] + x[3] * math.sin(t) - math.cos(t)) ** 2)
+            r.append((x[0] + t * x[1] - math.exp(t)) ** 2
+                     + (x[2] + x[3] * math.sin(t) - math.cos(t)) ** 2)
         return r
     if k == 17:
         y = [0.844, 0.908, 0.932, 0.936, 0.925, 0.908, 0.881, 0.850, 0.818, 0.784, 0.751, 0.718, 0.685,
              0.658, 0.628, 0.603, 0.580, 0.558, 0.538, 0.522, 0.506, 0.490, 0.478, 0.467, 0.457, 0.448,
              0.438, 0.431, 0.424, 0.420, 0.414, 0.411, 0.406]
-        return [y[i - 1] - (x[0] + x[1] * math.exp(-10 * (i - 1) * x[3]) + x[2] * math.exp(-10 * (i - 1) * x[4]))
+        return [y[i - 1] - (x[0] + x[1] * math.exp(-10 * (i - 1) * x[3])
+                            + x[2] * math.exp(-10 * (i - 1) * x[4]))
                 for i in range(1, 34)]
     if k == 18:
         r = []
         for i in range(1, m + 1):
             t = 0.1 * i
             y = math.exp(-t) - 5 * math.exp(-10 * t) + 3 * math.exp(-4 * t)
-            r.append(x[2] * math.exp(-t * x[0]) - x[3] * math.exp(-t * x[1]) + x[5] * math.exp(-t * x[4]) - y)
+            r.append(x[2] * math.exp(-t * x[0]) - x[3] * math.exp(-t * x[1])
+                     + x[5] * math.exp(-t * x[4]) - y)
         return r
     if k == 19:
         y = [1.366, 1.191, 1.112, 1.013, 0.991, 0.885, 0.831, 0.847, 0.786, 0.725, 0.746, 0.679, 0.608,
@@ -150,7 +155,8 @@ def ref_residuals(p: Problem, x) -> list:
         r = []
         for i in range(1, n + 1):
             band = [j for j in range(max(1, i - 5), min(n, i + 1) + 1) if j != i]
-            r.append(x[i - 1] * (2 + 5 * x[i - 1] ** 2) + 1 - sum(x[j - 1] * (1 + x[j - 1]) for j in band))
+            r.append(x[i - 1] * (2 + 5 * x[i - 1] ** 2) + 1
+                     - sum(x[j - 1] * (1 + x[j - 1]) for j in band))
         return r
     if k == 32:
         s = sum(x)
@@ -198,6 +204,12 @@ def fd_gradient(fun, x, rel=1e-6):
         e[i] = h
         g[i] = (fun(x + e) - fun(x - e)) / (2 * h)
     return g
+
+
+def fd_hessian(fun, x, h=1e-5):
+    hessian = np.array([(fd_gradient(fun, x + h * e) - fd_gradient(fun, x - h * e)) / (2 * h)
+                        for e in np.eye(len(x))])
+    return (hessian + hessian.T) / 2
 
 
 # --------------------------------------------------------------------------------------------------
@@ -265,7 +277,8 @@ def test_standard_starting_points():
     assert get("extended_powell").x0.tolist() == [3.0, -1.0, 0.0, 1.0] * 3
     assert get("penalty1", 4).x0.tolist() == [1.0, 2.0, 3.0, 4.0]
     assert get("variably_dimensioned").x0.tolist() == pytest.approx([1 - j / 10 for j in range(1, 11)])
-    assert get("discrete_boundary_value").x0.tolist() == pytest.approx([j / 11 * (j / 11 - 1) for j in range(1, 11)])
+    assert get("discrete_boundary_value").x0.tolist() == pytest.approx(
+        [j / 11 * (j / 11 - 1) for j in range(1, 11)])
     assert get("chebyquad", 8).x0.tolist() == pytest.approx([j / 9 for j in range(1, 9)])
 
 
@@ -309,8 +322,9 @@ def test_value_at_the_standard_starting_point(key):
 
 # Minimum values as printed by Moré, Garbow & Hillstrom (1981): 6 digits, mostly truncated
 PUBLISHED = {
-    ("freudenstein_roth", 2): [48.9842], ("jennrich_sampson", 2): [124.362], ("bard", 3): [8.21487e-3, 17.4286],
-    ("gaussian", 3): [1.12793e-8], ("meyer", 3): [87.9458], ("kowalik_osborne", 4): [3.07505e-4, 1.02734e-3],
+    ("freudenstein_roth", 2): [48.9842], ("jennrich_sampson", 2): [124.362],
+    ("bard", 3): [8.21487e-3, 17.4286], ("gaussian", 3): [1.12793e-8], ("meyer", 3): [87.9458],
+    ("kowalik_osborne", 4): [3.07505e-4, 1.02734e-3],
     ("brown_dennis", 4): [85822.2], ("osborne1", 5): [5.46489e-5], ("biggs_exp6", 6): [5.65565e-3],
     ("osborne2", 11): [4.01377e-2], ("watson", 6): [2.28767e-3], ("watson", 9): [1.39976e-6],
     ("penalty1", 4): [2.24997e-5], ("penalty1", 10): [7.08765e-5], ("penalty2", 4): [9.37629e-6],
@@ -359,11 +373,7 @@ def test_chebyquad_10_has_a_minimum_below_the_papers_value():
     f, x = lm(p.residuals, start)
     assert f == pytest.approx(p.fmin, rel=1e-10)
     assert np.linalg.norm(fd_gradient(p.fun, x)) < 1e-6
-    # a strict local minimum: the Hessian (central differences of the gradient) is positive definite
-    h = 1e-5
-    hessian = np.array([(fd_gradient(p.fun, x + h * e) - fd_gradient(p.fun, x - h * e)) / (2 * h)
-                        for e in np.eye(10)])
-    assert np.linalg.eigvalsh((hessian + hessian.T) / 2)[0] > 0.1
+    assert np.linalg.eigvalsh(fd_hessian(p.fun, x))[0] > 0.1  # a strict local minimum
     assert p.fmin < 6.50395e-3
 
 
@@ -375,10 +385,12 @@ def test_local_minima_and_infima():
     assert p.fun(x) == 1.0 and np.allclose(fd_gradient(p.fun, x), 0.0)
     # Bard as x2, x3 -> -inf: the model is the constant x1
     p = get("bard")
-    assert p.fun(np.array([0.8406666666666667, -1e12, -1e12])) == pytest.approx(p.local_minima[0], rel=1e-9)
+    at_infinity = p.fun(np.array([0.8406666666666667, -1e12, -1e12]))
+    assert at_infinity == pytest.approx(p.local_minima[0], rel=1e-9)
     # Kowalik and Osborne as x1 = s, x3 = c3 s, x4 = c4 s, s -> inf
     p = get("kowalik_osborne")
-    y = np.array([0.1957, 0.1947, 0.1735, 0.1600, 0.0844, 0.0627, 0.0456, 0.0342, 0.0323, 0.0235, 0.0246])
+    y = np.array([0.1957, 0.1947, 0.1735, 0.1600, 0.0844, 0.0627, 0.0456, 0.0342, 0.0323, 0.0235,
+                  0.0246])
     u = np.array([4, 2, 1, 0.5, 0.25, 0.167, 0.125, 0.1, 0.0833, 0.0714, 0.0625])
     f, z = lm(lambda z: y - (u ** 2 + u * z[0]) / (u * z[1] + z[2]), [-14.0, -45.0, -28.0])
     assert f == pytest.approx(p.local_minima[0], rel=1e-10)
@@ -387,10 +399,12 @@ def test_local_minima_and_infima():
     p = get("biggs_exp6")
     t = 0.1 * np.arange(1, 14)
     y = np.exp(-t) - 5 * np.exp(-10 * t) + 3 * np.exp(-4 * t)
-    f, (a, c, b, d) = lm(lambda z: z[1] * np.exp(-t * z[0]) - z[3] * np.exp(-t * z[2]) - y, [1.7, 2.3, 17.7, 5.2])
+    f, (a, c, b, d) = lm(lambda z: z[1] * np.exp(-t * z[0]) - z[3] * np.exp(-t * z[2]) - y,
+                         [1.7, 2.3, 17.7, 5.2])
     assert f == pytest.approx(p.local_minima[0], rel=1e-10)
     x = np.array([a, b, c / 2, d, a, c / 2])
     assert p.fun(x) == pytest.approx(f, rel=1e-12) and np.linalg.norm(fd_gradient(p.fun, x)) < 1e-8
+    assert np.linalg.eigvalsh(fd_hessian(p.fun, x))[0] < -1e-3  # a saddle point, as the notes say
     f, (a, c) = lm(lambda z: z[1] * np.exp(-t * z[0]) - y, [1.2, 1.7])
     assert f == pytest.approx(p.local_minima[1], rel=1e-10)
     assert p.fun(np.array([a, 1e3, c / 2, 1.0, a, c / 2])) == pytest.approx(f, rel=1e-12)
