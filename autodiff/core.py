@@ -159,12 +159,15 @@ class Primitive:
         return f"<primitive {self.name}>"
 
     def __call__(self, *args, **kwargs):
-        parents = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        parents, raw = [], []
+        for a in args:
+            if isinstance(a, Tensor):
+                parents.append(len(raw))
+                raw.append(a._value)
+            else:
+                raw.append(a)
         if not parents:
             return self.fun(*args, **kwargs)
-        raw = list(args)
-        for i in parents:
-            raw[i] = args[i]._value
         value = self.tensor_fun(*raw, **kwargs)
         if value.dtype.kind == "O":
             raise TypeError(f"autodiff: {self.name} produced an object array (an operand holds Python "

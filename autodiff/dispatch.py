@@ -42,6 +42,10 @@ _FUNCTIONS.update({getattr(np.linalg, name): getattr(anp.linalg, name) for name 
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    if method == "__call__" and not kwargs:
+        op = _UFUNCS.get(ufunc)
+        if op is not None:
+            return op(*inputs)
     if kwargs.pop("out", None) is not None:
         raise TypeError(f"autodiff: numpy.{ufunc.__name__} with out= (in place) cannot be "
                         "differentiated")
