@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from . import numpy as anp
-from .core import Tensor, Variable, constant, state
+from .core import Tensor, Variable, constant, state, value_of
 from .nest import flatten
 from .pytree import ravel
 from .tape import GradientTape, UnconnectedGradients
@@ -27,15 +27,15 @@ class HessianOperator:
     """
 
     def __init__(self, f: Callable, x, chunk_size: int | None = None):
-        leaves = flatten(x)[0]
+        leaves, rebuild = flatten(x)
         self.chunk_size = chunk_size
         if leaves and all(isinstance(leaf, Variable) for leaf in leaves):
             self._sources, call = leaves, f
             self.unravel = None
-        else:
-            flat, self.unravel = ravel(x)
-            self._sources = [constant(flat)]
-            call = lambda: f(self.unravel(self._sources[0]))  # noqa: E731
+        else:  # one source per leaf: no slicing of a flat vector (whose gradient is a scatter)
+            self.unravel = ravel(x)[1]
+            self._sources = [constant(value_of(leaf)) for leaf in leaves]
+            call = lambda: f(rebuild(self._sources))  # noqa: E731
         self._tape = GradientTape(persistent=True)
         with self._tape:
             self._tape.watch(self._sources)
@@ -58,7 +58,7 @@ class HessianOperator:
         self.dtype = self.gradient.dtype
 
     def _sweep(self, seeds: np.ndarray) -> np.ndarray:
-        """One backward sweep over the recorded gradient, seeded with ``seeds`` (k, n) -> (k, n).
+        """One backward sweep over the recorded gradient, seeded with ``seeds``: (n,) or (k, n).
 
         The result is NumPy, so the sweep runs on raw arrays even inside a user's tape or
         accumulator: nothing is recorded there (a tape would otherwise record every rule that reads
@@ -81,7 +81,7 @@ class HessianOperator:
         v = np.asarray(v, dtype=self.dtype).reshape(-1)
         if v.size != self.shape[0]:
             raise ValueError(f"vector of length {v.size} for a Hessian of shape {self.shape}")
-        return self._sweep(v[None, :])[0]
+        return self._sweep(v)
 
     def matmat(self, V) -> np.ndarray:
         """H V for the columns of V (n, k), in batched sweeps of ``chunk_size`` columns."""

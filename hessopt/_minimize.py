@@ -36,21 +36,22 @@ class AutodiffDerivatives:
     and trust-region trial points) are one NumPy evaluation with no tape.
     """
 
-    def __init__(self, f: Callable):
-        self.f = f
+    def __init__(self, f: Callable, unravel: Callable | None = None):
+        self.f = f                      # a function of the structure unravel(x) (or of x itself)
+        self.unravel = unravel or (lambda x: x)
         self._x = None
         self._operator = None
 
     def at(self, x: np.ndarray) -> ad.HessianOperator:
         if self._x is None or not np.array_equal(x, self._x):
-            self._operator = ad.hessian_operator(self.f, x)
+            self._operator = ad.hessian_operator(self.f, self.unravel(x))
             self._x = np.array(x, copy=True)
         return self._operator
 
     def fun(self, x: np.ndarray) -> float:
         if self._x is not None and np.array_equal(x, self._x):
             return self._operator.value
-        value = self.f(x)
+        value = self.f(self.unravel(x))
         return np.asarray(value.numpy() if isinstance(value, ad.Tensor) else value)
 
     def jac(self, x: np.ndarray) -> np.ndarray:
@@ -102,7 +103,7 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     if any(not np.all(np.isfinite(np.asarray(leaf, dtype=float))) for leaf in leaves):
         raise ValueError("x0 contains NaN or inf")
     flat0, unravel = ad.ravel(x0)
-    derivatives = AutodiffDerivatives(lambda x: fun(unravel(x), *args))
+    derivatives = AutodiffDerivatives(lambda tree: fun(tree, *args), unravel)
     if jac is None:
         flat_fun, flat_jac = derivatives.fun, derivatives.jac
     elif jac is True:

@@ -500,7 +500,7 @@ def moveaxis(a, source, destination):
 
 def _broadcast_to_raw(x, shape):
     """``np.broadcast_to``; small results are filled directly, which is several times faster."""
-    if math.prod(shape) > 1 << 16:
+    if math.prod(shape) > 1 << 12:
         return _np.broadcast_to(x, shape)
     out = _np.empty(shape, _np.result_type(x))
     out[...] = x
@@ -794,8 +794,10 @@ def _matmul_vjp_b(g, ans, a, b):
         grad = _drop_axis(matmul(reshape(g, g.shape[:-1] + (1, g.shape[-1])), a), -2)
     elif b.ndim == 1:
         grad = _matmul_folded(g, a)
-    else:
+    elif a.ndim == 2 and g.ndim > 2:  # a stack of cotangents against one matrix: one GEMM
         grad = swapaxes(_matmul_folded(swapaxes(g, -1, -2), a), -1, -2)
+    else:
+        grad = matmul(swapaxes(a, -1, -2), g)
     return unbroadcast(grad, b.shape, g.ndim - ans.ndim)
 
 
