@@ -151,7 +151,8 @@ def performance_profile(runs: list[Run], path: str) -> None:
             cost[instances.index((r.problem, r.n)), methods.index(r.method)] = max(r.evaluations, 1)
     best = np.min(cost, axis=1, keepdims=True)
     ratios = cost[np.isfinite(best[:, 0])] / best[np.isfinite(best[:, 0])]
-    taus = np.logspace(0, np.log10(max(np.max(ratios[np.isfinite(ratios)], initial=2.0), 2.0)), 200)
+    worst = max(np.max(ratios[np.isfinite(ratios)], initial=2.0), 2.0)
+    taus = np.logspace(0, np.log10(worst * 1.1), 200)  # past the worst ratio, so every curve tops out
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for k, method in enumerate(methods):
         ax.step(taus, [(ratios[:, k] <= tau).mean() for tau in taus], where="post", label=method)
