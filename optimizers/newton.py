@@ -24,6 +24,10 @@ from .objective import (CALLBACK_STOP, MAXITER, NONFINITE, NOT_A_MINIMUM, PRECIS
 
 # d^T H d <= NEGATIVE_CURVATURE_TOL * ||d||^2 * (curvature scale of H) counts as non-positive.
 NEGATIVE_CURVATURE_TOL = np.sqrt(np.finfo(float).eps)
+# In CG, where d^T H d is computed from one product, only curvature within rounding of zero counts
+# as non-positive: sqrt(eps) treated the soft directions of badly scaled problems (Hessian
+# condition 1e10 and more: Powell badly scaled, Meyer) as negative curvature and capped the steps.
+CG_CURVATURE_TOL = 1e3 * np.finfo(float).eps
 LANCZOS_PROBES = 10   # Lanczos steps used to look for negative curvature at a stationary point
 
 StepFunction = Callable[[np.ndarray, float, np.ndarray], "tuple[LineSearchResult, dict]"]
@@ -276,9 +280,9 @@ def _conjugate_gradient(hessp: Callable, g: np.ndarray, *, tol: float, maxiter: 
         ad = hessp(d) + shift * d
         dad, dd = d @ ad, d @ d
         kappa = max(kappa, abs(dad) / dd)
-        if dad <= NEGATIVE_CURVATURE_TOL * dd * kappa:
+        if dad <= CG_CURVATURE_TOL * dd * kappa:
             # Newton step along d on the absolute curvature: the model's slope along d is r.d = -rr
-            tau = rr / max(abs(dad), NEGATIVE_CURVATURE_TOL * dd * kappa) if kappa > 0 else 1.0
+            tau = rr / max(abs(dad), CG_CURVATURE_TOL * dd * kappa) if kappa > 0 else 1.0
             p_a_p = p @ (r - g) + 2.0 * tau * (d @ (r - g)) + tau * tau * dad
             p = p + tau * d
             return _CGResult(p, p_a_p - shift * (p @ p), iterations, True)
