@@ -4,6 +4,7 @@ TensorFlow ``GradientTape`` semantics (persistent tapes, watch, stop_recording, 
 to any order, jacobian, batch_jacobian, custom_gradient, recompute_grad) on NumPy arrays. Imports
 only NumPy.
 """
+from . import _memory  # noqa: F401  (glibc: keep large freed buffers for reuse; see _memory)
 from . import dispatch as _dispatch  # noqa: F401  (installs Tensor operators and NumPy dispatch)
 from . import numpy
 from .check import check_grad
