@@ -43,8 +43,8 @@ def _hessian(f, x):
     return np.zeros(x.shape + x.shape) if h is None else h.numpy()
 
 
-def _central_differences(fun, x, eps):
-    """d fun / dx by central differences, shape fun(x).shape + x.shape."""
+def central_differences(fun: Callable, x, eps: float = 1e-6) -> np.ndarray:
+    """d fun / dx by central differences (float64), shape ``fun(x).shape + x.shape``."""
     columns = []
     for k in range(x.size):
         step = np.zeros(x.size)
@@ -67,11 +67,11 @@ def check_grad(f: Callable, x, order: int = 2, eps: float = 1e-6, rtol: float = 
     scalar_f = _scalar(f)
     errors = {}
     g = _gradient(scalar_f, x)
-    g_fd = _central_differences(lambda z: np.asarray(scalar_f(constant(z))), x, eps)
+    g_fd = central_differences(lambda z: np.asarray(scalar_f(constant(z))), x, eps)
     errors["gradient"] = _compare("gradient", g, g_fd, rtol, atol)
     if order >= 2:
         h = _hessian(scalar_f, x)
-        h_fd = _central_differences(lambda z: _gradient(scalar_f, z), x, eps)
+        h_fd = central_differences(lambda z: _gradient(scalar_f, z), x, eps)
         errors["hessian"] = _compare("Hessian", h, h_fd, rtol, atol)
     return errors
 

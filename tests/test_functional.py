@@ -10,18 +10,7 @@ from scipy.optimize import rosen, rosen_der, rosen_hess
 
 import autodiff as ad
 import autodiff.numpy as anp
-
-
-def central_difference(f, x, eps=1e-6):
-    """d f / d x by central differences, shape ``f(x).shape + x.shape`` (f maps arrays to arrays)."""
-    x = np.asarray(x, dtype=np.float64)
-    out_shape = np.shape(f(x))
-    jac = np.empty(out_shape + x.shape)
-    for index in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[index] = eps
-        jac[(Ellipsis,) + index] = (np.asarray(f(x + step)) - np.asarray(f(x - step))) / (2 * eps)
-    return jac
+from autodiff.check import central_differences as central_difference
 
 
 # --- test functions, each with a point and a direction ---------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 
 import autodiff as ad
 import autodiff.numpy as anp
+from autodiff.check import central_differences as central_difference
 
 
 def dense(x, kernel, bias, activation=None):
@@ -23,18 +24,6 @@ def dense(x, kernel, bias, activation=None):
 
 def relu(x):
     return anp.maximum(x, 0.0)
-
-
-def central_difference(f, x, eps=1e-6):
-    """d f / d x by central differences, shape ``f(x).shape + x.shape`` (f maps arrays to arrays)."""
-    x = np.asarray(x, dtype=np.float64)
-    out_shape = np.shape(f(x))
-    jac = np.empty(out_shape + x.shape)
-    for index in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[index] = eps
-        jac[(Ellipsis,) + index] = (np.asarray(f(x + step)) - np.asarray(f(x - step))) / (2 * eps)
-    return jac
 
 
 def sigmoid(x):
