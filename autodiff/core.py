@@ -159,26 +159,7 @@ class Primitive:
         return f"<primitive {self.name}>"
 
     def __call__(self, *args, **kwargs):
-        parents, raw = [], []
-        for a in args:
-            if isinstance(a, Tensor):
-                parents.append(len(raw))
-                raw.append(a._value)
-            else:
-                raw.append(a)
-        if not parents:
-            return self.fun(*args, **kwargs)
-        value = self.tensor_fun(*raw, **kwargs)
-        if value.dtype.kind == "O":
-            raise TypeError(f"autodiff: {self.name} produced an object array (an operand holds Python "
-                            "objects); use numeric arrays")
-        out = Tensor(value)
-        if state.tapes:
-            record(self, args, raw, kwargs, out, parents)
-        if state.accumulators:
-            for accumulator in state.accumulators:
-                accumulator.push(self, args, kwargs, out, parents)
-        return out
+        return apply(self, args, kwargs)
 
     def backward(self, g, ans, args, kwargs, parents):
         """The cotangents of the Tensor arguments ``parents``, given the output cotangent ``g``."""
@@ -194,6 +175,33 @@ class Primitive:
                 else self.jvps[i](t, ans, *args, **kwargs)
             total = ti if total is None else total + ti
         return total
+
+
+def apply(prim: Primitive, args: tuple, kwargs: dict):
+    """Run ``prim`` on ``args``: plain NumPy when no Tensor is among them, else a recorded Tensor.
+
+    A module-level function, so Tensor operators call it without going through ``__call__``.
+    """
+    parents, raw = [], []
+    for a in args:
+        if isinstance(a, Tensor):
+            parents.append(len(raw))
+            raw.append(a._value)
+        else:
+            raw.append(a)
+    if not parents:
+        return prim.fun(*args, **kwargs)
+    value = prim.tensor_fun(*raw, **kwargs) if kwargs else prim.tensor_fun(*raw)
+    if type(value) is np.ndarray and value.dtype.hasobject:
+        raise TypeError(f"autodiff: {prim.name} produced an object array (an operand holds Python "
+                        "objects); use numeric arrays")
+    out = Tensor(value)
+    if state.tapes:
+        record(prim, args, raw, kwargs, out, parents)
+    if state.accumulators:
+        for accumulator in state.accumulators:
+            accumulator.push(prim, args, kwargs, out, parents)
+    return out
 
 
 class _Rules(dict):
@@ -250,10 +258,15 @@ def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
         if g is None:
             continue
         values = _as_recorded(args, raw, parents) if use_tensors else raw
-        joint = prim.backward(g, ans, values, kwargs, parents) if prim.joint else None
-        vjps = prim.vjps
+        if prim.joint:
+            joint = prim.backward(g, ans, values, kwargs, parents)
+        elif kwargs:
+            joint = [prim.vjps[i](g, ans, *values, **kwargs) for i in parents]
+        else:
+            joint = None
+            vjps = prim.vjps
         for k, i in enumerate(parents):
-            gi = vjps[i](g, ans, *values, **kwargs) if joint is None else joint[k]
+            gi = vjps[i](g, ans, *values) if joint is None else joint[k]
             if gi is not None:
                 key = args[i]._id
                 prev = grads.get(key)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import numpy as anp
-from .core import Tensor
+from .core import Primitive, Tensor, apply
 
 _UFUNCS = {
     np.add: anp.add, np.subtract: anp.subtract, np.multiply: anp.multiply, np.divide: anp.divide,
@@ -74,9 +74,16 @@ def _array_function(self, func, types, args, kwargs):
 
 
 def _binary(op, reflected=False):
+    if isinstance(op, Primitive):  # the common case: straight to apply, no __call__ indirection
+        if reflected:
+            return lambda self, other: apply(op, (other, self), _NO_KWARGS)
+        return lambda self, other: apply(op, (self, other), _NO_KWARGS)
     if reflected:
         return lambda self, other: op(other, self)
     return lambda self, other: op(self, other)
+
+
+_NO_KWARGS: dict = {}
 
 
 def _install_methods():
