@@ -259,19 +259,25 @@ def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
             continue
         values = _as_recorded(args, raw, parents) if use_tensors else raw
         if prim.joint:
-            joint = prim.backward(g, ans, values, kwargs, parents)
+            cotangents = prim.backward(g, ans, values, kwargs, parents)
         elif kwargs:
-            joint = [prim.vjps[i](g, ans, *values, **kwargs) for i in parents]
+            cotangents = [prim.vjps[i](g, ans, *values, **kwargs) for i in parents]
+        elif len(parents) == 1:  # the common case, without a list and a loop
+            i = parents[0]
+            _accumulate(grads, args[i]._id, prim.vjps[i](g, ans, *values))
+            continue
         else:
-            joint = None
-            vjps = prim.vjps
-        for k, i in enumerate(parents):
-            gi = vjps[i](g, ans, *values) if joint is None else joint[k]
-            if gi is not None:
-                key = args[i]._id
-                prev = grads.get(key)
-                grads[key] = gi if prev is None else prev + gi
+            cotangents = [prim.vjps[i](g, ans, *values) for i in parents]
+        for i, gi in zip(parents, cotangents):
+            _accumulate(grads, args[i]._id, gi)
     return {k: grads[k] for k in keep if k in grads}
+
+
+def _accumulate(grads: dict, key: int, gi) -> None:
+    """Add a cotangent contribution (None means none)."""
+    if gi is not None:
+        prev = grads.get(key)
+        grads[key] = gi if prev is None else prev + gi
 
 
 def _as_recorded(args, raw, parents):
