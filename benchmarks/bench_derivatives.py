@@ -7,18 +7,26 @@
 (d) memory retained after 1,000 cached HVPs (tracemalloc);
 (e) recompute_grad peak memory on a 64-layer chain (8 checkpointed segments) vs the plain tape.
 Synthetic data of the stated shapes (no downloads). Peers: `pip install ".[bench]"`.
+Every library runs on one thread (OpenBLAS, torch and XLA): several thread pools in one process
+oversubscribe two cores (OpenBLAS's spinning workers starved torch's ~40x here), and one thread
+each is a fair, repeatable comparison.
 Run: python benchmarks/bench_derivatives.py
 """
 from __future__ import annotations
 
-import gc
-import tracemalloc
+import os
 
-import numpy as np
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
-import autodiff as ad
-import autodiff.numpy as anp
-from common import median_time, optional, report
+import gc  # noqa: E402
+import tracemalloc  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import autodiff as ad  # noqa: E402
+import autodiff.numpy as anp  # noqa: E402
+from common import median_time, optional, report  # noqa: E402
 
 rng = np.random.default_rng(0)
 
@@ -42,17 +50,20 @@ def bench_hvp(autograd, torch, jax):
     v = rng.standard_normal(flat.size)
     operator = ad.hessian_operator(mlp_loss, PARAMS)
 
-    def nested_hvp():
-        w = ad.constant(flat)
-        with ad.GradientTape() as outer:
-            outer.watch(w)
-            with ad.GradientTape() as inner:
-                inner.watch(w)
-                loss = mlp_loss(unravel(w))
-            g = inner.gradient(loss, w)
-        return outer.gradient(g, w, output_gradients=v)
+    v_tree = unravel(v)
 
-    assert np.allclose(nested_hvp().numpy(), operator.matvec(v), atol=1e-10)
+    def nested_hvp():
+        """The textbook HVP, same pytree form: re-record f and its gradient for every vector."""
+        params = {k: ad.constant(p) for k, p in PARAMS.items()}
+        with ad.GradientTape() as outer:
+            outer.watch(params)
+            with ad.GradientTape() as inner:
+                inner.watch(params)
+                loss = mlp_loss(params)
+            g = inner.gradient(loss, params)
+        return outer.gradient(g, params, output_gradients=v_tree)
+
+    assert np.allclose(ad.ravel(nested_hvp())[0], operator.matvec(v), atol=1e-10)
     print(f"(a) HVP of a 784-128-10 tanh MLP cross-entropy loss, batch 256, n = {flat.size:,}")
     rows = [("autodiff cached matvec", median_time(lambda: operator.matvec(v))),
             ("autodiff recomputing nested HVP", median_time(nested_hvp))]
@@ -207,7 +218,7 @@ def _peer_ratio(rows, ours, peer):
 def main() -> None:
     autograd, torch, jax = optional("autograd"), optional("torch"), optional("jax")
     if torch:
-        torch.set_num_threads(2)
+        torch.set_num_threads(1)
         torch.set_default_dtype(torch.float64)
     if jax:
         jax.config.update("jax_enable_x64", True)
