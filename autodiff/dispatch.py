@@ -45,7 +45,7 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__" and not kwargs:
         op = _UFUNCS.get(ufunc)
         if op is not None:
-            return op(*inputs)
+            return apply(op, inputs, _NO_KWARGS) if type(op) is Primitive else op(*inputs)
     if kwargs.pop("out", None) is not None:
         raise TypeError(f"autodiff: numpy.{ufunc.__name__} with out= (in place) cannot be "
                         "differentiated")
