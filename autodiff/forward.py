@@ -9,6 +9,7 @@ import numpy as np
 
 from .core import Tensor, state, value_of
 from .nest import flatten
+from .numpy import broadcast_to
 from .tape import UnconnectedGradients, _unconnected
 
 
@@ -58,7 +59,6 @@ class ForwardAccumulator:
         finally:
             state.accumulators.insert(position, self)
         if np.shape(value_of(tangent)) != out.shape:
-            from .numpy import broadcast_to
             tangent = broadcast_to(tangent, out.shape)
         self._tangents[out._id] = tangent
         self._keep.append(out)

@@ -17,6 +17,7 @@ import numpy as np
 from . import core
 from .core import Primitive, Tensor, Variable, state, sweep
 from .nest import flatten
+from .numpy import broadcast_to, concatenate, moveaxis, reshape, stack
 
 
 class UnconnectedGradients(str, enum.Enum):
@@ -124,6 +125,8 @@ class GradientTape:
 
         One batched sweep with the rows of the identity as cotangents (in chunks of ``chunk_size``
         rows to bound memory), instead of one sweep per element of the target.
+        ``parallel_iterations`` and ``experimental_use_pfor`` are accepted for TensorFlow
+        compatibility; the sweep is always vectorized.
         """
         unconnected = _unconnected(unconnected_gradients)
         target_shape = tuple(np.shape(core.value_of(target)))
@@ -137,7 +140,6 @@ class GradientTape:
         chunks = [self._sweep([target], [eye[i:i + step]], source_list, (len(eye[i:i + step]),))
                   for i in range(0, size, step)]
         self._consume()
-        from .numpy import concatenate, reshape
         results = []
         for k, source in enumerate(source_list):
             parts = [chunk[k] for chunk in chunks]
@@ -178,7 +180,6 @@ class GradientTape:
             if unconnected is UnconnectedGradients.NONE:
                 return None
             return core.constant(np.zeros((batch,) + inner + source_inner, _dtype(source)))
-        from .numpy import moveaxis, reshape
         return _as_tensor(reshape(moveaxis(g, 0, 1), (batch,) + inner + source_inner))
 
     def _check_usable(self):
@@ -229,7 +230,6 @@ def _sources(sources):
 
 def _broadcast_seed(seed, shape):
     try:
-        from .numpy import broadcast_to
         return broadcast_to(seed, shape)
     except ValueError:
         raise ValueError(f"output_gradients of shape {np.shape(core.value_of(seed))} does not "
@@ -343,7 +343,6 @@ def custom_gradient(f: Callable) -> Callable:
                 return backward_one(upstream, values)
             # grad_fn is written for one cotangent (it may clip its norm, say): a batched sweep
             # (jacobian, hessian) calls it once per batch element
-            from .numpy import reshape, stack
             rows = [backward_one(tuple(u[index] for u in upstream), values)
                     for index in np.ndindex(batch_shape)]
             return [None if column[0] is None else
