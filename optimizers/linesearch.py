@@ -6,8 +6,9 @@ given initial step first (the unit step for Newton-type directions), and treat a
 value or slope as a step that went too far: such a step is shrunk and never accepted.
 
 References: J. Nocedal and S. J. Wright, *Numerical Optimization*, 2nd ed., Springer 2006, Ch. 3;
-J. J. Moré and D. C. Sorensen, "On the use of directions of negative curvature in a modified Newton
-method", Math. Programming 16 (1979).
+L. Grippo, F. Lampariello and S. Lucidi, "A nonmonotone line search technique for Newton's
+method", SIAM J. Numer. Anal. 23 (1986); J. J. Moré and D. C. Sorensen, "On the use of directions
+of negative curvature in a modified Newton method", Math. Programming 16 (1979).
 """
 from __future__ import annotations
 
@@ -76,13 +77,18 @@ class _Line:
 
 def strong_wolfe(objective: Objective, x: np.ndarray, p: np.ndarray, f0: float, g0: np.ndarray, *,
                  step0: float = 1.0, c1: float = 1e-4, c2: float = 0.9, step_max: float = 1e20,
-                 maxiter: int = 40) -> LineSearchResult:
+                 maxiter: int = 40, reference: float = -np.inf) -> LineSearchResult:
     """A step satisfying the strong Wolfe conditions (Nocedal & Wright, Algorithm 3.5).
 
     ``step0`` is tried first; while the slope stays negative and the value keeps falling the step
     is expanded (by 4x, up to ``step_max``); once a bracket is known, :func:`_zoom` (N&W Algorithm
     3.6) shrinks it with safeguarded cubic/quadratic interpolation. If the curvature condition
     cannot be met within ``maxiter`` trials, the best step with sufficient decrease is returned.
+
+    A ``reference`` value above ``f0`` (the highest of the last few values of f) makes the search
+    nonmonotone (Grippo, Lampariello & Lucidi 1986): a first trial that raises f but has
+    sufficient decrease from ``reference`` is accepted as it is. Lower trials are searched as
+    usual.
     """
     line = _Line(objective, x, p, f0)
     slope0 = float(g0 @ p)
@@ -91,6 +97,9 @@ def strong_wolfe(objective: Objective, x: np.ndarray, p: np.ndarray, f0: float, 
     prev, step = _Trial(0.0, f0, slope0), min(step0, step_max)
     for _ in range(maxiter):
         f = line.value(step)
+        if (prev.step == 0 and f0 < f <= reference + c1 * step * slope0
+                and line.gradient_is_finite(step)):
+            return line.accept(step, f)   # nonmonotone acceptance of the first trial
         if not f <= f0 + c1 * step * slope0 or f >= prev.f:   # NaN fails the first test
             return _zoom(line, prev, _Trial(step, f, None), slope0, c1, c2, maxiter)
         slope = line.slope(step)
