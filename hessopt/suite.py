@@ -5,6 +5,7 @@ uses a process pool). Problems travel to workers by name and are rebuilt there.
 """
 from __future__ import annotations
 
+import functools
 import time
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -20,6 +21,12 @@ SCIPY_COUNTERPARTS = {"newton-cg": "Newton-CG", "trust-ncg": "trust-ncg",
 _DENSE = {"trust-exact", "dogleg"}
 
 
+@functools.lru_cache(maxsize=None)
+def _problem(name: str, n: int) -> problems.Problem:
+    """Problems are built once per process (scalable ones compute index arrays when built)."""
+    return problems.get(name, n)
+
+
 @dataclass(frozen=True)
 class ProblemFunction:
     """A problem's objective that pickles by name, so process and cluster executors can ship it."""
@@ -28,7 +35,7 @@ class ProblemFunction:
     n: int
 
     def __call__(self, x):
-        return problems.get(self.name, self.n).fun(x)
+        return _problem(self.name, self.n).fun(x)
 
 
 @dataclass
@@ -92,7 +99,7 @@ def _run_task(task):
     """Module-level, so executors can pickle it."""
     kind, name, n, method, options = task
     runner = run_scipy if kind == "scipy" else run_hessopt
-    return runner(problems.get(name, n), method, options)
+    return runner(_problem(name, n), method, options)
 
 
 def run_suite(instances, methods, compare_scipy: bool = False, executor: Executor | None = None,
