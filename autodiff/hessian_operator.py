@@ -50,7 +50,8 @@ class HessianOperator:
                 raise TypeError(f"hessian_operator needs a function with a scalar output, got shape "
                                 f"{y.shape}")
             grads = inner.gradient(y, self._sources, unconnected_gradients=UnconnectedGradients.ZERO)
-            self._g = anp.concatenate([anp.ravel(g) for g in grads])
+            flat = [anp.ravel(g) for g in grads]
+            self._g = flat[0] if len(flat) == 1 else anp.concatenate(flat)
         self.value = float(y)
         self.gradient = self._g.numpy()
         n = self.gradient.size
