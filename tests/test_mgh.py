@@ -8,7 +8,7 @@ import pytest
 
 import hessopt
 from hessopt import problems
-from hessopt.suite import run_hessopt
+from hessopt.suite import run_hessopt, run_scipy
 
 
 @pytest.mark.parametrize("method", sorted(hessopt.METHODS))
@@ -19,3 +19,11 @@ def test_method_solves_the_mgh_set(method):
     assert len(runs) == 39
     assert len(unsolved) <= 2, unsolved
     assert not false_successes, false_successes
+
+
+@pytest.mark.parametrize("method", ["newton-cg", "trust-ncg", "trust-krylov"])
+def test_hessian_vector_methods_use_at_most_half_of_scipys_evaluations(method):
+    """Summed over the set: ours to gtol 1e-8, scipy's counterpart with its defaults."""
+    ours = sum(run_hessopt(p, method, {"gtol": 1e-8}).evaluations for p in problems.MGH)
+    theirs = sum(run_scipy(p, method).evaluations for p in problems.MGH)
+    assert ours <= theirs / 2, (ours, theirs)
