@@ -7,17 +7,16 @@
 (d) memory retained after 1,000 cached HVPs (tracemalloc);
 (e) recompute_grad peak memory on a 64-layer chain (8 checkpointed segments) vs the plain tape.
 Synthetic data of the stated shapes (no downloads). Peers: `pip install ".[bench]"`.
-Every library runs on one thread (OpenBLAS, torch and XLA): several thread pools in one process
-oversubscribe two cores (OpenBLAS's spinning workers starved torch's ~40x here), and one thread
-each is a fair, repeatable comparison.
+Every library uses both cores. OpenBLAS's idle workers are told to sleep at once
+(OPENBLAS_THREAD_TIMEOUT=4): by default they spin after each call and starved torch's threads
+(~40x slower here).
 Run: python benchmarks/bench_derivatives.py
 """
 from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 import gc  # noqa: E402
 import tracemalloc  # noqa: E402
@@ -218,7 +217,7 @@ def _peer_ratio(rows, ours, peer):
 def main() -> None:
     autograd, torch, jax = optional("autograd"), optional("torch"), optional("jax")
     if torch:
-        torch.set_num_threads(1)
+        torch.set_num_threads(2)
         torch.set_default_dtype(torch.float64)
     if jax:
         jax.config.update("jax_enable_x64", True)
