@@ -196,8 +196,9 @@ def apply(prim: Primitive, args: tuple, kwargs: dict):
         raise TypeError(f"autodiff: {prim.name} produced an object array (an operand holds Python "
                         "objects); use numeric arrays")
     out = Tensor(value)
-    if state.tapes:
-        record(prim, args, raw, kwargs, out, parents)
+    tapes = state.tapes
+    if tapes:
+        record(prim, args, raw, kwargs, out, parents, tapes)
     if state.accumulators:
         for accumulator in state.accumulators:
             accumulator.push(prim, args, kwargs, out, parents)
@@ -217,13 +218,13 @@ class _Rules(dict):
         return missing
 
 
-def record(prim, args, raw, kwargs, out, parents):
-    """Append the op to every recording tape that watches one of its inputs.
+def record(prim, args, raw, kwargs, out, parents, tapes):
+    """Append the op to each of ``tapes`` (the recording ones) that watches one of its inputs.
 
     A tape that watches accessed Variables starts watching every trainable Variable the op reads (all
     of them, not just the first: ``watched_variables`` must list each one).
     """
-    for tape in state.tapes:
+    for tape in tapes:
         watched = tape._watched
         watches_an_input = False
         for i in parents:

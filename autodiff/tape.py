@@ -294,7 +294,7 @@ def _record_node(name: str, backward: Callable, inputs: list, variables: list, y
     out = fresh if len(fresh) > 1 else fresh[0]
     if state.tapes:
         core.record(_Node(name, backward), args, [a._value for a in args], {}, out,
-                    list(range(len(args))))
+                    list(range(len(args))), state.tapes)
     return rebuild(list(fresh))
 
 
