@@ -159,7 +159,10 @@ class Primitive:
         return f"<primitive {self.name}>"
 
     def __call__(self, *args, **kwargs):
-        return apply(self, args, kwargs)
+        for a in args:
+            if isinstance(a, Tensor):
+                return apply(self, args, kwargs)
+        return self.fun(*args, **kwargs)  # plain NumPy, as rules run in raw sweeps
 
     def backward(self, g, ans, args, kwargs, parents):
         """The cotangents of the Tensor arguments ``parents``, given the output cotangent ``g``."""
