@@ -206,7 +206,7 @@ class GradientTape:
             elif not use_tensors or not isinstance(seed, Tensor):
                 seed = np.asarray(core.value_of(seed))  # rules expect arrays, not Python floats
             expected = batch_shape + target.shape
-            if np.shape(core.value_of(seed)) != expected:
+            if seed.shape != expected:
                 seed = _broadcast_seed(seed, expected)
             prev = initial.get(target._id)
             initial[target._id] = seed if prev is None else prev + seed
