@@ -6,7 +6,7 @@ from typing import Callable
 import numpy as np
 
 from .core import Tensor, constant
-from .tape import GradientTape
+from .functional import grad, hessian
 
 
 def _scalar(f: Callable, weights_seed: int = 0) -> Callable:
@@ -18,29 +18,6 @@ def _scalar(f: Callable, weights_seed: int = 0) -> Callable:
         w = np.random.default_rng(weights_seed).standard_normal(np.shape(y))
         return (y * w).sum()
     return scalar_f
-
-
-def _gradient(f, x):
-    xt = constant(x)
-    with GradientTape() as tape:
-        tape.watch(xt)
-        y = f(xt)
-    g = tape.gradient(y, xt)
-    return np.zeros_like(x) if g is None else g.numpy()
-
-
-def _hessian(f, x):
-    xt = constant(x)
-    with GradientTape() as outer:
-        outer.watch(xt)
-        with GradientTape() as inner:
-            inner.watch(xt)
-            y = f(xt)
-        g = inner.gradient(y, xt)
-    if g is None:
-        return np.zeros(x.shape + x.shape)
-    h = outer.jacobian(g, xt)
-    return np.zeros(x.shape + x.shape) if h is None else h.numpy()
 
 
 def central_differences(fun: Callable, x, eps: float = 1e-6) -> np.ndarray:
@@ -66,12 +43,12 @@ def check_grad(f: Callable, x, order: int = 2, eps: float = 1e-6, rtol: float = 
     x = np.array(x, dtype=np.float64)
     scalar_f = _scalar(f)
     errors = {}
-    g = _gradient(scalar_f, x)
+    g = grad(scalar_f)(x)
     g_fd = central_differences(lambda z: np.asarray(scalar_f(constant(z))), x, eps)
     errors["gradient"] = _compare("gradient", g, g_fd, rtol, atol)
     if order >= 2:
-        h = _hessian(scalar_f, x)
-        h_fd = central_differences(lambda z: _gradient(scalar_f, z), x, eps)
+        h = hessian(scalar_f)(x)
+        h_fd = central_differences(lambda z: grad(scalar_f)(z), x, eps)
         errors["hessian"] = _compare("Hessian", h, h_fd, rtol, atol)
     return errors
 

@@ -124,19 +124,13 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     result = solver(flat_fun, flat0, flat_jac, hess=flat_hess, hessp=flat_hessp,
                     callback=user_callback, **options)
     if not isinstance(x0, np.ndarray):
-        result.x = _numpy_tree(unravel(result.x))
-        result.jac = _numpy_tree(unravel(result.jac))
+        result.x, result.jac = unravel(result.x), unravel(result.jac)
     return result
 
 
 def _flat_pair(pair):
     value, gradient = pair
     return value, ad.ravel(gradient)[0]
-
-
-def _numpy_tree(tree):
-    leaves, rebuild = ad.nest.flatten(tree)
-    return rebuild([np.asarray(leaf.numpy() if isinstance(leaf, ad.Tensor) else leaf) for leaf in leaves])
 
 
 def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
