@@ -261,6 +261,8 @@ def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
             ans = out if use_tensors else out._value
         if g is None:
             continue
+        if type(g) is SlicedCotangent:
+            g = g.dense()
         values = _as_recorded(args, raw, parents) if use_tensors else raw
         if prim.joint:
             cotangents = prim.backward(g, ans, values, kwargs, parents)
@@ -274,7 +276,7 @@ def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
             cotangents = [prim.vjps[i](g, ans, *values) for i in parents]
         for i, gi in zip(parents, cotangents):
             _accumulate(grads, args[i]._id, gi)
-    return {k: grads[k] for k in keep if k in grads}
+    return {k: _dense(grads[k]) for k in keep if k in grads}
 
 
 def _accumulate(grads: dict, key: int, gi) -> None:
@@ -282,6 +284,53 @@ def _accumulate(grads: dict, key: int, gi) -> None:
     if gi is not None:
         prev = grads.get(key)
         grads[key] = gi if prev is None else prev + gi
+
+
+class SlicedCotangent:
+    """A cotangent that is zero outside some basic-index slices, like TensorFlow's IndexedSlices.
+
+    Reads such as ``x[::2]`` and ``x[1::2]`` would each scatter into a full-size array of zeros that
+    the sweep then adds up; kept as ``(index, piece)`` pairs instead, they share one buffer, written
+    once when a rule needs the dense cotangent. Only raw, unbatched sweeps make them.
+    """
+
+    __slots__ = ("shape", "pieces")
+    __array_ufunc__ = None  # ndarray + SlicedCotangent defers to __radd__
+
+    def __init__(self, shape: tuple, pieces: list):
+        self.shape, self.pieces = shape, pieces
+
+    def __add__(self, other):
+        if type(other) is not SlicedCotangent:
+            return self.dense(other)
+        pieces = list(self.pieces)
+        for index, piece in other.pieces:
+            for k, (known, total) in enumerate(pieces):
+                if known == index:
+                    pieces[k] = (index, total + piece)
+                    break
+            else:
+                pieces.append((index, piece))
+        return SlicedCotangent(self.shape, pieces)
+
+    __radd__ = __add__
+
+    def dense(self, base: np.ndarray | None = None) -> np.ndarray:
+        """The ndarray: the pieces added into zeros (or into a copy of ``base``)."""
+        pieces = iter(self.pieces)
+        if base is None:
+            index, piece = next(pieces)
+            out = np.zeros(self.shape, piece.dtype)
+            out[index] = piece
+        else:
+            out = base.copy()
+        for index, piece in pieces:
+            out[index] += piece
+        return out
+
+
+def _dense(g):
+    return g.dense() if type(g) is SlicedCotangent else g
 
 
 def _as_recorded(args, raw, parents):
@@ -303,7 +352,7 @@ _read.jvps[0] = lambda t, ans, variable, value: t
 
 def _output_cotangents(grads, outputs, keep):
     """Cotangents of a multi-output record (zeros where an output has none), or None if it has none."""
-    gs = [grads.get(o._id) if o._id in keep else grads.pop(o._id, None) for o in outputs]
+    gs = [_dense(grads.get(o._id) if o._id in keep else grads.pop(o._id, None)) for o in outputs]
     if all(g is None for g in gs):
         return None
     i, some = next((i, g) for i, g in enumerate(gs) if g is not None)

@@ -27,6 +27,7 @@ from hypothesis.extra import numpy as hnp
 
 import autodiff as ad
 import autodiff.numpy as anp
+from autodiff.check import central_differences
 
 NP = types.SimpleNamespace(**{name: getattr(np, name) for name in dir(np) if not name.startswith("_")})
 NP.sigmoid = NP.expit = scipy.special.expit
@@ -935,6 +936,30 @@ def test_indexing_with_tensors_of_indices_and_masks():
     x = np.array([0.5, -2.0, 3.0, 1.0])
     g, _ = gradient_and_hessian(lambda t: t[anp.argmax(t)] ** 2 + anp.sum(t[t > 0.7]), x)
     np.testing.assert_array_equal(g, [0.0, 0.0, 7.0, 1.0])
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(100.0 * (x[1::2] - x[::2] ** 2) ** 2 + (1.0 - x[::2]) ** 2),  # disjoint, repeated
+    lambda x: np.sum((x[1:] - x[:-1]) ** 2 * x[2:-1].sum()),                     # overlapping
+    lambda x: x[0] * x[3] + np.sum(np.sin(x[1:4]) * x[::3][:2].sum()),           # ints and chains
+    lambda x: np.sum(x * x) + np.sum(np.exp(x[::2])) + x[-1],                   # dense + sliced
+    lambda x: np.sum(np.reshape(x * 1.5, (2, 4))[:, 1:] ** 3) + np.sum((2.0 * x)[2:5]),  # 2-D, and
+])                                                                   # intermediates that are sliced
+def test_slice_reads_accumulate_on_a_first_order_tape(f):
+    """Raw first-order sweeps keep slice cotangents sparse until needed (SlicedCotangent)."""
+    x0 = np.linspace(-1.0, 1.3, 8)
+    x = ad.constant(x0)
+    with ad.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = f(x)
+    g = tape.gradient(y, x).numpy()
+    np.testing.assert_allclose(g, central_differences(f, x0), rtol=1e-7, atol=1e-7)
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), g)  # nothing was written in place
+    x32 = ad.constant(x0.astype(np.float32))
+    with ad.GradientTape() as tape:
+        tape.watch(x32)
+        y = f(x32)
+    assert tape.gradient(y, x32).dtype == np.float32
 
 
 def test_repeated_indices_accumulate_in_the_gradient():
