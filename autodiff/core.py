@@ -159,6 +159,8 @@ class Primitive:
         return f"<primitive {self.name}>"
 
     def __call__(self, *args, **kwargs):
+        if len(args) == 1 and not kwargs and isinstance(args[0], Tensor):  # most elementwise calls
+            return apply_unary(self, args[0])
         for a in args:
             if isinstance(a, Tensor):
                 return apply(self, args, kwargs)
@@ -195,6 +197,30 @@ def apply(prim: Primitive, args: tuple, kwargs: dict):
     if not parents:
         return prim.fun(*args, **kwargs)
     value = prim.tensor_fun(*raw, **kwargs) if kwargs else prim.tensor_fun(*raw)
+    return _output(prim, args, raw, kwargs, parents, value)
+
+
+_FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
+_NO_KWARGS: dict = {}
+
+
+def apply_unary(prim: Primitive, x: Tensor):
+    """``apply(prim, (x,), {})`` for a Tensor ``x``, without the loop."""
+    raw = (x._value,)
+    return _output(prim, (x,), raw, _NO_KWARGS, _FIRST, prim.tensor_fun(*raw))
+
+
+def apply_binary(prim: Primitive, x, y):
+    """``apply(prim, (x, y), {})`` for Tensor operators (one of x, y is a Tensor), without the loop."""
+    if isinstance(x, Tensor):
+        raw, parents = ((x._value, y._value), _BOTH) if isinstance(y, Tensor) else ((x._value, y), _FIRST)
+    else:
+        raw, parents = (x, y._value), _SECOND
+    return _output(prim, (x, y), raw, _NO_KWARGS, parents, prim.tensor_fun(*raw))
+
+
+def _output(prim, args, raw, kwargs, parents, value):
+    """Wrap an op's result in a Tensor and record it on the active tapes and accumulators."""
     if type(value) is np.ndarray and value.dtype.hasobject:
         raise TypeError(f"autodiff: {prim.name} produced an object array (an operand holds Python "
                         "objects); use numeric arrays")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import numpy as anp
-from .core import Primitive, Tensor, apply
+from .core import _NO_KWARGS, Primitive, Tensor, apply, apply_binary, apply_unary
 
 _UFUNCS = {
     np.add: anp.add, np.subtract: anp.subtract, np.multiply: anp.multiply, np.divide: anp.divide,
@@ -45,7 +45,9 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__" and not kwargs:
         op = _UFUNCS.get(ufunc)
         if op is not None:
-            return apply(op, inputs, _NO_KWARGS) if type(op) is Primitive else op(*inputs)
+            if type(op) is not Primitive:
+                return op(*inputs)
+            return apply_unary(op, *inputs) if len(inputs) == 1 else apply(op, inputs, _NO_KWARGS)
     if kwargs.pop("out", None) is not None:
         raise TypeError(f"autodiff: numpy.{ufunc.__name__} with out= (in place) cannot be "
                         "differentiated")
@@ -76,14 +78,12 @@ def _array_function(self, func, types, args, kwargs):
 def _binary(op, reflected=False):
     if isinstance(op, Primitive):  # the common case: straight to apply, no __call__ indirection
         if reflected:
-            return lambda self, other: apply(op, (other, self), _NO_KWARGS)
-        return lambda self, other: apply(op, (self, other), _NO_KWARGS)
+            return lambda self, other: apply_binary(op, other, self)
+        return lambda self, other: apply_binary(op, self, other)
     if reflected:
         return lambda self, other: op(other, self)
     return lambda self, other: op(self, other)
 
-
-_NO_KWARGS: dict = {}
 
 
 def _install_methods():
