@@ -42,12 +42,9 @@ _FUNCTIONS.update({getattr(np.linalg, name): getattr(anp.linalg, name) for name 
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    if method == "__call__" and not kwargs:
-        op = _UFUNCS.get(ufunc)
-        if op is not None:
-            if type(op) is not Primitive:
-                return op(*inputs)
-            return apply_unary(op, *inputs) if len(inputs) == 1 else apply(op, inputs, _NO_KWARGS)
+    op = _UFUNCS.get(ufunc)
+    if type(op) is Primitive and method == "__call__" and not kwargs:  # the common case, first
+        return apply_unary(op, self) if len(inputs) == 1 else apply_binary(op, *inputs)
     if kwargs.pop("out", None) is not None:
         raise TypeError(f"autodiff: numpy.{ufunc.__name__} with out= (in place) cannot be "
                         "differentiated")
