@@ -3,6 +3,7 @@
 (a) extended Rosenbrock, n = 10,000, written as plain NumPy code;
 (b) a chain of scalar ops: 300 x ``sin(x) * 1.01 + 0.1 * x`` (1,200 ops);
 (c) the cost of one op with no tape active, over the bare NumPy call.
+In (a), minimal_tape.py is the floor any eager Python tape starts from (see its docstring).
 Peers (autograd, torch) are measured when installed (`pip install ".[bench]"`).
 Run: python benchmarks/bench_overhead.py
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import autodiff as ad
+import minimal_tape
 from common import median_time, optional, report
 
 N = 10_000
@@ -19,6 +21,11 @@ CHAIN = 300
 
 def rosenbrock(x, np=np):
     return np.sum(100.0 * (x[1::2] - x[::2] ** 2) ** 2 + (1.0 - x[::2]) ** 2)
+
+
+def minimal_rosenbrock(x):
+    """The same function on the floor tape of minimal_tape.py (its own sum, no NumPy dispatch)."""
+    return minimal_tape.total(100.0 * (x[1::2] - x[::2] ** 2) ** 2 + (1.0 - x[::2]) ** 2)
 
 
 def rosenbrock_gradient(x):
@@ -49,12 +56,14 @@ def tape_gradient(f, x0):
 def main() -> None:
     x0 = np.tile([-1.2, 1.0], N // 2)
     assert np.allclose(tape_gradient(rosenbrock, x0)().numpy(), rosenbrock_gradient(x0))
+    assert np.allclose(minimal_tape.gradient(minimal_rosenbrock, x0), rosenbrock_gradient(x0))
     autograd, torch = optional("autograd"), optional("torch")
 
     print(f"(a) gradient of extended Rosenbrock, n = {N:,} (plain NumPy code)")
     rows = [("numpy hand-coded gradient", median_time(lambda: rosenbrock_gradient(x0))),
             ("numpy f only", median_time(lambda: rosenbrock(x0))),
-            ("autodiff tape", median_time(tape_gradient(rosenbrock, x0)))]
+            ("autodiff tape", median_time(tape_gradient(rosenbrock, x0))),
+            ("minimal special-purpose tape", median_time(lambda: minimal_tape.gradient(minimal_rosenbrock, x0)))]
     if autograd:
         import autograd.numpy as agnp
         rows.append(("autograd", median_time(lambda: autograd.grad(lambda x: rosenbrock(x, agnp))(x0))))
@@ -68,6 +77,7 @@ def main() -> None:
         rows.append(("torch eager", median_time(torch_grad)))
     report(rows, "numpy hand-coded gradient")
     print("  autodiff / torch eager:", _ratio(rows, "autodiff tape", "torch eager"))
+    print("  autodiff / minimal tape:", _ratio(rows, "autodiff tape", "minimal special-purpose tape"))
 
     s0 = np.float64(0.3)
     print(f"\n(b) gradient of a chain of scalar ops: {CHAIN} x sin(x)*1.01 + 0.1*x = {4 * CHAIN} ops")
