@@ -294,22 +294,16 @@ def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
             cotangents = prim.backward(g, ans, values, kwargs, parents)
         elif kwargs:
             cotangents = [prim.vjps[i](g, ans, *values, **kwargs) for i in parents]
-        elif len(parents) == 1:  # the common case, without a list and a loop
-            i = parents[0]
-            _accumulate(grads, args[i]._id, prim.vjps[i](g, ans, *values))
-            continue
+        elif len(parents) == 1:  # the common case, without a comprehension
+            cotangents = (prim.vjps[parents[0]](g, ans, *values),)
         else:
             cotangents = [prim.vjps[i](g, ans, *values) for i in parents]
         for i, gi in zip(parents, cotangents):
-            _accumulate(grads, args[i]._id, gi)
+            if gi is not None:  # None: no contribution
+                key = args[i]._id
+                prev = grads.get(key)
+                grads[key] = gi if prev is None else prev + gi
     return {k: _dense(grads[k]) for k in keep if k in grads}
-
-
-def _accumulate(grads: dict, key: int, gi) -> None:
-    """Add a cotangent contribution (None means none)."""
-    if gi is not None:
-        prev = grads.get(key)
-        grads[key] = gi if prev is None else prev + gi
 
 
 class SlicedCotangent:

@@ -13,7 +13,7 @@ import string
 
 import numpy as _np
 
-from ..core import Primitive, SlicedCotangent, Tensor, value_of
+from ..core import _NO_KWARGS, Primitive, SlicedCotangent, Tensor, apply, value_of
 
 
 # --- defining primitives ---------------------------------------------------------------------------
@@ -279,7 +279,7 @@ def _keepdims_shape(shape, axis):
 def _expand_reduced(g, ans, x, axis):
     """Broadcast a cotangent of a reduction back over the reduced axes of ``x``."""
     if axis is None and g.ndim == ans.ndim:  # the common whole-array sum: no reshape needed
-        return broadcast_to(g, x.shape)
+        return _broadcast_to(g, x.shape)
     batch = g.shape[:g.ndim - ans.ndim]
     return broadcast_to(reshape(g, batch + _keepdims_shape(x.shape, axis)), batch + x.shape)
 
@@ -687,7 +687,10 @@ def _gather_vjp(g, ans, x, index, nb):
 
 
 def _is_basic(index) -> bool:
-    return builtins.all(type(p) in _BASIC for p in index)
+    for piece in index:
+        if type(piece) not in _BASIC:
+            return False
+    return True
 
 
 defvjp(_gather, _gather_vjp)
@@ -698,7 +701,7 @@ deflinear(_scatter)
 
 def getitem(x, index):
     """``x[index]``: basic and advanced indexing, repeated indices accumulate in the gradient."""
-    return _gather(x, (index,) if type(index) in _BASIC else _normalize_index(index), 0)
+    return apply(_gather, (x, (index,) if type(index) in _BASIC else _normalize_index(index), 0), _NO_KWARGS)
 
 
 _BASIC = (slice, int)
