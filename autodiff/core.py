@@ -343,7 +343,7 @@ class SlicedCotangent:
             out = np.zeros(self.shape, piece.dtype)
             out[index] = piece
         else:
-            out = base.copy()
+            out = np.array(base)  # a copy, and an ndarray even when base is a NumPy scalar
         for index, piece in pieces:
             out[index] += piece
         return out

@@ -82,7 +82,6 @@ def _binary(op, reflected=False):
     return lambda self, other: op(self, other)
 
 
-
 def _install_methods():
     methods = {
         "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,

@@ -943,6 +943,7 @@ def test_indexing_with_tensors_of_indices_and_masks():
     lambda x: np.sum((x[1:] - x[:-1]) ** 2 * x[2:-1].sum()),                     # overlapping
     lambda x: x[0] * x[3] + np.sum(np.sin(x[1:4]) * x[::3][:2].sum()),           # ints and chains
     lambda x: np.sum(x * x) + np.sum(np.exp(x[::2])) + x[-1],                   # dense + sliced
+    lambda x: np.sum(x[()] * x[::-1]) + np.sum(x[::-3] ** 2) + x[2] * x[2],     # whole, reversed
     lambda x: np.sum(np.reshape(x * 1.5, (2, 4))[:, 1:] ** 3) + np.sum((2.0 * x)[2:5]),  # 2-D, and
 ])                                                                   # intermediates that are sliced
 def test_slice_reads_accumulate_on_a_first_order_tape(f):
@@ -960,6 +961,14 @@ def test_slice_reads_accumulate_on_a_first_order_tape(f):
         tape.watch(x32)
         y = f(x32)
     assert tape.gradient(y, x32).dtype == np.float32
+
+
+def test_slice_read_of_a_0d_tensor_adds_to_a_scalar_cotangent():
+    x = ad.constant(2.0)
+    with ad.GradientTape() as tape:
+        tape.watch(x)
+        y = x[()] * 3.0 + x * x
+    assert tape.gradient(y, x).numpy() == 7.0
 
 
 def test_repeated_indices_accumulate_in_the_gradient():

@@ -680,6 +680,8 @@ def _scatter_raw(g, index, shape, nb):
 
 _gather = primitive(_gather_raw, "getitem")
 _scatter = primitive(_scatter_raw, "scatter_add")
+
+
 def _gather_vjp(g, ans, x, index, nb):
     if type(g) is _np.ndarray and not nb and g.ndim == ans.ndim and _is_basic(index):
         return SlicedCotangent(x.shape, [(index, g)])  # raw and unbatched: see SlicedCotangent
