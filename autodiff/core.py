@@ -311,7 +311,8 @@ class SlicedCotangent:
 
     Reads such as ``x[::2]`` and ``x[1::2]`` would each scatter into a full-size array of zeros that
     the sweep then adds up; kept as ``(index, piece)`` pairs instead, they share one buffer, written
-    once when a rule needs the dense cotangent. Only raw, unbatched sweeps make them.
+    once when a rule needs the dense cotangent. Only unbatched ndarray cotangents become them (in a
+    sweep that outer tapes record, an ndarray cotangent is a constant to them).
     """
 
     __slots__ = ("shape", "pieces")
@@ -335,15 +336,21 @@ class SlicedCotangent:
 
     __radd__ = __add__
 
-    def dense(self, base: np.ndarray | None = None) -> np.ndarray:
-        """The ndarray: the pieces added into zeros (or into a copy of ``base``)."""
+    def dense(self, base=None):
+        """The pieces added into zeros, or into ``base``.
+
+        A Tensor base (a cotangent an outer tape records) gets the pieces, which are constants to
+        that tape, added by a recorded op; an ndarray base is copied and added into in place.
+        """
+        if base is not None and type(base) is not np.ndarray:
+            return base + self.dense()
         pieces = iter(self.pieces)
         if base is None:
             index, piece = next(pieces)
             out = np.zeros(self.shape, piece.dtype)
             out[index] = piece
         else:
-            out = np.array(base)  # a copy, and an ndarray even when base is a NumPy scalar
+            out = base.copy()
         for index, piece in pieces:
             out[index] += piece
         return out

@@ -945,9 +945,10 @@ def test_indexing_with_tensors_of_indices_and_masks():
     lambda x: np.sum(x * x) + np.sum(np.exp(x[::2])) + x[-1],                   # dense + sliced
     lambda x: np.sum(x[()] * x[::-1]) + np.sum(x[::-3] ** 2) + x[2] * x[2],     # whole, reversed
     lambda x: np.sum(np.reshape(x * 1.5, (2, 4))[:, 1:] ** 3) + np.sum((2.0 * x)[2:5]),  # 2-D, and
-])                                                                   # intermediates that are sliced
-def test_slice_reads_accumulate_on_a_first_order_tape(f):
-    """Raw first-order sweeps keep slice cotangents sparse until needed (SlicedCotangent)."""
+    lambda x: np.sum(x[0] * x * x + x[1] * x + x[2]),          # intermediates that are sliced; seeds
+])                                                            # reaching x[2] unchanged (constants)
+def test_slice_reads_accumulate_in_first_and_second_order_sweeps(f):
+    """Slice cotangents stay sparse until needed (SlicedCotangent), at first and second order."""
     x0 = np.linspace(-1.0, 1.3, 8)
     x = ad.constant(x0)
     with ad.GradientTape(persistent=True) as tape:
@@ -961,6 +962,17 @@ def test_slice_reads_accumulate_on_a_first_order_tape(f):
         tape.watch(x32)
         y = f(x32)
     assert tape.gradient(y, x32).dtype == np.float32
+    ad.check_grad(f, x0, order=2)  # nested sweeps: sliced constants meet recorded cotangents
+
+
+def test_hessian_of_slice_reads_is_exact_and_symmetric():
+    """f = x0 * sum(x**2) + x1 * sum(x) + n * x2, so H = 2 x0 I + e0 (2x)' + (2x) e0' + e1 1' + 1 e1'."""
+    x0 = np.linspace(0.1, 0.9, 6)
+    h = ad.hessian(lambda x: np.sum(x[0] * x * x + x[1] * x + x[2]))(x0)
+    e0, e1, ones = np.eye(6)[0], np.eye(6)[1], np.ones(6)
+    expected = 2 * x0[0] * np.eye(6) + np.outer(e0, 2 * x0) + np.outer(2 * x0, e0) \
+        + np.outer(e1, ones) + np.outer(ones, e1)
+    np.testing.assert_allclose(h, expected, rtol=1e-14, atol=1e-14)
 
 
 def test_slice_read_of_a_0d_tensor_adds_to_a_scalar_cotangent():
