@@ -22,7 +22,9 @@ _UFUNCS = {
     np.tanh: anp.tanh, np.arcsinh: anp.arcsinh, np.arccosh: anp.arccosh, np.arctanh: anp.arctanh,
     np.logaddexp: anp.logaddexp, np.maximum: anp.maximum, np.minimum: anp.minimum,
     np.fmax: anp.maximum, np.fmin: anp.minimum, np.matmul: anp.matmul, np.sign: anp.sign,
-    np.mod: anp.mod,
+    np.mod: anp.mod, np.fabs: anp.absolute, np.exp2: anp.exp2, np.hypot: anp.hypot,
+    np.deg2rad: anp.deg2rad, np.rad2deg: anp.rad2deg, np.radians: anp.radians, np.degrees: anp.degrees,
+    np.float_power: anp.float_power, np.copysign: anp.copysign,
 }
 _UFUNCS.update({getattr(np, name): f for name, f in anp.NON_DIFFERENTIABLE.items()
                 if isinstance(getattr(np, name), np.ufunc)})
@@ -35,6 +37,8 @@ _FUNCTIONS = {getattr(np, name): getattr(anp, name) for name in [
     "swapaxes", "reshape", "ravel", "squeeze", "expand_dims", "broadcast_to", "concatenate", "stack",
     "hstack", "vstack", "split", "array_split", "tile", "repeat", "pad", "diag", "diagonal", "trace",
     "triu", "tril", "take", "take_along_axis", "sort", "flip", "copy", "atleast_1d",
+    "diff", "trapezoid", "average", "nansum", "nanmean", "ptp", "median", "roll", "append",
+    "column_stack", "kron", "cross", "polyval", "interp",
 ]}
 _FUNCTIONS.update({getattr(np, name): f for name, f in anp.NON_DIFFERENTIABLE.items()
                    if not isinstance(getattr(np, name), np.ufunc)})

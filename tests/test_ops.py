@@ -743,6 +743,107 @@ case("linalg.eigh eigenvectors", square(
     uniform(-1, 1)))
 
 
+# Compositions (autodiff/numpy/composite.py): NumPy functions built from the primitives above.
+case("hypot", drawn_pair(lambda xp, a, b: xp.hypot(a, b), away_from_zero, uniform(-2, 2)))
+case("float_power", drawn_pair(lambda xp, a, b: xp.float_power(a, b), uniform(0.5, 2), uniform(-2, 2)))
+case("copysign", drawn_pair(lambda xp, a, b: xp.copysign(a, b), away_from_zero, away_from_zero))
+for _name, _domain in {"exp2": uniform(-2, 2), "fabs": away_from_zero, "deg2rad": uniform(-90, 90),
+                       "rad2deg": uniform(-2, 2), "radians": uniform(-90, 90), "degrees": uniform(-2, 2)}.items():
+    case(_name, drawn(lambda xp, x, name=_name: getattr(xp, name)(x), _domain))
+
+
+def _diff(draw, shape):
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    n = draw(st.integers(1, 2))
+    ends = draw(st.sampled_from([{}, {"prepend": 0.5}, {"append": -1.0}, {"prepend": 0.5, "append": 2.0}]))
+    return f"diff(n={n}, axis={axis}, {ends})", lambda xp, x: xp.diff(x, n=n, axis=axis, **ends)
+
+
+def _roll(draw, shape):
+    shift = draw(st.integers(-4, 4))
+    axis = draw(st.none() | st.integers(-len(shape), len(shape) - 1) |
+                st.permutations(range(len(shape))).map(lambda p: tuple(p[:2])))
+    return f"roll({shift}, axis={axis})", lambda xp, x: xp.roll(x, shift, axis=axis)
+
+
+def _trapezoid(draw, shape):
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    dx = draw(st.sampled_from([1.0, 0.25]))
+    return f"trapezoid(dx={dx}, axis={axis})", lambda xp, x: xp.trapezoid(x, dx=dx, axis=axis)
+
+
+case("diff", shape_op(_diff, NONSCALAR))
+case("roll", shape_op(_roll, NONSCALAR))
+case("trapezoid", shape_op(_trapezoid, NONSCALAR))
+case("trapezoid (sample points x)", product(lambda xp, y, x: xp.trapezoid(y, x=x), {
+    "vector, vector": lambda m, k, n, ba, bb: ((k + 1,), (k + 1,)),
+    "matrix, vector along the last axis": lambda m, k, n, ba, bb: ((m, k + 1), (k + 1,))}))
+case("ptp", reduction("ptp", distinct))
+case("nansum", reduction("nansum", uniform(-2, 2)))
+case("nanmean", reduction("nanmean", uniform(-2, 2)))
+
+
+@st.composite
+def median_problem(draw):
+    shape = draw(NONSCALAR)
+    axis = draw(st.none() | st.integers(-len(shape), len(shape) - 1))
+    keepdims = draw(st.booleans())
+    return Problem(lambda xp, x: xp.median(x, axis=axis, keepdims=keepdims), distinct(draw(RNGS), shape),
+                   f"median({shape}, axis={axis}, keepdims={keepdims})")
+
+
+@st.composite
+def average_problem(draw):
+    shape = draw(NONSCALAR)
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    rng = draw(RNGS)
+    if draw(st.booleans()):  # 1-D weights along axis
+        weights = rng.uniform(0.5, 2, shape[axis])
+    else:
+        weights = rng.uniform(0.5, 2, shape)
+    return packed(lambda xp, a, w: xp.average(a, axis=axis, weights=w), [rng.uniform(-2, 2, shape), weights],
+                  f"average({shape}, axis={axis}, weights of {weights.shape})")
+
+
+case("median", median_problem())
+case("average", average_problem())
+case("average (no weights)", reduction("average", uniform(-2, 2), single_axis=True))
+case("append", product(lambda xp, a, b: xp.append(a, b), {
+    "matrix, vector (flattened)": lambda m, k, n, ba, bb: ((m, k), (n,))}))
+case("append (axis=0)", product(lambda xp, a, b: xp.append(a, b, axis=0), {
+    "matrices": lambda m, k, n, ba, bb: ((m, k), (n, k))}))
+case("column_stack", product(lambda xp, a, b: xp.column_stack([a, b]), {
+    "vectors": lambda m, k, n, ba, bb: ((k,), (k,)), "matrix, vector": lambda m, k, n, ba, bb: ((k, m), (k,))}))
+case("kron", product(lambda xp, a, b: xp.kron(a, b), {
+    "vectors": lambda m, k, n, ba, bb: ((m,), (n,)), "matrices": lambda m, k, n, ba, bb: ((m, k), (n, 2)),
+    "matrix, vector": lambda m, k, n, ba, bb: ((m, k), (n,))}))
+case("cross", product(lambda xp, a, b: xp.cross(a, b), {
+    "3-vectors": lambda m, k, n, ba, bb: ((3,), (3,)), "batch of 3-vectors, one 3-vector":
+        lambda m, k, n, ba, bb: (ba + (3,), (3,))}))
+case("polyval", product(lambda xp, p, x: xp.polyval(p, x), {
+    "coefficients, points": lambda m, k, n, ba, bb: ((k + 1,), ba + (n,))}))
+
+
+def off_knots(rng, shape):
+    """Points in (-0.5, 1.5) at least 0.05 from the knots 0, 0.3, 1 of the interpolation cases."""
+    points = rng.uniform(-0.5, 1.5, shape)
+    return np.where(np.min(np.abs(points[..., None] - np.array([0.0, 0.3, 1.0])), axis=-1) < 0.05,
+                    points + 0.1, points)
+
+
+@st.composite
+def interp_problem(draw):
+    shape = draw(SHAPES)
+    rng = draw(RNGS)
+    return packed(lambda xp, x, fp: xp.interp(x, [0.0, 0.3, 1.0], fp),
+                  [off_knots(rng, shape), rng.uniform(-2, 2, 3)], f"interp at points of {shape}")
+
+
+case("interp", interp_problem())
+case("linalg.matrix_power", st.sampled_from([-2, 0, 1, 2, 3]).flatmap(lambda n: square(
+    lambda xp, a: xp.linalg.matrix_power(a, n), f"matrix_power(., {n})")))
+
+
 # --- the checks ----------------------------------------------------------------------------------
 
 def tensor_input(x):

@@ -17,6 +17,12 @@ from .ops import (  # noqa: F401  (the namespace)
     tanh, tensordot, tile, trace, transpose, tril, triu, true_divide, var, vdot, vstack, where,
 )
 
+from .composite import (  # noqa: F401
+    append, average, column_stack, copysign, cross, deg2rad, degrees, diff, exp2, float_power, hypot,
+    interp, kron, median, nanmean, nansum, polyval, ptp, rad2deg, radians, roll, trapezoid,
+)
+fabs = absolute
+
 from ..core import Tensor as _Tensor
 
 # Constants and constructors: plain NumPy (they never depend on a Tensor).

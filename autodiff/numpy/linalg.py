@@ -1,4 +1,4 @@
-"""Differentiable ``numpy.linalg``: solve, inv, det, slogdet, cholesky, eigh, norm.
+"""Differentiable ``numpy.linalg``: solve, inv, det, slogdet, cholesky, eigh, norm, matrix_power.
 
 Rules follow the standard matrix-calculus results (Giles 2008, "Extended collection of matrix
 derivative results"; Murray 2016 for the Cholesky factor; the eigh rule assumes distinct
@@ -198,4 +198,20 @@ def norm(x, ord=None, axis=None, keepdims=False):
     return sum(_abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
 
 
-__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "norm"]
+def matrix_power(a, n: int):
+    """``a`` to an integer power by repeated squaring (the inverse first for n < 0)."""
+    if n < 0:
+        a, n = inv(a), -n
+    result = None
+    while n:
+        if n & 1:
+            result = a if result is None else matmul(result, a)
+        n >>= 1
+        if n:
+            a = matmul(a, a)
+    if result is None:  # n == 0: the identity, which no gradient reaches
+        return nondiff(lambda v: _np.broadcast_to(_np.eye(v.shape[-1], dtype=v.dtype), v.shape).copy())(a)
+    return result
+
+
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "norm", "matrix_power"]

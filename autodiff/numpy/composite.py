@@ -1,0 +1,208 @@
+"""NumPy functions built from the primitives of ``ops``: no derivative rules of their own.
+
+Each is written with differentiable ops, so its gradients, Hessians, JVPs and batched sweeps come
+from theirs. Arguments that NumPy uses as positions rather than values (indices, breakpoints, the
+sign source of ``copysign``) are read as plain arrays and carry no gradient.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as _np
+
+from ..core import Tensor, value_of
+from . import ops
+from .ops import (
+    _ndim, _reject_others, _shape, absolute, astype, broadcast_to, concatenate, exp, getitem,
+    mean, power, ravel, reshape, sort, sqrt, stack, sum, take, where,
+)
+
+
+def _along(axis: int, ndim: int, piece) -> tuple:
+    """An index that applies ``piece`` on ``axis`` and keeps every other axis."""
+    return (slice(None),) * (axis % ndim) + (piece,)
+
+
+# --- elementwise -----------------------------------------------------------------------------------
+
+def hypot(x1, x2):
+    return sqrt(x1 * x1 + x2 * x2)
+
+
+def exp2(x):
+    return exp(x * math.log(2.0))
+
+
+def deg2rad(x):
+    return x * (math.pi / 180.0)
+
+
+def rad2deg(x):
+    return x * (180.0 / math.pi)
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def float_power(x1, x2):
+    return power(astype(x1, _np.float64), x2)
+
+
+def copysign(x1, x2):
+    """|x1| with the sign of x2 (no gradient flows to x2: the sign is piecewise constant)."""
+    return absolute(x1) * _np.copysign(1.0, value_of(x2))
+
+
+# --- differences, sums and statistics --------------------------------------------------------------
+
+def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
+    """The n-th forward difference along ``axis``: neighbouring slices subtracted, n times."""
+    ndim = _ndim(a)
+    if prepend is not None or append is not None:
+        shape, k = _shape(a), axis % ndim
+        edge = shape[:k] + (1,) + shape[k + 1:]  # a scalar end is broadcast to one slice
+        ends = [None if p is None else p if _ndim(p) else broadcast_to(p, edge) for p in (prepend, append)]
+        a = concatenate([p for p in (ends[0], a, ends[1]) if p is not None], axis=axis)
+    for _ in range(n):
+        a = getitem(a, _along(axis, ndim, slice(1, None))) - getitem(a, _along(axis, ndim, slice(None, -1)))
+    return a
+
+
+def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1):
+    """The trapezoidal rule along ``axis``, with sample points ``x`` (differentiable too) or spacing dx."""
+    ndim = _ndim(y)
+    if x is None:
+        width = dx
+    elif _ndim(x) == 1:
+        width = reshape(diff(x), (-1,) + (1,) * (ndim - 1 - axis % ndim))  # along ``axis`` of y
+    else:
+        width = diff(x, axis=axis)
+    right = getitem(y, _along(axis, ndim, slice(1, None)))
+    left = getitem(y, _along(axis, ndim, slice(None, -1)))
+    return sum(width * (right + left), axis=axis) / 2.0
+
+
+def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool = False):
+    """Weighted mean; 1-D weights apply along ``axis``, as in NumPy."""
+    if weights is None:
+        result = mean(a, axis=axis, keepdims=keepdims)
+        total = _np.full(_shape(result), float(math.prod(_shape(a)) // math.prod(_shape(result))))
+    else:
+        if _shape(weights) != _shape(a):
+            if axis is None or _ndim(weights) != 1:
+                raise TypeError("autodiff: average needs weights of a's shape, or 1-D weights and an axis")
+            weights = reshape(weights, (-1,) + (1,) * (_ndim(a) - 1 - axis % _ndim(a)))
+            weights = broadcast_to(weights, _shape(a))
+        total = sum(weights, axis=axis, keepdims=keepdims)
+        result = sum(a * weights, axis=axis, keepdims=keepdims) / total
+    return (result, total) if returned else result
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False, **kwargs):
+    """Sum treating NaNs as zero (their cotangents are zero)."""
+    _reject_others("nansum", kwargs)
+    return sum(where(_np.isnan(value_of(a)), 0.0, a), axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, **kwargs):
+    """Mean over the entries that are not NaN."""
+    _reject_others("nanmean", kwargs)
+    values = _np.asarray(value_of(a))
+    count = _np.sum(~_np.isnan(values), axis=axis, keepdims=keepdims).astype(_np.result_type(values, _np.float16))
+    return nansum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims) / count
+
+
+def ptp(a, axis=None, out=None, keepdims: bool = False):
+    return ops.max(a, axis=axis, out=out, keepdims=keepdims) - ops.min(a, axis=axis, keepdims=keepdims)
+
+
+def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
+    """The middle sorted value (the mean of the two middle ones for an even count)."""
+    if out is not None:
+        raise TypeError("autodiff: median with out= (in place) cannot be differentiated")
+    kept = _shape(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    ordered = sort(a, axis=axis)
+    n, ndim = _shape(ordered)[axis], _ndim(ordered)
+    middle = getitem(ordered, _along(axis, ndim, slice((n - 1) // 2, n // 2 + 1)))
+    result = mean(middle, axis=axis, keepdims=keepdims)
+    if keepdims and len(kept) != _ndim(result):  # axis=None keeps every axis, as ones
+        result = reshape(result, (1,) * len(kept))
+    return result
+
+
+# --- rearrangements --------------------------------------------------------------------------------
+
+def roll(a, shift, axis=None):
+    """Elements shifted cyclically, as a gather."""
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), _shape(a))
+    if not isinstance(axis, (int, _np.integer)):
+        for one_shift, one_axis in zip(_np.broadcast_to(shift, (len(axis),)), axis):
+            a = roll(a, int(one_shift), one_axis)
+        return a
+    n = _shape(a)[axis]
+    return take(a, (_np.arange(n) - shift) % n, axis=axis)
+
+
+def append(arr, values, axis=None):
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)])
+    return concatenate([arr, values], axis=axis)
+
+
+def column_stack(tup):
+    return concatenate([reshape(v, (-1, 1)) if _ndim(v) < 2 else v for v in tup], axis=1)
+
+
+# --- products --------------------------------------------------------------------------------------
+
+def kron(a, b):
+    """Kronecker product: an outer product with the axes interleaved, then merged."""
+    ndim = builtins.max(_ndim(a), _ndim(b))
+    shape_a = (1,) * (ndim - _ndim(a)) + _shape(a)
+    shape_b = (1,) * (ndim - _ndim(b)) + _shape(b)
+    spread_a = reshape(a, tuple(d for n in shape_a for d in (n, 1)))
+    spread_b = reshape(b, tuple(d for n in shape_b for d in (1, n)))
+    return reshape(spread_a * spread_b, tuple(m * n for m, n in zip(shape_a, shape_b)))
+
+
+def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
+    """Cross product of 3-vectors (the z component for 2-vectors) along the last axis."""
+    if (axisa, axisb, axisc, axis) != (-1, -1, -1, None):
+        raise NotImplementedError("autodiff: cross supports vectors along the last axis only")
+    sizes = (_shape(a)[-1], _shape(b)[-1])
+    a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
+    if sizes == (2, 2):
+        return a0 * b1 - a1 * b0
+    if sizes != (3, 3):
+        raise ValueError(f"autodiff: cross needs two 2-vectors or two 3-vectors, got sizes {sizes}")
+    a2, b2 = a[..., 2], b[..., 2]
+    return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def polyval(p, x):
+    """The polynomial with coefficients ``p`` (highest power first) at ``x``, by Horner's rule."""
+    result = 0.0
+    for k in range(_shape(p)[0]):
+        result = result * x + p[k]
+    return result
+
+
+# --- interpolation ---------------------------------------------------------------------------------
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """Piecewise-linear interpolation, differentiable in ``x`` and ``fp`` (``xp`` is data)."""
+    if period is not None:
+        raise NotImplementedError("autodiff: interp with period= is not supported")
+    knots = _np.asarray(value_of(xp), dtype=float)
+    points = value_of(x)
+    fp = fp if isinstance(fp, Tensor) else _np.asarray(fp, dtype=float)
+    i = _np.clip(_np.searchsorted(knots, points, side="right") - 1, 0, len(knots) - 2)
+    f0, f1 = take(fp, i), take(fp, i + 1)
+    inside = f0 + (x - knots[i]) * ((f1 - f0) / (knots[i + 1] - knots[i]))
+    below = getitem(fp, 0) if left is None else left
+    above = getitem(fp, -1) if right is None else right
+    return where(points < knots[0], below, where(points > knots[-1], above, inside))
