@@ -38,7 +38,8 @@ _FUNCTIONS = {getattr(np, name): getattr(anp, name) for name in [
     "hstack", "vstack", "split", "array_split", "tile", "repeat", "pad", "diag", "diagonal", "trace",
     "triu", "tril", "take", "take_along_axis", "sort", "flip", "copy", "atleast_1d",
     "diff", "trapezoid", "average", "nansum", "nanmean", "ptp", "median", "roll", "append",
-    "column_stack", "kron", "cross", "polyval", "interp",
+    "column_stack", "kron", "cross", "polyval", "interp", "cumprod", "convolve", "correlate",
+    "quantile", "percentile", "cov", "corrcoef",
 ]}
 _FUNCTIONS.update({getattr(np, name): f for name, f in anp.NON_DIFFERENTIABLE.items()
                    if not isinstance(getattr(np, name), np.ufunc)})

@@ -840,6 +840,38 @@ def interp_problem(draw):
 
 
 case("interp", interp_problem())
+case("cumprod", reduction("cumprod", with_zeros, shapes=NONSCALAR, single_axis=True))
+case("cumprod (flattened)", drawn(lambda xp, x: xp.cumprod(x), with_zeros))
+CONVOLVE_LAYOUTS = {
+    "longer a": lambda m, k, n, ba, bb: ((k + 2,), (n,)), "longer v": lambda m, k, n, ba, bb: ((m,), (m + k,)),
+}
+for _mode in ("full", "same", "valid"):
+    case(f"convolve ({_mode})", product(lambda xp, a, v, mode=_mode: xp.convolve(a, v, mode), CONVOLVE_LAYOUTS))
+case("correlate", product(lambda xp, a, v: xp.correlate(a, v), CONVOLVE_LAYOUTS))
+
+
+@st.composite
+def quantile_problem(draw, name):
+    shape = draw(NONSCALAR)
+    axis = draw(st.none() | st.integers(-len(shape), len(shape) - 1))
+    q = draw(st.sampled_from([0.3, [0.1, 0.75], 1.0]))
+    q = np.multiply(q, 100.0) if name == "percentile" else q
+    keepdims = draw(st.booleans())
+    return Problem(lambda xp, x: getattr(xp, name)(x, q, axis=axis, keepdims=keepdims), distinct(draw(RNGS), shape),
+                   f"{name}({shape}, {q}, axis={axis}, keepdims={keepdims})")
+
+
+case("quantile", quantile_problem("quantile"))
+case("percentile", quantile_problem("percentile"))
+case("cov", product(lambda xp, m, y: xp.cov(m, y), {
+    "variables in rows, and one more": lambda m, k, n, ba, bb: ((m, k + 1), (k + 1,))}))
+case("cov (rowvar=False, bias)", drawn(lambda xp, x: xp.cov(x, rowvar=False, bias=True), uniform(-2, 2),
+                                       small(hnp.array_shapes(min_dims=2, max_dims=2, min_side=2, max_side=3))))
+case("corrcoef", drawn(lambda xp, x: xp.corrcoef(x), uniform(-2, 2),
+                       small(hnp.array_shapes(min_dims=2, max_dims=2, min_side=2, max_side=4))))
+case("linalg.multi_dot", product(lambda xp, a, b: xp.linalg.multi_dot([a, b, a]), {
+    "vector, matrix, vector": lambda m, k, n, ba, bb: ((k,), (k, k)),
+    "matrix, matrix, matrix": lambda m, k, n, ba, bb: ((k, k), (k, k))}))
 case("linalg.matrix_power", st.sampled_from([-2, 0, 1, 2, 3]).flatmap(lambda n: square(
     lambda xp, a: xp.linalg.matrix_power(a, n), f"matrix_power(., {n})")))
 

@@ -18,8 +18,9 @@ from .ops import (  # noqa: F401  (the namespace)
 )
 
 from .composite import (  # noqa: F401
-    append, average, column_stack, copysign, cross, deg2rad, degrees, diff, exp2, float_power, hypot,
-    interp, kron, median, nanmean, nansum, polyval, ptp, rad2deg, radians, roll, trapezoid,
+    append, average, column_stack, convolve, copysign, corrcoef, correlate, cov, cross, cumprod,
+    deg2rad, degrees, diff, exp2, float_power, hypot, interp, kron, median, nanmean, nansum,
+    percentile, polyval, ptp, quantile, rad2deg, radians, roll, trapezoid,
 )
 fabs = absolute
 

@@ -133,6 +133,61 @@ def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool
     return result
 
 
+def quantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
+             keepdims: bool = False):
+    """Quantiles by linear interpolation between sorted values (``q`` is data, in [0, 1])."""
+    if method != "linear" or out is not None:
+        raise NotImplementedError("autodiff: quantile supports method='linear' without out= only")
+    kept, flattened = _shape(a), axis is None
+    if flattened:
+        a, axis = ravel(a), 0
+    axis %= _ndim(a)
+    ordered = sort(a, axis=axis)
+    position = _np.asarray(q, dtype=float) * (_shape(ordered)[axis] - 1)
+    below = _np.floor(position).astype(int)
+    above = _np.minimum(below + 1, _shape(ordered)[axis] - 1)
+    lower, upper = take(ordered, below, axis=axis), take(ordered, above, axis=axis)
+    scalar_q = isinstance(q, (int, float, _np.generic))  # a Python float keeps float32, as in NumPy
+    dtype = _np.result_type(value_of(ordered), q if scalar_q else _np.asarray(q, dtype=float), _np.float16)
+    weight = (position - below).reshape(position.shape + (1,) * (_ndim(ordered) - 1 - axis)).astype(dtype)
+    result = lower + (upper - lower) * weight
+    if position.ndim:  # NumPy puts the quantile axis first
+        result = ops.moveaxis(result, axis, 0)
+    if keepdims:  # the reduced axis (every axis, if flattened) kept with length one
+        result = reshape(result, position.shape + (1,) * len(kept)) if flattened \
+            else ops.expand_dims(result, axis + position.ndim)
+    return result
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
+               keepdims: bool = False):
+    q = q / 100.0 if isinstance(q, (int, float, _np.generic)) else _np.asarray(q, dtype=float) / 100.0
+    return quantile(a, q, axis, out, overwrite_input, method, keepdims)
+
+
+def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=None, aweights=None,
+        dtype=None):
+    """Covariance of the rows (variables) of m, observations along the columns."""
+    if fweights is not None or aweights is not None or dtype is not None:
+        raise NotImplementedError("autodiff: cov with fweights, aweights or dtype is not supported")
+    rows = [reshape(v, (1, -1)) if _ndim(v) == 1 else (v if rowvar else ops.transpose(v))
+            for v in ([m] if y is None else [m, y])]
+    x = astype(concatenate(rows, axis=0), _np.float64)  # as NumPy, which computes in float64 at least
+    centred = x - mean(x, axis=1, keepdims=True)
+    count = _shape(x)[1] - ((0 if bias else 1) if ddof is None else ddof)
+    result = ops.matmul(centred, ops.transpose(centred)) / count
+    return ops.squeeze(result) if _shape(result) == (1, 1) else result
+
+
+def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
+    """Pearson correlation coefficients: the covariance scaled by the standard deviations."""
+    c = cov(x, y, rowvar, dtype=dtype)
+    if _ndim(c) == 0:
+        return c / c
+    d = sqrt(ops.diagonal(c))
+    return c / (reshape(d, (-1, 1)) * reshape(d, (1, -1)))
+
+
 # --- rearrangements --------------------------------------------------------------------------------
 
 def roll(a, shift, axis=None):
@@ -181,6 +236,44 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
         raise ValueError(f"autodiff: cross needs two 2-vectors or two 3-vectors, got sizes {sizes}")
     a2, b2 = a[..., 2], b[..., 2]
     return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """Running products by a doubling scan (Hillis & Steele): log2(n) recorded products, exact at
+    zeros, where dividing the running product would not be."""
+    if dtype is not None or out is not None:
+        raise TypeError("autodiff: cumprod with dtype= or out= is not supported")
+    if axis is None:
+        a, axis = ravel(a), 0
+    ndim, n = _ndim(a), _shape(a)[axis]
+    shift = 1
+    while shift < n:
+        pad = _shape(a)[:axis % ndim] + (shift,) + _shape(a)[axis % ndim + 1:]
+        earlier = getitem(a, _along(axis, ndim, slice(None, n - shift)))
+        a = a * concatenate([_np.ones(pad, _np.result_type(value_of(a))), earlier], axis=axis)
+        shift *= 2
+    return a
+
+
+def convolve(a, v, mode: str = "full"):
+    """Discrete linear convolution of two 1-D sequences: windows of ``a`` (a gather) times reversed v."""
+    n, m = _shape(a)[0], _shape(v)[0]
+    zeros = _np.zeros(m - 1, _np.result_type(value_of(a), _np.float16))
+    padded = concatenate([zeros, a, zeros])
+    windows = take(padded, _np.arange(n + m - 1)[:, None] + _np.arange(m))
+    full = ops.matmul(windows, getitem(v, (slice(None, None, -1),)))
+    if mode == "full":
+        return full
+    length = builtins.max(n, m) if mode == "same" else builtins.max(n, m) - builtins.min(n, m) + 1
+    if mode not in ("same", "valid"):
+        raise ValueError(f"autodiff: convolve mode must be 'full', 'same' or 'valid', not {mode!r}")
+    start = (n + m - 1 - length) // 2 if mode == "same" else builtins.min(n, m) - 1
+    return getitem(full, (slice(start, start + length),))
+
+
+def correlate(a, v, mode: str = "valid"):
+    """Cross-correlation of two real 1-D sequences (convolution with v reversed)."""
+    return convolve(a, getitem(v, (slice(None, None, -1),)), mode)
 
 
 def polyval(p, x):

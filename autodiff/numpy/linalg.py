@@ -214,4 +214,15 @@ def matrix_power(a, n: int):
     return result
 
 
-__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "norm", "matrix_power"]
+def multi_dot(arrays, *, out=None):
+    """``a @ b @ c ...`` left to right (a first 1-D array is a row, a last one a column)."""
+    if out is not None:
+        raise TypeError("autodiff: multi_dot with out= (in place) cannot be differentiated")
+    result = arrays[0]
+    for a in arrays[1:]:
+        result = matmul(result, a)
+    return result
+
+
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "norm", "matrix_power",
+           "multi_dot"]
