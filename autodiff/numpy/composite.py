@@ -117,22 +117,6 @@ def ptp(a, axis=None, out=None, keepdims: bool = False):
     return ops.max(a, axis=axis, out=out, keepdims=keepdims) - ops.min(a, axis=axis, keepdims=keepdims)
 
 
-def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
-    """The middle sorted value (the mean of the two middle ones for an even count)."""
-    if out is not None:
-        raise TypeError("autodiff: median with out= (in place) cannot be differentiated")
-    kept = _shape(a)
-    if axis is None:
-        a, axis = ravel(a), 0
-    ordered = sort(a, axis=axis)
-    n, ndim = _shape(ordered)[axis], _ndim(ordered)
-    middle = getitem(ordered, _along(axis, ndim, slice((n - 1) // 2, n // 2 + 1)))
-    result = mean(middle, axis=axis, keepdims=keepdims)
-    if keepdims and len(kept) != _ndim(result):  # axis=None keeps every axis, as ones
-        result = reshape(result, (1,) * len(kept))
-    return result
-
-
 def quantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
              keepdims: bool = False):
     """Quantiles by linear interpolation between sorted values (``q`` is data, in [0, 1])."""
@@ -163,6 +147,11 @@ def percentile(a, q, axis=None, out=None, overwrite_input: bool = False, method:
                keepdims: bool = False):
     q = q / 100.0 if isinstance(q, (int, float, _np.generic)) else _np.asarray(q, dtype=float) / 100.0
     return quantile(a, q, axis, out, overwrite_input, method, keepdims)
+
+
+def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
+    """The middle sorted value (the mean of the two middle ones for an even count)."""
+    return quantile(a, 0.5, axis=axis, out=out, keepdims=keepdims)
 
 
 def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=None, aweights=None,
