@@ -73,6 +73,8 @@ def test_numpy_functions_on_a_tensor_return_tensors():
     lambda x: np.sum(np.correlate(x, x[:2])) + np.percentile(x ** 2, 45) + np.quantile(x, 0.3),
     lambda x: np.sum(np.cov(np.reshape(x, (2, 3)) ** 2)) + np.sum(np.corrcoef(x[:3], x[3:] ** 2)),
     lambda x: np.linalg.multi_dot([x[:2], np.reshape(x, (2, 3)), x[3:]]),
+    lambda x: np.linalg.norm(np.reshape(x, (2, 3)), "nuc") + np.sum(np.linalg.pinv(np.reshape(x, (3, 2))) ** 2),
+    lambda x: np.linalg.norm(np.reshape(x, (3, 2)), 2) + np.sum(np.linalg.svd(np.reshape(x, (2, 3)), compute_uv=False)),
 ])
 def test_numpy_functions_built_from_primitives_dispatch_and_differentiate(f):
     """The functions of autodiff/numpy/composite.py, called through NumPy on a Tensor."""
@@ -228,10 +230,10 @@ def test_an_object_array_operand_is_rejected(operation):
 @pytest.mark.parametrize("call, name", [
     (lambda t: np.fft.fft(t), "numpy.fft.fft"),
     (lambda t: np.linalg.qr(t.reshape(2, 2)), "numpy.linalg.qr"),
-    (lambda t: np.linalg.svd(t.reshape(2, 2)), "numpy.linalg.svd"),
     (lambda t: np.add.outer(t, t), "numpy.add.outer"),
     (lambda t: np.sinc(t), "numpy.sinc"),
-    (lambda t: np.linalg.pinv(t.reshape(2, 2)), "numpy.linalg.pinv"),
+    (lambda t: np.linalg.eig(t.reshape(2, 2)), "numpy.linalg.eig"),
+    (lambda t: np.linalg.lstsq(t.reshape(2, 2), t[:2]), "numpy.linalg.lstsq"),
     (lambda t: np.unwrap(t), "numpy.unwrap"),
     (lambda t: np.multiply.accumulate(t), "numpy.multiply.accumulate"),
 ])

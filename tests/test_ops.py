@@ -658,7 +658,7 @@ BATCHES = st.sampled_from([(), (2,)])
 @st.composite
 def norm_problem(draw):
     variant = draw(st.sampled_from([
-        "vector", "vector ord", "any-D default", "matrix fro", "axis", "matrix axes"]))
+        "vector", "vector ord", "any-D default", "matrix fro", "axis", "matrix axes", "matrix ord"]))
     keepdims = draw(st.booleans())
     if variant == "vector":
         shape, kwargs = (draw(st.integers(1, 5)),), {}
@@ -673,9 +673,13 @@ def norm_problem(draw):
         shape = draw(small(hnp.array_shapes(min_dims=2, max_dims=3, max_side=3)))
         kwargs = {"axis": draw(st.integers(-len(shape), len(shape) - 1)),
                   "ord": draw(st.sampled_from([None, 2, 1, np.inf, 3])), "keepdims": keepdims}
-    else:
+    elif variant == "matrix axes":
         shape = draw(hnp.array_shapes(min_dims=3, max_dims=3, max_side=2))
         kwargs = {"axis": draw(st.sampled_from([(0, 1), (-1, 0), (1, 2)])), "keepdims": keepdims}
+    else:  # induced norms: the largest or smallest absolute column or row sum
+        shape = draw(hnp.array_shapes(min_dims=2, max_dims=3, max_side=3))
+        kwargs = {"ord": draw(st.sampled_from([1, -1, np.inf, -np.inf])), "keepdims": keepdims,
+                  "axis": draw(st.sampled_from([(0, 1), (1, 0)] + ([(-1, 0), (2, 1)] if len(shape) == 3 else [])))}
     return Problem(lambda xp, x: xp.linalg.norm(x, **kwargs), distinct_magnitudes(draw(RNGS), shape),
                    f"norm({shape}, {kwargs})")
 
@@ -874,6 +878,36 @@ case("linalg.multi_dot", product(lambda xp, a, b: xp.linalg.multi_dot([a, b, a])
     "matrix, matrix, matrix": lambda m, k, n, ba, bb: ((k, k), (k, k))}))
 case("linalg.matrix_power", st.sampled_from([-2, 0, 1, 2, 3]).flatmap(lambda n: square(
     lambda xp, a: xp.linalg.matrix_power(a, n), f"matrix_power(., {n})")))
+
+
+def separated_singular_values(rng, shape):
+    """(Batched) matrices near diag(1, -2, 3, ...): singular values about 1 apart, none near 0."""
+    a = rng.uniform(-0.1, 0.1, shape)
+    k = min(shape[-2:])
+    a[..., range(k), range(k)] += (1.0 + np.arange(k)) * (-1.0) ** np.arange(k)
+    return a
+
+
+@st.composite
+def rectangular(draw, fn, what):
+    shape = draw(BATCHES) + (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    return Problem(fn, separated_singular_values(draw(RNGS), shape), f"{what} of {shape}")
+
+
+def thin_svd(xp, a):
+    return xp.linalg.svd(a, full_matrices=False)
+
+
+case("linalg.svd singular values", rectangular(lambda xp, a: thin_svd(xp, a).S, "svd"))
+case("linalg.svd U", rectangular(lambda xp, a: thin_svd(xp, a).U, "svd"))
+case("linalg.svd Vh", rectangular(lambda xp, a: thin_svd(xp, a).Vh, "svd"))
+case("linalg.svd (square, full_matrices=True)", square(
+    lambda xp, a: xp.linalg.svd(a).U * xp.linalg.svd(a).S[..., None, :], "svd", separated_singular_values))
+case("linalg.svdvals", rectangular(lambda xp, a: xp.linalg.svdvals(a), "svdvals"))
+case("linalg.svd (compute_uv=False)", rectangular(lambda xp, a: xp.linalg.svd(a, compute_uv=False), "svd"))
+case("linalg.pinv", rectangular(lambda xp, a: xp.linalg.pinv(a), "pinv"))
+case("linalg.norm (spectral and nuclear)", st.sampled_from([2, -2, "nuc"]).flatmap(lambda order: rectangular(
+    lambda xp, a: xp.linalg.norm(a, order, axis=(-2, -1)), f"norm(ord={order!r})")))
 
 
 # --- the checks ----------------------------------------------------------------------------------
@@ -1138,6 +1172,22 @@ def test_closed_form_gradients_and_hessians(f, x, gradient, hessian):
     g, h = gradient_and_hessian(f, np.array(x))
     np.testing.assert_allclose(g, gradient, rtol=1e-14, atol=1e-14)
     np.testing.assert_allclose(h, hessian, rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda a: anp.linalg.svd(a), NotImplementedError, "full_matrices=False"),
+    (lambda a: anp.linalg.svd(a, hermitian=True), NotImplementedError, "hermitian"),
+    (lambda a: anp.linalg.norm(a, 3), ValueError, "Invalid norm order"),
+    (lambda a: anp.linalg.norm(anp.stack([a, a]), 2), ValueError, "Improper number of dimensions"),
+])
+def test_unsupported_linalg_calls_say_why(call, error, message):
+    with pytest.raises(error, match=message):
+        call(ad.constant(np.ones((2, 3))))
+
+
+def test_pinv_of_a_rank_deficient_matrix_drops_the_zero_singular_value():
+    a = np.array([[1.0, 2.0], [2.0, 4.0], [0.0, 0.0]])
+    np.testing.assert_allclose(anp.linalg.pinv(ad.constant(a)).numpy(), np.linalg.pinv(a), atol=1e-15)
 
 
 def test_logsumexp_is_stable_for_large_and_infinite_inputs():

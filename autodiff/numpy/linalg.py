@@ -1,4 +1,4 @@
-"""Differentiable ``numpy.linalg``: solve, inv, det, slogdet, cholesky, eigh, norm, matrix_power.
+"""Differentiable ``numpy.linalg``: solve, inv, det, slogdet, cholesky, eigh, svd, pinv, norm, and more.
 
 Rules follow the standard matrix-calculus results (Giles 2008, "Extended collection of matrix
 derivative results"; Murray 2016 for the Cholesky factor; the eigh rule assumes distinct
@@ -11,12 +11,13 @@ from collections import namedtuple
 import numpy as _np
 
 from ..core import value_of
-from .ops import (_expand_reduced, _keepdims_shape, concatenate, defjvp, defvjp, matmul, nondiff,
-                  primitive, reshape, sum, swapaxes, tril, unbroadcast, where)
+from .ops import (_expand_reduced, _keepdims_shape, concatenate, defjvp, defvjp, matmul, moveaxis,
+                  nondiff, primitive, reshape, sum, swapaxes, tril, unbroadcast, where)
 from .ops import abs as _abs, max as _max, min as _min
 
 SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
+SVDResult = namedtuple("SVDResult", "U S Vh")
 
 
 def _mT(a):
@@ -148,6 +149,89 @@ def eigvalsh(a, UPLO="L"):
     return eigh(a, UPLO).eigenvalues
 
 
+def _svd_packed(a):
+    """U (m rows), the singular values (one row) and V (n rows), stacked: one record serves all."""
+    u, s, vh = _np.linalg.svd(a, full_matrices=False)
+    return _np.concatenate([u, s[..., None, :], _np.swapaxes(vh, -1, -2)], axis=-2)
+
+
+def _svd_parts(packed, m):
+    """U, the singular values as a row (shape (..., 1, k)) and V of a packed SVD."""
+    return packed[..., :m, :], packed[..., m:m + 1, :], packed[..., m + 1:, :]
+
+
+def _svd_vjp(g, ans, a):
+    """Townsend (2016), "Differentiating the singular value decomposition" (distinct, nonzero
+    singular values): the thin SVD's cotangents pulled back to a."""
+    m = a.shape[-2]
+    u, s, v = _svd_parts(ans, m)
+    gu, gs, gv = _svd_parts(g, m)
+    f = _eigh_gaps((s * s)[..., 0, :])  # 1 / (s_j^2 - s_i^2) off the diagonal
+    ut_gu, vt_gv = matmul(_mT(u), gu), matmul(_mT(v), gv)
+    inner = f * (ut_gu - _mT(ut_gu)) * s + _np.eye(s.shape[-1], dtype=s.dtype) * gs \
+        + _mT(s) * (f * (vt_gv - _mT(vt_gv)))
+    grad = matmul(matmul(u, inner), _mT(v))
+    grad = grad + matmul((gu - matmul(u, ut_gu)) / s, _mT(v))  # (I - U U^T) gU S^-1 V^T
+    return grad + matmul(u, _mT((gv - matmul(v, vt_gv)) / s))  # U S^-1 gV^T (I - V V^T)
+
+
+def _svd_jvp(t, ans, a):
+    m = a.shape[-2]
+    u, s, v = _svd_parts(ans, m)
+    f = _eigh_gaps((s * s)[..., 0, :])
+    dp = matmul(matmul(_mT(u), t), v)
+    ds = sum(dp * _np.eye(s.shape[-1], dtype=s.dtype), axis=-2, keepdims=True)
+    du = matmul(u, f * (dp * s + _mT(s) * _mT(dp))) + (matmul(t, v) - matmul(u, dp)) / s
+    dv = matmul(v, f * (_mT(s) * dp + _mT(dp) * s)) + (matmul(_mT(t), u) - matmul(v, _mT(dp))) / s
+    return concatenate([du, ds, dv], axis=-2)
+
+
+_svd = primitive(_svd_packed, "svd")
+defvjp(_svd, _svd_vjp)
+defjvp(_svd, _svd_jvp)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """Singular value decomposition; derivatives assume distinct, nonzero singular values.
+
+    The singular vectors of the full (not thin) decomposition of a non-square matrix are not
+    unique, so only ``full_matrices=False`` differentiates there (as in JAX).
+    """
+    if hermitian:
+        raise NotImplementedError("autodiff: svd with hermitian=True is not supported (use eigh)")
+    m, n = _np.shape(value_of(a))[-2:]
+    if not compute_uv:
+        return svdvals(a)
+    if full_matrices and m != n:
+        raise NotImplementedError("autodiff: svd of a non-square matrix differentiates only with "
+                                  "full_matrices=False (the extra singular vectors are not unique)")
+    u, s, v = _svd_parts(_svd(a), m)
+    return SVDResult(u, s[..., 0, :], _mT(v))
+
+
+def svdvals(x):
+    m = _np.shape(value_of(x))[-2]
+    return _svd(x)[..., m, :]
+
+
+def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
+    """Moore-Penrose pseudo-inverse V S^+ U^T; singular values below the cutoff count as zero.
+
+    The value matches NumPy at any rank; the derivative is that of ``svd``, so it needs distinct,
+    nonzero singular values (full rank).
+    """
+    if hermitian:
+        raise NotImplementedError("autodiff: pinv with hermitian=True is not supported")
+    m, n = _np.shape(value_of(a))[-2:]
+    u, s, v = _svd_parts(_svd(a), m)
+    tolerance = rcond if rcond is not None else rtol if rtol is not None else max(m, n) * _np.finfo(
+        _np.result_type(value_of(a), _np.float16)).eps
+    largest = _np.max(value_of(s), axis=-1, keepdims=True)
+    kept = value_of(s) > tolerance * largest
+    inverse = where(kept, 1.0 / where(kept, s, 1.0), 0.0)
+    return matmul(v * inverse, _mT(u))
+
+
 def _safe_divide(x, norm):
     return x / where(value_of(norm) == 0, 1.0, norm)
 
@@ -177,18 +261,20 @@ _count_nonzero = nondiff(lambda x, axis, keepdims: _np.linalg.norm(x, 0, axis, k
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
-    """Vector norms (any ord) and the Frobenius matrix norm; the 2-norm's gradient at 0 is 0."""
+    """Vector and matrix norms, as NumPy's; the 2-norm's gradient at 0 is 0, and the spectral and
+    nuclear norms differentiate through ``svd`` (distinct singular values)."""
     ndim = _np.ndim(value_of(x))
-    axis = tuple(range(ndim)) if axis is None and (ord in (None, "fro") or ndim == 1) else axis
+    if axis is None and ord is not None and ndim > 2:
+        raise ValueError("Improper number of dimensions to norm.")
+    axis = tuple(range(ndim)) if axis is None else axis
     if isinstance(axis, int):
         axis = (axis,)
     if ord in (None, 2, "fro") and (ord != 2 or len(axis) == 1) and (ord != "fro" or len(axis) == 2):
         return _norm2(x, axis, keepdims)
+    if len(axis) == 2:
+        return _matrix_norm(x, ord, axis, keepdims)
     if ord == 0:  # the number of nonzeros: no derivative
         return _count_nonzero(x, axis=axis, keepdims=keepdims)
-    if len(axis) != 1:
-        raise NotImplementedError(f"autodiff: matrix norm ord={ord!r} is not supported "
-                                  "(vector norms and 'fro' are)")
     if ord == _np.inf:
         return _max(_abs(x), axis=axis, keepdims=keepdims)
     if ord == -_np.inf:
@@ -196,6 +282,26 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if ord == 1:
         return sum(_abs(x), axis=axis, keepdims=keepdims)
     return sum(_abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+
+
+def _matrix_norm(x, ord, axis, keepdims):
+    """Induced 1, inf and 2 norms (and their negative-order minima) and the nuclear norm."""
+    ndim = _np.ndim(value_of(x))
+    rows, columns = (a % ndim for a in axis)
+    if ord in (2, -2, "nuc"):
+        s = svdvals(moveaxis(x, (rows, columns), (-2, -1)))
+        result = sum(s, axis=-1) if ord == "nuc" else (_max if ord == 2 else _min)(s, axis=-1)
+    elif ord in (1, -1):
+        result = (_max if ord == 1 else _min)(sum(_abs(x), axis=rows), axis=columns - (columns > rows))
+    elif ord in (_np.inf, -_np.inf):
+        result = (_max if ord == _np.inf else _min)(sum(_abs(x), axis=columns), axis=rows - (rows > columns))
+    else:
+        raise ValueError(f"Invalid norm order {ord!r} for matrices.")
+    if keepdims:
+        shape = list(_np.shape(value_of(x)))
+        shape[rows] = shape[columns] = 1
+        result = reshape(result, tuple(shape))
+    return result
 
 
 def matrix_power(a, n: int):
@@ -224,5 +330,5 @@ def multi_dot(arrays, *, out=None):
     return result
 
 
-__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "norm", "matrix_power",
-           "multi_dot"]
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "pinv",
+           "norm", "matrix_power", "multi_dot"]
