@@ -75,6 +75,7 @@ def test_numpy_functions_on_a_tensor_return_tensors():
     lambda x: np.linalg.multi_dot([x[:2], np.reshape(x, (2, 3)), x[3:]]),
     lambda x: np.linalg.norm(np.reshape(x, (2, 3)), "nuc") + np.sum(np.linalg.pinv(np.reshape(x, (3, 2))) ** 2),
     lambda x: np.linalg.norm(np.reshape(x, (3, 2)), 2) + np.sum(np.linalg.svd(np.reshape(x, (2, 3)), compute_uv=False)),
+    lambda x: np.sum(np.linalg.qr(np.reshape(x, (3, 2)) + np.eye(3, 2)).R ** 2),
 ])
 def test_numpy_functions_built_from_primitives_dispatch_and_differentiate(f):
     """The functions of autodiff/numpy/composite.py, called through NumPy on a Tensor."""
@@ -229,7 +230,6 @@ def test_an_object_array_operand_is_rejected(operation):
 
 @pytest.mark.parametrize("call, name", [
     (lambda t: np.fft.fft(t), "numpy.fft.fft"),
-    (lambda t: np.linalg.qr(t.reshape(2, 2)), "numpy.linalg.qr"),
     (lambda t: np.add.outer(t, t), "numpy.add.outer"),
     (lambda t: np.sinc(t), "numpy.sinc"),
     (lambda t: np.linalg.eig(t.reshape(2, 2)), "numpy.linalg.eig"),

@@ -906,6 +906,18 @@ case("linalg.svd (square, full_matrices=True)", square(
 case("linalg.svdvals", rectangular(lambda xp, a: xp.linalg.svdvals(a), "svdvals"))
 case("linalg.svd (compute_uv=False)", rectangular(lambda xp, a: xp.linalg.svd(a, compute_uv=False), "svd"))
 case("linalg.pinv", rectangular(lambda xp, a: xp.linalg.pinv(a), "pinv"))
+
+
+@st.composite
+def tall(draw, fn, what):
+    n = draw(st.integers(1, 3))
+    shape = draw(BATCHES) + (n + draw(st.integers(0, 1)), n)
+    return Problem(fn, separated_singular_values(draw(RNGS), shape), f"{what} of {shape}")
+
+
+case("linalg.qr Q", tall(lambda xp, a: xp.linalg.qr(a).Q, "qr"))
+case("linalg.qr R", tall(lambda xp, a: xp.linalg.qr(a).R, "qr"))
+case("linalg.qr (mode='r')", tall(lambda xp, a: xp.linalg.qr(a, mode="r"), "qr"))
 case("linalg.norm (spectral and nuclear)", st.sampled_from([2, -2, "nuc"]).flatmap(lambda order: rectangular(
     lambda xp, a: xp.linalg.norm(a, order, axis=(-2, -1)), f"norm(ord={order!r})")))
 
@@ -1177,6 +1189,8 @@ def test_closed_form_gradients_and_hessians(f, x, gradient, hessian):
 @pytest.mark.parametrize("call, error, message", [
     (lambda a: anp.linalg.svd(a), NotImplementedError, "full_matrices=False"),
     (lambda a: anp.linalg.svd(a, hermitian=True), NotImplementedError, "hermitian"),
+    (lambda a: anp.linalg.qr(a), NotImplementedError, "at least as many rows as columns"),
+    (lambda a: anp.linalg.qr(a.T, mode="complete"), NotImplementedError, "mode='complete'"),
     (lambda a: anp.linalg.norm(a, 3), ValueError, "Invalid norm order"),
     (lambda a: anp.linalg.norm(anp.stack([a, a]), 2), ValueError, "Improper number of dimensions"),
 ])

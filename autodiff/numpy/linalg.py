@@ -12,12 +12,13 @@ import numpy as _np
 
 from ..core import value_of
 from .ops import (_expand_reduced, _keepdims_shape, concatenate, defjvp, defvjp, matmul, moveaxis,
-                  nondiff, primitive, reshape, sum, swapaxes, tril, unbroadcast, where)
+                  nondiff, primitive, reshape, sum, swapaxes, tril, triu, unbroadcast, where)
 from .ops import abs as _abs, max as _max, min as _min
 
 SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
 SVDResult = namedtuple("SVDResult", "U S Vh")
+QRResult = namedtuple("QRResult", "Q R")
 
 
 def _mT(a):
@@ -232,6 +233,51 @@ def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
     return matmul(v * inverse, _mT(u))
 
 
+def _qr_packed(a):
+    """Q (m rows) above R^T (n rows): one record serves both factors."""
+    q, r = _np.linalg.qr(a)
+    return _np.concatenate([q, _np.swapaxes(r, -1, -2)], axis=-2)
+
+
+def _qr_vjp(g, ans, a):
+    """The reduced QR's cotangents pulled back (m >= n, full rank): with M = triu(gR R^T - Q^T gQ),
+    gA = (gQ + Q (M + M^T - diag M)) R^-T (as in PyTorch's linalg_qr_backward)."""
+    m = a.shape[-2]
+    q, r = ans[..., :m, :], _mT(ans[..., m:, :])
+    gq, gr = g[..., :m, :], _mT(g[..., m:, :])
+    upper = triu(matmul(gr, _mT(r)) - matmul(_mT(q), gq))
+    symmetric = upper + _mT(upper) - upper * _np.eye(r.shape[-1], dtype=r.dtype)
+    return _mT(solve(r, _mT(gq + matmul(q, symmetric))))
+
+
+def _qr_jvp(t, ans, a):
+    m = a.shape[-2]
+    q, r = ans[..., :m, :], _mT(ans[..., m:, :])
+    r_inv = inv(r)
+    t_r_inv = matmul(t, r_inv)
+    c = matmul(_mT(q), t_r_inv)  # Q^T dA R^-1 = Omega (skew) + dR R^-1 (upper)
+    omega = tril(c, -1) - _mT(tril(c, -1))
+    dr = matmul(c - omega, r)
+    dq = t_r_inv - matmul(q, c - omega)
+    return concatenate([dq, _mT(dr)], axis=-2)
+
+
+_qr = primitive(_qr_packed, "qr")
+defvjp(_qr, _qr_vjp)
+defjvp(_qr, _qr_jvp)
+
+
+def qr(a, mode: str = "reduced"):
+    """QR factorization (mode='reduced' or 'r'); derivatives for m >= n at full rank."""
+    m, n = _np.shape(value_of(a))[-2:]
+    if mode not in ("reduced", "r") or m < n:
+        raise NotImplementedError("autodiff: qr differentiates mode='reduced' (or 'r') of a matrix "
+                                  f"with at least as many rows as columns (got mode={mode!r}, {m}x{n})")
+    packed = _qr(a)
+    q, r = packed[..., :m, :], _mT(packed[..., m:, :])
+    return r if mode == "r" else QRResult(q, r)
+
+
 def _safe_divide(x, norm):
     return x / where(value_of(norm) == 0, 1.0, norm)
 
@@ -330,5 +376,5 @@ def multi_dot(arrays, *, out=None):
     return result
 
 
-__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "pinv",
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "qr",
            "norm", "matrix_power", "multi_dot"]
