@@ -39,7 +39,7 @@ _FUNCTIONS = {getattr(np, name): getattr(anp, name) for name in [
     "triu", "tril", "take", "take_along_axis", "sort", "flip", "copy", "atleast_1d",
     "diff", "trapezoid", "average", "nansum", "nanmean", "ptp", "median", "roll", "append",
     "column_stack", "kron", "cross", "polyval", "interp", "cumprod", "convolve", "correlate",
-    "quantile", "percentile", "cov", "corrcoef",
+    "quantile", "percentile", "cov", "corrcoef", "sinc",
 ]}
 _FUNCTIONS.update({getattr(np, name): f for name, f in anp.NON_DIFFERENTIABLE.items()
                    if not isinstance(getattr(np, name), np.ufunc)})

@@ -752,7 +752,8 @@ case("hypot", drawn_pair(lambda xp, a, b: xp.hypot(a, b), away_from_zero, unifor
 case("float_power", drawn_pair(lambda xp, a, b: xp.float_power(a, b), uniform(0.5, 2), uniform(-2, 2)))
 case("copysign", drawn_pair(lambda xp, a, b: xp.copysign(a, b), away_from_zero, away_from_zero))
 for _name, _domain in {"exp2": uniform(-2, 2), "fabs": away_from_zero, "deg2rad": uniform(-90, 90),
-                       "rad2deg": uniform(-2, 2), "radians": uniform(-90, 90), "degrees": uniform(-2, 2)}.items():
+                       "rad2deg": uniform(-2, 2), "radians": uniform(-90, 90), "degrees": uniform(-2, 2),
+                       "sinc": uniform(-2, 2)}.items():
     case(_name, drawn(lambda xp, x, name=_name: getattr(xp, name)(x), _domain))
 
 
@@ -1202,6 +1203,20 @@ def test_unsupported_linalg_calls_say_why(call, error, message):
 def test_pinv_of_a_rank_deficient_matrix_drops_the_zero_singular_value():
     a = np.array([[1.0, 2.0], [2.0, 4.0], [0.0, 0.0]])
     np.testing.assert_allclose(anp.linalg.pinv(ad.constant(a)).numpy(), np.linalg.pinv(a), atol=1e-15)
+
+
+@pytest.mark.parametrize("x", [0.0, 0.004, -0.009, 0.011])
+def test_sinc_derivatives_near_and_at_zero(x):
+    """sinc = 1 - (pi x)^2/6 + ..., so sinc''(0) = -pi^2/3; around the switch at 0.01 both sides agree."""
+    y = np.pi * x
+    g, h = gradient_and_hessian(lambda t: anp.sinc(t), np.array(x))
+    if x == 0.0:
+        assert g == 0.0
+        np.testing.assert_allclose(h, -np.pi ** 2 / 3, rtol=1e-15)
+    else:
+        np.testing.assert_allclose(g, np.pi * (y * np.cos(y) - np.sin(y)) / y ** 2, rtol=1e-9)
+        np.testing.assert_allclose(h, np.pi ** 2 * ((2 - y * y) * np.sin(y) - 2 * y * np.cos(y)) / y ** 3,
+                                   rtol=1e-7)
 
 
 def test_logsumexp_is_stable_for_large_and_infinite_inputs():

@@ -20,7 +20,7 @@ from .ops import (  # noqa: F401  (the namespace)
 from .composite import (  # noqa: F401
     append, average, column_stack, convolve, copysign, corrcoef, correlate, cov, cross, cumprod,
     deg2rad, degrees, diff, exp2, float_power, hypot, interp, kron, median, nanmean, nansum,
-    percentile, polyval, ptp, quantile, rad2deg, radians, roll, trapezoid,
+    percentile, polyval, ptp, quantile, rad2deg, radians, roll, sinc, trapezoid,
 )
 fabs = absolute
 

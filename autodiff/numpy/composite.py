@@ -49,6 +49,17 @@ def float_power(x1, x2):
     return power(astype(x1, _np.float64), x2)
 
 
+def sinc(x):
+    """sin(pi x) / (pi x), 1 at 0. Near 0 it is the Taylor polynomial, so every derivative is right
+    there; the quotient is evaluated at a safe point where the polynomial is used, so its own
+    gradient (NaN at 0) never mixes in."""
+    small = _np.abs(value_of(x)) < 1e-2
+    z = (math.pi * x) ** 2
+    series = 1.0 - z / 6.0 + z ** 2 / 120.0 - z ** 3 / 5040.0 + z ** 4 / 362880.0
+    angle = math.pi * where(small, 1.0, x)
+    return where(small, series, ops.sin(angle) / angle)
+
+
 def copysign(x1, x2):
     """|x1| with the sign of x2 (no gradient flows to x2: the sign is piecewise constant)."""
     return absolute(x1) * _np.copysign(1.0, value_of(x2))
