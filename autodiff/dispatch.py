@@ -30,6 +30,7 @@ _UFUNCS.update({getattr(np, name): f for name, f in anp.NON_DIFFERENTIABLE.items
                 if isinstance(getattr(np, name), np.ufunc)})
 
 _REDUCTIONS = {np.add: anp.sum, np.multiply: anp.prod, np.maximum: anp.max, np.minimum: anp.min}
+_ACCUMULATIONS = {np.add: anp.cumsum, np.multiply: anp.cumprod}
 
 _FUNCTIONS = {getattr(np, name): getattr(anp, name) for name in [
     "sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std", "cumsum", "clip", "where",
@@ -60,8 +61,11 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "reduce" and ufunc in _REDUCTIONS:
         return _REDUCTIONS[ufunc](inputs[0], axis=kwargs.get("axis", 0),
                                   keepdims=kwargs.get("keepdims", False))
-    if method == "accumulate" and ufunc is np.add:
-        return anp.cumsum(inputs[0], axis=kwargs.get("axis", 0))
+    if method == "accumulate" and ufunc in _ACCUMULATIONS:
+        return _ACCUMULATIONS[ufunc](inputs[0], axis=kwargs.get("axis", 0))
+    if method == "outer" and ufunc in _UFUNCS and ufunc.nin == 2 and not kwargs:
+        a, b = inputs
+        return _UFUNCS[ufunc](anp.reshape(a, np.shape(a) + (1,) * np.ndim(b)), b)
     name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
     raise TypeError(f"autodiff: numpy.{name} has no derivative rule, so it cannot be applied to a "
                     "Tensor (use autodiff.numpy functions, or np.asarray(t) to drop the gradient)")

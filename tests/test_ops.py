@@ -919,6 +919,20 @@ def tall(draw, fn, what):
 case("linalg.qr Q", tall(lambda xp, a: xp.linalg.qr(a).Q, "qr"))
 case("linalg.qr R", tall(lambda xp, a: xp.linalg.qr(a).R, "qr"))
 case("linalg.qr (mode='r')", tall(lambda xp, a: xp.linalg.qr(a, mode="r"), "qr"))
+
+
+@st.composite
+def lstsq_problem(draw):
+    n, k = draw(st.integers(1, 3)), draw(st.sampled_from([None, 1, 2]))
+    m = n + draw(st.integers(0, 2))
+    rng = draw(RNGS)
+    shape_b = (m,) if k is None else (m, k)
+    return packed(lambda xp, a, b: xp.concatenate([xp.ravel(part) for part in xp.linalg.lstsq(a, b)[:2]]),
+                  [separated_singular_values(rng, (m, n)), rng.uniform(-2, 2, shape_b)],
+                  f"lstsq(({m}, {n}), {shape_b}): solution and residuals")
+
+
+case("linalg.lstsq", lstsq_problem())
 case("linalg.norm (spectral and nuclear)", st.sampled_from([2, -2, "nuc"]).flatmap(lambda order: rectangular(
     lambda xp, a: xp.linalg.norm(a, order, axis=(-2, -1)), f"norm(ord={order!r})")))
 

@@ -278,6 +278,25 @@ def qr(a, mode: str = "reduced"):
     return r if mode == "r" else QRResult(q, r)
 
 
+def lstsq(a, b, rcond=None):
+    """Least squares ``pinv(a) @ b``, with NumPy's (solution, residuals, rank, singular values).
+
+    The solution and residuals differentiate where a has full rank (through ``pinv``); the rank is
+    an integer and the singular values come from ``svdvals``.
+    """
+    m, n = _np.shape(value_of(a))[-2:]
+    x = matmul(pinv(a, rcond), b)
+    s = svdvals(a)
+    rank = int(_np.linalg.matrix_rank(value_of(a), tol=None if rcond is None else rcond * _np.max(value_of(s))))
+    if rank < n or m <= n:  # NumPy returns no residuals then
+        residuals = _np.empty((0,), dtype=_np.result_type(value_of(a), value_of(b)))
+    else:
+        residual = b - matmul(a, x)
+        residuals = sum(residual * residual, axis=0)
+        residuals = reshape(residuals, (1,)) if _np.ndim(value_of(b)) == 1 else residuals
+    return x, residuals, rank, s
+
+
 def _safe_divide(x, norm):
     return x / where(value_of(norm) == 0, 1.0, norm)
 
@@ -376,5 +395,5 @@ def multi_dot(arrays, *, out=None):
     return result
 
 
-__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "qr",
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "qr", "lstsq",
            "norm", "matrix_power", "multi_dot"]
