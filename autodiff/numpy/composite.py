@@ -24,6 +24,11 @@ def _along(axis: int, ndim: int, piece) -> tuple:
     return (slice(None),) * (axis % ndim) + (piece,)
 
 
+def _laid_along(v, axis: int, ndim: int):
+    """A 1-D ``v`` shaped to broadcast along ``axis`` of an ndim-dimensional array."""
+    return reshape(v, (-1,) + (1,) * (ndim - 1 - axis % ndim))
+
+
 # --- elementwise -----------------------------------------------------------------------------------
 
 def hypot(x1, x2):
@@ -86,7 +91,7 @@ def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1):
     if x is None:
         width = dx
     elif _ndim(x) == 1:
-        width = reshape(diff(x), (-1,) + (1,) * (ndim - 1 - axis % ndim))  # along ``axis`` of y
+        width = _laid_along(diff(x), axis, ndim)
     else:
         width = diff(x, axis=axis)
     right = getitem(y, _along(axis, ndim, slice(1, None)))
@@ -103,8 +108,7 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
         if _shape(weights) != _shape(a):
             if axis is None or _ndim(weights) != 1:
                 raise TypeError("autodiff: average needs weights of a's shape, or 1-D weights and an axis")
-            weights = reshape(weights, (-1,) + (1,) * (_ndim(a) - 1 - axis % _ndim(a)))
-            weights = broadcast_to(weights, _shape(a))
+            weights = broadcast_to(_laid_along(weights, axis, _ndim(a)), _shape(a))
         total = sum(weights, axis=axis, keepdims=keepdims)
         result = sum(a * weights, axis=axis, keepdims=keepdims) / total
     return (result, total) if returned else result

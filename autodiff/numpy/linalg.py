@@ -223,12 +223,8 @@ def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
     """
     if hermitian:
         raise NotImplementedError("autodiff: pinv with hermitian=True is not supported")
-    m, n = _np.shape(value_of(a))[-2:]
-    u, s, v = _svd_parts(_svd(a), m)
-    tolerance = rcond if rcond is not None else rtol if rtol is not None else max(m, n) * _np.finfo(
-        _np.result_type(value_of(a), _np.float16)).eps
-    largest = _np.max(value_of(s), axis=-1, keepdims=True)
-    kept = value_of(s) > tolerance * largest
+    u, s, v = _svd_parts(_svd(a), _np.shape(value_of(a))[-2])
+    kept = _nonzero_singular_values(s, a, rcond if rcond is not None else rtol)
     inverse = where(kept, 1.0 / where(kept, s, 1.0), 0.0)
     return matmul(v * inverse, _mT(u))
 
@@ -239,20 +235,23 @@ def _qr_packed(a):
     return _np.concatenate([q, _np.swapaxes(r, -1, -2)], axis=-2)
 
 
+def _qr_parts(packed, m):
+    """Q and R of a packed QR."""
+    return packed[..., :m, :], _mT(packed[..., m:, :])
+
+
 def _qr_vjp(g, ans, a):
     """The reduced QR's cotangents pulled back (m >= n, full rank): with M = triu(gR R^T - Q^T gQ),
     gA = (gQ + Q (M + M^T - diag M)) R^-T (as in PyTorch's linalg_qr_backward)."""
-    m = a.shape[-2]
-    q, r = ans[..., :m, :], _mT(ans[..., m:, :])
-    gq, gr = g[..., :m, :], _mT(g[..., m:, :])
+    q, r = _qr_parts(ans, a.shape[-2])
+    gq, gr = _qr_parts(g, a.shape[-2])
     upper = triu(matmul(gr, _mT(r)) - matmul(_mT(q), gq))
     symmetric = upper + _mT(upper) - upper * _np.eye(r.shape[-1], dtype=r.dtype)
     return _mT(solve(r, _mT(gq + matmul(q, symmetric))))
 
 
 def _qr_jvp(t, ans, a):
-    m = a.shape[-2]
-    q, r = ans[..., :m, :], _mT(ans[..., m:, :])
+    q, r = _qr_parts(ans, a.shape[-2])
     r_inv = inv(r)
     t_r_inv = matmul(t, r_inv)
     c = matmul(_mT(q), t_r_inv)  # Q^T dA R^-1 = Omega (skew) + dR R^-1 (upper)
@@ -273,9 +272,16 @@ def qr(a, mode: str = "reduced"):
     if mode not in ("reduced", "r") or m < n:
         raise NotImplementedError("autodiff: qr differentiates mode='reduced' (or 'r') of a matrix "
                                   f"with at least as many rows as columns (got mode={mode!r}, {m}x{n})")
-    packed = _qr(a)
-    q, r = packed[..., :m, :], _mT(packed[..., m:, :])
+    q, r = _qr_parts(_qr(a), m)
     return r if mode == "r" else QRResult(q, r)
+
+
+def _nonzero_singular_values(s, a, rcond):
+    """Which singular values count as nonzero: those above rcond (by default max(m, n) times the
+    machine epsilon) times the largest, as in NumPy's pinv and lstsq."""
+    if rcond is None:
+        rcond = max(_np.shape(value_of(a))[-2:]) * _np.finfo(_np.result_type(value_of(a), _np.float16)).eps
+    return value_of(s) > rcond * _np.max(value_of(s), axis=-1, keepdims=True)
 
 
 def lstsq(a, b, rcond=None):
@@ -287,7 +293,7 @@ def lstsq(a, b, rcond=None):
     m, n = _np.shape(value_of(a))[-2:]
     x = matmul(pinv(a, rcond), b)
     s = svdvals(a)
-    rank = int(_np.linalg.matrix_rank(value_of(a), tol=None if rcond is None else rcond * _np.max(value_of(s))))
+    rank = int(_np.sum(_nonzero_singular_values(s, a, rcond)))
     if rank < n or m <= n:  # NumPy returns no residuals then
         residuals = _np.empty((0,), dtype=_np.result_type(value_of(a), value_of(b)))
     else:
