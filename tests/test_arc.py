@@ -52,19 +52,12 @@ def test_history_has_sigma_and_one_entry_per_iteration():
     assert all(entry["sigma"] > 0 for entry in result.history)
 
 
-def test_counters_equal_the_number_of_calls():
-    calls = {"f": 0, "g": 0, "h": 0}
-
-    def counted(key, function):
-        def wrapper(*args):
-            calls[key] += 1
-            return function(*args)
-        return wrapper
+def test_counters_equal_the_number_of_calls(counted):
 
     result = minimize_arc(counted("f", rosen), np.array([-1.2, 1.0, 0.5]), counted("g", rosen_der),
                           hessp=counted("h", rosen_hess_prod))
     assert result.success
-    assert (result.nfev, result.njev, result.nhev) == (calls["f"], calls["g"], calls["h"])
+    assert (result.nfev, result.njev, result.nhev) == (counted.calls["f"], counted.calls["g"], counted.calls["h"])
 
 
 def test_nan_trial_values_raise_sigma_and_recover():

@@ -320,18 +320,11 @@ def test_maxiter_is_status_1_with_the_best_point(method):
 
 
 @pytest.mark.parametrize("method", [minimize_newton_cg, minimize_hessian_free])
-def test_counters_match_calls_to_fun_jac_hessp(method):
-    calls = {"f": 0, "g": 0, "hv": 0}
-
-    def counted(key, function):
-        def wrapper(*args):
-            calls[key] += 1
-            return function(*args)
-        return wrapper
+def test_counters_match_calls_to_fun_jac_hessp(method, counted):
 
     result = method(counted("f", rosen), chained_start(6), counted("g", rosen_der),
                     hessp=counted("hv", rosen_hess_prod))
-    assert (result.nfev, result.njev, result.nhev) == (calls["f"], calls["g"], calls["hv"])
+    assert (result.nfev, result.njev, result.nhev) == (counted.calls["f"], counted.calls["g"], counted.calls["hv"])
 
 
 def test_newton_counts_dense_hessians():

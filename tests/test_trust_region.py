@@ -167,20 +167,13 @@ def test_history_records_every_iteration(method):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_counters_equal_the_number_of_calls(method):
-    calls = {"f": 0, "g": 0, "h": 0}
-
-    def counted(key, function):
-        def wrapper(*args):
-            calls[key] += 1
-            return function(*args)
-        return wrapper
+def test_counters_equal_the_number_of_calls(method, counted):
 
     derivatives = {"hess": counted("h", rosen_hess)} if method in DENSE_METHODS else {
         "hessp": counted("h", rosen_hess_prod)}
     result = method(counted("f", rosen), np.array([-1.2, 1.0, 0.5]), counted("g", rosen_der),
                     **derivatives)
-    assert (result.nfev, result.njev, result.nhev) == (calls["f"], calls["g"], calls["h"])
+    assert (result.nfev, result.njev, result.nhev) == (counted.calls["f"], counted.calls["g"], counted.calls["h"])
 
 
 @pytest.mark.parametrize("method", METHODS)
