@@ -13,10 +13,11 @@ from .forward import ForwardAccumulator
 from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 from .hessian_operator import HessianOperator, hessian_operator
 from .numpy.ops import stop_gradient
-from .pytree import ravel
+from . import tree
+from .tree import ravel
 from .tape import GradientTape, UnconnectedGradients, custom_gradient, recompute_grad
 
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "UnconnectedGradients",
            "stop_gradient", "custom_gradient", "recompute_grad", "ForwardAccumulator", "grad",
            "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp", "hessian_operator",
-           "HessianOperator", "ravel", "check_grad", "numpy"]
+           "HessianOperator", "ravel", "tree", "check_grad", "numpy"]

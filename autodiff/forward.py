@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core import Tensor, state, value_of
-from .nest import flatten
+from .tree import flatten
 from .numpy import broadcast_to
 from .tape import UnconnectedGradients, _unconnected
 

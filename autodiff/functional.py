@@ -14,8 +14,7 @@ from . import numpy as anp
 from .core import Tensor, constant, value_of
 from .forward import ForwardAccumulator
 from .hessian_operator import hessian_operator
-from .nest import flatten
-from .pytree import ravel
+from .tree import flatten, ravel
 from .tape import GradientTape, UnconnectedGradients
 
 ZERO = UnconnectedGradients.ZERO

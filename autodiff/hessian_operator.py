@@ -14,8 +14,7 @@ import numpy as np
 
 from . import numpy as anp
 from .core import Tensor, Variable, constant, state, value_of
-from .nest import flatten
-from .pytree import ravel
+from .tree import flatten, ravel
 from .tape import GradientTape, UnconnectedGradients
 
 

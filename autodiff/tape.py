@@ -16,7 +16,7 @@ import numpy as np
 
 from . import core
 from .core import Primitive, Tensor, Variable, state, sweep
-from .nest import flatten
+from .tree import flatten
 from .numpy import broadcast_to, concatenate, moveaxis, reshape, stack
 
 

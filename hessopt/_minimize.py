@@ -99,7 +99,7 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     options = dict(options or {})
     if tol is not None:
         options.setdefault("gtol", tol)
-    leaves = ad.nest.flatten(x0)[0]
+    leaves = ad.tree.flatten(x0)[0]
     if any(not np.all(np.isfinite(np.asarray(leaf, dtype=float))) for leaf in leaves):
         raise ValueError("x0 contains NaN or inf")
     flat0, unravel = ad.ravel(x0)

@@ -1,0 +1,81 @@
+"""Pytrees: single values, or lists, tuples (namedtuples too) and dicts of them, nested.
+
+``flatten`` lists a tree's leaves in order together with its structure; ``unflatten`` rebuilds the
+tree from new leaves; ``ravel`` turns a tree of arrays into one flat vector and back (as JAX's
+``tree_flatten``, ``tree_unflatten`` and ``ravel_pytree``).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from . import numpy as anp
+from .core import value_of
+
+_CONTAINERS = (dict, list, tuple)
+
+
+class TreeDef:
+    """The structure of a flattened tree: call it (or ``unflatten``) with new leaves to rebuild."""
+
+    __slots__ = ("_build", "num_leaves")
+
+    def __init__(self, build: Callable[[list], Any], num_leaves: int):
+        self._build, self.num_leaves = build, num_leaves
+
+    def __call__(self, leaves) -> Any:
+        return self._build(list(leaves))
+
+
+def flatten(tree) -> tuple[list, TreeDef]:
+    """The leaves of ``tree`` in order, and its structure."""
+    if not isinstance(tree, _CONTAINERS):
+        return [tree], _LEAF
+    if isinstance(tree, dict):
+        keys = list(tree)
+        return _join([flatten(tree[k]) for k in keys], lambda items: dict(zip(keys, items)))
+    kind = type(tree)
+    build = kind if kind in (list, tuple) else (lambda items: kind(*items))  # namedtuple
+    return _join([flatten(item) for item in tree], build)
+
+
+def unflatten(treedef: TreeDef, leaves) -> Any:
+    """The tree of structure ``treedef`` holding ``leaves``."""
+    return treedef(leaves)
+
+
+_LEAF = TreeDef(lambda leaves: leaves[0], 1)
+
+
+def _join(parts: list, build: Callable) -> tuple[list, TreeDef]:
+    leaves = [leaf for part_leaves, _ in parts for leaf in part_leaves]
+
+    def rebuild(new_leaves):
+        items, start = [], 0
+        for _, part in parts:
+            items.append(part(new_leaves[start:start + part.num_leaves]))
+            start += part.num_leaves
+        return build(items)
+
+    return leaves, TreeDef(rebuild, len(leaves))
+
+
+def ravel(tree) -> tuple[Any, Callable]:
+    """Flatten a tree of arrays to one float vector, and the way back.
+
+    ``unravel`` is differentiable: given a Tensor it returns Tensors (slices and reshapes).
+    """
+    leaves, treedef = flatten(tree)
+    shapes = [np.shape(value_of(leaf)) for leaf in leaves]
+    offsets = np.concatenate([[0], np.cumsum([int(np.prod(shape)) for shape in shapes])]).astype(int)
+    flat = np.concatenate([np.ravel(value_of(leaf)).astype(float) for leaf in leaves]) \
+        if leaves else np.zeros(0)
+
+    def unravel(vector):
+        if treedef is _LEAF:
+            return anp.reshape(vector, shapes[0])
+        return treedef([anp.reshape(vector[offsets[k]:offsets[k + 1]], shape)
+                        for k, shape in enumerate(shapes)])
+
+    return flat, unravel
