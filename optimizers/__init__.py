@@ -6,7 +6,9 @@ Each method is ``method(fun, x0, jac, hess=None, hessp=None, callback=None, **op
 from .arc import minimize_arc
 from .least_squares import least_squares_lm
 from .newton import minimize_hessian_free, minimize_newton, minimize_newton_cg
+from .objective import Status
 from .trust_region import minimize_dogleg, minimize_trust_exact, minimize_trust_krylov, minimize_trust_ncg
 
-__all__ = ["least_squares_lm", "minimize_arc", "minimize_dogleg", "minimize_hessian_free", "minimize_newton",
-           "minimize_newton_cg", "minimize_trust_exact", "minimize_trust_krylov", "minimize_trust_ncg"]
+__all__ = ["Status", "least_squares_lm", "minimize_arc", "minimize_dogleg", "minimize_hessian_free",
+           "minimize_newton", "minimize_newton_cg", "minimize_trust_exact", "minimize_trust_krylov",
+           "minimize_trust_ncg"]

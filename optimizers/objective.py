@@ -6,26 +6,35 @@ It also remembers the best finite point seen, so a run that fails still returns 
 """
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Callable
 
 import numpy as np
 from scipy.optimize import OptimizeResult
 
-# Status codes keep scipy's meaning where scipy has one.
-SUCCESS = 0
-MAXITER = 1
-PRECISION_LOSS = 2      # no further progress possible at working precision
-NONFINITE = 3           # f or g became NaN/inf and recovery failed
-NOT_A_MINIMUM = 5       # stationary point with negative curvature (saddle or maximum)
-CALLBACK_STOP = 99      # callback raised StopIteration (scipy's code)
+from .krylov import CURVATURE_PROBE_STEPS, dense_leftmost_curvature, leftmost_curvature
+
+
+class Status(IntEnum):
+    """Why a run stopped; the integers keep scipy's meaning where scipy has one (an IntEnum, so
+    ``result.status == 99`` holds as in scipy)."""
+    SUCCESS = 0
+    MAXITER = 1
+    PRECISION_LOSS = 2      # no further progress possible at working precision
+    NONFINITE = 3           # f or g became NaN/inf and recovery failed
+    NOT_A_MINIMUM = 5       # stationary point with negative curvature (saddle or maximum)
+    CALLBACK_STOP = 99      # callback raised StopIteration (scipy's code)
+
 
 MESSAGES = {
-    SUCCESS: "Optimization terminated successfully: gradient norm below gtol.",
-    MAXITER: "Maximum number of iterations reached.",
-    PRECISION_LOSS: "Desired accuracy not reached: no further progress at working precision.",
-    NONFINITE: "Objective or gradient became non-finite and could not be recovered.",
-    NOT_A_MINIMUM: "Stopped at a stationary point with negative curvature (saddle point or maximum).",
-    CALLBACK_STOP: "`callback` raised `StopIteration`.",
+    Status.SUCCESS: "Optimization terminated successfully: gradient norm below gtol.",
+    Status.MAXITER: "Maximum number of iterations reached.",
+    Status.PRECISION_LOSS: "Desired accuracy not reached: no further progress at working "
+                           "precision.",
+    Status.NONFINITE: "Objective or gradient became non-finite and could not be recovered.",
+    Status.NOT_A_MINIMUM: "Stopped at a stationary point with negative curvature (saddle point or "
+                          "maximum).",
+    Status.CALLBACK_STOP: "`callback` raised `StopIteration`.",
 }
 
 
@@ -118,17 +127,33 @@ class Objective:
             return np.asarray(self._hessp(x, p), dtype=float).reshape(-1)
         return self.hess(x) @ p
 
+    def curvature_probe(self, dense: bool) -> Callable:
+        """The second-order check's estimate of the leftmost curvature of H(x), ``x -> (theta, u,
+        scale)``: from the dense Hessian's eigendecomposition (``dense``), or from
+        ``CURVATURE_PROBE_STEPS`` Lanczos steps with Hessian-vector products."""
+        if dense:
+            return lambda x: dense_leftmost_curvature(self.hess(x))
+        return lambda x: leftmost_curvature(lambda v: self.hessp(x, v), x.size,
+                                            CURVATURE_PROBE_STEPS)
 
-def make_result(objective: Objective, x: np.ndarray, status: int, nit: int,
-                history: list | None = None, message: str | None = None) -> OptimizeResult:
-    """An OptimizeResult at ``x`` (or at the best point seen, when that is better and finite)."""
+
+def final_point(objective: Objective, x: np.ndarray,
+                status: Status) -> tuple[np.ndarray, float, np.ndarray]:
+    """``(x, f, g)`` to report: ``x``, or the best point seen when the run failed and that is
+    better (and finite)."""
     f = objective.fun(x)
-    if status != SUCCESS and not f <= objective.best_f:
+    if status != Status.SUCCESS and not f <= objective.best_f:
         x, f = objective.best_x, objective.best_f
-    g = objective.grad(x)
+    return x, f, objective.grad(x)
+
+
+def make_result(objective: Objective, x: np.ndarray, status: Status, nit: int,
+                history: list) -> OptimizeResult:
+    """The OptimizeResult of a minimization stopped at ``x`` (see :func:`final_point`)."""
+    x, f, g = final_point(objective, x, status)
     return OptimizeResult(x=x, fun=f, jac=g, nit=nit, nfev=objective.nfev, njev=objective.njev,
-                          nhev=objective.nhev, status=status, success=status == SUCCESS,
-                          message=message or MESSAGES[status], history=history or [])
+                          nhev=objective.nhev, status=status, success=status == Status.SUCCESS,
+                          message=MESSAGES[status], history=history)
 
 
 class Monitor:

@@ -26,17 +26,12 @@ from collections import deque
 from typing import Callable
 
 import numpy as np
-from scipy.linalg import eigvalsh
 from scipy.optimize import OptimizeResult
 
-from .objective import (CALLBACK_STOP, MAXITER, NONFINITE, NOT_A_MINIMUM, PRECISION_LOSS, SUCCESS,
-                        Monitor, Objective, make_result)
-from .subproblems import (Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, SubproblemSolution,
-                          leftmost_curvature)
+from .krylov import EPS, clearly_negative
+from .objective import Monitor, Objective, Status, make_result
+from .subproblems import Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, SubproblemSolution
 
-EPS = np.finfo(float).eps
-CURVATURE_STEPS = 10       # Lanczos steps of the second-order check with Hessian-vector products
-NEGATIVE_CURVATURE = 1e-6  # curvature below -1e-6 * max(1, ||H||) is "clearly negative"
 # Default memory of the nonmonotone Krylov methods: on the MGH set 10 saves a quarter of the
 # evaluations, 15-50 about half. The dense methods stay monotone: nonmonotone, they followed
 # the asymptotic valleys of Beale and Powell's badly scaled function away from the minimum.
@@ -98,8 +93,8 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
     At a first-order point with clearly negative curvature (a saddle) the model is built without
     its linear term, so every solver steps along negative curvature; the step is turned downhill.
     ``make_model(x, g)`` builds the subproblem solver at an accepted point; ``control`` holds the
-    radius (or sigma) and updates it from rho; ``curvature(x)`` estimates the smallest Hessian
-    eigenvalue and a scale for the second-order check (None: no check).
+    radius (or sigma) and updates it from rho; ``curvature(x)`` estimates the leftmost Hessian
+    eigenpair and a scale, ``(theta, u, scale)``, for the second-order check (None: no check).
     """
     x = objective.x0
     f, g = objective.fun(x), objective.grad(x)
@@ -114,12 +109,12 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
                               rho=rho)
 
     if record(0.0, np.nan):
-        status, saddle = CALLBACK_STOP, False
+        status, saddle = Status.CALLBACK_STOP, False
     else:
         status, saddle = _stationarity(x, g, gtol, curvature)
     while status is None:
         if nit == maxiter:
-            status = MAXITER
+            status = Status.MAXITER
             break
         model = model or make_model(x, np.zeros_like(g) if saddle else g)
         step = model.solve(control.value)
@@ -127,12 +122,12 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
             step = _downhill(step, g)
         step_norm = float(np.linalg.norm(step.p))
         if not np.isfinite(step_norm):  # the Hessian at x is not finite
-            status = NONFINITE
+            status = Status.NONFINITE
             break
         if _negligible(step.p, x):
             # the radius (or 1/sigma) collapsed: say why no step can be taken
-            status = (NONFINITE if not np.isfinite(f_trial) else NOT_A_MINIMUM if saddle
-                      else PRECISION_LOSS)
+            status = (Status.NONFINITE if not np.isfinite(f_trial)
+                      else Status.NOT_A_MINIMUM if saddle else Status.PRECISION_LOSS)
             break
         nit += 1
         x_trial = x + step.p
@@ -147,7 +142,7 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
             x, f, g, model = x_trial, f_trial, objective.grad(x_trial), None
             accepted_values.append(f)
         if record(step_norm, rho):
-            status = CALLBACK_STOP
+            status = Status.CALLBACK_STOP
         elif accepted:
             status, saddle = _stationarity(x, g, gtol, curvature)
     return make_result(objective, x, status, nit, monitor.history)
@@ -177,46 +172,37 @@ def _negligible(p: np.ndarray, x: np.ndarray) -> bool:
     return bool(np.all(np.abs(p) <= EPS * (np.abs(x) + floor)))
 
 
-def _stationarity(x, g, gtol, curvature) -> tuple[int | None, bool]:
+def _stationarity(x, g, gtol, curvature) -> tuple[Status | None, bool]:
     """(SUCCESS, False) at a first-order point without clearly negative curvature; (None, True)
     at a first-order point with it (a saddle to leave); (None, False) otherwise."""
     if np.abs(g).max() > gtol:
         return None, False
     if curvature is not None:
-        smallest, scale = curvature(x)
-        if smallest < -NEGATIVE_CURVATURE * max(1.0, scale):
+        theta, _, scale = curvature(x)
+        if clearly_negative(theta, scale):
             return None, True
-    return SUCCESS, False
+    return Status.SUCCESS, False
 
 
-def model_builders(objective: Objective, make_solver: Callable, dense: bool):
-    """``make_model(x, g)`` and the second-order check ``curvature(x)`` for a subproblem solver
-    that takes the dense Hessian (``dense``) or Hessian-vector products."""
+def model_builder(objective: Objective, make_solver: Callable, dense: bool) -> Callable:
+    """``make_model(x, g)`` for a subproblem solver that takes the dense Hessian (``dense``) or
+    Hessian-vector products."""
     if dense:
-        def make_model(x, g):
-            return make_solver(g, objective.hess(x))
-
-        def curvature(x):
-            values = eigvalsh(objective.hess(x))
-            return values[0], np.abs(values).max()
-    else:
-        def make_model(x, g):
-            return make_solver(g, lambda v: objective.hessp(x, v))
-
-        def curvature(x):
-            smallest, _, scale = leftmost_curvature(lambda v: objective.hessp(x, v), x.size,
-                                                    CURVATURE_STEPS)
-            return smallest, scale
-    return make_model, curvature
+        return lambda x, g: make_solver(g, objective.hess(x))
+    return lambda x, g: make_solver(g, lambda v: objective.hessp(x, v))
 
 
 def default_maxiter(n: int) -> int:
+    """Iterations of the trust-region loop: scipy's 200 n, but at least 1000, since every trial
+    step counts, rejected ones too."""
     return max(1000, 200 * n)
 
 
-def _minimize(make_solver, dense, fun, x0, jac, hess, hessp, callback, *, gtol, maxiter, disp,
-              initial_trust_radius, max_trust_radius, eta, check_second_order,
+def _minimize(make_solver: Callable, dense: bool, fun, x0, jac, hess, hessp, callback, gtol,
+              maxiter, disp, initial_trust_radius, max_trust_radius, eta, check_second_order,
               nonmonotone=1) -> OptimizeResult:
+    """The trust-region methods, each with its subproblem solver and its public options in the
+    order of their signatures."""
     for name, value in [("initial_trust_radius", initial_trust_radius),
                         ("max_trust_radius", max_trust_radius), ("nonmonotone", nonmonotone)]:
         if value is not None and not value > 0:
@@ -228,9 +214,9 @@ def _minimize(make_solver, dense, fun, x0, jac, hess, hessp, callback, *, gtol, 
     xscale = max(1.0, float(np.linalg.norm(x0)))
     radius = initial_trust_radius or min(float(np.linalg.norm(g0)), xscale) or 1.0
     control = RadiusControl(radius, max_trust_radius or 1e10 * xscale)
-    make_model, curvature = model_builders(objective, make_solver, dense)
-    return trust_region_loop(objective, make_model, control,
-                             curvature=curvature if check_second_order else None, gtol=gtol,
+    make_model = model_builder(objective, make_solver, dense)
+    curvature = objective.curvature_probe(dense) if check_second_order else None
+    return trust_region_loop(objective, make_model, control, curvature=curvature, gtol=gtol,
                              maxiter=maxiter or default_maxiter(x0.size), eta=eta,
                              callback=callback, disp=disp, memory=int(nonmonotone))
 
@@ -290,7 +276,8 @@ def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
 
     Uses only Hessian-vector products (``hessp``, or products with ``hess``).
     """
-    return _minimize(SteihaugCG, False, **locals())
+    return _minimize(SteihaugCG, False, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
+                     initial_trust_radius, max_trust_radius, eta, check_second_order, nonmonotone)
 
 
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
@@ -306,7 +293,8 @@ def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callabl
     Lanczos with Hessian-vector products only; solves the subproblem nearly exactly in the Krylov
     space, so it handles indefinite Hessians well.
     """
-    return _minimize(LanczosGLTR, False, **locals())
+    return _minimize(LanczosGLTR, False, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
+                     initial_trust_radius, max_trust_radius, eta, check_second_order, nonmonotone)
 
 
 @_documented("eigenvalues of the dense Hessian")
@@ -320,7 +308,8 @@ def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable
 
     Needs the dense Hessian (``hess``; built from ``hessp`` column by column otherwise).
     """
-    return _minimize(MoreSorensen, True, **locals())
+    return _minimize(MoreSorensen, True, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
+                     initial_trust_radius, max_trust_radius, eta, check_second_order)
 
 
 @_documented("eigenvalues of the dense Hessian")
@@ -335,4 +324,5 @@ def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
     Needs the dense Hessian. Where it is not positive definite the step is the better of the
     Cauchy point and the negative-curvature eigenpoint (see :class:`subproblems.Dogleg`).
     """
-    return _minimize(Dogleg, True, **locals())
+    return _minimize(Dogleg, True, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
+                     initial_trust_radius, max_trust_radius, eta, check_second_order)
