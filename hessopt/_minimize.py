@@ -91,7 +91,10 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     Derivatives default to exact ones from autodiff (``fun`` is plain NumPy code); user-supplied
     ``jac`` (or ``jac=True``), ``hess`` and ``hessp`` are honoured. ``x0`` may be an array or a pytree
     (dict/list/tuple of arrays): ``result.x`` and ``result.jac`` then have the same structure.
-    The result has scipy's fields plus ``history`` (per-iteration f, gradient norm, step or radius).
+    The result has scipy's fields plus ``history``, column-wise (``optimizers.History``):
+    ``history["f"]``, ``["gnorm"]``, the cumulative ``["nfev"]``, ``["njev"]``, ``["nhev"]``, the
+    method's own columns, and ``["x"]``, the iterates as flat vectors (a pytree x0 in
+    ``ad.ravel`` order), unless ``options={"keep_iterates": False}``.
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")

@@ -42,7 +42,7 @@ def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
                  hessp: Callable | None = None, callback: Callable | None = None, *,
                  gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
                  initial_sigma: float | None = None, min_sigma: float = 1e-8, eta: float = 0.1,
-                 check_second_order: bool = True) -> OptimizeResult:
+                 check_second_order: bool = True, keep_iterates: bool = True) -> OptimizeResult:
     """Minimize with adaptive cubic regularization (Cartis, Gould & Toint 2011), Hessian-vector
     products only.
 
@@ -69,6 +69,8 @@ def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     check_second_order
         At a first-order point, look for negative curvature with a few Lanczos steps; if found,
         keep iterating along it and report status 5 only if that fails.
+    keep_iterates
+        Keep the iterates in ``history["x"]``.
 
     Returns
     -------
@@ -86,4 +88,4 @@ def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     curvature = objective.curvature_probe(dense=False) if check_second_order else None
     return trust_region_loop(objective, make_model, control, curvature=curvature, gtol=gtol,
                              maxiter=maxiter or default_maxiter(x0.size), eta=eta,
-                             callback=callback, disp=disp)
+                             callback=callback, disp=disp, keep_iterates=keep_iterates)

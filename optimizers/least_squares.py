@@ -26,21 +26,27 @@ LM_ACCEPT_RATIO = 1e-4
 
 
 class _Residuals:
-    """Counted r(x) and J(x), each cached at the last point, so the cost 0.5 ||r||^2 and its
-    gradient J^T r at one x cost one residual and one Jacobian evaluation."""
+    """Counted r(x) and J(x), so the cost 0.5 ||r||^2 and its gradient J^T r at one x cost one
+    residual and one Jacobian evaluation: J is cached at the last point, r at the last two (the
+    current iterate and a trial point), so reporting r at the iterate after a rejected trial
+    costs nothing."""
 
     def __init__(self, residuals: Callable, jac: Callable):
         if not callable(residuals) or not callable(jac):
             raise TypeError("residuals and jac must be callables")
         self._residuals, self._jac = residuals, jac
         self.nfev = self.njev = 0
-        self._rx = self._r = self._jx = self._j = None
+        self._recent: list[tuple[np.ndarray, np.ndarray]] = []   # (x, r(x)), newest first
+        self._jx = self._j = None
 
     def residuals(self, x: np.ndarray) -> np.ndarray:
-        if self._rx is None or not np.array_equal(x, self._rx):
-            self.nfev += 1
-            self._rx, self._r = x.copy(), np.atleast_1d(np.asarray(self._residuals(x), float))
-        return self._r
+        for point, r in self._recent:
+            if np.array_equal(x, point):
+                return r
+        self.nfev += 1
+        r = np.atleast_1d(np.asarray(self._residuals(x), dtype=float))
+        self._recent = [(x.copy(), r), *self._recent[:1]]
+        return r
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
         if self._jx is None or not np.array_equal(x, self._jx):
@@ -51,6 +57,10 @@ class _Residuals:
                                  f"{(self.residuals(x).size, x.size)}")
             self._jx, self._j = x.copy(), j
         return self._j
+
+    def counts(self) -> dict:
+        """The evaluations so far."""
+        return {"nfev": self.nfev, "njev": self.njev}
 
     def cost(self, x: np.ndarray) -> float:
         r = self.residuals(x)
@@ -68,7 +78,7 @@ def default_maxiter(n: int) -> int:
 def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable | None = None, *,
                      method: str = "lm", gtol: float = 1e-8, ftol: float = 1e-10,
                      xtol: float = 1e-10, maxiter: int | None = None, disp: bool = False,
-                     damping: float = 1e-3) -> OptimizeResult:
+                     damping: float = 1e-3, keep_iterates: bool = True) -> OptimizeResult:
     """Minimize 0.5 ||r(x)||^2 given ``residuals(x)`` (shape (m,)) and ``jac(x)`` (shape (m, n)).
 
     ``method="gn"``: Gauss-Newton steps p = argmin ||J p + r|| (minimum norm when J is rank
@@ -82,7 +92,10 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     Stops with status 0 when ||J^T r||_inf <= gtol, when a step reduces the cost by less than
     ``ftol`` relative (actual and predicted), or when it moves x by less than ``xtol`` relative; the
     message says which. Returns x, cost, fun (the residuals), jac (the Jacobian), grad, nfev, njev,
-    nit, status, success, message and history (f = cost, gnorm, step, and lambda for LM).
+    nit, status, success, message and history, a column-wise
+    :class:`~optimizers.history.History` (f = cost, gnorm, step, lambda for LM, the cumulative
+    nfev and njev of residuals and Jacobians, and the iterates x unless ``keep_iterates`` is
+    False).
     """
     if method not in ("lm", "gn"):
         raise ValueError(f"method must be 'lm' or 'gn', got {method!r}")
@@ -90,7 +103,7 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     objective = Objective(counted.cost, x0, counted.gradient)
     x = objective.x0
     maxiter = default_maxiter(x.size) if maxiter is None else maxiter
-    monitor = Monitor(callback, disp)
+    monitor = Monitor(counted.counts, callback, disp, keep_iterates)
     step = _LevenbergMarquardtStep(x.size, damping) if method == "lm" else _GaussNewtonStep(x.size)
     cost, g = objective.fun(x), objective.grad(x)
     nit, status, message = 0, None, None
@@ -121,7 +134,7 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
             status, message = Status.SUCCESS, "Relative reduction of the cost below ftol."
         elif reduction > 0 and moved <= xtol * (size + xtol):
             status, message = Status.SUCCESS, "Relative step size below xtol."
-    x, cost, g = final_point(objective, x, status)
+    x, cost, g = final_point(objective, x, cost, g, status)
     return OptimizeResult(x=x, cost=cost, fun=counted.residuals(x), jac=counted.jacobian(x),
                           grad=g, nit=nit, nfev=counted.nfev, njev=counted.njev, status=status,
                           success=status == Status.SUCCESS,

@@ -40,7 +40,7 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
                     hessp: Callable | None = None, callback: Callable | None = None, *,
                     gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
                     shift: str = "cholesky", c1: float = 1e-4, c2: float = 0.9,
-                    check_second_order: bool = True) -> OptimizeResult:
+                    check_second_order: bool = True, keep_iterates: bool = True) -> OptimizeResult:
     """Newton's method with the full Hessian and a strong Wolfe line search (unit step first).
 
     An indefinite Hessian is made positive definite before solving (N&W §3.4): ``shift=
@@ -58,15 +58,15 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
         return strong_wolfe(objective, x, p, f, g, c1=c1, c2=c2), {}
 
     probe = objective.curvature_probe(dense=True) if check_second_order else None
-    return _descent_loop(objective, step, probe, callback, disp, gtol, maxiter)
+    return _descent_loop(objective, step, probe, callback, disp, gtol, maxiter, keep_iterates)
 
 
 def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                        hessp: Callable | None = None, callback: Callable | None = None, *,
                        gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
                        cg_maxiter: int | None = None, c1: float = 1e-4, c2: float = 0.5,
-                       nonmonotone: int = NONMONOTONE_MEMORY,
-                       check_second_order: bool = True) -> OptimizeResult:
+                       nonmonotone: int = NONMONOTONE_MEMORY, check_second_order: bool = True,
+                       keep_iterates: bool = True) -> OptimizeResult:
     """Truncated Newton: CG on H p = -g from Hessian-vector products only (N&W §7.1).
 
     The inner CG stops once ||H p + g|| <= eta ||g|| with the forcing term eta = min(0.25,
@@ -97,7 +97,7 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
         return search, {"cg": cg.iterations, "negative_curvature": cg.negative_curvature}
 
     probe = objective.curvature_probe(dense=False) if check_second_order else None
-    return _descent_loop(objective, step, probe, callback, disp, gtol, maxiter)
+    return _descent_loop(objective, step, probe, callback, disp, gtol, maxiter, keep_iterates)
 
 
 def minimize_hessian_free(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
@@ -105,7 +105,8 @@ def minimize_hessian_free(fun: Callable, x0, jac: Callable | bool, hess: Callabl
                           gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
                           damping: float = 1.0, cg_maxiter: int = HESSIAN_FREE_CG_MAXITER,
                           warm_start: float = 0.95, c1: float = 1e-4,
-                          check_second_order: bool = True) -> OptimizeResult:
+                          check_second_order: bool = True,
+                          keep_iterates: bool = True) -> OptimizeResult:
     """Hessian-free optimization (Martens 2010): CG on (B + lambda I) p = -g with B given by
     ``hessp`` (the Hessian, or a Gauss-Newton product the caller supplies).
 
@@ -117,7 +118,7 @@ def minimize_hessian_free(fun: Callable, x0, jac: Callable | bool, hess: Callabl
     objective = Objective(fun, x0, jac, hess, hessp)
     step = _HessianFreeStep(objective, MartensDamping(damping), cg_maxiter, warm_start, c1)
     probe = objective.curvature_probe(dense=False) if check_second_order else None
-    return _descent_loop(objective, step, probe, callback, disp, gtol, maxiter)
+    return _descent_loop(objective, step, probe, callback, disp, gtol, maxiter, keep_iterates)
 
 
 class MartensDamping:
@@ -193,13 +194,13 @@ class _StepBound:
 
 
 def _descent_loop(objective: Objective, step: StepFunction, probe: Callable | None,
-                  callback: Callable | None, disp: bool, gtol: float,
-                  maxiter: int | None) -> OptimizeResult:
+                  callback: Callable | None, disp: bool, gtol: float, maxiter: int | None,
+                  keep_iterates: bool) -> OptimizeResult:
     """The loop the three methods share: gradient test, second-order check and escape, step,
     history and callback, honest status. ``probe(x)`` estimates the leftmost curvature
     ``(theta, u, scale)`` at a first-order point (None: no second-order check)."""
     maxiter = default_maxiter(objective.x0.size) if maxiter is None else maxiter
-    monitor = Monitor(callback, disp)
+    monitor = Monitor(objective.counts, callback, disp, keep_iterates)
     x = objective.x0
     f, g = objective.fun(x), objective.grad(x)
     if not np.all(np.isfinite(g)):
@@ -227,7 +228,7 @@ def _descent_loop(objective: Objective, step: StepFunction, probe: Callable | No
         x, f, g = search.x, search.f, objective.grad(search.x)
         if monitor.record(nit, x, f, g, step=step_length, **info):
             status = Status.CALLBACK_STOP
-    return make_result(objective, x, status, nit, monitor.history)
+    return make_result(objective, x, f, g, status, nit, monitor.history)
 
 
 def _saddle(theta: float, u: np.ndarray, scale: float) -> tuple[np.ndarray, float] | None:

@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 from scipy.optimize import OptimizeResult
 
+from .history import History
 from .krylov import CURVATURE_PROBE_STEPS, dense_leftmost_curvature, leftmost_curvature
 
 
@@ -66,6 +67,10 @@ class Objective:
         f0 = self.fun(x0)
         if not np.isfinite(f0):
             raise ValueError(f"objective is not finite at x0 (f(x0) = {f0})")
+
+    def counts(self) -> dict:
+        """The evaluations so far."""
+        return {"nfev": self.nfev, "njev": self.njev, "nhev": self.nhev}
 
     @property
     def has_hessian(self) -> bool:
@@ -137,35 +142,39 @@ class Objective:
                                             CURVATURE_PROBE_STEPS)
 
 
-def final_point(objective: Objective, x: np.ndarray,
+def final_point(objective: Objective, x: np.ndarray, f: float, g: np.ndarray,
                 status: Status) -> tuple[np.ndarray, float, np.ndarray]:
-    """``(x, f, g)`` to report: ``x``, or the best point seen when the run failed and that is
-    better (and finite)."""
-    f = objective.fun(x)
-    if status != Status.SUCCESS and not f <= objective.best_f:
+    """``(x, f, g)`` to report: the last iterate, or the best point seen when the run failed and
+    that is better (and finite; its gradient is then evaluated)."""
+    if status != Status.SUCCESS and objective.best_f < f:
         x, f = objective.best_x, objective.best_f
-    return x, f, objective.grad(x)
+        g = objective.grad(x)
+    return x, f, g
 
 
-def make_result(objective: Objective, x: np.ndarray, status: Status, nit: int,
-                history: list) -> OptimizeResult:
+def make_result(objective: Objective, x: np.ndarray, f: float, g: np.ndarray, status: Status,
+                nit: int, history: History) -> OptimizeResult:
     """The OptimizeResult of a minimization stopped at ``x`` (see :func:`final_point`)."""
-    x, f, g = final_point(objective, x, status)
+    x, f, g = final_point(objective, x, f, g, status)
     return OptimizeResult(x=x, fun=f, jac=g, nit=nit, nfev=objective.nfev, njev=objective.njev,
                           nhev=objective.nhev, status=status, success=status == Status.SUCCESS,
                           message=MESSAGES[status], history=history)
 
 
 class Monitor:
-    """Per-iteration bookkeeping: history, the optional iteration table and the user callback."""
+    """Per-iteration bookkeeping: the history (with the evaluation ``counts()`` so far at each
+    record, and the iterates unless ``keep_iterates`` is False), the optional iteration table and
+    the user callback."""
 
-    def __init__(self, callback: Callable | None = None, disp: bool = False):
-        self.callback, self.disp, self.history = callback, disp, []
+    def __init__(self, counts: Callable[[], dict], callback: Callable | None = None,
+                 disp: bool = False, keep_iterates: bool = True):
+        self.counts, self.callback, self.disp = counts, callback, disp
+        self.history = History(keep_iterates)
 
     def record(self, nit: int, x: np.ndarray, f: float, g: np.ndarray, **extra) -> bool:
         """Log one iteration; returns True when the callback asks the run to stop."""
         entry = {"nit": nit, "f": f, "gnorm": float(np.linalg.norm(g, np.inf)), **extra}
-        self.history.append(entry)
+        self.history.append(entry, self.counts(), x)
         if self.disp:
             if nit == 0:
                 print(" ".join(f"{k:>12}" for k in entry))

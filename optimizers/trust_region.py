@@ -81,7 +81,8 @@ def reduction_ratio(f: float, f_trial: float, decrease: float) -> float:
 
 def trust_region_loop(objective: Objective, make_model: Callable, control, *,
                       curvature: Callable | None, gtol: float, maxiter: int, eta: float,
-                      callback: Callable | None, disp: bool, memory: int = 1) -> OptimizeResult:
+                      callback: Callable | None, disp: bool, memory: int = 1,
+                      keep_iterates: bool = True) -> OptimizeResult:
     """The outer loop (N&W Alg. 4.1) shared by the trust-region methods and ARC.
 
     With ``memory > 1`` the reduction ratio is nonmonotone (Toint 1997): the actual decrease from
@@ -100,7 +101,7 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
     f, g = objective.fun(x), objective.grad(x)
     if not np.all(np.isfinite(g)):
         raise ValueError("the gradient is not finite at x0")
-    monitor = Monitor(callback, disp)
+    monitor = Monitor(objective.counts, callback, disp, keep_iterates)
     model, f_trial, nit = None, f, 0
     accepted_values = deque([f], maxlen=memory)
 
@@ -145,7 +146,7 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
             status = Status.CALLBACK_STOP
         elif accepted:
             status, saddle = _stationarity(x, g, gtol, curvature)
-    return make_result(objective, x, status, nit, monitor.history)
+    return make_result(objective, x, f, g, status, nit, monitor.history)
 
 
 def _downhill(step: SubproblemSolution, g: np.ndarray) -> SubproblemSolution:
@@ -200,7 +201,7 @@ def default_maxiter(n: int) -> int:
 
 def _minimize(make_solver: Callable, dense: bool, fun, x0, jac, hess, hessp, callback, gtol,
               maxiter, disp, initial_trust_radius, max_trust_radius, eta, check_second_order,
-              nonmonotone=1) -> OptimizeResult:
+              keep_iterates, nonmonotone=1) -> OptimizeResult:
     """The trust-region methods, each with its subproblem solver and its public options in the
     order of their signatures."""
     for name, value in [("initial_trust_radius", initial_trust_radius),
@@ -218,7 +219,8 @@ def _minimize(make_solver: Callable, dense: bool, fun, x0, jac, hess, hessp, cal
     curvature = objective.curvature_probe(dense) if check_second_order else None
     return trust_region_loop(objective, make_model, control, curvature=curvature, gtol=gtol,
                              maxiter=maxiter or default_maxiter(x0.size), eta=eta,
-                             callback=callback, disp=disp, memory=int(nonmonotone))
+                             callback=callback, disp=disp, memory=int(nonmonotone),
+                             keep_iterates=keep_iterates)
 
 
 _OPTIONS_DOC = """
@@ -245,6 +247,8 @@ _OPTIONS_DOC = """
     check_second_order
         At a first-order point, look for negative curvature ({check}); if found, keep iterating
         along it and report status 5 only if that fails.
+    keep_iterates
+        Keep the iterates in ``history["x"]`` (False: no ``"x"`` column, no O(n nit) memory).
     nonmonotone
         Judge a step against the highest of this many last accepted values (Toint 1997; 1 is the
         monotone method; default {memory}).
@@ -252,7 +256,9 @@ _OPTIONS_DOC = """
     Returns
     -------
     OptimizeResult with ``x, fun, jac, nit, nfev, njev, nhev, status, success, message`` and
-    ``history`` (per iteration: f, gnorm, radius, step norm, rho). Status 0 success, 1 maxiter,
+    ``history``, a column-wise :class:`~optimizers.history.History` with one record per trial
+    step: nit, f, gnorm, radius (or sigma), step norm, rho, the cumulative nfev, njev, nhev and
+    the iterates x. ``status`` is a :class:`~optimizers.objective.Status`: 0 success, 1 maxiter,
     2 no progress at working precision, 3 non-finite values, 5 saddle point, 99 callback stop.
 """
 
@@ -270,14 +276,15 @@ def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
                        gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
                        initial_trust_radius: float | None = None,
                        max_trust_radius: float | None = None, eta: float = 0.15,
-                       check_second_order: bool = True,
+                       check_second_order: bool = True, keep_iterates: bool = True,
                        nonmonotone: int = NONMONOTONE_MEMORY) -> OptimizeResult:
     """Newton-CG trust-region method: Steihaug-Toint truncated CG subproblems (N&W Alg. 7.2).
 
     Uses only Hessian-vector products (``hessp``, or products with ``hess``).
     """
     return _minimize(SteihaugCG, False, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
-                     initial_trust_radius, max_trust_radius, eta, check_second_order, nonmonotone)
+                     initial_trust_radius, max_trust_radius, eta, check_second_order,
+                     keep_iterates, nonmonotone)
 
 
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
@@ -286,7 +293,7 @@ def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callabl
                           gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
                           initial_trust_radius: float | None = None,
                           max_trust_radius: float | None = None, eta: float = 0.15,
-                          check_second_order: bool = True,
+                          check_second_order: bool = True, keep_iterates: bool = True,
                           nonmonotone: int = NONMONOTONE_MEMORY) -> OptimizeResult:
     """Trust-region method with GLTR subproblems (Gould, Lucidi, Roma & Toint 1999).
 
@@ -294,7 +301,8 @@ def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callabl
     space, so it handles indefinite Hessians well.
     """
     return _minimize(LanczosGLTR, False, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
-                     initial_trust_radius, max_trust_radius, eta, check_second_order, nonmonotone)
+                     initial_trust_radius, max_trust_radius, eta, check_second_order,
+                     keep_iterates, nonmonotone)
 
 
 @_documented("eigenvalues of the dense Hessian")
@@ -303,13 +311,15 @@ def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable
                          gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
                          initial_trust_radius: float | None = None,
                          max_trust_radius: float | None = None, eta: float = 0.15,
-                         check_second_order: bool = True) -> OptimizeResult:
+                         check_second_order: bool = True,
+                         keep_iterates: bool = True) -> OptimizeResult:
     """Trust-region method with nearly exact subproblems (Moré & Sorensen 1983; N&W Alg. 4.3).
 
     Needs the dense Hessian (``hess``; built from ``hessp`` column by column otherwise).
     """
     return _minimize(MoreSorensen, True, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
-                     initial_trust_radius, max_trust_radius, eta, check_second_order)
+                     initial_trust_radius, max_trust_radius, eta, check_second_order,
+                     keep_iterates)
 
 
 @_documented("eigenvalues of the dense Hessian")
@@ -318,11 +328,13 @@ def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
                     gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
                     initial_trust_radius: float | None = None,
                     max_trust_radius: float | None = None, eta: float = 0.15,
-                    check_second_order: bool = True) -> OptimizeResult:
+                    check_second_order: bool = True,
+                    keep_iterates: bool = True) -> OptimizeResult:
     """Powell's dogleg trust-region method (N&W §4.1), also for indefinite Hessians.
 
     Needs the dense Hessian. Where it is not positive definite the step is the better of the
     Cauchy point and the negative-curvature eigenpoint (see :class:`subproblems.Dogleg`).
     """
     return _minimize(Dogleg, True, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
-                     initial_trust_radius, max_trust_radius, eta, check_second_order)
+                     initial_trust_radius, max_trust_radius, eta, check_second_order,
+                     keep_iterates)
