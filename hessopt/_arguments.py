@@ -78,10 +78,19 @@ def real_array(value, name: str) -> np.ndarray:
         array = np.asarray(value)
     except ValueError as error:   # ragged nesting
         raise ValueError(f"{name} is not an array of numbers: {error}") from None
-    if array.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers, got {type(value).__name__} of dtype "
-                        f"{array.dtype}")
+    _check_real(array.dtype, value, name)
     return array
+
+
+def _check_real(dtype: np.dtype, value, name: str) -> None:
+    if dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected real numbers, got {type(value).__name__} of dtype {dtype}")
+
+
+def exact_derivatives(spec) -> bool:
+    """jac or hess given as None, False or one of scipy's finite-difference schemes: exact
+    derivatives from autodiff instead."""
+    return spec is None or spec is False or (isinstance(spec, str) and spec in FINITE_DIFFERENCES)
 
 
 def as_args(args) -> tuple:
@@ -92,14 +101,9 @@ def as_args(args) -> tuple:
 def scalar_value(value, name: str = "fun"):
     """A function value checked at the door: a real scalar or any size-1 array (as scipy takes),
     reshaped to a scalar; Tensors stay Tensors (the reshape is differentiable)."""
-    if value is None:
-        raise TypeError(f"{name} returned None; it must return a scalar (is a `return` missing?)")
     if isinstance(value, numbers.Real):
         return value
-    if not isinstance(value, ad.Tensor):
-        value = real_array(value, f"the value of {name}")
-    elif value.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must return a real number, got a Tensor of dtype {value.dtype}")
+    value = _real_value(value, name, "a scalar")
     if value.size != 1:
         raise ValueError(f"{name} must return a scalar, got shape {value.shape}")
     return value.reshape(())
@@ -107,13 +111,20 @@ def scalar_value(value, name: str = "fun"):
 
 def residual_vector(value, name: str = "residuals"):
     """Residuals of any shape, raveled to one vector (Tensors stay Tensors)."""
-    if value is None:
-        raise TypeError(f"{name} returned None; it must return an array (is a `return` missing?)")
-    if not isinstance(value, ad.Tensor):
-        value = real_array(value, f"the value of {name}")
+    value = _real_value(value, name, "an array")
     if value.size == 0:
         raise ValueError(f"{name} returned an empty array: there is nothing to fit")
     return value.reshape(-1)
+
+
+def _real_value(value, name: str, expected: str):
+    """What ``name`` returned, as a real ndarray or Tensor, or an error saying what is wrong."""
+    if value is None:
+        raise TypeError(f"{name} returned None; it must return {expected} (is a `return` missing?)")
+    if isinstance(value, ad.Tensor):
+        _check_real(value.dtype, value, f"the value of {name}")
+        return value
+    return real_array(value, f"the value of {name}")
 
 
 def value_and_gradient(pair, name: str = "fun") -> tuple:

@@ -16,8 +16,8 @@ from scipy.optimize import OptimizeResult
 import autodiff as ad
 import optimizers
 
-from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, normalize, real_array,
-                         residual_vector, scalar_value, value_and_gradient)
+from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, exact_derivatives, normalize,
+                         real_array, residual_vector, scalar_value, value_and_gradient)
 
 METHODS: dict[str, Callable] = {
     "newton": optimizers.minimize_newton,
@@ -54,8 +54,7 @@ class AutodiffDerivatives:
     def fun(self, x: np.ndarray) -> float:
         if self._x is not None and np.array_equal(x, self._x):
             return self._operator.value
-        value = self.f(self.unravel(x))
-        return np.asarray(value.numpy() if isinstance(value, ad.Tensor) else value)
+        return np.asarray(_value(self.f(self.unravel(x))))
 
     def jac(self, x: np.ndarray) -> np.ndarray:
         return self.at(x).gradient
@@ -72,12 +71,6 @@ def _method(method: str) -> Callable:
         return METHODS[method.lower()]
     except (KeyError, AttributeError):
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}") from None
-
-
-def _exact(spec) -> bool:
-    """jac/hess given as None, False or one of scipy's finite-difference schemes: exact derivatives
-    from autodiff instead."""
-    return spec is None or spec is False or (isinstance(spec, str) and spec in FINITE_DIFFERENCES)
 
 
 def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
@@ -143,7 +136,7 @@ def _first_derivatives(fun: Callable, jac, call: Call, derivatives: AutodiffDeri
             value, gradient = value_and_gradient(fun(unravel(x), *args))
             return value, ad.ravel(gradient)[0]
         return pair, True
-    if _exact(jac):
+    if exact_derivatives(jac):
         return derivatives.fun, derivatives.jac
     raise ValueError(f"jac must be a callable, True (fun returns (f, g)), or None/False/"
                      f"{'/'.join(FINITE_DIFFERENCES)} (exact, from autodiff); got {jac!r}")
@@ -159,7 +152,7 @@ def _second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivative
     if callable(hess):
         user = UserHessian(hess, unravel, args, call.x0.size)
         return user.dense, flat_hessp or user.product, user
-    if not _exact(hess):
+    if not exact_derivatives(hess):
         raise TypeError(f"hess must be a callable, or None for exact Hessians from autodiff; "
                         f"got {hess!r}")
     if flat_hessp is not None:
@@ -204,7 +197,7 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
     if callable(jac):
         jacobian = lambda x: real_array(_value(jac(unravel(x), *args)),  # noqa: E731
                                         "the value of jac").reshape(-1, n)
-    elif _exact(jac):
+    elif exact_derivatives(jac):
         jacobian = ad.jacobian(flat_residuals)
     else:
         raise ValueError(f"jac must be a callable or None (exact, from autodiff); got {jac!r}")
