@@ -20,7 +20,7 @@ import scipy.linalg
 from scipy.optimize import OptimizeResult
 
 from .krylov import (HESSIAN_FREE_CG_MAXITER, LINE_SEARCH_CG_MARGIN, ConjugateGradient,
-                     clearly_negative, forcing_term, newton_cg_maxiter)
+                     clearly_negative, dense_leftmost_curvature, forcing_term, newton_cg_maxiter)
 from .linesearch import LineSearchResult, backtracking, negative_curvature_search, strong_wolfe
 from .objective import Monitor, Objective, Status, make_result
 
@@ -52,13 +52,39 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
         raise ValueError(f"shift must be 'cholesky' or 'eigen', got {shift!r}")
     objective = Objective(fun, x0, jac, hess, hessp)
     newton_direction = _cholesky_shifted_step if shift == "cholesky" else _eigen_shifted_step
+    nonfinite = []   # points where the Hessian had NaN/inf entries
+
+    def finite_hessian(x):
+        """H(x), or None where it is not finite (no factorization can use it)."""
+        h = objective.hess(x)
+        if np.all(np.isfinite(h)):
+            return h
+        nonfinite.append(x)
+        return None
 
     def step(x, f, g):
-        p = newton_direction(objective.hess(x), g)
-        return strong_wolfe(objective, x, p, f, g, c1=c1, c2=c2), {}
+        h = finite_hessian(x)
+        if h is None:  # stop here: a failed search that found only non-finite values
+            return LineSearchResult(0.0, x, f, False, True), {}
+        return strong_wolfe(objective, x, newton_direction(h, g), f, g, c1=c1, c2=c2), {}
 
-    probe = objective.curvature_probe(dense=True) if check_second_order else None
-    return _descent_loop(objective, step, probe, callback, disp, gtol, maxiter, keep_iterates)
+    def probe(x):
+        h = finite_hessian(x)
+        return None if h is None else dense_leftmost_curvature(h)
+
+    def message(status: Status) -> str | None:
+        return _NONFINITE_HESSIAN.get(status) if nonfinite else None
+
+    return _descent_loop(objective, step, probe if check_second_order else None, callback, disp,
+                         gtol, maxiter, keep_iterates, message)
+
+
+_NONFINITE_HESSIAN = {
+    Status.NONFINITE: "The Hessian is not finite at the last iterate: no Newton step can be "
+                      "computed; returning the best point found.",
+    Status.SUCCESS: "Optimization terminated successfully: gradient norm below gtol (the "
+                    "second-order check was skipped: the Hessian is not finite there).",
+}
 
 
 def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
@@ -195,10 +221,11 @@ class _StepBound:
 
 def _descent_loop(objective: Objective, step: StepFunction, probe: Callable | None,
                   callback: Callable | None, disp: bool, gtol: float, maxiter: int | None,
-                  keep_iterates: bool) -> OptimizeResult:
+                  keep_iterates: bool, message: Callable | None = None) -> OptimizeResult:
     """The loop the three methods share: gradient test, second-order check and escape, step,
     history and callback, honest status. ``probe(x)`` estimates the leftmost curvature
-    ``(theta, u, scale)`` at a first-order point (None: no second-order check)."""
+    ``(theta, u, scale)`` at a first-order point, or None when it cannot (a ``probe`` of None:
+    no second-order check); ``message(status)``, if given, may replace the status's message."""
     maxiter = default_maxiter(objective.x0.size) if maxiter is None else maxiter
     monitor = Monitor(objective.counts, callback, disp, keep_iterates)
     x = objective.x0
@@ -208,7 +235,7 @@ def _descent_loop(objective: Objective, step: StepFunction, probe: Callable | No
     nit, status = 0, Status.CALLBACK_STOP if monitor.record(0, x, f, g, step=0.0) else None
     while status is None:
         stationary = np.linalg.norm(g, np.inf) <= gtol
-        saddle = _saddle(*probe(x)) if stationary and probe is not None else None
+        saddle = _saddle(probe(x)) if stationary and probe is not None else None
         if stationary and not saddle:
             status = Status.SUCCESS
             break
@@ -228,11 +255,16 @@ def _descent_loop(objective: Objective, step: StepFunction, probe: Callable | No
         x, f, g = search.x, search.f, objective.grad(search.x)
         if monitor.record(nit, x, f, g, step=step_length, **info):
             status = Status.CALLBACK_STOP
-    return make_result(objective, x, f, g, status, nit, monitor.history)
+    return make_result(objective, x, f, g, status, nit, monitor.history,
+                       message(status) if message is not None else None)
 
 
-def _saddle(theta: float, u: np.ndarray, scale: float) -> tuple[np.ndarray, float] | None:
-    """The direction and curvature to leave a first-order point along, if it is a saddle."""
+def _saddle(estimate: tuple[float, np.ndarray, float] | None) -> tuple[np.ndarray, float] | None:
+    """The direction and curvature to leave a first-order point along, if the leftmost-curvature
+    estimate ``(theta, u, scale)`` says it is a saddle."""
+    if estimate is None:
+        return None
+    theta, u, scale = estimate
     return (u, theta) if clearly_negative(theta, scale) else None
 
 

@@ -153,12 +153,13 @@ def final_point(objective: Objective, x: np.ndarray, f: float, g: np.ndarray,
 
 
 def make_result(objective: Objective, x: np.ndarray, f: float, g: np.ndarray, status: Status,
-                nit: int, history: History) -> OptimizeResult:
-    """The OptimizeResult of a minimization stopped at ``x`` (see :func:`final_point`)."""
+                nit: int, history: History, message: str | None = None) -> OptimizeResult:
+    """The OptimizeResult of a minimization stopped at ``x`` (see :func:`final_point`), with the
+    status's message unless ``message`` says more."""
     x, f, g = final_point(objective, x, f, g, status)
     return OptimizeResult(x=x, fun=f, jac=g, nit=nit, nfev=objective.nfev, njev=objective.njev,
                           nhev=objective.nhev, status=status, success=status == Status.SUCCESS,
-                          message=MESSAGES[status], history=history)
+                          message=message or MESSAGES[status], history=history)
 
 
 class Monitor:
