@@ -22,7 +22,8 @@ def _dispatch_table(numpy_module, implementations: dict) -> dict:
 _NUMPY = _dispatch_table(np, anp.NUMPY_FUNCTIONS)
 _UFUNCS = {f: implementation for f, implementation in _NUMPY.items() if isinstance(f, np.ufunc)}
 _FUNCTIONS = {f: implementation for f, implementation in _NUMPY.items() if not isinstance(f, np.ufunc)}
-_FUNCTIONS.update(_dispatch_table(np.linalg, {name: getattr(anp.linalg, name) for name in anp.linalg.__all__}))
+_FUNCTIONS.update(_dispatch_table(np.linalg, {name: getattr(anp.linalg, name)
+                                               for name in anp.linalg.__all__}))
 
 _REDUCTIONS = {np.add: anp.sum, np.multiply: anp.prod, np.maximum: anp.max, np.minimum: anp.min}
 _ACCUMULATIONS = {np.add: anp.cumsum, np.multiply: anp.cumprod}

@@ -55,13 +55,16 @@ def float_power(x1, x2):
     return power(astype(x1, _np.float64), x2)
 
 
+_SINC_SERIES_RADIUS = 1e-2  # below it the next Taylor term is under 1e-22: exact in float64
+
+
 def sinc(x):
     """sin(pi x) / (pi x), 1 at 0. Near 0 it is the Taylor polynomial, so every derivative is right
     there; the quotient is evaluated at a safe point where the polynomial is used, so its own
     gradient (NaN at 0) never mixes in."""
-    small = _np.abs(value_of(x)) < 1e-2
+    small = _np.abs(value_of(x)) < _SINC_SERIES_RADIUS
     z = (math.pi * x) ** 2
-    series = 1.0 - z / 6.0 + z ** 2 / 120.0 - z ** 3 / 5040.0 + z ** 4 / 362880.0
+    series = 1.0 - z / 6.0 + z ** 2 / 120.0 - z ** 3 / 5040.0 + z ** 4 / 362880.0  # 1/(2k+1)!
     angle = math.pi * where(small, 1.0, x)
     return where(small, series, ops.sin(angle) / angle)
 

@@ -66,12 +66,6 @@ softplus = primitive(lambda x: _np.logaddexp(0, x), "softplus")
 abs = fabs = absolute
 expit = sigmoid
 
-
-def positive(x):
-    """+x: x itself."""
-    return x
-
-
 defvjp(negative, lambda g, ans, x: -g)
 defjvp(negative, lambda t, ans, x: -t)
 defderiv(exp, lambda ans, x: ans)
@@ -99,6 +93,12 @@ defderiv(arccosh, lambda ans, x: 1 / sqrt(x * x - 1))
 defderiv(arctanh, lambda ans, x: 1 / (1 - x * x))
 defderiv(sigmoid, lambda ans, x: ans * (1 - ans))
 defderiv(softplus, lambda ans, x: sigmoid(x))
+
+
+def positive(x):
+    """+x: x itself."""
+    return x
+
 
 # --- elementwise, two arguments (broadcasting) ---------------------------------------------------
 
@@ -378,11 +378,7 @@ def atleast_1d(a):
     return reshape(a, (1,)) if ndim_of(a) == 0 else a
 
 
-def _transpose_raw(x, axes):
-    return _np.transpose(x, axes)
-
-
-_transpose = primitive(_transpose_raw, "transpose")
+_transpose = primitive(_np.transpose, "transpose")
 
 
 def _transpose_vjp(g, ans, x, axes):
@@ -415,10 +411,14 @@ def moveaxis(a, source, destination):
     return transpose(a, order)
 
 
+_FILLED_UP_TO = 1 << 16  # elements: 512 KiB of float64
+
+
 def _broadcast_to_raw(x, shape):
-    """``np.broadcast_to``, but results up to 512 KiB are filled directly: several times faster to
-    make, and elementwise ops on a contiguous array run about twice as fast as on a zero-stride view."""
-    if math.prod(shape) > 1 << 16:
+    """``np.broadcast_to``, but results up to ``_FILLED_UP_TO`` elements are filled directly: several
+    times faster to make, and elementwise ops on a contiguous array run about twice as fast as on a
+    zero-stride view."""
+    if math.prod(shape) > _FILLED_UP_TO:
         return _np.broadcast_to(x, shape)
     out = _np.empty(shape, _np.result_type(x))
     out[...] = x
