@@ -41,12 +41,12 @@ class ForwardAccumulator:
         if self in state.accumulators:
             raise ValueError("this ForwardAccumulator is already active")
         state.accumulators.append(self)
-        self._paused = paused(False, (self,))  # made once, as push runs for every op (a cycle until exit)
+        self._paused = paused(tapes=False, accumulators=(self,))  # made once: push runs for every op
         return self
 
     def __exit__(self, *exc):
         state.accumulators.remove(self)
-        del self._paused
+        del self._paused  # it refers to self: no reference cycle outlives the context
         return False
 
     def push(self, prim, args, kwargs, out, parents):
