@@ -15,7 +15,7 @@ from .core import Tensor, constant, value_of
 from .forward import ForwardAccumulator
 from .hessian_operator import hessian_operator
 from .tree import flatten, flatten_like, ravel
-from .tape import GradientTape, UnconnectedGradients, _require_tensors
+from .tape import GradientTape, UnconnectedGradients, _require_scalar, _require_tensors
 
 ZERO = UnconnectedGradients.ZERO
 
@@ -50,20 +50,13 @@ def _mirror(result, tensors_in: bool):
     return result if tensors_in else _to_numpy(result)
 
 
-def _scalar(y, what: str):
-    if _require_tensors(y, what).ndim != 0:
-        raise TypeError(f"{what} needs a function with a scalar output, got shape {y.shape}"
-                        " (use jacobian for vector outputs)")
-    return y
-
-
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """A function returning ``(f(*args), gradient of f w.r.t. args[argnums])``."""
     def value_and_grad_f(*args, **kwargs):
         new_args, sources, tensors_in = _watched_args(args, argnums)
         with GradientTape() as tape:
             tape.watch(sources)
-            y = _scalar(f(*new_args, **kwargs), "grad")
+            y = _require_scalar(f(*new_args, **kwargs), "grad")
         g = tape.gradient(y, sources, unconnected_gradients=ZERO)
         return _mirror(y, tensors_in), _mirror(g, tensors_in)
     return value_and_grad_f

@@ -15,7 +15,7 @@ import numpy as np
 from . import numpy as anp
 from .core import Variable, constant, state, value_of
 from .tree import flatten, ravel
-from .tape import GradientTape, UnconnectedGradients, _require_tensors
+from .tape import GradientTape, UnconnectedGradients, _require_scalar
 
 
 class HessianOperator:
@@ -41,10 +41,7 @@ class HessianOperator:
             with GradientTape() as inner:
                 inner.watch(self._sources)
                 y = call()
-            _require_tensors(y, "hessian_operator")
-            if y.ndim != 0:
-                raise TypeError(f"hessian_operator needs a function with a scalar output, got shape "
-                                f"{y.shape}")
+            _require_scalar(y, "hessian_operator")
             grads = inner.gradient(y, self._sources, unconnected_gradients=UnconnectedGradients.ZERO)
             flat = [anp.ravel(g) for g in grads]
             self._g = flat[0] if len(flat) == 1 else anp.concatenate(flat)

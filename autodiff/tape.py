@@ -249,6 +249,15 @@ def _require_tensors(y, what: str):
     return y
 
 
+def _require_scalar(y, what: str):
+    """``y`` if it is a scalar Tensor (see ``_require_tensors``)."""
+    if not isinstance(_require_tensors(y, what), Tensor) or y.ndim != 0:
+        got = f"shape {y.shape}" if isinstance(y, Tensor) else f"a {type(y).__name__}"
+        raise TypeError(f"{what} needs a function with a scalar output, got {got} (use jacobian "
+                        "for vector outputs)")
+    return y
+
+
 def _broadcast_seed(seed, shape):
     try:
         return broadcast_to(seed, shape)
