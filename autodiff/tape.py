@@ -345,13 +345,14 @@ def custom_gradient(f: Callable) -> Callable:
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        tracked = [name for name, value in kwargs.items()
-                   if isinstance(value, Tensor) and not isinstance(value, Variable) and core.tracked(value)]
-        if tracked:
+        tracked_keywords = [name for name, value in kwargs.items() if isinstance(value, Tensor)
+                            and not isinstance(value, Variable) and core.tracked(value)]
+        if tracked_keywords:
             raise TypeError(f"autodiff: custom_gradient function {f.__name__} got the tracked Tensor "
-                            f"keyword argument(s) {tracked}, which its grad_fn cannot give gradients "
-                            "for (it answers for positional arguments): pass them positionally")
-        if any(accumulator.watches(args) for accumulator in state.accumulators):
+                            f"keyword argument(s) {tracked_keywords}, which its grad_fn cannot give "
+                            "gradients for (it answers for positional arguments): pass them "
+                            "positionally")
+        if any(accumulator.watches(args + tuple(kwargs.values())) for accumulator in state.accumulators):
             raise TypeError(f"autodiff: custom_gradient function {f.__name__} has no forward-mode "
                             "rule; it cannot be used inside a ForwardAccumulator")
         # f runs on the active tapes, so that a grad_fn using f's intermediates is differentiable;
