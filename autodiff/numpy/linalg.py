@@ -389,9 +389,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
     """Vector and matrix norms, as NumPy's; the spectral and nuclear norms differentiate through
     ``svd`` (distinct singular values).
 
-    At x = 0, where the 2-norm (and Frobenius norm) has a kink, its gradient is 0 (the
-    minimum-norm subgradient) and its curvature, infinite in truth, comes out finite; its square
-    (``norm(x)**2``, see ``_Norm``) is exact there: Hessian 2I.
+    At x = 0, where vector norms have a kink, their gradient is 0 (the minimum-norm subgradient);
+    the 2-norm's (and Frobenius norm's) curvature there, infinite in truth, comes out finite, and its
+    square (``norm(x)**2``, see ``_Norm``) is exact: Hessian 2I.
     """
     ndim = _np.ndim(value_of(x))
     if axis is None and ord is not None and ndim > 2:
@@ -411,7 +411,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
         return _min(_abs(x), axis=axis, keepdims=keepdims)
     if ord == 1:
         return sum(_abs(x), axis=axis, keepdims=keepdims)
-    return sum(_abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+    total = sum(_abs(x) ** ord, axis=axis, keepdims=keepdims)
+    zero = value_of(total) == 0  # at x = 0 the gradient is 0, as the 2-norm's, not inf * 0 = NaN
+    return where(zero, 0.0, where(zero, 1.0, total) ** (1.0 / ord))
 
 
 def _matrix_norm(x, ord, axis, keepdims):
