@@ -163,6 +163,7 @@ def test_the_2_norm_and_hypot_have_gradient_zero_at_zero():
 def test_abs_has_gradient_zero_at_zero():
     assert derivatives(anp.abs, 0.0, 2) == [0.0, 0.0]
     assert derivatives(anp.abs, -2.0, 1) == [-1.0]
+    assert derivatives(lambda x: anp.abs(x) ** 2, 0.0, 2) == [0.0, 0.0]  # documented: use x**2
 
 
 def test_maximum_and_minimum_give_a_tie_to_their_first_argument_and_reductions_share_it():
