@@ -223,7 +223,9 @@ def apply(prim: Primitive, args: tuple, kwargs: dict):
     """Run ``prim`` on ``args``: plain NumPy when no Tensor is among them, else a recorded Tensor.
 
     A module-level function, so Tensor operators call it without going through ``__call__``. A list
-    or tuple in an operand's place (one with a rule) becomes an ndarray here, once for every rule.
+    in an operand's place (one with a rule) becomes an ndarray here, once for every rule. (Tuples
+    are left alone: they are the index, shape and axes arguments of the hot ops, and checking their
+    places would cost every getitem; operators convert both, see ``apply_binary``.)
     """
     parents, raw = [], []
     converted = False
@@ -231,7 +233,7 @@ def apply(prim: Primitive, args: tuple, kwargs: dict):
         if isinstance(a, Tensor):
             parents.append(len(raw))
             raw.append(a._value)
-        elif type(a) in _SEQUENCES and (prim.variadic or len(raw) in prim.vjps):
+        elif type(a) is list and (prim.variadic or len(raw) in prim.vjps):
             raw.append(np.asarray(a))
             converted = True
         else:
@@ -242,9 +244,6 @@ def apply(prim: Primitive, args: tuple, kwargs: dict):
         return prim.fun(*args, **kwargs)
     value = prim.tensor_fun(*raw, **kwargs) if kwargs else prim.tensor_fun(*raw)
     return _output(prim, args, raw, kwargs, parents, value)
-
-
-_SEQUENCES = (list, tuple)
 
 
 _FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
@@ -258,16 +257,18 @@ def apply_unary(prim: Primitive, x: Tensor):
 
 
 def apply_binary(prim: Primitive, x, y):
-    """``apply(prim, (x, y), {})`` for Tensor operators (one of x, y is a Tensor), without the loop."""
+    """``apply(prim, (x, y), {})`` for Tensor operators (one of x, y is a Tensor), without the loop.
+
+    Both arguments are operands: a list or tuple becomes an ndarray (as in ``apply``)."""
     if isinstance(x, Tensor):
         if isinstance(y, Tensor):
             raw, parents = (x._value, y._value), _BOTH
         else:
-            if type(y) in _SEQUENCES:
+            if type(y) is list or type(y) is tuple:
                 y = np.asarray(y)
             raw, parents = (x._value, y), _FIRST
     else:
-        if type(x) in _SEQUENCES:
+        if type(x) is list or type(x) is tuple:
             x = np.asarray(x)
         raw, parents = (x, y._value), _SECOND
     return _output(prim, (x, y), raw, _NO_KWARGS, parents, prim.tensor_fun(*raw))
