@@ -75,10 +75,14 @@ class Tensor:
         self._id = _next_id()
 
     # --- the value -------------------------------------------------------------------------------
+    # ``numpy()`` and ``item()`` leave the engine by name. The implicit conversions (``__array__``,
+    # ``__float__``, ...), which NumPy also makes when it stores a Tensor into an ndarray, refuse a
+    # Tensor that is being differentiated: its gradient would be lost without a word.
     def numpy(self) -> np.ndarray:
         return np.asarray(self._value)
 
     def __array__(self, dtype=None, copy=None):
+        _check_untracked(self, "np.asarray")
         value = np.asarray(self._value)
         return value if dtype is None else value.astype(dtype, copy=False)
 
@@ -92,15 +96,22 @@ class Tensor:
         return np.asarray(self._value).item()
 
     def __float__(self):
+        _check_untracked(self, "float")
         return float(self._value)
 
     def __int__(self):
+        _check_untracked(self, "int")
         return int(self._value)
 
+    def __complex__(self):
+        _check_untracked(self, "complex")
+        return complex(self._value)
+
     def __index__(self):
+        _check_untracked(self, "operator.index")
         return np.asarray(self._value).__index__()
 
-    def __bool__(self):
+    def __bool__(self):  # control flow on a value (``if x > 0``) is fine: a branch has no gradient
         return bool(self._value)
 
     def __len__(self):
@@ -147,6 +158,32 @@ class Variable(Tensor):
 
     def __reduce__(self):
         return (Variable, (self._value, self.trainable, self.name))
+
+
+def trackers(t: Tensor) -> list:
+    """The recording tapes that watch ``t`` and the active accumulators that carry its tangent."""
+    return [tape for tape in state.tapes if t._id in tape._watched] + \
+        [accumulator for accumulator in state.accumulators if accumulator.watches((t,))]
+
+
+def tracked(t: Tensor) -> bool:
+    """Whether an active tape or accumulator tracks ``t`` (see ``trackers``); a trainable Variable
+    also counts while a recording tape watches the variables it reads."""
+    if isinstance(t, Variable) and t.trainable and any(tape._watch_accessed for tape in state.tapes):
+        return True
+    return bool(trackers(t))
+
+
+def _check_untracked(t: Tensor, conversion: str) -> None:
+    """Refuse to turn a tracked Tensor into a plain value implicitly (as JAX and PyTorch refuse)."""
+    if (state.tapes or state.accumulators) and tracked(t):
+        raise TypeError(
+            f"autodiff: {conversion}() would turn a Tensor that a GradientTape or ForwardAccumulator "
+            "is tracking into a plain value, losing its gradient without a word. NumPy does this too "
+            "when it stores a Tensor into an array (r[i] = t, np.array([t0, t1]), np.sum([t0, t1])). "
+            "To build an array from Tensors and keep the gradient, use np.stack([...]), "
+            "np.concatenate or autodiff.numpy.array([...]); to leave the engine on purpose, use "
+            "t.numpy() (or t.item()) for the value, or autodiff.stop_gradient(t).")
 
 
 def _as_float_array(value, dtype=None) -> np.ndarray:
@@ -236,15 +273,24 @@ _NO_KWARGS: dict = {}
 def apply(prim: Primitive, args: tuple, kwargs: dict = _NO_KWARGS):
     """Run ``prim`` on ``args``: plain NumPy when no Tensor is among them, else a recorded Tensor.
 
-    A module-level function, so Tensor operators call it without going through ``__call__``.
+    A module-level function, so Tensor operators call it without going through ``__call__``. A list
+    in an operand's place (one with a rule) becomes an ndarray here, once for every rule. (Tuples
+    are left alone: they are the index, shape and axes arguments of the hot ops, and checking their
+    places would cost every getitem; operators convert both, see ``apply_binary``.)
     """
     parents, raw = [], []
+    converted = False
     for a in args:
         if isinstance(a, Tensor):
             parents.append(len(raw))
             raw.append(a._value)
+        elif type(a) is list and (prim.variadic or len(raw) in prim.vjps):
+            raw.append(np.asarray(a))
+            converted = True
         else:
             raw.append(a)
+    if converted:
+        args = tuple(a if isinstance(a, Tensor) else r for a, r in zip(args, raw))
     if not parents:
         return prim.fun(*args, **kwargs)
     value = prim.tensor_fun(*raw, **kwargs) if kwargs else prim.tensor_fun(*raw)
@@ -258,10 +304,19 @@ def apply_unary(prim: Primitive, x: Tensor):
 
 
 def apply_binary(prim: Primitive, x, y):
-    """``apply(prim, (x, y), {})`` for Tensor operators (one of x, y is a Tensor), without the loop."""
+    """``apply(prim, (x, y), {})`` for Tensor operators (one of x, y is a Tensor), without the loop.
+
+    Both arguments are operands: a list or tuple becomes an ndarray (as in ``apply``)."""
     if isinstance(x, Tensor):
-        raw, parents = ((x._value, y._value), _BOTH) if isinstance(y, Tensor) else ((x._value, y), _FIRST)
+        if isinstance(y, Tensor):
+            raw, parents = (x._value, y._value), _BOTH
+        else:
+            if type(y) is list or type(y) is tuple:
+                y = np.asarray(y)
+            raw, parents = (x._value, y), _FIRST
     else:
+        if type(x) is list or type(x) is tuple:
+            x = np.asarray(x)
         raw, parents = (x, y._value), _SECOND
     return _output(prim, (x, y), raw, _NO_KWARGS, parents, prim.tensor_fun(*raw))
 

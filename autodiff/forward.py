@@ -5,12 +5,30 @@ and reverse-over-forward Hessian-vector products) and with other accumulators.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .core import Tensor, paused, shape_of, state, value_of
 from .tree import flatten
 from .numpy import broadcast_to
 from .tape import UnconnectedGradients, _unconnected
+
+
+class _Tangents(dict):
+    """{tensor id: (tangent, weak reference to the tensor)}; an entry leaves when its tensor dies."""
+
+    __slots__ = ("__weakref__",)
+
+    def put(self, tensor: Tensor, tangent) -> None:
+        key, owner = tensor._id, weakref.ref(self)
+        self[key] = (tangent, weakref.ref(tensor, lambda _: _forget(owner, key)))
+
+
+def _forget(owner, key) -> None:
+    tangents = owner()
+    if tangents is not None:
+        tangents.pop(key, None)
 
 
 class ForwardAccumulator:
@@ -26,16 +44,18 @@ class ForwardAccumulator:
         tangent_list, _ = flatten(tangents)
         if len(primal_list) != len(tangent_list):
             raise ValueError(f"{len(primal_list)} primals but {len(tangent_list)} tangents")
-        self._tangents = {}
-        self._keep = []  # holds the primals so their ids stay theirs
+        # Tangents by tensor id. Each entry holds a weak reference to its tensor whose callback
+        # removes the entry, so a tangent dies with its tensor: intermediates do not pile up over
+        # many evaluations inside one accumulator. The callback reaches this dict only through a
+        # weak reference, so the dict and the callbacks do not keep each other alive.
+        self._tangents = _Tangents()
         for primal, tangent in zip(primal_list, tangent_list):
             if not isinstance(primal, Tensor):
                 raise ValueError(f"primals must be Tensors or Variables, got {type(primal).__name__}")
             if np.shape(value_of(tangent)) != primal.shape:
                 raise ValueError(f"tangent of shape {np.shape(value_of(tangent))} for a primal of "
                                  f"shape {primal.shape}")
-            self._tangents[primal._id] = tangent
-            self._keep.append(primal)
+            self._tangents.put(primal, tangent)
 
     def __enter__(self) -> "ForwardAccumulator":
         if self in state.accumulators:
@@ -53,17 +73,16 @@ class ForwardAccumulator:
         """Called by every op while active: compute the output's tangent from the inputs' ones."""
         known, tangents = self._tangents, {}
         for i in parents:
-            t = known.get(args[i]._id)
-            if t is not None:
-                tangents[i] = t
+            entry = known.get(args[i]._id)
+            if entry is not None:
+                tangents[i] = entry[0]
         if not tangents:
             return
         with self._paused:  # the rule's ops are for the other accumulators only
             tangent = prim.forward(tangents, out, args, kwargs)
         if shape_of(tangent) != out.shape:
             tangent = broadcast_to(tangent, out.shape)
-        self._tangents[out._id] = tangent
-        self._keep.append(out)
+        self._tangents.put(out, tangent)
 
     def watches(self, tensors) -> bool:
         """Whether any of ``tensors`` carries a tangent here."""
@@ -75,7 +94,7 @@ class ForwardAccumulator:
         leaves, rebuild = flatten(primals)
         results = []
         for y in leaves:
-            tangent = self._tangents.get(y._id) if isinstance(y, Tensor) else None
+            tangent = self._tangents.get(y._id, (None,))[0] if isinstance(y, Tensor) else None
             if tangent is None and unconnected is UnconnectedGradients.ZERO:
                 tangent = np.zeros(np.shape(value_of(y)))
             results.append(tangent if tangent is None or isinstance(tangent, Tensor)

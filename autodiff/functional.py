@@ -14,8 +14,8 @@ from . import numpy as anp
 from .core import Tensor, constant, value_of
 from .forward import ForwardAccumulator
 from .hessian_operator import hessian_operator
-from .tree import flatten, ravel
-from .tape import GradientTape, UnconnectedGradients
+from .tree import flatten, flatten_like, ravel
+from .tape import GradientTape, UnconnectedGradients, _require_scalar, _require_tensors
 
 ZERO = UnconnectedGradients.ZERO
 
@@ -50,20 +50,13 @@ def _mirror(result, tensors_in: bool):
     return result if tensors_in else _to_numpy(result)
 
 
-def _scalar(y, what: str):
-    if not isinstance(y, Tensor) and np.ndim(y) != 0 or isinstance(y, Tensor) and y.ndim != 0:
-        raise TypeError(f"{what} needs a function with a scalar output, got shape {np.shape(value_of(y))}"
-                        " (use jacobian for vector outputs)")
-    return y
-
-
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """A function returning ``(f(*args), gradient of f w.r.t. args[argnums])``."""
     def value_and_grad_f(*args, **kwargs):
         new_args, sources, tensors_in = _watched_args(args, argnums)
         with GradientTape() as tape:
             tape.watch(sources)
-            y = _scalar(f(*new_args, **kwargs), "grad")
+            y = _require_scalar(f(*new_args, **kwargs), "grad")
         g = tape.gradient(y, sources, unconnected_gradients=ZERO)
         return _mirror(y, tensors_in), _mirror(g, tensors_in)
     return value_and_grad_f
@@ -76,14 +69,16 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
 
 def jacobian(f: Callable, argnums: int | Sequence[int] = 0, chunk_size: int | None = None) -> Callable:
-    """d f / d args[argnums], shape ``f.shape + arg.shape``, in one batched sweep."""
+    """d f / d args[argnums], shape ``f.shape + arg.shape``, in one batched sweep.
+
+    A function returning a structure (list, tuple, dict) of arrays gives that structure of
+    Jacobians, as ``jax.jacobian`` does.
+    """
     def jacobian_f(*args, **kwargs):
         new_args, sources, tensors_in = _watched_args(args, argnums)
         with GradientTape() as tape:
             tape.watch(sources)
-            y = f(*new_args, **kwargs)
-        if not isinstance(y, Tensor):
-            y = constant(y)
+            y = _require_tensors(f(*new_args, **kwargs), "jacobian")
         return _mirror(tape.jacobian(y, sources, unconnected_gradients=ZERO, chunk_size=chunk_size),
                        tensors_in)
     return jacobian_f
@@ -137,25 +132,27 @@ def hvp(f: Callable, x, v):
 
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence):
-    """``(f(*primals), J @ tangents)`` in forward mode."""
-    primals, tangents = tuple(primals), tuple(tangents)
-    tensors_in = any(isinstance(p, Tensor) for p in flatten(primals)[0])
-    watched = [p if isinstance(p, Tensor) else constant(p) for p in primals]
-    with ForwardAccumulator(watched, list(tangents)) as accumulator:
-        y = f(*watched)
+    """``(f(*primals), J @ tangents)`` in forward mode; ``tangents`` mirrors ``primals``, whose
+    entries may be pytrees (as in ``jax.jvp``)."""
+    primals = tuple(primals)
+    tangent_leaves = flatten_like(tuple(tangents), primals)
+    watched, _, tensors_in = _watched_args(primals, tuple(range(len(primals))))
+    with ForwardAccumulator(flatten(watched)[0], tangent_leaves) as accumulator:
+        y = _require_tensors(f(*watched), "jvp")
     return _mirror(y, tensors_in), _mirror(accumulator.jvp(y, unconnected_gradients=ZERO), tensors_in)
 
 
 def vjp(f: Callable, *primals):
-    """``(f(*primals), vjp_fn)`` with ``vjp_fn(cotangent)`` the tuple of input cotangents."""
-    tensors_in = any(isinstance(p, Tensor) for p in flatten(primals)[0])
-    watched = [p if isinstance(p, Tensor) else constant(p) for p in primals]
+    """``(f(*primals), vjp_fn)`` with ``vjp_fn(cotangent)`` the tuple of input cotangents, each in the
+    structure of its primal (primals may be pytrees; the cotangent mirrors f's output)."""
+    watched, _, tensors_in = _watched_args(primals, tuple(range(len(primals))))
     tape = GradientTape(persistent=True)
     with tape:
         tape.watch(watched)
-        y = f(*watched)
+        y = _require_tensors(f(*watched), "vjp")
 
     def vjp_fn(cotangent):
-        grads = tape.gradient(y, watched, output_gradients=cotangent, unconnected_gradients=ZERO)
+        grads = tape.gradient(y, watched, output_gradients=flatten_like(cotangent, y),
+                              unconnected_gradients=ZERO)
         return _mirror(tuple(grads), tensors_in)
     return _mirror(y, tensors_in), vjp_fn

@@ -13,9 +13,9 @@ from typing import Callable
 import numpy as np
 
 from . import numpy as anp
-from .core import Tensor, Variable, constant, paused, value_of
+from .core import Variable, constant, paused, value_of
 from .tree import flatten, ravel
-from .tape import GradientTape, UnconnectedGradients
+from .tape import GradientTape, UnconnectedGradients, _require_scalar
 
 
 class HessianOperator:
@@ -41,17 +41,11 @@ class HessianOperator:
             with GradientTape() as inner:
                 inner.watch(self._sources)
                 y = call()
-            if not isinstance(y, Tensor):
-                raise TypeError(f"the function returned a plain {type(y).__name__}, not a Tensor: its "
-                                "value does not depend on x through traceable NumPy operations "
-                                "(np.asarray, float(), .item() or math.* on x drop the gradient)")
-            if y.ndim != 0:
-                raise TypeError(f"hessian_operator needs a function with a scalar output, got shape "
-                                f"{y.shape}")
+            _require_scalar(y, "hessian_operator")
             grads = inner.gradient(y, self._sources, unconnected_gradients=UnconnectedGradients.ZERO)
             flat = [anp.ravel(g) for g in grads]
             self._g = flat[0] if len(flat) == 1 else anp.concatenate(flat)
-        self.value = float(y)
+        self.value = float(value_of(y))
         self.gradient = self._g.numpy()
         n = self.gradient.size
         self.shape = (n, n)

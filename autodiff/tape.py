@@ -117,22 +117,31 @@ class GradientTape:
         """d target / d source for each source, shape ``target.shape + source.shape``.
 
         One batched sweep with the rows of the identity as cotangents (in chunks of ``chunk_size``
-        rows to bound memory), instead of one sweep per element of the target.
+        rows to bound memory), instead of one sweep per element of the target. A structure of
+        targets (list, tuple, dict) gives that structure of Jacobians, each in the structure of
+        ``sources`` (as JAX's ``jacobian`` of a function with structured outputs).
         ``parallel_iterations`` and ``experimental_use_pfor`` are accepted for TensorFlow
         compatibility; the sweep is always vectorized.
         """
         unconnected = _unconnected(unconnected_gradients)
+        targets, rebuild_targets = flatten(target)
+        source_list, rebuild = _sources(sources)
+        self._check_usable()
+        jacobians = [rebuild(self._jacobian(t, source_list, unconnected, chunk_size)) for t in targets]
+        self._consume()
+        return rebuild_targets(jacobians)
+
+    def _jacobian(self, target, source_list, unconnected, chunk_size):
+        """The Jacobians of one target with respect to each of ``source_list``."""
         target_shape = tuple(np.shape(core.value_of(target)))
         if not target_shape:  # a scalar's Jacobian is its gradient: no batch axis needed
-            return self.gradient(target, sources, unconnected_gradients=unconnected)
+            grads = self.sweep([target], [None], source_list, batch_shape=())
+            return [_finish(g, s, unconnected, ()) for g, s in zip(grads, source_list)]
         size = int(np.prod(target_shape))
-        source_list, rebuild = _sources(sources)
         eye = np.eye(size, dtype=_dtype(target)).reshape((size,) + target_shape)
         step = chunk_size or max(size, 1)
-        self._check_usable()
         chunks = [self.sweep([target], [eye[i:i + step]], source_list, (len(eye[i:i + step]),))
                   for i in range(0, size, step)]
-        self._consume()
         results = []
         for k, source in enumerate(source_list):
             parts = [chunk[k] for chunk in chunks]
@@ -145,7 +154,7 @@ class GradientTape:
             stacked = parts[0] if len(parts) == 1 else concatenate(parts, axis=0)
             results.append(_finish(reshape(stacked, target_shape + source.shape), source,
                                    unconnected, ()))
-        return rebuild(results)
+        return results
 
     def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
                        parallel_iterations=None, experimental_use_pfor=True):
@@ -228,6 +237,27 @@ def _sources(sources):
     return source_list, rebuild
 
 
+def _require_tensors(y, what: str):
+    """``y`` if each of its leaves is a Tensor; a plain value does not depend on the inputs through
+    the engine, and differentiating it would answer zeros for a derivative that is not zero."""
+    for leaf in flatten(y)[0]:
+        if not isinstance(leaf, Tensor):
+            raise TypeError(f"autodiff.{what}: the function returned a plain {type(leaf).__name__}, not "
+                            "a Tensor: its value does not depend on x, the input being differentiated, "
+                            "through the engine (t.numpy(), t.item() or a constant result leave it). "
+                            "Compute the result with NumPy operations on the input.")
+    return y
+
+
+def _require_scalar(y, what: str):
+    """``y`` if it is a scalar Tensor (see ``_require_tensors``)."""
+    if not isinstance(_require_tensors(y, what), Tensor) or y.ndim != 0:
+        got = f"shape {y.shape}" if isinstance(y, Tensor) else f"a {type(y).__name__}"
+        raise TypeError(f"{what} needs a function with a scalar output, got {got} (use jacobian "
+                        "for vector outputs)")
+    return y
+
+
 def _broadcast_seed(seed, shape):
     try:
         return broadcast_to(seed, shape)
@@ -294,17 +324,27 @@ def custom_gradient(f: Callable) -> Callable:
     When ``f`` reads trainable Variables, ``grad_fn`` is called with ``variables=[...]`` and returns
     ``(input_grads, variable_grads)``. A ``grad_fn`` written with autodiff ops is itself
     differentiable (it is recorded when an outer tape is active during the backward sweep).
+    Keyword arguments are passed to ``f``; as in TensorFlow, ``grad_fn`` gives gradients for the
+    positional ones only, so a keyword Tensor that a tape or accumulator tracks is refused (a
+    Variable that ``f`` reads gets its gradient through ``variables`` wherever it is passed).
     """
 
     @functools.wraps(f)
-    def wrapper(*args):
-        if any(accumulator.watches(args) for accumulator in state.accumulators):
+    def wrapper(*args, **kwargs):
+        tracked_keywords = [name for name, value in kwargs.items() if isinstance(value, Tensor)
+                            and not isinstance(value, Variable) and core.tracked(value)]
+        if tracked_keywords:
+            raise TypeError(f"autodiff: custom_gradient function {f.__name__} got the tracked Tensor "
+                            f"keyword argument(s) {tracked_keywords}, which its grad_fn cannot give "
+                            "gradients for (it answers for positional arguments): pass them "
+                            "positionally")
+        if any(accumulator.watches(args + tuple(kwargs.values())) for accumulator in state.accumulators):
             raise TypeError(f"autodiff: custom_gradient function {f.__name__} has no forward-mode "
                             "rule; it cannot be used inside a ForwardAccumulator")
         # f runs on the active tapes, so that a grad_fn using f's intermediates is differentiable;
         # the scratch tape notes the Variables f reads.
         with GradientTape() as scratch:
-            y, grad_fn = f(*args)
+            y, grad_fn = f(*args, **kwargs)
         inputs = [a for a in args if isinstance(a, Tensor)]
         input_ids = {a._id for a in inputs}
         variables = [v for v in scratch.watched_variables() if v._id not in input_ids]
@@ -354,17 +394,21 @@ def _unwrap_if_raw(g, values):
 
 
 def recompute_grad(f: Callable) -> Callable:
-    """Gradient checkpointing: keep only f's inputs on the tape and re-run f in the backward pass."""
+    """Gradient checkpointing: keep only f's inputs on the tape and re-run f in the backward pass.
+
+    Tensors passed by keyword are inputs too, and get their gradients like positional ones.
+    """
 
     @functools.wraps(f)
-    def wrapper(*args):
+    def wrapper(*args, **kwargs):
         if state.accumulators:
             # Forward mode runs through f: its tangents come from f's own ops, which the tapes
             # must record too (for reverse-over-forward), so there is nothing to checkpoint.
-            return f(*args)
+            return f(*args, **kwargs)
         with paused(accumulators=False), GradientTape() as scratch:  # scratch notes the Variables read
-            y = f(*args)
-        inputs = [a for a in args if isinstance(a, Tensor)]
+            y = f(*args, **kwargs)
+        keywords = [name for name, value in kwargs.items() if isinstance(value, Tensor)]
+        inputs = [a for a in args if isinstance(a, Tensor)] + [kwargs[name] for name in keywords]
         input_ids = {a._id for a in inputs}
         variables = [v for v in scratch.watched_variables() if v._id not in input_ids]
 
@@ -373,9 +417,10 @@ def recompute_grad(f: Callable) -> Callable:
             rerun = [core.constant(v) if raw_sweep else v for v in values[:len(inputs)]]
             replaced = iter(rerun)
             call_args = [next(replaced) if isinstance(a, Tensor) else a for a in args]
+            call_kwargs = {**kwargs, **{name: next(replaced) for name in keywords}}
             with GradientTape() as tape:
                 tape.watch(rerun)
-                y2 = f(*call_args)
+                y2 = f(*call_args, **call_kwargs)
             outputs, seeds = flatten(y2)[0], list(g) if type(g) is tuple else [g]
             grads = tape.sweep(outputs, seeds, rerun + variables,  # batched g: jacobian, hessian
                                 _batch_shape(seeds[0], outputs[0]))

@@ -1,7 +1,8 @@
 """Pytrees: single values, or lists, tuples (namedtuples too) and dicts of them, nested.
 
 ``flatten`` lists a tree's leaves in order together with its structure; ``unflatten`` rebuilds the
-tree from new leaves; ``ravel`` turns a tree of arrays into one flat vector and back (as JAX's
+tree from new leaves; ``flatten_like`` lists a tree's leaves in the order of a tree of the same
+structure; ``ravel`` turns a tree of arrays into one flat vector and back (as JAX's
 ``tree_flatten``, ``tree_unflatten`` and ``ravel_pytree``).
 """
 from __future__ import annotations
@@ -38,6 +39,23 @@ def flatten(tree) -> tuple[list, TreeDef]:
     kind = type(tree)
     build = kind if kind in (list, tuple) else (lambda items: kind(*items))  # namedtuple
     return _join([flatten(item) for item in tree], build)
+
+
+def flatten_like(tree, template) -> list:
+    """The leaves of ``tree`` in the order of ``template``'s leaves; the two must have the same
+    structure (dict entries are matched by key, so their order may differ). Tangents and cotangents
+    are paired with their primals this way."""
+    if isinstance(template, dict):
+        if not isinstance(tree, dict) or set(tree) != set(template):
+            raise ValueError(f"expected a dict with keys {sorted(template, key=str)}, got "
+                             f"{sorted(tree, key=str) if isinstance(tree, dict) else type(tree).__name__}")
+        return [leaf for key in template for leaf in flatten_like(tree[key], template[key])]
+    if isinstance(template, (list, tuple)):
+        if not isinstance(tree, (list, tuple)) or len(tree) != len(template):
+            raise ValueError(f"expected a {type(template).__name__} of {len(template)} entries, got "
+                             f"{len(tree) if isinstance(tree, (list, tuple)) else type(tree).__name__}")
+        return [leaf for item, like in zip(tree, template) for leaf in flatten_like(item, like)]
+    return [tree]
 
 
 def unflatten(treedef: TreeDef, leaves) -> Any:

@@ -13,11 +13,16 @@ import numpy as _np
 
 from ..core import Tensor, ndim_of, shape_of, value_of
 from ..extend import reject_keywords
-from . import ops
+from . import linalg, ops
 from .ops import (
     absolute, astype, broadcast_to, concatenate, exp, getitem, maximum, mean, minimum, power, ravel,
     reshape, sort, sqrt, stack, sum, take, where,
 )
+
+
+def _array(x):
+    """A Tensor unchanged, anything else (a list, say) as an ndarray: for code that indexes it."""
+    return x if isinstance(x, Tensor) else _np.asarray(x)
 
 
 def _along(axis: int, ndim: int, piece) -> tuple:
@@ -33,7 +38,11 @@ def _laid_along(v, axis: int, ndim: int):
 # --- elementwise -----------------------------------------------------------------------------------
 
 def hypot(x1, x2):
-    return sqrt(x1 * x1 + x2 * x2)
+    """sqrt(x1**2 + x2**2), as the 2-norm of the pair: at (0, 0) its gradient is the norm's 0 (not
+    NaN) and ``hypot(x1, x2)**2`` has exact derivatives (see ``linalg.norm``)."""
+    zeros = _np.zeros(_np.broadcast_shapes(shape_of(x1), shape_of(x2)),
+                      _np.result_type(value_of(x1), value_of(x2), _np.float16))
+    return linalg.norm(stack([x1 + zeros, x2 + zeros]), axis=0)
 
 
 def exp2(x):
@@ -251,6 +260,7 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
     """Cross product of 3-vectors (the z component for 2-vectors) along the last axis."""
     if (axisa, axisb, axisc, axis) != (-1, -1, -1, None):
         raise NotImplementedError("autodiff: cross supports vectors along the last axis only")
+    a, b = _array(a), _array(b)
     sizes = (shape_of(a)[-1], shape_of(b)[-1])
     a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
     if sizes == (2, 2):
@@ -280,6 +290,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 def convolve(a, v, mode: str = "full"):
     """Discrete linear convolution of two 1-D sequences: windows of ``a`` (a gather) times reversed v."""
+    a, v = _array(a), _array(v)
     n, m = shape_of(a)[0], shape_of(v)[0]
     zeros = _np.zeros(m - 1, _np.result_type(value_of(a), _np.float16))
     padded = concatenate([zeros, a, zeros])

@@ -6,11 +6,12 @@ eigenvalues). They are written with the engine's ops, so they are differentiable
 """
 from __future__ import annotations
 
+import weakref
 from collections import namedtuple
 
 import numpy as _np
 
-from ..core import ndim_of, shape_of, value_of
+from ..core import Tensor, ndim_of, shape_of, trackers, value_of
 from ..extend import defjvp, defvjp, nondiff, primitive, unbroadcast
 from .ops import (concatenate, defreduction, matmul, moveaxis, reshape, sum, swapaxes, tril, triu,
                   where)
@@ -316,12 +317,70 @@ _norm2 = primitive(_norm2_raw, "norm")
 defreduction(_norm2, lambda x, kept, axis: _safe_divide(x, kept))
 
 
+class _Norm(Tensor):
+    """A tracked 2-norm. Squared (``n ** 2``, ``np.square(n)``, ``np.power(n, 2)``, ``n * n``) it is
+    the sum of squares of the normed Tensor, recorded afresh, so ``norm(x)**2`` has exact derivatives
+    of every order at x = 0. Through the norm the product rule loses them there: the norm's gradient
+    at 0 is a convention (0) and its curvature is infinite, so 2 n grad(n) differentiates to 0, not 2I.
+    """
+
+    __slots__ = ()
+
+    def __pow__(self, other):
+        squared = _squared(self) if _is_two(other) else None
+        return super().__pow__(other) if squared is None else squared
+
+    def __mul__(self, other):
+        squared = _squared(self) if other is self else None
+        return super().__mul__(other) if squared is None else squared
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs and (
+                (ufunc is _np.square and len(inputs) == 1)
+                or (ufunc is _np.power and inputs[0] is self and _is_two(inputs[1]))
+                or (ufunc is _np.multiply and inputs[0] is inputs[1] is self)):
+            squared = _squared(self)
+            if squared is not None:
+                return squared
+        return super().__array_ufunc__(ufunc, method, *inputs, **kwargs)
+
+
+_NORMED: dict = {}  # norm id -> (x, its value then, axis, keepdims, weakref to the norm)
+
+
+def _is_two(value) -> bool:
+    return isinstance(value, (int, float, _np.integer, _np.floating)) and value == 2
+
+
+def _mark_norm(n, x, axis, keepdims):
+    """Make a tracked 2-norm ``n`` of ``x`` a _Norm, remembering what it is the norm of."""
+    if isinstance(n, Tensor) and trackers(n):
+        key = n._id
+        n.__class__ = _Norm
+        _NORMED[key] = (x, x._value, axis, keepdims, weakref.ref(n, lambda _: _NORMED.pop(key, None)))
+    return n
+
+
+def _squared(n):
+    """``sum(x * x)`` for the norm ``n`` of x, or None when that would not be the same value to the
+    same tapes and accumulators (x changed since, or n is tracked where x is not, or vice versa)."""
+    x, value, axis, keepdims, _ = _NORMED[n._id]
+    if x._value is not value or trackers(n) != trackers(x):
+        return None
+    return sum(x * x, axis=axis, keepdims=keepdims)
+
+
 _count_nonzero = nondiff(lambda x, axis, keepdims: _np.linalg.norm(x, 0, axis, keepdims))
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
-    """Vector and matrix norms, as NumPy's; the 2-norm's gradient at 0 is 0, and the spectral and
-    nuclear norms differentiate through ``svd`` (distinct singular values)."""
+    """Vector and matrix norms, as NumPy's; the spectral and nuclear norms differentiate through
+    ``svd`` (distinct singular values).
+
+    At x = 0, where vector norms have a kink, their gradient is 0 (the minimum-norm subgradient);
+    the 2-norm's (and Frobenius norm's) curvature there, infinite in truth, comes out finite, and its
+    square (``norm(x)**2``, see ``_Norm``) is exact: Hessian 2I.
+    """
     ndim = ndim_of(x)
     if axis is None and ord is not None and ndim > 2:
         raise ValueError("Improper number of dimensions to norm.")
@@ -329,7 +388,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if isinstance(axis, int):
         axis = (axis,)
     if ord in (None, 2, "fro") and (ord != 2 or len(axis) == 1) and (ord != "fro" or len(axis) == 2):
-        return _norm2(x, axis, keepdims)
+        return _mark_norm(_norm2(x, axis, keepdims), x, axis, keepdims)
     if len(axis) == 2:
         return _matrix_norm(x, ord, axis, keepdims)
     if ord == 0:  # the number of nonzeros: no derivative
@@ -340,7 +399,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
         return _min(_abs(x), axis=axis, keepdims=keepdims)
     if ord == 1:
         return sum(_abs(x), axis=axis, keepdims=keepdims)
-    return sum(_abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+    total = sum(_abs(x) ** ord, axis=axis, keepdims=keepdims)
+    zero = value_of(total) == 0  # at x = 0 the gradient is 0, as the 2-norm's, not inf * 0 = NaN
+    return where(zero, 0.0, where(zero, 1.0, total) ** (1.0 / ord))
 
 
 def _matrix_norm(x, ord, axis, keepdims):

@@ -119,7 +119,7 @@ defvjp(subtract, lambda g, ans, x, y: g, lambda g, ans, x, y: -g, broadcasting=T
 defjvp(subtract, lambda t, ans, x, y: broadcast_to(t, ans.shape), lambda t, ans, x, y: broadcast_to(-t, ans.shape))
 defderiv(multiply, lambda ans, x, y: y, lambda ans, x, y: x)
 defderiv(divide, lambda ans, x, y: 1 / y, lambda ans, x, y: -ans / y)
-defderiv(power, lambda ans, x, y: 2 * x if type(y) in (int, float) and y == 2 else y * x ** (y - 1),
+defderiv(power, lambda ans, x, y: _power_dx(x, y),
          lambda ans, x, y: ans * log(where(value_of(x) > 0, _in_dtype_of(x, ans), 1)))
 defderiv(arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
 defderiv(logaddexp, lambda ans, x, y: exp(x - ans), lambda ans, x, y: exp(y - ans))
@@ -127,6 +127,21 @@ defderiv(maximum, lambda ans, x, y: _mask(value_of(x) >= value_of(y), ans),
          lambda ans, x, y: _mask(value_of(x) < value_of(y), ans))
 defderiv(minimum, lambda ans, x, y: _mask(value_of(x) <= value_of(y), ans),
          lambda ans, x, y: _mask(value_of(x) > value_of(y), ans))
+
+
+def _power_dx(x, y):
+    """d x**y / dx = y * x**(y - 1), exact at x = 0 to every order: where y == 0 it is 0 (x**0 is
+    constant), not 0 * 0**-1 = NaN, so that polynomials differentiate exactly at 0 (the derivative
+    of x**1 there is 1 * x**0, whose own derivative is this rule at y == 0). For a Tensor exponent
+    only the points with x == 0 as well change, where the mixed derivative has a pole anyway."""
+    if type(y) in (int, float):  # the common constant exponents, without array work
+        return 2 * x if y == 2 else 0 if y == 0 else y * x ** (y - 1)
+    zero = value_of(y) == 0
+    if isinstance(y, Tensor):
+        zero = zero & (value_of(x) == 0)
+    if not _np.any(zero):
+        return y * x ** (y - 1)
+    return y * x ** where(zero, 1, y - 1)  # y * x**1 = 0 there, and so is every derivative
 
 
 def _in_dtype_of(x, like):

@@ -241,8 +241,8 @@ def test_a_vector_of_the_wrong_length_raises_value_error():
 
 
 @pytest.mark.parametrize("leaves_the_engine", [
-    lambda x: float(np.sum(np.asarray(x) ** 2)),
-    lambda x: np.sum(np.asarray(x) ** 2),
+    lambda x: float(np.sum(x.numpy() ** 2)),
+    lambda x: np.sum(x.numpy() ** 2),
 ], ids=["float", "numpy_scalar"])
 def test_a_function_that_leaves_the_engine_raises_type_error(leaves_the_engine):
     with pytest.raises(TypeError, match="does not depend on x"):
