@@ -7,49 +7,12 @@ from scipy.special import erf, expit, logsumexp
 
 import autodiff as ad
 import autodiff.numpy as anp
-from autodiff.check import central_differences
 from hessopt import nn
 from hessopt.nn import losses
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(6, 3))
 LABELS = np.array([0, 2, 1, 1, 0, 2])
-
-
-def flat_values(variables):
-    return np.concatenate([v.numpy().ravel() for v in variables])
-
-
-def assign_flat(variables, flat):
-    start = 0
-    for v in variables:
-        v.assign(flat[start:start + v.numpy().size].reshape(v.shape))
-        start += v.numpy().size
-
-
-def tape_gradient(loss, variables):
-    with ad.GradientTape() as tape:
-        value = loss()
-    return np.concatenate([g.numpy().ravel() for g in tape.gradient(value, variables)])
-
-
-def check_against_differences(loss, variables, rtol=1e-5, atol=1e-7):
-    """Gradient and Hessian of a zero-argument loss over Variables against central differences."""
-    x0 = flat_values(variables)
-
-    def at(flat, what):
-        assign_flat(variables, flat)
-        try:
-            return what()
-        finally:
-            assign_flat(variables, x0)
-
-    g_fd = central_differences(lambda z: at(z, lambda: loss().numpy()), x0)
-    h_fd = central_differences(lambda z: at(z, lambda: tape_gradient(loss, variables)), x0)
-    np.testing.assert_allclose(tape_gradient(loss, variables), g_fd, rtol=rtol, atol=atol)
-    hessian = ad.hessian_operator(loss, variables).to_dense()
-    np.testing.assert_allclose(hessian, h_fd, rtol=rtol, atol=atol)
-    return hessian
 
 
 # --- Dense and Sequential -------------------------------------------------------------------------
@@ -75,13 +38,13 @@ def test_dense_seed_makes_the_initial_kernel_reproducible():
 
 
 @pytest.mark.parametrize("activation", ["tanh", "elu", "gelu", "softplus", "sigmoid"])
-def test_network_gradient_and_hessian_match_finite_differences(activation):
+def test_network_gradient_and_hessian_match_finite_differences(activation, differences):
     model = nn.Sequential([nn.Dense(4, activation, seed=2), nn.Dense(3, seed=3)])
     model(X)
     for v in model.trainable_variables[1::2]:                # nonzero biases: no symmetric start
         v.assign(RNG.normal(size=v.shape) / 3)
     loss = lambda: losses.softmax_cross_entropy(LABELS, model(X))  # noqa: E731
-    hessian = check_against_differences(loss, model.trainable_variables)
+    hessian = differences.check(loss, model.trainable_variables)
     assert hessian.shape == (31, 31)
 
 
@@ -249,11 +212,11 @@ def test_batchnorm_training_uses_batch_statistics_and_moves_the_averages():
     np.testing.assert_allclose(norm.moving_mean.numpy(), 0.1 * X.mean(0), rtol=1e-14)  # unchanged
 
 
-def test_batchnorm_training_mode_derivatives_match_finite_differences():
+def test_batchnorm_training_mode_derivatives_match_finite_differences(differences):
     model = nn.Sequential([nn.Dense(3, "tanh", seed=0), nn.BatchNorm(), nn.Dense(3, seed=1)])
     model(X)
     loss = lambda: losses.softmax_cross_entropy(LABELS, model(X, training=True))  # noqa: E731
-    check_against_differences(loss, model.trainable_variables)
+    differences.check(loss, model.trainable_variables)
     ad.check_grad(lambda x: losses.softmax_cross_entropy(LABELS, model(x, training=True)), X, order=2)
 
 
