@@ -26,6 +26,8 @@ METHODS: dict[str, Callable] = {
     "arc": optimizers.minimize_arc,
     "hessian-free": optimizers.minimize_hessian_free,
 }
+# First-order baselines: accepted by minimize, not part of the second-order suite.
+FIRST_ORDER: dict[str, Callable] = {"adam": optimizers.minimize_adam, "gd": optimizers.minimize_gd}
 
 
 class AutodiffDerivatives:
@@ -34,25 +36,60 @@ class AutodiffDerivatives:
     The Hessian operator of the last point asked for is kept: its value and gradient were computed
     once, and each product is one sweep of its recording. Plain values at other points (line-search
     and trust-region trial points) are one NumPy evaluation with no tape.
+
+    With ``variables`` (a list of Variables), ``f`` takes no argument and reads them: each point is
+    assigned to the Variables before ``f`` runs. With ``ggn=(predict, loss)`` the operator is the
+    generalized Gauss-Newton one of loss(predict(...)), ``predict`` called like ``f``.
     """
 
-    def __init__(self, f: Callable, unravel: Callable | None = None):
+    def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
+                 ggn: tuple[Callable, Callable] | None = None):
         self.f = f                      # a function of the structure unravel(x) (or of x itself)
         self.unravel = unravel or (lambda x: x)
+        self.variables = variables
+        self._operator_at = (lambda point: ad.hessian_operator(f, point)) if ggn is None else \
+            (lambda point: ad.ggn_operator(*ggn, point))
         self._x = None
         self._operator = None
 
+    def point(self, x: np.ndarray):
+        """What ``f`` and the operators take at x: the structure ``unravel(x)``, or the Variables
+        holding x."""
+        if self.variables is None:
+            return self.unravel(x)
+        for variable, value in zip(self.variables, ad.tree.flatten(self.unravel(x))[0]):
+            variable.assign(value)
+        return self.variables
+
+    def call(self, x: np.ndarray):
+        point = self.point(x)
+        return self.f() if self.variables is not None else self.f(point)
+
     def at(self, x: np.ndarray) -> ad.HessianOperator:
         if self._x is None or not np.array_equal(x, self._x):
-            self._operator = ad.hessian_operator(self.f, self.unravel(x))
+            self._operator = self._operator_at(self.point(x))
             self._x = np.array(x, copy=True)
         return self._operator
 
     def fun(self, x: np.ndarray) -> float:
         if self._x is not None and np.array_equal(x, self._x):
             return self._operator.value
-        value = self.f(self.unravel(x))
+        value = self.call(x)
         return np.asarray(value.numpy() if isinstance(value, ad.Tensor) else value)
+
+    def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """f(x) and its gradient from one plain tape (no recording kept: first-order methods)."""
+        point = self.point(x)
+        leaves, rebuild = ad.tree.flatten(point)
+        sources = leaves if self.variables is not None else [ad.constant(leaf) for leaf in leaves]
+        with ad.GradientTape() as tape:
+            tape.watch(sources)
+            y = self.f() if self.variables is not None else self.f(rebuild(sources))
+        if not isinstance(y, ad.Tensor) or y.ndim != 0:
+            raise TypeError(f"the objective must return a scalar Tensor computed with autodiff "
+                            f"operations, got {type(y).__name__} of shape {np.shape(ad.tree.ravel(y)[0])}")
+        grads = tape.gradient(y, sources, unconnected_gradients="zero")
+        return y.numpy(), np.concatenate([np.ravel(g.numpy()) for g in grads])
 
     def jac(self, x: np.ndarray) -> np.ndarray:
         return self.at(x).gradient
@@ -66,9 +103,10 @@ class AutodiffDerivatives:
 
 def _method(method: str) -> Callable:
     try:
-        return METHODS[method.lower()]
+        return {**METHODS, **FIRST_ORDER}[method.lower()]
     except (KeyError, AttributeError):
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}") from None
+        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS) + sorted(FIRST_ORDER)}") \
+            from None
 
 
 def _flat_callable(user: Callable | None, unravel: Callable, args: tuple, flatten_output: bool):
@@ -92,6 +130,14 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     ``jac`` (or ``jac=True``), ``hess`` and ``hessp`` are honoured. ``x0`` may be an array or a pytree
     (dict/list/tuple of arrays): ``result.x`` and ``result.jac`` then have the same structure.
     The result has scipy's fields plus ``history`` (per-iteration f, gradient norm, step or radius).
+
+    Models: when ``x0`` is a list of Variables (``model.trainable_variables``), ``fun(*args)`` takes
+    no parameters and reads the Variables, as Keras' ``minimize(loss, var_list)``; at the end the
+    Variables hold the solution (and, if the run raises, their initial values). ``"hessian-free"``
+    takes ``options={"ggn": (predict, loss)}``: ``predict`` is called like ``fun`` (with the
+    parameters, or with no argument for Variables) and returns predictions, ``loss`` maps them to
+    a scalar with ``loss(predict(x)) == fun(x)``; CG then runs on generalized Gauss-Newton products
+    (Martens 2010). ``"adam"`` and ``"gd"`` are first-order baselines.
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
@@ -99,12 +145,24 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     options = dict(options or {})
     if tol is not None:
         options.setdefault("gtol", tol)
+    ggn = _ggn_option(options, method)
     leaves = ad.tree.flatten(x0)[0]
-    if any(not np.all(np.isfinite(np.asarray(leaf, dtype=float))) for leaf in leaves):
+    variables = leaves if leaves and all(isinstance(leaf, ad.Variable) for leaf in leaves) else None
+    if any(not np.all(np.isfinite(np.asarray(ad.tree.ravel(leaf)[0]))) for leaf in leaves):
         raise ValueError("x0 contains NaN or inf")
     flat0, unravel = ad.ravel(x0)
-    derivatives = AutodiffDerivatives(lambda tree: fun(tree, *args), unravel)
-    if jac is None:
+    if variables is None:
+        derivatives = AutodiffDerivatives(lambda tree: fun(tree, *args), unravel, ggn=ggn)
+    elif jac is not None or hess is not None or hessp is not None:
+        raise ValueError("with Variables as x0, derivatives come from autodiff: jac, hess and hessp "
+                         "must be None")
+    else:
+        derivatives = AutodiffDerivatives(lambda: fun(*args), unravel, variables, ggn)
+    if ggn is not None:
+        _check_split(derivatives, flat0)
+    if jac is None and solver in FIRST_ORDER.values():
+        flat_fun, flat_jac = derivatives.value_and_grad, True
+    elif jac is None:
         flat_fun, flat_jac = derivatives.fun, derivatives.jac
     elif jac is True:
         flat_fun, flat_jac = _flat_callable(lambda *a: _flat_pair(fun(*a)), unravel, args, False), True
@@ -121,11 +179,39 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
         def user_callback(intermediate_result):
             intermediate_result.x = unravel(intermediate_result.x)
             return callback(intermediate_result)
-    result = solver(flat_fun, flat0, flat_jac, hess=flat_hess, hessp=flat_hessp,
-                    callback=user_callback, **options)
+    try:
+        result = solver(flat_fun, flat0, flat_jac, hess=flat_hess, hessp=flat_hessp,
+                        callback=user_callback, **options)
+    except BaseException:
+        if variables is not None:
+            derivatives.point(flat0)
+        raise
+    if variables is not None:
+        derivatives.point(result.x)
     if not isinstance(x0, np.ndarray):
         result.x, result.jac = unravel(result.x), unravel(result.jac)
     return result
+
+
+def _ggn_option(options: dict, method: str) -> tuple[Callable, Callable] | None:
+    """Take ``options["ggn"]``, the (predict, loss) split for Gauss-Newton products, if given."""
+    ggn = options.pop("ggn", None)
+    if ggn is None:
+        return None
+    if method.lower() != "hessian-free":
+        raise ValueError(f"the 'ggn' option is for method='hessian-free', not {method!r}")
+    if not (isinstance(ggn, (tuple, list)) and len(ggn) == 2 and all(map(callable, ggn))):
+        raise TypeError("options['ggn'] must be a pair (predict, loss) of callables")
+    return tuple(ggn)
+
+
+def _check_split(derivatives: AutodiffDerivatives, x0: np.ndarray) -> None:
+    """loss(predict(x0)) must be fun(x0): the products and the objective describe one function."""
+    value = float(derivatives.fun(x0))     # before the operator exists: a plain evaluation
+    split = derivatives.at(x0).value
+    if not np.isclose(split, value, rtol=1e-8, atol=1e-12):
+        raise ValueError(f"options['ggn']: loss(predict(x0)) = {split!r} but fun(x0) = {value!r}; "
+                         "they must describe the same objective")
 
 
 def _flat_pair(pair):
