@@ -44,6 +44,7 @@ def input_gradient_penalty(loss_fn: Callable, x, norm: str = "l2", method: str =
         raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
     if not h > 0:
         raise ValueError(f"the finite-difference step h must be positive, got {h!r}")
+    given = x
     x = x if isinstance(x, ad.Tensor) else ad.constant(x)
     with ad.GradientTape(watch_accessed_variables=False) as tape:
         tape.watch(x)
@@ -61,7 +62,9 @@ def input_gradient_penalty(loss_fn: Callable, x, norm: str = "l2", method: str =
         direction = g / length if length > 0 else g
     else:
         direction = np.sign(g)
-    slope = (_scalar(loss_fn(x + h * direction)) - loss) / h
+    # an array input stays an array: no tape then computes a cotangent for the shifted input
+    shifted = x + h * direction if isinstance(given, ad.Tensor) else x.numpy() + h * direction
+    slope = (_scalar(loss_fn(shifted)) - loss) / h
     return slope * slope if norm == "l2" else slope
 
 
