@@ -27,20 +27,11 @@ import hessopt  # noqa: E402
 from common import median_time  # noqa: E402
 from hessopt import nn  # noqa: E402
 from hessopt.nn import losses  # noqa: E402
+from hessopt.nn.datasets import spiral  # noqa: E402
 from hessopt.regularizers import input_gradient_penalty  # noqa: E402
 
 TARGET = 1e-3
 REPEATS = 3
-
-
-def spiral(n: int = 200, seed: int = 0, turns: float = 2.0):
-    """Two interleaved arms (class 0 and class 1, rotated by pi), n points, radius up to 2."""
-    rng = np.random.default_rng(seed)
-    t = rng.uniform(0.05, 1.0, (2, n // 2))
-    arms = [2 * t[c][:, None] * np.stack([np.cos(2 * np.pi * turns * t[c] + c * np.pi),
-                                          np.sin(2 * np.pi * turns * t[c] + c * np.pi)], axis=1)
-            for c in (0, 1)]
-    return np.concatenate(arms), np.repeat([0, 1], n // 2)
 
 
 X, Y = spiral()

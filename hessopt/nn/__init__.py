@@ -5,9 +5,9 @@ autodiff guides; ``model.trainable_variables`` goes straight to ``hessopt.minimi
 that takes no argument. Activations are functions (``nn.tanh``) or names (``"tanh"``); losses are
 in ``hessopt.nn.losses``.
 """
-from . import activations, losses
+from . import activations, datasets, losses
 from .activations import elu, gelu, relu, sigmoid, softplus, tanh
 from .layers import BatchNorm, Dense, Layer, Sequential
 
-__all__ = ["Dense", "BatchNorm", "Sequential", "Layer", "activations", "losses", "relu", "elu", "tanh",
+__all__ = ["Dense", "BatchNorm", "Sequential", "Layer", "activations", "datasets", "losses", "relu", "elu", "tanh",
            "sigmoid", "softplus", "gelu"]

@@ -8,6 +8,7 @@ import autodiff as ad
 import hessopt
 from hessopt import nn
 from hessopt.nn import losses
+from hessopt.nn.datasets import spiral
 from hessopt.regularizers import input_gradient_penalty
 
 RNG = np.random.default_rng(2)
@@ -15,18 +16,8 @@ FEATURES = RNG.normal(size=(20, 3))
 TARGETS = FEATURES @ np.array([[1.0], [-2.0], [0.5]]) + 0.3 + 0.1 * RNG.normal(size=(20, 1))
 
 
-def spiral(n: int, seed: int, turns: float = 2.0):
-    """Two interleaved arms (class 0 and class 1, rotated by pi), n points, radius up to 2."""
-    rng = np.random.default_rng(seed)
-    t = rng.uniform(0.05, 1.0, (2, n // 2))
-    arms = [2 * t[c][:, None] * np.stack([np.cos(2 * np.pi * turns * t[c] + c * np.pi),
-                                          np.sin(2 * np.pi * turns * t[c] + c * np.pi)], axis=1)
-            for c in (0, 1)]
-    return np.concatenate(arms), np.repeat([0, 1], n // 2)
-
-
 X_TRAIN, Y_TRAIN = spiral(200, seed=0)
-X_TEST, Y_TEST = spiral(400, seed=1)
+X_TEST, Y_TEST = spiral(400, seed=1)   # held-out points of the same arms
 
 
 def spiral_model():
@@ -202,3 +193,14 @@ def test_a_split_that_is_not_the_objective_is_refused():
     with pytest.raises(ValueError, match=r"loss\(predict\(x0\)\) = .* but fun\(x0\) = "):
         hessopt.minimize(lambda: 2 * loss(layer(FEATURES)), layer.trainable_variables, method="hessian-free",
                          options={"ggn": (lambda: layer(FEATURES), loss)})
+
+
+def test_spiral_points_lie_on_two_arms_half_a_turn_apart():
+    x, y = spiral(200, turns=2.0, seed=0)
+    assert x.shape == (200, 2) and np.array_equal(np.bincount(y), [100, 100])
+    radius = np.hypot(x[:, 0], x[:, 1])
+    assert radius.min() >= 0.1 and radius.max() <= 2.0
+    offset = np.angle(np.exp(1j * (np.arctan2(x[:, 1], x[:, 0]) - 2 * np.pi * 2.0 * radius / 2 - np.pi * y)))
+    np.testing.assert_allclose(offset, 0.0, atol=1e-9)
+    with pytest.raises(ValueError, match="even number of points"):
+        spiral(201)
