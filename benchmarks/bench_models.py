@@ -53,8 +53,8 @@ def time_to_target(method: str) -> tuple[float, int]:
     if method == "adam":
         options["learning_rate"] = 0.01
 
-    def stop_at_target(intermediate):
-        if intermediate.fun < TARGET:
+    def stop_at_target(intermediate_result):
+        if intermediate_result.fun < TARGET:
             raise StopIteration
 
     start = time.perf_counter()

@@ -125,8 +125,12 @@ def test_callback_sees_the_parameters_as_arrays():
     layer = nn.Dense(1, seed=0)
     layer(FEATURES)
     seen = []
+
+    def callback(intermediate_result):
+        seen.append([np.shape(v) for v in intermediate_result.x])
+
     hessopt.minimize(lambda: losses.mean_squared_error(TARGETS, layer(FEATURES)), layer.trainable_variables,
-                     callback=lambda r: seen.append([np.shape(v) for v in r.x]), options={"maxiter": 2})
+                     callback=callback, options={"maxiter": 2})
     assert seen and all(shapes == [(3, 1), (1,)] for shapes in seen)
 
 
