@@ -12,6 +12,7 @@ from .core import Tensor, Variable, constant
 from .forward import ForwardAccumulator
 from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 from .hessian_operator import HessianOperator, hessian_operator
+from .ggn import GGNOperator, ggn_operator
 from .numpy import stop_gradient
 from . import tree
 from .tree import ravel

@@ -18,7 +18,76 @@ from .tree import flatten, ravel
 from .tape import GradientTape, UnconnectedGradients, _require_scalar
 
 
-class HessianOperator:
+class SymmetricOperator:
+    """The parts the curvature operators share: the sources taken from x, and the products on flat
+    vectors (matvec, matmat, to_dense, @, as_linear_operator) built on one batched ``_sweep``.
+
+    When x is a Variable or a structure of Variables, the function is called with no arguments (it
+    reads the Variables itself); otherwise with a structure like x of watched constants.
+    """
+
+    shape: tuple
+    dtype: np.dtype
+
+    def _trace_sources(self, f: Callable, x, chunk_size: int | None) -> Callable:
+        """Set up ``_sources`` from x; returns f as a function of no arguments reading them."""
+        leaves, rebuild = flatten(x)
+        self.chunk_size = chunk_size
+        if leaves and all(isinstance(leaf, Variable) for leaf in leaves):
+            self._sources = leaves
+            self.unravel = None
+            return f
+        # one source per leaf: no slicing of a flat vector (whose gradient is a scatter)
+        self.unravel = ravel(x)[1]
+        self._sources = [constant(value_of(leaf)) for leaf in leaves]
+        return lambda: f(rebuild(self._sources))
+
+    def _flat(self, parts: list, batch_shape: tuple) -> np.ndarray:
+        """Per-source cotangents (None: zero) as flat vectors, concatenated: ``batch_shape + (n,)``."""
+        return np.concatenate([
+            np.zeros(batch_shape + (s.size,)) if p is None
+            else np.reshape(np.asarray(value_of(p)), batch_shape + (-1,))
+            for p, s in zip(parts, self._sources)], axis=-1)
+
+    def _sweep(self, seeds: np.ndarray) -> np.ndarray:
+        """The operator applied to ``seeds`` of shape (n,) or (k, n), along the last axis."""
+        raise NotImplementedError
+
+    def matvec(self, v) -> np.ndarray:
+        """The product with one vector: one sweep, nothing recorded."""
+        v = np.asarray(v, dtype=self.dtype).reshape(-1)
+        if v.size != self.shape[0]:
+            raise ValueError(f"vector of length {v.size} for an operator of shape {self.shape}")
+        return self._sweep(v)
+
+    def matmat(self, V) -> np.ndarray:
+        """The product with the columns of V (n, k), in batched sweeps of ``chunk_size`` columns."""
+        V = np.asarray(V, dtype=self.dtype)
+        if V.ndim != 2 or V.shape[0] != self.shape[0]:
+            raise ValueError(f"matrix of shape {V.shape} for an operator of shape {self.shape}")
+        step = self.chunk_size or max(V.shape[1], 1)
+        rows = [self._sweep(np.ascontiguousarray(V[:, i:i + step].T)) for i in range(0, V.shape[1], step)]
+        return np.concatenate(rows, axis=0).T if rows else np.zeros(V.shape)
+
+    def to_dense(self) -> np.ndarray:
+        """The full matrix, in one batched sweep (or chunks)."""
+        return self.matmat(np.eye(self.shape[0], dtype=self.dtype))
+
+    def __matmul__(self, other):
+        other = np.asarray(other)
+        return self.matvec(other) if other.ndim == 1 else self.matmat(other)
+
+    def as_linear_operator(self):
+        """A symmetric ``scipy.sparse.linalg.LinearOperator`` (for cg, minres, eigsh, ...)."""
+        from scipy.sparse.linalg import LinearOperator
+        return LinearOperator(self.shape, matvec=self.matvec, rmatvec=self.matvec,
+                              matmat=self.matmat, dtype=self.dtype)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(shape={self.shape}, value={self.value:.6g})"
+
+
+class HessianOperator(SymmetricOperator):
     """H = Hessian of f at x, as a linear operator on flat vectors of length n.
 
     ``value`` and ``gradient`` (flat) are f(x) and its gradient, computed once. When x is a Variable
@@ -26,15 +95,7 @@ class HessianOperator:
     """
 
     def __init__(self, f: Callable, x, chunk_size: int | None = None):
-        leaves, rebuild = flatten(x)
-        self.chunk_size = chunk_size
-        if leaves and all(isinstance(leaf, Variable) for leaf in leaves):
-            self._sources, call = leaves, f
-            self.unravel = None
-        else:  # one source per leaf: no slicing of a flat vector (whose gradient is a scatter)
-            self.unravel = ravel(x)[1]
-            self._sources = [constant(value_of(leaf)) for leaf in leaves]
-            call = lambda: f(rebuild(self._sources))  # noqa: E731
+        call = self._trace_sources(f, x, chunk_size)
         self._tape = GradientTape(persistent=True)
         with self._tape:
             self._tape.watch(self._sources)
@@ -60,43 +121,7 @@ class HessianOperator:
         """
         with paused():
             parts = self._tape.sweep([self._g], [seeds], self._sources, seeds.shape[:-1])
-        return np.concatenate([
-            np.zeros(seeds.shape[:-1] + (s.size,)) if p is None
-            else np.reshape(np.asarray(p), seeds.shape[:-1] + (-1,))
-            for p, s in zip(parts, self._sources)], axis=-1)
-
-    def matvec(self, v) -> np.ndarray:
-        """H v: one sweep, nothing recorded."""
-        v = np.asarray(v, dtype=self.dtype).reshape(-1)
-        if v.size != self.shape[0]:
-            raise ValueError(f"vector of length {v.size} for a Hessian of shape {self.shape}")
-        return self._sweep(v)
-
-    def matmat(self, V) -> np.ndarray:
-        """H V for the columns of V (n, k), in batched sweeps of ``chunk_size`` columns."""
-        V = np.asarray(V, dtype=self.dtype)
-        if V.ndim != 2 or V.shape[0] != self.shape[0]:
-            raise ValueError(f"matrix of shape {V.shape} for a Hessian of shape {self.shape}")
-        step = self.chunk_size or max(V.shape[1], 1)
-        rows = [self._sweep(np.ascontiguousarray(V[:, i:i + step].T)) for i in range(0, V.shape[1], step)]
-        return np.concatenate(rows, axis=0).T if rows else np.zeros(V.shape)
-
-    def to_dense(self) -> np.ndarray:
-        """The full Hessian, in one batched sweep (or chunks)."""
-        return self.matmat(np.eye(self.shape[0], dtype=self.dtype))
-
-    def __matmul__(self, other):
-        other = np.asarray(other)
-        return self.matvec(other) if other.ndim == 1 else self.matmat(other)
-
-    def as_linear_operator(self):
-        """A symmetric ``scipy.sparse.linalg.LinearOperator`` (for cg, minres, eigsh, ...)."""
-        from scipy.sparse.linalg import LinearOperator
-        return LinearOperator(self.shape, matvec=self.matvec, rmatvec=self.matvec,
-                              matmat=self.matmat, dtype=self.dtype)
-
-    def __repr__(self):
-        return f"HessianOperator(shape={self.shape}, value={self.value:.6g})"
+        return self._flat(parts, seeds.shape[:-1])
 
 
 def hessian_operator(f: Callable, x, chunk_size: int | None = None) -> HessianOperator:

@@ -5,8 +5,8 @@
 """
 from autodiff import grad, hessian, hessian_operator, hvp, jacobian
 
-from . import problems
+from . import nn, problems, regularizers
 from ._minimize import METHODS, least_squares, minimize, minimize_many
 
-__all__ = ["minimize", "minimize_many", "least_squares", "METHODS", "problems", "grad", "hessian",
-           "hvp", "jacobian", "hessian_operator"]
+__all__ = ["minimize", "minimize_many", "least_squares", "METHODS", "problems", "nn", "regularizers",
+           "grad", "hessian", "hvp", "jacobian", "hessian_operator"]

@@ -29,6 +29,8 @@ METHODS: dict[str, Callable] = {
     "arc": optimizers.minimize_arc,
     "hessian-free": optimizers.minimize_hessian_free,
 }
+# First-order baselines: accepted by minimize, not part of the second-order suite.
+FIRST_ORDER: dict[str, Callable] = {"adam": optimizers.minimize_adam, "gd": optimizers.minimize_gd}
 
 
 class AutodiffDerivatives:
@@ -37,24 +39,59 @@ class AutodiffDerivatives:
     The Hessian operator of the last point asked for is kept: its value and gradient were computed
     once, and each product is one sweep of its recording. Plain values at other points (line-search
     and trust-region trial points) are one NumPy evaluation with no tape.
+
+    With ``variables`` (a list of Variables), ``f`` takes no argument and reads them: each point is
+    assigned to the Variables before ``f`` runs. With ``ggn=(predict, loss)`` the operator is the
+    generalized Gauss-Newton one of loss(predict(...)), ``predict`` called like ``f``.
     """
 
-    def __init__(self, f: Callable, unravel: Callable | None = None):
+    def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
+                 ggn: tuple[Callable, Callable] | None = None):
         self.f = f                      # a function of the structure unravel(x) (or of x itself)
         self.unravel = unravel or (lambda x: x)
+        self.variables = variables
+        self._operator_at = (lambda point: ad.hessian_operator(f, point)) if ggn is None else \
+            (lambda point: ad.ggn_operator(*ggn, point))
         self._x = None
         self._operator = None
 
+    def point(self, x: np.ndarray):
+        """What ``f`` and the operators take at x: the structure ``unravel(x)``, or the Variables
+        holding x."""
+        if self.variables is None:
+            return self.unravel(x)
+        for variable, value in zip(self.variables, ad.tree.flatten(self.unravel(x))[0]):
+            variable.assign(value)
+        return self.variables
+
+    def call(self, x: np.ndarray):
+        point = self.point(x)
+        return self.f() if self.variables is not None else self.f(point)
+
     def at(self, x: np.ndarray) -> ad.HessianOperator:
         if self._x is None or not np.array_equal(x, self._x):
-            self._operator = ad.hessian_operator(self.f, self.unravel(x))
+            self._operator = self._operator_at(self.point(x))
             self._x = np.array(x, copy=True)
         return self._operator
 
     def fun(self, x: np.ndarray) -> float:
         if self._x is not None and np.array_equal(x, self._x):
             return self._operator.value
-        return np.asarray(_value(self.f(self.unravel(x))))
+        return np.asarray(_value(self.call(x)))
+
+    def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """f(x) and its gradient from one plain tape (no recording kept: first-order methods)."""
+        point = self.point(x)
+        leaves, rebuild = ad.tree.flatten(point)
+        sources = leaves if self.variables is not None else [ad.constant(leaf) for leaf in leaves]
+        with ad.GradientTape() as tape:
+            tape.watch(sources)
+            y = self.f() if self.variables is not None else self.f(rebuild(sources))
+        if not isinstance(y, ad.Tensor):
+            raise TypeError(f"the objective returned a plain {type(y).__name__}, not a Tensor: it must "
+                            "be computed with autodiff operations for exact gradients")
+        grads = tape.gradient(y, sources, unconnected_gradients="zero")
+        return y.numpy(), np.concatenate([np.ravel(g.numpy()) for g in grads])
 
     def jac(self, x: np.ndarray) -> np.ndarray:
         return self.at(x).gradient
@@ -68,9 +105,10 @@ class AutodiffDerivatives:
 
 def _method(method: str) -> Callable:
     try:
-        return METHODS[method.lower()]
+        return {**METHODS, **FIRST_ORDER}[method.lower()]
     except (KeyError, AttributeError):
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}") from None
+        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS) + sorted(FIRST_ORDER)}") \
+            from None
 
 
 def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
@@ -94,6 +132,14 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     (``optimizers.History``): ``history["f"]``, ``["gnorm"]``, the cumulative ``["nfev"]``,
     ``["njev"]``, ``["nhev"]``, the method's own columns, and ``["x"]``, the iterates as flat
     vectors (a pytree x0 in ``ad.ravel`` order), unless ``options={"keep_iterates": False}``.
+
+    Models: when ``x0`` is a list of Variables (``model.trainable_variables``), ``fun(*args)`` takes
+    no parameters and reads the Variables, as Keras' ``minimize(loss, var_list)``; at the end the
+    Variables hold the solution (and, if the run raises, their initial values). ``"hessian-free"``
+    takes ``options={"ggn": (predict, loss)}``: ``predict`` is called like ``fun`` (with the
+    parameters, or with no argument for Variables) and returns predictions, ``loss`` maps them to
+    a scalar with ``loss(predict(x)) == fun(x)``; CG then runs on generalized Gauss-Newton products
+    (Martens 2010). ``"adam"`` and ``"gd"`` are first-order baselines.
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
@@ -101,15 +147,62 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     options = dict(options or {})
     if tol is not None:
         options.setdefault("gtol", tol)
+    ggn = _ggn_option(options, method)
     call = normalize(x0, args, callback, options, solver, method.lower())
-    derivatives = AutodiffDerivatives(_scalar_objective(fun, call.args, jac), call.unravel)
-    flat_fun, flat_jac = _first_derivatives(fun, jac, call, derivatives)
+    variables = _variables(x0)
+    if variables is None:
+        derivatives = AutodiffDerivatives(_scalar_objective(fun, call.args, jac), call.unravel, ggn=ggn)
+    elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
+        derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn)
+    else:
+        raise ValueError("with Variables as x0, derivatives come from autodiff: leave jac, hess and "
+                         "hessp unset")
+    if ggn is not None:
+        _check_split(derivatives, call.x0)
+    if solver in FIRST_ORDER.values() and exact_derivatives(jac):
+        flat_fun, flat_jac = derivatives.value_and_grad, True
+    else:
+        flat_fun, flat_jac = _first_derivatives(fun, jac, call, derivatives)
     flat_hess, flat_hessp, user_hessian = _second_derivatives(hess, hessp, call, derivatives)
-    result = solver(flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
-                    callback=call.callback, **call.options)
+    try:
+        result = solver(flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
+                        callback=call.callback, **call.options)
+    except BaseException:
+        if variables is not None:
+            derivatives.point(call.x0)
+        raise
+    if variables is not None:
+        derivatives.point(result.x)
     if user_hessian is not None and hessp is None:
         result.nhev = user_hessian.calls   # products with its matrix are not evaluations
     return call.finish(result)
+
+
+def _variables(x0) -> list | None:
+    """The Variables when x0 is a structure of them (a model's trainable_variables), else None."""
+    leaves = ad.tree.flatten(x0)[0]
+    return leaves if leaves and all(isinstance(leaf, ad.Variable) for leaf in leaves) else None
+
+
+def _ggn_option(options: dict, method: str) -> tuple[Callable, Callable] | None:
+    """Take ``options["ggn"]``, the (predict, loss) split for Gauss-Newton products, if given."""
+    ggn = options.pop("ggn", None)
+    if ggn is None:
+        return None
+    if method.lower() != "hessian-free":
+        raise ValueError(f"the 'ggn' option is for method='hessian-free', not {method!r}")
+    if not (isinstance(ggn, (tuple, list)) and len(ggn) == 2 and all(map(callable, ggn))):
+        raise TypeError("options['ggn'] must be a pair (predict, loss) of callables")
+    return tuple(ggn)
+
+
+def _check_split(derivatives: AutodiffDerivatives, x0: np.ndarray) -> None:
+    """loss(predict(x0)) must be fun(x0): the products and the objective describe one function."""
+    value = float(derivatives.fun(x0))     # before the operator exists: a plain evaluation
+    split = derivatives.at(x0).value
+    if not np.isclose(split, value, rtol=1e-8, atol=1e-12):
+        raise ValueError(f"options['ggn']: loss(predict(x0)) = {split!r} but fun(x0) = {value!r}; "
+                         "they must describe the same objective")
 
 
 def _scalar_objective(fun: Callable, args: tuple, jac) -> Callable:

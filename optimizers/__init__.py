@@ -5,12 +5,13 @@ Each method is ``method(fun, x0, jac, hess=None, hessp=None, callback=None, **op
 ``keep_iterates=False`` leaves the iterates out of it) and a :class:`Status`.
 """
 from .arc import minimize_arc
+from .first_order import minimize_adam, minimize_gd
 from .history import History
 from .least_squares import least_squares_lm
 from .newton import minimize_hessian_free, minimize_newton, minimize_newton_cg
 from .objective import Status
 from .trust_region import minimize_dogleg, minimize_trust_exact, minimize_trust_krylov, minimize_trust_ncg
 
-__all__ = ["History", "Status", "least_squares_lm", "minimize_arc", "minimize_dogleg",
-           "minimize_hessian_free", "minimize_newton", "minimize_newton_cg", "minimize_trust_exact",
-           "minimize_trust_krylov", "minimize_trust_ncg"]
+__all__ = ["History", "Status", "least_squares_lm", "minimize_adam", "minimize_arc", "minimize_dogleg",
+           "minimize_gd", "minimize_hessian_free", "minimize_newton", "minimize_newton_cg",
+           "minimize_trust_exact", "minimize_trust_krylov", "minimize_trust_ncg"]

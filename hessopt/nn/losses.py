@@ -1,0 +1,82 @@
+"""Losses over a batch, each returning a scalar (the mean over the batch), as Keras' losses with
+their default ``"sum_over_batch_size"`` reduction.
+
+Targets and labels carry no gradient; predictions and logits may be Tensors that tapes record.
+Cross-entropies are computed from logits with the log-sum-exp shift, so they stay finite and exact
+for logits in the thousands.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import autodiff as ad
+import autodiff.numpy as anp
+
+
+def _shape(x) -> tuple:
+    return x.shape if isinstance(x, ad.Tensor) else np.shape(x)
+
+
+def _constant_values(x, what: str) -> np.ndarray:
+    """Targets as an ndarray (a Tensor's value, explicitly: targets are constants)."""
+    values = x.numpy() if isinstance(x, ad.Tensor) else np.asarray(x)
+    if values.dtype == object:
+        raise TypeError(f"{what} must be numeric, got an object array")
+    return values
+
+
+def mean_squared_error(y_true, y_pred):
+    """mean((y_true - y_pred)**2) over every element; the shapes must be equal."""
+    if _shape(y_true) != _shape(y_pred):
+        raise ValueError(f"mean_squared_error: y_true has shape {_shape(y_true)} but y_pred has shape "
+                         f"{_shape(y_pred)}; they must be equal (reshape one, e.g. y[:, None])")
+    return anp.mean((_constant_values(y_true, "y_true") - y_pred) ** 2)
+
+
+def softmax_cross_entropy(labels, logits):
+    """mean over the batch of -log softmax(logits)[label], for integer class labels.
+
+    ``logits`` has shape (..., classes) and ``labels`` the leading shape (...), each label in
+    0 .. classes - 1 (as Keras' sparse categorical cross-entropy from logits).
+    """
+    labels = _integer_labels(labels, _shape(logits))
+    log_probabilities = anp.log_softmax(logits, axis=-1)
+    picked = anp.take_along_axis(log_probabilities, labels[..., None], axis=-1)
+    return -anp.mean(picked)
+
+
+def _integer_labels(labels, logits_shape: tuple) -> np.ndarray:
+    values = _constant_values(labels, "labels")
+    if len(logits_shape) < 1 or values.shape != logits_shape[:-1]:
+        raise ValueError(f"softmax_cross_entropy: labels of shape {values.shape} for logits of shape "
+                         f"{logits_shape}; labels need the shape of logits without its last (class) axis")
+    if values.dtype.kind == "f" and np.all(values == np.round(values)):
+        values = values.astype(np.int64)
+    if values.dtype.kind not in "iub":
+        raise ValueError(f"softmax_cross_entropy: labels must be integer class indices, got dtype "
+                         f"{values.dtype} with non-integer values")
+    classes = logits_shape[-1]
+    bad = (values < 0) | (values >= classes)
+    if np.any(bad):
+        raise ValueError(f"softmax_cross_entropy: labels out of range: {np.unique(values[bad]).tolist()}"
+                         f" (with {classes} classes, labels must lie in 0 .. {classes - 1})")
+    return values.astype(np.intp)
+
+
+def binary_cross_entropy(labels, logits):
+    """mean of -[y log sigmoid(z) + (1 - y) log(1 - sigmoid(z))], from logits z.
+
+    Computed as softplus(z) - y z, exact and finite for any z. Labels lie in [0, 1] (soft labels
+    are allowed) and have the shape of the logits.
+    """
+    values = _constant_values(labels, "labels")
+    if values.shape != _shape(logits):
+        raise ValueError(f"binary_cross_entropy: labels of shape {values.shape} for logits of shape "
+                         f"{_shape(logits)}; they must be equal")
+    if values.dtype.kind == "b":
+        values = values.astype(np.float64)
+    if not np.all((values >= 0) & (values <= 1)):
+        bad = values[~((values >= 0) & (values <= 1))]
+        raise ValueError(f"binary_cross_entropy: labels out of range: {np.unique(bad)[:5].tolist()} "
+                         "(labels must lie in [0, 1])")
+    return anp.mean(anp.softplus(logits) - values * logits)

@@ -1,0 +1,98 @@
+"""First-order baselines: gradient descent (with optional heavy-ball momentum) and Adam.
+
+Both take fixed-size steps from gradients alone, the way neural networks are usually trained, for
+comparison with the second-order methods. Statuses are honest: success only when ||g||_inf <= gtol;
+running out of iterations is ``MAXITER``; a non-finite f or g stops the run with ``NONFINITE`` and
+returns the best point seen.
+
+References: B. T. Polyak, "Some methods of speeding up the convergence of iteration methods", USSR
+Comput. Math. Math. Phys. 4 (1964); D. P. Kingma and J. Ba, "Adam: a method for stochastic
+optimization", ICLR 2015.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from scipy.optimize import OptimizeResult
+
+from .objective import Monitor, Objective, Status, make_result
+
+Update = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
+
+
+def minimize_gd(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
+                hessp: Callable | None = None, callback: Callable | None = None, *,
+                learning_rate: float = 1e-2, momentum: float = 0.0, gtol: float = 1e-5,
+                maxiter: int = 1000, disp: bool = False, keep_iterates: bool = True) -> OptimizeResult:
+    """Gradient descent x <- x + v, v <- momentum v - learning_rate g (plain descent when
+    ``momentum`` is 0; Polyak's heavy ball otherwise). ``hess`` and ``hessp`` are ignored."""
+    _check_positive(learning_rate=learning_rate)
+    if not 0 <= momentum < 1:
+        raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
+    velocity = np.zeros(np.size(x0))
+
+    def update(x, g, t):
+        velocity[:] = momentum * velocity - learning_rate * g
+        return x + velocity
+
+    return _first_order_loop(fun, x0, jac, update, callback, disp, gtol, maxiter, keep_iterates)
+
+
+def minimize_adam(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
+                  hessp: Callable | None = None, callback: Callable | None = None, *,
+                  learning_rate: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999,
+                  epsilon: float = 1e-8, gtol: float = 1e-5, maxiter: int = 1000,
+                  disp: bool = False, keep_iterates: bool = True) -> OptimizeResult:
+    """Adam (Kingma & Ba 2015, Algorithm 1): steps of ``learning_rate`` m_hat / (sqrt(v_hat) +
+    epsilon) from bias-corrected moving averages of g and g**2. ``hess`` and ``hessp`` are ignored."""
+    _check_positive(learning_rate=learning_rate)
+    if not epsilon >= 0:
+        raise ValueError(f"epsilon must be non-negative, got {epsilon!r}")
+    for name, beta in (("beta1", beta1), ("beta2", beta2)):
+        if not 0 <= beta < 1:
+            raise ValueError(f"{name} must lie in [0, 1), got {beta!r}")
+    m, v = np.zeros(np.size(x0)), np.zeros(np.size(x0))
+
+    def update(x, g, t):
+        m[:] = beta1 * m + (1 - beta1) * g
+        v[:] = beta2 * v + (1 - beta2) * g * g
+        m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
+        return x - learning_rate * m_hat / (np.sqrt(v_hat) + epsilon)
+
+    return _first_order_loop(fun, x0, jac, update, callback, disp, gtol, maxiter, keep_iterates)
+
+
+def _check_positive(**values: float) -> None:
+    for name, value in values.items():
+        if not value > 0:
+            raise ValueError(f"{name} must be positive, got {value!r}")
+
+
+def _first_order_loop(fun: Callable, x0, jac, update: Update, callback: Callable | None, disp: bool,
+                      gtol: float, maxiter: int, keep_iterates: bool) -> OptimizeResult:
+    """The loop both methods share: gradient test, one update, history and callback, status."""
+    if int(maxiter) != maxiter or maxiter < 0:
+        raise ValueError(f"maxiter must be a non-negative integer, got {maxiter!r}")
+    objective = Objective(fun, x0, jac)
+    monitor = Monitor(objective.counts, callback, disp, keep_iterates)
+    x = objective.x0
+    f, g = objective.fun(x), objective.grad(x)
+    nit, status = 0, Status.CALLBACK_STOP if monitor.record(0, x, f, g, step=0.0) else None
+    while status is None:
+        if not np.all(np.isfinite(g)):
+            status = Status.NONFINITE
+        elif np.linalg.norm(g, np.inf) <= gtol:
+            status = Status.SUCCESS
+        elif nit >= maxiter:
+            status = Status.MAXITER
+        else:
+            nit += 1
+            x_new = update(x, g, nit)
+            f, g = objective.fun(x_new), objective.grad(x_new)
+            step, x = float(np.linalg.norm(x_new - x)), x_new
+            if not np.isfinite(f):
+                status = Status.NONFINITE
+            elif monitor.record(nit, x, f, g, step=step):
+                status = Status.CALLBACK_STOP
+    return make_result(objective, x, f, g, status, nit, monitor.history)
