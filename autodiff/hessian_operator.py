@@ -28,11 +28,10 @@ class HessianOperator:
     def __init__(self, f: Callable, x, chunk_size: int | None = None):
         leaves, rebuild = flatten(x)
         self.chunk_size = chunk_size
+        self.unravel = ravel(x)[1]  # flat vectors -> the structure of x (blocks of the Hessian)
         if leaves and all(isinstance(leaf, Variable) for leaf in leaves):
             self._sources, call = leaves, f
-            self.unravel = None
         else:  # one source per leaf: no slicing of a flat vector (whose gradient is a scatter)
-            self.unravel = ravel(x)[1]
             self._sources = [constant(value_of(leaf)) for leaf in leaves]
             call = lambda: f(rebuild(self._sources))  # noqa: E731
         self._tape = GradientTape(persistent=True)
