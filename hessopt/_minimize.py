@@ -16,6 +16,9 @@ from scipy.optimize import OptimizeResult
 import autodiff as ad
 import optimizers
 
+from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, exact_derivatives, normalize,
+                         real_array, residual_vector, scalar_value, value_and_gradient)
+
 METHODS: dict[str, Callable] = {
     "newton": optimizers.minimize_newton,
     "newton-cg": optimizers.minimize_newton_cg,
@@ -51,8 +54,7 @@ class AutodiffDerivatives:
     def fun(self, x: np.ndarray) -> float:
         if self._x is not None and np.array_equal(x, self._x):
             return self._operator.value
-        value = self.f(self.unravel(x))
-        return np.asarray(value.numpy() if isinstance(value, ad.Tensor) else value)
+        return np.asarray(_value(self.f(self.unravel(x))))
 
     def jac(self, x: np.ndarray) -> np.ndarray:
         return self.at(x).gradient
@@ -71,27 +73,24 @@ def _method(method: str) -> Callable:
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}") from None
 
 
-def _flat_callable(user: Callable | None, unravel: Callable, args: tuple, flatten_output: bool):
-    """A user function of the original x (pytree) and args, as a function of the flat vector."""
-    if user is None:
-        return None
-
-    def call(x, *extra):
-        out = user(unravel(x), *extra, *args)
-        return ad.ravel(out)[0] if flatten_output else out
-    return call
-
-
 def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
              jac: Callable | bool | None = None, hess: Callable | None = None,
              hessp: Callable | None = None, tol: float | None = None,
              callback: Callable | None = None, options: dict | None = None) -> OptimizeResult:
     """Minimize ``fun(x, *args)`` with a second-order method; scipy.optimize.minimize's interface.
 
-    Derivatives default to exact ones from autodiff (``fun`` is plain NumPy code); user-supplied
-    ``jac`` (or ``jac=True``), ``hess`` and ``hessp`` are honoured. ``x0`` may be an array or a pytree
-    (dict/list/tuple of arrays): ``result.x`` and ``result.jac`` then have the same structure.
-    The result has scipy's fields plus ``history`` (per-iteration f, gradient norm, step or radius).
+    Derivatives default to exact ones from autodiff (``fun`` is plain NumPy code); ``jac=None``,
+    ``False`` or a finite-difference scheme ("2-point", ...) all mean exact derivatives.
+    User-supplied ``jac`` (or ``jac=True``: fun returns (f, g)), ``hess`` (an array, a sparse matrix
+    or a LinearOperator) and ``hessp`` are honoured; what is not supplied comes from autodiff
+    (with ``jac=True``, from ``fun(x)[0]``). ``x0`` may be an array-like (a list of numbers is a
+    vector, as in scipy; any shape is kept) or a pytree (dict, namedtuple, or list/tuple holding
+    arrays): ``result.x`` and ``result.jac`` have its form, and so do ``jac``'s and ``hessp``'s
+    arguments. ``tol`` sets ``gtol``. ``callback(xk)`` gets the iterate, a callback whose one
+    parameter is named ``intermediate_result`` the OptimizeResult (scipy's rule). Options: each
+    method's own and scipy's names for its counterpart (those without effect here are listed in
+    README "scipy habits"); ``return_all`` gives ``result.allvecs``; unknown options warn and are
+    ignored, as in scipy. The result has scipy's fields plus ``history``.
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
@@ -99,38 +98,66 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     options = dict(options or {})
     if tol is not None:
         options.setdefault("gtol", tol)
-    leaves = ad.tree.flatten(x0)[0]
-    if any(not np.all(np.isfinite(np.asarray(leaf, dtype=float))) for leaf in leaves):
-        raise ValueError("x0 contains NaN or inf")
-    flat0, unravel = ad.ravel(x0)
-    derivatives = AutodiffDerivatives(lambda tree: fun(tree, *args), unravel)
-    if jac is None:
-        flat_fun, flat_jac = derivatives.fun, derivatives.jac
-    elif jac is True:
-        flat_fun, flat_jac = _flat_callable(lambda *a: _flat_pair(fun(*a)), unravel, args, False), True
-    elif callable(jac):
-        flat_fun, flat_jac = _flat_callable(fun, unravel, args, False), _flat_callable(jac, unravel, args, True)
-    else:
-        raise ValueError(f"jac must be None (exact, from autodiff), True or a callable; got {jac!r}")
-    flat_hess = _flat_callable(hess, unravel, args, False)
-    flat_hessp = _flat_callable(hessp, unravel, args, True)
-    if flat_hess is None and flat_hessp is None:
-        flat_hess, flat_hessp = derivatives.hess, derivatives.hessp
-    user_callback = None
-    if callback is not None:
-        def user_callback(intermediate_result):
-            intermediate_result.x = unravel(intermediate_result.x)
-            return callback(intermediate_result)
-    result = solver(flat_fun, flat0, flat_jac, hess=flat_hess, hessp=flat_hessp,
-                    callback=user_callback, **options)
-    if not isinstance(x0, np.ndarray):
-        result.x, result.jac = unravel(result.x), unravel(result.jac)
-    return result
+    call = normalize(x0, args, callback, options, solver, method.lower())
+    derivatives = AutodiffDerivatives(_scalar_objective(fun, call.args, jac), call.unravel)
+    flat_fun, flat_jac = _first_derivatives(fun, jac, call, derivatives)
+    flat_hess, flat_hessp, user_hessian = _second_derivatives(hess, hessp, call, derivatives)
+    result = solver(flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
+                    callback=call.callback, **call.options)
+    if user_hessian is not None and hessp is None:
+        result.nhev = user_hessian.calls   # products with its matrix are not evaluations
+    return call.finish(result)
 
 
-def _flat_pair(pair):
-    value, gradient = pair
-    return value, ad.ravel(gradient)[0]
+def _scalar_objective(fun: Callable, args: tuple, jac) -> Callable:
+    """f as a checked scalar function of the user's x, for autodiff (with ``jac=True`` the value
+    part of fun's pair, so second derivatives still come from autodiff)."""
+    if jac is True:
+        def value(tree):   # called with Tensors only: values come from fun's pair
+            f = value_and_gradient(fun(tree, *args))[0]
+            if not isinstance(f, ad.Tensor):
+                raise TypeError(f"with jac=True and no hess or hessp, second derivatives come from "
+                                f"autodiff on fun(x)[0], but fun returned a plain "
+                                f"{type(f).__name__} for Tensor input (not traceable NumPy code): "
+                                f"pass hess or hessp")
+            return f
+        return value
+    return lambda tree: scalar_value(fun(tree, *args))
+
+
+def _first_derivatives(fun: Callable, jac, call: Call, derivatives: AutodiffDerivatives):
+    """(f, gradient) on flat vectors for the optimizers (gradient True: f returns the pair)."""
+    unravel, args = call.unravel, call.args
+    if callable(jac):
+        return (lambda x: scalar_value(fun(unravel(x), *args)),
+                lambda x: ad.ravel(jac(unravel(x), *args))[0])
+    if jac is True:
+        def pair(x):
+            value, gradient = value_and_gradient(fun(unravel(x), *args))
+            return value, ad.ravel(gradient)[0]
+        return pair, True
+    if exact_derivatives(jac):
+        return derivatives.fun, derivatives.jac
+    raise ValueError(f"jac must be a callable, True (fun returns (f, g)), or None/False/"
+                     f"{'/'.join(FINITE_DIFFERENCES)} (exact, from autodiff); got {jac!r}")
+
+
+def _second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivatives):
+    """(hess, hessp, UserHessian or None) on flat vectors: the user's where given, else autodiff."""
+    unravel, args = call.unravel, call.args
+    if hessp is not None and not callable(hessp):
+        raise TypeError(f"hessp must be callable, got {type(hessp).__name__}")
+    flat_hessp = None if hessp is None else \
+        (lambda x, p: ad.ravel(hessp(unravel(x), unravel(p), *args))[0])
+    if callable(hess):
+        user = UserHessian(hess, unravel, args, call.x0.size)
+        return user.dense, flat_hessp or user.product, user
+    if not exact_derivatives(hess):
+        raise TypeError(f"hess must be a callable, or None for exact Hessians from autodiff; "
+                        f"got {hess!r}")
+    if flat_hessp is not None:
+        return None, flat_hessp, None
+    return derivatives.hess, derivatives.hessp, None
 
 
 def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
@@ -152,18 +179,32 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
                   options: dict | None = None) -> OptimizeResult:
     """Minimize 0.5 ||r(x)||^2 by Levenberg-Marquardt (``"lm"``) or Gauss-Newton (``"gn"``).
 
-    The Jacobian comes from autodiff in one vectorized sweep unless ``jac`` is given.
+    The Jacobian comes from autodiff in one vectorized sweep unless ``jac`` is given. ``x0``,
+    ``args``, ``callback`` and ``options`` are taken as by :func:`minimize`; residuals of any shape
+    are raveled (``result.fun`` and the rows of ``result.jac`` follow that order), and ``result.x``
+    and ``result.grad`` have the form of ``x0``.
     """
     if not callable(residuals):
         raise TypeError(f"residuals must be callable, got {type(residuals).__name__}")
     if method not in ("lm", "gn"):
         raise ValueError(f"unknown least-squares method {method!r}; choose 'lm' or 'gn'")
-    r = lambda x: residuals(x, *args)  # noqa: E731
-    jacobian = (lambda x: np.asarray(jac(x, *args), dtype=float)) if callable(jac) \
-        else ad.jacobian(r)
-    return optimizers.least_squares_lm(lambda x: np.asarray(_value(r(x)), dtype=float).reshape(-1),
-                                       np.asarray(x0, dtype=float), jacobian,
-                                       callback=callback, method=method, **(options or {}))
+    call = normalize(x0, args, callback, options, optimizers.least_squares_lm, "least_squares")
+    unravel, args, n = call.unravel, call.args, call.x0.size
+
+    def flat_residuals(x):
+        return residual_vector(residuals(unravel(x), *args))
+
+    if callable(jac):
+        jacobian = lambda x: real_array(_value(jac(unravel(x), *args)),  # noqa: E731
+                                        "the value of jac").reshape(-1, n)
+    elif exact_derivatives(jac):
+        jacobian = ad.jacobian(flat_residuals)
+    else:
+        raise ValueError(f"jac must be a callable or None (exact, from autodiff); got {jac!r}")
+    result = optimizers.least_squares_lm(lambda x: np.asarray(_value(flat_residuals(x)), dtype=float),
+                                         call.x0, jacobian, callback=call.callback, method=method,
+                                         **call.options)
+    return call.finish(result, ("x", "grad"))
 
 
 def _value(x):

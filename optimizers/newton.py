@@ -54,13 +54,39 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
         raise ValueError(f"shift must be 'cholesky' or 'eigen', got {shift!r}")
     objective = Objective(fun, x0, jac, hess, hessp)
     newton_direction = _cholesky_shifted_step if shift == "cholesky" else _eigen_shifted_step
+    nonfinite = []   # points where the Hessian had NaN/inf entries
+
+    def finite_hessian(x):
+        """H(x), or None where it is not finite (no factorization can use it)."""
+        h = objective.hess(x)
+        if np.all(np.isfinite(h)):
+            return h
+        nonfinite.append(x)
+        return None
 
     def step(x, f, g):
-        p = newton_direction(objective.hess(x), g)
-        return strong_wolfe(objective, x, p, f, g, c1=c1, c2=c2), {}
+        h = finite_hessian(x)
+        if h is None:  # stop here: a failed search that found only non-finite values
+            return LineSearchResult(0.0, x, f, False, True), {}
+        return strong_wolfe(objective, x, newton_direction(h, g), f, g, c1=c1, c2=c2), {}
 
-    probe = (lambda x: _dense_curvature_probe(objective.hess(x))) if check_second_order else None
-    return _descent_loop(objective, step, probe, callback, disp, gtol, maxiter)
+    def probe(x):
+        h = finite_hessian(x)
+        return None if h is None else _dense_curvature_probe(h)
+
+    result = _descent_loop(objective, step, probe if check_second_order else None, callback, disp,
+                           gtol, maxiter)
+    if nonfinite:
+        result.message = _NONFINITE_HESSIAN[result.status]
+    return result
+
+
+_NONFINITE_HESSIAN = {
+    NONFINITE: "The Hessian is not finite at the last iterate: no Newton step can be computed; "
+               "returning the best point found.",
+    SUCCESS: "Optimization terminated successfully: gradient norm below gtol (the second-order "
+             "check was skipped: the Hessian is not finite there).",
+}
 
 
 def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,

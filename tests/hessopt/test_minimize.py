@@ -127,10 +127,17 @@ def test_callback_sees_each_iterate_and_can_stop_the_run():
 
 
 def test_pytree_callback_gets_the_structure():
-    shapes = []
+    shapes = []   # scipy's old-style callback(xk): the iterate itself
     hessopt.minimize(lambda p: np.sum((p["a"] - 1) ** 2), {"a": np.zeros(3)},
-                     callback=lambda r: shapes.append(r.x["a"].shape))
+                     callback=lambda xk: shapes.append(xk["a"].shape))
     assert shapes and all(shape == (3,) for shape in shapes)
+    results = []
+
+    def callback(intermediate_result):
+        results.append((intermediate_result.x["a"].shape, intermediate_result.jac["a"].shape))
+
+    hessopt.minimize(lambda p: np.sum((p["a"] - 1) ** 2), {"a": np.zeros(3)}, callback=callback)
+    assert results and all(shapes == ((3,), (3,)) for shapes in results)
 
 
 def test_maxiter_returns_status_1_with_the_best_point():
