@@ -90,7 +90,10 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     parameter is named ``intermediate_result`` the OptimizeResult (scipy's rule). Options: each
     method's own and scipy's names for its counterpart (those without effect here are listed in
     README "scipy habits"); ``return_all`` gives ``result.allvecs``; unknown options warn and are
-    ignored, as in scipy. The result has scipy's fields plus ``history``.
+    ignored, as in scipy. The result has scipy's fields plus ``history``, column-wise
+    (``optimizers.History``): ``history["f"]``, ``["gnorm"]``, the cumulative ``["nfev"]``,
+    ``["njev"]``, ``["nhev"]``, the method's own columns, and ``["x"]``, the iterates as flat
+    vectors (a pytree x0 in ``ad.ravel`` order), unless ``options={"keep_iterates": False}``.
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")

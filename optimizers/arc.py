@@ -17,7 +17,7 @@ from scipy.optimize import OptimizeResult
 
 from .objective import Objective
 from .subproblems import LanczosCubic, SubproblemSolution
-from .trust_region import default_maxiter, model_builders, trust_region_loop
+from .trust_region import default_maxiter, model_builder, trust_region_loop
 
 
 class SigmaControl:
@@ -42,7 +42,7 @@ def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
                  hessp: Callable | None = None, callback: Callable | None = None, *,
                  gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
                  initial_sigma: float | None = None, min_sigma: float = 1e-8, eta: float = 0.1,
-                 check_second_order: bool = True) -> OptimizeResult:
+                 check_second_order: bool = True, keep_iterates: bool = True) -> OptimizeResult:
     """Minimize with adaptive cubic regularization (Cartis, Gould & Toint 2011), Hessian-vector
     products only.
 
@@ -69,6 +69,8 @@ def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     check_second_order
         At a first-order point, look for negative curvature with a few Lanczos steps; if found,
         keep iterating along it and report status 5 only if that fails.
+    keep_iterates
+        Keep the iterates in ``history["x"]``.
 
     Returns
     -------
@@ -82,8 +84,8 @@ def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     gnorm = float(np.linalg.norm(objective.grad(x0)))
     length = min(gnorm, max(1.0, float(np.linalg.norm(x0)))) or 1.0
     control = SigmaControl(initial_sigma or max(gnorm / length ** 2, min_sigma), min_sigma)
-    make_model, curvature = model_builders(objective, LanczosCubic, dense=False)
-    return trust_region_loop(objective, make_model, control,
-                             curvature=curvature if check_second_order else None, gtol=gtol,
+    make_model = model_builder(objective, LanczosCubic, dense=False)
+    curvature = objective.curvature_probe(dense=False) if check_second_order else None
+    return trust_region_loop(objective, make_model, control, curvature=curvature, gtol=gtol,
                              maxiter=maxiter or default_maxiter(x0.size), eta=eta,
-                             callback=callback, disp=disp)
+                             callback=callback, disp=disp, keep_iterates=keep_iterates)

@@ -18,26 +18,35 @@ import scipy.linalg
 from scipy.optimize import OptimizeResult
 
 from .linesearch import backtracking
-from .objective import (CALLBACK_STOP, MAXITER, NONFINITE, PRECISION_LOSS, SUCCESS, Monitor,
-                        Objective, make_result)
+from .objective import MESSAGES, Monitor, Objective, Status, final_point
+
+# A Levenberg-Marquardt trial step is taken when its gain ratio exceeds this (Nielsen 1999 takes
+# any decrease, rho > 0; a small positive margin keeps steps that gain only rounding out).
+LM_ACCEPT_RATIO = 1e-4
 
 
 class _Residuals:
-    """Counted r(x) and J(x), each cached at the last point, so the cost 0.5 ||r||^2 and its
-    gradient J^T r at one x cost one residual and one Jacobian evaluation."""
+    """Counted r(x) and J(x), so the cost 0.5 ||r||^2 and its gradient J^T r at one x cost one
+    residual and one Jacobian evaluation: J is cached at the last point, r at the last two (the
+    current iterate and a trial point), so reporting r at the iterate after a rejected trial
+    costs nothing."""
 
     def __init__(self, residuals: Callable, jac: Callable):
         if not callable(residuals) or not callable(jac):
             raise TypeError("residuals and jac must be callables")
         self._residuals, self._jac = residuals, jac
         self.nfev = self.njev = 0
-        self._rx = self._r = self._jx = self._j = None
+        self._recent: list[tuple[np.ndarray, np.ndarray]] = []   # (x, r(x)), newest first
+        self._jx = self._j = None
 
     def residuals(self, x: np.ndarray) -> np.ndarray:
-        if self._rx is None or not np.array_equal(x, self._rx):
-            self.nfev += 1
-            self._rx, self._r = x.copy(), np.atleast_1d(np.asarray(self._residuals(x), float))
-        return self._r
+        for point, r in self._recent:
+            if np.array_equal(x, point):
+                return r
+        self.nfev += 1
+        r = np.atleast_1d(np.asarray(self._residuals(x), dtype=float))
+        self._recent = [(x.copy(), r), *self._recent[:1]]
+        return r
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
         if self._jx is None or not np.array_equal(x, self._jx):
@@ -49,6 +58,10 @@ class _Residuals:
             self._jx, self._j = x.copy(), j
         return self._j
 
+    def counts(self) -> dict:
+        """The evaluations so far."""
+        return {"nfev": self.nfev, "njev": self.njev}
+
     def cost(self, x: np.ndarray) -> float:
         r = self.residuals(x)
         return 0.5 * float(r @ r)
@@ -57,10 +70,15 @@ class _Residuals:
         return self.jacobian(x).T @ self.residuals(x)
 
 
+def default_maxiter(n: int) -> int:
+    """Iterations: 100 (n + 1), MINPACK's default for lmder (and scipy's for method 'lm')."""
+    return 100 * (n + 1)
+
+
 def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable | None = None, *,
                      method: str = "lm", gtol: float = 1e-8, ftol: float = 1e-10,
                      xtol: float = 1e-10, maxiter: int | None = None, disp: bool = False,
-                     damping: float = 1e-3) -> OptimizeResult:
+                     damping: float = 1e-3, keep_iterates: bool = True) -> OptimizeResult:
     """Minimize 0.5 ||r(x)||^2 given ``residuals(x)`` (shape (m,)) and ``jac(x)`` (shape (m, n)).
 
     ``method="gn"``: Gauss-Newton steps p = argmin ||J p + r|| (minimum norm when J is rank
@@ -69,99 +87,138 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     the augmented system [J; sqrt(lambda) D] p = [-r; 0]. D holds the largest column norms of J
     seen so far (Moré 1978), which makes the method invariant to the scaling of x; lambda (first
     ``damping``) moves with the ratio rho of actual to predicted reduction as a trust radius would
-    (Nielsen 1999): x max(1/3, 1 - (2 rho - 1)^3) after a successful step, x2, x4, ... after
-    rejected ones.
+    (:class:`NielsenDamping`).
 
     Stops with status 0 when ||J^T r||_inf <= gtol, when a step reduces the cost by less than
     ``ftol`` relative (actual and predicted), or when it moves x by less than ``xtol`` relative; the
     message says which. Returns x, cost, fun (the residuals), jac (the Jacobian), grad, nfev, njev,
-    nit, status, success, message and history (f = cost, gnorm, step, and lambda for LM).
+    nit, status, success, message and history, a column-wise
+    :class:`~optimizers.history.History` (f = cost, gnorm, step, lambda for LM, the cumulative
+    nfev and njev of residuals and Jacobians, and the iterates x unless ``keep_iterates`` is
+    False).
     """
     if method not in ("lm", "gn"):
         raise ValueError(f"method must be 'lm' or 'gn', got {method!r}")
     counted = _Residuals(residuals, jac)
     objective = Objective(counted.cost, x0, counted.gradient)
     x = objective.x0
-    maxiter = 100 * (x.size + 1) if maxiter is None else maxiter
-    monitor = Monitor(callback, disp)
-    state = {"lambda": damping, "nu": 2.0, "scale": np.ones(x.size) if method == "gn"
-             else np.zeros(x.size)}
-    step = _lm_step if method == "lm" else _gauss_newton_step
-    damping_of = (lambda: {"lambda": state["lambda"]}) if method == "lm" else dict
+    maxiter = default_maxiter(x.size) if maxiter is None else maxiter
+    monitor = Monitor(counted.counts, callback, disp, keep_iterates)
+    step = _LevenbergMarquardtStep(x.size, damping) if method == "lm" else _GaussNewtonStep(x.size)
     cost, g = objective.fun(x), objective.grad(x)
     nit, status, message = 0, None, None
-    if monitor.record(0, x, cost, g, step=0.0, **damping_of()):
-        status = CALLBACK_STOP
+    if monitor.record(0, x, cost, g, step=0.0, **step.fields()):
+        status = Status.CALLBACK_STOP
     while status is None:
         if np.linalg.norm(g, np.inf) <= gtol:
-            status, message = SUCCESS, "Gradient norm ||J^T r||_inf below gtol."
+            status, message = Status.SUCCESS, "Gradient norm ||J^T r||_inf below gtol."
             break
         if nit >= maxiter:
-            status = MAXITER
+            status = Status.MAXITER
             break
         nit += 1
-        used = damping_of()
-        x_new, cost_new, predicted, failure = step(objective, counted, x, cost, g, state)
+        used = step.fields()
+        x_new, cost_new, predicted, failure = step(objective, counted, x, cost, g)
         if failure is not None:
             status = failure
             break
         moved = size = reduction = 0.0
         if cost_new < cost:
-            moved = float(np.linalg.norm(state["scale"] * (x_new - x)))
-            size = float(np.linalg.norm(state["scale"] * x))
+            moved = float(np.linalg.norm(step.scale * (x_new - x)))
+            size = float(np.linalg.norm(step.scale * x))
             reduction, cost_old = cost - cost_new, cost
             x, cost, g = x_new, cost_new, objective.grad(x_new)
         if monitor.record(nit, x, cost, g, step=moved, **used):
-            status = CALLBACK_STOP
+            status = Status.CALLBACK_STOP
         elif reduction > 0 and max(reduction, predicted) <= ftol * cost_old:
-            status, message = SUCCESS, "Relative reduction of the cost below ftol."
+            status, message = Status.SUCCESS, "Relative reduction of the cost below ftol."
         elif reduction > 0 and moved <= xtol * (size + xtol):
-            status, message = SUCCESS, "Relative step size below xtol."
-    result = make_result(objective, x, status, nit, monitor.history, message)
-    result.cost, result.fun = result.fun, counted.residuals(result.x)
-    result.grad, result.jac = result.jac, counted.jacobian(result.x)
-    result.nfev, result.njev = counted.nfev, counted.njev
-    del result["nhev"]
-    return result
+            status, message = Status.SUCCESS, "Relative step size below xtol."
+    x, cost, g = final_point(objective, x, cost, g, status)
+    return OptimizeResult(x=x, cost=cost, fun=counted.residuals(x), jac=counted.jacobian(x),
+                          grad=g, nit=nit, nfev=counted.nfev, njev=counted.njev, status=status,
+                          success=status == Status.SUCCESS,
+                          message=message or MESSAGES[status], history=monitor.history)
 
 
-def _gauss_newton_step(objective: Objective, counted: _Residuals, x: np.ndarray, cost: float,
-                       g: np.ndarray, state: dict):
-    """Gauss-Newton direction (least-squares solution of J p = -r) and a backtracking search.
-    Returns (x_new, cost_new, predicted reduction, failure status or None)."""
-    jacobian = counted.jacobian(x)
-    p = scipy.linalg.lstsq(jacobian, -counted.residuals(x))[0]
-    search = backtracking(objective, x, p, cost, g)
-    if not search.success:
-        return x, cost, 0.0, NONFINITE if search.nonfinite else PRECISION_LOSS
-    jp = search.step * (jacobian @ p)
-    predicted = -(search.step * (g @ p) + 0.5 * (jp @ jp))
-    return search.x, search.f, predicted, None
+class NielsenDamping:
+    """The Levenberg-Marquardt damping lambda, moved with the gain ratio rho as a trust radius
+    would (Nielsen 1999): x max(1/3, 1 - (2 rho - 1)^3) after a successful step, x nu after a
+    failed one, with nu = 2, 4, 8, ... over successive failures."""
+
+    name = "lambda"
+
+    def __init__(self, value: float):
+        if not value > 0:
+            raise ValueError(f"damping must be positive, got {value}")
+        self.value, self.nu = float(value), 2.0
+
+    def update(self, rho: float) -> bool:
+        """Update lambda from rho; True when the step is accepted (rho > LM_ACCEPT_RATIO)."""
+        if rho > LM_ACCEPT_RATIO:
+            self.value *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+            self.nu = 2.0
+            return True
+        self.value *= self.nu
+        self.nu *= 2.0
+        return False
 
 
-def _lm_step(objective: Objective, counted: _Residuals, x: np.ndarray, cost: float,
-             g: np.ndarray, state: dict):
+class _GaussNewtonStep:
+    """Gauss-Newton direction (least-squares solution of J p = -r) and a backtracking search."""
+
+    def __init__(self, n: int):
+        self.scale = np.ones(n)   # x is measured unscaled
+
+    def fields(self) -> dict:
+        """The step's own history fields: none."""
+        return {}
+
+    def __call__(self, objective: Objective, counted: _Residuals, x: np.ndarray, cost: float,
+                 g: np.ndarray):
+        """Returns (x_new, cost_new, predicted reduction, failure status or None)."""
+        jacobian = counted.jacobian(x)
+        p = scipy.linalg.lstsq(jacobian, -counted.residuals(x))[0]
+        search = backtracking(objective, x, p, cost, g)
+        if not search.success:
+            return x, cost, 0.0, Status.NONFINITE if search.nonfinite else Status.PRECISION_LOSS
+        jp = search.step * (jacobian @ p)
+        predicted = -(search.step * (g @ p) + 0.5 * (jp @ jp))
+        return search.x, search.f, predicted, None
+
+
+class _LevenbergMarquardtStep:
     """One Levenberg-Marquardt trial: solve the damped, scaled augmented system, compare actual
     with predicted reduction, update lambda. A NaN/inf trial counts as a failed one (lambda grows,
-    the next step is shorter). Returns (x_new, cost_new, predicted reduction, failure or None)."""
-    jacobian, r = counted.jacobian(x), counted.residuals(x)
-    state["scale"] = np.maximum(state["scale"], np.linalg.norm(jacobian, axis=0))
-    scale = np.where(state["scale"] > 0, state["scale"], 1.0)
-    augmented = np.vstack([jacobian, np.sqrt(state["lambda"]) * np.diag(scale)])
-    p = scipy.linalg.lstsq(augmented, np.concatenate([-r, np.zeros(x.size)]))[0]
-    x_new = x + p
-    if np.array_equal(x_new, x):
-        return x, cost, 0.0, PRECISION_LOSS
-    jp = jacobian @ p
-    predicted = -(g @ p + 0.5 * (jp @ jp))
-    cost_new = objective.fun(x_new)
-    rho = (cost - cost_new) / predicted if np.isfinite(cost_new) and predicted > 0 else -np.inf
-    if rho > 1e-4:
-        state["lambda"] *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
-        state["nu"] = 2.0
-        return x_new, cost_new, predicted, None
-    state["lambda"] *= state["nu"]
-    state["nu"] *= 2.0
-    if not np.isfinite(state["lambda"]):
-        return x, cost, 0.0, NONFINITE if not np.isfinite(cost_new) else PRECISION_LOSS
-    return x, np.inf, predicted, None
+    the next step is shorter)."""
+
+    def __init__(self, n: int, damping: float):
+        self.lam = NielsenDamping(damping)
+        self.scale = np.zeros(n)   # Moré's D: the largest column norms of J seen so far
+
+    def fields(self) -> dict:
+        """The step's own history fields: the damping the next trial uses."""
+        return {self.lam.name: self.lam.value}
+
+    def __call__(self, objective: Objective, counted: _Residuals, x: np.ndarray, cost: float,
+                 g: np.ndarray):
+        """Returns (x_new, cost_new, predicted reduction, failure status or None); a rejected
+        trial returns x with cost_new = inf."""
+        jacobian, r = counted.jacobian(x), counted.residuals(x)
+        self.scale = np.maximum(self.scale, np.linalg.norm(jacobian, axis=0))
+        scale = np.where(self.scale > 0, self.scale, 1.0)
+        augmented = np.vstack([jacobian, np.sqrt(self.lam.value) * np.diag(scale)])
+        p = scipy.linalg.lstsq(augmented, np.concatenate([-r, np.zeros(x.size)]))[0]
+        x_new = x + p
+        if np.array_equal(x_new, x):
+            return x, cost, 0.0, Status.PRECISION_LOSS
+        jp = jacobian @ p
+        predicted = -(g @ p + 0.5 * (jp @ jp))
+        cost_new = objective.fun(x_new)
+        rho = (cost - cost_new) / predicted if np.isfinite(cost_new) and predicted > 0 else -np.inf
+        if self.lam.update(rho):
+            return x_new, cost_new, predicted, None
+        if not np.isfinite(self.lam.value):
+            failure = Status.NONFINITE if not np.isfinite(cost_new) else Status.PRECISION_LOSS
+            return x, cost, 0.0, failure
+        return x, np.inf, predicted, None

@@ -6,26 +6,36 @@ It also remembers the best finite point seen, so a run that fails still returns 
 """
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Callable
 
 import numpy as np
 from scipy.optimize import OptimizeResult
 
-# Status codes keep scipy's meaning where scipy has one.
-SUCCESS = 0
-MAXITER = 1
-PRECISION_LOSS = 2      # no further progress possible at working precision
-NONFINITE = 3           # f or g became NaN/inf and recovery failed
-NOT_A_MINIMUM = 5       # stationary point with negative curvature (saddle or maximum)
-CALLBACK_STOP = 99      # callback raised StopIteration (scipy's code)
+from .history import History
+from .krylov import CURVATURE_PROBE_STEPS, dense_leftmost_curvature, leftmost_curvature
+
+
+class Status(IntEnum):
+    """Why a run stopped; the integers keep scipy's meaning where scipy has one (an IntEnum, so
+    ``result.status == 99`` holds as in scipy)."""
+    SUCCESS = 0
+    MAXITER = 1
+    PRECISION_LOSS = 2      # no further progress possible at working precision
+    NONFINITE = 3           # f or g became NaN/inf and recovery failed
+    NOT_A_MINIMUM = 5       # stationary point with negative curvature (saddle or maximum)
+    CALLBACK_STOP = 99      # callback raised StopIteration (scipy's code)
+
 
 MESSAGES = {
-    SUCCESS: "Optimization terminated successfully: gradient norm below gtol.",
-    MAXITER: "Maximum number of iterations reached.",
-    PRECISION_LOSS: "Desired accuracy not reached: no further progress at working precision.",
-    NONFINITE: "Objective or gradient became non-finite and could not be recovered.",
-    NOT_A_MINIMUM: "Stopped at a stationary point with negative curvature (saddle point or maximum).",
-    CALLBACK_STOP: "`callback` raised `StopIteration`.",
+    Status.SUCCESS: "Optimization terminated successfully: gradient norm below gtol.",
+    Status.MAXITER: "Maximum number of iterations reached.",
+    Status.PRECISION_LOSS: "Desired accuracy not reached: no further progress at working "
+                           "precision.",
+    Status.NONFINITE: "Objective or gradient became non-finite and could not be recovered.",
+    Status.NOT_A_MINIMUM: "Stopped at a stationary point with negative curvature (saddle point or "
+                          "maximum).",
+    Status.CALLBACK_STOP: "`callback` raised `StopIteration`.",
 }
 
 
@@ -57,6 +67,10 @@ class Objective:
         f0 = self.fun(x0)
         if not np.isfinite(f0):
             raise ValueError(f"objective is not finite at x0 (f(x0) = {f0})")
+
+    def counts(self) -> dict:
+        """The evaluations so far."""
+        return {"nfev": self.nfev, "njev": self.njev, "nhev": self.nhev}
 
     @property
     def has_hessian(self) -> bool:
@@ -118,29 +132,50 @@ class Objective:
             return np.asarray(self._hessp(x, p), dtype=float).reshape(-1)
         return self.hess(x) @ p
 
+    def curvature_probe(self, dense: bool) -> Callable:
+        """The second-order check's estimate of the leftmost curvature of H(x), ``x -> (theta, u,
+        scale)``: from the dense Hessian's eigendecomposition (``dense``), or from
+        ``CURVATURE_PROBE_STEPS`` Lanczos steps with Hessian-vector products."""
+        if dense:
+            return lambda x: dense_leftmost_curvature(self.hess(x))
+        return lambda x: leftmost_curvature(lambda v: self.hessp(x, v), x.size,
+                                            CURVATURE_PROBE_STEPS)
 
-def make_result(objective: Objective, x: np.ndarray, status: int, nit: int,
-                history: list | None = None, message: str | None = None) -> OptimizeResult:
-    """An OptimizeResult at ``x`` (or at the best point seen, when that is better and finite)."""
-    f = objective.fun(x)
-    if status != SUCCESS and not f <= objective.best_f:
+
+def final_point(objective: Objective, x: np.ndarray, f: float, g: np.ndarray,
+                status: Status) -> tuple[np.ndarray, float, np.ndarray]:
+    """``(x, f, g)`` to report: the last iterate, or the best point seen when the run failed and
+    that is better (and finite; its gradient is then evaluated)."""
+    if status != Status.SUCCESS and objective.best_f < f:
         x, f = objective.best_x, objective.best_f
-    g = objective.grad(x)
+        g = objective.grad(x)
+    return x, f, g
+
+
+def make_result(objective: Objective, x: np.ndarray, f: float, g: np.ndarray, status: Status,
+                nit: int, history: History, message: str | None = None) -> OptimizeResult:
+    """The OptimizeResult of a minimization stopped at ``x`` (see :func:`final_point`), with the
+    status's message unless ``message`` says more."""
+    x, f, g = final_point(objective, x, f, g, status)
     return OptimizeResult(x=x, fun=f, jac=g, nit=nit, nfev=objective.nfev, njev=objective.njev,
-                          nhev=objective.nhev, status=status, success=status == SUCCESS,
-                          message=message or MESSAGES[status], history=history or [])
+                          nhev=objective.nhev, status=status, success=status == Status.SUCCESS,
+                          message=message or MESSAGES[status], history=history)
 
 
 class Monitor:
-    """Per-iteration bookkeeping: history, the optional iteration table and the user callback."""
+    """Per-iteration bookkeeping: the history (with the evaluation ``counts()`` so far at each
+    record, and the iterates unless ``keep_iterates`` is False), the optional iteration table and
+    the user callback."""
 
-    def __init__(self, callback: Callable | None = None, disp: bool = False):
-        self.callback, self.disp, self.history = callback, disp, []
+    def __init__(self, counts: Callable[[], dict], callback: Callable | None = None,
+                 disp: bool = False, keep_iterates: bool = True):
+        self.counts, self.callback, self.disp = counts, callback, disp
+        self.history = History(keep_iterates)
 
     def record(self, nit: int, x: np.ndarray, f: float, g: np.ndarray, **extra) -> bool:
         """Log one iteration; returns True when the callback asks the run to stop."""
         entry = {"nit": nit, "f": f, "gnorm": float(np.linalg.norm(g, np.inf)), **extra}
-        self.history.append(entry)
+        self.history.append(entry, self.counts(), x)
         if self.disp:
             if nit == 0:
                 print(" ".join(f"{k:>12}" for k in entry))

@@ -33,7 +33,15 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh, eigh_tridiagonal
 from scipy.linalg.lapack import dpttrf, dpttrs
 
-EPS = np.finfo(float).eps
+from .krylov import (EPS, ESCAPE_CURVATURE_MARGIN, RITZ_RESIDUAL, TRUST_REGION_CG_MARGIN, CGStep,
+                     ConjugateGradient, Lanczos, forcing_term, leftmost_curvature,
+                     negative_curvature, norm, steihaug_maxiter)
+
+# The hard case's extra shift of H - lam1 I, relative to max(1, |lam1|): from sqrt(eps), which
+# perturbs the step at the level of its rounding, up by factors of 10 while the factorization
+# fails, to 1e-2, beyond which the shift would change the step itself.
+HARD_CASE_SHIFT, HARD_CASE_MAX_SHIFT = np.sqrt(EPS), 1e-2
+BOUNDARY_RTOL = 1e-12   # a step this close to the radius (relative) lies on the boundary
 
 
 class SubproblemSolution(NamedTuple):
@@ -51,95 +59,8 @@ def boundary_steps(p: np.ndarray, d: np.ndarray, radius: float) -> tuple[float, 
     q = -0.5 * (b + np.copysign(root, b))  # no cancellation between b and the root
     if q == 0.0:  # p = 0 on a zero radius
         return 0.0, 0.0
-    return tuple(sorted((q / a, c / q)))
-
-
-def _norm(v: np.ndarray) -> float:
-    """Euclidean norm, without np.linalg.norm's overhead (it dominates at Lanczos sizes)."""
-    return float(np.sqrt(v @ v))
-
-
-def forcing_term(gnorm: float) -> float:
-    """Relative residual at which an inexact Newton step is good enough: ``min(0.5, sqrt(||g||))``
-    gives superlinear convergence (N&W Thm 7.2; Dembo, Eisenstat & Steihaug 1982)."""
-    return min(0.5, np.sqrt(gnorm))
-
-
-# --- Lanczos ---------------------------------------------------------------------------------
-
-class Lanczos:
-    """Lanczos tridiagonalization of a symmetric operator, grown one vector at a time.
-
-    After k steps ``Q_k^T H Q_k = T_k`` (diagonal ``diagonal``, off-diagonal ``offdiagonal``) and
-    ``H Q_k = Q_k T_k + next_beta q_{k+1} e_k^T``. The basis is stored (O(n k) memory) and each new
-    vector, after the three-term recurrence, is reorthogonalized against all of it, so T_k stays
-    faithful in floating point.
-    """
-
-    def __init__(self, hessp: Callable[[np.ndarray], np.ndarray], start: np.ndarray):
-        self._hessp = hessp
-        self._basis = np.empty((min(start.size, 8), start.size))
-        self._basis[0] = start / _norm(start)
-        self._alpha: list[float] = []
-        self._beta: list[float] = []
-        self.exhausted = False  # the Krylov space is invariant under H: T_k is exact
-
-    @property
-    def size(self) -> int:
-        return len(self._alpha)
-
-    @property
-    def diagonal(self) -> np.ndarray:
-        return np.array(self._alpha)
-
-    @property
-    def offdiagonal(self) -> np.ndarray:
-        return np.array(self._beta[:-1])
-
-    @property
-    def next_beta(self) -> float:
-        """Coupling of the Krylov space to the rest: the residual of a Ritz/Galerkin solution."""
-        return 0.0 if self.exhausted else self._beta[-1]
-
-    def extend(self) -> None:
-        k = self.size
-        q = self._basis[k]
-        w = self._hessp(q)
-        scale = _norm(w)
-        alpha = float(q @ w)
-        self._alpha.append(alpha)
-        w = w - alpha * q if k == 0 else w - alpha * q - self._beta[-1] * self._basis[k - 1]
-        basis = self._basis[:k + 1]
-        w = w - (basis @ w) @ basis  # full reorthogonalization after the three-term recurrence
-        beta = _norm(w)
-        self._beta.append(beta)
-        if beta <= 1e3 * EPS * scale or k + 1 == q.size:
-            self.exhausted = True
-            return
-        if k + 1 == len(self._basis):
-            self._basis = np.concatenate((self._basis, np.empty_like(self._basis)))[:q.size]
-        self._basis[k + 1] = w / beta
-
-    def combine(self, h: np.ndarray) -> np.ndarray:
-        """The vector ``Q_k h`` of the Krylov space."""
-        return h @ self._basis[:h.size]
-
-
-def leftmost_curvature(hessp: Callable, n: int, maxiter: int,
-                       seed: int = 0) -> tuple[float, np.ndarray, float]:
-    """Estimate the leftmost eigenpair of H by Lanczos from a random start.
-
-    Returns the smallest Ritz value, its unit Ritz vector ``u`` (``u^T H u`` equals that value) and
-    the largest Ritz magnitude as a scale. Stops early at a well-converged negative Ritz value.
-    """
-    lanczos = Lanczos(hessp, np.random.default_rng(seed).standard_normal(n))
-    while True:
-        lanczos.extend()
-        values, vectors = eigh_tridiagonal(lanczos.diagonal, lanczos.offdiagonal)
-        theta, y = values[0], vectors[:, 0]
-        converged = theta < 0 and lanczos.next_beta * abs(y[-1]) <= 0.1 * abs(theta)
-        if converged or lanczos.exhausted or lanczos.size >= maxiter:
-            return float(theta), lanczos.combine(y), float(np.abs(values).max())
+    roots = q / a, c / q
+    return min(roots), max(roots)
 
 
 # --- the secular equation, shared by the dense and the tridiagonal subproblems ---------------
@@ -243,14 +164,14 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
         solve = shifts.factor(0.0)
         if solve is not None:
             p = -solve(g)
-            if _norm(p) <= radius:
+            if norm(p) <= radius:
                 return p, 0.0
     if not shifts.finite:
         return np.full_like(g, np.nan), np.nan
-    gnorm = _norm(g)
+    gnorm = norm(g)
     if gnorm == 0.0:  # only curvature can decrease the model
         lam1, u = shifts.leftmost_eigenpair
-        if lam1 < -10 * EPS * shifts.norm_bound:
+        if negative_curvature(lam1, shifts.norm_bound, ESCAPE_CURVATURE_MARGIN):
             return target(-lam1) * u, -lam1
         return np.zeros_like(g), 0.0
 
@@ -269,7 +190,7 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
             lam = _between(lo, hi)
             continue
         p = -solve(g)
-        pnorm, r = _norm(p), target(lam)
+        pnorm, r = norm(p), target(lam)
         last = p * min(1.0, r / pnorm), lam
         if abs(pnorm - r) <= rtol * r:
             return p, lam
@@ -302,11 +223,12 @@ def _hard_case(shifts, g, lam1, u, target, rtol):
     ``(H - lam1 I) p = -g`` on the complement of u. p is computed with a tiny extra shift so the
     factorization exists, and the u components that shift would amplify are projected out.
     """
-    if lam1 >= 0.0 or abs(u @ g) > rtol * _norm(g):
+    if lam1 >= 0.0 or abs(u @ g) > rtol * norm(g):
         return None
-    lam, shift = -lam1, np.sqrt(EPS) * max(1.0, -lam1)
+    lam, unit = -lam1, max(1.0, -lam1)
+    shift = HARD_CASE_SHIFT * unit
     solve = shifts.factor(lam + shift)
-    while solve is None and shift < 1e-2 * max(1.0, -lam1):
+    while solve is None and shift < HARD_CASE_MAX_SHIFT * unit:
         shift *= 10.0
         solve = shifts.factor(lam + shift)
     if solve is None:
@@ -314,7 +236,7 @@ def _hard_case(shifts, g, lam1, u, target, rtol):
     p = -solve(g - (u @ g) * u)
     p -= (u @ p) * u
     r = target(lam)
-    if _norm(p) >= r:
+    if norm(p) >= r:
         return None
     tau_minus, tau_plus = boundary_steps(p, u, r)
     # with H u = lam1 u and p orthogonal to u, the model changes by tau g^T u + tau^2 lam1 / 2
@@ -323,80 +245,54 @@ def _hard_case(shifts, g, lam1, u, target, rtol):
 
 # --- the solvers -----------------------------------------------------------------------------
 
-class _Segment(NamedTuple):
-    """One CG segment ``start + tau direction``, 0 <= tau <= length, and the model along it."""
-    start: np.ndarray
-    direction: np.ndarray
-    value: float        # m(start)
-    slope: float        # grad m(start)^T direction
-    curvature: float    # direction^T H direction
-    length: float       # CG step length (inf under nonpositive curvature)
-    end_norm: float
-
-    def model(self, tau: float) -> float:
-        return self.value + tau * self.slope + 0.5 * tau * tau * self.curvature
-
-
 class SteihaugCG:
     """Steihaug-Toint truncated conjugate gradients (Steihaug 1983; N&W Alg. 7.2).
 
-    CG on ``H p = -g`` from p = 0, with Hessian-vector products only. It stops where the path
-    leaves the region, follows a direction of nonpositive curvature to the boundary (the root with
-    the lower model value), or stops inside once ``||r|| <= min(0.5, sqrt(||g||)) ||g||`` (forcing
-    term for superlinear convergence; ``rtol`` replaces the factor) or after ``maxiter`` (default
-    2n) steps. The CG path does not depend on the radius, so it is kept and a smaller radius is
-    answered from it without new products. When g = 0 the path is the leftmost Lanczos direction
-    from a random start, so a saddle point is left along negative curvature.
+    CG on ``H p = -g`` from p = 0 (:class:`~optimizers.krylov.ConjugateGradient`), with
+    Hessian-vector products only. It stops where the path leaves the region, follows a direction
+    of non-positive curvature to the boundary (the root with the lower model value), or stops
+    inside once ``||r|| <= min(0.25, sqrt(||g||)) ||g||`` (the forcing term; ``rtol`` replaces the
+    factor) or after ``maxiter`` steps (default :func:`steihaug_maxiter`). The CG path does not
+    depend on the radius, so it is kept and a smaller radius is answered from it without new
+    products. When g = 0 the path is the leftmost Lanczos direction from a random start, so a
+    saddle point is left along negative curvature.
     """
 
     def __init__(self, g: np.ndarray, hessp: Callable, rtol: float | None = None,
                  maxiter: int | None = None):
-        self._hessp = hessp
-        gnorm = _norm(g)
+        gnorm = norm(g)
         self._tol = (forcing_term(gnorm) if rtol is None else rtol) * gnorm
-        self._maxiter = 2 * g.size if maxiter is None else maxiter
-        self._path: list[_Segment] = []
+        self._maxiter = steihaug_maxiter(g.size) if maxiter is None else maxiter
+        self._cg = ConjugateGradient(hessp, g, curvature_margin=TRUST_REGION_CG_MARGIN)
+        self._path: list[CGStep] = []
         self._end: tuple[np.ndarray, float] | None = None  # interior point where CG stopped
-        self._z, self._r, self._d, self._value = np.zeros_like(g), g, -g, 0.0
         if gnorm == 0.0:
-            self._start_along_curvature()
+            self._start_along_curvature(hessp, g.size)
 
-    def _start_along_curvature(self) -> None:
-        theta, u, scale = leftmost_curvature(self._hessp, self._z.size, self._z.size)
-        if theta < -10 * EPS * scale:
-            self._path.append(_Segment(self._z, u, 0.0, 0.0, theta, np.inf, np.inf))
-        self._end = (self._z, 0.0)
+    def _start_along_curvature(self, hessp: Callable, n: int) -> None:
+        theta, u, scale = leftmost_curvature(hessp, n, n)
+        origin = np.zeros(n)
+        if negative_curvature(theta, scale, ESCAPE_CURVATURE_MARGIN):
+            self._path.append(CGStep(origin, u, 0.0, 0.0, theta, np.inf, np.inf))
+        self._end = (origin, 0.0)
 
     def _segments(self):
         yield from self._path
+        cg = self._cg
         while self._end is None:
-            segment = self._cg_step()
+            segment = cg.step()
             self._path.append(segment)
+            if (cg.negative_curvature or np.sqrt(cg.rr) <= self._tol
+                    or cg.iterations >= self._maxiter):
+                self._end = (cg.p, cg.value)
             yield segment
-
-    def _cg_step(self) -> _Segment:
-        z, r, d = self._z, self._r, self._d
-        hd = self._hessp(d)
-        curvature, slope, rr = float(d @ hd), float(r @ d), float(r @ r)
-        if not curvature > 0:  # the segment leaves the region (NaN products give a NaN step)
-            self._end = (z, self._value)
-            return _Segment(z, d, self._value, slope, curvature, np.inf, np.inf)
-        alpha = rr / curvature
-        z_next = z + alpha * d
-        segment = _Segment(z, d, self._value, slope, curvature, alpha, _norm(z_next))
-        self._z, self._r, self._value = z_next, r + alpha * hd, segment.model(alpha)
-        rr_next = float(self._r @ self._r)
-        if np.sqrt(rr_next) <= self._tol or len(self._path) + 1 >= self._maxiter:
-            self._end = (z_next, self._value)
-        self._d = -self._r + (rr_next / rr) * d
-        return segment
 
     def solve(self, radius: float) -> SubproblemSolution:
         for segment in self._segments():
-            if not segment.curvature > 0:
+            if segment.length == np.inf:
                 taus = boundary_steps(segment.start, segment.direction, radius)
                 tau = min(taus, key=segment.model)
-            elif segment.end_norm >= radius:
+            elif not segment.end_norm < radius:  # leaves the region (NaN products: a NaN step)
                 tau = boundary_steps(segment.start, segment.direction, radius)[1]
             else:
                 continue
@@ -411,18 +307,18 @@ class _LanczosSubproblem:
 
     The subproblem is solved on ``T_k`` in the Krylov space ``K_k(H, g)`` (from a random vector
     when g = 0) and the space is grown until the residual of the full problem,
-    ``||(H + lam I) p + g|| = next_beta |h_k|``, is at most ``min(0.5, sqrt(||g||)) ||g||``
+    ``||(H + lam I) p + g|| = next_beta |h_k|``, is at most ``min(0.25, sqrt(||g||)) ||g||``
     (with g = 0: at most ``0.1 lam ||p||``), or the space is invariant. ``rtol`` replaces that
     forcing factor.
     """
 
     def __init__(self, g: np.ndarray, hessp: Callable, rtol: float | None = None,
                  maxiter: int | None = None, seed: int = 0):
-        self.gnorm = _norm(g)
+        self.gnorm = norm(g)
         start = g if self.gnorm > 0 else np.random.default_rng(seed).standard_normal(g.size)
         self.lanczos = Lanczos(hessp, start)
         if rtol is None:
-            rtol = forcing_term(self.gnorm) if self.gnorm > 0 else 0.1
+            rtol = forcing_term(self.gnorm) if self.gnorm > 0 else RITZ_RESIDUAL
         self._forcing = rtol
         self._maxiter = g.size if maxiter is None else min(maxiter, g.size)
 
@@ -432,14 +328,14 @@ class _LanczosSubproblem:
         if lanczos.size == 0:
             lanczos.extend()
         while True:
-            shifts = _TridiagonalShifts(lanczos.diagonal, lanczos.offdiagonal)
+            shifts = _TridiagonalShifts(lanczos.alpha, lanczos.beta)
             g_small = np.zeros(lanczos.size)
             g_small[0] = self.gnorm
             h, lam = solve_secular(shifts, g_small, lam0=lam, **target)
             if not np.isfinite(lam):
                 return h, lam, np.nan
-            scale = self.gnorm if self.gnorm > 0 else lam * _norm(h)
-            accurate = scale > 0 and lanczos.next_beta * abs(h[-1]) <= self._forcing * scale
+            scale = self.gnorm if self.gnorm > 0 else lam * norm(h)
+            accurate = scale > 0 and lanczos.residuals(h) <= self._forcing * scale
             if accurate or lanczos.exhausted or lanczos.size >= self._maxiter:
                 return h, lam, shifts.quadratic(h)
             lanczos.extend()
@@ -470,7 +366,7 @@ class LanczosCubic(_LanczosSubproblem):
 
     def solve(self, sigma: float) -> SubproblemSolution:
         h, lam, hth = self._solve_small(sigma=sigma)
-        decrease = -(self.gnorm * h[0] + 0.5 * hth + sigma / 3.0 * _norm(h) ** 3)
+        decrease = -(self.gnorm * h[0] + 0.5 * hth + sigma / 3.0 * norm(h) ** 3)
         return SubproblemSolution(self.lanczos.combine(h), decrease, True)
 
 
@@ -506,7 +402,7 @@ class Dogleg:
     def __init__(self, g: np.ndarray, H: np.ndarray):
         self._g, self._H = g, H
         self._shifts = _DenseShifts(H)
-        self._gnorm = _norm(g)
+        self._gnorm = norm(g)
         self._g_curvature = float(g @ H @ g)
         solve = self._shifts.factor(0.0) if self._shifts.finite else None
         self._newton = None if solve is None else -solve(g)
@@ -520,16 +416,16 @@ class Dogleg:
         if self._newton is not None:
             p, on_boundary = self._dogleg(radius)
         else:
-            p = min((self._cauchy_point(radius), self._eigenpoint(radius)), key=self._model)
-            on_boundary = _norm(p) >= (1 - 1e-12) * radius
+            p = min(self._cauchy_point(radius), self._eigenpoint(radius), key=self._model)
+            on_boundary = norm(p) >= (1.0 - BOUNDARY_RTOL) * radius
         return SubproblemSolution(p, -self._model(p), on_boundary)
 
     def _dogleg(self, radius: float) -> tuple[np.ndarray, bool]:
         newton, g = self._newton, self._g
-        if _norm(newton) <= radius:
+        if norm(newton) <= radius:
             return newton, False
         steepest = -(self._gnorm ** 2 / self._g_curvature) * g
-        if _norm(steepest) >= radius:
+        if norm(steepest) >= radius:
             return -(radius / self._gnorm) * g, True
         tau = boundary_steps(steepest, newton - steepest, radius)[1]
         return steepest + tau * (newton - steepest), True

@@ -26,17 +26,12 @@ from collections import deque
 from typing import Callable
 
 import numpy as np
-from scipy.linalg import eigvalsh
 from scipy.optimize import OptimizeResult
 
-from .objective import (CALLBACK_STOP, MAXITER, NONFINITE, NOT_A_MINIMUM, PRECISION_LOSS, SUCCESS,
-                        Monitor, Objective, make_result)
-from .subproblems import (Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, SubproblemSolution,
-                          leftmost_curvature)
+from .krylov import EPS, clearly_negative
+from .objective import Monitor, Objective, Status, make_result
+from .subproblems import Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, SubproblemSolution
 
-EPS = np.finfo(float).eps
-CURVATURE_STEPS = 10       # Lanczos steps of the second-order check with Hessian-vector products
-NEGATIVE_CURVATURE = 1e-6  # curvature below -1e-6 * max(1, ||H||) is "clearly negative"
 # Default memory of the nonmonotone Krylov methods: on the MGH set 10 saves a quarter of the
 # evaluations, 15-50 about half. The dense methods stay monotone: nonmonotone, they followed
 # the asymptotic valleys of Beale and Powell's badly scaled function away from the minimum.
@@ -86,7 +81,8 @@ def reduction_ratio(f: float, f_trial: float, decrease: float) -> float:
 
 def trust_region_loop(objective: Objective, make_model: Callable, control, *,
                       curvature: Callable | None, gtol: float, maxiter: int, eta: float,
-                      callback: Callable | None, disp: bool, memory: int = 1) -> OptimizeResult:
+                      callback: Callable | None, disp: bool, memory: int = 1,
+                      keep_iterates: bool = True) -> OptimizeResult:
     """The outer loop (N&W Alg. 4.1) shared by the trust-region methods and ARC.
 
     With ``memory > 1`` the reduction ratio is nonmonotone (Toint 1997): the actual decrease from
@@ -98,14 +94,14 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
     At a first-order point with clearly negative curvature (a saddle) the model is built without
     its linear term, so every solver steps along negative curvature; the step is turned downhill.
     ``make_model(x, g)`` builds the subproblem solver at an accepted point; ``control`` holds the
-    radius (or sigma) and updates it from rho; ``curvature(x)`` estimates the smallest Hessian
-    eigenvalue and a scale for the second-order check (None: no check).
+    radius (or sigma) and updates it from rho; ``curvature(x)`` estimates the leftmost Hessian
+    eigenpair and a scale, ``(theta, u, scale)``, for the second-order check (None: no check).
     """
     x = objective.x0
     f, g = objective.fun(x), objective.grad(x)
     if not np.all(np.isfinite(g)):
         raise ValueError("the gradient is not finite at x0")
-    monitor = Monitor(callback, disp)
+    monitor = Monitor(objective.counts, callback, disp, keep_iterates)
     model, f_trial, nit = None, f, 0
     accepted_values = deque([f], maxlen=memory)
 
@@ -114,12 +110,12 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
                               rho=rho)
 
     if record(0.0, np.nan):
-        status, saddle = CALLBACK_STOP, False
+        status, saddle = Status.CALLBACK_STOP, False
     else:
         status, saddle = _stationarity(x, g, gtol, curvature)
     while status is None:
         if nit == maxiter:
-            status = MAXITER
+            status = Status.MAXITER
             break
         model = model or make_model(x, np.zeros_like(g) if saddle else g)
         step = model.solve(control.value)
@@ -127,12 +123,12 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
             step = _downhill(step, g)
         step_norm = float(np.linalg.norm(step.p))
         if not np.isfinite(step_norm):  # the Hessian at x is not finite
-            status = NONFINITE
+            status = Status.NONFINITE
             break
         if _negligible(step.p, x):
             # the radius (or 1/sigma) collapsed: say why no step can be taken
-            status = (NONFINITE if not np.isfinite(f_trial) else NOT_A_MINIMUM if saddle
-                      else PRECISION_LOSS)
+            status = (Status.NONFINITE if not np.isfinite(f_trial)
+                      else Status.NOT_A_MINIMUM if saddle else Status.PRECISION_LOSS)
             break
         nit += 1
         x_trial = x + step.p
@@ -147,10 +143,10 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
             x, f, g, model = x_trial, f_trial, objective.grad(x_trial), None
             accepted_values.append(f)
         if record(step_norm, rho):
-            status = CALLBACK_STOP
+            status = Status.CALLBACK_STOP
         elif accepted:
             status, saddle = _stationarity(x, g, gtol, curvature)
-    return make_result(objective, x, status, nit, monitor.history)
+    return make_result(objective, x, f, g, status, nit, monitor.history)
 
 
 def _downhill(step: SubproblemSolution, g: np.ndarray) -> SubproblemSolution:
@@ -177,46 +173,37 @@ def _negligible(p: np.ndarray, x: np.ndarray) -> bool:
     return bool(np.all(np.abs(p) <= EPS * (np.abs(x) + floor)))
 
 
-def _stationarity(x, g, gtol, curvature) -> tuple[int | None, bool]:
+def _stationarity(x, g, gtol, curvature) -> tuple[Status | None, bool]:
     """(SUCCESS, False) at a first-order point without clearly negative curvature; (None, True)
     at a first-order point with it (a saddle to leave); (None, False) otherwise."""
     if np.abs(g).max() > gtol:
         return None, False
     if curvature is not None:
-        smallest, scale = curvature(x)
-        if smallest < -NEGATIVE_CURVATURE * max(1.0, scale):
+        theta, _, scale = curvature(x)
+        if clearly_negative(theta, scale):
             return None, True
-    return SUCCESS, False
+    return Status.SUCCESS, False
 
 
-def model_builders(objective: Objective, make_solver: Callable, dense: bool):
-    """``make_model(x, g)`` and the second-order check ``curvature(x)`` for a subproblem solver
-    that takes the dense Hessian (``dense``) or Hessian-vector products."""
+def model_builder(objective: Objective, make_solver: Callable, dense: bool) -> Callable:
+    """``make_model(x, g)`` for a subproblem solver that takes the dense Hessian (``dense``) or
+    Hessian-vector products."""
     if dense:
-        def make_model(x, g):
-            return make_solver(g, objective.hess(x))
-
-        def curvature(x):
-            values = eigvalsh(objective.hess(x))
-            return values[0], np.abs(values).max()
-    else:
-        def make_model(x, g):
-            return make_solver(g, lambda v: objective.hessp(x, v))
-
-        def curvature(x):
-            smallest, _, scale = leftmost_curvature(lambda v: objective.hessp(x, v), x.size,
-                                                    CURVATURE_STEPS)
-            return smallest, scale
-    return make_model, curvature
+        return lambda x, g: make_solver(g, objective.hess(x))
+    return lambda x, g: make_solver(g, lambda v: objective.hessp(x, v))
 
 
 def default_maxiter(n: int) -> int:
+    """Iterations of the trust-region loop: scipy's 200 n, but at least 1000, since every trial
+    step counts, rejected ones too."""
     return max(1000, 200 * n)
 
 
-def _minimize(make_solver, dense, fun, x0, jac, hess, hessp, callback, *, gtol, maxiter, disp,
-              initial_trust_radius, max_trust_radius, eta, check_second_order,
-              nonmonotone=1) -> OptimizeResult:
+def _minimize(make_solver: Callable, dense: bool, fun, x0, jac, hess, hessp, callback, gtol,
+              maxiter, disp, initial_trust_radius, max_trust_radius, eta, check_second_order,
+              keep_iterates, nonmonotone=1) -> OptimizeResult:
+    """The trust-region methods, each with its subproblem solver and its public options in the
+    order of their signatures."""
     for name, value in [("initial_trust_radius", initial_trust_radius),
                         ("max_trust_radius", max_trust_radius), ("nonmonotone", nonmonotone)]:
         if value is not None and not value > 0:
@@ -228,11 +215,12 @@ def _minimize(make_solver, dense, fun, x0, jac, hess, hessp, callback, *, gtol, 
     xscale = max(1.0, float(np.linalg.norm(x0)))
     radius = initial_trust_radius or min(float(np.linalg.norm(g0)), xscale) or 1.0
     control = RadiusControl(radius, max_trust_radius or 1e10 * xscale)
-    make_model, curvature = model_builders(objective, make_solver, dense)
-    return trust_region_loop(objective, make_model, control,
-                             curvature=curvature if check_second_order else None, gtol=gtol,
+    make_model = model_builder(objective, make_solver, dense)
+    curvature = objective.curvature_probe(dense) if check_second_order else None
+    return trust_region_loop(objective, make_model, control, curvature=curvature, gtol=gtol,
                              maxiter=maxiter or default_maxiter(x0.size), eta=eta,
-                             callback=callback, disp=disp, memory=int(nonmonotone))
+                             callback=callback, disp=disp, memory=int(nonmonotone),
+                             keep_iterates=keep_iterates)
 
 
 _OPTIONS_DOC = """
@@ -259,6 +247,8 @@ _OPTIONS_DOC = """
     check_second_order
         At a first-order point, look for negative curvature ({check}); if found, keep iterating
         along it and report status 5 only if that fails.
+    keep_iterates
+        Keep the iterates in ``history["x"]`` (False: no ``"x"`` column, no O(n nit) memory).
     nonmonotone
         Judge a step against the highest of this many last accepted values (Toint 1997; 1 is the
         monotone method; default {memory}).
@@ -266,7 +256,9 @@ _OPTIONS_DOC = """
     Returns
     -------
     OptimizeResult with ``x, fun, jac, nit, nfev, njev, nhev, status, success, message`` and
-    ``history`` (per iteration: f, gnorm, radius, step norm, rho). Status 0 success, 1 maxiter,
+    ``history``, a column-wise :class:`~optimizers.history.History` with one record per trial
+    step: nit, f, gnorm, radius (or sigma), step norm, rho, the cumulative nfev, njev, nhev and
+    the iterates x. ``status`` is a :class:`~optimizers.objective.Status`: 0 success, 1 maxiter,
     2 no progress at working precision, 3 non-finite values, 5 saddle point, 99 callback stop.
 """
 
@@ -284,13 +276,15 @@ def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
                        gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
                        initial_trust_radius: float | None = None,
                        max_trust_radius: float | None = None, eta: float = 0.15,
-                       check_second_order: bool = True,
+                       check_second_order: bool = True, keep_iterates: bool = True,
                        nonmonotone: int = NONMONOTONE_MEMORY) -> OptimizeResult:
     """Newton-CG trust-region method: Steihaug-Toint truncated CG subproblems (N&W Alg. 7.2).
 
     Uses only Hessian-vector products (``hessp``, or products with ``hess``).
     """
-    return _minimize(SteihaugCG, False, **locals())
+    return _minimize(SteihaugCG, False, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
+                     initial_trust_radius, max_trust_radius, eta, check_second_order,
+                     keep_iterates, nonmonotone)
 
 
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
@@ -299,14 +293,16 @@ def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callabl
                           gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
                           initial_trust_radius: float | None = None,
                           max_trust_radius: float | None = None, eta: float = 0.15,
-                          check_second_order: bool = True,
+                          check_second_order: bool = True, keep_iterates: bool = True,
                           nonmonotone: int = NONMONOTONE_MEMORY) -> OptimizeResult:
     """Trust-region method with GLTR subproblems (Gould, Lucidi, Roma & Toint 1999).
 
     Lanczos with Hessian-vector products only; solves the subproblem nearly exactly in the Krylov
     space, so it handles indefinite Hessians well.
     """
-    return _minimize(LanczosGLTR, False, **locals())
+    return _minimize(LanczosGLTR, False, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
+                     initial_trust_radius, max_trust_radius, eta, check_second_order,
+                     keep_iterates, nonmonotone)
 
 
 @_documented("eigenvalues of the dense Hessian")
@@ -315,12 +311,15 @@ def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable
                          gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
                          initial_trust_radius: float | None = None,
                          max_trust_radius: float | None = None, eta: float = 0.15,
-                         check_second_order: bool = True) -> OptimizeResult:
+                         check_second_order: bool = True,
+                         keep_iterates: bool = True) -> OptimizeResult:
     """Trust-region method with nearly exact subproblems (Moré & Sorensen 1983; N&W Alg. 4.3).
 
     Needs the dense Hessian (``hess``; built from ``hessp`` column by column otherwise).
     """
-    return _minimize(MoreSorensen, True, **locals())
+    return _minimize(MoreSorensen, True, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
+                     initial_trust_radius, max_trust_radius, eta, check_second_order,
+                     keep_iterates)
 
 
 @_documented("eigenvalues of the dense Hessian")
@@ -329,10 +328,13 @@ def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
                     gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
                     initial_trust_radius: float | None = None,
                     max_trust_radius: float | None = None, eta: float = 0.15,
-                    check_second_order: bool = True) -> OptimizeResult:
+                    check_second_order: bool = True,
+                    keep_iterates: bool = True) -> OptimizeResult:
     """Powell's dogleg trust-region method (N&W §4.1), also for indefinite Hessians.
 
     Needs the dense Hessian. Where it is not positive definite the step is the better of the
     Cauchy point and the negative-curvature eigenpoint (see :class:`subproblems.Dogleg`).
     """
-    return _minimize(Dogleg, True, **locals())
+    return _minimize(Dogleg, True, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
+                     initial_trust_radius, max_trust_radius, eta, check_second_order,
+                     keep_iterates)

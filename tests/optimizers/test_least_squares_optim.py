@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import least_squares
 
-from optimizers.least_squares import least_squares_lm
+from optimizers.least_squares import NielsenDamping, least_squares_lm
 
 METHODS = ["lm", "gn"]
 
@@ -164,3 +164,15 @@ def test_disp_prints_the_lambda_column(capsys):
     residuals, jac = exponential_fit()
     least_squares_lm(residuals, [1.0, 1.0, 0.0], jac, disp=True)
     assert capsys.readouterr().out.split()[:5] == ["nit", "f", "gnorm", "step", "lambda"]
+
+
+def test_nielsen_damping_moves_like_a_trust_radius():
+    damping = NielsenDamping(1.0)
+    assert damping.update(1.0) and damping.value == pytest.approx(1.0 / 3.0)   # floor 1/3
+    assert damping.update(0.5) and damping.value == pytest.approx(1.0 / 3.0)   # 1 - 0^3
+    assert not damping.update(0.0) and damping.value == pytest.approx(2.0 / 3.0)
+    assert not damping.update(-1.0) and damping.value == pytest.approx(8.0 / 3.0)  # x2, x4, ...
+    assert damping.update(0.75) and damping.value == pytest.approx(8.0 / 3.0 * 0.875)
+    assert not damping.update(0.0) and damping.value == pytest.approx(8.0 / 3.0 * 0.875 * 2)
+    with pytest.raises(ValueError, match="damping"):
+        NielsenDamping(0.0)

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize, rosen, rosen_der, rosen_hess, rosen_hess_prod
 
-from optimizers.newton import minimize_hessian_free, minimize_newton, minimize_newton_cg
+from optimizers.newton import (MartensDamping, minimize_hessian_free, minimize_newton,
+                               minimize_newton_cg)
+from optimizers.objective import Status
 
 METHODS = [minimize_newton, functools.partial(minimize_newton, shift="eigen"), minimize_newton_cg,
            minimize_hessian_free]
@@ -355,3 +357,23 @@ def test_bad_options():
         minimize_newton(rosen, [0.0, 0.0], rosen_der, rosen_hess, shift="levenberg")
     with pytest.raises(ValueError, match="second derivatives"):
         minimize_newton_cg(rosen, [0.0, 0.0], rosen_der)
+
+
+def test_status_is_an_int_enum_with_scipys_codes():
+    assert [int(status) for status in Status] == [0, 1, 2, 3, 5, 99]
+    result = minimize_newton(rosen, [-1.2, 1.0], rosen_der, hess=rosen_hess, maxiter=2)
+    assert result.status is Status.MAXITER and result.status == 1
+
+
+def test_martens_damping_follows_the_reduction_ratio():
+    damping = MartensDamping(2.0)
+    damping.update(0.1)     # poor model: more damping
+    assert damping.value == pytest.approx(3.0)
+    damping.update(0.5)     # adequate: unchanged
+    assert damping.value == pytest.approx(3.0)
+    damping.update(0.9)     # very good: less damping
+    assert damping.value == pytest.approx(2.0)
+    damping.update(np.nan)
+    assert damping.value == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="damping"):
+        MartensDamping(-1.0)

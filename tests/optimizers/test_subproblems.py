@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
+from optimizers.krylov import leftmost_curvature
 from optimizers.subproblems import (Dogleg, LanczosCubic, LanczosGLTR, MoreSorensen, SteihaugCG,
-                                    boundary_steps, leftmost_curvature)
+                                    boundary_steps)
 
 
 def model(H, g, p):

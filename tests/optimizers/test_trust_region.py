@@ -133,6 +133,17 @@ def test_saddle_point_start_escapes_to_a_minimum(method):
 
 
 @pytest.mark.parametrize("method", METHODS)
+def test_saddle_of_a_scaled_function_is_left_too(method):
+    # f in other units (x 1e-8): the second-order check is relative to ||H||, so it still sees
+    # the saddle (an absolute threshold took it for a minimum)
+    s = 1e-8
+    result = method(lambda x: s * saddle(x), np.zeros(2), lambda x: s * saddle_grad(x),
+                    **second_derivatives(method, lambda x: s * saddle_hess(x)), gtol=s * 1e-5)
+    assert result.status == 0 and result.nit >= 1
+    np.testing.assert_allclose(np.abs(result.x), [0.0, 1 / np.sqrt(2)], atol=1e-5)
+
+
+@pytest.mark.parametrize("method", METHODS)
 def test_without_second_order_check_a_saddle_is_accepted(method):
     result = method(saddle, np.zeros(2), saddle_grad, **second_derivatives(method, saddle_hess),
                     check_second_order=False)
