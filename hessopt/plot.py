@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 from scipy.optimize import OptimizeResult
 
@@ -29,6 +30,7 @@ import autodiff as ad
 from . import curvature
 
 _MARKERS = {"start": "o", "end": "*"}
+_MARKERS_SIZE = {"start": 50, "end": 90}   # scatter sizes, points^2
 
 
 def _axes(ax: Axes | None) -> Axes:
@@ -46,7 +48,7 @@ def _dense(H: Any) -> np.ndarray:
     if callable(getattr(H, "to_dense", None)):
         return np.asarray(H.to_dense(), dtype=float)
     if hasattr(H, "matvec") and hasattr(H, "shape"):
-        A = curvature.SymmetricOperator(H)
+        A = curvature.Operator(H)
         return A.matmat(np.eye(A.n))
     H = np.asarray(H.numpy() if isinstance(H, ad.Tensor) else H, dtype=float)
     if H.ndim != 2 or H.shape[0] != H.shape[1]:
@@ -299,21 +301,24 @@ def trajectory(f: Callable, results: Any, ax: Axes | None = None,
     (x_low, x_high), (y_low, y_high) = bounds
     xs, ys = np.linspace(x_low, x_high, grid), np.linspace(y_low, y_high, grid)
     Z = np.array([[_value(f, np.array([a, b])) for a in xs] for b in ys])
-    contours = ax.contourf(xs, ys, Z, levels=_levels(Z), cmap="Greys_r", alpha=0.6)
-    ax.contour(xs, ys, Z, levels=contours.levels, colors="0.4", linewidths=0.4)
+    contours = ax.contourf(xs, ys, Z, levels=_levels(Z), cmap="Greys", alpha=0.45)
+    ax.contour(xs, ys, Z, levels=contours.levels, colors="0.55", linewidths=0.4)
     ax.figure.colorbar(contours, ax=ax, label="f", format="%.3g")
+    lines = []
     for k, (label, path) in enumerate(runs):
         line, = ax.plot(path[:, 0], path[:, 1], "-", marker=".", markersize=4, linewidth=1.2,
                         color=f"C{k}", label=f"{label} ({len(path) - 1} iterations)")
+        lines.append(line)
         for end, row in (("start", path[0]), ("end", path[-1])):
-            ax.scatter(*row, marker=_MARKERS[end], s=90 if end == "end" else 50, zorder=3,
-                       color=line.get_color(), edgecolors="black", linewidths=0.6,
-                       label=end if k == 0 else None)
+            ax.scatter(*row, marker=_MARKERS[end], s=_MARKERS_SIZE[end], zorder=3,
+                       color=line.get_color(), edgecolors="black", linewidths=0.6, label=end)
+    ends = [Line2D([], [], linestyle="", marker=_MARKERS[end], markersize=np.sqrt(_MARKERS_SIZE[end]),
+                   color="white", markeredgecolor="black", label=end) for end in _MARKERS]
     ax.set_xlim(x_low, x_high)
     ax.set_ylim(y_low, y_high)
     ax.set_xlabel("x[0]")
     ax.set_ylabel("x[1]")
-    ax.legend(fontsize=8)
+    ax.legend(handles=lines + ends, fontsize=8)
     return ax
 
 
@@ -335,7 +340,7 @@ def convergence(results: Any, ax: Axes | None = None, fstar: float | None = None
         if y == "f" and fstar is not None:
             values = np.where(values - fstar > 0, values - fstar, np.nan)
         positive &= bool(np.all(values[np.isfinite(values)] > 0))
-        steps = _column(label, result, "nfev") if x == "evaluations" else np.arange(values.size)
+        steps = _column(label, result, "nfev" if x == "evaluations" else "nit")
         ax.plot(steps, values, marker=".", markersize=3, label=label)
     ax.set_yscale("log" if positive else "symlog")
     ax.set_xlabel("iteration" if x == "iterations" else "function evaluations (cumulative)")

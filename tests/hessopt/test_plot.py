@@ -173,3 +173,58 @@ def test_import_hessopt_does_not_load_matplotlib_but_plot_is_reachable():
             "assert callable(hessopt.plot.hessian_heatmap); assert 'matplotlib' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
     assert hessopt.plot is hplot
+
+
+# --- trajectory and convergence ------------------------------------------------------------------------
+
+ROSENBROCK = problems.get("rosenbrock").fun
+
+
+def _runs(methods=("newton", "trust-exact", "arc")):
+    return [hessopt.minimize(ROSENBROCK, np.array([-1.2, 1.0]), method=m) for m in methods]
+
+
+def test_trajectory_draws_each_run_with_its_iterates_as_data():
+    results = _runs()
+    labelled = dict(zip(("newton", "trust-exact", "arc"), results))
+    ax = _rendered(hplot.trajectory(ROSENBROCK, labelled))
+    assert len(ax.lines) == 3
+    for line, (method, result) in zip(ax.lines, labelled.items()):
+        assert np.array_equal(np.column_stack(line.get_data()), result.history["x"])
+        assert line.get_label().startswith(method)
+    starts = [c for c in ax.collections if c.get_label() == "start"]
+    assert np.allclose(starts[0].get_offsets(), [[-1.2, 1.0]])
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[:3] == [f"{m} ({len(r.history) - 1} iterations)" for m, r in labelled.items()]
+    assert {"start", "end"} <= set(legend)
+    contours = ax.collections[0]                    # contour levels span f over the drawn box
+    assert contours.levels.min() <= 0.1 and contours.levels.max() >= ROSENBROCK(np.array([-1.2, 1.0]))
+
+
+def test_trajectory_refuses_results_without_iterates_or_of_more_variables():
+    lean = hessopt.minimize(ROSENBROCK, np.array([-1.2, 1.0]), method="newton",
+                            options={"keep_iterates": False})
+    with pytest.raises(ValueError, match=r"result 'run 1' has no history\['x'\].*keep_iterates"):
+        hplot.trajectory(ROSENBROCK, [lean])
+    wide = hessopt.minimize(lambda z: np.sum(z ** 2), np.ones(3), method="newton")
+    with pytest.raises(ValueError, match=r"two variables.*\(\d+, 3\)"):
+        hplot.trajectory(lambda z: np.sum(z ** 2), {"newton": wide})
+
+
+def test_convergence_has_one_line_per_run_on_a_log_scale():
+    results = _runs(("newton", "trust-exact"))
+    ax = hplot.convergence(results, fstar=0.0)
+    assert ax.get_yscale() == "log" and len(ax.lines) == 2
+    for line, result in zip(ax.lines, results):
+        steps, values = line.get_data()
+        assert np.array_equal(steps, result.history["nit"])
+        positive = result.history["f"] > 0
+        assert np.array_equal(values[positive], result.history["f"][positive])
+    ax = hplot.convergence({"trust-exact": results[1]}, x="evaluations", y="gnorm")
+    steps, values = ax.lines[0].get_data()
+    assert np.array_equal(steps, results[1].history["nfev"])
+    assert np.array_equal(values, results[1].history["gnorm"])
+    assert ax.get_xlabel() == "function evaluations (cumulative)"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["trust-exact"]
+    with pytest.raises(ValueError, match="x must be"):
+        hplot.convergence(results, x="time")
