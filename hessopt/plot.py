@@ -198,8 +198,9 @@ def _filter_normalized(x: Any, rng: np.random.Generator) -> np.ndarray:
     return direction
 
 
-def _directions(f: Callable, x: Any, directions: Any, flat: np.ndarray, unravel: Callable,
+def _directions(f: Callable, x: Any, directions: Any, flat: np.ndarray,
                 seed: int | None) -> tuple[np.ndarray, list[str]]:
+    """One or two directions as rows, and their names for the axis labels."""
     if directions is not None:
         rows = [ad.ravel(d)[0] for d in (directions if isinstance(directions, (list, tuple))
                                          else np.atleast_2d(directions))]
@@ -237,7 +238,7 @@ def landscape(f: Callable, x: Any, directions: Any = None, ax: Axes | None = Non
     """
     ax = _axes(ax)
     flat, unravel = ad.ravel(x)
-    D, names = _directions(f, x, directions, flat, unravel, seed)
+    D, names = _directions(f, x, directions, flat, seed)
     alphas = np.linspace(-span, span, steps)
     if len(D) == 1:
         values = [_value(f, unravel(flat + a * D[0])) for a in alphas]

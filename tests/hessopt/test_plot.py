@@ -138,6 +138,15 @@ def test_landscape_along_given_directions_is_f_along_them():
         hplot.landscape(f, x, directions=np.ones(3))
 
 
+def test_landscape_of_an_array_follows_the_top_hessian_eigenvectors():
+    A = np.diag([1.0, 5.0, 2.0])
+    ax = hplot.landscape(lambda z: 0.5 * z @ A @ z, np.zeros(3), steps=5, span=1.0, seed=0)
+    assert "λ = 5" in ax.get_xlabel() and "λ = 2" in ax.get_ylabel()
+    levels = ax.collections[0].levels           # f over the square spanned by e2 and e3
+    assert levels.min() == pytest.approx(0.0, abs=1e-12)
+    assert levels.max() == pytest.approx(0.5 * (5 + 2), rel=1e-12)
+
+
 def test_landscape_of_a_pytree_uses_filter_normalized_directions():
     ax = _rendered(hplot.landscape(mlp_loss, PARAMS, steps=7, seed=0))
     assert "filter-normalized" in ax.get_xlabel()
