@@ -6,13 +6,13 @@ only NumPy.
 """
 from . import _memory  # noqa: F401  (glibc: keep large freed buffers for reuse; see _memory)
 from . import dispatch as _dispatch  # noqa: F401  (installs Tensor operators and NumPy dispatch)
-from . import numpy
+from . import extend, numpy
 from .check import check_grad
 from .core import Tensor, Variable, constant
 from .forward import ForwardAccumulator
 from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 from .hessian_operator import HessianOperator, hessian_operator
-from .numpy.ops import stop_gradient
+from .numpy import stop_gradient
 from . import tree
 from .tree import ravel
 from .tape import GradientTape, UnconnectedGradients, custom_gradient, recompute_grad
@@ -20,4 +20,4 @@ from .tape import GradientTape, UnconnectedGradients, custom_gradient, recompute
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "UnconnectedGradients",
            "stop_gradient", "custom_gradient", "recompute_grad", "ForwardAccumulator", "grad",
            "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp", "hessian_operator",
-           "HessianOperator", "ravel", "tree", "check_grad", "numpy"]
+           "HessianOperator", "ravel", "tree", "check_grad", "numpy", "extend"]

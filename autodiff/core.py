@@ -28,6 +28,41 @@ class _State(threading.local):
 state = _State()
 
 
+class paused:
+    """Context manager: inside it, the given tapes and forward accumulators record nothing.
+
+    ``tapes`` and ``accumulators`` are each True (every active one), False (none), or a collection
+    of the ones to pause. On exit the active ones are those of the entry again, in their order.
+    """
+
+    __slots__ = ("tapes", "accumulators", "_active")
+
+    def __init__(self, tapes=True, accumulators=True):
+        self.tapes, self.accumulators = tapes, accumulators
+
+    def __enter__(self) -> None:
+        self._active = tapes, accumulators = state.tapes, state.accumulators
+        if self.tapes is not False:
+            state.tapes = _without(tapes, self.tapes)
+        if self.accumulators is not False:
+            state.accumulators = _without(accumulators, self.accumulators)
+
+    def __exit__(self, exc_type, exc, traceback) -> bool:
+        state.tapes, state.accumulators = self._active
+        return False
+
+
+def _without(active: list, which) -> list:
+    """A new list of the recorders of ``active`` that ``which`` (True: all) does not pause."""
+    if which is True:
+        return []
+    kept = active[:]
+    for recorder in which:
+        if recorder in kept:
+            kept.remove(recorder)
+    return kept
+
+
 class Tensor:
     """An immutable array value that tapes can record. ``.numpy()`` gives the ndarray."""
 
@@ -136,6 +171,18 @@ def value_of(x):
     return x._value if isinstance(x, Tensor) else x
 
 
+def shape_of(x) -> tuple:
+    """The shape of a Tensor, array, NumPy scalar or Python value, without NumPy's dispatch."""
+    x = value_of(x)
+    return x.shape if isinstance(x, (np.ndarray, np.generic)) else np.shape(x)
+
+
+def ndim_of(x) -> int:
+    """The number of axes of a Tensor, array, NumPy scalar or Python value, without NumPy's dispatch."""
+    x = value_of(x)
+    return x.ndim if isinstance(x, (np.ndarray, np.generic)) else np.ndim(x)
+
+
 class Primitive:
     """A NumPy function the engine can differentiate.
 
@@ -182,7 +229,11 @@ class Primitive:
         return total
 
 
-def apply(prim: Primitive, args: tuple, kwargs: dict):
+_FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)  # the parents of one- and two-argument records
+_NO_KWARGS: dict = {}
+
+
+def apply(prim: Primitive, args: tuple, kwargs: dict = _NO_KWARGS):
     """Run ``prim`` on ``args``: plain NumPy when no Tensor is among them, else a recorded Tensor.
 
     A module-level function, so Tensor operators call it without going through ``__call__``.
@@ -198,10 +249,6 @@ def apply(prim: Primitive, args: tuple, kwargs: dict):
         return prim.fun(*args, **kwargs)
     value = prim.tensor_fun(*raw, **kwargs) if kwargs else prim.tensor_fun(*raw)
     return _output(prim, args, raw, kwargs, parents, value)
-
-
-_FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
-_NO_KWARGS: dict = {}
 
 
 def apply_unary(prim: Primitive, x: Tensor):

@@ -9,42 +9,24 @@ from __future__ import annotations
 import numpy as np
 
 from . import numpy as anp
-from .core import _NO_KWARGS, Primitive, Tensor, apply, apply_binary, apply_unary
+from .core import Primitive, Tensor, apply_binary, apply_unary
 
-_UFUNCS = {
-    np.add: anp.add, np.subtract: anp.subtract, np.multiply: anp.multiply, np.divide: anp.divide,
-    np.power: anp.power, np.negative: anp.negative, np.positive: lambda x: x,
-    np.absolute: anp.absolute, np.exp: anp.exp, np.log: anp.log, np.log2: anp.log2,
-    np.log10: anp.log10, np.log1p: anp.log1p, np.expm1: anp.expm1, np.sqrt: anp.sqrt,
-    np.cbrt: anp.cbrt, np.square: anp.square, np.reciprocal: anp.reciprocal, np.sin: anp.sin,
-    np.cos: anp.cos, np.tan: anp.tan, np.arcsin: anp.arcsin, np.arccos: anp.arccos,
-    np.arctan: anp.arctan, np.arctan2: anp.arctan2, np.sinh: anp.sinh, np.cosh: anp.cosh,
-    np.tanh: anp.tanh, np.arcsinh: anp.arcsinh, np.arccosh: anp.arccosh, np.arctanh: anp.arctanh,
-    np.logaddexp: anp.logaddexp, np.maximum: anp.maximum, np.minimum: anp.minimum,
-    np.fmax: anp.maximum, np.fmin: anp.minimum, np.matmul: anp.matmul, np.sign: anp.sign,
-    np.mod: anp.mod, np.fabs: anp.absolute, np.exp2: anp.exp2, np.hypot: anp.hypot,
-    np.deg2rad: anp.deg2rad, np.rad2deg: anp.rad2deg, np.radians: anp.radians, np.degrees: anp.degrees,
-    np.float_power: anp.float_power, np.copysign: anp.copysign,
-}
-_UFUNCS.update({getattr(np, name): f for name, f in anp.NON_DIFFERENTIABLE.items()
-                if isinstance(getattr(np, name), np.ufunc)})
+
+def _dispatch_table(numpy_module, implementations: dict) -> dict:
+    """``numpy_module``'s function or ufunc of each name, mapped to its implementation (names
+    missing from the installed NumPy are left out)."""
+    return {getattr(numpy_module, name): implementation for name, implementation in implementations.items()
+            if hasattr(numpy_module, name)}
+
+
+_NUMPY = _dispatch_table(np, anp.NUMPY_FUNCTIONS)
+_UFUNCS = {f: implementation for f, implementation in _NUMPY.items() if isinstance(f, np.ufunc)}
+_FUNCTIONS = {f: implementation for f, implementation in _NUMPY.items() if not isinstance(f, np.ufunc)}
+_FUNCTIONS.update(_dispatch_table(np.linalg, {name: getattr(anp.linalg, name)
+                                               for name in anp.linalg.__all__}))
 
 _REDUCTIONS = {np.add: anp.sum, np.multiply: anp.prod, np.maximum: anp.max, np.minimum: anp.min}
 _ACCUMULATIONS = {np.add: anp.cumsum, np.multiply: anp.cumprod}
-
-_FUNCTIONS = {getattr(np, name): getattr(anp, name) for name in [
-    "sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std", "cumsum", "clip", "where",
-    "dot", "vdot", "inner", "outer", "tensordot", "einsum", "matmul", "transpose", "moveaxis",
-    "swapaxes", "reshape", "ravel", "squeeze", "expand_dims", "broadcast_to", "concatenate", "stack",
-    "hstack", "vstack", "split", "array_split", "tile", "repeat", "pad", "diag", "diagonal", "trace",
-    "triu", "tril", "take", "take_along_axis", "sort", "flip", "copy", "atleast_1d",
-    "diff", "trapezoid", "average", "nansum", "nanmean", "ptp", "median", "roll", "append",
-    "column_stack", "kron", "cross", "polyval", "interp", "cumprod", "convolve", "correlate",
-    "quantile", "percentile", "cov", "corrcoef", "sinc",
-]}
-_FUNCTIONS.update({getattr(np, name): f for name, f in anp.NON_DIFFERENTIABLE.items()
-                   if not isinstance(getattr(np, name), np.ufunc)})
-_FUNCTIONS.update({getattr(np.linalg, name): getattr(anp.linalg, name) for name in anp.linalg.__all__})
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Tensor, state, value_of
+from .core import Tensor, paused, shape_of, state, value_of
 from .tree import flatten
 from .numpy import broadcast_to
 from .tape import UnconnectedGradients, _unconnected
@@ -41,24 +41,26 @@ class ForwardAccumulator:
         if self in state.accumulators:
             raise ValueError("this ForwardAccumulator is already active")
         state.accumulators.append(self)
+        self._paused = paused(tapes=False, accumulators=(self,))  # made once: push runs for every op
         return self
 
     def __exit__(self, *exc):
         state.accumulators.remove(self)
+        del self._paused  # it refers to self: no reference cycle outlives the context
         return False
 
     def push(self, prim, args, kwargs, out, parents):
         """Called by every op while active: compute the output's tangent from the inputs' ones."""
-        tangents = {i: self._tangents[args[i]._id] for i in parents if args[i]._id in self._tangents}
+        known, tangents = self._tangents, {}
+        for i in parents:
+            t = known.get(args[i]._id)
+            if t is not None:
+                tangents[i] = t
         if not tangents:
             return
-        position = state.accumulators.index(self)
-        del state.accumulators[position]  # the rule's own ops are seen by outer accumulators only
-        try:
+        with self._paused:  # the rule's ops are for the other accumulators only
             tangent = prim.forward(tangents, out, args, kwargs)
-        finally:
-            state.accumulators.insert(position, self)
-        if np.shape(value_of(tangent)) != out.shape:
+        if shape_of(tangent) != out.shape:
             tangent = broadcast_to(tangent, out.shape)
         self._tangents[out._id] = tangent
         self._keep.append(out)

@@ -1,4 +1,4 @@
-"""The functional layer: grad, value_and_grad, jacobian, hessian, hvp, jvp, vjp, ravel.
+"""The functional layer: grad, value_and_grad, jacobian, hessian, hvp, jvp, vjp.
 
 Outputs mirror inputs: NumPy arrays in, NumPy arrays out; Tensors in (inside an enclosing tape),
 Tensors out, so the transforms nest (``grad(grad(f))``, ``hessian(f)`` = ``jacobian(jacobian(f))``).
@@ -6,7 +6,7 @@ Jacobians and Hessians are one batched sweep each, not one sweep per row.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 

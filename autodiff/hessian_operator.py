@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from . import numpy as anp
-from .core import Tensor, Variable, constant, state, value_of
+from .core import Tensor, Variable, constant, paused, value_of
 from .tree import flatten, ravel
 from .tape import GradientTape, UnconnectedGradients
 
@@ -63,13 +63,8 @@ class HessianOperator:
         accumulator: nothing is recorded there (a tape would otherwise record every rule that reads
         a trainable Variable, and grow with each product).
         """
-        self._tape._check_usable()
-        active = state.tapes[:], state.accumulators[:]
-        state.tapes[:], state.accumulators[:] = [], []
-        try:
-            parts = self._tape._sweep([self._g], [seeds], self._sources, seeds.shape[:-1])
-        finally:
-            state.tapes[:], state.accumulators[:] = active
+        with paused():
+            parts = self._tape.sweep([self._g], [seeds], self._sources, seeds.shape[:-1])
         return np.concatenate([
             np.zeros(seeds.shape[:-1] + (s.size,)) if p is None
             else np.reshape(np.asarray(p), seeds.shape[:-1] + (-1,))

@@ -6,16 +6,15 @@ jacobian, batch_jacobian, custom_gradient, recompute_grad) are reproduced here o
 """
 from __future__ import annotations
 
-import contextlib
 import enum
 import functools
 import warnings
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
 from . import core
-from .core import Primitive, Tensor, Variable, state, sweep
+from .core import Primitive, Tensor, Variable, paused, state, sweep
 from .tree import flatten
 from .numpy import broadcast_to, concatenate, moveaxis, reshape, stack
 
@@ -82,18 +81,12 @@ class GradientTape:
         """The Variables this tape watches, in the order it first saw them."""
         return tuple(self._variables.values())
 
-    @contextlib.contextmanager
-    def stop_recording(self):
-        """Temporarily pause recording on this tape."""
+    def stop_recording(self) -> paused:
+        """Temporarily pause recording on this tape (a context manager)."""
         if self not in state.tapes:
             raise RuntimeError("GradientTape.stop_recording() can only be called when the tape is "
                                "recording.")
-        position = state.tapes.index(self)
-        state.tapes.remove(self)
-        try:
-            yield
-        finally:
-            state.tapes.insert(position, self)
+        return paused(tapes=(self,), accumulators=False)
 
     def reset(self) -> None:
         """Forget everything recorded and watched, as if the tape had just been entered."""
@@ -115,7 +108,7 @@ class GradientTape:
                                  "targets")
         source_list, rebuild = _sources(sources)
         self._check_usable()
-        grads = self._sweep(targets, seeds, source_list, batch_shape=())
+        grads = self.sweep(targets, seeds, source_list, batch_shape=())
         self._consume()
         return rebuild([_finish(g, s, unconnected, ()) for g, s in zip(grads, source_list)])
 
@@ -137,7 +130,7 @@ class GradientTape:
         eye = np.eye(size, dtype=_dtype(target)).reshape((size,) + target_shape)
         step = chunk_size or max(size, 1)
         self._check_usable()
-        chunks = [self._sweep([target], [eye[i:i + step]], source_list, (len(eye[i:i + step]),))
+        chunks = [self.sweep([target], [eye[i:i + step]], source_list, (len(eye[i:i + step]),))
                   for i in range(0, size, step)]
         self._consume()
         results = []
@@ -173,7 +166,7 @@ class GradientTape:
         eye = np.eye(size, dtype=_dtype(target)).reshape((size, 1) + inner)
         seed = np.broadcast_to(eye, (size,) + target_shape)
         self._check_usable()
-        (g,) = self._sweep([target], [seed], [source], (size,))
+        (g,) = self.sweep([target], [seed], [source], (size,))
         self._consume()
         source_inner = np.shape(core.value_of(source))[1:]
         if g is None:
@@ -194,8 +187,15 @@ class GradientTape:
             if self not in state.tapes:
                 self._records = []
 
-    def _sweep(self, targets, seeds, sources, batch_shape):
-        """Run the backward sweep; returns one cotangent (or None) per source."""
+    def sweep(self, targets: list, seeds: list, sources: list, batch_shape: tuple) -> list:
+        """The raw reverse sweep over this tape's records: one cotangent (None if unconnected) per
+        source.
+
+        ``seeds`` has one cotangent per target (None: ones), each of shape ``batch_shape +
+        target.shape``. The cotangents are Tensors when a tape or accumulator is active (so it
+        records the sweep), arrays otherwise. Unlike ``gradient``, it neither checks nor uses up a
+        non-persistent tape.
+        """
         use_tensors = bool(state.tapes or state.accumulators)
         initial = {}
         for target, seed in zip(targets, seeds):
@@ -259,20 +259,6 @@ def _finish(g, source, unconnected, batch_shape):
 
 
 # --- tape-level tools ------------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def _paused_tapes():
-    """Record nothing on the active tapes; yield a scratch tape that notes the Variables read
-    meanwhile."""
-    saved_tapes = state.tapes[:]
-    state.tapes[:] = []
-    scratch = GradientTape()
-    try:
-        with scratch:
-            yield scratch
-    finally:
-        state.tapes[:] = saved_tapes
-
 
 class _Node(Primitive):
     """A record whose backward pass is a user function over all its inputs at once."""
@@ -376,7 +362,7 @@ def recompute_grad(f: Callable) -> Callable:
             # Forward mode runs through f: its tangents come from f's own ops, which the tapes
             # must record too (for reverse-over-forward), so there is nothing to checkpoint.
             return f(*args)
-        with _paused_tapes() as scratch:
+        with paused(accumulators=False), GradientTape() as scratch:  # scratch notes the Variables read
             y = f(*args)
         inputs = [a for a in args if isinstance(a, Tensor)]
         input_ids = {a._id for a in inputs}
@@ -391,7 +377,7 @@ def recompute_grad(f: Callable) -> Callable:
                 tape.watch(rerun)
                 y2 = f(*call_args)
             outputs, seeds = flatten(y2)[0], list(g) if type(g) is tuple else [g]
-            grads = tape._sweep(outputs, seeds, rerun + variables,  # batched g: jacobian, hessian
+            grads = tape.sweep(outputs, seeds, rerun + variables,  # batched g: jacobian, hessian
                                 _batch_shape(seeds[0], outputs[0]))
             return [_unwrap_if_raw(gi, values) for gi in grads]
 

@@ -11,11 +11,12 @@ import math
 
 import numpy as _np
 
-from ..core import Tensor, value_of
+from ..core import Tensor, ndim_of, shape_of, value_of
+from ..extend import reject_keywords
 from . import ops
 from .ops import (
-    _ndim, _reject_others, _shape, absolute, astype, broadcast_to, concatenate, exp, getitem,
-    mean, power, ravel, reshape, sort, sqrt, stack, sum, take, where,
+    absolute, astype, broadcast_to, concatenate, exp, getitem, maximum, mean, minimum, power, ravel,
+    reshape, sort, sqrt, stack, sum, take, where,
 )
 
 
@@ -54,15 +55,33 @@ def float_power(x1, x2):
     return power(astype(x1, _np.float64), x2)
 
 
+_SINC_SERIES_RADIUS = 1e-2  # below it the next Taylor term is under 1e-22: exact in float64
+
+
 def sinc(x):
     """sin(pi x) / (pi x), 1 at 0. Near 0 it is the Taylor polynomial, so every derivative is right
     there; the quotient is evaluated at a safe point where the polynomial is used, so its own
     gradient (NaN at 0) never mixes in."""
-    small = _np.abs(value_of(x)) < 1e-2
+    small = _np.abs(value_of(x)) < _SINC_SERIES_RADIUS
     z = (math.pi * x) ** 2
-    series = 1.0 - z / 6.0 + z ** 2 / 120.0 - z ** 3 / 5040.0 + z ** 4 / 362880.0
+    series = 1.0 - z / 6.0 + z ** 2 / 120.0 - z ** 3 / 5040.0 + z ** 4 / 362880.0  # 1/(2k+1)!
     angle = math.pi * where(small, 1.0, x)
     return where(small, series, ops.sin(angle) / angle)
+
+
+def fmax(x1, x2):
+    """The elementwise maximum, ignoring NaNs (NaN only where both are NaN)."""
+    return maximum(_nan_to(x1, x2), _nan_to(x2, x1))
+
+
+def fmin(x1, x2):
+    """The elementwise minimum, ignoring NaNs (NaN only where both are NaN)."""
+    return minimum(_nan_to(x1, x2), _nan_to(x2, x1))
+
+
+def _nan_to(x, replacement):
+    """x, with ``replacement`` where x is NaN."""
+    return where(_np.isnan(value_of(x)), replacement, x)
 
 
 def copysign(x1, x2):
@@ -74,11 +93,11 @@ def copysign(x1, x2):
 
 def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
     """The n-th forward difference along ``axis``: neighbouring slices subtracted, n times."""
-    ndim = _ndim(a)
+    ndim = ndim_of(a)
     if prepend is not None or append is not None:
-        shape, k = _shape(a), axis % ndim
+        shape, k = shape_of(a), axis % ndim
         edge = shape[:k] + (1,) + shape[k + 1:]  # a scalar end is broadcast to one slice
-        ends = [None if p is None else p if _ndim(p) else broadcast_to(p, edge) for p in (prepend, append)]
+        ends = [None if p is None else p if ndim_of(p) else broadcast_to(p, edge) for p in (prepend, append)]
         a = concatenate([p for p in (ends[0], a, ends[1]) if p is not None], axis=axis)
     for _ in range(n):
         a = getitem(a, _along(axis, ndim, slice(1, None))) - getitem(a, _along(axis, ndim, slice(None, -1)))
@@ -87,10 +106,10 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
 
 def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1):
     """The trapezoidal rule along ``axis``, with sample points ``x`` (differentiable too) or spacing dx."""
-    ndim = _ndim(y)
+    ndim = ndim_of(y)
     if x is None:
         width = dx
-    elif _ndim(x) == 1:
+    elif ndim_of(x) == 1:
         width = _laid_along(diff(x), axis, ndim)
     else:
         width = diff(x, axis=axis)
@@ -103,12 +122,12 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
     """Weighted mean; 1-D weights apply along ``axis``, as in NumPy."""
     if weights is None:
         result = mean(a, axis=axis, keepdims=keepdims)
-        total = _np.full(_shape(result), float(math.prod(_shape(a)) // math.prod(_shape(result))))
+        total = _np.full(shape_of(result), float(math.prod(shape_of(a)) // math.prod(shape_of(result))))
     else:
-        if _shape(weights) != _shape(a):
-            if axis is None or _ndim(weights) != 1:
+        if shape_of(weights) != shape_of(a):
+            if axis is None or ndim_of(weights) != 1:
                 raise TypeError("autodiff: average needs weights of a's shape, or 1-D weights and an axis")
-            weights = broadcast_to(_laid_along(weights, axis, _ndim(a)), _shape(a))
+            weights = broadcast_to(_laid_along(weights, axis, ndim_of(a)), shape_of(a))
         total = sum(weights, axis=axis, keepdims=keepdims)
         result = sum(a * weights, axis=axis, keepdims=keepdims) / total
     return (result, total) if returned else result
@@ -116,13 +135,13 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False, **kwargs):
     """Sum treating NaNs as zero (their cotangents are zero)."""
-    _reject_others("nansum", kwargs)
+    reject_keywords("nansum", kwargs)
     return sum(where(_np.isnan(value_of(a)), 0.0, a), axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, **kwargs):
     """Mean over the entries that are not NaN."""
-    _reject_others("nanmean", kwargs)
+    reject_keywords("nanmean", kwargs)
     values = _np.asarray(value_of(a))
     count = _np.sum(~_np.isnan(values), axis=axis, keepdims=keepdims).astype(_np.result_type(values, _np.float16))
     return nansum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims) / count
@@ -137,18 +156,18 @@ def quantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: s
     """Quantiles by linear interpolation between sorted values (``q`` is data, in [0, 1])."""
     if method != "linear" or out is not None:
         raise NotImplementedError("autodiff: quantile supports method='linear' without out= only")
-    kept, flattened = _shape(a), axis is None
+    kept, flattened = shape_of(a), axis is None
     if flattened:
         a, axis = ravel(a), 0
-    axis %= _ndim(a)
+    axis %= ndim_of(a)
     ordered = sort(a, axis=axis)
-    position = _np.asarray(q, dtype=float) * (_shape(ordered)[axis] - 1)
+    position = _np.asarray(q, dtype=float) * (shape_of(ordered)[axis] - 1)
     below = _np.floor(position).astype(int)
-    above = _np.minimum(below + 1, _shape(ordered)[axis] - 1)
+    above = _np.minimum(below + 1, shape_of(ordered)[axis] - 1)
     lower, upper = take(ordered, below, axis=axis), take(ordered, above, axis=axis)
     scalar_q = isinstance(q, (int, float, _np.generic))  # a Python float keeps float32, as in NumPy
     dtype = _np.result_type(value_of(ordered), q if scalar_q else _np.asarray(q, dtype=float), _np.float16)
-    weight = (position - below).reshape(position.shape + (1,) * (_ndim(ordered) - 1 - axis)).astype(dtype)
+    weight = (position - below).reshape(position.shape + (1,) * (ndim_of(ordered) - 1 - axis)).astype(dtype)
     result = lower + (upper - lower) * weight
     if position.ndim:  # NumPy puts the quantile axis first
         result = ops.moveaxis(result, axis, 0)
@@ -174,19 +193,19 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
     """Covariance of the rows (variables) of m, observations along the columns."""
     if fweights is not None or aweights is not None or dtype is not None:
         raise NotImplementedError("autodiff: cov with fweights, aweights or dtype is not supported")
-    rows = [reshape(v, (1, -1)) if _ndim(v) == 1 else (v if rowvar else ops.transpose(v))
+    rows = [reshape(v, (1, -1)) if ndim_of(v) == 1 else (v if rowvar else ops.transpose(v))
             for v in ([m] if y is None else [m, y])]
     x = astype(concatenate(rows, axis=0), _np.float64)  # as NumPy, which computes in float64 at least
     centred = x - mean(x, axis=1, keepdims=True)
-    count = _shape(x)[1] - ((0 if bias else 1) if ddof is None else ddof)
+    count = shape_of(x)[1] - ((0 if bias else 1) if ddof is None else ddof)
     result = ops.matmul(centred, ops.transpose(centred)) / count
-    return ops.squeeze(result) if _shape(result) == (1, 1) else result
+    return ops.squeeze(result) if shape_of(result) == (1, 1) else result
 
 
 def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
     """Pearson correlation coefficients: the covariance scaled by the standard deviations."""
     c = cov(x, y, rowvar, dtype=dtype)
-    if _ndim(c) == 0:
+    if ndim_of(c) == 0:
         return c / c
     d = sqrt(ops.diagonal(c))
     return c / (reshape(d, (-1, 1)) * reshape(d, (1, -1)))
@@ -197,12 +216,12 @@ def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
 def roll(a, shift, axis=None):
     """Elements shifted cyclically, as a gather."""
     if axis is None:
-        return reshape(roll(ravel(a), shift, 0), _shape(a))
+        return reshape(roll(ravel(a), shift, 0), shape_of(a))
     if not isinstance(axis, (int, _np.integer)):
         for one_shift, one_axis in zip(_np.broadcast_to(shift, (len(axis),)), axis):
             a = roll(a, int(one_shift), one_axis)
         return a
-    n = _shape(a)[axis]
+    n = shape_of(a)[axis]
     return take(a, (_np.arange(n) - shift) % n, axis=axis)
 
 
@@ -213,16 +232,16 @@ def append(arr, values, axis=None):
 
 
 def column_stack(tup):
-    return concatenate([reshape(v, (-1, 1)) if _ndim(v) < 2 else v for v in tup], axis=1)
+    return concatenate([reshape(v, (-1, 1)) if ndim_of(v) < 2 else v for v in tup], axis=1)
 
 
 # --- products --------------------------------------------------------------------------------------
 
 def kron(a, b):
     """Kronecker product: an outer product with the axes interleaved, then merged."""
-    ndim = builtins.max(_ndim(a), _ndim(b))
-    shape_a = (1,) * (ndim - _ndim(a)) + _shape(a)
-    shape_b = (1,) * (ndim - _ndim(b)) + _shape(b)
+    ndim = builtins.max(ndim_of(a), ndim_of(b))
+    shape_a = (1,) * (ndim - ndim_of(a)) + shape_of(a)
+    shape_b = (1,) * (ndim - ndim_of(b)) + shape_of(b)
     spread_a = reshape(a, tuple(d for n in shape_a for d in (n, 1)))
     spread_b = reshape(b, tuple(d for n in shape_b for d in (1, n)))
     return reshape(spread_a * spread_b, tuple(m * n for m, n in zip(shape_a, shape_b)))
@@ -232,7 +251,7 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
     """Cross product of 3-vectors (the z component for 2-vectors) along the last axis."""
     if (axisa, axisb, axisc, axis) != (-1, -1, -1, None):
         raise NotImplementedError("autodiff: cross supports vectors along the last axis only")
-    sizes = (_shape(a)[-1], _shape(b)[-1])
+    sizes = (shape_of(a)[-1], shape_of(b)[-1])
     a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
     if sizes == (2, 2):
         return a0 * b1 - a1 * b0
@@ -249,10 +268,10 @@ def cumprod(a, axis=None, dtype=None, out=None):
         raise TypeError("autodiff: cumprod with dtype= or out= is not supported")
     if axis is None:
         a, axis = ravel(a), 0
-    ndim, n = _ndim(a), _shape(a)[axis]
+    ndim, n = ndim_of(a), shape_of(a)[axis]
     shift = 1
     while shift < n:
-        pad = _shape(a)[:axis % ndim] + (shift,) + _shape(a)[axis % ndim + 1:]
+        pad = shape_of(a)[:axis % ndim] + (shift,) + shape_of(a)[axis % ndim + 1:]
         earlier = getitem(a, _along(axis, ndim, slice(None, n - shift)))
         a = a * concatenate([_np.ones(pad, _np.result_type(value_of(a))), earlier], axis=axis)
         shift *= 2
@@ -261,7 +280,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 def convolve(a, v, mode: str = "full"):
     """Discrete linear convolution of two 1-D sequences: windows of ``a`` (a gather) times reversed v."""
-    n, m = _shape(a)[0], _shape(v)[0]
+    n, m = shape_of(a)[0], shape_of(v)[0]
     zeros = _np.zeros(m - 1, _np.result_type(value_of(a), _np.float16))
     padded = concatenate([zeros, a, zeros])
     windows = take(padded, _np.arange(n + m - 1)[:, None] + _np.arange(m))
@@ -283,7 +302,7 @@ def correlate(a, v, mode: str = "valid"):
 def polyval(p, x):
     """The polynomial with coefficients ``p`` (highest power first) at ``x``, by Horner's rule."""
     result = 0.0
-    for k in range(_shape(p)[0]):
+    for k in range(shape_of(p)[0]):
         result = result * x + p[k]
     return result
 

@@ -10,9 +10,10 @@ from collections import namedtuple
 
 import numpy as _np
 
-from ..core import value_of
-from .ops import (_expand_reduced, _keepdims_shape, concatenate, defjvp, defvjp, matmul, moveaxis,
-                  nondiff, primitive, reshape, sum, swapaxes, tril, triu, unbroadcast, where)
+from ..core import ndim_of, shape_of, value_of
+from ..extend import defjvp, defvjp, nondiff, primitive, unbroadcast
+from .ops import (concatenate, defreduction, matmul, moveaxis, reshape, sum, swapaxes, tril, triu,
+                  where)
 from .ops import abs as _abs, max as _max, min as _min
 
 SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
@@ -200,7 +201,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     """
     if hermitian:
         raise NotImplementedError("autodiff: svd with hermitian=True is not supported (use eigh)")
-    m, n = _np.shape(value_of(a))[-2:]
+    m, n = shape_of(a)[-2:]
     if not compute_uv:
         return svdvals(a)
     if full_matrices and m != n:
@@ -211,7 +212,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
 
 
 def svdvals(x):
-    m = _np.shape(value_of(x))[-2]
+    m = shape_of(x)[-2]
     return _svd(x)[..., m, :]
 
 
@@ -223,7 +224,7 @@ def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
     """
     if hermitian:
         raise NotImplementedError("autodiff: pinv with hermitian=True is not supported")
-    u, s, v = _svd_parts(_svd(a), _np.shape(value_of(a))[-2])
+    u, s, v = _svd_parts(_svd(a), shape_of(a)[-2])
     kept = _nonzero_singular_values(s, a, rcond if rcond is not None else rtol)
     inverse = where(kept, 1.0 / where(kept, s, 1.0), 0.0)
     return matmul(v * inverse, _mT(u))
@@ -268,7 +269,7 @@ defjvp(_qr, _qr_jvp)
 
 def qr(a, mode: str = "reduced"):
     """QR factorization (mode='reduced' or 'r'); derivatives for m >= n at full rank."""
-    m, n = _np.shape(value_of(a))[-2:]
+    m, n = shape_of(a)[-2:]
     if mode not in ("reduced", "r") or m < n:
         raise NotImplementedError("autodiff: qr differentiates mode='reduced' (or 'r') of a matrix "
                                   f"with at least as many rows as columns (got mode={mode!r}, {m}x{n})")
@@ -280,7 +281,7 @@ def _nonzero_singular_values(s, a, rcond):
     """Which singular values count as nonzero: those above rcond (by default max(m, n) times the
     machine epsilon) times the largest, as in NumPy's pinv and lstsq."""
     if rcond is None:
-        rcond = max(_np.shape(value_of(a))[-2:]) * _np.finfo(_np.result_type(value_of(a), _np.float16)).eps
+        rcond = max(shape_of(a)[-2:]) * _np.finfo(_np.result_type(value_of(a), _np.float16)).eps
     return value_of(s) > rcond * _np.max(value_of(s), axis=-1, keepdims=True)
 
 
@@ -290,7 +291,7 @@ def lstsq(a, b, rcond=None):
     The solution and residuals differentiate where a has full rank (through ``pinv``); the rank is
     an integer and the singular values come from ``svdvals``.
     """
-    m, n = _np.shape(value_of(a))[-2:]
+    m, n = shape_of(a)[-2:]
     x = matmul(pinv(a, rcond), b)
     s = svdvals(a)
     rank = int(_np.sum(_nonzero_singular_values(s, a, rcond)))
@@ -299,7 +300,7 @@ def lstsq(a, b, rcond=None):
     else:
         residual = b - matmul(a, x)
         residuals = sum(residual * residual, axis=0)
-        residuals = reshape(residuals, (1,)) if _np.ndim(value_of(b)) == 1 else residuals
+        residuals = reshape(residuals, (1,)) if ndim_of(b) == 1 else residuals
     return x, residuals, rank, s
 
 
@@ -312,20 +313,7 @@ def _norm2_raw(x, axis, keepdims):
 
 
 _norm2 = primitive(_norm2_raw, "norm")
-
-
-def _norm2_vjp(g, ans, x, axis, keepdims):
-    kept = reshape(ans, _keepdims_shape(x.shape, axis))
-    return _expand_reduced(g, ans, x, axis) * _safe_divide(x, kept)
-
-
-def _norm2_jvp(t, ans, x, axis, keepdims):
-    kept = reshape(ans, _keepdims_shape(x.shape, axis))
-    return sum(t * _safe_divide(x, kept), axis=axis, keepdims=keepdims)
-
-
-defvjp(_norm2, _norm2_vjp)
-defjvp(_norm2, _norm2_jvp)
+defreduction(_norm2, lambda x, kept, axis: _safe_divide(x, kept))
 
 
 _count_nonzero = nondiff(lambda x, axis, keepdims: _np.linalg.norm(x, 0, axis, keepdims))
@@ -334,7 +322,7 @@ _count_nonzero = nondiff(lambda x, axis, keepdims: _np.linalg.norm(x, 0, axis, k
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector and matrix norms, as NumPy's; the 2-norm's gradient at 0 is 0, and the spectral and
     nuclear norms differentiate through ``svd`` (distinct singular values)."""
-    ndim = _np.ndim(value_of(x))
+    ndim = ndim_of(x)
     if axis is None and ord is not None and ndim > 2:
         raise ValueError("Improper number of dimensions to norm.")
     axis = tuple(range(ndim)) if axis is None else axis
@@ -357,7 +345,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 def _matrix_norm(x, ord, axis, keepdims):
     """Induced 1, inf and 2 norms (and their negative-order minima) and the nuclear norm."""
-    ndim = _np.ndim(value_of(x))
+    ndim = ndim_of(x)
     rows, columns = (a % ndim for a in axis)
     if ord in (2, -2, "nuc"):
         s = svdvals(moveaxis(x, (rows, columns), (-2, -1)))
@@ -369,7 +357,7 @@ def _matrix_norm(x, ord, axis, keepdims):
     else:
         raise ValueError(f"Invalid norm order {ord!r} for matrices.")
     if keepdims:
-        shape = list(_np.shape(value_of(x)))
+        shape = list(shape_of(x))
         shape[rows] = shape[columns] = 1
         result = reshape(result, tuple(shape))
     return result
@@ -401,5 +389,6 @@ def multi_dot(arrays, *, out=None):
     return result
 
 
+# numpy.linalg's names implemented here (dispatch.py sends NumPy's own of each name here on Tensors).
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "qr", "lstsq",
-           "norm", "matrix_power", "multi_dot"]
+           "norm", "matrix_power", "multi_dot", "matmul"]

@@ -13,114 +13,13 @@ import string
 
 import numpy as _np
 
-from ..core import _NO_KWARGS, Primitive, SlicedCotangent, Tensor, apply, value_of
-
-
-# --- defining primitives ---------------------------------------------------------------------------
-
-def primitive(fun, name: str | None = None, tensor_fun=None) -> Primitive:
-    return Primitive(fun, name, tensor_fun)
-
-
-def defvjp(prim: Primitive, *rules, broadcasting: bool = False) -> None:
-    """Register one VJP rule per argument (None for a non-differentiable argument)."""
-    for i, rule in enumerate(rules):
-        if rule is not None:
-            prim.vjps[i] = _summed_to_argument(rule, i) if broadcasting else rule
-
-
-def defjvp(prim: Primitive, *rules) -> None:
-    """Register one JVP rule per argument (None for a non-differentiable argument)."""
-    for i, rule in enumerate(rules):
-        if rule is not None:
-            prim.jvps[i] = rule
-
-
-def defderiv(prim: Primitive, *derivatives) -> None:
-    """Elementwise op: register VJPs ``g * d(ans, *args)`` and JVPs ``t * d(ans, *args)``."""
-    broadcasting = len(derivatives) > 1
-    for i, d in enumerate(derivatives):
-        if d is not None:
-            prim.vjps[i] = _times_summed(d, i) if broadcasting else _times(d)
-            prim.jvps[i] = _times(d)
-
-
-def deflinear(prim: Primitive) -> None:
-    """An op linear in its first argument: its JVP is the op applied to the tangent."""
-    prim.jvps[0] = lambda t, ans, x, *args, **kwargs: prim(t, *args, **kwargs)
-
-
-def _times(d):
-    return lambda g, ans, *args: g * d(ans, *args)
-
-
-def _times_summed(d, i):
-    def vjp(g, ans, *args):
-        gi = g * d(ans, *args)
-        shape = args[i].shape
-        return gi if gi.shape == shape else unbroadcast(gi, shape, g.ndim - ans.ndim)
-    return vjp
-
-
-def _summed_to_argument(rule, i):
-    def rule_then_unbroadcast(g, ans, *args, **kwargs):
-        gi = rule(g, ans, *args, **kwargs)
-        shape = args[i].shape
-        return gi if gi.shape == shape else unbroadcast(gi, shape, g.ndim - ans.ndim)
-    return rule_then_unbroadcast
-
-
-def unbroadcast(g, shape, nb: int):
-    """Sum ``g`` (``nb`` batch axes, then a broadcast of ``shape``) back to ``batch + shape``.
-
-    The batch axes are never summed.
-    """
-    gshape = g.shape
-    shape = tuple(shape)
-    if gshape[nb:] == shape:
-        return g
-    extra = len(gshape) - nb - len(shape)
-    axes = tuple(range(nb, nb + extra)) + tuple(
-        nb + extra + k for k, d in enumerate(shape) if d == 1 and gshape[nb + extra + k] != 1)
-    return reshape(sum(g, axis=axes), gshape[:nb] + shape)
-
-
-def nondiff(fun, wrap: bool = True):
-    """A function with no derivative (comparisons, argmax, floor, ...): no gradient and no error."""
-    def call(*args, **kwargs):
-        result = fun(*[value_of(a) for a in args], **{k: value_of(v) for k, v in kwargs.items()})
-        if wrap and any(isinstance(a, Tensor) for a in args) and isinstance(result, (_np.ndarray, _np.generic)):
-            return Tensor(result)
-        return result
-    call.__name__ = call.__qualname__ = getattr(fun, "__name__", "nondiff")
-    call.__doc__ = f"{call.__name__} (not differentiable: no gradient flows through it)."
-    return call
+from ..core import SlicedCotangent, Tensor, apply, ndim_of, shape_of, value_of
+from ..extend import (defderiv, defjvp, deflinear, defvjp, nondiff, primitive, reject_keywords,
+                      reject_out, unbroadcast)
 
 
 def _is_int(value) -> bool:
     return isinstance(value, (int, _np.integer))
-
-
-def _ndim(x) -> int:
-    """ndim of a Tensor, array, NumPy scalar or Python value, without NumPy's dispatch overhead."""
-    x = value_of(x)
-    return x.ndim if isinstance(x, (_np.ndarray, _np.generic)) else _np.ndim(x)
-
-
-def _shape(x) -> tuple:
-    x = value_of(x)
-    return x.shape if isinstance(x, (_np.ndarray, _np.generic)) else _np.shape(x)
-
-
-def _reject_out(out):
-    if out is not None:
-        raise TypeError("autodiff: in-place NumPy operations (out=...) cannot be differentiated")
-
-
-def _reject_others(name, kwargs):
-    """NumPy keywords we do not implement are an error, never silently ignored."""
-    if kwargs:
-        raise TypeError(f"autodiff: {name} with {sorted(kwargs)} is not supported")
 
 
 def _axes(axis, ndim: int) -> tuple:
@@ -164,7 +63,7 @@ arccosh = primitive(_np.arccosh)
 arctanh = primitive(_np.arctanh)
 sigmoid = primitive(_sigmoid, "sigmoid")
 softplus = primitive(lambda x: _np.logaddexp(0, x), "softplus")
-abs = absolute
+abs = fabs = absolute
 expit = sigmoid
 
 defvjp(negative, lambda g, ans, x: -g)
@@ -194,6 +93,12 @@ defderiv(arccosh, lambda ans, x: 1 / sqrt(x * x - 1))
 defderiv(arctanh, lambda ans, x: 1 / (1 - x * x))
 defderiv(sigmoid, lambda ans, x: ans * (1 - ans))
 defderiv(softplus, lambda ans, x: sigmoid(x))
+
+
+def positive(x):
+    """+x: x itself."""
+    return x
+
 
 # --- elementwise, two arguments (broadcasting) ---------------------------------------------------
 
@@ -260,9 +165,9 @@ defjvp(_clip, lambda t, ans, x, lo, hi: t * _mask(value_of(ans) == value_of(x), 
 
 def clip(a, a_min=None, a_max=None, out=None, **kwargs):
     """Clip to [a_min, a_max]; the gradient flows where the value was not clipped."""
-    _reject_out(out)
+    reject_out(out)
     a_min, a_max = kwargs.pop("min", a_min), kwargs.pop("max", a_max)
-    _reject_others("clip", kwargs)
+    reject_keywords("clip", kwargs)
     if isinstance(a_min, Tensor) or isinstance(a_max, Tensor):  # bounds that need gradients too
         lower = a if a_min is None else maximum(a, a_min)
         return lower if a_max is None else minimum(lower, a_max)
@@ -289,42 +194,56 @@ defvjp(_sum, lambda g, ans, x, axis=None, keepdims=False: _expand_reduced(g, ans
 deflinear(_sum)
 
 
+def defreduction(prim, partial) -> None:
+    """The rules of a reduction ``prim(x, axis, keepdims)``, from ``partial(x, kept, axis)``: the
+    derivative of the result by each element of x, broadcastable to x (``kept`` is the result with
+    the reduced axes kept, of length one)."""
+    def vjp(g, ans, x, axis=None, keepdims=False):
+        return _expand_reduced(g, ans, x, axis) * partial(x, _kept(ans, x, axis), axis)
+
+    def jvp(t, ans, x, axis=None, keepdims=False):
+        return sum(t * partial(x, _kept(ans, x, axis), axis), axis=axis, keepdims=keepdims)
+
+    defvjp(prim, vjp)
+    defjvp(prim, jvp)
+
+
+def _kept(ans, x, axis):
+    return reshape(ans, _keepdims_shape(x.shape, axis))
+
+
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, **kwargs):
-    _reject_out(out)
-    _reject_others("sum", kwargs)
+    reject_out(out)
+    reject_keywords("sum", kwargs)
     result = _sum(a if where is None else _where(value_of(where), a, 0), axis=axis, keepdims=keepdims)
     result = result if initial is None else result + initial
     return result if dtype is None else astype(result, dtype)
 
 
+def _count(a, axis) -> int:
+    """How many elements of ``a`` each result of a reduction over ``axis`` sees (an int keeps float32)."""
+    return math.prod([shape_of(a)[k] for k in _axes(axis, ndim_of(a))])
+
+
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-    _reject_out(out)
-    _reject_others("mean", kwargs)
-    count = math.prod([_shape((a))[k] for k in _axes(axis, _ndim((a)))])  # an int keeps float32
-    return sum(a, axis=axis, dtype=dtype, keepdims=keepdims) / count
+    reject_out(out)
+    reject_keywords("mean", kwargs)
+    return sum(a, axis=axis, dtype=dtype, keepdims=keepdims) / _count(a, axis)
+
+
+def _tie_shares(x, kept, axis):
+    """Where x attains the extremum ``kept``, one over the number of ties; elsewhere 0."""
+    hits = _mask(value_of(x) == value_of(kept), x)
+    return hits / _np.sum(hits, axis=_axes(axis, x.ndim), keepdims=True)
 
 
 def _extremum(np_fun, name):
     prim = primitive(np_fun, name)
-
-    def vjp(g, ans, x, axis=None, keepdims=False):
-        kept = _np.reshape(value_of(ans), _keepdims_shape(x.shape, axis))
-        hits = _mask(value_of(x) == kept, x)
-        share = hits / _np.sum(hits, axis=_axes(axis, x.ndim), keepdims=True)
-        return _expand_reduced(g, ans, x, axis) * share
-
-    def jvp(t, ans, x, axis=None, keepdims=False):
-        kept = _np.reshape(value_of(ans), _keepdims_shape(x.shape, axis))
-        hits = _mask(value_of(x) == kept, x)
-        share = hits / _np.sum(hits, axis=_axes(axis, x.ndim), keepdims=True)
-        return sum(t * share, axis=axis, keepdims=keepdims)
-
-    defvjp(prim, vjp)
-    defjvp(prim, jvp)
+    defreduction(prim, _tie_shares)
 
     def reduce(a, axis=None, out=None, keepdims=False, **kwargs):
-        _reject_out(out)
-        _reject_others(name, kwargs)
+        reject_out(out)
+        reject_keywords(name, kwargs)
         return prim(a, axis=axis, keepdims=keepdims)
     reduce.__name__ = name
     reduce.__doc__ = f"{name} over axis; ties share the gradient equally."
@@ -353,30 +272,26 @@ def _products_of_others(x, axis):
 
 
 _prod = primitive(_np.prod, "prod")
-defvjp(_prod, lambda g, ans, x, axis=None, keepdims=False:
-       _expand_reduced(g, ans, x, axis) * _products_of_others(x, axis))
-defjvp(_prod, lambda t, ans, x, axis=None, keepdims=False:
-       sum(t * _products_of_others(x, axis), axis=axis, keepdims=keepdims))
+defreduction(_prod, lambda x, kept, axis: _products_of_others(x, axis))
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, **kwargs):
-    _reject_out(out)
-    _reject_others("prod", kwargs)
+    reject_out(out)
+    reject_keywords("prod", kwargs)
     result = _prod(a if where is None else _where(value_of(where), a, 1), axis=axis, keepdims=keepdims)
     result = result if initial is None else result * initial
     return result if dtype is None else astype(result, dtype)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
-    _reject_out(out)
-    _reject_others("var", kwargs)
+    reject_out(out)
+    reject_keywords("var", kwargs)
     centered = a - mean(a, axis=axis, keepdims=True)
-    count = math.prod([_shape((a))[k] for k in _axes(axis, _ndim((a)))])  # an int keeps float32
-    return sum(centered * centered, axis=axis, dtype=dtype, keepdims=keepdims) / (count - ddof)
+    return sum(centered * centered, axis=axis, dtype=dtype, keepdims=keepdims) / (_count(a, axis) - ddof)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
-    _reject_others("std", kwargs)
+    reject_keywords("std", kwargs)
     return sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims))
 
 
@@ -387,7 +302,7 @@ def stop_gradient(x):
 
 def logsumexp(a, axis=None, keepdims=False, **kwargs):
     """log(sum(exp(a))) computed stably (the shift carries no gradient, the result is exact)."""
-    _reject_others("logsumexp", kwargs)
+    reject_keywords("logsumexp", kwargs)
     shift = stop_gradient(max(a, axis=axis, keepdims=True))
     shift = where(_np.isfinite(value_of(shift)), shift, 0.0)
     result = log(sum(exp(a - shift), axis=axis, keepdims=True)) + shift
@@ -413,7 +328,7 @@ deflinear(_cumsum)
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
-    _reject_out(out)
+    reject_out(out)
     result = _cumsum(a, axis)
     return result if dtype is None else astype(result, dtype)
 
@@ -438,7 +353,7 @@ deflinear(_reshape)
 def reshape(a, shape=None, order="C", **kwargs):
     shape = kwargs.pop("newshape", shape)
     kwargs.pop("copy", None)  # Tensors are immutable: a copy and a view are the same thing
-    _reject_others("reshape", kwargs)
+    reject_keywords("reshape", kwargs)
     if order != "C":
         raise NotImplementedError("autodiff: reshape supports only order='C'")
     shape = (shape,) if _is_int(shape) else tuple(shape)
@@ -452,22 +367,18 @@ def ravel(a, order="C"):
 
 
 def squeeze(a, axis=None):
-    return reshape(a, _np.squeeze(_np.empty(_shape((a)), bool), axis).shape)
+    return reshape(a, _np.squeeze(_np.empty(shape_of(a), bool), axis).shape)
 
 
 def expand_dims(a, axis):
-    return reshape(a, _np.expand_dims(_np.empty(_shape((a)), bool), axis).shape)
+    return reshape(a, _np.expand_dims(_np.empty(shape_of(a), bool), axis).shape)
 
 
 def atleast_1d(a):
-    return reshape(a, (1,)) if _ndim((a)) == 0 else a
+    return reshape(a, (1,)) if ndim_of(a) == 0 else a
 
 
-def _transpose_raw(x, axes):
-    return _np.transpose(x, axes)
-
-
-_transpose = primitive(_transpose_raw, "transpose")
+_transpose = primitive(_np.transpose, "transpose")
 
 
 def _transpose_vjp(g, ans, x, axes):
@@ -485,13 +396,13 @@ def transpose(a, axes=None):
 
 
 def swapaxes(a, axis1, axis2):
-    order = list(range(_ndim((a))))
+    order = list(range(ndim_of(a)))
     order[axis1], order[axis2] = order[axis2], order[axis1]
     return transpose(a, order)
 
 
 def moveaxis(a, source, destination):
-    ndim = _ndim((a))
+    ndim = ndim_of(a)
     source = [s % ndim for s in ((source,) if _is_int(source) else source)]
     destination = [d % ndim for d in ((destination,) if _is_int(destination) else destination)]
     order = [k for k in range(ndim) if k not in source]
@@ -500,10 +411,14 @@ def moveaxis(a, source, destination):
     return transpose(a, order)
 
 
+_FILLED_UP_TO = 1 << 16  # elements: 512 KiB of float64
+
+
 def _broadcast_to_raw(x, shape):
-    """``np.broadcast_to``, but results up to 512 KiB are filled directly: several times faster to
-    make, and elementwise ops on a contiguous array run about twice as fast as on a zero-stride view."""
-    if math.prod(shape) > 1 << 16:
+    """``np.broadcast_to``, but results up to ``_FILLED_UP_TO`` elements are filled directly: several
+    times faster to make, and elementwise ops on a contiguous array run about twice as fast as on a
+    zero-stride view."""
+    if math.prod(shape) > _FILLED_UP_TO:
         return _np.broadcast_to(x, shape)
     out = _np.empty(shape, _np.result_type(x))
     out[...] = x
@@ -517,7 +432,7 @@ deflinear(_broadcast_to)
 
 def broadcast_to(array, shape):
     shape = (shape,) if _is_int(shape) else tuple(shape)
-    if _shape((array)) == shape:
+    if shape_of(array) == shape:
         return array
     return _broadcast_to(array, shape)
 
@@ -526,8 +441,7 @@ def _concatenate_raw(*arrays, axis):
     return _np.concatenate(arrays, axis=axis)
 
 
-_concatenate = primitive(_concatenate_raw, "concatenate")
-_concatenate.variadic = _concatenate.joint = True
+_concatenate = primitive(_concatenate_raw, "concatenate", variadic=True)
 
 
 def _concatenate_vjp(g, ans, *arrays, argnum, axis):
@@ -542,52 +456,52 @@ def _concatenate_jvp(t, ans, *arrays, argnum, axis):
     return _concatenate(*parts, axis=axis)
 
 
-_concatenate.vjps[0] = _concatenate_vjp
-_concatenate.jvps[0] = _concatenate_jvp
+defvjp(_concatenate, _concatenate_vjp)
+defjvp(_concatenate, _concatenate_jvp)
 
 
 def concatenate(arrays, axis=0, out=None, **kwargs):
-    _reject_out(out)
-    _reject_others("concatenate", kwargs)
+    reject_out(out)
+    reject_keywords("concatenate", kwargs)
     if axis is None:
         return _concatenate(*[ravel(a) for a in arrays], axis=0)
     return _concatenate(*arrays, axis=axis)
 
 
 def stack(arrays, axis=0, out=None, **kwargs):
-    _reject_out(out)
-    _reject_others("stack", kwargs)
+    reject_out(out)
+    reject_keywords("stack", kwargs)
     arrays = list(arrays)
-    ndim = _ndim((arrays[0])) + 1
+    ndim = ndim_of(arrays[0]) + 1
     return concatenate([expand_dims(a, axis % ndim) for a in arrays], axis=axis % ndim)
 
 
 def hstack(tup, **kwargs):
-    _reject_others("hstack", kwargs)
+    reject_keywords("hstack", kwargs)
     arrays = [atleast_1d(a) for a in tup]
-    return concatenate(arrays, axis=0 if _ndim((arrays[0])) == 1 else 1)
+    return concatenate(arrays, axis=0 if ndim_of(arrays[0]) == 1 else 1)
 
 
 def vstack(tup, **kwargs):
-    _reject_others("vstack", kwargs)
-    return concatenate([reshape(a, (1, -1)) if _ndim((a)) < 2 else a for a in tup], axis=0)
+    reject_keywords("vstack", kwargs)
+    return concatenate([reshape(a, (1, -1)) if ndim_of(a) < 2 else a for a in tup], axis=0)
 
 
 def split(ary, indices_or_sections, axis=0):
     """Pieces of ``ary`` as slices (each differentiable)."""
-    n = _shape((ary))[axis]
+    n = shape_of(ary)[axis]
     pieces = _np.array_split(_np.arange(n), indices_or_sections) if _is_int(indices_or_sections) \
         else _np.split(_np.arange(n), indices_or_sections)
     if _is_int(indices_or_sections) and n % int(indices_or_sections):
         raise ValueError("array split does not result in an equal division")
-    lead = (slice(None),) * (axis % _ndim((ary)))
+    lead = (slice(None),) * (axis % ndim_of(ary))
     return [ary[lead + (slice(int(p[0]) if p.size else n, int(p[-1]) + 1 if p.size else n),)]
             for p in pieces]
 
 
 def array_split(ary, indices_or_sections, axis=0):
-    n = _shape((ary))[axis]
-    lead = (slice(None),) * (axis % _ndim((ary)))
+    n = shape_of(ary)[axis]
+    lead = (slice(None),) * (axis % ndim_of(ary))
     return [ary[lead + (slice(int(p[0]), int(p[-1]) + 1) if p.size else slice(0, 0),)]
             for p in _np.array_split(_np.arange(n), indices_or_sections)]
 
@@ -595,7 +509,7 @@ def array_split(ary, indices_or_sections, axis=0):
 def tile(A, reps):
     """``np.tile`` as a broadcast and a reshape."""
     reps = (reps,) if _is_int(reps) else tuple(reps)
-    shape = _shape((A))
+    shape = shape_of(A)
     ndim = builtins.max(len(shape), len(reps))
     shape = (1,) * (ndim - len(shape)) + shape
     reps = (1,) * (ndim - len(reps)) + reps
@@ -608,7 +522,7 @@ def repeat(a, repeats, axis=None):
     """``np.repeat`` as a gather."""
     if axis is None:
         a, axis = ravel(a), 0
-    n = _shape((a))[axis]
+    n = shape_of(a)[axis]
     return take(a, _np.repeat(_np.arange(n), repeats), axis=axis)
 
 
@@ -621,8 +535,8 @@ defjvp(_pad, lambda t, ans, x, widths, value: _pad(t, widths, 0))
 def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
     if mode != "constant":
         raise NotImplementedError(f"autodiff: pad supports mode='constant' only, not {mode!r}")
-    _reject_others("pad", kwargs)
-    ndim = _ndim((array))
+    reject_keywords("pad", kwargs)
+    ndim = ndim_of(array)
     widths = tuple(map(tuple, _np.broadcast_to(_np.asarray(pad_width, dtype=int), (ndim, 2)).tolist()))
     return _pad(array, widths, constant_values)
 
@@ -703,25 +617,25 @@ deflinear(_scatter)
 
 def getitem(x, index):
     """``x[index]``: basic and advanced indexing, repeated indices accumulate in the gradient."""
-    return apply(_gather, (x, (index,) if type(index) in _BASIC else _normalize_index(index), 0), _NO_KWARGS)
+    return apply(_gather, (x, (index,) if type(index) in _BASIC else _normalize_index(index), 0))
 
 
 _BASIC = (slice, int)
 
 
 def take(a, indices, axis=None, out=None, mode=None):
-    _reject_out(out)
+    reject_out(out)
     indices = _np.asarray(value_of(indices))
     if axis is None:
         return getitem(ravel(a), indices)
-    return getitem(a, (slice(None),) * (axis % _ndim((a))) + (indices,))
+    return getitem(a, (slice(None),) * (axis % ndim_of(a)) + (indices,))
 
 
 def take_along_axis(arr, indices, axis):
     """``np.take_along_axis`` as one advanced index: open ranges on the other axes."""
     if axis is None:
         return take(arr, indices)
-    shape = _shape((arr))
+    shape = shape_of(arr)
     axis = axis % len(shape)
     index = tuple(value_of(indices) if k == axis else
                   _np.arange(n).reshape([n if j == k else 1 for j in range(len(shape))])
@@ -765,14 +679,14 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 def diag(v, k=0):
     """The k-th diagonal of a matrix, or a matrix with ``v`` on its k-th diagonal."""
-    if _ndim((v)) == 2:
+    if ndim_of(v) == 2:
         return diagonal(v, k)
-    n = _shape((v))[0] + builtins.abs(k)
+    n = shape_of(v)[0] + builtins.abs(k)
     return _embed_diagonal(v, (n, n), k, -2, -1)
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    _reject_out(out)
+    reject_out(out)
     return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
@@ -840,8 +754,8 @@ defjvp(matmul, lambda t, ans, a, b: matmul(t, b), lambda t, ans, a, b: matmul(a,
 
 
 def dot(a, b, out=None):
-    _reject_out(out)
-    a_ndim, b_ndim = _ndim((a)), _ndim((b))
+    reject_out(out)
+    a_ndim, b_ndim = ndim_of(a), ndim_of(b)
     if a_ndim == 0 or b_ndim == 0:
         return multiply(a, b)
     if b_ndim <= 2:
@@ -854,19 +768,19 @@ def vdot(a, b):
 
 
 def inner(a, b):
-    if _ndim((a)) == 0 or _ndim((b)) == 0:
+    if ndim_of(a) == 0 or ndim_of(b) == 0:
         return multiply(a, b)
     return tensordot(a, b, axes=([-1], [-1]))
 
 
 def outer(a, b, out=None):
-    _reject_out(out)
+    reject_out(out)
     return reshape(a, (-1, 1)) * reshape(b, (1, -1))
 
 
 def tensordot(a, b, axes=2):
     """``np.tensordot`` written as an einsum."""
-    a_ndim, b_ndim = _ndim((a)), _ndim((b))
+    a_ndim, b_ndim = ndim_of(a), ndim_of(b)
     if _is_int(axes):
         axes_a, axes_b = list(range(a_ndim - axes, a_ndim)), list(range(axes))
     else:
@@ -908,8 +822,7 @@ def _einsum_raw(*operands, subscripts):
     return _np.einsum(subscripts, *operands, optimize=len(operands) > 2)
 
 
-_einsum = primitive(_einsum_raw, "einsum")
-_einsum.variadic = _einsum.joint = True
+_einsum = primitive(_einsum_raw, "einsum", variadic=True)
 
 
 def _einsum_vjp(g, ans, *operands, argnum, subscripts):
@@ -934,15 +847,15 @@ def _einsum_jvp(t, ans, *operands, argnum, subscripts):
     return _einsum(*[t if k == argnum else o for k, o in enumerate(operands)], subscripts=subscripts)
 
 
-_einsum.vjps[0] = _einsum_vjp
-_einsum.jvps[0] = _einsum_jvp
+defvjp(_einsum, _einsum_vjp)
+defjvp(_einsum, _einsum_jvp)
 
 
 def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
     """Einstein summation (string subscripts; the ellipsis and repeated indices are supported)."""
-    _reject_out(out)
-    _reject_others("einsum", kwargs)
-    terms, output = _explicit_subscripts(subscripts, [_shape((o)) for o in operands])
+    reject_out(out)
+    reject_keywords("einsum", kwargs)
+    terms, output = _explicit_subscripts(subscripts, [shape_of(o) for o in operands])
     operands = list(operands)
     for k, term in enumerate(terms):
         while len(set(term)) < len(term):  # a repeated index is a diagonal: take it with diagonal()
@@ -962,8 +875,12 @@ defvjp(_astype, lambda g, ans, x, dtype: astype(g, x.dtype))
 deflinear(_astype)
 
 
-def astype(x, dtype):
-    """Cast; float-to-float casts carry gradients, casts to integers or bools do not."""
+def astype(x, dtype, copy: bool = True, **kwargs):
+    """Cast; float-to-float casts carry gradients, casts to integers or bools do not.
+
+    ``copy`` is accepted and has no effect: Tensors are immutable, so a copy and a view are alike.
+    """
+    reject_keywords("astype", kwargs)
     if _np.dtype(dtype).kind not in "fc":
         return nondiff(lambda v: _np.asarray(v).astype(dtype))(x)
     return _astype(x, dtype)
@@ -973,6 +890,4 @@ def copy(a, **kwargs):
     return a if isinstance(a, Tensor) else _np.copy(a)
 
 
-def sign(x):
-    """Sign (not differentiable: its derivative is zero almost everywhere)."""
-    return nondiff(_np.sign)(x)
+sign = nondiff(_np.sign)  # its derivative is zero almost everywhere

@@ -390,6 +390,39 @@ def test_stop_recording_on_a_tape_that_is_not_recording_raises_runtime_error():
             pass
 
 
+def test_paused_records_nothing_on_what_it_pauses_and_everything_after():
+    x = ad.constant(2.0)
+    with ad.GradientTape(persistent=True) as outer, ad.GradientTape(persistent=True) as inner, \
+            ad.ForwardAccumulator(x, 1.0) as accumulator:
+        outer.watch(x)
+        inner.watch(x)
+        with ad.core.paused(tapes=[inner], accumulators=False):
+            square = x * x
+        with ad.core.paused():
+            cube = x * x * x
+        triple = 3.0 * x
+        active = (list(ad.core.state.tapes), list(ad.core.state.accumulators))
+    assert active == ([outer, inner], [accumulator])
+    assert outer.gradient(square, x).numpy() == 4.0 and inner.gradient(square, x) is None
+    assert accumulator.jvp(square).numpy() == 4.0
+    assert outer.gradient(cube, x) is None and inner.gradient(cube, x) is None
+    assert accumulator.jvp(cube) is None
+    assert outer.gradient(triple, x).numpy() == inner.gradient(triple, x).numpy() == 3.0
+    assert accumulator.jvp(triple).numpy() == 3.0
+
+
+def test_tape_sweep_with_a_batch_of_seeds_gives_the_jacobian_rows():
+    x0 = np.array([0.5, -1.0, 2.0])
+    x = ad.constant(x0)
+    with ad.GradientTape() as tape:
+        tape.watch(x)
+        y = x[:2] * x[1:]  # J = [[x1, x0, 0], [0, x2, x1]]
+    (rows,) = tape.sweep([y], [np.eye(2)], [x], (2,))
+    assert type(rows) is np.ndarray  # no tape records the sweep: raw arrays
+    np.testing.assert_array_equal(rows, [[-1.0, 0.5, 0.0], [0.0, 2.0, -1.0]])
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [-1.0, 2.5, -1.0])  # not used up
+
+
 # --- custom gradients ------------------------------------------------------------------------------
 
 @ad.custom_gradient

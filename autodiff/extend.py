@@ -1,0 +1,134 @@
+"""``autodiff.extend``: the vocabulary for new differentiable primitives (as ``autograd.extend``).
+
+A primitive wraps a NumPy function; ``defvjp`` gives its reverse-mode rules and ``defjvp`` its
+forward-mode ones, one per argument. A VJP rule ``vjp(g, ans, *args, **kwargs)`` maps the output
+cotangent ``g`` to an argument's cotangent; ``g`` may carry leading batch axes (one sweep pushes a
+whole batch of cotangents), so rules index axes from the end. A JVP rule ``jvp(t, ans, *args,
+**kwargs)`` maps an argument's tangent ``t`` to the output's. Written with differentiable ops
+(``autodiff.numpy``), rules are differentiable themselves, which gives every higher order.
+
+>>> cube = primitive(lambda x: x ** 3, "cube")
+>>> defvjp(cube, lambda g, ans, x: g * 3 * x ** 2)
+>>> defjvp(cube, lambda t, ans, x: t * 3 * x ** 2)
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .core import Primitive, Tensor, value_of
+
+
+def primitive(fun: Callable, name: str | None = None, tensor_fun: Callable | None = None,
+              variadic: bool = False) -> Primitive:
+    """A differentiable version of ``fun`` (rules to be added with defvjp and defjvp).
+
+    ``tensor_fun``, used when a Tensor is among the arguments, may be a faster spelling of ``fun``
+    for NumPy-typed values (``operator.mul`` for ``np.multiply``). A ``variadic`` primitive takes any
+    number of array arguments and has one VJP and one JVP rule for all of them, called with the
+    keyword ``argnum``.
+    """
+    prim = Primitive(fun, name, tensor_fun)
+    prim.variadic = prim.joint = variadic  # the sweep calls a variadic rule through backward()
+    return prim
+
+
+def defvjp(prim: Primitive, *rules: Callable | None, broadcasting: bool = False) -> None:
+    """Register one VJP rule per argument (None for a non-differentiable argument).
+
+    With ``broadcasting``, each rule's result is summed back to its argument's shape, as for an
+    elementwise op whose arguments NumPy broadcasts.
+    """
+    for i, rule in enumerate(rules):
+        if rule is not None:
+            prim.vjps[i] = _summed_to_argument(rule, i) if broadcasting else rule
+
+
+def defjvp(prim: Primitive, *rules: Callable | None) -> None:
+    """Register one JVP rule per argument (None for a non-differentiable argument)."""
+    for i, rule in enumerate(rules):
+        if rule is not None:
+            prim.jvps[i] = rule
+
+
+def defderiv(prim: Primitive, *derivatives: Callable | None) -> None:
+    """An elementwise op: ``derivatives[i](ans, *args)`` is d ans / d args[i], elementwise.
+
+    Registers the VJPs ``g * d`` (summed to each argument's shape when there are several) and the
+    JVPs ``t * d``.
+    """
+    broadcasting = len(derivatives) > 1
+    for i, d in enumerate(derivatives):
+        if d is not None:
+            prim.vjps[i] = _times_summed(d, i) if broadcasting else _times(d)
+            prim.jvps[i] = _times(d)
+
+
+def deflinear(prim: Primitive) -> None:
+    """An op linear in its first argument: its JVP is the op applied to the tangent."""
+    prim.jvps[0] = lambda t, ans, x, *args, **kwargs: prim(t, *args, **kwargs)
+
+
+def _times(d):
+    return lambda g, ans, *args: g * d(ans, *args)
+
+
+def _times_summed(d, i):
+    def vjp(g, ans, *args):
+        gi = g * d(ans, *args)
+        shape = args[i].shape
+        return gi if gi.shape == shape else unbroadcast(gi, shape, g.ndim - ans.ndim)
+    return vjp
+
+
+def _summed_to_argument(rule, i):
+    def rule_then_unbroadcast(g, ans, *args, **kwargs):
+        gi = rule(g, ans, *args, **kwargs)
+        shape = args[i].shape
+        return gi if gi.shape == shape else unbroadcast(gi, shape, g.ndim - ans.ndim)
+    return rule_then_unbroadcast
+
+
+def unbroadcast(g, shape: tuple, nb: int):
+    """Sum ``g`` (``nb`` batch axes, then a broadcast of ``shape``) back to ``batch + shape``.
+
+    The batch axes are never summed. ``g`` is an array, or a Tensor when an outer tape records the
+    sweep: both have the ``sum`` and ``reshape`` methods this uses.
+    """
+    gshape = g.shape
+    shape = tuple(shape)
+    if gshape[nb:] == shape:
+        return g
+    extra = len(gshape) - nb - len(shape)
+    axes = tuple(range(nb, nb + extra)) + tuple(
+        nb + extra + k for k, d in enumerate(shape) if d == 1 and gshape[nb + extra + k] != 1)
+    return g.sum(axis=axes).reshape(gshape[:nb] + shape)
+
+
+def nondiff(fun: Callable, wrap: bool = True) -> Callable:
+    """``fun`` with no derivative (comparisons, argmax, floor, ...): no gradient flows, no error.
+
+    Tensors in the arguments are read as arrays; with ``wrap``, an array result of a call on Tensors
+    is a Tensor again (that no tape watches).
+    """
+    def call(*args, **kwargs):
+        result = fun(*[value_of(a) for a in args], **{k: value_of(v) for k, v in kwargs.items()})
+        if wrap and any(isinstance(a, Tensor) for a in args) and isinstance(result, (np.ndarray, np.generic)):
+            return Tensor(result)
+        return result
+    call.__name__ = call.__qualname__ = getattr(fun, "__name__", "nondiff")
+    call.__doc__ = f"{call.__name__} (not differentiable: no gradient flows through it)."
+    return call
+
+
+def reject_out(out) -> None:
+    """NumPy's ``out=`` writes in place, which a tape cannot record: an error, never ignored."""
+    if out is not None:
+        raise TypeError("autodiff: in-place NumPy operations (out=...) cannot be differentiated")
+
+
+def reject_keywords(name: str, kwargs: dict) -> None:
+    """NumPy keywords an op does not implement are an error naming them, never silently ignored."""
+    if kwargs:
+        raise TypeError(f"autodiff: {name} with {sorted(kwargs)} is not supported")
