@@ -33,12 +33,11 @@ class SymmetricOperator:
         """Set up ``_sources`` from x; returns f as a function of no arguments reading them."""
         leaves, rebuild = flatten(x)
         self.chunk_size = chunk_size
+        self.unravel = ravel(x)[1]  # flat vectors -> the structure of x (blocks of the Hessian)
         if leaves and all(isinstance(leaf, Variable) for leaf in leaves):
             self._sources = leaves
-            self.unravel = None
             return f
         # one source per leaf: no slicing of a flat vector (whose gradient is a scatter)
-        self.unravel = ravel(x)[1]
         self._sources = [constant(value_of(leaf)) for leaf in leaves]
         return lambda: f(rebuild(self._sources))
 

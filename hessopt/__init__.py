@@ -1,12 +1,23 @@
 """hessopt: second-order optimization with exact curvature.
 
 ``hessopt.minimize(f, x0, method="newton-cg")`` has scipy's interface; derivatives come from the
-``autodiff`` engine, so ``f`` is plain NumPy code.
+``autodiff`` engine, so ``f`` is plain NumPy code. ``hessopt.curvature`` analyses Hessians (and any
+symmetric operator); ``hessopt.plot`` draws them and optimization runs. ``hessopt.plot`` needs
+matplotlib and is imported on first use, so ``import hessopt`` stays light.
 """
+import importlib
+
 from autodiff import grad, hessian, hessian_operator, hvp, jacobian
 
-from . import nn, problems, regularizers
+from . import curvature, nn, problems, regularizers
 from ._minimize import METHODS, least_squares, minimize, minimize_many
 
-__all__ = ["minimize", "minimize_many", "least_squares", "METHODS", "problems", "nn", "regularizers",
-           "grad", "hessian", "hvp", "jacobian", "hessian_operator"]
+__all__ = ["minimize", "minimize_many", "least_squares", "METHODS", "problems", "curvature", "plot", "nn",
+           "regularizers", "grad", "hessian", "hvp", "jacobian", "hessian_operator"]
+
+
+def __getattr__(name: str):
+    """``hessopt.plot`` on first use: matplotlib is loaded only by those who draw."""
+    if name == "plot":
+        return importlib.import_module(".plot", __name__)
+    raise AttributeError(f"module 'hessopt' has no attribute {name!r}")

@@ -6,8 +6,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 
 from . import problems
-from .suite import (METHODS, format_summary, format_table, performance_profile, rosenbrock_race,
-                    run_suite)
+from .suite import METHODS, format_summary, format_table, rosenbrock_race, run_suite
 
 
 def _instances(spec: str, n: int | None):
@@ -16,6 +15,19 @@ def _instances(spec: str, n: int | None):
     if spec == "scalable":
         return [problems.scalable(name, n or 1000) for name in problems.SCALABLE]
     return [problems.get(name, n) for name in spec.split(",")]
+
+
+def _save_profile(runs, path: str) -> None:
+    """The performance profile of ``hessopt.plot``, written to a file with no display needed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .plot import performance_profile
+    ax = performance_profile(runs, plt.figure(figsize=(7, 4.5)).add_subplot())
+    ax.figure.tight_layout()
+    ax.figure.savefig(path, dpi=120)
+    plt.close(ax.figure)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                   "scipy with its defaults")
             print(format_table(rosenbrock_race(n)))
     if args.plot:
-        performance_profile(runs, args.plot)
+        _save_profile(runs, args.plot)
         print(f"\nperformance profile saved to {args.plot}")
     return 0
 

@@ -144,35 +144,6 @@ def format_summary(runs: list[Run]) -> str:
     return "\n".join(lines)
 
 
-def performance_profile(runs: list[Run], path: str) -> None:
-    """Dolan & Moré (2002) performance profile of evaluations, saved to ``path``."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    methods = list(dict.fromkeys(r.method for r in runs))
-    instances = sorted({(r.problem, r.n) for r in runs})
-    cost = np.full((len(instances), len(methods)), np.inf)
-    for r in runs:
-        if r.solved:
-            cost[instances.index((r.problem, r.n)), methods.index(r.method)] = max(r.evaluations, 1)
-    best = np.min(cost, axis=1, keepdims=True)
-    ratios = cost[np.isfinite(best[:, 0])] / best[np.isfinite(best[:, 0])]
-    worst = max(np.max(ratios[np.isfinite(ratios)], initial=2.0), 2.0)
-    taus = np.logspace(0, np.log10(worst * 1.1), 200)  # past the worst ratio, so every curve tops out
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for k, method in enumerate(methods):
-        ax.step(taus, [(ratios[:, k] <= tau).mean() for tau in taus], where="post", label=method)
-    ax.set_xscale("log")
-    ax.set_xlabel("within a factor τ of the fewest evaluations (nfev + njev + nhev)")
-    ax.set_ylabel("fraction of problems solved")
-    ax.set_title("Performance profile (Dolan & Moré 2002)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def rosenbrock_race(n: int, methods=("newton-cg", "trust-krylov"), gtol: float = 1e-6) -> list[Run]:
     """Chained Rosenbrock (scipy's ``rosen``) at size n: ours to ||g||_inf < gtol, scipy's defaults."""
     problem = problems.scalable("chained_rosenbrock", n)
@@ -184,4 +155,4 @@ def rosenbrock_race(n: int, methods=("newton-cg", "trust-krylov"), gtol: float =
 
 
 __all__ = ["Run", "run_suite", "run_hessopt", "run_scipy", "format_table", "format_summary",
-           "performance_profile", "rosenbrock_race", "METHODS", "minimize_many"]
+           "rosenbrock_race", "METHODS", "minimize_many"]

@@ -1,0 +1,389 @@
+"""Pictures of curvature and of optimization runs (matplotlib).
+
+``import hessopt.plot`` loads matplotlib; ``import hessopt`` alone does not (``hessopt.plot`` is
+imported on first use). Every function draws into ``ax`` (a new figure when ``ax`` is None) and
+returns the Axes; none calls ``show()``, so the caller decides where the figure goes. Signed
+matrices use a diverging colormap with colour limits symmetric about zero, so white is zero.
+
+References
+----------
+- B. Ghorbani, S. Krishnan and Y. Xiao, An investigation into neural net optimization via Hessian
+  eigenvalue density, ICML 2019 (spectra).
+- H. Li, Z. Xu, G. Taylor, C. Studer and T. Goldstein, Visualizing the loss landscape of neural
+  nets, NeurIPS 2018 (filter-normalized directions).
+- E. D. Dolan and J. J. Moré, Benchmarking optimization software with performance profiles,
+  Math. Program. 91 (2002).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter
+from scipy.optimize import OptimizeResult
+
+import autodiff as ad
+
+from . import curvature
+
+_MARKERS = {"start": "o", "end": "*"}
+_MARKERS_SIZE = {"start": 50, "end": 90}   # scatter sizes, points^2
+
+
+def _axes(ax: Axes | None) -> Axes:
+    return plt.figure().add_subplot() if ax is None else ax
+
+
+def _symmetric_limit(values: np.ndarray) -> float:
+    limit = float(np.nanmax(np.abs(values), initial=0.0))
+    return limit if limit > 0 else 1.0
+
+
+# --- matrices ------------------------------------------------------------------------------------
+
+def _dense(H: Any) -> np.ndarray:
+    if callable(getattr(H, "to_dense", None)):
+        return np.asarray(H.to_dense(), dtype=float)
+    if hasattr(H, "matvec") and hasattr(H, "shape"):
+        A = curvature.Operator(H)
+        return A.matmat(np.eye(A.n))
+    H = np.asarray(H.numpy() if isinstance(H, ad.Tensor) else H, dtype=float)
+    if H.ndim != 2 or H.shape[0] != H.shape[1]:
+        raise ValueError(f"hessian_heatmap needs a square 2-D matrix or an operator, got an array of "
+                         f"shape {H.shape}")
+    return H
+
+
+def _blocks_of(H: Any, blocks: Any, n: int) -> tuple[list[int], list[str]]:
+    """Block sizes and names: from ``blocks`` (sizes, or a pytree of parameters) or from the pytree
+    the operator was built at."""
+    if blocks is None:
+        unravel = getattr(H, "unravel", None)
+        tree = None if unravel is None else unravel(np.zeros(n))
+        if not isinstance(tree, (dict, list, tuple)):
+            return [n], []
+        blocks = tree
+    if isinstance(blocks, (list, tuple)) and all(isinstance(b, (int, np.integer)) for b in blocks):
+        sizes, names = [int(b) for b in blocks], []
+    else:
+        keys = list(blocks) if isinstance(blocks, dict) else range(len(blocks))
+        sizes, names = [ad.ravel(blocks[k])[0].size for k in keys], [str(k) for k in keys]
+    if sum(sizes) != n:
+        raise ValueError(f"blocks of sizes {sizes} (total {sum(sizes)}) do not tile a matrix of size {n}")
+    return sizes, names
+
+
+def _block_lines(ax: Axes, row_sizes: Sequence[int], col_sizes: Sequence[int]) -> None:
+    for edge in np.cumsum(row_sizes)[:-1]:
+        ax.axhline(edge - 0.5, color="black", linewidth=0.8)
+    for edge in np.cumsum(col_sizes)[:-1]:
+        ax.axvline(edge - 0.5, color="black", linewidth=0.8)
+
+
+def _signed_image(ax: Axes, image: np.ndarray, cmap: str, label: str):
+    limit = _symmetric_limit(image)
+    colormap = plt.get_cmap(cmap).with_extremes(bad="0.85")
+    im = ax.imshow(np.ma.masked_invalid(image), cmap=colormap, vmin=-limit, vmax=limit, interpolation="nearest")
+    ax.figure.colorbar(im, ax=ax, label=label)
+    return im
+
+
+def hessian_heatmap(H: Any, ax: Axes | None = None, blocks: Any = None,
+                    labels: Sequence[str] | None = None, cmap: str = "RdBu_r") -> Axes:
+    """The matrix ``H`` (or an operator, densified) as an image, zero white, colour limits ±max|H|.
+
+    ``blocks`` (block sizes, or the pytree of parameters) draws block boundaries and names them;
+    for a ``HessianOperator`` built at a pytree they come from the operator itself.
+    """
+    ax = _axes(ax)
+    matrix = _dense(H)
+    sizes, names = _blocks_of(H, blocks, matrix.shape[0])
+    if labels is not None:
+        if len(labels) != len(sizes):
+            raise ValueError(f"{len(labels)} labels for {len(sizes)} blocks")
+        names = [str(label) for label in labels]
+    _signed_image(ax, matrix, cmap, "Hessian entry")
+    _block_lines(ax, sizes, sizes)
+    if names:
+        centres = np.cumsum(sizes) - np.asarray(sizes) / 2 - 0.5
+        ax.set_xticks(centres, names, rotation=45 if max(map(len, names)) > 3 else 0)
+        ax.set_yticks(centres, names)
+    ax.set_xlabel("parameter")
+    ax.set_ylabel("parameter")
+    return ax
+
+
+def jacobian_patches(J: Any, ax: Axes | None = None, cmap: str = "RdBu_r") -> Axes:
+    """A batch Jacobian as a batch x batch grid of (out x in) patches: patch (i, j) is
+    d y_i / d x_j. Independent examples give a block-diagonal picture; a layer that couples the
+    batch (BatchNorm in training mode) fills the off-diagonal patches.
+
+    ``J`` is (batch, out, batch, in) from ``tape.jacobian``, or (batch, out, in) from
+    ``batch_jacobian``, which holds only the diagonal patches (the others are drawn grey: not computed).
+    """
+    ax = _axes(ax)
+    J = np.asarray(J.numpy() if isinstance(J, ad.Tensor) else J, dtype=float)
+    if J.ndim == 4:
+        if J.shape[0] != J.shape[2]:
+            raise ValueError(f"a batch Jacobian (batch, out, batch, in) needs equal batch axes, got "
+                             f"shape {J.shape}")
+        batch, out, _, inputs = J.shape
+        image = J.reshape(batch * out, batch * inputs)
+    elif J.ndim == 3:
+        batch, out, inputs = J.shape
+        image = np.full((batch * out, batch * inputs), np.nan)
+        for i in range(batch):
+            image[i * out:(i + 1) * out, i * inputs:(i + 1) * inputs] = J[i]
+    else:
+        raise ValueError(f"jacobian_patches needs a (batch, out, batch, in) or (batch, out, in) "
+                         f"array, got shape {J.shape}")
+    _signed_image(ax, image, cmap, "∂ output / ∂ input")
+    _block_lines(ax, [out] * batch, [inputs] * batch)
+    if batch <= 20:
+        ax.set_xticks(np.arange(batch) * inputs + inputs / 2 - 0.5, range(batch))
+        ax.set_yticks(np.arange(batch) * out + out / 2 - 0.5, range(batch))
+    ax.set_xlabel(f"input example j ({inputs} features each)")
+    ax.set_ylabel(f"output example i ({out} outputs each)")
+    return ax
+
+
+# --- spectra and landscapes -----------------------------------------------------------------------
+
+def spectrum(density_or_eigenvalues: Any, ax: Axes | None = None, sigma: float | None = None,
+             points: int = 2000) -> Axes:
+    """A spectral density (from ``curvature.spectral_density``, or exact eigenvalues, smoothed the
+    same way) on a log scale, with the outliers (eigenvalues detached from the bulk) marked."""
+    ax = _axes(ax)
+    density = density_or_eigenvalues if isinstance(density_or_eigenvalues, curvature.SpectralDensity) \
+        else curvature.SpectralDensity.from_eigenvalues(density_or_eigenvalues)
+    sigma = density.default_sigma() if sigma is None else sigma
+    low, high = density.nodes.min() - 4 * sigma, density.nodes.max() + 4 * sigma
+    grid = np.linspace(low, high, points)
+    values = density.density(grid, sigma)
+    floor = values.max() * 1e-8
+    ax.semilogy(grid, np.where(values > floor, values, np.nan), color="C0",
+                label=f"density (Gaussian σ = {sigma:.2g})")
+    ax.set_ylim(floor, values.max() * 3)
+    outliers = density.outliers()
+    for k, value in enumerate(outliers):
+        ax.axvline(value, color="C3", linestyle=":", linewidth=1,
+                   label=f"outliers ({len(outliers)})" if k == 0 else None)
+    ax.set_xlim(low, high)
+    ax.set_xlabel("eigenvalue")
+    ax.set_ylabel("density")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def _filter_normalized(x: Any, rng: np.random.Generator) -> np.ndarray:
+    """A random direction with each filter scaled to the norm of its weights (Li et al. 2018): a
+    filter is one output unit, the last axis of a weight array; vectors (biases) are left at zero."""
+    leaves, treedef = ad.tree.flatten(x)
+    parts = []
+    for leaf in leaves:
+        w = np.asarray(leaf, dtype=float)
+        d = np.zeros_like(w)
+        if w.ndim >= 2:
+            d = rng.standard_normal(w.shape)
+            axes = tuple(range(w.ndim - 1))
+            d *= np.linalg.norm(w, axis=axes) / np.linalg.norm(d, axis=axes)
+        parts.append(d)
+    direction = ad.ravel(treedef(parts))[0]
+    if not np.any(direction):
+        raise ValueError("no weight matrices to filter-normalize in x (all leaves are vectors or "
+                         "zero); pass directions")
+    return direction
+
+
+def _directions(f: Callable, x: Any, directions: Any, flat: np.ndarray,
+                seed: int | None) -> tuple[np.ndarray, list[str]]:
+    """One or two directions as rows, and their names for the axis labels."""
+    if directions is not None:
+        rows = [ad.ravel(d)[0] for d in (directions if isinstance(directions, (list, tuple))
+                                         else np.atleast_2d(directions))]
+        if not 1 <= len(rows) <= 2 or any(row.size != flat.size for row in rows):
+            raise ValueError(f"landscape takes one or two directions of size {flat.size}, got "
+                             f"{[row.size for row in rows]}")
+        return np.array(rows), [f"direction {k + 1}" for k in range(len(rows))]
+    if isinstance(x, (dict, list, tuple)):
+        rng = np.random.default_rng(seed)
+        return (np.array([_filter_normalized(x, rng) for _ in range(2)]),
+                ["filter-normalized direction 1", "filter-normalized direction 2"])
+    values, vectors = curvature.top_eigenvalues(ad.hessian_operator(f, x), k=min(2, flat.size),
+                                                seed=seed)
+    return vectors.T, [f"Hessian eigenvector {k + 1} (λ = {v:.3g})" for k, v in enumerate(values)]
+
+
+def _levels(Z: np.ndarray, count: int = 25) -> np.ndarray:
+    """Contour levels at quantiles of the values, so that steep walls do not take every level."""
+    levels = np.unique(np.quantile(Z[np.isfinite(Z)], np.linspace(0, 1, count)))
+    return levels if levels.size > 1 else np.array([levels[0] - 1, levels[0] + 1])
+
+
+def _value(f: Callable, x: Any) -> float:
+    value = f(x)
+    return float(value.numpy() if isinstance(value, ad.Tensor) else np.asarray(value))
+
+
+def landscape(f: Callable, x: Any, directions: Any = None, ax: Axes | None = None, steps: int = 41,
+              span: float = 1.0, seed: int | None = None) -> Axes:
+    """f(x + a d1) along one direction (a line), or f(x + a d1 + b d2) over two (contours), for
+    a, b in [-span, span].
+
+    ``directions`` default to the two top Hessian eigenvectors at x (unit length), or, for a pytree
+    of parameters, to random directions filter-normalized per layer (Li et al. 2018).
+    """
+    ax = _axes(ax)
+    flat, unravel = ad.ravel(x)
+    D, names = _directions(f, x, directions, flat, seed)
+    alphas = np.linspace(-span, span, steps)
+    if len(D) == 1:
+        values = [_value(f, unravel(flat + a * D[0])) for a in alphas]
+        ax.plot(alphas, values, color="C0")
+        ax.axvline(0, color="0.5", linestyle=":", linewidth=1)
+        ax.set_xlabel(f"α along {names[0]}")
+        ax.set_ylabel("f(x + α d)")
+        return ax
+    Z = np.array([[_value(f, unravel(flat + a * D[0] + b * D[1])) for a in alphas] for b in alphas])
+    contours = ax.contourf(alphas, alphas, Z, levels=_levels(Z), cmap="viridis")
+    ax.contour(alphas, alphas, Z, levels=contours.levels, colors="white", linewidths=0.3)
+    ax.figure.colorbar(contours, ax=ax, label="f", format="%.3g")
+    ax.plot([0], [0], "x", color="red", markersize=8, label="the point x")
+    ax.set_xlabel(f"α along {names[0]}")
+    ax.set_ylabel(f"β along {names[1]}")
+    ax.legend(fontsize=8)
+    return ax
+
+
+# --- optimization runs ---------------------------------------------------------------------------
+
+def _labelled(results: Any) -> list[tuple[str, Any]]:
+    """(label, result) pairs from one result, a list of them, or a dict label -> result."""
+    if isinstance(results, OptimizeResult):
+        results = [results]
+    if isinstance(results, dict):
+        return [(str(k), r) for k, r in results.items()]
+    return [(str(r.get("method") or f"run {i + 1}"), r) for i, r in enumerate(results)]
+
+
+def _column(label: str, result: Any, name: str) -> np.ndarray:
+    try:
+        column = result.history[name]
+    except (AttributeError, KeyError, TypeError, IndexError):
+        column = None
+    if column is None or np.size(column) == 0:
+        hint = " (run with options={'keep_iterates': True}, the default)" if name == "x" else ""
+        raise ValueError(f"result {label!r} has no history[{name!r}]{hint}")
+    return np.asarray(column, dtype=float)
+
+
+def trajectory(f: Callable, results: Any, ax: Axes | None = None,
+               bounds: Sequence[Sequence[float]] | None = None, grid: int = 120) -> Axes:
+    """Contours of a function of two variables with the path of each run over them: the line's data
+    are ``result.history["x"]``; start (o) and end (*) marked, one legend entry per method.
+
+    ``results`` is a result, a list of them (labelled by ``result.method``) or a dict label -> result;
+    ``bounds`` ((x_min, x_max), (y_min, y_max)) default to the paths plus a margin.
+    """
+    ax = _axes(ax)
+    runs = [(label, _column(label, r, "x")) for label, r in _labelled(results)]
+    for label, path in runs:
+        if path.ndim != 2 or path.shape[1] != 2:
+            raise ValueError(f"trajectory draws functions of two variables; the iterates of "
+                             f"{label!r} have shape {path.shape}")
+    if bounds is None:
+        points = np.concatenate([path for _, path in runs])
+        low, high = points.min(axis=0), points.max(axis=0)
+        margin = np.maximum(0.15 * (high - low), 0.1 * max(np.max(high - low), 1e-3))
+        bounds = np.stack([low - margin, high + margin], axis=1)
+    (x_low, x_high), (y_low, y_high) = bounds
+    xs, ys = np.linspace(x_low, x_high, grid), np.linspace(y_low, y_high, grid)
+    Z = np.array([[_value(f, np.array([a, b])) for a in xs] for b in ys])
+    contours = ax.contourf(xs, ys, Z, levels=_levels(Z), cmap="Greys", alpha=0.45)
+    ax.contour(xs, ys, Z, levels=contours.levels, colors="0.55", linewidths=0.4)
+    ax.figure.colorbar(contours, ax=ax, label="f", format="%.3g")
+    lines = []
+    for k, (label, path) in enumerate(runs):
+        line, = ax.plot(path[:, 0], path[:, 1], "-", marker=".", markersize=4, linewidth=1.2,
+                        color=f"C{k}", label=f"{label} ({len(path) - 1} iterations)")
+        lines.append(line)
+        for end, row in (("start", path[0]), ("end", path[-1])):
+            ax.scatter(*row, marker=_MARKERS[end], s=_MARKERS_SIZE[end], zorder=3,
+                       color=line.get_color(), edgecolors="black", linewidths=0.6, label=end)
+    ends = [Line2D([], [], linestyle="", marker=_MARKERS[end], markersize=np.sqrt(_MARKERS_SIZE[end]),
+                   color="white", markeredgecolor="black", label=end) for end in _MARKERS]
+    ax.set_xlim(x_low, x_high)
+    ax.set_ylim(y_low, y_high)
+    ax.set_xlabel("x[0]")
+    ax.set_ylabel("x[1]")
+    ax.legend(handles=lines + ends, fontsize=8)
+    return ax
+
+
+_Y_LABELS = {"f": "f(x_k)", "gnorm": "‖∇f(x_k)‖∞"}
+
+
+def convergence(results: Any, ax: Axes | None = None, fstar: float | None = None,
+                x: str = "iterations", y: str = "f") -> Axes:
+    """One line per run: f(x_k) - fstar (or f, or the gradient norm) against iterations or
+    cumulative function evaluations, on a log scale. Points where f - fstar <= 0 are not drawn."""
+    if x not in ("iterations", "evaluations"):
+        raise ValueError(f"x must be 'iterations' or 'evaluations', got {x!r}")
+    if y not in _Y_LABELS:
+        raise ValueError(f"y must be 'f' or 'gnorm', got {y!r}")
+    ax = _axes(ax)
+    positive = True
+    for label, result in _labelled(results):
+        values = _column(label, result, y)
+        if y == "f" and fstar is not None:
+            values = np.where(values - fstar > 0, values - fstar, np.nan)
+        positive &= bool(np.all(values[np.isfinite(values)] > 0))
+        steps = _column(label, result, "nfev" if x == "evaluations" else "nit")
+        ax.plot(steps, values, marker=".", markersize=3, label=label)
+    ax.set_yscale("log" if positive else "symlog")
+    ax.set_xlabel("iteration" if x == "iterations" else "function evaluations (cumulative)")
+    ax.set_ylabel(f"{_Y_LABELS[y]} − f*" if y == "f" and fstar is not None else _Y_LABELS[y])
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def performance_profile(runs: Iterable, ax: Axes | None = None) -> Axes:
+    """Dolan & Moré (2002) performance profile: for each method, the fraction of problems it solves
+    within a factor tau of the fewest evaluations (nfev + njev + nhev) any method needed.
+
+    ``runs`` are the suite's records (``hessopt.suite.Run``: problem, n, method, solved, nfev, njev,
+    nhev), as ``hessopt.suite.run_hessopt`` and ``run_suite`` return them.
+    """
+    ax = _axes(ax)
+    runs = list(runs)
+    methods = list(dict.fromkeys(r.method for r in runs))
+    instances = sorted({(r.problem, r.n) for r in runs})
+    cost = np.full((len(instances), len(methods)), np.inf)
+    for r in runs:
+        if r.solved:
+            cost[instances.index((r.problem, r.n)), methods.index(r.method)] = \
+                max(r.nfev + r.njev + r.nhev, 1)
+    best = np.min(cost, axis=1, keepdims=True)
+    ratios = cost[np.isfinite(best[:, 0])] / best[np.isfinite(best[:, 0])]
+    worst = max(np.max(ratios[np.isfinite(ratios)], initial=2.0), 2.0)
+    taus = np.logspace(0, np.log10(worst * 1.1), 200)  # past the worst ratio, so every curve tops out
+    for k, method in enumerate(methods):
+        fraction = [(ratios[:, k] <= tau).sum() / len(instances) for tau in taus]
+        ax.step(taus, fraction, where="post", label=method)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda tau, _: f"{tau:g}"))
+    ax.set_xlim(1, taus[-1])
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("τ: within a factor τ of the fewest evaluations (nfev + njev + nhev)")
+    ax.set_ylabel(f"fraction of the {len(instances)} problems solved")
+    ax.set_title("Performance profile (Dolan & Moré 2002)")
+    ax.legend(fontsize=8)
+    return ax
+
+
+__all__ = ["hessian_heatmap", "jacobian_patches", "spectrum", "landscape", "trajectory",
+           "convergence", "performance_profile"]
