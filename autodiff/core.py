@@ -18,11 +18,13 @@ _next_id = itertools.count().__next__
 
 
 class _State(threading.local):
-    """Per-thread engine state: the recording tapes and active forward accumulators."""
+    """Per-thread engine state: the recording tapes, active forward accumulators, and the traces of
+    ``autodiff.function`` in progress (each has a ``tape`` and a ``read(tensor, how)`` method)."""
 
     def __init__(self):
         self.tapes = []
         self.accumulators = []
+        self.traces = []
 
 
 state = _State()
@@ -54,8 +56,8 @@ class paused:
 
 def _without(active: list, which) -> list:
     """A new list of the recorders of ``active`` that ``which`` (True: all) does not pause."""
-    if which is True:
-        return []
+    if which is True:  # a trace's tape records everything, paused or not (see autodiff.function)
+        return [tape for tape in active if getattr(tape, "records_paused", False)]
     kept = active[:]
     for recorder in which:
         if recorder in kept:
@@ -79,6 +81,8 @@ class Tensor:
     # ``__float__``, ...), which NumPy also makes when it stores a Tensor into an ndarray, refuse a
     # Tensor that is being differentiated: its gradient would be lost without a word.
     def numpy(self) -> np.ndarray:
+        if state.traces:
+            note_read(self, "numpy")
         return np.asarray(self._value)
 
     def __array__(self, dtype=None, copy=None):
@@ -93,6 +97,8 @@ class Tensor:
     size = property(lambda self: self._value.size)
 
     def item(self):
+        if state.traces:
+            note_read(self, "item")
         return np.asarray(self._value).item()
 
     def __float__(self):
@@ -112,6 +118,8 @@ class Tensor:
         return np.asarray(self._value).__index__()
 
     def __bool__(self):  # control flow on a value (``if x > 0``) is fine: a branch has no gradient
+        if state.traces:  # but a trace must check the branch when it replays (autodiff.function)
+            note_read(self, "bool")
         return bool(self._value)
 
     def __len__(self):
@@ -176,6 +184,8 @@ def tracked(t: Tensor) -> bool:
 
 def _check_untracked(t: Tensor, conversion: str) -> None:
     """Refuse to turn a tracked Tensor into a plain value implicitly (as JAX and PyTorch refuse)."""
+    if state.traces:
+        note_read(t, conversion)
     if (state.tapes or state.accumulators) and tracked(t):
         raise TypeError(
             f"autodiff: {conversion}() would turn a Tensor that a GradientTape or ForwardAccumulator "
@@ -206,6 +216,37 @@ def constant(value, dtype=None) -> Tensor:
 def value_of(x):
     """The raw ndarray behind a Tensor; anything else unchanged."""
     return x._value if isinstance(x, Tensor) else x
+
+
+def concrete(x):
+    """The raw value of ``x`` read to compute with outside the engine (a mask, an index, a branch).
+
+    Unlike ``value_of`` (for shapes and dtypes), the read is reported to the traces of
+    ``autodiff.function`` in progress: a replay must check it (or the trace refuses).
+    """
+    if isinstance(x, Tensor):
+        if state.traces:
+            note_read(x, "value")
+        return x._value
+    return x
+
+
+def note_read(t: Tensor, how: str) -> None:
+    """Tell each trace in progress that ``t``'s value was read (``how``: "bool", "numpy", ...)."""
+    for trace in state.traces:
+        trace.read(t, how)
+
+
+def record_constant(fun, args: tuple, kwargs: dict, out: Tensor) -> None:
+    """Record ``out = fun(*values of args, **kwargs)``, an op with no derivative, on the tapes of the
+    traces in progress (only there: no gradient flows through it), so that a replay recomputes it."""
+    parents = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+    raw = [value_of(a) for a in args]
+    for trace in state.traces:
+        if any(args[i]._id in trace.tape._watched for i in parents):
+            trace.tape._records.append((Primitive(fun, getattr(fun, "__name__", "nondiff")), args, raw,
+                                        kwargs, out, parents))
+            trace.tape._watched.add(out._id)
 
 
 def shape_of(x) -> tuple:
@@ -353,14 +394,16 @@ def record(prim, args, raw, kwargs, out, parents, tapes):
     """Append the op to each of ``tapes`` (the recording ones) that watches one of its inputs.
 
     A tape that watches accessed Variables starts watching every trainable Variable the op reads (all
-    of them, not just the first: ``watched_variables`` must list each one).
+    of them, not just the first: ``watched_variables`` must list each one); a trace's tape
+    (``_watch_accessed == "all"``) every Variable, trainable or not.
     """
     for tape in tapes:
         watched = tape._watched
         watches_an_input = False
         for i in parents:
             a = args[i]
-            if a._id in watched or (tape._watch_accessed and type(a) is Variable and a.trainable
+            if a._id in watched or (tape._watch_accessed and type(a) is Variable
+                                    and (a.trainable or tape._watch_accessed == "all")
                                     and tape._watch_one(a)):
                 watches_an_input = True
         if not watches_an_input:

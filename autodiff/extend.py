@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from .core import Primitive, Tensor, value_of
+from .core import Primitive, Tensor, concrete, record_constant, state, value_of
 
 
 def primitive(fun: Callable, name: str | None = None, tensor_fun: Callable | None = None,
@@ -113,13 +113,30 @@ def nondiff(fun: Callable, wrap: bool = True) -> Callable:
     is a Tensor again (that no tape watches).
     """
     def call(*args, **kwargs):
-        result = fun(*[value_of(a) for a in args], **{k: value_of(v) for k, v in kwargs.items()})
-        if wrap and any(isinstance(a, Tensor) for a in args) and isinstance(result, (np.ndarray, np.generic)):
-            return Tensor(result)
-        return result
+        if not state.traces:
+            result = fun(*[value_of(a) for a in args], **{k: value_of(v) for k, v in kwargs.items()})
+            if wrap and any(isinstance(a, Tensor) for a in args) and isinstance(result, (np.ndarray, np.generic)):
+                return Tensor(result)
+            return result
+        return _traced_nondiff(fun, wrap, args, kwargs)
     call.__name__ = call.__qualname__ = getattr(fun, "__name__", "nondiff")
     call.__doc__ = f"{call.__name__} (not differentiable: no gradient flows through it)."
     return call
+
+
+def _traced_nondiff(fun: Callable, wrap: bool, args: tuple, kwargs: dict):
+    """``nondiff``'s call while ``autodiff.function`` traces: a wrapped result is recorded on the
+    trace's tape, so that a replay recomputes it; a plain result (an index array, a Python value)
+    leaves the engine, a read the trace checks."""
+    kwargs = {k: concrete(v) for k, v in kwargs.items()}
+    if not wrap:
+        return fun(*[concrete(a) for a in args], **kwargs)
+    result = fun(*[value_of(a) for a in args], **kwargs)
+    if not (any(isinstance(a, Tensor) for a in args) and isinstance(result, (np.ndarray, np.generic))):
+        return result
+    out = Tensor(result)
+    record_constant(lambda *values: fun(*values, **kwargs), args, {}, out)
+    return out
 
 
 def reject_out(out) -> None:

@@ -11,8 +11,8 @@ import math
 
 import numpy as _np
 
-from ..core import Tensor, ndim_of, shape_of, value_of
-from ..extend import reject_keywords
+from ..core import Tensor, concrete, ndim_of, shape_of, value_of
+from ..extend import nondiff, reject_keywords
 from . import linalg, ops
 from .ops import (
     absolute, astype, broadcast_to, concatenate, exp, getitem, maximum, mean, minimum, power, ravel,
@@ -71,7 +71,7 @@ def sinc(x):
     """sin(pi x) / (pi x), 1 at 0. Near 0 it is the Taylor polynomial, so every derivative is right
     there; the quotient is evaluated at a safe point where the polynomial is used, so its own
     gradient (NaN at 0) never mixes in."""
-    small = _np.abs(value_of(x)) < _SINC_SERIES_RADIUS
+    small = nondiff(lambda v: _np.abs(v) < _SINC_SERIES_RADIUS)(x)
     z = (math.pi * x) ** 2
     series = 1.0 - z / 6.0 + z ** 2 / 120.0 - z ** 3 / 5040.0 + z ** 4 / 362880.0  # 1/(2k+1)!
     angle = math.pi * where(small, 1.0, x)
@@ -90,12 +90,12 @@ def fmin(x1, x2):
 
 def _nan_to(x, replacement):
     """x, with ``replacement`` where x is NaN."""
-    return where(_np.isnan(value_of(x)), replacement, x)
+    return where(nondiff(_np.isnan)(x), replacement, x)
 
 
 def copysign(x1, x2):
     """|x1| with the sign of x2 (no gradient flows to x2: the sign is piecewise constant)."""
-    return absolute(x1) * _np.copysign(1.0, value_of(x2))
+    return absolute(x1) * nondiff(lambda v: _np.copysign(1.0, v))(x2)
 
 
 # --- differences, sums and statistics --------------------------------------------------------------
@@ -145,13 +145,13 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
 def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False, **kwargs):
     """Sum treating NaNs as zero (their cotangents are zero)."""
     reject_keywords("nansum", kwargs)
-    return sum(where(_np.isnan(value_of(a)), 0.0, a), axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+    return sum(where(nondiff(_np.isnan)(a), 0.0, a), axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, **kwargs):
     """Mean over the entries that are not NaN."""
     reject_keywords("nanmean", kwargs)
-    values = _np.asarray(value_of(a))
+    values = _np.asarray(concrete(a))
     count = _np.sum(~_np.isnan(values), axis=axis, keepdims=keepdims).astype(_np.result_type(values, _np.float16))
     return nansum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims) / count
 
@@ -324,8 +324,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     """Piecewise-linear interpolation, differentiable in ``x`` and ``fp`` (``xp`` is data)."""
     if period is not None:
         raise NotImplementedError("autodiff: interp with period= is not supported")
-    knots = _np.asarray(value_of(xp), dtype=float)
-    points = value_of(x)
+    knots = _np.asarray(concrete(xp), dtype=float)
+    points = concrete(x)
     fp = fp if isinstance(fp, Tensor) else _np.asarray(fp, dtype=float)
     i = _np.clip(_np.searchsorted(knots, points, side="right") - 1, 0, len(knots) - 2)
     f0, f1 = take(fp, i), take(fp, i + 1)

@@ -11,7 +11,7 @@ from collections import namedtuple
 
 import numpy as _np
 
-from ..core import Tensor, ndim_of, shape_of, trackers, value_of
+from ..core import Tensor, concrete, ndim_of, shape_of, trackers, value_of
 from ..extend import defjvp, defvjp, nondiff, primitive, unbroadcast
 from .ops import (concatenate, defreduction, matmul, moveaxis, reshape, sum, swapaxes, tril, triu,
                   where)
@@ -78,7 +78,7 @@ defjvp(_logabsdet, lambda t, ans, a: sum(_mT(inv(a)) * t, axis=(-2, -1)))
 
 def slogdet(a):
     """(sign, log|det a|); the sign carries no gradient."""
-    return SlogdetResult(_np.linalg.slogdet(value_of(a))[0], _logabsdet(a))
+    return SlogdetResult(_np.linalg.slogdet(concrete(a))[0], _logabsdet(a))
 
 
 def _phi(x):
@@ -283,7 +283,7 @@ def _nonzero_singular_values(s, a, rcond):
     machine epsilon) times the largest, as in NumPy's pinv and lstsq."""
     if rcond is None:
         rcond = max(shape_of(a)[-2:]) * _np.finfo(_np.result_type(value_of(a), _np.float16)).eps
-    return value_of(s) > rcond * _np.max(value_of(s), axis=-1, keepdims=True)
+    return concrete(s) > rcond * _np.max(concrete(s), axis=-1, keepdims=True)
 
 
 def lstsq(a, b, rcond=None):
@@ -306,7 +306,7 @@ def lstsq(a, b, rcond=None):
 
 
 def _safe_divide(x, norm):
-    return x / where(value_of(norm) == 0, 1.0, norm)
+    return x / where(_is_zero(norm), 1.0, norm)
 
 
 def _norm2_raw(x, axis, keepdims):
@@ -370,6 +370,7 @@ def _squared(n):
     return sum(x * x, axis=axis, keepdims=keepdims)
 
 
+_is_zero = nondiff(lambda x: x == 0)
 _count_nonzero = nondiff(lambda x, axis, keepdims: _np.linalg.norm(x, 0, axis, keepdims))
 
 
@@ -400,7 +401,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if ord == 1:
         return sum(_abs(x), axis=axis, keepdims=keepdims)
     total = sum(_abs(x) ** ord, axis=axis, keepdims=keepdims)
-    zero = value_of(total) == 0  # at x = 0 the gradient is 0, as the 2-norm's, not inf * 0 = NaN
+    zero = _is_zero(total)  # at x = 0 the gradient is 0, as the 2-norm's, not inf * 0 = NaN
     return where(zero, 0.0, where(zero, 1.0, total) ** (1.0 / ord))
 
 

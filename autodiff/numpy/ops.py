@@ -13,7 +13,7 @@ import string
 
 import numpy as _np
 
-from ..core import SlicedCotangent, Tensor, apply, ndim_of, shape_of, value_of
+from ..core import SlicedCotangent, Tensor, apply, concrete, ndim_of, shape_of, value_of
 from ..extend import (defderiv, defjvp, deflinear, defvjp, nondiff, primitive, reject_keywords,
                       reject_out, unbroadcast)
 
@@ -28,6 +28,11 @@ def _axes(axis, ndim: int) -> tuple:
         return tuple(range(ndim))
     axis = (axis,) if _is_int(axis) else axis
     return tuple(sorted(int(a) % ndim if ndim else 0 for a in axis))
+
+
+# Comparisons for masks inside rules: Tensors in, recorded Tensors out while autodiff.function traces.
+_equal, _greater, _greater_equal = nondiff(_np.equal), nondiff(_np.greater), nondiff(_np.greater_equal)
+_isfinite, _floor_divide = nondiff(_np.isfinite), nondiff(_np.floor_divide)
 
 
 # --- elementwise, one argument -----------------------------------------------------------------
@@ -120,13 +125,13 @@ defjvp(subtract, lambda t, ans, x, y: broadcast_to(t, ans.shape), lambda t, ans,
 defderiv(multiply, lambda ans, x, y: y, lambda ans, x, y: x)
 defderiv(divide, lambda ans, x, y: 1 / y, lambda ans, x, y: -ans / y)
 defderiv(power, lambda ans, x, y: _power_dx(x, y),
-         lambda ans, x, y: ans * log(where(value_of(x) > 0, _in_dtype_of(x, ans), 1)))
+         lambda ans, x, y: ans * log(where(_greater(x, 0), _in_dtype_of(x, ans), 1)))
 defderiv(arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
 defderiv(logaddexp, lambda ans, x, y: exp(x - ans), lambda ans, x, y: exp(y - ans))
-defderiv(maximum, lambda ans, x, y: _mask(value_of(x) >= value_of(y), ans),
-         lambda ans, x, y: _mask(value_of(x) < value_of(y), ans))
-defderiv(minimum, lambda ans, x, y: _mask(value_of(x) <= value_of(y), ans),
-         lambda ans, x, y: _mask(value_of(x) > value_of(y), ans))
+defderiv(maximum, lambda ans, x, y: _mask(_greater_equal(x, y), ans),
+         lambda ans, x, y: _mask(_greater(y, x), ans))
+defderiv(minimum, lambda ans, x, y: _mask(_greater_equal(y, x), ans),
+         lambda ans, x, y: _mask(_greater(x, y), ans))
 
 
 def _power_dx(x, y):
@@ -136,9 +141,9 @@ def _power_dx(x, y):
     only the points with x == 0 as well change, where the mixed derivative has a pole anyway."""
     if type(y) in (int, float):  # the common constant exponents, without array work
         return 2 * x if y == 2 else 0 if y == 0 else y * x ** (y - 1)
-    zero = value_of(y) == 0
+    zero = concrete(y) == 0
     if isinstance(y, Tensor):
-        zero = zero & (value_of(x) == 0)
+        zero = zero & (concrete(x) == 0)
     if not _np.any(zero):
         return y * x ** (y - 1)
     return y * x ** where(zero, 1, y - 1)  # y * x**1 = 0 there, and so is every derivative
@@ -150,32 +155,33 @@ def _in_dtype_of(x, like):
 
 
 def _mask(condition, like):
-    return _np.asarray(condition, dtype=_np.result_type(value_of(like), _np.float16))
+    return astype(condition, _np.result_type(value_of(like), _np.float16))
 
 
 mod = primitive(_np.mod, "mod")
 remainder = mod
 defderiv(mod, lambda ans, x, y: _np.ones(ans.shape, ans.dtype),
-         lambda ans, x, y: -_np.floor_divide(value_of(x), value_of(y)))
+         lambda ans, x, y: -_floor_divide(x, y))
 
 
 _where = primitive(_np.where, "where")
-defvjp(_where, None, lambda g, ans, c, x, y: where(value_of(c), g, 0),
-       lambda g, ans, c, x, y: where(value_of(c), 0, g), broadcasting=True)
-defjvp(_where, None, lambda t, ans, c, x, y: where(value_of(c), t, 0) * _np.ones(ans.shape, ans.dtype),
-       lambda t, ans, c, x, y: where(value_of(c), 0, t) * _np.ones(ans.shape, ans.dtype))
+defvjp(_where, None, lambda g, ans, c, x, y: where(c, g, 0),
+       lambda g, ans, c, x, y: where(c, 0, g), broadcasting=True)
+_where.vjps[0] = lambda g, ans, c, x, y: None  # a Tensor condition gets no gradient (None: none)
+defjvp(_where, None, lambda t, ans, c, x, y: where(c, t, 0) * _np.ones(ans.shape, ans.dtype),
+       lambda t, ans, c, x, y: where(c, 0, t) * _np.ones(ans.shape, ans.dtype))
 
 
 def where(condition, x=None, y=None):
     """Elementwise choice; differentiable in x and y, not in the condition."""
     if x is None and y is None:
         return nondiff(_np.where, wrap=False)(condition)
-    return _where(value_of(condition), x, y)
+    return _where(condition, x, y)
 
 
 _clip = primitive(lambda x, lo, hi: _np.clip(x, lo, hi), "clip")
-defvjp(_clip, lambda g, ans, x, lo, hi: g * _mask(value_of(ans) == value_of(x), ans), broadcasting=True)
-defjvp(_clip, lambda t, ans, x, lo, hi: t * _mask(value_of(ans) == value_of(x), ans))
+defvjp(_clip, lambda g, ans, x, lo, hi: g * _mask(_equal(ans, x), ans), broadcasting=True)
+defjvp(_clip, lambda t, ans, x, lo, hi: t * _mask(_equal(ans, x), ans))
 
 
 def clip(a, a_min=None, a_max=None, out=None, **kwargs):
@@ -230,7 +236,7 @@ def _kept(ans, x, axis):
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, **kwargs):
     reject_out(out)
     reject_keywords("sum", kwargs)
-    result = _sum(a if where is None else _where(value_of(where), a, 0), axis=axis, keepdims=keepdims)
+    result = _sum(a if where is None else _where(where, a, 0), axis=axis, keepdims=keepdims)
     result = result if initial is None else result + initial
     return result if dtype is None else astype(result, dtype)
 
@@ -248,7 +254,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
 
 def _tie_shares(x, kept, axis):
     """Where x attains the extremum ``kept``, one over the number of ties; elsewhere 0."""
-    hits = _mask(value_of(x) == value_of(kept), x)
+    hits = _mask(_equal(x, kept), x)
     return hits / _np.sum(hits, axis=_axes(axis, x.ndim), keepdims=True)
 
 
@@ -293,7 +299,7 @@ defreduction(_prod, lambda x, kept, axis: _products_of_others(x, axis))
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, **kwargs):
     reject_out(out)
     reject_keywords("prod", kwargs)
-    result = _prod(a if where is None else _where(value_of(where), a, 1), axis=axis, keepdims=keepdims)
+    result = _prod(a if where is None else _where(where, a, 1), axis=axis, keepdims=keepdims)
     result = result if initial is None else result * initial
     return result if dtype is None else astype(result, dtype)
 
@@ -312,14 +318,14 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
 
 def stop_gradient(x):
     """The value of ``x`` with no gradient flowing through it."""
-    return Tensor(_np.asarray(x._value)) if isinstance(x, Tensor) else x
+    return nondiff(_np.asarray)(x) if isinstance(x, Tensor) else x  # recorded when traced
 
 
 def logsumexp(a, axis=None, keepdims=False, **kwargs):
     """log(sum(exp(a))) computed stably (the shift carries no gradient, the result is exact)."""
     reject_keywords("logsumexp", kwargs)
     shift = stop_gradient(max(a, axis=axis, keepdims=True))
-    shift = where(_np.isfinite(value_of(shift)), shift, 0.0)
+    shift = where(_isfinite(shift), shift, 0.0)
     result = log(sum(exp(a - shift), axis=axis, keepdims=True)) + shift
     return result if keepdims else reshape(result, _np.sum(value_of(result), axis=axis).shape)
 
@@ -563,7 +569,7 @@ def _normalize_index(index):
     index = index if isinstance(index, tuple) else (index,)
     pieces = []
     for piece in index:
-        piece = value_of(piece)
+        piece = concrete(piece)
         if isinstance(piece, list):
             piece = _np.asarray(piece)
         if isinstance(piece, _np.ndarray) and piece.dtype == bool:
@@ -640,7 +646,7 @@ _BASIC = (slice, int)
 
 def take(a, indices, axis=None, out=None, mode=None):
     reject_out(out)
-    indices = _np.asarray(value_of(indices))
+    indices = _np.asarray(concrete(indices))
     if axis is None:
         return getitem(ravel(a), indices)
     return getitem(a, (slice(None),) * (axis % ndim_of(a)) + (indices,))
@@ -652,7 +658,7 @@ def take_along_axis(arr, indices, axis):
         return take(arr, indices)
     shape = shape_of(arr)
     axis = axis % len(shape)
-    index = tuple(value_of(indices) if k == axis else
+    index = tuple(concrete(indices) if k == axis else
                   _np.arange(n).reshape([n if j == k else 1 for j in range(len(shape))])
                   for k, n in enumerate(shape))
     return getitem(arr, index)
@@ -665,7 +671,7 @@ def sort(a, axis=-1, kind=None, order=None, stable=None):
     kind = "stable" if stable else kind
     if axis is None:
         a, axis = ravel(a), -1
-    return take_along_axis(a, _np.argsort(value_of(a), axis=axis, kind=kind), axis)
+    return take_along_axis(a, _np.argsort(concrete(a), axis=axis, kind=kind), axis)
 
 
 # --- diagonals and triangles -------------------------------------------------------------------
