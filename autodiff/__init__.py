@@ -10,6 +10,7 @@ from . import extend, numpy
 from .check import check_grad
 from .core import Tensor, Variable, constant
 from .forward import ForwardAccumulator
+from .function import Function, UntraceableError, function
 from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 from .hessian_operator import HessianOperator, hessian_operator
 from .ggn import GGNOperator, ggn_operator
@@ -21,4 +22,5 @@ from .tape import GradientTape, UnconnectedGradients, custom_gradient, recompute
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "UnconnectedGradients",
            "stop_gradient", "custom_gradient", "recompute_grad", "ForwardAccumulator", "grad",
            "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp", "hessian_operator",
-           "HessianOperator", "ravel", "tree", "check_grad", "numpy", "extend"]
+           "HessianOperator", "ravel", "tree", "check_grad", "numpy", "extend", "function",
+           "Function", "UntraceableError"]

@@ -13,6 +13,7 @@ import numpy as np
 from . import numpy as anp
 from .core import Tensor, constant, value_of
 from .forward import ForwardAccumulator
+from .function import Function
 from .hessian_operator import hessian_operator
 from .tree import flatten, flatten_like, ravel
 from .tape import GradientTape, UnconnectedGradients, _require_scalar, _require_tensors
@@ -52,6 +53,9 @@ def _mirror(result, tensors_in: bool):
 
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """A function returning ``(f(*args), gradient of f w.r.t. args[argnums])``."""
+    if isinstance(f, Function):  # replayed programs (eager inside a tape)
+        return f.value_and_grad(argnums)
+
     def value_and_grad_f(*args, **kwargs):
         new_args, sources, tensors_in = _watched_args(args, argnums)
         with GradientTape() as tape:
@@ -64,6 +68,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
 def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """The gradient of a scalar function, as a function (nestable: ``grad(grad(f))``)."""
+    if isinstance(f, Function):
+        return f.grad(argnums)
     value_and_grad_f = value_and_grad(f, argnums)
     return lambda *args, **kwargs: value_and_grad_f(*args, **kwargs)[1]
 
@@ -74,6 +80,9 @@ def jacobian(f: Callable, argnums: int | Sequence[int] = 0, chunk_size: int | No
     A function returning a structure (list, tuple, dict) of arrays gives that structure of
     Jacobians, as ``jax.jacobian`` does.
     """
+    if isinstance(f, Function) and chunk_size is None:
+        return f.jacobian(argnums)
+
     def jacobian_f(*args, **kwargs):
         new_args, sources, tensors_in = _watched_args(args, argnums)
         with GradientTape() as tape:

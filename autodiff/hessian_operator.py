@@ -13,7 +13,8 @@ from typing import Callable
 import numpy as np
 
 from . import numpy as anp
-from .core import Variable, constant, paused, value_of
+from .core import Variable, constant, paused, state, value_of
+from .function import Function
 from .tree import flatten, ravel
 from .tape import GradientTape, UnconnectedGradients, _require_scalar
 
@@ -123,6 +124,44 @@ class HessianOperator(SymmetricOperator):
         return self._flat(parts, seeds.shape[:-1])
 
 
-def hessian_operator(f: Callable, x, chunk_size: int | None = None) -> HessianOperator:
-    """Record f and its gradient at x once; return the Hessian as an operator (see HessianOperator)."""
+class ReplayedHessianOperator(SymmetricOperator):
+    """The HessianOperator of an ``autodiff.function``: f, its gradient and the parts of the second
+    sweep that do not involve v run once at x (a replayed program); each product H v runs the rest
+    (another one). Seeds of a new batch shape (``matmat`` chunks) trace their own pair once."""
+
+    def __init__(self, function: Function, x, at: tuple, snapshot: dict, chunk_size: int | None = None):
+        self.chunk_size = chunk_size
+        self.unravel = ravel(x)[1]
+        self._function, self._x, self._snapshot = function, x, snapshot
+        value, gradient, product = at
+        self._products = {(): product}
+        self.value = float(value)
+        self.gradient = np.asarray(gradient)
+        n = self.gradient.size
+        self.shape = (n, n)
+        self.dtype = self.gradient.dtype
+
+    def _sweep(self, seeds: np.ndarray) -> np.ndarray:
+        batch_shape = seeds.shape[:-1]
+        product = self._products.get(batch_shape)
+        if product is None:
+            product = self._products[batch_shape] = \
+                self._function._curvature_at(self._x, batch_shape, self._snapshot)[2]
+        return product(seeds)
+
+
+def hessian_operator(f: Callable, x, chunk_size: int | None = None) -> SymmetricOperator:
+    """Record f and its gradient at x once; return the Hessian as an operator (see HessianOperator).
+
+    For an ``autodiff.function`` the recordings are replayed programs (ReplayedHessianOperator),
+    unless its trace was refused (``eager_fallback``) or a tape is active.
+    """
+    if isinstance(f, Function):
+        if not (state.tapes or state.accumulators):
+            # the Variables' values now: products of later batch shapes are taken at the same x
+            snapshot = {leaf._id: leaf._value for leaf in flatten(x)[0] if isinstance(leaf, Variable)}
+            at = f._curvature_at(x, (), snapshot)
+            if at is not None:
+                return ReplayedHessianOperator(f, x, at, snapshot, chunk_size)
+        return HessianOperator(f.f, x, chunk_size)
     return HessianOperator(f, x, chunk_size)

@@ -1,0 +1,538 @@
+"""``autodiff.function``: trace once per input signature, replay without the tape machinery.
+
+Like ``tf.function`` and ``jax.jit``. The first call with a given signature (the structure of the
+arguments, the shape and dtype of each floating-point array, the value of everything else) runs f
+on a tape that records every op, including the backward sweeps that compute derivatives: every rule
+is written with the engine's own ops, so a gradient, a Hessian-vector product or a Jacobian is
+itself a flat list of primitive applications. That list becomes a straight-line Python function of
+NumPy arrays (dead ops dropped, repeated ones computed once, ops that read no input folded into
+constants); later calls run it, with no Tensor, record or rule lookup.
+
+What a trace cannot see it checks or refuses, never silently bakes in:
+
+- a branch on a traced value (``if t > 0``, ``bool(t)``) is *guarded*: the replay checks that the
+  same branch is taken and traces again when it is not (both branches are then kept);
+- an integer or boolean value read to compute with (an index, a mask) is guarded the same way;
+- a floating-point value leaving the engine (``t.numpy()``, ``t.item()``, ``float(t)``) is refused
+  with ``UntraceableError`` (with ``eager_fallback=True``, f then runs eagerly for that signature);
+- Variables that f reads are inputs of the program, read afresh at each call.
+
+Python values (floats, ints, strings) and non-float arrays among the arguments are part of the
+signature, as in ``tf.function``: a new value traces again. A global NumPy array f reads, or a
+random draw inside f, is fixed at its trace-time value, as in JAX.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable
+
+import numpy as np
+
+from . import numpy as anp
+from .core import Tensor, Variable, state
+from .tape import GradientTape, UnconnectedGradients, _Node, _require_scalar, _require_tensors
+from .tree import flatten
+
+ZERO = UnconnectedGradients.ZERO
+MAX_TRACES_PER_SIGNATURE = 8  # guarded alternatives kept per signature (least recently used go)
+
+
+class UntraceableError(TypeError):
+    """f does something a replay could not reproduce (a float value leaving the engine)."""
+
+
+class _Retrace(Exception):
+    """A guard failed: the replay took another branch than its trace."""
+
+
+class _TraceTape(GradientTape):
+    """The tape of a trace: records every op on its inputs and on any Variable, paused or not."""
+
+    records_paused = True
+
+    def __init__(self):
+        super().__init__(persistent=True)
+        self._watch_accessed = "all"
+
+
+class _Trace:
+    """One trace in progress: its tape, and the guards its value reads asked for."""
+
+    def __init__(self):
+        self.tape = _TraceTape()
+        self.guards: list = []  # (tensor, "bool" or "equal", value)
+
+    def read(self, t: Tensor, how: str) -> None:
+        """Called by the engine when ``t``'s value is read (see ``core.concrete``)."""
+        if isinstance(t, Variable) and t._id not in self.tape._watched:
+            self.tape._watched.add(t._id)           # a Variable is an input, even if only read
+            self.tape._variables.setdefault(t._id, t)
+        if t._id not in self.tape._watched:
+            return                                   # a constant: nothing to check
+        value = np.asarray(t._value)
+        if how == "bool":
+            self.guards.append((t, "bool", bool(value)))
+        elif value.dtype.kind in "biu" and how not in ("numpy", "item", "float", "complex"):
+            self.guards.append((t, "equal", value.copy()))
+        else:
+            raise UntraceableError(
+                f"autodiff.function: the traced function reads the value of a {value.dtype} Tensor "
+                f"that depends on its inputs ({_READS.get(how, how)}); a replay could not reproduce "
+                "what it computes from it. Keep the computation in NumPy operations on Tensors, or "
+                "call the function without autodiff.function.")
+
+
+_READS = {"numpy": "t.numpy()", "item": "t.item()", "value": "a value-dependent op such as sort, "
+          "interp, slogdet's sign or a float exponent", "float": "float(t)", "complex": "complex(t)"}
+
+
+def _trace(build: Callable, tensors: list) -> tuple[list, list, list, object]:
+    """Run ``build()`` on a trace tape watching ``tensors``: (records, the Variables read, guards,
+    output)."""
+    trace = _Trace()
+    state.traces.append(trace)
+    try:
+        with trace.tape:
+            trace.tape.watch(tensors)
+            out = build()
+    finally:
+        state.traces.remove(trace)
+    records = trace.tape._records
+    for prim, args, raw, kwargs, result, parents in records:
+        if isinstance(prim, _Node):
+            raise UntraceableError(f"autodiff.function: {prim.name} (custom_gradient or "
+                                   "recompute_grad) cannot be traced yet")
+        if any(type(args[i]) is Variable and args[i]._value is not raw[i] for i in parents):
+            raise UntraceableError("autodiff.function: the traced function assigns a Variable it "
+                                   "reads; a replay reads each Variable once, at the start")
+    variables = list(trace.tape._variables.values())
+    return records, variables, trace.guards, out
+
+
+# --- programs ---------------------------------------------------------------------------------------
+
+def _const_key(value):
+    """A key under which equal constants are one (for merging repeated ops), else their identity."""
+    if value is None or type(value) in (bool, int, float, str):
+        return (type(value), value)
+    if type(value) is slice:
+        return (slice, _const_key(value.start), _const_key(value.stop), _const_key(value.step))
+    if type(value) is tuple:
+        return (tuple,) + tuple(_const_key(v) for v in value)
+    return ("id", id(value))
+
+
+class Program:
+    """A recording turned into a straight-line Python function of NumPy arrays.
+
+    ``inputs`` are Tensors of the recording whose values the caller passes in order; ``outputs``
+    are Tensors of the recording or constants. Ops that the outputs and guards do not need are
+    dropped, and an op applied again to the same operands reuses the first result.
+    """
+
+    def __init__(self, records: list, inputs: list, outputs: list, guards: list):
+        self.source, self.run = self._generate(records, inputs, outputs, guards)
+
+    @staticmethod
+    def _generate(records, inputs, outputs, guards):
+        names = {t._id: f"a{k}" for k, t in enumerate(inputs)}
+        produced = set(names)
+        for _, _, _, _, out, _ in records:
+            produced.update(o._id for o in (out if type(out) is tuple else (out,)))
+        live = _live_records(records, outputs, guards, produced)
+        constants: dict = {"_Retrace": _Retrace, "_equal": np.array_equal}
+        by_id: dict = {}
+
+        def constant(value) -> str:
+            if value is None or type(value) in (bool, int) or (type(value) is float and math.isfinite(value)):
+                return repr(value)
+            key = id(value)
+            if key not in by_id:
+                by_id[key] = f"c{len(by_id)}"
+                constants[by_id[key]] = value
+            return by_id[key]
+
+        guards_of: dict = {}
+        for tensor, kind, value in guards:
+            guards_of.setdefault(tensor._id, []).append((kind, value))
+        lines = [f"def program({', '.join(names[t._id] for t in inputs)}):"]
+        lines += _guard_lines(guards_of, [t._id for t in inputs], names, constant)
+        seen: dict = {}
+        for prim, args, raw, kwargs, out, parents in live:
+            operands, keys = [], []
+            for i in range(len(args)):
+                if i in parents and args[i]._id in names:
+                    operands.append(names[args[i]._id])
+                    keys.append(names[args[i]._id])
+                else:
+                    operands.append(constant(raw[i]))
+                    keys.append(_const_key(raw[i]))
+            outs = out if type(out) is tuple else (out,)
+            key = (id(prim.tensor_fun), tuple(keys), tuple(sorted((k, _const_key(v)) for k, v in kwargs.items())))
+            if key in seen and all(o._id not in guards_of for o in outs):
+                for o, name in zip(outs, seen[key]):
+                    names[o._id] = name
+                continue
+            targets = [f"t{len(names) + k}" for k in range(len(outs))]
+            for o, name in zip(outs, targets):
+                names[o._id] = name
+            seen[key] = targets
+            call = f"{constant(prim.tensor_fun)}({', '.join(operands)}"
+            call += f", **{constant(kwargs)})" if kwargs else ")"
+            lines.append(f"    {', '.join(targets)}{',' if type(out) is tuple and len(outs) == 1 else ''} = {call}")
+            lines += _guard_lines(guards_of, [o._id for o in outs], names, constant)
+        results = [names[o._id] if isinstance(o, Tensor) and o._id in names else constant(_fixed(o))
+                   for o in outputs]
+        lines.append(f"    return [{', '.join(results)}]")
+        source = "\n".join(lines)
+        exec(compile(source, "<autodiff.function program>", "exec"), constants)
+        return source, constants["program"]
+
+
+def _fixed(output):
+    """An output that does not depend on the inputs: its value (a Tensor's array)."""
+    return output._value if isinstance(output, Tensor) else output
+
+
+def _guard_lines(guards_of: dict, ids: list, names: dict, constant) -> list:
+    lines = []
+    for i in ids:
+        for kind, value in guards_of.get(i, ()):
+            test = names[i] if kind == "bool" else f"_equal({names[i]}, {constant(value)})"
+            negate = "not " if kind != "bool" or value else ""
+            lines.append(f"    if {negate}{test}: raise _Retrace")
+    return lines
+
+
+def _live_records(records: list, outputs: list, guards: list, produced: set) -> list:
+    """The records the outputs and guards need, in order (dead code removed)."""
+    needed = {o._id for o in outputs if isinstance(o, Tensor)} | {t._id for t, _, _ in guards}
+    live = []
+    for record in reversed(records):
+        prim, args, raw, kwargs, out, parents = record
+        outs = out if type(out) is tuple else (out,)
+        if not any(o._id in needed for o in outs):
+            continue
+        live.append(record)
+        needed.update(args[i]._id for i in parents if args[i]._id in produced)
+    live.reverse()
+    return live
+
+
+def _depends_on(records: list, sources: set) -> set:
+    """The ids of the tensors computed from ``sources`` (ids), the sources included."""
+    dependent = set(sources)
+    for prim, args, raw, kwargs, out, parents in records:
+        if any(args[i]._id in dependent for i in parents):
+            dependent.update(o._id for o in (out if type(out) is tuple else (out,)))
+    return dependent
+
+
+class SplitProgram:
+    """A recording split at a late input: ``before`` computes everything that does not depend on
+    it (once), ``after`` the rest from the saved values and that input (each call).
+
+    The cached Hessian-vector product: ``before`` is f, its gradient and the parts of the second
+    sweep that do not involve the seed v; ``after`` is what each H v costs. ``outputs`` are those
+    of ``before`` followed by the one of ``after``.
+    """
+
+    def __init__(self, records: list, inputs: list, late: Tensor, outputs: list, guards: list):
+        outputs_before, outputs_after = outputs[:-1], outputs[-1:]
+        dependent = _depends_on(records, {late._id})
+        early = [r for r in records if _first_out(r)._id not in dependent]
+        late_records = [r for r in records if _first_out(r)._id in dependent]
+        produced = {t._id for t in inputs}
+        for r in early:
+            produced.update(o._id for o in _outs(r))
+        late_guards = [g for g in guards if g[0]._id in dependent]
+        saved: dict = {}
+        for prim, args, raw, kwargs, out, parents in _live_records(late_records, outputs_after,
+                                                                    late_guards, dependent | produced):
+            for i in parents:
+                if args[i]._id in produced:
+                    saved.setdefault(args[i]._id, args[i])
+        for o in outputs_after:
+            if isinstance(o, Tensor) and o._id in produced:
+                saved.setdefault(o._id, o)
+        saved_list = list(saved.values())
+        self.n_before = len(outputs_before)
+        self.before = Program(early, inputs, outputs_before + saved_list,
+                              [g for g in guards if g[0]._id not in dependent])
+        self.after = Program(late_records, saved_list + [late], outputs_after, late_guards)
+
+
+def _outs(record) -> tuple:
+    out = record[4]
+    return out if type(out) is tuple else (out,)
+
+
+def _first_out(record) -> Tensor:
+    return _outs(record)[0]
+
+
+# --- signatures ----------------------------------------------------------------------------------------
+
+def _is_traced_leaf(leaf) -> bool:
+    """Floating-point arrays and Tensors are program inputs; everything else is part of the signature."""
+    if isinstance(leaf, Variable):
+        return False
+    if isinstance(leaf, (Tensor, np.ndarray, np.generic)):
+        return leaf.dtype.kind in "fc"
+    return False
+
+
+def _leaf_key(leaf):
+    if _is_traced_leaf(leaf):
+        return (type(leaf) is Tensor, leaf.shape, leaf.dtype.str)
+    if isinstance(leaf, Variable):
+        return ("variable", id(leaf))
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return ("array", leaf.shape, leaf.dtype.str, np.asarray(leaf).tobytes())
+    try:
+        hash(leaf)
+    except TypeError:
+        return ("object", id(leaf))
+    return ("value", type(leaf), leaf)
+
+
+def _structure_key(tree):
+    if isinstance(tree, dict):
+        return (dict, tuple((k, _structure_key(v)) for k, v in tree.items()))
+    if isinstance(tree, (list, tuple)):
+        return (type(tree), tuple(_structure_key(v) for v in tree))
+    return _leaf_key(tree)
+
+
+def _signature(tree):
+    """(hashable key, the values of the traced leaves, rebuild(tensors) -> the tree with them)."""
+    leaves, treedef = flatten(tree)
+    traced = [k for k, leaf in enumerate(leaves) if _is_traced_leaf(leaf)]
+    values = [np.asarray(leaves[k]._value if isinstance(leaves[k], Tensor) else leaves[k]) for k in traced]
+
+    def rebuild(tensors):
+        new = list(leaves)
+        for k, t in zip(traced, tensors):
+            new[k] = t
+        return treedef(new)
+    return _structure_key(tree), values, rebuild
+
+
+# --- the decorator ------------------------------------------------------------------------------------
+
+class Function:
+    """f, traced once per signature and replayed (see the module docstring and ``function``)."""
+
+    def __init__(self, f: Callable, eager_fallback: bool = False):
+        functools.update_wrapper(self, f)
+        self.f = f
+        self.eager_fallback = eager_fallback
+        self.fallback_reason: str | None = None  # why the last refused trace was refused
+        self.traces = 0                          # how many traces were taken (retraces included)
+        self._cache: dict = {}
+
+    def __repr__(self):
+        return f"<autodiff.function {getattr(self.f, '__name__', self.f)!r}>"
+
+    def __get__(self, instance, owner):  # decorating a method: bind like a function
+        return self if instance is None else functools.partial(self, instance)
+
+    # --- the programs ------------------------------------------------------------------------------
+    def _replay(self, kind: tuple, tree, build: Callable, finish: Callable, eager: Callable,
+                seed_shape: tuple | None = None, snapshot: dict | None = None):
+        """The answer of the program of ``kind`` for ``tree``'s signature, traced first if needed.
+
+        ``build(rebuilt tree, seed)`` computes the outputs on Tensors; ``finish(flat results)``
+        makes the answer; ``eager()`` answers without tracing (a refused trace, with
+        ``eager_fallback``). With ``seed_shape`` the program is split at a seed input of that shape
+        (see ``SplitProgram``) and the answer is ``finish`` of its first part plus the second.
+        ``snapshot`` ({Variable id: value}) overrides the Variables' current values.
+        """
+        key, values, rebuild = _signature(tree)
+        cache_key = (kind, key)
+        entry = self._cache.get(cache_key)
+        if entry == "eager":
+            return eager()
+        for traced in entry or ():
+            try:
+                return traced.run(values, snapshot)
+            except _Retrace:
+                continue
+        tensors = [Tensor(v) for v in values]
+        seed = None if seed_shape is None else Tensor(np.zeros(seed_shape))
+        try:
+            records, variables, guards, out = _trace(lambda: build(rebuild(tensors), seed),
+                                                     tensors + ([] if seed is None else [seed]))
+            outputs, treedef = flatten(out)
+            if seed is None:
+                program = Program(records, tensors + variables, outputs, guards)
+            else:
+                program = SplitProgram(records, tensors + variables, seed, outputs, guards)
+        except UntraceableError as error:
+            if not self.eager_fallback:
+                raise
+            self.fallback_reason = str(error)
+            self._cache[cache_key] = "eager"
+            return eager()
+        self.traces += 1
+        traced = _Traced(program, variables, lambda results: finish(treedef(results)))
+        entry = self._cache.setdefault(cache_key, [])
+        entry.insert(0, traced)
+        del entry[MAX_TRACES_PER_SIGNATURE:]
+        return traced.run(values, snapshot)
+
+    def __call__(self, *args, **kwargs):
+        if state.tapes or state.accumulators:  # differentiated from outside: run eagerly, recorded
+            return self.f(*args, **kwargs)
+        tensors_in = any(isinstance(leaf, Tensor) for leaf in flatten((args, kwargs))[0])
+        return self._replay(("call",), (args, kwargs), lambda tree, _: self.f(*tree[0], **tree[1]),
+                            lambda result: _mirror(result, tensors_in), lambda: self.f(*args, **kwargs))
+
+    def value_and_grad(self, argnums: int | tuple = 0) -> Callable:
+        """``ad.value_and_grad(f, argnums)`` with the value and gradient replayed together."""
+        return self._differentiated(argnums, "value_and_grad")
+
+    def grad(self, argnums: int | tuple = 0) -> Callable:
+        """``ad.grad(f, argnums)``, replayed."""
+        value_and_grad_f = self.value_and_grad(argnums)
+        return lambda *args, **kwargs: value_and_grad_f(*args, **kwargs)[1]
+
+    def jacobian(self, argnums: int | tuple = 0) -> Callable:
+        """``ad.jacobian(f, argnums)``: the batched sweep, replayed."""
+        return self._differentiated(argnums, "jacobian")
+
+    def _differentiated(self, argnums, kind: str) -> Callable:
+        from . import functional
+        eager = getattr(functional, kind)(self.f, argnums)
+        numbers = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+        def build(tree, _):
+            call_args, call_kwargs = tree
+            sources = [call_args[k] for k in numbers]
+            sources = sources[0] if isinstance(argnums, int) else tuple(sources)
+            with GradientTape() as tape:
+                tape.watch(sources)
+                y = self.f(*call_args, **call_kwargs)
+            if kind == "jacobian":
+                return tape.jacobian(_require_tensors(y, "jacobian"), sources, unconnected_gradients=ZERO)
+            return _require_scalar(y, "grad"), tape.gradient(y, sources, unconnected_gradients=ZERO)
+
+        def differentiated(*args, **kwargs):
+            if state.tapes or state.accumulators or not _all_traced(args, numbers):
+                return eager(*args, **kwargs)
+            tensors_in = any(isinstance(leaf, Tensor) for leaf in flatten(args)[0])
+            return self._replay((kind, numbers), (args, kwargs), build,
+                                lambda result: _mirror(result, tensors_in), lambda: eager(*args, **kwargs))
+        differentiated.__name__ = f"{kind}_{getattr(self.f, '__name__', 'f')}"
+        return differentiated
+
+    def hessian_operator(self, x, chunk_size: int | None = None):
+        """``ad.hessian_operator(f, x)`` whose gradient and products are replayed programs."""
+        from .hessian_operator import hessian_operator
+        return hessian_operator(self, x, chunk_size)
+
+    def _curvature_at(self, x, batch_shape: tuple, snapshot: dict | None = None):
+        """At x, for seeds of shape ``batch_shape + (n,)``: (value, flat gradient, products), where
+        ``products(seeds)`` runs the replayed second sweep; None when the trace was refused with
+        ``eager_fallback`` (or x holds non-float leaves)."""
+        variables = _variables_of(x)
+        leaves = flatten(x)[0]
+        if variables is None and not all(_is_traced_leaf(leaf) for leaf in leaves):
+            return None
+        n = sum(int(np.size(leaf._value if isinstance(leaf, Tensor) else leaf)) for leaf in leaves)
+
+        def build(point, seed):
+            sources = variables if variables is not None else flatten(point)[0]
+            with GradientTape(persistent=True) as outer:
+                outer.watch(sources)
+                with GradientTape() as inner:
+                    inner.watch(sources)
+                    y = self.f() if variables is not None else self.f(point)
+                _require_scalar(y, "hessian_operator")
+                grads = inner.gradient(y, sources, unconnected_gradients=ZERO)
+                flat = [anp.ravel(g) for g in grads]
+                g = flat[0] if len(flat) == 1 else anp.concatenate(flat)
+            parts = outer.sweep([g], [seed], sources, batch_shape)
+            products = anp.concatenate([
+                np.zeros(batch_shape + (s.size,)) if p is None else anp.reshape(p, batch_shape + (-1,))
+                for p, s in zip(parts, sources)], axis=-1)
+            return [y, g, products]
+
+        return self._replay(("hessian_operator", batch_shape), None if variables is not None else x,
+                            build, lambda result: result, lambda: None, batch_shape + (n,), snapshot)
+
+
+class _Traced:
+    """A program, the Variables it reads (afresh at each run) and how its results become the answer."""
+
+    def __init__(self, program, variables: list, finish: Callable):
+        self.program, self.variables, self.finish = program, variables, finish
+
+    def run(self, values: list, snapshot: dict | None = None):
+        if snapshot is None:
+            inputs = values + [v._value for v in self.variables]
+        else:
+            inputs = values + [snapshot.get(v._id, v._value) for v in self.variables]
+        if type(self.program) is Program:
+            return self.finish(self.program.run(*inputs))
+        results = self.program.before.run(*inputs)
+        head, saved = results[:self.program.n_before], results[self.program.n_before:]
+        after = self.program.after.run
+        return self.finish(head[:2] + [lambda seed: after(*saved, seed)[0]])
+
+
+def _mirror(result, tensors_in: bool):
+    """Tensors in, Tensors out; arrays in, NumPy out (0-d results as NumPy scalars)."""
+    leaves, treedef = flatten(result)
+    if tensors_in:
+        return treedef([Tensor(r) if isinstance(r, (np.ndarray, np.generic)) else r for r in leaves])
+    return treedef([r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in leaves])
+
+
+def _all_traced(args: tuple, numbers: tuple) -> bool:
+    """Whether every leaf of the differentiated arguments is a floating-point array (else: eager)."""
+    return all(k < len(args) and all(_is_traced_leaf(leaf) for leaf in flatten(args[k])[0])
+               for k in numbers)
+
+
+def _variables_of(x) -> list | None:
+    leaves = flatten(x)[0]
+    return leaves if leaves and all(isinstance(leaf, Variable) for leaf in leaves) else None
+
+
+def function(f: Callable | None = None, *, eager_fallback: bool = False):
+    """Trace ``f`` once per input signature and replay it as plain NumPy calls (``tf.function``).
+
+    ``ad.function(f)`` (or ``@ad.function``) returns a callable with f's results. Its
+    ``value_and_grad(argnums)``, ``grad(argnums)``, ``jacobian(argnums)`` and
+    ``hessian_operator(x)`` replay recorded derivative programs; ``ad.value_and_grad``,
+    ``ad.grad``, ``ad.jacobian``, ``ad.hvp`` and ``ad.hessian_operator`` applied to it do the
+    same. Called inside a GradientTape or ForwardAccumulator that tracks something, it runs f
+    eagerly (recorded as usual).
+
+    A branch on a traced value is checked at each replay (a different branch traces again); a
+    float value leaving the engine (``t.numpy()``, ``t.item()``, a sort) raises
+    ``UntraceableError``, or with ``eager_fallback=True`` runs f eagerly for that signature
+    (``fallback_reason`` says why).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> @ad.function
+    ... def rosen(x):
+    ...     return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+    >>> x = np.array([-1.2, 1.0, 1.0])
+    >>> float(rosen(x))
+    24.2
+    >>> rosen.grad()(x)
+    array([-215.6, -88. ,  200. ])
+    >>> rosen.hessian_operator(x).matvec(np.array([1.0, 0.0, 0.0]))
+    array([1330.,  480.,    0.])
+    >>> rosen.traces  # the call, the gradient and the Hessian operator: one trace each
+    3
+    """
+    if f is None:
+        return lambda g: Function(g, eager_fallback)
+    return Function(f, eager_fallback)
