@@ -2,7 +2,9 @@
 
 Each iterate records its gradient once (``autodiff.hessian_operator``); every Hessian-vector product
 at that iterate is one backward sweep over the cached recording, and a full Hessian is one batched
-sweep taken only where the method asks for it (at accepted points).
+sweep taken only where the method asks for it (at accepted points). By default the objective is
+traced once (``autodiff.function``) and those recordings are replayed as plain NumPy programs; an
+objective that cannot be traced runs eagerly, with the same results.
 """
 from __future__ import annotations
 
@@ -42,15 +44,20 @@ class AutodiffDerivatives:
 
     With ``variables`` (a list of Variables), ``f`` takes no argument and reads them: each point is
     assigned to the Variables before ``f`` runs. With ``ggn=(predict, loss)`` the operator is the
-    generalized Gauss-Newton one of loss(predict(...)), ``predict`` called like ``f``.
+    generalized Gauss-Newton one of loss(predict(...)), ``predict`` called like ``f``. With
+    ``trace`` the operators are replayed programs of ``autodiff.function(f)`` (f eagerly where it
+    cannot be traced: ``untraced_reason`` then says why); plain values are NumPy calls of f
+    either way.
     """
 
     def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
-                 ggn: tuple[Callable, Callable] | None = None):
+                 ggn: tuple[Callable, Callable] | None = None, trace: bool = False):
         self.f = f                      # a function of the structure unravel(x) (or of x itself)
         self.unravel = unravel or (lambda x: x)
         self.variables = variables
-        self._operator_at = (lambda point: ad.hessian_operator(f, point)) if ggn is None else \
+        self.traced = ad.function(f, eager_fallback=True) if trace and ggn is None else None
+        hessian_of = self.traced or f
+        self._operator_at = (lambda point: ad.hessian_operator(hessian_of, point)) if ggn is None else \
             (lambda point: ad.ggn_operator(*ggn, point))
         self._x = None
         self._operator = None
@@ -63,6 +70,11 @@ class AutodiffDerivatives:
         for variable, value in zip(self.variables, ad.tree.flatten(self.unravel(x))[0]):
             variable.assign(value)
         return self.variables
+
+    @property
+    def untraced_reason(self) -> str | None:
+        """Why the objective runs eagerly (None: traced, or tracing off)."""
+        return None if self.traced is None else self.traced.fallback_reason
 
     def call(self, x: np.ndarray):
         point = self.point(x)
@@ -132,6 +144,10 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     (``optimizers.History``): ``history["f"]``, ``["gnorm"]``, the cumulative ``["nfev"]``,
     ``["njev"]``, ``["nhev"]``, the method's own columns, and ``["x"]``, the iterates as flat
     vectors (a pytree x0 in ``ad.ravel`` order), unless ``options={"keep_iterates": False}``.
+    ``options={"trace": False}`` turns off tracing: by default the objective's gradient and
+    Hessian-vector products are replayed programs of ``autodiff.function(fun)``, with the same
+    iterates as eager evaluation; a ``fun`` that cannot be traced (say, it calls ``.numpy()``) runs
+    eagerly, and ``result.untraced_reason`` says why.
 
     Models: when ``x0`` is a list of Variables (``model.trainable_variables``), ``fun(*args)`` takes
     no parameters and reads the Variables, as Keras' ``minimize(loss, var_list)``; at the end the
@@ -148,12 +164,15 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     if tol is not None:
         options.setdefault("gtol", tol)
     ggn = _ggn_option(options, method)
+    trace = bool(options.pop("trace", True))
     call = normalize(x0, args, callback, options, solver, method.lower())
     variables = _variables(x0)
     if variables is None:
-        derivatives = AutodiffDerivatives(_scalar_objective(fun, call.args, jac), call.unravel, ggn=ggn)
+        derivatives = AutodiffDerivatives(_scalar_objective(fun, call.args, jac), call.unravel, ggn=ggn,
+                                          trace=trace)
     elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
-        derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn)
+        derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn,
+                                          trace)
     else:
         raise ValueError("with Variables as x0, derivatives come from autodiff: leave jac, hess and "
                          "hessp unset")
@@ -175,6 +194,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
         derivatives.point(result.x)
     if user_hessian is not None and hessp is None:
         result.nhev = user_hessian.calls   # products with its matrix are not evaluations
+    if derivatives.untraced_reason is not None:
+        result.untraced_reason = derivatives.untraced_reason
     return call.finish(result)
 
 
