@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 from . import numpy as anp
-from .core import Tensor, Variable, state
+from .core import Primitive, Tensor, Variable, state
 from .tape import GradientTape, UnconnectedGradients, _Node, _require_scalar, _require_tensors
 from .tree import flatten
 
@@ -141,6 +141,7 @@ class Program:
         for _, _, _, _, out, _ in records:
             produced.update(o._id for o in (out if type(out) is tuple else (out,)))
         live = _live_records(records, outputs, guards, produced)
+        live = _live_records(_simplified(live, outputs, guards), outputs, guards, produced)
         constants: dict = {"_Retrace": _Retrace, "_equal": np.array_equal}
         by_id: dict = {}
 
@@ -169,6 +170,9 @@ class Program:
                     operands.append(constant(raw[i]))
                     keys.append(_const_key(raw[i]))
             outs = out if type(out) is tuple else (out,)
+            if prim is _ALIAS:
+                names[out._id] = operands[0]
+                continue
             key = (id(prim.tensor_fun), tuple(keys), tuple(sorted((k, _const_key(v)) for k, v in kwargs.items())))
             if key in seen and all(o._id not in guards_of for o in outs):
                 for o, name in zip(outs, seen[key]):
@@ -218,6 +222,100 @@ def _live_records(records: list, outputs: list, guards: list, produced: set) -> 
         needed.update(args[i]._id for i in parents if args[i]._id in produced)
     live.reverse()
     return live
+
+
+# --- simplification: same floating-point operations, fewer of them ---------------------------------
+
+_ALIAS = object()  # a pseudo-primitive: the output is its one argument
+
+
+def _accumulate(shape: tuple, dtype, base, *pieces):
+    """``base`` (None: zeros) plus each (index, value) of ``pieces`` added into its slice in order:
+    a sum of scattered slice cotangents in one buffer, as ``SlicedCotangent`` keeps them."""
+    if base is None:
+        out = np.zeros(shape, dtype)
+        out[pieces[0]] = pieces[1]
+        pieces = pieces[2:]
+    else:
+        out = base.copy()
+    for k in range(0, len(pieces), 2):
+        out[pieces[k]] += pieces[k + 1]
+    return out
+
+
+_ACCUMULATE = Primitive(_accumulate, "accumulate")
+
+
+def _simplified(live: list, outputs: list, guards: list) -> list:
+    """``live`` with multiplications by constant ones dropped (x * 1 is x, bit for bit) and each
+    left-to-right sum of slice cotangents (``scatter_add`` records, as a traced sweep writes them)
+    done in one buffer. Every position sees the same additions in the same order."""
+    uses: dict = {}
+    for o in outputs:
+        if isinstance(o, Tensor):
+            uses[o._id] = uses.get(o._id, 0) + 2  # an output is never absorbed
+    for t, _, _ in guards:
+        uses[t._id] = uses.get(t._id, 0) + 2
+    for _, args, _, _, _, parents in live:
+        for i in parents:
+            uses[args[i]._id] = uses.get(args[i]._id, 0) + 1
+    producers = {r[4]._id: r for r in live if type(r[4]) is not tuple}
+    chains: dict = {}  # id of an add's output -> (base Tensor or None, [index, piece, ...])
+    result = []
+    for record in live:
+        prim, args, raw, kwargs, out, parents = record
+        if prim is anp.ops.multiply and len(parents) == 1 and not kwargs:
+            other = args[parents[0]]
+            constant = raw[1 - parents[0]]
+            if (type(other._value) is np.ndarray and out.shape == other.shape and out.dtype == other.dtype
+                    and isinstance(constant, (np.ndarray, np.generic, float, int)) and np.all(constant == 1)):
+                result.append((_ALIAS, (other,), [other._value], {}, out, (0,)))
+                continue
+        if prim is anp.ops.add and tuple(parents) == (0, 1) and type(out._value) is np.ndarray:
+            fused = _sum_of_slices(args, out, uses, producers, chains)
+            if fused is not None:
+                chains[out._id] = fused
+                base, pieces = fused
+                call_args = (out.shape, out.dtype, base) + tuple(pieces)
+                result.append((_ACCUMULATE, call_args, [a._value if isinstance(a, Tensor) else a for a in call_args], {}, out,
+                               tuple(k for k, a in enumerate(call_args) if isinstance(a, Tensor))))
+                continue
+        result.append(record)
+    return result
+
+
+def _slice_piece(t: Tensor, out: Tensor, uses: dict, producers: dict):
+    """[index, piece] when ``t`` is a scatter of ``piece`` into a basic slice of ``out``'s shape,
+    used only here; else None."""
+    record = producers.get(t._id)
+    if record is None or record[0] is not anp.ops._scatter or uses.get(t._id) != 1:
+        return None
+    _, args, raw, _, result, parents = record
+    if list(parents) != [0] or raw[3] != 0 or not anp.ops._is_basic(raw[1]):
+        return None
+    if result.shape != out.shape or result.dtype != out.dtype:
+        return None
+    return [raw[1], args[0]]
+
+
+def _sum_of_slices(args, out, uses, producers, chains):
+    """(base, pieces) when ``out = args[0] + args[1]`` extends a left-to-right sum of slice pieces."""
+    a, b = args
+    right = _slice_piece(b, out, uses, producers)
+    if right is not None:
+        if a._id in chains and uses.get(a._id) == 1:
+            base, pieces = chains[a._id]
+            return base, pieces + right
+        left = _slice_piece(a, out, uses, producers)
+        if left is not None:
+            return None, left + right
+        if type(a._value) is np.ndarray and a.shape == out.shape and a.dtype == out.dtype:
+            return a, right
+        return None
+    left = _slice_piece(a, out, uses, producers)
+    if left is not None and type(b._value) is np.ndarray and b.shape == out.shape and b.dtype == out.dtype:
+        return b, left  # piece + dense, position by position, is dense + piece
+    return None
 
 
 def _depends_on(records: list, sources: set) -> set:
