@@ -124,13 +124,18 @@ def nondiff(fun: Callable, wrap: bool = True) -> Callable:
     return call
 
 
+# Functions that read only shapes and dtypes: nothing for a trace to check.
+_METADATA = {np.shape, np.ndim, np.size, np.result_type, np.zeros_like, np.ones_like, np.empty_like}
+
+
 def _traced_nondiff(fun: Callable, wrap: bool, args: tuple, kwargs: dict):
     """``nondiff``'s call while ``autodiff.function`` traces: a wrapped result is recorded on the
     trace's tape, so that a replay recomputes it; a plain result (an index array, a Python value)
     leaves the engine, a read the trace checks."""
     kwargs = {k: concrete(v) for k, v in kwargs.items()}
     if not wrap:
-        return fun(*[concrete(a) for a in args], **kwargs)
+        read = value_of if fun in _METADATA else concrete
+        return fun(*[read(a) for a in args], **kwargs)
     result = fun(*[value_of(a) for a in args], **kwargs)
     if not (any(isinstance(a, Tensor) for a in args) and isinstance(result, (np.ndarray, np.generic))):
         return result
