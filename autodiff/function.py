@@ -326,6 +326,9 @@ def _simplified(live: list, outputs: list, guards: list, raw: set) -> list:
                     and isinstance(constant, (np.ndarray, np.generic, float, int)) and np.all(constant == 1)):
                 result.append((_ALIAS, (other,), [other._value], {}, out, (0,)))
                 continue
+        if prim.name in _SAME_VALUES and list(parents) == [0] and _same_array(args[0], out):
+            result.append((_ALIAS, (args[0],), [args[0]._value], {}, out, (0,)))
+            continue
         if prim is anp.ops.add and tuple(parents) == (0, 1) and type(out._value) is np.ndarray:
             items = _sum_items(args, out, uses, producers, chains)
             if items is not None:
@@ -337,6 +340,16 @@ def _simplified(live: list, outputs: list, guards: list, raw: set) -> list:
                 continue
         result.append(record)
     return result
+
+
+# Ops whose output holds the values of their first argument when shapes and dtypes agree (a
+# reshape or broadcast to its own shape, a concatenation of one array): the argument itself.
+_SAME_VALUES = {"reshape", "broadcast_to", "concatenate"}
+
+
+def _same_array(a: Tensor, out: Tensor) -> bool:
+    return (type(a._value) is np.ndarray and type(out._value) is np.ndarray and a.shape == out.shape
+            and a.dtype == out.dtype)
 
 
 def _items_of(t: Tensor, out: Tensor, uses: dict, producers: dict, chains: dict):
