@@ -183,10 +183,11 @@ def tracked(t: Tensor) -> bool:
 
 
 def _check_untracked(t: Tensor, conversion: str) -> None:
-    """Refuse to turn a tracked Tensor into a plain value implicitly (as JAX and PyTorch refuse)."""
-    if state.traces:
-        note_read(t, conversion)
-    if (state.tapes or state.accumulators) and tracked(t):
+    """Refuse to turn a tracked Tensor into a plain value implicitly (as JAX and PyTorch refuse).
+
+    A trace of ``autodiff.function`` is told instead (it refuses float reads itself) when only its
+    own tape tracks ``t``."""
+    if (state.tapes or state.accumulators) and (_tracked_outside_traces(t) if state.traces else tracked(t)):
         raise TypeError(
             f"autodiff: {conversion}() would turn a Tensor that a GradientTape or ForwardAccumulator "
             "is tracking into a plain value, losing its gradient without a word. NumPy does this too "
@@ -194,6 +195,15 @@ def _check_untracked(t: Tensor, conversion: str) -> None:
             "To build an array from Tensors and keep the gradient, use np.stack([...]), "
             "np.concatenate or autodiff.numpy.array([...]); to leave the engine on purpose, use "
             "t.numpy() (or t.item()) for the value, or autodiff.stop_gradient(t).")
+    if state.traces:
+        note_read(t, conversion)
+
+
+def _tracked_outside_traces(t: Tensor) -> bool:
+    """``tracked(t)``, not counting the tapes of traces in progress."""
+    with paused(tapes=[tape for tape in state.tapes if getattr(tape, "records_paused", False)],
+                accumulators=False):
+        return tracked(t)
 
 
 def _as_float_array(value, dtype=None) -> np.ndarray:

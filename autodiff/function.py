@@ -528,10 +528,11 @@ class Function:
                 program = Program(records, tensors + variables, outputs, guards, raw)
             else:
                 program = SplitProgram(records, tensors + variables, seed, outputs, guards, raw)
-        except UntraceableError as error:
-            if not self.eager_fallback:
+        except Exception as error:
+            refusal = _refusal(error)  # NumPy may wrap it (r[i] = t raises ValueError from it)
+            if refusal is None or not self.eager_fallback:
                 raise
-            self.fallback_reason = str(error)
+            self.fallback_reason = str(refusal)
             self._cache[cache_key] = "eager"
             return eager()
         self.traces += 1
@@ -655,6 +656,15 @@ def _mirror(result, tensors_in: bool):
     if tensors_in:
         return treedef([Tensor(r) if isinstance(r, (np.ndarray, np.generic)) else r for r in leaves])
     return treedef([r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in leaves])
+
+
+def _refusal(error: BaseException) -> UntraceableError | None:
+    """The UntraceableError that ``error`` is, or was raised from, if any."""
+    while error is not None:
+        if isinstance(error, UntraceableError):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def _all_traced(args: tuple, numbers: tuple) -> bool:

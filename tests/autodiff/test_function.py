@@ -258,9 +258,10 @@ def test_memory_is_flat_over_ten_thousand_replays():
 
 
 def test_guard_alternatives_are_bounded():
-    f = ad.function(lambda x, k: x[int(np.argmax(x))] * k)  # int(t) of a traced index is refused
-    with pytest.raises(TypeError):
-        f(np.array([1.0, 2.0]), 1.0)
+    f = ad.function(lambda x, k: x[int(np.argmax(x))] * k)  # int(t) of a traced index: guarded
+    assert f(np.array([1.0, 2.0]), 3.0) == 6.0
+    assert f(np.array([5.0, 2.0]), 3.0) == 15.0
+    assert f.traces == 2
     g = ad.function(lambda x: x[np.argmax(x)])
     for k in range(3 * MAX_TRACES_PER_SIGNATURE):
         x = np.zeros(30)
