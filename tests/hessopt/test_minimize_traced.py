@@ -1,0 +1,50 @@
+"""hessopt.minimize traces the objective by default (autodiff.function): the iterates are those of
+eager evaluation, bit for bit; an objective that cannot be traced runs eagerly with the same result."""
+import numpy as np
+import pytest
+
+import autodiff as ad
+import hessopt
+from hessopt import problems
+
+PROBLEMS = ["helical_valley", "wood", "brown_dennis", "extended_rosenbrock", "trigonometric"]
+
+
+def both_modes(fun, x0, method, **options):
+    traced = hessopt.minimize(fun, x0, method=method, options=dict(options))
+    eager = hessopt.minimize(fun, x0, method=method, options={**options, "trace": False})
+    return traced, eager
+
+
+@pytest.mark.parametrize("method", ["newton-cg", "trust-krylov", "trust-exact", "arc", "newton"])
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_traced_and_eager_runs_have_identical_iterates(name, method):
+    problem = problems.get(name)
+    traced, eager = both_modes(problem.fun, problem.x0, method, maxiter=60)
+    np.testing.assert_array_equal(traced.history["x"], eager.history["x"])
+    np.testing.assert_array_equal(traced.x, eager.x)
+    assert (traced.nit, traced.nfev, traced.njev, traced.nhev) == (eager.nit, eager.nfev, eager.njev, eager.nhev)
+    assert "untraced_reason" not in traced
+
+
+def test_an_objective_that_leaves_the_engine_runs_eagerly_with_the_same_result():
+    def fun(x):  # the centre is a constant to differentiation: .numpy() leaves the engine
+        centre = x.numpy().mean() if isinstance(x, ad.Tensor) else x.mean()
+        return np.sum((x - 0.5 * centre) ** 4) + np.sum(x ** 2)
+    x0 = np.array([1.0, -2.0, 0.5])
+    traced, eager = both_modes(fun, x0, "newton-cg")
+    np.testing.assert_array_equal(traced.history["x"], eager.history["x"])
+    assert "t.numpy()" in traced.untraced_reason
+    assert traced.success
+
+
+def test_variables_as_x0_give_the_same_iterates_traced_and_eager():
+    def run(trace):
+        w = ad.Variable(np.array([0.5, -1.5]))
+        b = ad.Variable(0.3, trainable=False)
+        result = hessopt.minimize(lambda: np.sum((w - b) ** 4 + w ** 2 * b), [w], method="trust-krylov",
+                                  options={"trace": trace})
+        return result, w.numpy()
+    (traced, w_traced), (eager, w_eager) = run(True), run(False)
+    np.testing.assert_array_equal(traced.history["x"], eager.history["x"])
+    np.testing.assert_array_equal(w_traced, w_eager)
