@@ -1,0 +1,88 @@
+"""The docstring examples of every module run as doctests, and every public name has one.
+
+One case per module of ``autodiff``, ``optimizers`` and ``hessopt``: an example whose printed output
+differs from what it shows fails here, so the examples cannot drift from the code. matplotlib draws
+with Agg (no window, no display needed).
+"""
+from __future__ import annotations
+
+import doctest
+import importlib
+import inspect
+import pkgutil
+
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+
+PACKAGES = ("autodiff", "optimizers", "hessopt")
+OPTIONS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
+
+# The public surface: modules whose public names (``__all__``, else every name defined there without a
+# leading underscore) each need a docstring with an "Examples" section. autodiff.numpy's hundreds of
+# NumPy ops carry NumPy's own meaning; that module has one example in its module docstring instead.
+PUBLIC_MODULES = ("autodiff", "autodiff.extend", "autodiff.tree", "hessopt", "hessopt.nn", "hessopt.nn.activations",
+                  "hessopt.nn.losses", "hessopt.nn.datasets", "hessopt.regularizers", "hessopt.curvature",
+                  "hessopt.plot", "hessopt.problems", "optimizers")
+
+
+def _module_names() -> list[str]:
+    names = []
+    for package in PACKAGES:
+        module = importlib.import_module(package)
+        names.append(package)
+        names += [info.name for info in pkgutil.walk_packages(module.__path__, package + ".")
+                  if not info.name.endswith("__main__")]
+    return sorted(names)
+
+
+@pytest.mark.parametrize("name", _module_names())
+def test_docstring_examples_run(name):
+    module = importlib.import_module(name)
+    tests = doctest.DocTestFinder(exclude_empty=True).find(module, name)
+    runner = doctest.DocTestRunner(optionflags=OPTIONS)
+    report: list[str] = []
+    for test in tests:
+        runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report)
+
+
+def _public_names(name: str) -> list[tuple[str, object]]:
+    module = importlib.import_module(name)
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [n for n, obj in vars(module).items() if not n.startswith("_")
+                 and (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == name]
+    return [(f"{name}.{n}", getattr(module, n)) for n in names
+            if inspect.isfunction(getattr(module, n)) or inspect.isclass(getattr(module, n))]
+
+
+# Methods named as ndarray's or dict's (Tensor.sum, History.items) keep those meanings; the rest say theirs.
+MIRRORED = set(dir(np.ndarray)) | set(dir(dict))
+
+
+def _public_methods(cls: type) -> list[tuple[str, object]]:
+    return [(f"{cls.__qualname__}.{n}", obj) for n, obj in vars(cls).items()
+            if not n.startswith("_") and n not in MIRRORED and (inspect.isfunction(obj) or isinstance(obj, property))]
+
+
+def _public() -> list[tuple[str, object]]:
+    by_object: dict[int, tuple[str, object]] = {}   # a re-export (hessopt.grad is autodiff.grad) counts once
+    for name in PUBLIC_MODULES:
+        for qualified, obj in _public_names(name):
+            by_object.setdefault(id(obj), (qualified, obj))
+    return sorted(by_object.values())
+
+
+PUBLIC = _public()
+
+
+@pytest.mark.parametrize("qualified, obj", PUBLIC, ids=[q for q, _ in PUBLIC])
+def test_public_names_have_an_example(qualified, obj):
+    doc = inspect.getdoc(obj) or ""
+    assert "\nExamples\n--------\n" in doc and ">>> " in doc, f"{qualified} has no NumPy-style Examples section"
+    if inspect.isclass(obj):
+        bare = [method for method, member in _public_methods(obj) if not (member.__doc__ or "").strip()]
+        assert not bare, f"public methods without a docstring: {bare}"
