@@ -91,6 +91,25 @@ class HessianOperator(SymmetricOperator):
 
     ``value`` and ``gradient`` (flat) are f(x) and its gradient, computed once. When x is a Variable
     or a structure of Variables, f is called with no arguments (it reads the Variables itself).
+    ``unravel`` turns a flat vector back into the structure of x. Build it with
+    :func:`hessian_operator`.
+
+    Attributes
+    ----------
+    value : float
+        f(x).
+    gradient : ndarray, shape (n,)
+        The flat gradient of f at x.
+    shape : tuple
+        ``(n, n)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> op = ad.HessianOperator(lambda x: x[0] ** 2 * x[1], np.array([1.0, 2.0]))
+    >>> op.value, op.gradient, op @ np.array([1.0, 0.0])
+    (2.0, array([4., 1.]), array([4., 2.]))
     """
 
     def __init__(self, f: Callable, x, chunk_size: int | None = None):
@@ -124,5 +143,41 @@ class HessianOperator(SymmetricOperator):
 
 
 def hessian_operator(f: Callable, x, chunk_size: int | None = None) -> HessianOperator:
-    """Record f and its gradient at x once; return the Hessian as an operator (see HessianOperator)."""
+    """Record f and its gradient at x once; return the Hessian as an operator (see HessianOperator).
+
+    Each product ``op @ v`` is then one backward sweep over the recorded gradient, with no new
+    evaluation of f and no memory growth: the pattern Newton-CG, Lanczos and Hutchinson estimators
+    need (Pearlmutter 1994, "Fast exact multiplication by the Hessian").
+
+    Parameters
+    ----------
+    f : callable
+        A scalar function of x (of no argument when x holds Variables).
+    x : array_like, Variable, or pytree of them
+        The point.
+    chunk_size : int, optional
+        How many vectors each batched sweep of ``matmat`` and ``to_dense`` takes (default: all).
+
+    Returns
+    -------
+    HessianOperator
+        With ``value``, ``gradient``, ``matvec``, ``matmat``, ``@``, ``to_dense``, ``shape``,
+        ``dtype`` and ``as_linear_operator()`` (for scipy's ``cg``, ``eigsh``).
+
+    Raises
+    ------
+    TypeError
+        If f does not return a scalar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> op = ad.hessian_operator(lambda x: x[0] ** 2 * x[1] + np.sum(x ** 4), np.array([1.0, 2.0]))
+    >>> op
+    HessianOperator(shape=(2, 2), value=19)
+    >>> op.matvec([1.0, 0.0]), op.to_dense()
+    (array([16.,  2.]), array([[16.,  2.],
+           [ 2., 48.]]))
+    """
     return HessianOperator(f, x, chunk_size)
