@@ -10,6 +10,7 @@ import doctest
 import importlib
 import inspect
 import pkgutil
+import sys
 
 import matplotlib
 import numpy as np
@@ -46,6 +47,8 @@ def test_docstring_examples_run(name):
     report: list[str] = []
     for test in tests:
         runner.run(test, out=report.append)
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
     assert runner.failures == 0, "".join(report)
 
 
