@@ -1,4 +1,5 @@
-"""The docstring examples of every module run as doctests, and every public name has one.
+"""The docstring examples of every module run as doctests, every public name has one, and the
+README's complete Python examples run.
 
 One case per module of ``autodiff``, ``optimizers`` and ``hessopt``: an example whose printed output
 differs from what it shows fails here, so the examples cannot drift from the code. matplotlib draws
@@ -6,10 +7,14 @@ with Agg (no window, no display needed).
 """
 from __future__ import annotations
 
+import ast
+import builtins
 import doctest
 import importlib
 import inspect
+import pathlib
 import pkgutil
+import re
 import sys
 
 import matplotlib
@@ -89,3 +94,43 @@ def test_public_names_have_an_example(qualified, obj):
     if inspect.isclass(obj):
         bare = [method for method, member in _public_methods(obj) if not (member.__doc__ or "").strip()]
         assert not bare, f"public methods without a docstring: {bare}"
+
+
+# --- the README ------------------------------------------------------------------------------------
+# A ```python block that defines every name it uses is a complete program, and runs here (in a scratch
+# directory: it may save a picture). A block that uses names from the surrounding prose (``f``, ``x0``,
+# ``model``) is a fragment and is not run; tests/autodiff/test_readme.py runs "Adding an op" in depth.
+README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _readme_blocks() -> list[tuple[int, str]]:
+    text = README.read_text()
+    return [(text[:match.start()].count("\n") + 1, match.group(1))
+            for match in re.finditer(r"^```python\n(.*?)^```", text, re.DOTALL | re.MULTILINE)]
+
+
+def _undefined_names(code: str) -> set[str]:
+    """Names the code reads but never binds (by assignment, import, def, class or parameter)."""
+    tree = ast.parse(code)
+    bound, read = set(dir(builtins)), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return read - bound
+
+
+COMPLETE_BLOCKS = [(line, code) for line, code in _readme_blocks() if not _undefined_names(code)]
+
+
+@pytest.mark.parametrize("line, code", COMPLETE_BLOCKS, ids=[f"README.md:{line}" for line, _ in COMPLETE_BLOCKS])
+def test_readme_examples_run(line, code, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, f"README.md:{line}", "exec"), {"__name__": "readme"})
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
