@@ -418,18 +418,21 @@ def record(prim, args, raw, kwargs, out, parents, tapes):
 
     A tape that watches accessed Variables starts watching every trainable Variable the op reads (all
     of them, not just the first: ``watched_variables`` must list each one).
+
+    Each tape keeps only the parents it watches: its sweeps never compute a cotangent that cannot
+    reach one of its sources (an input-gradient tape that watches ``x`` skips the kernels of ``x @ W``).
     """
     for tape in tapes:
         watched = tape._watched
-        watches_an_input = False
+        tracked = parents
         for i in parents:
             a = args[i]
-            if a._id in watched or (tape._watch_accessed and type(a) is Variable and a.trainable
-                                    and tape._watch_one(a)):
-                watches_an_input = True
-        if not watches_an_input:
+            if not (a._id in watched or (tape._watch_accessed and type(a) is Variable and a.trainable
+                                         and tape._watch_one(a))):
+                tracked = tuple(j for j in tracked if j != i)
+        if not tracked:
             continue
-        tape._records.append((prim, args, raw, kwargs, out, parents))
+        tape._records.append((prim, args, raw, kwargs, out, tracked))
         if type(out) is tuple:
             watched.update(o._id for o in out)
         else:

@@ -452,7 +452,8 @@ class _Node(Primitive):
         self.joint = True
 
     def backward(self, g, ans, args, kwargs, parents):
-        return self._backward(g, args)
+        cotangents = self._backward(g, args)
+        return cotangents if len(parents) == len(args) else [cotangents[i] for i in parents]
 
 
 def _record_node(name: str, backward: Callable, inputs: list, variables: list, y):
