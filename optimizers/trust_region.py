@@ -263,9 +263,23 @@ _OPTIONS_DOC = """
 """
 
 
-def _documented(check: str, memory: int = 1):
+_EXAMPLE_DOC = """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import rosen, rosen_der, {derivative}
+    >>> from optimizers import {name}
+    >>> result = {name}(rosen, np.array([-1.2, 1.0]), rosen_der, {keyword}={derivative})
+    >>> result.success, result.x.round(4)
+    (True, array([1., 1.]))
+"""
+
+
+def _documented(check: str, memory: int = 1, dense: bool = False):
     def decorate(function):
-        function.__doc__ += _OPTIONS_DOC.format(check=check, memory=memory)
+        derivative, keyword = ("rosen_hess", "hess") if dense else ("rosen_hess_prod", "hessp")
+        function.__doc__ += _OPTIONS_DOC.format(check=check, memory=memory) + _EXAMPLE_DOC.format(
+            name=function.__name__, derivative=derivative, keyword=keyword)
         return function
     return decorate
 
@@ -305,7 +319,7 @@ def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callabl
                      keep_iterates, nonmonotone)
 
 
-@_documented("eigenvalues of the dense Hessian")
+@_documented("eigenvalues of the dense Hessian", dense=True)
 def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                          hessp: Callable | None = None, callback: Callable | None = None, *,
                          gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
@@ -322,7 +336,7 @@ def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable
                      keep_iterates)
 
 
-@_documented("eigenvalues of the dense Hessian")
+@_documented("eigenvalues of the dense Hessian", dense=True)
 def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                     hessp: Callable | None = None, callback: Callable | None = None, *,
                     gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
