@@ -40,7 +40,18 @@ class ProblemFunction:
 
 @dataclass
 class Run:
-    """One (problem, method) run: what the table shows."""
+    """One (problem, method) run: what the table shows.
+
+    ``solved`` is judged by the problem (its known minimum or a documented local one), not by the
+    method's own ``success``; a success that is not solved is a false success.
+
+    Examples
+    --------
+    >>> from hessopt.suite import Run
+    >>> run = Run("rosenbrock", 2, "newton", False, True, 0.5, 0.0, 9, 10, 10, 9, 0.01, "converged")
+    >>> run.evaluations, run.false_success
+    (29, True)
+    """
 
     problem: str
     n: int
@@ -58,6 +69,7 @@ class Run:
 
     @property
     def evaluations(self) -> int:
+        """nfev + njev + nhev: what the performance profile compares."""
         return self.nfev + self.njev + self.nhev
 
     @property
@@ -75,6 +87,15 @@ def _record(problem: problems.Problem, method: str, result, seconds: float) -> R
 
 
 def run_hessopt(problem: problems.Problem, method: str, options: dict | None = None) -> Run:
+    """``hessopt.minimize`` with ``method`` on ``problem`` from its standard start, timed.
+
+    Examples
+    --------
+    >>> from hessopt import problems, suite
+    >>> run = suite.run_hessopt(problems.get("beale"), "trust-exact")
+    >>> run.problem, run.method, run.solved
+    ('beale', 'trust-exact', True)
+    """
     start = time.perf_counter()
     result = minimize(ProblemFunction(problem.name, problem.n), problem.x0, method=method,
                       options=options)
@@ -83,7 +104,15 @@ def run_hessopt(problem: problems.Problem, method: str, options: dict | None = N
 
 def run_scipy(problem: problems.Problem, method: str, options: dict | None = None) -> Run:
     """scipy's counterpart of ``method`` with its default options and the same exact derivatives
-    (cached the same way); ``options`` (maxiter only) are passed through."""
+    (cached the same way); ``options`` (maxiter only) are passed through.
+
+    Examples
+    --------
+    >>> from hessopt import problems, suite
+    >>> run = suite.run_scipy(problems.get("beale"), "trust-exact")
+    >>> run.method, run.solved
+    ('scipy trust-exact', True)
+    """
     options = {"maxiter": options["maxiter"]} if options and "maxiter" in options else None
     derivatives = AutodiffDerivatives(problem.fun)
     second = {"hess": derivatives.hess} if method in _DENSE else {"hessp": derivatives.hessp}
@@ -104,7 +133,32 @@ def _run_task(task):
 
 def run_suite(instances, methods, compare_scipy: bool = False, executor: Executor | None = None,
               options: dict | None = None) -> list[Run]:
-    """Every method (and, if asked, its scipy counterpart) on every problem instance."""
+    """Every method (and, if asked, its scipy counterpart) on every problem instance.
+
+    Parameters
+    ----------
+    instances : iterable of Problem
+    methods : iterable of str
+        ``hessopt.minimize`` methods.
+    compare_scipy : bool, default False
+        Also run scipy's counterpart of each method that has one.
+    executor : concurrent.futures.Executor, optional
+        Where to map the runs (default: sequentially here).
+    options : dict, optional
+        Passed to every run.
+
+    Returns
+    -------
+    list of Run
+        Problem by problem, methods in order (each followed by its scipy counterpart).
+
+    Examples
+    --------
+    >>> from hessopt import problems, suite
+    >>> runs = suite.run_suite([problems.get("beale")], ["newton", "trust-ncg"], compare_scipy=True)
+    >>> [(run.method, run.solved) for run in runs]
+    [('newton', True), ('trust-ncg', True), ('scipy trust-ncg', True)]
+    """
     tasks = []
     for problem in instances:
         for method in methods:
@@ -116,6 +170,17 @@ def run_suite(instances, methods, compare_scipy: bool = False, executor: Executo
 
 
 def format_table(runs: list[Run]) -> str:
+    """One line per run: problem, n, method, solved, f, ||g||inf, counts and time.
+
+    Examples
+    --------
+    >>> from hessopt.suite import Run, format_table
+    >>> print(format_table([Run("beale", 2, "newton", True, True, 0.0, 1e-9, 6, 9, 7, 7, 0.01, "")]))
+    problem          n  method   solved   f   ||g||inf   nit   nfev   njev   nhev   time s
+    ---...
+    beale            2  newton   yes      0   1.00e-09     6      9      7      7    0.010
+    NO* = reported success at a point that is not a (documented) minimum
+    """
     header = (f"{'problem':<28}{'n':>6}  {'method':<20}{'solved':>7}{'f':>13}{'||g||inf':>11}"
               f"{'nit':>7}{'nfev':>7}{'njev':>7}{'nhev':>8}{'time s':>9}")
     lines = [header, "-" * len(header)]
@@ -128,6 +193,20 @@ def format_table(runs: list[Run]) -> str:
 
 
 def format_summary(runs: list[Run]) -> str:
+    """One line per method: problems solved, false successes, evaluations (all, and on the problems
+    every method solved, the fair comparison) and time.
+
+    Examples
+    --------
+    >>> from hessopt.suite import Run, format_summary
+    >>> runs = [Run("beale", 2, "newton", True, True, 0.0, 0.0, 6, 9, 7, 7, 0.01, ""),
+    ...         Run("beale", 2, "arc", True, True, 0.0, 0.0, 8, 9, 9, 18, 0.03, "")]
+    >>> print(format_summary(runs))
+    method   solved  false success  evaluations  nfev+njev+nhev on commonly solved  time s
+    ---...
+    newton   1 / 1   0              23           23                                 0.01
+    arc      1 / 1   0              36           36                                 0.03
+    """
     methods = list(dict.fromkeys(r.method for r in runs))
     header = (f"{'method':<20}{'solved':>10}{'false success':>15}{'evaluations':>13}"
               f"{'nfev+njev+nhev on commonly solved':>36}{'time s':>9}")
@@ -145,7 +224,14 @@ def format_summary(runs: list[Run]) -> str:
 
 
 def rosenbrock_race(n: int, methods=("newton-cg", "trust-krylov"), gtol: float = 1e-6) -> list[Run]:
-    """Chained Rosenbrock (scipy's ``rosen``) at size n: ours to ||g||_inf < gtol, scipy's defaults."""
+    """Chained Rosenbrock (scipy's ``rosen``) at size n: ours to ||g||_inf < gtol, scipy's defaults.
+
+    Examples
+    --------
+    >>> from hessopt import suite
+    >>> [(run.method, run.solved) for run in suite.rosenbrock_race(4, methods=("trust-krylov",))]
+    [('trust-krylov', True), ('scipy trust-krylov', True)]
+    """
     problem = problems.scalable("chained_rosenbrock", n)
     runs = []
     for method in methods:

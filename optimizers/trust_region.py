@@ -248,10 +248,7 @@ _OPTIONS_DOC = """
         At a first-order point, look for negative curvature ({check}); if found, keep iterating
         along it and report status 5 only if that fails.
     keep_iterates
-        Keep the iterates in ``history["x"]`` (False: no ``"x"`` column, no O(n nit) memory).
-    nonmonotone
-        Judge a step against the highest of this many last accepted values (Toint 1997; 1 is the
-        monotone method; default {memory}).
+        Keep the iterates in ``history["x"]`` (False: no ``"x"`` column, no O(n nit) memory).{nonmonotone}
 
     Returns
     -------
@@ -262,6 +259,11 @@ _OPTIONS_DOC = """
     2 no progress at working precision, 3 non-finite values, 5 saddle point, 99 callback stop.
 """
 
+
+_NONMONOTONE_DOC = """
+    nonmonotone
+        Judge a step against the highest of this many last accepted values (Toint 1997; 1 is the
+        monotone method; default {memory})."""
 
 _EXAMPLE_DOC = """
     Examples
@@ -278,7 +280,8 @@ _EXAMPLE_DOC = """
 def _documented(check: str, memory: int = 1, dense: bool = False):
     def decorate(function):
         derivative, keyword = ("rosen_hess", "hess") if dense else ("rosen_hess_prod", "hessp")
-        function.__doc__ += _OPTIONS_DOC.format(check=check, memory=memory) + _EXAMPLE_DOC.format(
+        nonmonotone = _NONMONOTONE_DOC.format(memory=memory) if memory > 1 else ""  # only those that take it
+        function.__doc__ += _OPTIONS_DOC.format(check=check, nonmonotone=nonmonotone) + _EXAMPLE_DOC.format(
             name=function.__name__, derivative=derivative, keyword=keyword)
         return function
     return decorate
