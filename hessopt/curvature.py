@@ -285,7 +285,8 @@ def top_eigenvalues(op: Any, k: int = 1, which: str = "LA", tol: float = 1e-8,
     >>> values, vectors = curvature.top_eigenvalues(np.diag([1.0, 2.0, 3.0, 10.0]), k=2, seed=0)
     >>> values, vectors.shape
     (array([10.,  3.]), (4, 2))
-    >>> H = ad.hessian_operator(lambda p: np.sum(p["w"] ** 4) + p["b"] ** 2, {"w": np.array([1.0, 2.0]), "b": 1.0})
+    >>> f = lambda p: np.sum(p["w"] ** 4) + p["b"] ** 2
+    >>> H = ad.hessian_operator(f, {"w": np.array([1.0, 2.0]), "b": 1.0})
     >>> curvature.top_eigenvalues(H, block="w", seed=0)[0]          # the block of w: diag(12 w^2)
     array([48.])
     """
@@ -382,7 +383,8 @@ def spectral_density(op: Any, num_steps: int = 80, num_probes: int = 10,
 
     >>> import numpy as np
     >>> from hessopt import curvature
-    >>> density = curvature.spectral_density(np.diag([1.0, 2.0, 3.0, 10.0]), num_steps=4, num_probes=2, seed=0)
+    >>> A = np.diag([1.0, 2.0, 3.0, 10.0])
+    >>> density = curvature.spectral_density(A, num_steps=4, num_probes=2, seed=0)
     >>> density
     SpectralDensity(probes=2, nodes per probe=4, range=[1, 10])
     >>> density.density(np.array([1.0, 5.0]), sigma=0.1).round(4)   # a quarter of the mass at 1

@@ -127,7 +127,8 @@ def hessian_heatmap(H: Any, ax: Axes | None = None, blocks: Any = None,
     >>> import numpy as np
     >>> import autodiff as ad
     >>> from hessopt import plot
-    >>> H = ad.hessian_operator(lambda p: np.sum(p["w"] ** 4) + p["b"] ** 2, {"w": np.array([1.0, 2.0]), "b": 1.0})
+    >>> f = lambda p: np.sum(p["w"] ** 4) + p["b"] ** 2
+    >>> H = ad.hessian_operator(f, {"w": np.array([1.0, 2.0]), "b": 1.0})
     >>> ax = plot.hessian_heatmap(H)
     >>> ax.images[0].get_clim(), [label.get_text() for label in ax.get_xticklabels()]
     ((-48.0, 48.0), ['w', 'b'])
@@ -356,7 +357,8 @@ def landscape(f: Callable, x: Any, directions: Any = None, ax: Axes | None = Non
     >>> matplotlib.use("Agg")
     >>> import numpy as np
     >>> from hessopt import plot
-    >>> ax = plot.landscape(lambda x: np.sum(x ** 2), np.array([1.0, 2.0]), directions=[np.array([1.0, 0.0])], steps=5)
+    >>> f = lambda x: np.sum(x ** 2)
+    >>> ax = plot.landscape(f, np.array([1.0, 2.0]), directions=[np.array([1.0, 0.0])], steps=5)
     >>> ax.lines[0].get_ydata()                # f(x + a d) for a = -1, -0.5, 0, 0.5, 1
     array([4.  , 4.25, 5.  , 6.25, 8.  ])
     """

@@ -29,9 +29,9 @@ OPTIONS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 # The public surface: modules whose public names (``__all__``, else every name defined there without a
 # leading underscore) each need a docstring with an "Examples" section. autodiff.numpy's hundreds of
 # NumPy ops carry NumPy's own meaning; that module has one example in its module docstring instead.
-PUBLIC_MODULES = ("autodiff", "autodiff.extend", "autodiff.tree", "hessopt", "hessopt.nn", "hessopt.nn.activations",
-                  "hessopt.nn.losses", "hessopt.nn.datasets", "hessopt.regularizers", "hessopt.curvature",
-                  "hessopt.plot", "hessopt.problems", "hessopt.suite", "optimizers")
+PUBLIC_MODULES = ("autodiff", "autodiff.extend", "autodiff.tree", "hessopt", "hessopt.nn",
+                  "hessopt.nn.activations", "hessopt.nn.losses", "hessopt.nn.datasets", "hessopt.regularizers",
+                  "hessopt.curvature", "hessopt.plot", "hessopt.problems", "hessopt.suite", "optimizers")
 
 
 def _module_names() -> list[str]:
@@ -44,6 +44,12 @@ def _module_names() -> list[str]:
     return sorted(names)
 
 
+def _close_figures() -> None:
+    """Examples draw into new figures and never show them: close them (pyplot only if loaded)."""
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+
+
 @pytest.mark.parametrize("name", _module_names())
 def test_docstring_examples_run(name):
     module = importlib.import_module(name)
@@ -52,8 +58,7 @@ def test_docstring_examples_run(name):
     report: list[str] = []
     for test in tests:
         runner.run(test, out=report.append)
-    if "matplotlib.pyplot" in sys.modules:
-        sys.modules["matplotlib.pyplot"].close("all")
+    _close_figures()
     assert runner.failures == 0, "".join(report)
 
 
@@ -73,7 +78,8 @@ MIRRORED = set(dir(np.ndarray)) | set(dir(dict))
 
 def _public_methods(cls: type) -> list[tuple[str, object]]:
     return [(f"{cls.__qualname__}.{n}", obj) for n, obj in vars(cls).items()
-            if not n.startswith("_") and n not in MIRRORED and (inspect.isfunction(obj) or isinstance(obj, property))]
+            if not n.startswith("_") and n not in MIRRORED
+            and (inspect.isfunction(obj) or isinstance(obj, property))]
 
 
 def _public() -> list[tuple[str, object]]:
@@ -90,7 +96,8 @@ PUBLIC = _public()
 @pytest.mark.parametrize("qualified, obj", PUBLIC, ids=[q for q, _ in PUBLIC])
 def test_public_names_have_an_example(qualified, obj):
     doc = inspect.getdoc(obj) or ""
-    assert "\nExamples\n--------\n" in doc and ">>> " in doc, f"{qualified} has no NumPy-style Examples section"
+    assert "\nExamples\n--------\n" in doc and ">>> " in doc, \
+        f"{qualified} has no NumPy-style Examples section"
     if inspect.isclass(obj):
         bare = [method for method, member in _public_methods(obj) if not (member.__doc__ or "").strip()]
         assert not bare, f"public methods without a docstring: {bare}"
@@ -128,9 +135,9 @@ def _undefined_names(code: str) -> set[str]:
 COMPLETE_BLOCKS = [(line, code) for line, code in _readme_blocks() if not _undefined_names(code)]
 
 
-@pytest.mark.parametrize("line, code", COMPLETE_BLOCKS, ids=[f"README.md:{line}" for line, _ in COMPLETE_BLOCKS])
-def test_readme_examples_run(line, code, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("line, code", COMPLETE_BLOCKS,
+                         ids=[f"README.md:{line}" for line, _ in COMPLETE_BLOCKS])
+def test_readme_examples_run(line, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(code, f"README.md:{line}", "exec"), {"__name__": "readme"})
-    if "matplotlib.pyplot" in sys.modules:
-        sys.modules["matplotlib.pyplot"].close("all")
+    _close_figures()

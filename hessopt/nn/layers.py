@@ -326,7 +326,8 @@ class Sequential(Layer):
     >>> x, y = np.array([[0.5, -1.0], [1.0, 2.0]]), np.zeros((2, 1))
     >>> with ad.GradientTape() as tape:
     ...     loss = nn.losses.mean_squared_error(y, model(x))
-    >>> [(v.name, g.shape) for v, g in zip(model.trainable_variables, tape.gradient(loss, model.trainable_variables))]
+    >>> gradients = tape.gradient(loss, model.trainable_variables)
+    >>> [(v.name, g.shape) for v, g in zip(model.trainable_variables, gradients)]
     [('hidden/kernel', (2, 8)), ('hidden/bias', (8,)), ('out/kernel', (8, 1)), ('out/bias', (1,))]
     """
 
