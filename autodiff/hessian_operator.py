@@ -60,7 +60,17 @@ class SymmetricOperator:
         return self._sweep(v)
 
     def matmat(self, V) -> np.ndarray:
-        """The product with the columns of V (n, k), in batched sweeps of ``chunk_size`` columns."""
+        """The product with the columns of V (n, k), in batched sweeps of ``chunk_size`` columns.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import autodiff as ad
+        >>> op = ad.hessian_operator(lambda x: x[0] ** 2 * x[1], np.array([1.0, 2.0]))
+        >>> op.matmat(np.array([[1.0, 0.0], [0.0, 1.0]]))
+        array([[4., 2.],
+               [2., 0.]])
+        """
         V = np.asarray(V, dtype=self.dtype)
         if V.ndim != 2 or V.shape[0] != self.shape[0]:
             raise ValueError(f"matrix of shape {V.shape} for an operator of shape {self.shape}")
@@ -77,7 +87,20 @@ class SymmetricOperator:
         return self.matvec(other) if other.ndim == 1 else self.matmat(other)
 
     def as_linear_operator(self):
-        """A symmetric ``scipy.sparse.linalg.LinearOperator`` (for cg, minres, eigsh, ...)."""
+        """A symmetric ``scipy.sparse.linalg.LinearOperator`` (for cg, minres, eigsh, ...).
+
+        Examples
+        --------
+        A Newton step by conjugate gradients, from Hessian-vector products only:
+
+        >>> import numpy as np
+        >>> from scipy.sparse.linalg import cg
+        >>> import autodiff as ad
+        >>> op = ad.hessian_operator(lambda x: x[0] ** 2 * x[1] + np.sum(x ** 4), np.array([1.0, 2.0]))
+        >>> step, info = cg(op.as_linear_operator(), -op.gradient)
+        >>> np.allclose(op @ step, -op.gradient), info
+        (True, 0)
+        """
         from scipy.sparse.linalg import LinearOperator
         return LinearOperator(self.shape, matvec=self.matvec, rmatvec=self.matvec,
                               matmat=self.matmat, dtype=self.dtype)
