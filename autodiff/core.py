@@ -168,7 +168,7 @@ class Variable(Tensor):
     >>> with ad.GradientTape() as tape:
     ...     loss = (w ** 2).sum()
     >>> w.assign_sub(0.1 * tape.gradient(loss, w))
-    Variable(array([0.8, 1.6]) name='w', trainable=True)
+    Variable(array([0.8, 1.6]), name='w', trainable=True)
     """
 
     __slots__ = ("trainable", "name")
@@ -197,7 +197,7 @@ class Variable(Tensor):
         return self.assign(self._value - np.asarray(getattr(delta, "_value", delta)))
 
     def __repr__(self):
-        name = f" name={self.name!r}" if self.name else ""
+        name = f", name={self.name!r}" if self.name else ""
         return f"Variable({np.asarray(self._value)!r}{name}, trainable={self.trainable})"
 
     def __reduce__(self):

@@ -71,7 +71,7 @@ class Layer:
     >>> _ = layer.scale.assign([0.0, 0.0])
     >>> layer.load_weights(path)
     >>> layer.scale
-    Variable(array([2., 2.]) name='scale/scale', trainable=True)
+    Variable(array([2., 2.]), name='scale/scale', trainable=True)
     """
 
     def __init__(self, name: str | None = None):
@@ -263,7 +263,7 @@ class BatchNorm(Layer):
     array([[-0.9995],
            [ 0.9995]])
     >>> norm.moving_mean                      # moved 1% of the way to the batch mean 2
-    Variable(array([0.02]) name='norm/moving_mean', trainable=False)
+    Variable(array([0.02]), name='norm/moving_mean', trainable=False)
     """
 
     def __init__(self, momentum: float = 0.99, epsilon: float = 1e-3, name: str | None = None):
