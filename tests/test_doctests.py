@@ -103,6 +103,14 @@ def test_public_names_have_an_example(qualified, obj):
         assert not bare, f"public methods without a docstring: {bare}"
 
 
+@pytest.mark.parametrize("name", PUBLIC_MODULES + ("autodiff.numpy",))
+def test_public_modules_say_what_they_are(name):
+    doc = inspect.getdoc(importlib.import_module(name)) or ""
+    assert doc.strip(), f"module {name} has no docstring"
+    if name == "autodiff.numpy":   # its ops are NumPy's: the module shows how they are used
+        assert "\nExamples\n--------\n" in doc and ">>> " in doc
+
+
 # --- the README ------------------------------------------------------------------------------------
 # A ```python block that defines every name it uses is a complete program, and runs here (in a scratch
 # directory: it may save a picture). A block that uses names from the surrounding prose (``f``, ``x0``,
