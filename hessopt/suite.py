@@ -87,15 +87,6 @@ def _record(problem: problems.Problem, method: str, result, seconds: float) -> R
 
 
 def run_hessopt(problem: problems.Problem, method: str, options: dict | None = None) -> Run:
-    """``hessopt.minimize`` with ``method`` on ``problem`` from its standard start, timed.
-
-    Examples
-    --------
-    >>> from hessopt import problems, suite
-    >>> run = suite.run_hessopt(problems.get("beale"), "trust-exact")
-    >>> run.problem, run.method, run.solved
-    ('beale', 'trust-exact', True)
-    """
     start = time.perf_counter()
     result = minimize(ProblemFunction(problem.name, problem.n), problem.x0, method=method,
                       options=options)
@@ -193,20 +184,6 @@ def format_table(runs: list[Run]) -> str:
 
 
 def format_summary(runs: list[Run]) -> str:
-    """One line per method: problems solved, false successes, evaluations (all, and on the problems
-    every method solved, the fair comparison) and time.
-
-    Examples
-    --------
-    >>> from hessopt.suite import Run, format_summary
-    >>> runs = [Run("beale", 2, "newton", True, True, 0.0, 0.0, 6, 9, 7, 7, 0.01, ""),
-    ...         Run("beale", 2, "arc", True, True, 0.0, 0.0, 8, 9, 9, 18, 0.03, "")]
-    >>> print(format_summary(runs))
-    method   solved  false success  evaluations  nfev+njev+nhev on commonly solved  time s
-    ---...
-    newton   1 / 1   0              23           23                                 0.01
-    arc      1 / 1   0              36           36                                 0.03
-    """
     methods = list(dict.fromkeys(r.method for r in runs))
     header = (f"{'method':<20}{'solved':>10}{'false success':>15}{'evaluations':>13}"
               f"{'nfev+njev+nhev on commonly solved':>36}{'time s':>9}")
@@ -224,14 +201,7 @@ def format_summary(runs: list[Run]) -> str:
 
 
 def rosenbrock_race(n: int, methods=("newton-cg", "trust-krylov"), gtol: float = 1e-6) -> list[Run]:
-    """Chained Rosenbrock (scipy's ``rosen``) at size n: ours to ||g||_inf < gtol, scipy's defaults.
-
-    Examples
-    --------
-    >>> from hessopt import suite
-    >>> [(run.method, run.solved) for run in suite.rosenbrock_race(4, methods=("trust-krylov",))]
-    [('trust-krylov', True), ('scipy trust-krylov', True)]
-    """
+    """Chained Rosenbrock (scipy's ``rosen``) at size n: ours to ||g||_inf < gtol, scipy's defaults."""
     problem = problems.scalable("chained_rosenbrock", n)
     runs = []
     for method in methods:
