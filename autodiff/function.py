@@ -39,7 +39,21 @@ MAX_TRACES_PER_SIGNATURE = 8  # guarded alternatives kept per signature (least r
 
 
 class UntraceableError(TypeError):
-    """f does something a replay could not reproduce (a float value leaving the engine)."""
+    """f does something a replay could not reproduce (a float value leaving the engine).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> scaled = ad.function(lambda x: x * x.numpy().max())
+    >>> try:
+    ...     scaled(np.array([1.0, 2.0]))
+    ... except ad.UntraceableError as error:
+    ...     print(str(error)[:60])
+    autodiff.function: the traced function reads the value of a
+    >>> ad.function(scaled.f, eager_fallback=True)(np.array([1.0, 2.0]))
+    array([2., 4.])
+    """
 
 
 class _Retrace(Exception):
@@ -481,7 +495,23 @@ def _signature(tree):
 # --- the decorator ------------------------------------------------------------------------------------
 
 class Function:
-    """f, traced once per signature and replayed (see the module docstring and ``function``)."""
+    """f, traced once per signature and replayed (see the module docstring and ``function``).
+
+    ``traces`` counts the traces taken (a retrace after a failed guard included);
+    ``fallback_reason`` says why the last refused trace was refused (``eager_fallback``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> w = ad.Variable(2.0)
+    >>> f = ad.function(lambda x: np.sum(w * x ** 2))
+    >>> f.grad()(np.array([1.0, 3.0]))
+    array([ 4., 12.])
+    >>> _ = w.assign(0.5)              # Variables are read afresh at every call
+    >>> f.grad()(np.array([1.0, 3.0])), f.traces
+    (array([1., 3.]), 1)
+    """
 
     def __init__(self, f: Callable, eager_fallback: bool = False):
         functools.update_wrapper(self, f)
@@ -655,7 +685,8 @@ def _mirror(result, tensors_in: bool):
     leaves, treedef = flatten(result)
     if tensors_in:
         return treedef([Tensor(r) if isinstance(r, (np.ndarray, np.generic)) else r for r in leaves])
-    return treedef([r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in leaves])
+    values = [r._value if isinstance(r, Tensor) else r for r in leaves]
+    return treedef([r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in values])
 
 
 def _refusal(error: BaseException) -> UntraceableError | None:

@@ -47,13 +47,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="hessopt's stopping test ||g||_inf <= gtol (default 1e-8; scipy keeps "
                              "its own defaults)")
     parser.add_argument("--maxiter", type=int, default=None)
+    parser.add_argument("--eager", action="store_true",
+                        help="evaluate derivatives eagerly on the tape (default: replay the "
+                             "objective's traced programs, autodiff.function)")
     args = parser.parse_args(argv)
 
     methods = [m.strip().lower() for m in args.methods.split(",") if m.strip()]
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         parser.error(f"unknown methods {unknown}; choose from {sorted(METHODS)}")
-    options = {"gtol": args.gtol, **({"maxiter": args.maxiter} if args.maxiter else {})}
+    options = {"gtol": args.gtol, **({"maxiter": args.maxiter} if args.maxiter else {}),
+               **({"trace": False} if args.eager else {})}
     instances = _instances(args.problems, args.n)
     if args.workers > 0:
         with ProcessPoolExecutor(args.workers) as pool:
