@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from typing import Callable
 
 import numpy as np
@@ -311,6 +312,7 @@ def _accumulate_sliced(shape: tuple, dtype, *items):
 
 
 _ACCUMULATE = Primitive(_accumulate, "accumulate")
+_GETITEM = Primitive(operator.getitem, "getitem")  # what getitem's NumPy function does unbatched
 _ACCUMULATE_SLICED = Primitive(_accumulate_sliced, "accumulate_sliced")
 
 
@@ -340,6 +342,9 @@ def _simplified(live: list, outputs: list, guards: list, raw: set) -> list:
                     and isinstance(constant, (np.ndarray, np.generic, float, int)) and np.all(constant == 1)):
                 result.append((_ALIAS, (other,), [other._value], {}, out, (0,)))
                 continue
+        if prim is anp.ops._gather and raw_args[2] == 0 and not kwargs:  # x[index], no batch axes
+            result.append((_GETITEM, args[:2], raw_args[:2], {}, out, tuple(i for i in parents if i < 2)))
+            continue
         if prim.name in _SAME_VALUES and list(parents) == [0] and _same_array(args[0], out):
             result.append((_ALIAS, (args[0],), [args[0]._value], {}, out, (0,)))
             continue
