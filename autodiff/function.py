@@ -213,6 +213,8 @@ class Program:
             lines += _guard_lines(guards_of, [o._id for o in outs], names, constant)
         results = [names[o._id] if isinstance(o, Tensor) and o._id in names else constant(_fixed(o))
                    for o in outputs]
+        # a constant result is the caller's to change: a copy, so the program's stays as traced
+        results = [f"{r}.copy()" if isinstance(constants.get(r), np.ndarray) else r for r in results]
         lines.append(f"    return [{', '.join(results)}]")
         source = "\n".join(lines)
         exec(compile(source, "<autodiff.function program>", "exec"), constants)

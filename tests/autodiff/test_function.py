@@ -236,6 +236,14 @@ def test_the_functional_api_replays_a_function():
     assert f.traces == 2
 
 
+def test_a_constant_result_changed_by_the_caller_stays_right():
+    f = ad.function(lambda x: np.sum(x * np.array([1.0, 2.0])))
+    for _ in range(2):
+        g = f.grad()(np.zeros(2))
+        np.testing.assert_array_equal(g, [1.0, 2.0])
+        g *= -1  # the gradient of a linear function is a constant of its program
+
+
 def test_memory_is_flat_over_ten_thousand_replays():
     f = ad.function(lambda x: np.sum(np.tanh(x[1:] * x[:-1]) ** 2))
     grad = f.grad()
