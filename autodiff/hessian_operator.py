@@ -173,8 +173,8 @@ class ReplayedHessianOperator(SymmetricOperator):
 
     def __init__(self, function: Function, x, at: tuple, snapshot: dict, chunk_size: int | None = None):
         self.chunk_size = chunk_size
-        self.unravel = ravel(x)[1]
         self._function, self._x, self._snapshot = function, x, snapshot
+        self._unravel = None
         value, gradient, product = at
         self._products = {(): product}
         self.value = float(value)
@@ -182,6 +182,14 @@ class ReplayedHessianOperator(SymmetricOperator):
         n = self.gradient.size
         self.shape = (n, n)
         self.dtype = self.gradient.dtype
+
+    @property
+    def unravel(self):
+        """Flat vectors -> the structure of x, made on first use (ravel copies x: an optimizer
+        taking one operator per iterate never asks)."""
+        if self._unravel is None:
+            self._unravel = ravel(self._x)[1]
+        return self._unravel
 
     def _sweep(self, seeds: np.ndarray) -> np.ndarray:
         batch_shape = seeds.shape[:-1]
