@@ -684,7 +684,14 @@ class _Traced:
         results = self.program.before.run(*inputs)
         head, saved = results[:self.program.n_before], results[self.program.n_before:]
         after = self.program.after.run
-        return self.finish(head[:2] + [lambda seed: after(*saved, seed)[0]])
+        kept = [a for a in saved if isinstance(a, np.ndarray)]
+
+        def product(seed):  # a fresh array, as the eager sweep gives: never the seed or a saved value
+            result = after(*saved, seed)[0]
+            if any(np.may_share_memory(result, a) for a in kept) or np.may_share_memory(result, seed):
+                return result.copy()
+            return result
+        return self.finish(head[:2] + [product])
 
 
 def _mirror(result, tensors_in: bool):

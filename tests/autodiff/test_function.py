@@ -244,6 +244,16 @@ def test_a_constant_result_changed_by_the_caller_stays_right():
         g *= -1  # the gradient of a linear function is a constant of its program
 
 
+def test_a_product_never_hands_out_the_seed_or_the_operators_own_arrays():
+    operator = ad.function(lambda x: 0.5 * np.sum(x * x)).hessian_operator(np.ones(3))
+    v = np.array([1.0, 2.0, 3.0])
+    hv = operator.matvec(v)
+    np.testing.assert_array_equal(hv, v)
+    hv *= 0.0
+    np.testing.assert_array_equal(v, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(operator.matvec(v), v)
+
+
 def test_memory_is_flat_over_ten_thousand_replays():
     f = ad.function(lambda x: np.sum(np.tanh(x[1:] * x[:-1]) ** 2))
     grad = f.grad()
