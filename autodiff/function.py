@@ -197,6 +197,7 @@ class Program:
             outs = out if type(out) is tuple else (out,)
             if prim is _ALIAS:
                 names[out._id] = operands[0]
+                lines += _guard_lines(guards_of, [out._id], names, constant)
                 continue
             key = (id(prim.tensor_fun), tuple(keys), tuple(sorted((k, _const_key(v)) for k, v in kwargs.items())))
             if key in seen and all(o._id not in guards_of for o in outs):
@@ -427,6 +428,9 @@ class SplitProgram:
         for r in early:
             produced.update(o._id for o in _outs(r))
         late_guards = [g for g in guards if g[0]._id in dependent]
+        if late_guards:  # each product would have to be able to trace again: eager instead
+            raise UntraceableError("autodiff.function: a branch or read depends on the vector of a "
+                                   "Hessian-vector product")
         saved: dict = {}
         for _, args, _, _, _, parents in _live_records(late_records, outputs_after,
                                                                     late_guards, dependent | produced):
@@ -440,7 +444,7 @@ class SplitProgram:
         self.n_before = len(outputs_before)
         self.before = Program(early, inputs, outputs_before + saved_list,
                               [g for g in guards if g[0]._id not in dependent], raw)
-        self.after = Program(late_records, saved_list + [late], outputs_after, late_guards, raw)
+        self.after = Program(late_records, saved_list + [late], outputs_after, [], raw)
 
 
 def _outs(record) -> tuple:

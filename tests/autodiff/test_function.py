@@ -149,6 +149,14 @@ def test_a_branch_is_guarded_and_both_branches_are_kept():
     assert f.traces == 8  # each branch once: value, gradient, operator and its batched products
 
 
+def test_a_branch_on_a_reshaped_value_is_guarded():
+    def f(x):
+        return np.sum(x ** 2) if x[0].reshape(()) > 0 else np.sum(x ** 3)
+    traced = ad.function(f)
+    for x in (np.array([1.0, 2.0]), np.array([-1.0, 2.0])):
+        assert traced(x) == f(x)
+
+
 def test_integer_reads_are_guarded():
     def pick(x):
         return x[np.argmax(x)] * 2.0  # the index is read from a traced value
