@@ -35,11 +35,6 @@ METHODS: dict[str, Callable] = {
 FIRST_ORDER: dict[str, Callable] = {"adam": optimizers.minimize_adam, "gd": optimizers.minimize_gd}
 
 
-# Points evaluated eagerly before the objective is traced: a trace costs about as much as a few
-# dozen eager evaluations of a small problem, and saves most of each later one.
-TRACE_AFTER = 8
-
-
 class AutodiffDerivatives:
     """f, gradient, HVPs and Hessians of ``f`` on flat float vectors, from autodiff.
 
@@ -61,8 +56,8 @@ class AutodiffDerivatives:
         self.unravel = unravel or (lambda x: x)
         self.variables = variables
         self.traced = ad.function(f, eager_fallback=True) if trace and ggn is None else None
-        self._points = 0
-        self._operator_at = self._hessian_operator if ggn is None else \
+        hessian_of = self.traced or f
+        self._operator_at = (lambda point: ad.hessian_operator(hessian_of, point)) if ggn is None else \
             (lambda point: ad.ggn_operator(*ggn, point))
         self._x = None
         self._operator = None
@@ -75,13 +70,6 @@ class AutodiffDerivatives:
         for variable, value in zip(self.variables, ad.tree.flatten(self.unravel(x))[0]):
             variable.assign(value)
         return self.variables
-
-    def _hessian_operator(self, point):
-        """The operator at a point: eager for the first ``TRACE_AFTER`` points (a short run does
-        not pay for a trace), then the traced programs (the same numbers, bit for bit)."""
-        self._points += 1
-        use_trace = self.traced is not None and self._points > TRACE_AFTER
-        return ad.hessian_operator(self.traced if use_trace else self.f, point)
 
     @property
     def untraced_reason(self) -> str | None:

@@ -10,12 +10,6 @@ from hessopt import problems
 PROBLEMS = ["helical_valley", "wood", "brown_dennis", "extended_rosenbrock", "trigonometric"]
 
 
-@pytest.fixture(autouse=True, params=[0, 3], ids=["traced-from-the-start", "traced-after-3"])
-def trace_after(request, monkeypatch):
-    """Trace from the first point (short runs would otherwise never trace), or after a few."""
-    monkeypatch.setattr(hessopt._minimize, "TRACE_AFTER", request.param)
-
-
 def both_modes(fun, x0, method, **options):
     traced = hessopt.minimize(fun, x0, method=method, options=dict(options))
     eager = hessopt.minimize(fun, x0, method=method, options={**options, "trace": False})
