@@ -491,6 +491,9 @@ def _structure_key(tree):
 
 def _signature(tree):
     """(hashable key, the values of the traced leaves, rebuild(tensors) -> the tree with them)."""
+    single = _single_array(tree)
+    if single is not None:  # the optimizers' case, without the tree walk
+        return single
     leaves, treedef = flatten(tree)
     traced = [k for k, leaf in enumerate(leaves) if _is_traced_leaf(leaf)]
     values = [np.asarray(leaves[k]._value if isinstance(leaves[k], Tensor) else leaves[k]) for k in traced]
@@ -501,6 +504,27 @@ def _signature(tree):
             new[k] = t
         return treedef(new)
     return _structure_key(tree), values, rebuild
+
+
+def _single_array(tree):
+    """``_signature`` of a float ndarray, or of ``((array,), {})``; None for anything else."""
+    if type(tree) is np.ndarray:
+        if tree.dtype.kind in "fc":
+            return ("array", tree.shape, tree.dtype.str), [tree], _first
+        return None
+    if type(tree) is tuple and len(tree) == 2 and type(tree[0]) is tuple and len(tree[0]) == 1 \
+            and not tree[1] and type(tree[0][0]) is np.ndarray and tree[0][0].dtype.kind in "fc":
+        x = tree[0][0]
+        return ("call with an array", x.shape, x.dtype.str), [x], _only_argument
+    return None
+
+
+def _first(tensors):
+    return tensors[0]
+
+
+def _only_argument(tensors):
+    return (tensors[0],), {}
 
 
 # --- the decorator ------------------------------------------------------------------------------------
@@ -627,9 +651,10 @@ class Function:
             return _require_scalar(y, "grad"), tape.gradient(y, sources, unconnected_gradients=ZERO)
 
         def differentiated(*args, **kwargs):
-            if state.tapes or state.accumulators or not _all_traced(args, numbers):
+            plain = len(args) == 1 and type(args[0]) is np.ndarray  # one array: nothing to walk
+            if state.tapes or state.accumulators or not (plain or _all_traced(args, numbers)):
                 return eager(*args, **kwargs)
-            tensors_in = any(isinstance(leaf, Tensor) for leaf in flatten(args)[0])
+            tensors_in = not plain and any(isinstance(leaf, Tensor) for leaf in flatten(args)[0])
             return self._replay((kind, numbers), (args, kwargs), build,
                                 lambda result: _mirror(result, tensors_in), lambda: eager(*args, **kwargs))
         differentiated.__name__ = f"{kind}_{getattr(self.f, '__name__', 'f')}"
@@ -700,6 +725,9 @@ class _Traced:
 
 def _mirror(result, tensors_in: bool):
     """Tensors in, Tensors out; arrays in, NumPy out (0-d results as NumPy scalars)."""
+    if not tensors_in and type(result) is tuple and all(type(r) is np.ndarray or isinstance(r, np.generic)
+                                                        for r in result):
+        return tuple(r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in result)  # no tree walk
     leaves, treedef = flatten(result)
     if tensors_in:
         return treedef([Tensor(r) if isinstance(r, (np.ndarray, np.generic)) else r for r in leaves])
