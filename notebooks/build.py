@@ -62,19 +62,24 @@ def notebook_of(source_path: Path) -> nbformat.NotebookNode:
     return notebook
 
 
+# The kernel's environment: the repository first on the Python path (CI installs the package, a
+# checkout need not), and one BLAS thread unless the caller chose otherwise: the notebooks'
+# matrices are small, and on a loaded 2-core machine BLAS threads that wait for each other made
+# them up to ten times slower.
+def kernel_environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(name, "1")
+    return env
+
+
 def execute(notebook: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
-    """Run every cell in a fresh kernel whose Python path starts at the repository root; any error
+    """Run every cell in a fresh kernel started in ``cwd`` (see ``kernel_environment``); any error
     raises ``nbclient.exceptions.CellExecutionError``."""
-    path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([path] if path else []))
-    try:
-        NotebookClient(notebook, timeout=TIMEOUT, kernel_name=KERNEL, record_timing=False,
-                       resources={"metadata": {"path": str(cwd)}}).execute()
-    finally:
-        if path is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = path
+    client = NotebookClient(notebook, timeout=TIMEOUT, kernel_name=KERNEL, record_timing=False,
+                            resources={"metadata": {"path": str(cwd)}})
+    client.execute(env=kernel_environment())   # keyword arguments go to the kernel's start
     return notebook
 
 

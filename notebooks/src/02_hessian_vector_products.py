@@ -130,14 +130,14 @@ print(f"nested / cached: {t_nested / t_cached:.1f}x;  nested / (record + cached)
 # %% [markdown]
 # ## Memory
 #
-# `tracemalloc` follows NumPy's allocations. After 1, 10, 100 and 300 products we read the memory
+# `tracemalloc` follows NumPy's allocations. After 1, 10, 100 and 200 products we read the memory
 # still held and, over the whole run, the peak. The cached operator keeps its recording (made
 # once) and each product leaves nothing behind: the memory held stays flat (the few kB are
 # NumPy's and Python's own caches). The nested recipe frees its recordings too, but makes a new
 # one for every product, so its peak is higher and its time goes into recording.
 
 # %%
-def memory_trace(product, counts=(1, 10, 100, 300)):
+def memory_trace(product, counts=(1, 10, 100, 200)):
     """Memory still held (kB) after each number of products, and the peak (MB) over the run."""
     held = []
     gc.collect()
@@ -155,7 +155,7 @@ def memory_trace(product, counts=(1, 10, 100, 300)):
     return held, peak
 
 
-counts = (1, 10, 100, 300)
+counts = (1, 10, 100, 200)
 cached_held, cached_peak = memory_trace(lambda: op.matvec(v_flat), counts)
 nested_held, nested_peak = memory_trace(lambda: nested_hvp(v), counts)
 tracemalloc.start()
@@ -202,7 +202,7 @@ fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.semilogy(np.arange(1, len(residuals) + 1), np.array(residuals) / np.linalg.norm(op.gradient))
 ax.set_xlabel("CG iteration (one Hessian-vector product each)")
 ax.set_ylabel("‖(H + λI) p + g‖ / ‖g‖")
-ax.set_title(f"scipy.sparse.linalg.cg on the cached Hessian operator (n = {n}, λ = {damping:g})")
+ax.set_title(f"scipy.sparse.linalg.cg on the cached Hessian operator\n(n = {n}, damping λ = {damping:.3g})")
 ax.grid(alpha=0.3)
 fig.tight_layout()
 
@@ -230,7 +230,7 @@ for k, value in enumerate(top_arpack):
 ax.set_xlabel("eigenvalue of H")
 ax.set_ylabel("count")
 ax.set_title("Hessian spectrum at the starting point")
-ax.legend()
+ax.legend(loc="upper right", fontsize=8)
 fig.tight_layout()
 
 # %% [markdown]
