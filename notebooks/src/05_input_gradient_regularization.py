@@ -174,7 +174,8 @@ for label in models:
 # %% [markdown]
 # As 8 × 8 images, for six held-out digits (Newton-CG runs; red: brightening that pixel raises
 # the true class's logit, blue: lowers it; each column shares one colour scale, white is zero).
-# With the penalty the map is weaker, and the network's function flatter around every digit.
+# With the penalty the map is weaker on most digits (not on every one: compare the norms above
+# each image), and the network's function flatter on average, as the means printed above say.
 
 # %%
 shown = [int(np.flatnonzero(y_test == digit)[0]) for digit in (0, 1, 3, 4, 7, 9)]
