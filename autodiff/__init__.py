@@ -21,4 +21,4 @@ from .tape import GradientTape, UnconnectedGradients, custom_gradient, recompute
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "UnconnectedGradients",
            "stop_gradient", "custom_gradient", "recompute_grad", "ForwardAccumulator", "grad",
            "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp", "hessian_operator",
-           "HessianOperator", "ravel", "tree", "check_grad", "numpy", "extend"]
+           "HessianOperator", "ggn_operator", "GGNOperator", "ravel", "tree", "check_grad", "numpy", "extend"]

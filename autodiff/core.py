@@ -64,7 +64,22 @@ def _without(active: list, which) -> list:
 
 
 class Tensor:
-    """An immutable array value that tapes can record. ``.numpy()`` gives the ndarray."""
+    """An immutable array value that tapes can record. ``.numpy()`` gives the ndarray.
+
+    Tensors behave like read-only ndarrays: arithmetic, ``@``, indexing, the common ndarray methods,
+    and NumPy functions (``np.sin(t)``) return Tensors, so a tape watching the inputs records every
+    step. Make one with :func:`constant`; mutable model state is a :class:`Variable`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> t = ad.constant([1.0, 2.0])
+    >>> np.sin(t * 2).round(3)
+    Tensor(array([ 0.909, -0.757]))
+    >>> t.numpy(), t.shape
+    (array([1., 2.]), (2,))
+    """
 
     __slots__ = ("_value", "_id", "__weakref__")
     __array_priority__ = 100.0
@@ -79,6 +94,7 @@ class Tensor:
     # ``__float__``, ...), which NumPy also makes when it stores a Tensor into an ndarray, refuse a
     # Tensor that is being differentiated: its gradient would be lost without a word.
     def numpy(self) -> np.ndarray:
+        """The value as an ndarray: leaves the engine on purpose (no gradient flows through it)."""
         return np.asarray(self._value)
 
     def __array__(self, dtype=None, copy=None):
@@ -128,7 +144,32 @@ class Tensor:
 
 
 class Variable(Tensor):
-    """A mutable Tensor holding model state. Trainable ones are watched when a tape reads them."""
+    """A mutable Tensor holding model state. Trainable ones are watched when a tape reads them.
+
+    As ``tf.Variable``: ``assign``, ``assign_add`` and ``assign_sub`` change the value in place
+    (optimizers update parameters this way), and a recording tape watches a trainable Variable the
+    moment it is read, so no ``tape.watch`` is needed.
+
+    Parameters
+    ----------
+    value : array_like
+        The initial value; integers become float64, other float types are kept.
+    trainable : bool, default True
+        Whether tapes watch it automatically (``watch_accessed_variables``).
+    name : str, optional
+        A label shown in its repr.
+    dtype : dtype, optional
+        The dtype of the value.
+
+    Examples
+    --------
+    >>> import autodiff as ad
+    >>> w = ad.Variable([1.0, 2.0], name="w")
+    >>> with ad.GradientTape() as tape:
+    ...     loss = (w ** 2).sum()
+    >>> w.assign_sub(0.1 * tape.gradient(loss, w))
+    Variable(array([0.8, 1.6]), name='w', trainable=True)
+    """
 
     __slots__ = ("trainable", "name")
 
@@ -138,6 +179,7 @@ class Variable(Tensor):
         self.name = name
 
     def assign(self, value):
+        """Replace the value (same shape; cast to this Variable's dtype). Returns the Variable."""
         value = np.asarray(value._value if isinstance(value, Tensor) else value,
                            dtype=self._value.dtype)
         if value.shape != self._value.shape:
@@ -147,13 +189,15 @@ class Variable(Tensor):
         return self
 
     def assign_add(self, delta):
+        """Add ``delta`` to the value in place. Returns the Variable."""
         return self.assign(self._value + np.asarray(getattr(delta, "_value", delta)))
 
     def assign_sub(self, delta):
+        """Subtract ``delta`` from the value in place. Returns the Variable."""
         return self.assign(self._value - np.asarray(getattr(delta, "_value", delta)))
 
     def __repr__(self):
-        name = f" name={self.name!r}" if self.name else ""
+        name = f", name={self.name!r}" if self.name else ""
         return f"Variable({np.asarray(self._value)!r}{name}, trainable={self.trainable})"
 
     def __reduce__(self):
@@ -199,7 +243,27 @@ def _as_float_array(value, dtype=None) -> np.ndarray:
 
 
 def constant(value, dtype=None) -> Tensor:
-    """A Tensor that no tape watches unless told to (float64 by default)."""
+    """A Tensor that no tape watches unless told to (float64 by default).
+
+    Parameters
+    ----------
+    value : array_like
+        The value; integers become float64, other float types (float32, ...) are kept.
+    dtype : dtype, optional
+        The dtype of the value.
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import autodiff as ad
+    >>> ad.constant([1, 2])
+    Tensor(array([1., 2.]))
+    >>> ad.constant(1.5, dtype="float32").dtype
+    dtype('float32')
+    """
     return Tensor(_as_float_array(value, dtype))
 
 
@@ -354,18 +418,21 @@ def record(prim, args, raw, kwargs, out, parents, tapes):
 
     A tape that watches accessed Variables starts watching every trainable Variable the op reads (all
     of them, not just the first: ``watched_variables`` must list each one).
+
+    Each tape keeps only the parents it watches: its sweeps never compute a cotangent that cannot
+    reach one of its sources (an input-gradient tape that watches ``x`` skips the kernels of ``x @ W``).
     """
     for tape in tapes:
         watched = tape._watched
-        watches_an_input = False
+        tracked = parents
         for i in parents:
             a = args[i]
-            if a._id in watched or (tape._watch_accessed and type(a) is Variable and a.trainable
-                                    and tape._watch_one(a)):
-                watches_an_input = True
-        if not watches_an_input:
+            if not (a._id in watched or (tape._watch_accessed and type(a) is Variable and a.trainable
+                                         and tape._watch_one(a))):
+                tracked = tuple(j for j in tracked if j != i)
+        if not tracked:
             continue
-        tape._records.append((prim, args, raw, kwargs, out, parents))
+        tape._records.append((prim, args, raw, kwargs, out, tracked))
         if type(out) is tuple:
             watched.update(o._id for o in out)
         else:

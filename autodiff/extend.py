@@ -7,9 +7,14 @@ whole batch of cotangents), so rules index axes from the end. A JVP rule ``jvp(t
 **kwargs)`` maps an argument's tangent ``t`` to the output's. Written with differentiable ops
 (``autodiff.numpy``), rules are differentiable themselves, which gives every higher order.
 
+>>> import numpy as np
+>>> import autodiff as ad
 >>> cube = primitive(lambda x: x ** 3, "cube")
 >>> defvjp(cube, lambda g, ans, x: g * 3 * x ** 2)
 >>> defjvp(cube, lambda t, ans, x: t * 3 * x ** 2)
+>>> ad.hessian(lambda x: np.sum(cube(x)))(np.array([1.0, 2.0]))   # the rules differentiate too
+array([[ 6.,  0.],
+       [ 0., 12.]])
 """
 from __future__ import annotations
 
@@ -18,6 +23,8 @@ from typing import Callable
 import numpy as np
 
 from .core import Primitive, Tensor, value_of
+
+__all__ = ["primitive", "defvjp", "defjvp", "defderiv", "deflinear", "unbroadcast"]
 
 
 def primitive(fun: Callable, name: str | None = None, tensor_fun: Callable | None = None,
@@ -28,6 +35,31 @@ def primitive(fun: Callable, name: str | None = None, tensor_fun: Callable | Non
     for NumPy-typed values (``operator.mul`` for ``np.multiply``). A ``variadic`` primitive takes any
     number of array arguments and has one VJP and one JVP rule for all of them, called with the
     keyword ``argnum``.
+
+    Parameters
+    ----------
+    fun : callable
+        The NumPy function computing the value.
+    name : str, optional
+        The name shown in errors and on the tape (default: ``fun.__name__``).
+    tensor_fun : callable, optional
+        A faster spelling of ``fun`` for the raw values when Tensors are involved.
+    variadic : bool, default False
+        Whether it takes any number of array arguments (as ``np.stack``'s list).
+
+    Returns
+    -------
+    Primitive
+        Callable like ``fun``; on Tensors it returns Tensors and is recorded.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> cube = primitive(lambda x: x ** 3, "cube")
+    >>> defvjp(cube, lambda g, ans, x: g * 3 * x ** 2)
+    >>> ad.grad(lambda x: np.sum(cube(x)))(np.array([1.0, 2.0]))
+    array([ 3., 12.])
     """
     prim = Primitive(fun, name, tensor_fun)
     prim.variadic = prim.joint = variadic  # the sweep calls a variadic rule through backward()
@@ -37,8 +69,18 @@ def primitive(fun: Callable, name: str | None = None, tensor_fun: Callable | Non
 def defvjp(prim: Primitive, *rules: Callable | None, broadcasting: bool = False) -> None:
     """Register one VJP rule per argument (None for a non-differentiable argument).
 
-    With ``broadcasting``, each rule's result is summed back to its argument's shape, as for an
-    elementwise op whose arguments NumPy broadcasts.
+    A rule ``vjp(g, ans, *args, **kwargs)`` maps the output's cotangent ``g`` (possibly with
+    leading batch axes) to the argument's. With ``broadcasting``, each rule's result is summed back
+    to its argument's shape, as for an elementwise op whose arguments NumPy broadcasts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> scaled = primitive(lambda x, a: a * x, "scaled")
+    >>> defvjp(scaled, lambda g, ans, x, a: g * a, lambda g, ans, x, a: g * x, broadcasting=True)
+    >>> float(ad.grad(lambda a: np.sum(scaled(np.array([1.0, 2.0]), a)))(3.0))   # summed to a's shape
+    3.0
     """
     for i, rule in enumerate(rules):
         if rule is not None:
@@ -46,7 +88,19 @@ def defvjp(prim: Primitive, *rules: Callable | None, broadcasting: bool = False)
 
 
 def defjvp(prim: Primitive, *rules: Callable | None) -> None:
-    """Register one JVP rule per argument (None for a non-differentiable argument)."""
+    """Register one JVP rule per argument (None for a non-differentiable argument).
+
+    A rule ``jvp(t, ans, *args, **kwargs)`` maps the argument's tangent ``t`` to the output's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> cube = primitive(lambda x: x ** 3, "cube")
+    >>> defjvp(cube, lambda t, ans, x: t * 3 * x ** 2)
+    >>> ad.jvp(cube, (np.array([1.0, 2.0]),), (np.array([1.0, 1.0]),))
+    (array([1., 8.]), array([ 3., 12.]))
+    """
     for i, rule in enumerate(rules):
         if rule is not None:
             prim.jvps[i] = rule
@@ -56,7 +110,16 @@ def defderiv(prim: Primitive, *derivatives: Callable | None) -> None:
     """An elementwise op: ``derivatives[i](ans, *args)`` is d ans / d args[i], elementwise.
 
     Registers the VJPs ``g * d`` (summed to each argument's shape when there are several) and the
-    JVPs ``t * d``.
+    JVPs ``t * d``: one line per argument gives both modes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> hyp = primitive(np.hypot, "hyp")
+    >>> defderiv(hyp, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
+    >>> float(ad.grad(lambda x: hyp(x, 4.0))(3.0))
+    0.6
     """
     broadcasting = len(derivatives) > 1
     for i, d in enumerate(derivatives):
@@ -66,7 +129,17 @@ def defderiv(prim: Primitive, *derivatives: Callable | None) -> None:
 
 
 def deflinear(prim: Primitive) -> None:
-    """An op linear in its first argument: its JVP is the op applied to the tangent."""
+    """An op linear in its first argument: its JVP is the op applied to the tangent.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> double = primitive(lambda x: 2 * x, "double")
+    >>> deflinear(double)
+    >>> ad.jvp(double, (np.array([1.0]),), (np.array([3.0]),))
+    (array([2.]), array([6.]))
+    """
     prim.jvps[0] = lambda t, ans, x, *args, **kwargs: prim(t, *args, **kwargs)
 
 
@@ -94,7 +167,16 @@ def unbroadcast(g, shape: tuple, nb: int):
     """Sum ``g`` (``nb`` batch axes, then a broadcast of ``shape``) back to ``batch + shape``.
 
     The batch axes are never summed. ``g`` is an array, or a Tensor when an outer tape records the
-    sweep: both have the ``sum`` and ``reshape`` methods this uses.
+    sweep: both have the ``sum`` and ``reshape`` methods this uses. VJP rules of broadcasting ops
+    call it to return a cotangent of their argument's shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> unbroadcast(np.ones((2, 3)), (3,), 0)
+    array([2., 2., 2.])
+    >>> unbroadcast(np.ones((4, 2, 3)), (1, 3), 1).shape    # 4 batch rows kept
+    (4, 1, 3)
     """
     gshape = g.shape
     shape = tuple(shape)

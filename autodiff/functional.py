@@ -51,7 +51,35 @@ def _mirror(result, tensors_in: bool):
 
 
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
-    """A function returning ``(f(*args), gradient of f w.r.t. args[argnums])``."""
+    """A function returning ``(f(*args), gradient of f w.r.t. args[argnums])``.
+
+    One forward and one backward pass give both, as ``jax.value_and_grad``.
+
+    Parameters
+    ----------
+    f : callable
+        A scalar-valued function of arrays (or pytrees of arrays).
+    argnums : int or sequence of int, default 0
+        Which positional argument(s) to differentiate; a sequence gives a tuple of gradients.
+
+    Returns
+    -------
+    callable
+        Takes f's arguments; arrays in, arrays out (Tensors in, inside a tape, Tensors out).
+
+    Raises
+    ------
+    TypeError
+        When called, if f does not return a scalar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> value, gradient = ad.value_and_grad(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+    >>> float(value), gradient
+    (9.0, array([ 3., 12.]))
+    """
     def value_and_grad_f(*args, **kwargs):
         new_args, sources, tensors_in = _watched_args(args, argnums)
         with GradientTape() as tape:
@@ -63,7 +91,29 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
 
 def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
-    """The gradient of a scalar function, as a function (nestable: ``grad(grad(f))``)."""
+    """The gradient of a scalar function, as a function (nestable: ``grad(grad(f))``).
+
+    Parameters
+    ----------
+    f : callable
+        A scalar-valued function of arrays (or pytrees of arrays, as in JAX).
+    argnums : int or sequence of int, default 0
+        Which positional argument(s) to differentiate; a sequence gives a tuple of gradients.
+
+    Returns
+    -------
+    callable
+        ``grad_f(*args)``: the gradient, shaped like ``args[argnums]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> ad.grad(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+    array([ 3., 12.])
+    >>> float(ad.grad(ad.grad(lambda x: x ** 3))(2.0))      # second derivative: 6 x
+    12.0
+    """
     value_and_grad_f = value_and_grad(f, argnums)
     return lambda *args, **kwargs: value_and_grad_f(*args, **kwargs)[1]
 
@@ -72,7 +122,30 @@ def jacobian(f: Callable, argnums: int | Sequence[int] = 0, chunk_size: int | No
     """d f / d args[argnums], shape ``f.shape + arg.shape``, in one batched sweep.
 
     A function returning a structure (list, tuple, dict) of arrays gives that structure of
-    Jacobians, as ``jax.jacobian`` does.
+    Jacobians, as ``jax.jacobian`` does. The sweep pushes all rows of the identity at once;
+    ``chunk_size`` rows at a time bounds its memory.
+
+    Parameters
+    ----------
+    f : callable
+        A function of arrays returning an array (or a structure of arrays).
+    argnums : int or sequence of int, default 0
+        Which positional argument(s) to differentiate.
+    chunk_size : int, optional
+        How many rows each sweep computes (default: all).
+
+    Returns
+    -------
+    callable
+        ``jacobian_f(*args)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> ad.jacobian(lambda x: x ** 2)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
     """
     def jacobian_f(*args, **kwargs):
         new_args, sources, tensors_in = _watched_args(args, argnums)
@@ -88,7 +161,33 @@ def hessian(f: Callable, argnums: int = 0, chunk_size: int | None = None) -> Cal
     """The Hessian of a scalar function: the Jacobian of its gradient, in one batched sweep.
 
     An array argument of shape s gives shape ``s + s``; a pytree argument gives one flat (n, n)
-    matrix over ``ravel(arg)``.
+    matrix over ``ravel(arg)``. For products with a few vectors, ``hvp`` or ``hessian_operator``
+    avoid forming the matrix.
+
+    Parameters
+    ----------
+    f : callable
+        A scalar-valued function.
+    argnums : int, default 0
+        Which positional argument to differentiate.
+    chunk_size : int, optional
+        How many rows each sweep computes (default: all).
+
+    Returns
+    -------
+    callable
+        ``hessian_f(*args)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> ad.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    >>> ad.hessian(lambda p: p["a"] ** 2 * p["b"])({"a": 1.0, "b": 3.0})   # over ravel: (a, b)
+    array([[6., 2.],
+           [2., 0.]])
     """
     def hessian_f(*args, **kwargs):
         if isinstance(args[argnums], (list, tuple, dict)):
@@ -121,6 +220,28 @@ def hvp(f: Callable, x, v):
 
     Arrays in: one backward sweep over the recorded gradient. Tensors in (inside an enclosing
     tape): forward-over-reverse, so the result is a Tensor the enclosing tape differentiates.
+    The Hessian is never formed; for many products at one x, ``hessian_operator`` records the
+    gradient once.
+
+    Parameters
+    ----------
+    f : callable
+        A scalar-valued function of x.
+    x : array_like, Tensor or pytree
+        Where to take the Hessian.
+    v : array_like
+        The vector, shaped like x (flat, for a pytree x).
+
+    Returns
+    -------
+    ndarray or Tensor
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> ad.hvp(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+    array([ 6., 12.])
     """
     if isinstance(x, Tensor):
         return jvp(grad(f), (x,), (v,))[1]
@@ -133,7 +254,16 @@ def hvp(f: Callable, x, v):
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     """``(f(*primals), J @ tangents)`` in forward mode; ``tangents`` mirrors ``primals``, whose
-    entries may be pytrees (as in ``jax.jvp``)."""
+    entries may be pytrees (as in ``jax.jvp``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> value, tangent = ad.jvp(np.sin, (np.array([0.0, np.pi]),), (np.array([2.0, 1.0]),))
+    >>> tangent                              # cos(x) * t
+    array([ 2., -1.])
+    """
     primals = tuple(primals)
     tangent_leaves = flatten_like(tuple(tangents), primals)
     watched, _, tensors_in = _watched_args(primals, tuple(range(len(primals))))
@@ -144,7 +274,18 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
 
 def vjp(f: Callable, *primals):
     """``(f(*primals), vjp_fn)`` with ``vjp_fn(cotangent)`` the tuple of input cotangents, each in the
-    structure of its primal (primals may be pytrees; the cotangent mirrors f's output)."""
+    structure of its primal (primals may be pytrees; the cotangent mirrors f's output).
+
+    f is recorded once; each ``vjp_fn`` call is one backward sweep (as ``jax.vjp``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> y, vjp_fn = ad.vjp(lambda x: x ** 2, np.array([1.0, 2.0]))
+    >>> y, vjp_fn(np.array([1.0, 10.0]))       # cotangent times 2 x
+    (array([1., 4.]), (array([ 2., 40.]),))
+    """
     watched, _, tensors_in = _watched_args(primals, tuple(range(len(primals))))
     tape = GradientTape(persistent=True)
     with tape:

@@ -32,7 +32,18 @@ class GGNOperator(SymmetricOperator):
 
     ``predict`` maps x (a structure of arrays; with Variables, no argument: it reads them) to the
     predictions, a Tensor of any shape; ``loss`` maps the predictions to a scalar. ``value`` is
-    loss(predict(x)) and ``gradient`` its exact gradient J^T grad L, both computed once.
+    loss(predict(x)) and ``gradient`` its exact gradient J^T grad L, both computed once. Build it
+    with :func:`ggn_operator`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> W = np.array([[1.0, 1.0], [0.0, 1.0]])
+    >>> G = ad.GGNOperator(lambda x: W @ x, lambda z: 0.5 * np.sum(z ** 2), np.array([1.0, 2.0]))
+    >>> G.to_dense()                           # W^T W: the loss's Hessian is the identity
+    array([[1., 1.],
+           [1., 2.]])
     """
 
     def __init__(self, predict: Callable, loss: Callable, x, chunk_size: int | None = None):
@@ -90,5 +101,41 @@ class GGNOperator(SymmetricOperator):
 
 
 def ggn_operator(predict: Callable, loss: Callable, x, chunk_size: int | None = None) -> GGNOperator:
-    """The generalized Gauss-Newton matrix of loss(predict(x)) at x as an operator (see GGNOperator)."""
+    """The generalized Gauss-Newton matrix of loss(predict(x)) at x as an operator (see GGNOperator).
+
+    G = J^T H_L J is positive semi-definite whenever the loss is convex in the predictions, which
+    makes it the curvature of choice for Hessian-free training (Schraudolph 2002; Martens 2010).
+    Each product is one forward and one backward sweep over recordings made once.
+
+    Parameters
+    ----------
+    predict : callable
+        x -> predictions (a Tensor of any shape); with Variables in x, a function of no argument.
+    loss : callable
+        predictions -> scalar loss.
+    x : array_like, Variable, or pytree of them
+        The point.
+    chunk_size : int, optional
+        How many vectors each batched sweep takes (default: all).
+
+    Returns
+    -------
+    GGNOperator
+        The interface of :class:`HessianOperator` (``value``, ``gradient``, ``@``, ``matmat``,
+        ``to_dense``, ``as_linear_operator``).
+
+    Raises
+    ------
+    TypeError
+        If predict does not return a floating Tensor computed from x, or loss not a scalar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> G = ad.ggn_operator(np.tanh, lambda z: 0.5 * np.sum(z ** 2), np.array([0.0, 1.0]))
+    >>> G.to_dense().round(4)                  # diag(1 - tanh(x)^2)^2
+    array([[1.    , 0.    ],
+           [0.    , 0.1764]])
+    """
     return GGNOperator(predict, loss, x, chunk_size)

@@ -60,7 +60,17 @@ class SymmetricOperator:
         return self._sweep(v)
 
     def matmat(self, V) -> np.ndarray:
-        """The product with the columns of V (n, k), in batched sweeps of ``chunk_size`` columns."""
+        """The product with the columns of V (n, k), in batched sweeps of ``chunk_size`` columns.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import autodiff as ad
+        >>> op = ad.hessian_operator(lambda x: x[0] ** 2 * x[1], np.array([1.0, 2.0]))
+        >>> op.matmat(np.array([[1.0, 0.0], [0.0, 1.0]]))
+        array([[4., 2.],
+               [2., 0.]])
+        """
         V = np.asarray(V, dtype=self.dtype)
         if V.ndim != 2 or V.shape[0] != self.shape[0]:
             raise ValueError(f"matrix of shape {V.shape} for an operator of shape {self.shape}")
@@ -77,7 +87,20 @@ class SymmetricOperator:
         return self.matvec(other) if other.ndim == 1 else self.matmat(other)
 
     def as_linear_operator(self):
-        """A symmetric ``scipy.sparse.linalg.LinearOperator`` (for cg, minres, eigsh, ...)."""
+        """A symmetric ``scipy.sparse.linalg.LinearOperator`` (for cg, minres, eigsh, ...).
+
+        Examples
+        --------
+        A Newton step by conjugate gradients, from Hessian-vector products only:
+
+        >>> import numpy as np
+        >>> from scipy.sparse.linalg import cg
+        >>> import autodiff as ad
+        >>> op = ad.hessian_operator(lambda x: x[0] ** 2 * x[1] + np.sum(x ** 4), np.array([1.0, 2.0]))
+        >>> step, info = cg(op.as_linear_operator(), -op.gradient)
+        >>> np.allclose(op @ step, -op.gradient), info
+        (True, 0)
+        """
         from scipy.sparse.linalg import LinearOperator
         return LinearOperator(self.shape, matvec=self.matvec, rmatvec=self.matvec,
                               matmat=self.matmat, dtype=self.dtype)
@@ -91,6 +114,25 @@ class HessianOperator(SymmetricOperator):
 
     ``value`` and ``gradient`` (flat) are f(x) and its gradient, computed once. When x is a Variable
     or a structure of Variables, f is called with no arguments (it reads the Variables itself).
+    ``unravel`` turns a flat vector back into the structure of x. Build it with
+    :func:`hessian_operator`.
+
+    Attributes
+    ----------
+    value : float
+        f(x).
+    gradient : ndarray, shape (n,)
+        The flat gradient of f at x.
+    shape : tuple
+        ``(n, n)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> op = ad.HessianOperator(lambda x: x[0] ** 2 * x[1], np.array([1.0, 2.0]))
+    >>> op.value, op.gradient, op @ np.array([1.0, 0.0])
+    (2.0, array([4., 1.]), array([4., 2.]))
     """
 
     def __init__(self, f: Callable, x, chunk_size: int | None = None):
@@ -124,5 +166,41 @@ class HessianOperator(SymmetricOperator):
 
 
 def hessian_operator(f: Callable, x, chunk_size: int | None = None) -> HessianOperator:
-    """Record f and its gradient at x once; return the Hessian as an operator (see HessianOperator)."""
+    """Record f and its gradient at x once; return the Hessian as an operator (see HessianOperator).
+
+    Each product ``op @ v`` is then one backward sweep over the recorded gradient, with no new
+    evaluation of f and no memory growth: the pattern Newton-CG, Lanczos and Hutchinson estimators
+    need (Pearlmutter 1994, "Fast exact multiplication by the Hessian").
+
+    Parameters
+    ----------
+    f : callable
+        A scalar function of x (of no argument when x holds Variables).
+    x : array_like, Variable, or pytree of them
+        The point.
+    chunk_size : int, optional
+        How many vectors each batched sweep of ``matmat`` and ``to_dense`` takes (default: all).
+
+    Returns
+    -------
+    HessianOperator
+        With ``value``, ``gradient``, ``matvec``, ``matmat``, ``@``, ``to_dense``, ``shape``,
+        ``dtype`` and ``as_linear_operator()`` (for scipy's ``cg``, ``eigsh``).
+
+    Raises
+    ------
+    TypeError
+        If f does not return a scalar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> op = ad.hessian_operator(lambda x: x[0] ** 2 * x[1] + np.sum(x ** 4), np.array([1.0, 2.0]))
+    >>> op
+    HessianOperator(shape=(2, 2), value=19)
+    >>> op.matvec([1.0, 0.0]), op.to_dense()
+    (array([16.,  2.]), array([[16.,  2.],
+           [ 2., 48.]]))
+    """
     return HessianOperator(f, x, chunk_size)

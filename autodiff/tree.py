@@ -18,7 +18,15 @@ _CONTAINERS = (dict, list, tuple)
 
 
 class TreeDef:
-    """The structure of a flattened tree: call it (or ``unflatten``) with new leaves to rebuild."""
+    """The structure of a flattened tree: call it (or ``unflatten``) with new leaves to rebuild.
+
+    Examples
+    --------
+    >>> from autodiff.tree import flatten
+    >>> leaves, treedef = flatten({"w": [1, 2], "b": 3})
+    >>> treedef.num_leaves, treedef([10, 20, 30])
+    (3, {'w': [10, 20], 'b': 30})
+    """
 
     __slots__ = ("_build", "num_leaves")
 
@@ -30,7 +38,17 @@ class TreeDef:
 
 
 def flatten(tree) -> tuple[list, TreeDef]:
-    """The leaves of ``tree`` in order, and its structure."""
+    """The leaves of ``tree`` in order, and its structure.
+
+    Dicts keep their insertion order, lists and tuples (namedtuples too) theirs; anything else is a
+    leaf.
+
+    Examples
+    --------
+    >>> from autodiff.tree import flatten
+    >>> flatten({"w": [1, 2], "b": 3})[0]
+    [1, 2, 3]
+    """
     if not isinstance(tree, _CONTAINERS):
         return [tree], _LEAF
     if isinstance(tree, dict):
@@ -44,7 +62,19 @@ def flatten(tree) -> tuple[list, TreeDef]:
 def flatten_like(tree, template) -> list:
     """The leaves of ``tree`` in the order of ``template``'s leaves; the two must have the same
     structure (dict entries are matched by key, so their order may differ). Tangents and cotangents
-    are paired with their primals this way."""
+    are paired with their primals this way.
+
+    Raises
+    ------
+    ValueError
+        If the structures differ.
+
+    Examples
+    --------
+    >>> from autodiff.tree import flatten_like
+    >>> flatten_like({"b": "B", "w": ["W0", "W1"]}, {"w": [1, 2], "b": 3})
+    ['W0', 'W1', 'B']
+    """
     if isinstance(template, dict):
         if not isinstance(tree, dict) or set(tree) != set(template):
             raise ValueError(f"expected a dict with keys {sorted(template, key=str)}, got "
@@ -59,7 +89,14 @@ def flatten_like(tree, template) -> list:
 
 
 def unflatten(treedef: TreeDef, leaves) -> Any:
-    """The tree of structure ``treedef`` holding ``leaves``."""
+    """The tree of structure ``treedef`` holding ``leaves``.
+
+    Examples
+    --------
+    >>> from autodiff.tree import flatten, unflatten
+    >>> unflatten(flatten((1, [2, 3]))[1], "abc")
+    ('a', ['b', 'c'])
+    """
     return treedef(leaves)
 
 
@@ -82,7 +119,25 @@ def _join(parts: list, build: Callable) -> tuple[list, TreeDef]:
 def ravel(tree) -> tuple[Any, Callable]:
     """Flatten a tree of arrays to one float vector, and the way back.
 
-    ``unravel`` is differentiable: given a Tensor it returns Tensors (slices and reshapes).
+    ``unravel`` is differentiable: given a Tensor it returns Tensors (slices and reshapes). As JAX's
+    ``ravel_pytree``: optimizers work on the flat vector, models keep their structure.
+
+    Returns
+    -------
+    flat : ndarray
+        The leaves' values, raveled and concatenated in ``flatten`` order (float).
+    unravel : callable
+        A flat vector of that length -> the tree.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> flat, unravel = ad.ravel({"w": np.ones((2, 2)), "b": np.zeros(2)})
+    >>> flat
+    array([1., 1., 1., 1., 0., 0.])
+    >>> unravel(np.arange(6.0))["b"]
+    array([4., 5.])
     """
     leaves, treedef = flatten(tree)
     shapes = [np.shape(value_of(leaf)) for leaf in leaves]

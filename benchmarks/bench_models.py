@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 import autodiff as ad  # noqa: E402
 import hessopt  # noqa: E402
-from common import median_time  # noqa: E402
+from common import interleaved_ratios  # noqa: E402
 from hessopt import nn  # noqa: E402
 from hessopt.nn import losses  # noqa: E402
 from hessopt.nn.datasets import spiral  # noqa: E402
@@ -81,7 +81,8 @@ def bench_training() -> None:
         print(f"  {label:<28} " + "   ".join(cells))
 
 
-def penalty_costs(model, x, labels) -> tuple[float, float, float]:
+def penalty_costs(model, x, labels) -> dict:
+    """{name: (seconds, ratio to the plain gradient)}, timed in interleaved rounds."""
     variables = model.trainable_variables
     data = lambda z: losses.softmax_cross_entropy(labels, model(z))  # noqa: E731
 
@@ -92,24 +93,25 @@ def penalty_costs(model, x, labels) -> tuple[float, float, float]:
             return tape.gradient(value, variables)
         return run
 
-    plain = median_time(gradient_of(lambda: data(x)))
-    exact = median_time(gradient_of(lambda: input_gradient_penalty(data, x)))
-    finite = median_time(gradient_of(lambda: input_gradient_penalty(data, x, method="finite-difference")))
-    return plain, exact, finite
+    return interleaved_ratios({
+        "plain": gradient_of(lambda: data(x)),
+        "exact": gradient_of(lambda: input_gradient_penalty(data, x)),
+        "finite-difference": gradient_of(lambda: input_gradient_penalty(data, x, method="finite-difference")),
+    }, baseline="plain")
 
 
 def bench_penalties() -> None:
     print("(b) one parameter gradient of the input-gradient penalty, relative to one plain gradient "
-          "(targets: exact <= 4x, finite-difference <= 2.5x)")
+          "(targets: exact <= 4x, finite-difference <= 2.5x; medians of per-round ratios)")
     rng = np.random.default_rng(0)
     mlp = nn.Sequential([nn.Dense(128, "tanh", seed=0), nn.Dense(10, seed=1)])
     cases = [("spiral 2-16-16-2, batch 200", spiral_model(), X, Y),
              ("MLP 784-128-10, batch 256", mlp, rng.standard_normal((256, 784)), rng.integers(0, 10, 256))]
     for name, model, x, labels in cases:
         model(x)
-        plain, exact, finite = penalty_costs(model, x, labels)
-        print(f"  {name:<28} plain {plain * 1e3:8.3f} ms   exact {exact * 1e3:8.3f} ms "
-              f"({exact / plain:4.2f}x)   finite-difference {finite * 1e3:8.3f} ms ({finite / plain:4.2f}x)")
+        costs = penalty_costs(model, x, labels)
+        print(f"  {name:<28} " + "   ".join(f"{kind} {seconds * 1e3:8.3f} ms ({ratio:4.2f}x)"
+                                              for kind, (seconds, ratio) in costs.items()))
 
 
 if __name__ == "__main__":

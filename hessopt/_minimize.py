@@ -140,6 +140,55 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     parameters, or with no argument for Variables) and returns predictions, ``loss`` maps them to
     a scalar with ``loss(predict(x)) == fun(x)``; CG then runs on generalized Gauss-Newton products
     (Martens 2010). ``"adam"`` and ``"gd"`` are first-order baselines.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x, *args) -> float`` (no parameters for Variables).
+    x0 : array_like, pytree, or list of Variables
+        The starting point.
+    args : tuple, optional
+        Extra arguments of fun, jac, hess and hessp.
+    method : str, default "newton-cg"
+        One of ``hessopt.METHODS`` (newton, newton-cg, trust-ncg, trust-krylov, trust-exact,
+        dogleg, arc, hessian-free), or "adam", "gd"; case-insensitive.
+    jac, hess, hessp : optional
+        User derivatives, as in scipy; exact ones from autodiff where not given.
+    tol : float, optional
+        Sets ``gtol``.
+    callback : callable, optional
+        ``callback(xk)`` or ``callback(intermediate_result)``.
+    options : dict, optional
+        ``maxiter``, ``gtol``, ``disp``, ``keep_iterates``, ``return_all`` and the method's own.
+
+    Returns
+    -------
+    scipy.optimize.OptimizeResult
+        ``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``njev``, ``nhev``, ``status``, ``success``,
+        ``message``, ``history``.
+
+    Raises
+    ------
+    TypeError
+        If fun is not callable, or derivatives have the wrong type.
+    ValueError
+        For an unknown method, bad options, or jac/hess/hessp with Variables.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> import hessopt
+    >>> rosenbrock = lambda x: (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
+    >>> result = hessopt.minimize(rosenbrock, [-1.2, 1.0], method="trust-ncg")
+    >>> result.success, result.x.round(4)
+    (True, array([1., 1.]))
+    >>> hessopt.minimize(lambda p: np.sum((p["w"] - 1) ** 2) + p["b"] ** 2, {"w": np.zeros(2), "b": 3.0}).x
+    {'w': array([1., 1.]), 'b': array(0.)}
+    >>> w = ad.Variable([0.0, 0.0])                 # a model's parameters: a loss of no argument
+    >>> _ = hessopt.minimize(lambda: np.sum((w - [1.0, 2.0]) ** 2), [w], method="newton")
+    >>> w.numpy()
+    array([1., 2.])
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
@@ -262,7 +311,22 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
 
     A process pool on one machine, a Dask cluster (``distributed.Client(...).get_executor()``) or Ray
     beyond it; with no executor the runs are sequential. ``fun`` must be picklable for process and
-    cluster executors (a module-level function).
+    cluster executors (a module-level function). ``kwargs`` go to :func:`minimize`.
+
+    Returns
+    -------
+    list of OptimizeResult
+        One per starting point, in order.
+
+    Examples
+    --------
+    A double well: each start finds its own minimum.
+
+    >>> import numpy as np
+    >>> import hessopt
+    >>> runs = hessopt.minimize_many(lambda x: (x[0] ** 2 - 1) ** 2, [[-2.0], [0.5]], method="newton")
+    >>> [float(r.x[0].round(4)) for r in runs]
+    [-1.0, 1.0]
     """
     run = functools.partial(minimize, fun, method=method, **kwargs)
     if executor is None:
@@ -278,7 +342,45 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
     The Jacobian comes from autodiff in one vectorized sweep unless ``jac`` is given. ``x0``,
     ``args``, ``callback`` and ``options`` are taken as by :func:`minimize`; residuals of any shape
     are raveled (``result.fun`` and the rows of ``result.jac`` follow that order), and ``result.x``
-    and ``result.grad`` have the form of ``x0``.
+    and ``result.grad`` have the form of ``x0``. Gauss-Newton uses J^T J as the Hessian, with no
+    second derivatives (Nocedal & Wright, 2006, ch. 10; Moré 1978 for the Levenberg-Marquardt
+    scaling).
+
+    Parameters
+    ----------
+    residuals : callable
+        ``residuals(x, *args)`` -> array.
+    x0 : array_like or pytree
+        The starting point.
+    method : {"lm", "gn"}, default "lm"
+    jac : callable, optional
+        The Jacobian of the raveled residuals (default: autodiff).
+    args, callback, options
+        As for :func:`minimize`.
+
+    Returns
+    -------
+    scipy.optimize.OptimizeResult
+        ``x``, ``cost`` (0.5 ||r||^2), ``fun`` (the residuals), ``jac``, ``grad``, counts, ``status``,
+        ``success``, ``message``, ``history``.
+
+    Raises
+    ------
+    TypeError
+        If residuals is not callable.
+    ValueError
+        For an unknown method or jac.
+
+    Examples
+    --------
+    Fit y = a exp(-b t) to exact data:
+
+    >>> import numpy as np
+    >>> import hessopt
+    >>> t = np.array([0.0, 1.0, 2.0])
+    >>> y = 2 * np.exp(-0.5 * t)
+    >>> hessopt.least_squares(lambda x: x[0] * np.exp(-x[1] * t) - y, [1.0, 1.0]).x.round(6)
+    array([2. , 0.5])
     """
     if not callable(residuals):
         raise TypeError(f"residuals must be callable, got {type(residuals).__name__}")

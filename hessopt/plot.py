@@ -97,6 +97,41 @@ def hessian_heatmap(H: Any, ax: Axes | None = None, blocks: Any = None,
 
     ``blocks`` (block sizes, or the pytree of parameters) draws block boundaries and names them;
     for a ``HessianOperator`` built at a pytree they come from the operator itself.
+
+    Parameters
+    ----------
+    H : array_like, Tensor, HessianOperator, or operator with matvec and shape
+        A square matrix.
+    ax : Axes, optional
+        Where to draw (default: a new figure).
+    blocks : sequence of int or pytree, optional
+        Block sizes, or the parameters whose blocks to mark.
+    labels : sequence of str, optional
+        Names of the blocks (default: the pytree's keys).
+    cmap : str, default "RdBu_r"
+        A diverging colormap.
+
+    Returns
+    -------
+    Axes
+
+    Raises
+    ------
+    ValueError
+        For a matrix that is not square, or as many labels as blocks.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> from hessopt import plot
+    >>> f = lambda p: np.sum(p["w"] ** 4) + p["b"] ** 2
+    >>> H = ad.hessian_operator(f, {"w": np.array([1.0, 2.0]), "b": 1.0})
+    >>> ax = plot.hessian_heatmap(H)
+    >>> ax.images[0].get_clim(), [label.get_text() for label in ax.get_xticklabels()]
+    ((-48.0, 48.0), ['w', 'b'])
     """
     ax = _axes(ax)
     matrix = _dense(H)
@@ -123,6 +158,35 @@ def jacobian_patches(J: Any, ax: Axes | None = None, cmap: str = "RdBu_r") -> Ax
 
     ``J`` is (batch, out, batch, in) from ``tape.jacobian``, or (batch, out, in) from
     ``batch_jacobian``, which holds only the diagonal patches (the others are drawn grey: not computed).
+
+    Parameters
+    ----------
+    J : array_like or Tensor
+        The Jacobian, (batch, out, batch, in) or (batch, out, in).
+    ax : Axes, optional
+        Where to draw (default: a new figure).
+    cmap : str, default "RdBu_r"
+
+    Returns
+    -------
+    Axes
+
+    Raises
+    ------
+    ValueError
+        For another number of axes, or unequal batch axes.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> from hessopt import plot
+    >>> J = ad.jacobian(np.tanh)(np.array([[1.0, 2.0], [3.0, 4.0]]))   # 2 examples, 2 features
+    >>> ax = plot.jacobian_patches(J)
+    >>> ax.images[0].get_array().shape, ax.get_xlabel()
+    ((4, 4), 'input example j (2 features each)')
     """
     ax = _axes(ax)
     J = np.asarray(J.numpy() if isinstance(J, ad.Tensor) else J, dtype=float)
@@ -155,7 +219,32 @@ def jacobian_patches(J: Any, ax: Axes | None = None, cmap: str = "RdBu_r") -> Ax
 def spectrum(density_or_eigenvalues: Any, ax: Axes | None = None, sigma: float | None = None,
              points: int = 2000) -> Axes:
     """A spectral density (from ``curvature.spectral_density``, or exact eigenvalues, smoothed the
-    same way) on a log scale, with the outliers (eigenvalues detached from the bulk) marked."""
+    same way) on a log scale, with the outliers (eigenvalues detached from the bulk) marked.
+
+    Parameters
+    ----------
+    density_or_eigenvalues : SpectralDensity or array_like
+        From ``hessopt.curvature.spectral_density``, or eigenvalues.
+    ax : Axes, optional
+        Where to draw (default: a new figure).
+    sigma : float, optional
+        Width of the Gaussian smoothing each node (default: 1% of the spread).
+    points : int, default 2000
+        Grid points of the curve.
+
+    Returns
+    -------
+    Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from hessopt import plot
+    >>> ax = plot.spectrum([1.0, 2.0, 3.0, 10.0], sigma=0.1)
+    >>> ax.get_yscale(), ax.get_legend().get_texts()[0].get_text()
+    ('log', 'density (Gaussian σ = 0.1)')
+    """
     ax = _axes(ax)
     density = density_or_eigenvalues if isinstance(density_or_eigenvalues, curvature.SpectralDensity) \
         else curvature.SpectralDensity.from_eigenvalues(density_or_eigenvalues)
@@ -235,6 +324,43 @@ def landscape(f: Callable, x: Any, directions: Any = None, ax: Axes | None = Non
 
     ``directions`` default to the two top Hessian eigenvectors at x (unit length), or, for a pytree
     of parameters, to random directions filter-normalized per layer (Li et al. 2018).
+
+    Parameters
+    ----------
+    f : callable
+        The function, of x.
+    x : array_like or pytree
+        The centre.
+    directions : array_like or list of one or two, optional
+        Directions (flat, or in x's structure).
+    ax : Axes, optional
+        Where to draw (default: a new figure).
+    steps : int, default 41
+        Grid points per direction.
+    span : float, default 1.0
+        The grid covers [-span, span].
+    seed : int, optional
+        Seed of random directions or of the Lanczos start.
+
+    Returns
+    -------
+    Axes
+
+    Raises
+    ------
+    ValueError
+        For wrong directions, or a pytree with no weight matrices to filter-normalize.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from hessopt import plot
+    >>> f = lambda x: np.sum(x ** 2)
+    >>> ax = plot.landscape(f, np.array([1.0, 2.0]), directions=[np.array([1.0, 0.0])], steps=5)
+    >>> ax.lines[0].get_ydata()                # f(x + a d) for a = -1, -0.5, 0, 0.5, 1
+    array([4.  , 4.25, 5.  , 6.25, 8.  ])
     """
     ax = _axes(ax)
     flat, unravel = ad.ravel(x)
@@ -287,6 +413,40 @@ def trajectory(f: Callable, results: Any, ax: Axes | None = None,
 
     ``results`` is a result, a list of them (labelled by ``result.method``) or a dict label -> result;
     ``bounds`` ((x_min, x_max), (y_min, y_max)) default to the paths plus a margin.
+
+    Parameters
+    ----------
+    f : callable
+        The objective, of a vector of 2.
+    results : OptimizeResult, list or dict of them
+        Runs with ``history["x"]`` (kept by default).
+    ax : Axes, optional
+        Where to draw (default: a new figure).
+    bounds : ((float, float), (float, float)), optional
+    grid : int, default 120
+        Contour grid points per axis.
+
+    Returns
+    -------
+    Axes
+
+    Raises
+    ------
+    ValueError
+        For a run without iterates, or iterates that are not 2-vectors.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> import hessopt
+    >>> from hessopt import plot
+    >>> rosenbrock = lambda x: (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
+    >>> runs = {m: hessopt.minimize(rosenbrock, np.array([-1.2, 1.0]), method=m) for m in ("newton", "arc")}
+    >>> ax = plot.trajectory(rosenbrock, runs, grid=20)
+    >>> [text.get_text() for text in ax.get_legend().get_texts()]
+    ['newton (... iterations)', 'arc (... iterations)', 'start', 'end']
     """
     ax = _axes(ax)
     runs = [(label, _column(label, r, "x")) for label, r in _labelled(results)]
@@ -329,7 +489,40 @@ _Y_LABELS = {"f": "f(x_k)", "gnorm": "‖∇f(x_k)‖∞"}
 def convergence(results: Any, ax: Axes | None = None, fstar: float | None = None,
                 x: str = "iterations", y: str = "f") -> Axes:
     """One line per run: f(x_k) - fstar (or f, or the gradient norm) against iterations or
-    cumulative function evaluations, on a log scale. Points where f - fstar <= 0 are not drawn."""
+    cumulative function evaluations, on a log scale. Points where f - fstar <= 0 are not drawn.
+
+    Parameters
+    ----------
+    results : OptimizeResult, list or dict of them
+        Runs with a ``history``.
+    ax : Axes, optional
+        Where to draw (default: a new figure).
+    fstar : float, optional
+        The optimal value to subtract.
+    x : {"iterations", "evaluations"}, default "iterations"
+    y : {"f", "gnorm"}, default "f"
+
+    Returns
+    -------
+    Axes
+
+    Raises
+    ------
+    ValueError
+        For an unknown x or y, or a run without that history column.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> import hessopt
+    >>> from hessopt import plot
+    >>> result = hessopt.minimize(lambda x: np.sum(x ** 4), np.array([1.0, -2.0]), method="newton")
+    >>> ax = plot.convergence({"newton": result}, fstar=0.0)
+    >>> ax.get_yscale(), ax.get_ylabel()
+    ('log', 'f(x_k) − f*')
+    """
     if x not in ("iterations", "evaluations"):
         raise ValueError(f"x must be 'iterations' or 'evaluations', got {x!r}")
     if y not in _Y_LABELS:
@@ -357,6 +550,30 @@ def performance_profile(runs: Iterable, ax: Axes | None = None) -> Axes:
 
     ``runs`` are the suite's records (``hessopt.suite.Run``: problem, n, method, solved, nfev, njev,
     nhev), as ``hessopt.suite.run_hessopt`` and ``run_suite`` return them.
+
+    Parameters
+    ----------
+    runs : iterable of hessopt.suite.Run
+    ax : Axes, optional
+        Where to draw (default: a new figure).
+
+    Returns
+    -------
+    Axes
+
+    Examples
+    --------
+    Newton is cheapest on problem a, ARC on b, each within a factor 2 of the other:
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from hessopt import plot
+    >>> from hessopt.suite import Run
+    >>> costs = [("a", "newton", 10), ("a", "arc", 20), ("b", "newton", 30), ("b", "arc", 15)]
+    >>> runs = [Run(p, 2, m, True, True, 0.0, 0.0, 5, nfev, 0, 0, 0.1, "") for p, m, nfev in costs]
+    >>> ax = plot.performance_profile(runs)
+    >>> [(line.get_label(), *line.get_ydata()[[0, -1]].tolist()) for line in ax.lines]
+    [('newton', 0.5, 1.0), ('arc', 0.5, 1.0)]
     """
     ax = _axes(ax)
     runs = list(runs)

@@ -45,6 +45,20 @@ class Problem:
     infima approached as some variables go to infinity) that a local method may legitimately
     converge to. ``notes`` gives the published values and where the minima are. Arrays are
     read-only: copy ``x0`` before changing it.
+
+    Raises
+    ------
+    ValueError
+        If ``x0`` or ``xmin`` does not have shape (n,).
+
+    Examples
+    --------
+    >>> from hessopt import problems
+    >>> p = problems.get("rosenbrock")
+    >>> p, p.x0, p.xmin
+    (Problem('rosenbrock', MGH 1, n=2, m=2, fmin=0), array([-1.2,  1. ]), array([1., 1.]))
+    >>> p.residuals(p.x0), round(float(p.fun(p.x0)), 6), p.solved(1e-12)
+    (array([-4.4,  2.2]), 24.2, True)
     """
 
     name: str
@@ -710,6 +724,18 @@ def scalable(name: str, n: int) -> Problem:
     Rosenbrock (n even), MGH 22 extended Powell (n a multiple of 4), ARWHEAD (CUTEst; Conn, Gould,
     Lescrenier & Toint 1994), DIXMAANA-DIXMAANL (Dixon & Maany 1988 as in CUTEst; n a multiple of 3),
     MGH 30 Broyden tridiagonal, MGH 31 Broyden banded and MGH 28 discrete boundary value.
+
+    Raises
+    ------
+    KeyError
+        For an unknown name (the message lists the known ones).
+
+    Examples
+    --------
+    >>> from hessopt import problems
+    >>> p = problems.scalable("arwhead", 1000)
+    >>> p, float(p.fun(p.x0))
+    (Problem('arwhead', n=1000, m=None, fmin=0), 2997.0)
     """
     try:
         factory = SCALABLE[name]
@@ -719,7 +745,23 @@ def scalable(name: str, n: int) -> Problem:
 
 
 def get(name: str | int, n: int | None = None) -> Problem:
-    """An MGH instance by name or MGH number (``n`` picks among sizes), else ``scalable(name, n)``."""
+    """An MGH instance by name or MGH number (``n`` picks among sizes), else ``scalable(name, n)``.
+
+    Raises
+    ------
+    KeyError
+        For an unknown problem.
+    ValueError
+        When a size is needed and missing, or not one the MGH set has.
+
+    Examples
+    --------
+    >>> from hessopt import problems
+    >>> problems.get(1)
+    Problem('rosenbrock', MGH 1, n=2, m=2, fmin=0)
+    >>> problems.get("watson", n=6)
+    Problem('watson', MGH 20, n=6, m=31, fmin=0.00228767)
+    """
     matches = [p for p in MGH if name in (p.name, p.number)]
     if n is not None:
         sized = [p for p in matches if p.n == n]

@@ -40,7 +40,18 @@ class ProblemFunction:
 
 @dataclass
 class Run:
-    """One (problem, method) run: what the table shows."""
+    """One (problem, method) run: what the table shows.
+
+    ``solved`` is judged by the problem (its known minimum or a documented local one), not by the
+    method's own ``success``; a success that is not solved is a false success.
+
+    Examples
+    --------
+    >>> from hessopt.suite import Run
+    >>> run = Run("rosenbrock", 2, "newton", False, True, 0.5, 0.0, 9, 10, 10, 9, 0.01, "converged")
+    >>> run.evaluations, run.false_success
+    (29, True)
+    """
 
     problem: str
     n: int
@@ -58,6 +69,7 @@ class Run:
 
     @property
     def evaluations(self) -> int:
+        """nfev + njev + nhev: what the performance profile compares."""
         return self.nfev + self.njev + self.nhev
 
     @property
@@ -83,7 +95,15 @@ def run_hessopt(problem: problems.Problem, method: str, options: dict | None = N
 
 def run_scipy(problem: problems.Problem, method: str, options: dict | None = None) -> Run:
     """scipy's counterpart of ``method`` with its default options and the same exact derivatives
-    (cached the same way); ``options`` (maxiter only) are passed through."""
+    (cached the same way); ``options`` (maxiter only) are passed through.
+
+    Examples
+    --------
+    >>> from hessopt import problems, suite
+    >>> run = suite.run_scipy(problems.get("beale"), "trust-exact")
+    >>> run.method, run.solved
+    ('scipy trust-exact', True)
+    """
     options = {"maxiter": options["maxiter"]} if options and "maxiter" in options else None
     derivatives = AutodiffDerivatives(problem.fun)
     second = {"hess": derivatives.hess} if method in _DENSE else {"hessp": derivatives.hessp}
@@ -104,7 +124,32 @@ def _run_task(task):
 
 def run_suite(instances, methods, compare_scipy: bool = False, executor: Executor | None = None,
               options: dict | None = None) -> list[Run]:
-    """Every method (and, if asked, its scipy counterpart) on every problem instance."""
+    """Every method (and, if asked, its scipy counterpart) on every problem instance.
+
+    Parameters
+    ----------
+    instances : iterable of Problem
+    methods : iterable of str
+        ``hessopt.minimize`` methods.
+    compare_scipy : bool, default False
+        Also run scipy's counterpart of each method that has one.
+    executor : concurrent.futures.Executor, optional
+        Where to map the runs (default: sequentially here).
+    options : dict, optional
+        Passed to every run.
+
+    Returns
+    -------
+    list of Run
+        Problem by problem, methods in order (each followed by its scipy counterpart).
+
+    Examples
+    --------
+    >>> from hessopt import problems, suite
+    >>> runs = suite.run_suite([problems.get("beale")], ["newton", "trust-ncg"], compare_scipy=True)
+    >>> [(run.method, run.solved) for run in runs]
+    [('newton', True), ('trust-ncg', True), ('scipy trust-ncg', True)]
+    """
     tasks = []
     for problem in instances:
         for method in methods:
@@ -116,6 +161,17 @@ def run_suite(instances, methods, compare_scipy: bool = False, executor: Executo
 
 
 def format_table(runs: list[Run]) -> str:
+    """One line per run: problem, n, method, solved, f, ||g||inf, counts and time.
+
+    Examples
+    --------
+    >>> from hessopt.suite import Run, format_table
+    >>> print(format_table([Run("beale", 2, "newton", True, True, 0.0, 1e-9, 6, 9, 7, 7, 0.01, "")]))
+    problem          n  method   solved   f   ||g||inf   nit   nfev   njev   nhev   time s
+    ---...
+    beale            2  newton   yes      0   1.00e-09     6      9      7      7    0.010
+    NO* = reported success at a point that is not a (documented) minimum
+    """
     header = (f"{'problem':<28}{'n':>6}  {'method':<20}{'solved':>7}{'f':>13}{'||g||inf':>11}"
               f"{'nit':>7}{'nfev':>7}{'njev':>7}{'nhev':>8}{'time s':>9}")
     lines = [header, "-" * len(header)]

@@ -3,6 +3,31 @@
 Each method is ``method(fun, x0, jac, hess=None, hessp=None, callback=None, **options)`` returning a
 ``scipy.optimize.OptimizeResult`` with a column-wise ``history`` (:class:`History`; the option
 ``keep_iterates=False`` leaves the iterates out of it) and a :class:`Status`.
+
+The parameters every method shares:
+
+- ``fun(x)``: the objective on a 1-D float array; ``x0``: the start point (1-D, finite).
+- ``jac(x)``: the gradient, or ``True`` when ``fun`` returns ``(f, g)`` (scipy's convention).
+- ``hess(x)``: the dense Hessian, and/or ``hessp(x, p)``: the Hessian-vector product; either stands
+  in for the other.
+- ``callback(intermediate_result)``: called after each iteration with an OptimizeResult; raising
+  StopIteration stops the run (status 99).
+- ``gtol``: stop when ``||g||_inf <= gtol``; ``maxiter``: the iteration cap; ``disp``: print the
+  iteration table; ``keep_iterates``: keep the iterates in ``history["x"]``.
+
+Bad input (a non-callable fun, x0 with NaN, a method that needs second derivatives without them)
+raises TypeError or ValueError naming the problem. Derivatives here come from the caller: scipy's
+``rosen``/``rosen_der``/``rosen_hess``/``rosen_hess_prod`` in the examples, autodiff through
+``hessopt.minimize``.
+
+Examples
+--------
+>>> import numpy as np
+>>> from scipy.optimize import rosen, rosen_der, rosen_hess_prod
+>>> import optimizers
+>>> result = optimizers.minimize_trust_krylov(rosen, np.array([-1.2, 1.0]), rosen_der, hessp=rosen_hess_prod)
+>>> result.success, result.x.round(4), round(float(result.history["f"][0]), 2)
+(True, array([1., 1.]), 24.2)
 """
 from .arc import minimize_arc
 from .first_order import minimize_adam, minimize_gd

@@ -76,6 +76,20 @@ def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     -------
     OptimizeResult as the trust-region methods, with ``sigma`` in place of ``radius`` in
     ``history``.
+
+    Raises
+    ------
+    ValueError
+        Without ``hessp`` or ``hess``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import rosen, rosen_der, rosen_hess_prod
+    >>> from optimizers import minimize_arc
+    >>> result = minimize_arc(rosen, np.array([-1.2, 1.0]), rosen_der, hessp=rosen_hess_prod)
+    >>> result.success, result.x.round(4)
+    (True, array([1., 1.]))
     """
     objective = Objective(fun, x0, jac, hess, hessp)
     if not objective.has_hessian:

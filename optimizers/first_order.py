@@ -26,7 +26,34 @@ def minimize_gd(fun: Callable, x0, jac: Callable | bool, hess: Callable | None =
                 learning_rate: float = 1e-2, momentum: float = 0.0, gtol: float = 1e-5,
                 maxiter: int = 1000, disp: bool = False, keep_iterates: bool = True) -> OptimizeResult:
     """Gradient descent x <- x + v, v <- momentum v - learning_rate g (plain descent when
-    ``momentum`` is 0; Polyak's heavy ball otherwise). ``hess`` and ``hessp`` are ignored."""
+    ``momentum`` is 0; Polyak's heavy ball otherwise). ``hess`` and ``hessp`` are ignored.
+
+    Parameters
+    ----------
+    fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp, keep_iterates
+        As for every method here (see :mod:`optimizers`).
+    learning_rate : float
+        The step length factor.
+    momentum : float
+        The heavy-ball coefficient in [0, 1).
+
+    Returns
+    -------
+    OptimizeResult
+        ``x, fun, jac, nit, nfev, njev, status, success, message`` and ``history``.
+
+    Examples
+    --------
+    On f = ||x||^2 a learning rate of 1/4 halves x at every step:
+
+    >>> import numpy as np
+    >>> from optimizers import minimize_gd
+    >>> result = minimize_gd(lambda x: x @ x, np.array([1.0, -2.0]), lambda x: 2 * x, learning_rate=0.25)
+    >>> result.success, result.history["x"][:3]
+    (True, array([[ 1.  , -2.  ],
+           [ 0.5 , -1.  ],
+           [ 0.25, -0.5 ]]))
+    """
     _check_positive(learning_rate=learning_rate)
     if not 0 <= momentum < 1:
         raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
@@ -45,7 +72,34 @@ def minimize_adam(fun: Callable, x0, jac: Callable | bool, hess: Callable | None
                   epsilon: float = 1e-8, gtol: float = 1e-5, maxiter: int = 1000,
                   disp: bool = False, keep_iterates: bool = True) -> OptimizeResult:
     """Adam (Kingma & Ba 2015, Algorithm 1): steps of ``learning_rate`` m_hat / (sqrt(v_hat) +
-    epsilon) from bias-corrected moving averages of g and g**2. ``hess`` and ``hessp`` are ignored."""
+    epsilon) from bias-corrected moving averages of g and g**2. ``hess`` and ``hessp`` are ignored.
+
+    Parameters
+    ----------
+    fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp, keep_iterates
+        As for every method here (see :mod:`optimizers`).
+    learning_rate : float
+        The step length (Adam's alpha).
+    beta1, beta2 : float
+        Decay rates of the moving averages of g and g**2.
+    epsilon : float
+        Added to sqrt(v_hat).
+
+    Returns
+    -------
+    OptimizeResult
+        As :func:`minimize_gd`.
+
+    Examples
+    --------
+    The first Adam step moves every coordinate by the learning rate, whatever the gradient's scale:
+
+    >>> import numpy as np
+    >>> from optimizers import minimize_adam
+    >>> result = minimize_adam(lambda x: x @ x, np.array([1.0, -200.0]), lambda x: 2 * x, learning_rate=0.1)
+    >>> result.history["x"][1].round(6)
+    array([   0.9, -199.9])
+    """
     _check_positive(learning_rate=learning_rate)
     if not epsilon >= 0:
         raise ValueError(f"epsilon must be non-negative, got {epsilon!r}")

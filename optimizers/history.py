@@ -27,7 +27,27 @@ COUNTERS = ("nfev", "njev", "nhev")
 
 
 class History:
-    """Per-iteration records of a run, column by column (see the module docstring)."""
+    """Per-iteration records of a run, column by column (see the module docstring).
+
+    Every method's result carries one as ``result.history``; the methods fill it with ``append``.
+
+    Parameters
+    ----------
+    keep_iterates : bool, default True
+        Keep the iterates (the ``"x"`` column).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from optimizers import History
+    >>> history = History()
+    >>> history.append({"f": 4.0, "gnorm": 2.0}, {"nfev": 1, "njev": 1}, np.array([1.0, 1.0]))
+    >>> history.append({"f": 1.0, "gnorm": 0.5, "step": 0.7}, {"nfev": 2, "njev": 2}, np.array([0.5, 0.5]))
+    >>> history
+    History(2 records; columns: f, gnorm, step, nfev, njev, x)
+    >>> history["f"], history["step"], history[-1]["f"]     # a record without a step reads NaN
+    (array([4., 1.]), array([nan, 0.7]), 1.0)
+    """
 
     def __init__(self, keep_iterates: bool = True):
         self._fields: dict[str, list] = {}     # scalar fields; None where a record has no value
@@ -52,6 +72,7 @@ class History:
 
     @property
     def columns(self) -> tuple[str, ...]:
+        """The column names: the scalar fields, then the counters, then ``"x"`` if iterates are kept."""
         iterates = ("x",) if self._iterates is not None else ()
         return (*self._fields, *self._counters, *iterates)
 

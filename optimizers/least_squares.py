@@ -96,6 +96,26 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     :class:`~optimizers.history.History` (f = cost, gnorm, step, lambda for LM, the cumulative
     nfev and njev of residuals and Jacobians, and the iterates x unless ``keep_iterates`` is
     False).
+
+    Raises
+    ------
+    TypeError
+        If residuals or jac is not callable.
+    ValueError
+        For an unknown method, or residuals and Jacobian of inconsistent shapes.
+
+    Examples
+    --------
+    Fit y = a exp(-b t) to exact data:
+
+    >>> import numpy as np
+    >>> from optimizers import least_squares_lm
+    >>> t = np.array([0.0, 1.0, 2.0])
+    >>> y = 2 * np.exp(-0.5 * t)
+    >>> residuals = lambda x: x[0] * np.exp(-x[1] * t) - y
+    >>> jac = lambda x: np.stack([np.exp(-x[1] * t), -x[0] * t * np.exp(-x[1] * t)], axis=1)
+    >>> least_squares_lm(residuals, np.array([1.0, 1.0]), jac).x.round(6)
+    array([2. , 0.5])
     """
     if method not in ("lm", "gn"):
         raise ValueError(f"method must be 'lm' or 'gn', got {method!r}")

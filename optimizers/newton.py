@@ -47,6 +47,36 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
     "cholesky"`` adds tau*I until a Cholesky factorization succeeds (N&W Algorithm 3.3);
     ``shift="eigen"`` replaces each eigenvalue by its absolute value (N&W §3.4). With
     ``check_second_order`` the stopping point is checked with a dense eigendecomposition.
+
+    Parameters
+    ----------
+    fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp, keep_iterates
+        As for every method here (see :mod:`optimizers`).
+    shift : {"cholesky", "eigen"}
+        How an indefinite Hessian is modified.
+    c1, c2 : float
+        The strong Wolfe constants.
+    check_second_order : bool
+        Check the stopping point for negative curvature (status 5 at a saddle).
+
+    Returns
+    -------
+    OptimizeResult
+        ``x, fun, jac, nit, nfev, njev, nhev, status, success, message`` and ``history``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``shift``, or no second derivatives.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import rosen, rosen_der, rosen_hess
+    >>> from optimizers import minimize_newton
+    >>> result = minimize_newton(rosen, np.array([-1.2, 1.0]), rosen_der, hess=rosen_hess)
+    >>> result.success, result.x.round(4)
+    (True, array([1., 1.]))
     """
     if shift not in ("cholesky", "eigen"):
         raise ValueError(f"shift must be 'cholesky' or 'eigen', got {shift!r}")
@@ -108,6 +138,34 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
     floor: the first trial step is capped like a trust radius (:class:`_StepBound`), and that
     first trial is accepted nonmonotonically, against the highest of the last ``nonmonotone``
     values of f (Grippo, Lampariello & Lucidi 1986); ``nonmonotone=1`` is the monotone method.
+
+    Parameters
+    ----------
+    fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp, keep_iterates
+        As for every method here (see :mod:`optimizers`).
+    cg_maxiter : int, optional
+        CG steps per iteration.
+    c1, c2 : float
+        The strong Wolfe constants.
+    nonmonotone : int
+        How many past values of f the first trial step is judged against.
+    check_second_order : bool
+        At a first-order point, look for negative curvature (status 5 at a saddle).
+
+    Returns
+    -------
+    OptimizeResult
+        As :func:`minimize_newton`; ``history`` also has ``cg`` (CG steps) and
+        ``negative_curvature``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import rosen, rosen_der, rosen_hess_prod
+    >>> from optimizers import minimize_newton_cg
+    >>> result = minimize_newton_cg(rosen, np.array([-1.2, 1.0]), rosen_der, hessp=rosen_hess_prod)
+    >>> result.success, result.x.round(4)
+    (True, array([1., 1.]))
     """
     objective = Objective(fun, x0, jac, hess, hessp)
     cg_maxiter = cg_maxiter or newton_cg_maxiter(objective.x0.size)
@@ -140,6 +198,35 @@ def minimize_hessian_free(fun: Callable, x0, jac: Callable | bool, hess: Callabl
     CG starts from ``warm_start`` times the previous step, stops on negative curvature, on
     Martens' relative-progress test or after ``cg_maxiter`` steps (Martens' 250), and the step is
     then backtracked to sufficient decrease.
+
+    Parameters
+    ----------
+    fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp, keep_iterates
+        As for every method here (see :mod:`optimizers`).
+    damping : float
+        The initial lambda.
+    cg_maxiter : int
+        CG steps per iteration.
+    warm_start : float
+        The fraction of the previous step CG starts from (0: from zero).
+    c1 : float
+        The sufficient-decrease constant of the backtracking.
+    check_second_order : bool
+        At a first-order point, look for negative curvature (status 5 at a saddle).
+
+    Returns
+    -------
+    OptimizeResult
+        As :func:`minimize_newton`; ``history`` also has ``lambda``, ``rho`` and ``cg``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import rosen, rosen_der, rosen_hess_prod
+    >>> from optimizers import minimize_hessian_free
+    >>> result = minimize_hessian_free(rosen, np.array([-1.2, 1.0]), rosen_der, hessp=rosen_hess_prod)
+    >>> result.success, result.x.round(4)
+    (True, array([1., 1.]))
     """
     objective = Objective(fun, x0, jac, hess, hessp)
     step = _HessianFreeStep(objective, MartensDamping(damping), cg_maxiter, warm_start, c1)

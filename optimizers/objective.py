@@ -18,7 +18,14 @@ from .krylov import CURVATURE_PROBE_STEPS, dense_leftmost_curvature, leftmost_cu
 
 class Status(IntEnum):
     """Why a run stopped; the integers keep scipy's meaning where scipy has one (an IntEnum, so
-    ``result.status == 99`` holds as in scipy)."""
+    ``result.status == 99`` holds as in scipy).
+
+    Examples
+    --------
+    >>> from optimizers import Status
+    >>> Status(5).name, Status.CALLBACK_STOP == 99
+    ('NOT_A_MINIMUM', True)
+    """
     SUCCESS = 0
     MAXITER = 1
     PRECISION_LOSS = 2      # no further progress possible at working precision
@@ -44,6 +51,23 @@ class Objective:
 
     ``jac=True`` means ``fun`` returns ``(f, g)``, as in scipy. ``hess`` returns a dense matrix,
     ``hessp(x, p)`` a Hessian-vector product; either can stand in for the other.
+
+    Raises
+    ------
+    TypeError
+        If fun is not callable, or jac neither callable nor True.
+    ValueError
+        If x0 is not a finite 1-D array, or f(x0) is not finite.
+
+    Examples
+    --------
+    f(x0) is evaluated once on construction; asking again at the same point is free:
+
+    >>> import numpy as np
+    >>> from optimizers.objective import Objective
+    >>> objective = Objective(lambda x: x @ x, np.array([1.0, 2.0]), lambda x: 2 * x)
+    >>> objective.fun(np.array([1.0, 2.0])), objective.grad(np.array([1.0, 2.0])), objective.counts()
+    (5.0, array([2., 4.]), {'nfev': 1, 'njev': 1, 'nhev': 0})
     """
 
     def __init__(self, fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
@@ -74,9 +98,11 @@ class Objective:
 
     @property
     def has_hessian(self) -> bool:
+        """Whether ``hess`` or ``hessp`` was given."""
         return self._hess is not None or self._hessp is not None
 
     def fun(self, x: np.ndarray) -> float:
+        """f(x), computed (and counted) only when x is not the last point asked."""
         if self._fx is not None and np.array_equal(x, self._fx):
             return self._f
         if self._jac is True:
@@ -95,6 +121,7 @@ class Objective:
         return self._f
 
     def grad(self, x: np.ndarray) -> np.ndarray:
+        """The gradient at x, computed (and counted) only when x is not the last point asked."""
         if self._gx is not None and np.array_equal(x, self._gx):
             return self._g
         if self._jac is True:

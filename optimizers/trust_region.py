@@ -248,10 +248,7 @@ _OPTIONS_DOC = """
         At a first-order point, look for negative curvature ({check}); if found, keep iterating
         along it and report status 5 only if that fails.
     keep_iterates
-        Keep the iterates in ``history["x"]`` (False: no ``"x"`` column, no O(n nit) memory).
-    nonmonotone
-        Judge a step against the highest of this many last accepted values (Toint 1997; 1 is the
-        monotone method; default {memory}).
+        Keep the iterates in ``history["x"]`` (False: no ``"x"`` column, no O(n nit) memory).{nonmonotone}
 
     Returns
     -------
@@ -263,9 +260,29 @@ _OPTIONS_DOC = """
 """
 
 
-def _documented(check: str, memory: int = 1):
+_NONMONOTONE_DOC = """
+    nonmonotone
+        Judge a step against the highest of this many last accepted values (Toint 1997; 1 is the
+        monotone method; default {memory})."""
+
+_EXAMPLE_DOC = """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import rosen, rosen_der, {derivative}
+    >>> from optimizers import {name}
+    >>> result = {name}(rosen, np.array([-1.2, 1.0]), rosen_der, {keyword}={derivative})
+    >>> result.success, result.x.round(4)
+    (True, array([1., 1.]))
+"""
+
+
+def _documented(check: str, memory: int = 1, dense: bool = False):
     def decorate(function):
-        function.__doc__ += _OPTIONS_DOC.format(check=check, memory=memory)
+        derivative, keyword = ("rosen_hess", "hess") if dense else ("rosen_hess_prod", "hessp")
+        nonmonotone = _NONMONOTONE_DOC.format(memory=memory) if memory > 1 else ""  # only those that take it
+        function.__doc__ += _OPTIONS_DOC.format(check=check, nonmonotone=nonmonotone) + _EXAMPLE_DOC.format(
+            name=function.__name__, derivative=derivative, keyword=keyword)
         return function
     return decorate
 
@@ -305,7 +322,7 @@ def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callabl
                      keep_iterates, nonmonotone)
 
 
-@_documented("eigenvalues of the dense Hessian")
+@_documented("eigenvalues of the dense Hessian", dense=True)
 def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                          hessp: Callable | None = None, callback: Callable | None = None, *,
                          gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
@@ -322,7 +339,7 @@ def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable
                      keep_iterates)
 
 
-@_documented("eigenvalues of the dense Hessian")
+@_documented("eigenvalues of the dense Hessian", dense=True)
 def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                     hessp: Callable | None = None, callback: Callable | None = None, *,
                     gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,

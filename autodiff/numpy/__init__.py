@@ -4,7 +4,21 @@
 Tensor NumPy's own of that name dispatches to it (``autodiff/dispatch.py`` derives its tables from
 this one). Primitives and their rules are in ``ops``, functions built from them in ``composite``,
 ``numpy.linalg`` in ``linalg``. Functions with no derivative (comparisons, argmax, floor, ...) pass
-values through and carry no gradient; array constructors are NumPy's own.
+values through and carry no gradient; array constructors are NumPy's own. Each function keeps
+NumPy's signature and meaning, so NumPy's documentation is theirs; the few beyond NumPy
+(``logsumexp``, ``softmax``, ``log_softmax``, ``sigmoid``/``expit``, ``softplus``,
+``stop_gradient``) document themselves.
+
+Examples
+--------
+>>> import numpy as np
+>>> import autodiff as ad
+>>> import autodiff.numpy as anp
+>>> ad.grad(lambda x: anp.logsumexp(x))(np.array([0.0, np.log(3.0)]))   # the softmax
+array([0.25, 0.75])
+>>> x = ad.constant([0.0, np.pi / 2])
+>>> anp.sin(x), np.sin(x)         # NumPy's own functions dispatch here on Tensors
+(Tensor(array([0., 1.])), Tensor(array([0., 1.])))
 """
 import builtins as _builtins
 

@@ -311,7 +311,21 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
 
 
 def stop_gradient(x):
-    """The value of ``x`` with no gradient flowing through it."""
+    """The value of ``x`` with no gradient flowing through it.
+
+    As ``tf.stop_gradient`` and ``jax.lax.stop_gradient``: the result is a Tensor no tape watches,
+    so it acts as a constant in every derivative.
+
+    Examples
+    --------
+    >>> import autodiff as ad
+    >>> x = ad.constant(2.0)
+    >>> with ad.GradientTape() as tape:
+    ...     tape.watch(x)
+    ...     y = x * ad.stop_gradient(x)           # d/dx treats the second x as the constant 2
+    >>> tape.gradient(y, x)
+    Tensor(array(2.))
+    """
     return Tensor(_np.asarray(x._value)) if isinstance(x, Tensor) else x
 
 

@@ -43,7 +43,35 @@ class Layer:
     """The base: a name, lazy building, the Variables, and saving and loading them.
 
     Subclasses implement ``create(input_dim)`` (make the Variables, in the order they are listed)
-    and ``call(x, training)``.
+    and ``call(x, training)``. Calling a layer builds it from the first input, checks the feature
+    axis of later ones, and runs ``call``.
+
+    Parameters
+    ----------
+    name : str, optional
+        Prefix of its Variables' names (default: the class name, Keras style: dense, dense_1, ...).
+
+    Examples
+    --------
+    A layer with one trainable scale per feature; its weights saved and loaded:
+
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from hessopt import nn
+    >>> class Scale(nn.Layer):
+    ...     def create(self, input_dim):
+    ...         self.scale = self.add_variable("scale", np.full(input_dim, 2.0))
+    ...     def call(self, x, training):
+    ...         return x * self.scale
+    >>> layer = Scale(name="scale")
+    >>> layer(np.array([[1.0, 3.0]]))
+    Tensor(array([[2., 6.]]))
+    >>> path = os.path.join(tempfile.mkdtemp(), "weights.npz")
+    >>> layer.save_weights(path)
+    >>> _ = layer.scale.assign([0.0, 0.0])
+    >>> layer.load_weights(path)
+    >>> layer.scale
+    Variable(array([2., 2.]), name='scale/scale', trainable=True)
     """
 
     def __init__(self, name: str | None = None):
@@ -53,6 +81,7 @@ class Layer:
 
     @property
     def built(self) -> bool:
+        """Whether the Variables exist (after the first call or ``build``)."""
         return self.input_dim is not None
 
     def __call__(self, x, training: bool = False):
@@ -75,12 +104,15 @@ class Layer:
             self.input_dim = int(input_shape[-1])
 
     def create(self, input_dim: int) -> None:
+        """Make the layer's Variables (with ``add_variable``) for inputs with ``input_dim`` features."""
         raise NotImplementedError
 
     def call(self, x, training: bool):
+        """The layer's computation on x (built, feature axis checked); ``training`` selects the mode."""
         raise NotImplementedError
 
     def add_variable(self, role: str, value: np.ndarray, trainable: bool = True) -> ad.Variable:
+        """A new Variable named ``"<layer name>/<role>"``, listed in ``variables`` in creation order."""
         variable = ad.Variable(value, trainable=trainable, name=f"{self.name}/{role}")
         self._variables.append(variable)
         return variable
@@ -92,10 +124,12 @@ class Layer:
 
     @property
     def trainable_variables(self) -> list[ad.Variable]:
+        """The trainable Variables (what an optimizer updates), in ``variables`` order."""
         return [v for v in self.variables if v.trainable]
 
     @property
     def non_trainable_variables(self) -> list[ad.Variable]:
+        """The Variables no tape watches on its own (BatchNorm's moving statistics)."""
         return [v for v in self.variables if not v.trainable]
 
     def save_weights(self, path: str | os.PathLike) -> None:
@@ -144,6 +178,35 @@ class Dense(Layer):
 
     The kernel starts Glorot-uniform (Glorot & Bengio 2010, Keras' default) from ``seed``; the
     bias starts at zero. ``activation`` is a function or a name (see ``activations``).
+
+    Parameters
+    ----------
+    units : int
+        The number of outputs.
+    activation : str or callable, optional
+        Applied to ``x @ kernel + bias`` (default: none).
+    use_bias : bool, default True
+        Whether there is a bias.
+    seed : int, optional
+        Seed of the kernel's initialization.
+    name : str, optional
+        Prefix of the Variables' names.
+
+    Raises
+    ------
+    ValueError
+        For a non-positive ``units``, an unknown activation name, or (when called) an input whose
+        last axis differs from the one the layer was built for.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hessopt import nn
+    >>> layer = nn.Dense(2, activation="tanh", seed=0, name="hidden")
+    >>> layer(np.ones((3, 4))).shape
+    (3, 2)
+    >>> [(v.name, v.shape) for v in layer.trainable_variables]
+    [('hidden/kernel', (4, 2)), ('hidden/bias', (2,))]
     """
 
     def __init__(self, units: int, activation: str | Callable | None = None, use_bias: bool = True,
@@ -157,6 +220,7 @@ class Dense(Layer):
         self.bias: ad.Variable | None = None
 
     def create(self, input_dim: int) -> None:
+        """The kernel (Glorot-uniform) and the bias (zeros)."""
         limit = np.sqrt(6.0 / (input_dim + self.units))
         rng = np.random.default_rng(self.seed)
         self.kernel = self.add_variable("kernel", rng.uniform(-limit, limit, (input_dim, self.units)))
@@ -164,6 +228,7 @@ class Dense(Layer):
             self.bias = self.add_variable("bias", np.zeros(self.units))
 
     def call(self, x, training: bool):
+        """``activation(x @ kernel + bias)``."""
         y = anp.matmul(x, self.kernel)
         return self.activation(y + self.bias if self.use_bias else y)
 
@@ -174,6 +239,31 @@ class BatchNorm(Layer):
     ``training=True`` normalizes with the batch mean and (biased) variance and moves the
     non-trainable ``moving_mean`` and ``moving_variance`` toward them by ``1 - momentum``;
     ``training=False`` normalizes with the moving statistics. ``gamma`` and ``beta`` are trainable.
+
+    Parameters
+    ----------
+    momentum : float, default 0.99
+        How much of the moving statistics each training batch keeps.
+    epsilon : float, default 1e-3
+        Added to the variance before the square root.
+    name : str, optional
+        Prefix of the Variables' names.
+
+    Raises
+    ------
+    ValueError
+        For momentum outside [0, 1] or a non-positive epsilon.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hessopt import nn
+    >>> norm = nn.BatchNorm(name="norm")
+    >>> norm(np.array([[1.0], [3.0]]), training=True).numpy().round(4)     # (x - 2) / sqrt(1 + 1e-3)
+    array([[-0.9995],
+           [ 0.9995]])
+    >>> norm.moving_mean                      # moved 1% of the way to the batch mean 2
+    Variable(array([0.02]), name='norm/moving_mean', trainable=False)
     """
 
     def __init__(self, momentum: float = 0.99, epsilon: float = 1e-3, name: str | None = None):
@@ -184,12 +274,14 @@ class BatchNorm(Layer):
         self.momentum, self.epsilon = float(momentum), float(epsilon)
 
     def create(self, input_dim: int) -> None:
+        """gamma (ones), beta (zeros), and the moving mean (zeros) and variance (ones)."""
         self.gamma = self.add_variable("gamma", np.ones(input_dim))
         self.beta = self.add_variable("beta", np.zeros(input_dim))
         self.moving_mean = self.add_variable("moving_mean", np.zeros(input_dim), trainable=False)
         self.moving_variance = self.add_variable("moving_variance", np.ones(input_dim), trainable=False)
 
     def call(self, x, training: bool):
+        """Normalize with the batch statistics (training, updating the moving ones) or the moving ones."""
         if training:
             axes = tuple(range(len(_shape(x)) - 1))
             mean, variance = anp.mean(x, axis=axes), anp.var(x, axis=axes)
@@ -212,6 +304,31 @@ class Sequential(Layer):
 
     ``training`` is passed to every layer; ``variables`` and ``trainable_variables`` list each
     layer's in order (a Dense layer's kernel before its bias).
+
+    Parameters
+    ----------
+    layers : sequence of Layer or callable
+        Applied first to last.
+    name : str, optional
+        The model's name.
+
+    Raises
+    ------
+    TypeError
+        If an entry is not callable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> from hessopt import nn
+    >>> model = nn.Sequential([nn.Dense(8, "tanh", seed=0, name="hidden"), nn.Dense(1, seed=1, name="out")])
+    >>> x, y = np.array([[0.5, -1.0], [1.0, 2.0]]), np.zeros((2, 1))
+    >>> with ad.GradientTape() as tape:
+    ...     loss = nn.losses.mean_squared_error(y, model(x))
+    >>> gradients = tape.gradient(loss, model.trainable_variables)
+    >>> [(v.name, g.shape) for v, g in zip(model.trainable_variables, gradients)]
+    [('hidden/kernel', (2, 8)), ('hidden/bias', (8,)), ('out/kernel', (8, 1)), ('out/bias', (1,))]
     """
 
     def __init__(self, layers: Sequence[Layer | Callable] = (), name: str | None = None):
@@ -226,10 +343,12 @@ class Sequential(Layer):
         self.call(np.zeros((1, input_dim)), training=False)
 
     def call(self, x, training: bool):
+        """Each layer (or function) on the previous one's output."""
         for layer in self.layers:
             x = layer(x, training=training) if isinstance(layer, Layer) else layer(x)
         return x
 
     @property
     def variables(self) -> list[ad.Variable]:
+        """Every layer's Variables, layers in order."""
         return [v for layer in self.layers if isinstance(layer, Layer) for v in layer.variables]

@@ -26,7 +26,23 @@ def _constant_values(x, what: str) -> np.ndarray:
 
 
 def mean_squared_error(y_true, y_pred):
-    """mean((y_true - y_pred)**2) over every element; the shapes must be equal."""
+    """mean((y_true - y_pred)**2) over every element; the shapes must be equal.
+
+    Unlike Keras, differing shapes are an error rather than a broadcast (a (n,) target against
+    (n, 1) predictions would silently average an n-by-n table).
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hessopt import nn
+    >>> float(nn.losses.mean_squared_error(np.array([1.0, 2.0]), np.array([1.0, 4.0])))
+    2.0
+    """
     if _shape(y_true) != _shape(y_pred):
         raise ValueError(f"mean_squared_error: y_true has shape {_shape(y_true)} but y_pred has shape "
                          f"{_shape(y_pred)}; they must be equal (reshape one, e.g. y[:, None])")
@@ -38,6 +54,19 @@ def softmax_cross_entropy(labels, logits):
 
     ``logits`` has shape (..., classes) and ``labels`` the leading shape (...), each label in
     0 .. classes - 1 (as Keras' sparse categorical cross-entropy from logits).
+
+    Raises
+    ------
+    ValueError
+        For labels of the wrong shape, non-integer labels, or labels out of range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hessopt import nn
+    >>> logits = np.array([[0.0, 0.0], [0.0, np.log(3.0)]])    # probabilities (1/2, 1/2), (1/4, 3/4)
+    >>> round(float(nn.losses.softmax_cross_entropy(np.array([0, 1]), logits)), 6)   # (log 2 + log 4/3) / 2
+    0.490415
     """
     labels = _integer_labels(labels, _shape(logits))
     log_probabilities = anp.log_softmax(logits, axis=-1)
@@ -68,6 +97,18 @@ def binary_cross_entropy(labels, logits):
 
     Computed as softplus(z) - y z, exact and finite for any z. Labels lie in [0, 1] (soft labels
     are allowed) and have the shape of the logits.
+
+    Raises
+    ------
+    ValueError
+        For labels of another shape or outside [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hessopt import nn
+    >>> round(float(nn.losses.binary_cross_entropy(np.array([1.0, 0.0]), np.array([0.0, 0.0]))), 6)  # log 2
+    0.693147
     """
     values = _constant_values(labels, "labels")
     if values.shape != _shape(logits):

@@ -921,3 +921,26 @@ def test_jacobian_of_an_empty_target_is_empty_not_unconnected():
         y = x[2:1] * 2.0
     jacobian = tape.jacobian(y, x)
     assert jacobian is not None and jacobian.shape == (0, 3)
+
+
+def test_a_sweep_computes_no_cotangent_for_an_input_its_tape_does_not_watch():
+    """An input-gradient tape (watching x only) never runs the rule for the weights of x * w: double
+    backpropagation and the finite-difference penalty pay for the input cotangents alone."""
+    from autodiff.extend import defvjp, primitive
+
+    calls = []
+    scale = primitive(lambda x, w: x * w, "scale")
+    defvjp(scale, lambda g, ans, x, w: calls.append("x") or g * w,
+           lambda g, ans, x, w: calls.append("w") or g * x)
+    x, w = ad.constant([1.0, 2.0]), ad.Variable([3.0, 4.0])
+    with ad.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(x)
+        y = anp.sum(scale(x, w) ** 2)
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), 2 * np.array([3.0, 8.0]) * [3.0, 4.0])
+    assert calls == ["x"]
+    with ad.GradientTape() as both:
+        both.watch(x)
+        y = anp.sum(scale(x, w) ** 2)
+    gx, gw = both.gradient(y, [x, w])
+    np.testing.assert_allclose(gw.numpy(), 2 * np.array([3.0, 8.0]) * [1.0, 2.0])
+    assert sorted(calls[1:]) == ["w", "x"]

@@ -38,6 +38,14 @@ def test_name_and_trainable():
     assert "kernel" in repr(kernel)
 
 
+def test_repr_reads_like_the_constructor_call():
+    variable = ad.Variable([1.0, 2.0], name="w")
+    assert repr(variable) == "Variable(array([1., 2.]), name='w', trainable=True)"
+    rebuilt = eval(repr(variable), {"Variable": ad.Variable, "array": np.array})
+    assert rebuilt.name == "w" and rebuilt.trainable
+    np.testing.assert_array_equal(rebuilt.numpy(), variable.numpy())
+
+
 def test_float32_is_preserved_and_integers_become_float64():
     assert ad.Variable(np.float32(2.0)).dtype == np.float32
     assert ad.Variable(3).dtype == np.float64
