@@ -135,6 +135,8 @@ assert all(np.allclose(r.x, 1.0, atol=1e-5) for r in many)
 # `NO*` marks a **false success**: the method reported success at a point that is not a minimum.
 #
 # Two methods here, to keep the notebook short; `python -m hessopt --compare-scipy` runs them all.
+# NumPy's overflow warnings below come from trial points far out on Osborne 1, where both
+# trust-exact runs evaluate f on the way; the methods reject those points and still solve it.
 
 # %%
 suite = run_suite(problems.MGH, ["newton-cg", "trust-exact"], compare_scipy=True,
