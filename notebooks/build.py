@@ -62,11 +62,11 @@ def notebook_of(source_path: Path) -> nbformat.NotebookNode:
     return notebook
 
 
-# The kernel's environment: the repository first on the Python path (CI installs the package, a
-# checkout need not), and one BLAS thread unless the caller chose otherwise: the notebooks'
-# matrices are small, and on a loaded 2-core machine BLAS threads that wait for each other made
-# them up to ten times slower.
 def kernel_environment() -> dict[str, str]:
+    """The kernel's environment: the repository first on the Python path (CI installs the package,
+    a checkout need not), and one BLAS thread unless the caller chose otherwise: the notebooks'
+    matrices are small, and on a loaded 2-core machine BLAS threads waiting for each other made
+    them up to ten times slower."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
