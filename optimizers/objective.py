@@ -14,6 +14,7 @@ from scipy.optimize import OptimizeResult
 
 from .history import History
 from .krylov import CURVATURE_PROBE_STEPS, dense_leftmost_curvature, leftmost_curvature
+from .stopping import GradientTest, gradient_norm
 
 
 class Status(IntEnum):
@@ -28,15 +29,29 @@ class Status(IntEnum):
 
 
 MESSAGES = {
-    Status.SUCCESS: "Optimization terminated successfully: gradient norm below gtol.",
-    Status.MAXITER: "Maximum number of iterations reached.",
+    Status.SUCCESS: "Optimization terminated successfully: the gradient test passed",
+    Status.MAXITER: "Maximum number of iterations reached before the gradient test passed",
     Status.PRECISION_LOSS: "Desired accuracy not reached: no further progress at working "
-                           "precision.",
-    Status.NONFINITE: "Objective or gradient became non-finite and could not be recovered.",
+                           "precision",
+    Status.NONFINITE: "Objective, gradient or Hessian became non-finite and could not be "
+                      "recovered; returning the best point found",
     Status.NOT_A_MINIMUM: "Stopped at a stationary point with negative curvature (saddle point or "
-                          "maximum).",
-    Status.CALLBACK_STOP: "`callback` raised `StopIteration`.",
+                          "maximum)",
+    Status.CALLBACK_STOP: "`callback` raised `StopIteration`",
 }
+# A first-order point whose Hessian has NaN/inf entries: the gradient test passed, but whether it
+# is a minimum cannot be checked, so it is not reported as one.
+NONFINITE_HESSIAN_AT_STATIONARY_POINT = (
+    "The gradient test passed, but the Hessian is not finite there: the second-order check is "
+    "impossible, so the point is not reported as a minimum")
+
+
+def with_gradient_norm(message: str, f: float, g: np.ndarray,
+                       test: GradientTest | None = None) -> str:
+    """``message`` ended with the final gradient norm and, given the ``test``, the test it was held
+    to: "... (||g||_inf = 3.2e-04; test ||g||_inf <= 1e-08 * max(1, |f|) = 1.0e-08)."."""
+    held_to = f"; test {test.describe(f)}" if test is not None else ""
+    return f"{message.rstrip('.')} (||g||_inf = {gradient_norm(g):.1e}{held_to})."
 
 
 class Objective:
@@ -153,13 +168,16 @@ def final_point(objective: Objective, x: np.ndarray, f: float, g: np.ndarray,
 
 
 def make_result(objective: Objective, x: np.ndarray, f: float, g: np.ndarray, status: Status,
-                nit: int, history: History, message: str | None = None) -> OptimizeResult:
+                nit: int, history: History, test: GradientTest,
+                message: str | None = None) -> OptimizeResult:
     """The OptimizeResult of a minimization stopped at ``x`` (see :func:`final_point`), with the
-    status's message unless ``message`` says more."""
+    status's message (or ``message``, when it says more) ended by the final gradient norm and the
+    gradient ``test`` of the run."""
     x, f, g = final_point(objective, x, f, g, status)
     return OptimizeResult(x=x, fun=f, jac=g, nit=nit, nfev=objective.nfev, njev=objective.njev,
                           nhev=objective.nhev, status=status, success=status == Status.SUCCESS,
-                          message=message or MESSAGES[status], history=history)
+                          message=with_gradient_norm(message or MESSAGES[status], f, g, test),
+                          history=history)
 
 
 class Monitor:
@@ -174,7 +192,7 @@ class Monitor:
 
     def record(self, nit: int, x: np.ndarray, f: float, g: np.ndarray, **extra) -> bool:
         """Log one iteration; returns True when the callback asks the run to stop."""
-        entry = {"nit": nit, "f": f, "gnorm": float(np.linalg.norm(g, np.inf)), **extra}
+        entry = {"nit": nit, "f": f, "gnorm": gradient_norm(g), **extra}
         self.history.append(entry, self.counts(), x)
         if self.disp:
             if nit == 0:

@@ -29,7 +29,9 @@ import numpy as np
 from scipy.optimize import OptimizeResult
 
 from .krylov import EPS, clearly_negative
-from .objective import Monitor, Objective, Status, make_result
+from .objective import (NONFINITE_HESSIAN_AT_STATIONARY_POINT, Monitor, Objective, Status,
+                        make_result)
+from .stopping import GradientTest
 from .subproblems import Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, SubproblemSolution
 
 # Default memory of the nonmonotone Krylov methods: on the MGH set 10 saves a quarter of the
@@ -80,7 +82,7 @@ def reduction_ratio(f: float, f_trial: float, decrease: float) -> float:
 
 
 def trust_region_loop(objective: Objective, make_model: Callable, control, *,
-                      curvature: Callable | None, gtol: float, maxiter: int, eta: float,
+                      curvature: Callable | None, gtol: float | None, maxiter: int, eta: float,
                       callback: Callable | None, disp: bool, memory: int = 1,
                       keep_iterates: bool = True) -> OptimizeResult:
     """The outer loop (N&W Alg. 4.1) shared by the trust-region methods and ARC.
@@ -101,8 +103,8 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
     f, g = objective.fun(x), objective.grad(x)
     if not np.all(np.isfinite(g)):
         raise ValueError("the gradient is not finite at x0")
-    monitor = Monitor(objective.counts, callback, disp, keep_iterates)
-    model, f_trial, nit = None, f, 0
+    monitor, converged = Monitor(objective.counts, callback, disp, keep_iterates), GradientTest(gtol)
+    model, f_trial, nit, message = None, f, 0, None
     accepted_values = deque([f], maxlen=memory)
 
     def record(step_norm: float, rho: float) -> bool:
@@ -112,7 +114,7 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
     if record(0.0, np.nan):
         status, saddle = Status.CALLBACK_STOP, False
     else:
-        status, saddle = _stationarity(x, g, gtol, curvature)
+        status, saddle = _stationarity(x, f, g, converged, curvature)
     while status is None:
         if nit == maxiter:
             status = Status.MAXITER
@@ -122,13 +124,14 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
         if saddle:
             step = _downhill(step, g)
         step_norm = float(np.linalg.norm(step.p))
-        if not np.isfinite(step_norm):  # the Hessian at x is not finite
-            status = Status.NONFINITE
+        if not (np.isfinite(step_norm) and np.isfinite(step.decrease)):  # H(x) is not finite
+            status, message = Status.NONFINITE, _NONFINITE_STEP
             break
         if _negligible(step.p, x):
             # the radius (or 1/sigma) collapsed: say why no step can be taken
             status = (Status.NONFINITE if not np.isfinite(f_trial)
                       else Status.NOT_A_MINIMUM if saddle else Status.PRECISION_LOSS)
+            message = _COLLAPSED.get(status, "").format(name=control.name, value=control.value)
             break
         nit += 1
         x_trial = x + step.p
@@ -145,8 +148,20 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
         if record(step_norm, rho):
             status = Status.CALLBACK_STOP
         elif accepted:
-            status, saddle = _stationarity(x, g, gtol, curvature)
-    return make_result(objective, x, f, g, status, nit, monitor.history)
+            status, saddle = _stationarity(x, f, g, converged, curvature)
+    if status == Status.NONFINITE and message is None:   # only _stationarity says so
+        message = NONFINITE_HESSIAN_AT_STATIONARY_POINT
+    return make_result(objective, x, f, g, status, nit, monitor.history, converged, message or None)
+
+
+_NONFINITE_STEP = ("The Hessian is not finite at the last iterate: no step can be computed; "
+                   "returning the best point found")
+_COLLAPSED = {
+    Status.PRECISION_LOSS: "Desired accuracy not reached: no step of the model changes x at "
+                           "working precision ({name} = {value:.1e}); no further progress",
+    Status.NONFINITE: "Trial values were not finite until no step of the model changed x "
+                      "({name} = {value:.1e}); returning the best point found",
+}
 
 
 def _downhill(step: SubproblemSolution, g: np.ndarray) -> SubproblemSolution:
@@ -173,13 +188,17 @@ def _negligible(p: np.ndarray, x: np.ndarray) -> bool:
     return bool(np.all(np.abs(p) <= EPS * (np.abs(x) + floor)))
 
 
-def _stationarity(x, g, gtol, curvature) -> tuple[Status | None, bool]:
+def _stationarity(x, f, g, converged: GradientTest, curvature) -> tuple[Status | None, bool]:
     """(SUCCESS, False) at a first-order point without clearly negative curvature; (None, True)
-    at a first-order point with it (a saddle to leave); (None, False) otherwise."""
-    if np.abs(g).max() > gtol:
+    at a first-order point with it (a saddle to leave); (NONFINITE, False) at a first-order point
+    where the Hessian is not finite (no second-order check is possible); (None, False) otherwise."""
+    if not converged(f, g):
         return None, False
     if curvature is not None:
-        theta, _, scale = curvature(x)
+        estimate = curvature(x)
+        if estimate is None:   # the Hessian is not finite: no second-order check is possible
+            return Status.NONFINITE, False
+        theta, _, scale = estimate
         if clearly_negative(theta, scale):
             return None, True
     return Status.SUCCESS, False
@@ -233,7 +252,8 @@ _OPTIONS_DOC = """
         ``callback(intermediate_result)`` after each iteration; raise StopIteration to stop.
     gtol
         Stop when ``||g||_inf <= gtol`` (and, with ``check_second_order``, no clearly negative
-        curvature is found there).
+        curvature is found there); default None: ``||g||_inf <= 1e-8 max(1, |f|)``
+        (:mod:`optimizers.stopping`).
     maxiter
         Iterations (trial steps); default ``max(1000, 200 * n)``.
     disp
@@ -273,7 +293,7 @@ def _documented(check: str, memory: int = 1):
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
 def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                        hessp: Callable | None = None, callback: Callable | None = None, *,
-                       gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                       gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                        initial_trust_radius: float | None = None,
                        max_trust_radius: float | None = None, eta: float = 0.15,
                        check_second_order: bool = True, keep_iterates: bool = True,
@@ -290,7 +310,7 @@ def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
 def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                           hessp: Callable | None = None, callback: Callable | None = None, *,
-                          gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                          gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                           initial_trust_radius: float | None = None,
                           max_trust_radius: float | None = None, eta: float = 0.15,
                           check_second_order: bool = True, keep_iterates: bool = True,
@@ -308,7 +328,7 @@ def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callabl
 @_documented("eigenvalues of the dense Hessian")
 def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                          hessp: Callable | None = None, callback: Callable | None = None, *,
-                         gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                         gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                          initial_trust_radius: float | None = None,
                          max_trust_radius: float | None = None, eta: float = 0.15,
                          check_second_order: bool = True,
@@ -325,7 +345,7 @@ def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable
 @_documented("eigenvalues of the dense Hessian")
 def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                     hessp: Callable | None = None, callback: Callable | None = None, *,
-                    gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                    gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                     initial_trust_radius: float | None = None,
                     max_trust_radius: float | None = None, eta: float = 0.15,
                     check_second_order: bool = True,
