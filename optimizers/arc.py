@@ -55,7 +55,8 @@ def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
         ``callback(intermediate_result)`` after each iteration; raise StopIteration to stop.
     gtol
         Stop when ``||g||_inf <= gtol`` and no clearly negative curvature is found there; default
-        None: ``||g||_inf <= 1e-8 max(1, |f|)`` (:mod:`optimizers.stopping`).
+        None: the relative gradient ``max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-8``
+        (:mod:`optimizers.stopping`).
     maxiter
         Iterations (trial steps); default ``max(1000, 200 * n)``.
     disp

@@ -83,7 +83,7 @@ def _first_order_loop(fun: Callable, x0, jac, update: Update, callback: Callable
     while status is None:
         if not np.all(np.isfinite(g)):
             status = Status.NONFINITE
-        elif converged(f, g):
+        elif converged(x, f, g):
             status = Status.SUCCESS
         elif nit >= maxiter:
             status = Status.MAXITER

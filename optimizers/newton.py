@@ -241,7 +241,7 @@ def _descent_loop(objective: Objective, step: StepFunction, probe: Callable | No
     nit, status = 0, Status.CALLBACK_STOP if monitor.record(0, x, f, g, step=0.0) else None
     special = None
     while status is None:
-        stationary = converged(f, g)
+        stationary = converged(x, f, g)
         estimate = probe(x) if stationary and probe is not None else ()
         if estimate is None:   # the Hessian is not finite: no second-order check is possible
             status, special = Status.NONFINITE, NONFINITE_HESSIAN_AT_STATIONARY_POINT

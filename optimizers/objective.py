@@ -46,11 +46,11 @@ NONFINITE_HESSIAN_AT_STATIONARY_POINT = (
     "impossible, so the point is not reported as a minimum")
 
 
-def with_gradient_norm(message: str, f: float, g: np.ndarray,
-                       test: GradientTest | None = None) -> str:
-    """``message`` ended with the final gradient norm and, given the ``test``, the test it was held
-    to: "... (||g||_inf = 3.2e-04; test ||g||_inf <= 1e-08 * max(1, |f|) = 1.0e-08)."."""
-    held_to = f"; test {test.describe(f)}" if test is not None else ""
+def with_gradient_norm(message: str, x: np.ndarray, f: float, g: np.ndarray,
+                       test: GradientTest) -> str:
+    """``message`` ended with the final gradient norm and the test it was held to: "... (||g||_inf
+    = 3.2e-04; test: max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-08, here 3.2e-04)."."""
+    held_to = f"; test: {test.describe(x, f, g)}"
     return f"{message.rstrip('.')} (||g||_inf = {gradient_norm(g):.1e}{held_to})."
 
 
@@ -176,7 +176,7 @@ def make_result(objective: Objective, x: np.ndarray, f: float, g: np.ndarray, st
     x, f, g = final_point(objective, x, f, g, status)
     return OptimizeResult(x=x, fun=f, jac=g, nit=nit, nfev=objective.nfev, njev=objective.njev,
                           nhev=objective.nhev, status=status, success=status == Status.SUCCESS,
-                          message=with_gradient_norm(message or MESSAGES[status], f, g, test),
+                          message=with_gradient_norm(message or MESSAGES[status], x, f, g, test),
                           history=history)
 
 

@@ -1,18 +1,22 @@
 """The convergence test every method shares, defined once.
 
-By default (``gtol=None``) a point is converged when its gradient passes the scaled test
+By default (``gtol=None``) a point x is converged when its gradient g passes the scaled test
 
-    ||g||_inf <= DEFAULT_GTOL * max(1, |f|),        DEFAULT_GTOL = 1e-8,
+    max_i |g_i| max(1, |x_i|) / max(1, |f(x)|) <= DEFAULT_GTOL = 1e-8,
 
 the relative gradient of Dennis & Schnabel (*Numerical Methods for Unconstrained Optimization and
-Nonlinear Equations*, SIAM 1996, §7.2, with the typical size of f set to 1): where |f| > 1 the test
-is relative, so multiplying f by a constant does not change where a run stops, and near f = 0 it
-is an absolute test of 1e-8. The tolerance is tighter than scipy's ``||g||_inf <= 1e-5`` because
-that test stops small-valued problems far above their minima (on the Moré–Garbow–Hillstrom set
-it reports success at 1-11 non-minima per method): near a minimum f - f* is about g^T H^{-1} g / 2,
-so the error in f shrinks with the square of the gradient tolerance, while a second-order method
-converging quadratically needs only one or two more iterations to reach the tighter test (Nocedal
-& Wright, *Numerical Optimization*, 2nd ed., Theorem 3.5 and §7.1).
+Nonlinear Equations*, SIAM 1996, §7.2; typical sizes of f and of each x_i set to 1): the relative
+change of f per relative change of x_i. Where |f| > 1 and |x_i| > 1 the test is invariant to
+scaling f and x; near f = 0 and x = 0 it is the absolute test ``||g||_inf <= 1e-8``. Unlike a test
+of ||g|| against |f| alone it cannot pass far out on a growing f (f = x^4 at x = 1e60 has
+|g| / |f| = 4e-60, but |g x| / |f| = 4).
+
+The tolerance is tighter than scipy's ``||g||_inf <= 1e-5``, which stops small-valued problems
+far above their minima (on the Moré–Garbow–Hillstrom set it reports success at 1-11 non-minima per
+method): near a minimum f - f* is about g^T H^{-1} g / 2, so the error in f shrinks with the
+square of the gradient tolerance, while a second-order method converging quadratically needs
+only one or two more iterations to reach the tighter test (Nocedal & Wright, *Numerical
+Optimization*, 2nd ed., Theorem 3.5 and §7.1).
 
 An explicit ``gtol`` (and ``tol`` in ``hessopt.minimize``) is scipy's absolute test,
 ``||g||_inf <= gtol``, and replaces the default.
@@ -38,15 +42,18 @@ class GradientTest:
             raise ValueError(f"gtol must be nonnegative, got {gtol!r}")
         self.gtol = gtol
 
-    def threshold(self, f: float) -> float:
-        """The largest ||g||_inf that passes at a point where the objective is ``f``."""
-        return self.gtol if self.gtol is not None else DEFAULT_GTOL * max(1.0, abs(f))
+    def measure(self, x: np.ndarray, f: float, g: np.ndarray) -> float:
+        """What the test compares with its tolerance: ||g||_inf, or the relative gradient."""
+        if self.gtol is not None:
+            return gradient_norm(g)
+        return gradient_norm(g * np.maximum(1.0, np.abs(x))) / max(1.0, abs(f))
 
-    def __call__(self, f: float, g: np.ndarray) -> bool:
-        return gradient_norm(g) <= self.threshold(f)
+    def __call__(self, x: np.ndarray, f: float, g: np.ndarray) -> bool:
+        return self.measure(x, f, g) <= (DEFAULT_GTOL if self.gtol is None else self.gtol)
 
-    def describe(self, f: float) -> str:
-        """The test at a point where the objective is ``f``, for messages."""
+    def describe(self, x: np.ndarray, f: float, g: np.ndarray) -> str:
+        """The test at x, for messages."""
         if self.gtol is not None:
             return f"||g||_inf <= gtol = {self.gtol:.1e}"
-        return f"||g||_inf <= {DEFAULT_GTOL:.0e} * max(1, |f|) = {self.threshold(f):.1e}"
+        return (f"max_i |g_i| max(1, |x_i|) / max(1, |f|) <= {DEFAULT_GTOL:.0e}, here "
+                f"{self.measure(x, f, g):.1e}")

@@ -192,7 +192,7 @@ def _stationarity(x, f, g, converged: GradientTest, curvature) -> tuple[Status |
     """(SUCCESS, False) at a first-order point without clearly negative curvature; (None, True)
     at a first-order point with it (a saddle to leave); (NONFINITE, False) at a first-order point
     where the Hessian is not finite (no second-order check is possible); (None, False) otherwise."""
-    if not converged(f, g):
+    if not converged(x, f, g):
         return None, False
     if curvature is not None:
         estimate = curvature(x)
@@ -252,8 +252,8 @@ _OPTIONS_DOC = """
         ``callback(intermediate_result)`` after each iteration; raise StopIteration to stop.
     gtol
         Stop when ``||g||_inf <= gtol`` (and, with ``check_second_order``, no clearly negative
-        curvature is found there); default None: ``||g||_inf <= 1e-8 max(1, |f|)``
-        (:mod:`optimizers.stopping`).
+        curvature is found there); default None: the relative gradient
+        ``max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-8`` (:mod:`optimizers.stopping`).
     maxiter
         Iterations (trial steps); default ``max(1000, 200 * n)``.
     disp
