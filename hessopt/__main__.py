@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         runs = run_suite(instances, methods, args.compare_scipy, None, options)
     print(format_table(runs))
-    print()
+    print("\nSummary, " + ("every method with its defaults" if args.gtol is None else
+                          f"hessopt to ||g||_inf <= {args.gtol:g}, scipy with its defaults"))
     print(format_summary(runs))
     if args.compare_scipy:
         for n in args.rosenbrock:

@@ -133,15 +133,19 @@ def format_summary(runs: list[Run]) -> str:
     """Per method: solved, false successes and evaluations (nfev + njev + nhev, summed over the
     instances) for hessopt and, where they were run, for scipy's counterpart, side by side."""
     methods = list(dict.fromkeys(r.method for r in runs if not r.method.startswith("scipy ")))
+    with_scipy = any(r.method.startswith("scipy ") for r in runs)
     columns = f"{'solved':>9}{'false success':>15}{'evaluations':>13}{'time s':>9}"
-    lines = [f"{'':<15}{'hessopt (defaults)':<49}scipy (defaults)",
-             f"{'method':<15}{columns}   {columns}", "-" * (15 + 2 * len(columns) + 3)]
+    lines = [f"{'':<15}{'hessopt':<49}{'scipy' if with_scipy else ''}".rstrip(),
+             f"{'method':<15}{columns}" + (f"   {columns}" if with_scipy else ""),
+             "-" * (15 + len(columns) + (len(columns) + 3 if with_scipy else 0))]
     for method in methods:
-        ours = _totals([r for r in runs if r.method == method])
-        theirs = _totals([r for r in runs if r.method == "scipy " + method]) or f"{'-':>9}"
-        lines.append(f"{method:<15}{ours}   {theirs}")
+        row = f"{method:<15}{_totals([r for r in runs if r.method == method])}"
+        if with_scipy:
+            row += "   " + (_totals([r for r in runs if r.method == "scipy " + method])
+                           or f"{'-':>9}")
+        lines.append(row)
     lines.append("solved: final f at the known minimum or a documented local minimum (the same "
-                 "criterion for both); false success: success reported anywhere else")
+                 "criterion for both);\nfalse success: success reported anywhere else")
     return "\n".join(lines)
 
 

@@ -257,7 +257,7 @@ def _descent_loop(objective: Objective, step: StepFunction, probe: Callable | No
             search, info = _escape(objective, x, f, g, *saddle), {}
         else:
             search, info = step(x, f, g)
-        if not search.success or search.f == f:   # a nonmonotone step may raise f, never keep it
+        if not search.success or np.array_equal(search.x, x):
             status = (Status.NONFINITE if search.nonfinite else Status.NOT_A_MINIMUM if stationary
                       else Status.PRECISION_LOSS)
             break

@@ -25,7 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .krylov import EPS
+
 DEFAULT_GTOL = 1e-8
+
+
+def noise(f: float) -> float:
+    """A few ulps of f: changes of f this small are rounding."""
+    return 10.0 * EPS * max(1.0, abs(f))
 
 
 def gradient_norm(g: np.ndarray) -> float:

@@ -31,7 +31,7 @@ from scipy.optimize import OptimizeResult
 from .krylov import EPS, clearly_negative
 from .objective import (NONFINITE_HESSIAN_AT_STATIONARY_POINT, Monitor, Objective, Status,
                         make_result)
-from .stopping import GradientTest
+from .stopping import GradientTest, noise
 from .subproblems import Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, SubproblemSolution
 
 # Default memory of the nonmonotone Krylov methods: on the MGH set 10 saves a quarter of the
@@ -64,11 +64,6 @@ def backtrack_fraction(f: float, f_trial: float, slope: float) -> float:
     if np.isfinite(f_trial) and slope < 0 < curvature:
         return min(max(-slope / (2.0 * curvature), 0.1), 0.5)
     return 0.25
-
-
-def noise(f: float) -> float:
-    """A few ulps of f: changes of f this small are rounding."""
-    return 10.0 * EPS * max(1.0, abs(f))
 
 
 def reduction_ratio(f: float, f_trial: float, decrease: float) -> float:
