@@ -76,7 +76,8 @@ def _record(problem: problems.Problem, method: str, result, seconds: float) -> R
 
 def run_hessopt(problem: problems.Problem, method: str, options: dict | None = None) -> Run:
     """``hessopt.minimize`` with the method's defaults unless ``options`` say otherwise; the
-    iterates are not kept (a large problem's would fill memory for a table that never shows them)."""
+    iterates are not kept (a large problem's would fill memory for a table that never shows
+    them)."""
     start = time.perf_counter()
     result = minimize(ProblemFunction(problem.name, problem.n), problem.x0, method=method,
                       options={"keep_iterates": False, **(options or {})})

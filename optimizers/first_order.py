@@ -1,9 +1,9 @@
 """First-order baselines: gradient descent (with optional heavy-ball momentum) and Adam.
 
 Both take fixed-size steps from gradients alone, the way neural networks are usually trained, for
-comparison with the second-order methods. Statuses are honest: success only when the gradient test of :mod:`optimizers.stopping` passes;
-running out of iterations is ``MAXITER``; a non-finite f or g stops the run with ``NONFINITE`` and
-returns the best point seen.
+comparison with the second-order methods. Statuses are honest: success only when the gradient
+test of :mod:`optimizers.stopping` passes; running out of iterations is ``MAXITER``; a non-finite f
+or g stops the run with ``NONFINITE`` and returns the best point seen.
 
 References: B. T. Polyak, "Some methods of speeding up the convergence of iteration methods", USSR
 Comput. Math. Math. Phys. 4 (1964); D. P. Kingma and J. Ba, "Adam: a method for stochastic
@@ -76,7 +76,8 @@ def _first_order_loop(fun: Callable, x0, jac, update: Update, callback: Callable
     if int(maxiter) != maxiter or maxiter < 0:
         raise ValueError(f"maxiter must be a non-negative integer, got {maxiter!r}")
     objective = Objective(fun, x0, jac)
-    monitor, converged = Monitor(objective.counts, callback, disp, keep_iterates), GradientTest(gtol)
+    monitor = Monitor(objective.counts, callback, disp, keep_iterates)
+    converged = GradientTest(gtol)
     x = objective.x0
     f, g = objective.fun(x), objective.grad(x)
     nit, status = 0, Status.CALLBACK_STOP if monitor.record(0, x, f, g, step=0.0) else None

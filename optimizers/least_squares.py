@@ -93,8 +93,8 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     Stops with status 0 when the gradient J^T r passes the test of :mod:`optimizers.stopping`
     (``||J^T r||_inf <= gtol``; by default the relative gradient ``<= 1e-8``), when a step
     reduces the cost by less than ``ftol`` relative (actual and predicted), or when it moves x by
-    less than ``xtol`` relative; the message says which. Returns x, cost, fun (the residuals), jac (the Jacobian), grad, nfev, njev,
-    nit, status, success, message and history, a column-wise
+    less than ``xtol`` relative; the message says which. Returns x, cost, fun (the residuals), jac
+    (the Jacobian), grad, nfev, njev, nit, status, success, message and history, a column-wise
     :class:`~optimizers.history.History` (f = cost, gnorm, step, lambda for LM, the cumulative
     nfev and njev of residuals and Jacobians, and the iterates x unless ``keep_iterates`` is
     False).
@@ -105,7 +105,8 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     objective = Objective(counted.cost, x0, counted.gradient)
     x = objective.x0
     maxiter = default_maxiter(x.size) if maxiter is None else maxiter
-    monitor, converged = Monitor(counted.counts, callback, disp, keep_iterates), GradientTest(gtol)
+    monitor = Monitor(counted.counts, callback, disp, keep_iterates)
+    converged = GradientTest(gtol)
     step = _LevenbergMarquardtStep(x.size, damping) if method == "lm" else _GaussNewtonStep(x.size)
     cost, g = objective.fun(x), objective.grad(x)
     nit, status, message = 0, None, None

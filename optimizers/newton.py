@@ -3,8 +3,8 @@ Hessian-free optimization.
 
 All three share one loop (:func:`_descent_loop`): stop when the gradient test of
 :mod:`optimizers.stopping` passes (``gtol``), but only after a check for negative curvature at that
-point; if some is found, step along it and carry on, so a
-saddle point is left rather than reported as a minimum.
+point; if some is found, step along it and carry on, so a saddle point is left rather than reported
+as a minimum.
 
 References: J. Nocedal and S. J. Wright, *Numerical Optimization*, 2nd ed., Springer 2006 (N&W);
 R. S. Dembo, S. C. Eisenstat and T. Steihaug, "Inexact Newton methods", SIAM J. Numer. Anal. 19
@@ -233,7 +233,8 @@ def _descent_loop(objective: Objective, step: StepFunction, probe: Callable | No
     ``(theta, u, scale)`` at a first-order point, or None when it cannot (a ``probe`` of None:
     no second-order check); ``message(status)``, if given, may replace the status's message."""
     maxiter = default_maxiter(objective.x0.size) if maxiter is None else maxiter
-    monitor, converged = Monitor(objective.counts, callback, disp, keep_iterates), GradientTest(gtol)
+    monitor = Monitor(objective.counts, callback, disp, keep_iterates)
+    converged = GradientTest(gtol)
     x = objective.x0
     f, g = objective.fun(x), objective.grad(x)
     if not np.all(np.isfinite(g)):
@@ -271,9 +272,10 @@ def _descent_loop(objective: Objective, step: StepFunction, probe: Callable | No
                        special or _LINE_SEARCH_MESSAGES.get(status))
 
 
-_LINE_SEARCH_MESSAGES = {Status.PRECISION_LOSS: "Desired accuracy not reached: the line search found no "
-                                       "lower value along the step (no progress at working "
-                                       "precision)"}
+_LINE_SEARCH_MESSAGES = {
+    Status.PRECISION_LOSS: "Desired accuracy not reached: the line search found no lower value "
+                           "along the step (no progress at working precision)",
+}
 
 
 def _no_step(x: np.ndarray, f: float) -> LineSearchResult:

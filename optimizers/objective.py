@@ -48,10 +48,11 @@ NONFINITE_HESSIAN_AT_STATIONARY_POINT = (
 
 def with_gradient_norm(message: str, x: np.ndarray, f: float, g: np.ndarray,
                        test: GradientTest) -> str:
-    """``message`` ended with the final gradient norm and the test it was held to: "... (||g||_inf
-    = 3.2e-04; test: max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-08, here 3.2e-04)."."""
-    held_to = f"; test: {test.describe(x, f, g)}"
-    return f"{message.rstrip('.')} (||g||_inf = {gradient_norm(g):.1e}{held_to})."
+    """``message`` ended with the final gradient norm and the test it was held to, as in
+    "... (||g||_inf = 3.2e-04; test: max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-08, here
+    3.2e-04)."."""
+    return (f"{message.rstrip('.')} (||g||_inf = {gradient_norm(g):.1e}; "
+            f"test: {test.describe(x, f, g)}).")
 
 
 class Objective:

@@ -98,7 +98,8 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
     f, g = objective.fun(x), objective.grad(x)
     if not np.all(np.isfinite(g)):
         raise ValueError("the gradient is not finite at x0")
-    monitor, converged = Monitor(objective.counts, callback, disp, keep_iterates), GradientTest(gtol)
+    monitor = Monitor(objective.counts, callback, disp, keep_iterates)
+    converged = GradientTest(gtol)
     model, f_trial, nit, message = None, f, 0, None
     accepted_values = deque([f], maxlen=memory)
 

@@ -67,9 +67,10 @@ def test_suite_runs_keep_no_iterates_and_use_the_defaults():
 
 
 def test_main_takes_gtol_for_tight_or_loose_runs(capsys):
-    assert main(["--problems", "powell_badly_scaled", "--methods", "newton-cg", "--gtol", "1e-5"]) == 0
+    arguments = ["--problems", "powell_badly_scaled", "--methods", "newton-cg"]
+    assert main([*arguments, "--gtol", "1e-5"]) == 0
     loose = capsys.readouterr().out
-    assert main(["--problems", "powell_badly_scaled", "--methods", "newton-cg"]) == 0
+    assert main(arguments) == 0
     default = capsys.readouterr().out
     assert "NO*" in loose.split("powell_badly_scaled")[1].splitlines()[0]   # scipy's test: early
     assert " yes " in default.split("powell_badly_scaled")[1].splitlines()[0]
