@@ -31,7 +31,7 @@ class LineSearchResult(NamedTuple):
     x: np.ndarray       # x + step * p (x itself on failure)
     f: float            # f at the returned x
     success: bool
-    nonfinite: bool     # failed and every trial beyond x was NaN/inf
+    nonfinite: bool     # failed and every trial beyond x had a NaN/inf value or gradient
 
 
 class _Trial(NamedTuple):
@@ -41,22 +41,23 @@ class _Trial(NamedTuple):
 
 
 class _Line:
-    """phi(a) = f(x + a p) and phi'(a) through the objective, remembering whether trials were
-    finite."""
+    """phi(a) = f(x + a p) and phi'(a) through the objective, remembering which trial steps met a
+    NaN/inf value or gradient."""
 
     def __init__(self, objective: Objective, x: np.ndarray, p: np.ndarray, f0: float):
         self.objective, self.x, self.p, self.f0 = objective, x, p, f0
-        self.finite_trials = self.nonfinite_trials = 0
+        self.trials: set[float] = set()
+        self.nonfinite_trials: set[float] = set()
 
     def point(self, step: float) -> np.ndarray:
         return self.x + step * self.p
 
     def value(self, step: float) -> float:
         f = self.objective.fun(self.point(step))
+        self.trials.add(step)
         if np.isfinite(f):
-            self.finite_trials += 1
             return f
-        self.nonfinite_trials += 1
+        self.nonfinite_trials.add(step)
         return np.nan
 
     def negligible(self, step: float) -> bool:
@@ -66,10 +67,16 @@ class _Line:
     def slope(self, step: float) -> float:
         """phi'(step), NaN when the gradient there is not finite."""
         s = float(self.objective.grad(self.point(step)) @ self.p)
-        return s if np.isfinite(s) else np.nan
+        if np.isfinite(s):
+            return s
+        self.nonfinite_trials.add(step)
+        return np.nan
 
     def gradient_is_finite(self, step: float) -> bool:
-        return bool(np.all(np.isfinite(self.objective.grad(self.point(step)))))
+        if np.all(np.isfinite(self.objective.grad(self.point(step)))):
+            return True
+        self.nonfinite_trials.add(step)
+        return False
 
     def approximately_wolfe(self, step: float, f: float, slope0: float, c2: float) -> bool:
         """A trial whose change of f is rounding, judged by its slope instead: Hager & Zhang's
@@ -88,7 +95,7 @@ class _Line:
         return LineSearchResult(step, self.point(step), f, True, False)
 
     def fail(self) -> LineSearchResult:
-        only_nonfinite = self.nonfinite_trials > 0 and self.finite_trials == 0
+        only_nonfinite = bool(self.trials) and self.trials <= self.nonfinite_trials
         return LineSearchResult(0.0, self.x, self.f0, False, only_nonfinite)
 
 

@@ -161,10 +161,11 @@ class Objective:
 def final_point(objective: Objective, x: np.ndarray, f: float, g: np.ndarray,
                 status: Status) -> tuple[np.ndarray, float, np.ndarray]:
     """``(x, f, g)`` to report: the last iterate, or the best point seen when the run failed and
-    that is better (and finite; its gradient is then evaluated)."""
+    that is better (and finite, with a finite gradient, which is then evaluated)."""
     if status != Status.SUCCESS and objective.best_f < f:
-        x, f = objective.best_x, objective.best_f
-        g = objective.grad(x)
+        best_g = objective.grad(objective.best_x)
+        if np.all(np.isfinite(best_g)):
+            return objective.best_x, objective.best_f, best_g
     return x, f, g
 
 

@@ -100,7 +100,7 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
         raise ValueError("the gradient is not finite at x0")
     monitor = Monitor(objective.counts, callback, disp, keep_iterates)
     converged = GradientTest(gtol)
-    model, f_trial, nit, message = None, f, 0, None
+    model, finite_trial, nit, message = None, True, 0, None
     accepted_values = deque([f], maxlen=memory)
 
     def record(step_norm: float, rho: float) -> bool:
@@ -125,7 +125,7 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
             break
         if _negligible(step.p, x):
             # the radius (or 1/sigma) collapsed: say why no step can be taken
-            status = (Status.NONFINITE if not np.isfinite(f_trial)
+            status = (Status.NONFINITE if not finite_trial
                       else Status.NOT_A_MINIMUM if saddle else Status.PRECISION_LOSS)
             message = _COLLAPSED.get(status, "").format(name=control.name, value=control.value)
             break
@@ -134,8 +134,10 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
         f_trial = objective.fun(x_trial)
         reference = max(accepted_values)
         rho = reduction_ratio(reference, f_trial, step.decrease + (reference - f))
-        accepted = rho > eta and _acceptable(f, reference, f_trial, step.decrease, g,
-                                             objective.grad(x_trial))
+        g_trial = objective.grad(x_trial) if rho > eta else None
+        finite_trial = bool(np.isfinite(f_trial) and (g_trial is None
+                                                      or np.all(np.isfinite(g_trial))))
+        accepted = rho > eta and _acceptable(f, reference, f_trial, step.decrease, g, g_trial)
         control.update(rho if accepted else -np.inf, step, step_norm,
                        backtrack_fraction(f, f_trial, g @ step.p))
         if accepted:
@@ -155,8 +157,8 @@ _NONFINITE_STEP = ("The Hessian is not finite at the last iterate: no step can b
 _COLLAPSED = {
     Status.PRECISION_LOSS: "Desired accuracy not reached: no step of the model changes x at "
                            "working precision ({name} = {value:.1e}); no further progress",
-    Status.NONFINITE: "Trial values were not finite until no step of the model changed x "
-                      "({name} = {value:.1e}); returning the best point found",
+    Status.NONFINITE: "Trial values or gradients were not finite until no step of the model "
+                      "changed x ({name} = {value:.1e}); returning the best point found",
 }
 
 

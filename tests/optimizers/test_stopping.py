@@ -138,3 +138,18 @@ def test_first_order_methods_share_the_rule(minimize):
                      maxiter=3)
     assert short.status == Status.MAXITER and not short.success
     assert f"||g||_inf = {np.abs(short.jac).max():.1e}" in short.message
+
+
+@pytest.mark.parametrize("method", sorted(SECOND_ORDER))
+def test_a_gradient_that_is_nan_towards_the_minimum_gives_status_3(method):
+    """f = ||x||^2 with a gradient that is NaN inside |x_i| < 0.99: every lower point is refused,
+    the run says the values were not finite (not "no progress"), and returns a point whose
+    gradient is finite."""
+    def jac(x):
+        return np.where(np.abs(x) < 0.99, np.nan, 2 * x)
+
+    with np.errstate(invalid="ignore"):
+        result = SECOND_ORDER[method](lambda x: x @ x, [1.0, 1.0], jac, hess=lambda x: 2 * np.eye(2))
+    assert result.status == Status.NONFINITE and not result.success
+    assert np.all(np.abs(result.x) >= 0.99) and np.all(np.isfinite(result.jac))
+    assert f"||g||_inf = {np.abs(result.jac).max():.1e}" in result.message
