@@ -164,8 +164,8 @@ print(f"eigenvalues from {eigenvalues[0]:.3g} to {eigenvalues[-1]:.3g}")
 # %% [markdown]
 # `hessopt.plot.hessian_heatmap` draws it with zero white and colour limits ±max|H|. Here the
 # blocks are the kernel's 5 rows (one per input feature, 8 weights each). The block of inputs
-# (i, j) carries the products x_i x_j of the examples, so the weights of the inputs that are
-# largest in these 7 examples carry most of the curvature:
+# (i, j) carries the products x_i x_j of the examples (weighted by the activations' slopes), so
+# the weights of large inputs tend to carry the most curvature, here those of input 4:
 
 # %%
 print("size of each input feature over the 7 examples:", np.round(np.linalg.norm(x, axis=0), 2))
