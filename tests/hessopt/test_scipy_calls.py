@@ -216,6 +216,21 @@ def test_jac_true_without_hess_takes_second_derivatives_from_fun(method):
     np.testing.assert_allclose(result.x, reference.x, atol=1e-8)
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_scipys_own_rosen_works_as_in_scipys_examples(method, counted):
+    """scipy.optimize.rosen converts x with np.asarray, which no autodiff sees through: scipy's exact
+    rosen_der and rosen_hess(_prod) stand in for the missing derivatives, never a silent zero."""
+    x0 = [1.3, 0.7, 0.8, 1.9, 1.2]
+    exact = hessopt.minimize(rosen, x0, method=method)
+    ours = hessopt.minimize(scipy.optimize.rosen, x0, method=method)
+    assert_minimum(ours, np.ones(5))
+    np.testing.assert_allclose(ours.x, exact.x, atol=1e-6)
+    with_jac = hessopt.minimize(scipy.optimize.rosen, x0, method=method,
+                                jac=counted("jac", scipy.optimize.rosen_der))
+    assert_minimum(with_jac, np.ones(5))
+    assert counted.calls["jac"] > 0  # the user's jac is honoured, the Hessian comes from rosen_hess
+
+
 def test_jac_true_pairs_are_checked():
     with pytest.raises(TypeError, match=r"must return a pair \(f, g\), got float"):
         hessopt.minimize(lambda x: 1.0 + x @ x, X0, jac=True)
