@@ -89,7 +89,15 @@ def _record(problem: problems.Problem, method: str, result, seconds: float) -> R
 def run_hessopt(problem: problems.Problem, method: str, options: dict | None = None) -> Run:
     """``hessopt.minimize`` with the method's defaults unless ``options`` say otherwise; the
     iterates are not kept (a large problem's would fill memory for a table that never shows
-    them)."""
+    them).
+
+    Examples
+    --------
+    >>> from hessopt import problems, suite
+    >>> run = suite.run_hessopt(problems.get("beale"), "newton-cg")
+    >>> run.method, run.solved, run.success
+    ('newton-cg', True, True)
+    """
     start = time.perf_counter()
     result = minimize(ProblemFunction(problem.name, problem.n), problem.x0, method=method,
                       options={"keep_iterates": False, **(options or {})})
@@ -188,7 +196,20 @@ def format_table(runs: list[Run]) -> str:
 
 def format_summary(runs: list[Run]) -> str:
     """Per method: solved, false successes and evaluations (nfev + njev + nhev, summed over the
-    instances) for hessopt and, where they were run, for scipy's counterpart, side by side."""
+    instances) for hessopt and, where they were run, for scipy's counterpart, side by side.
+
+    Examples
+    --------
+    >>> from hessopt import problems, suite
+    >>> beale = problems.get("beale")
+    >>> print(suite.format_summary([suite.run_hessopt(beale, "newton-cg"),
+    ...                             suite.run_scipy(beale, "newton-cg")]))  # doctest: +ELLIPSIS
+                   hessopt                                          scipy
+    method            solved  false success  evaluations   time s      solved  false success  evaluations   time s
+    ---...
+    newton-cg          1 / 1              0           39     ...       1 / 1              0           53     ...
+    solved: ...
+    """
     methods = list(dict.fromkeys(r.method for r in runs if not r.method.startswith("scipy ")))
     with_scipy = any(r.method.startswith("scipy ") for r in runs)
     columns = f"{'solved':>9}{'false success':>15}{'evaluations':>13}{'time s':>9}"
@@ -217,7 +238,14 @@ def _totals(runs: list[Run]) -> str:
 def rosenbrock_race(n: int, methods=("newton-cg", "trust-krylov"),
                     gtol: float | None = None) -> list[Run]:
     """Chained Rosenbrock (scipy's ``rosen``) at size n, both libraries with their defaults
-    (hessopt to ``gtol`` if given)."""
+    (hessopt to ``gtol`` if given).
+
+    Examples
+    --------
+    >>> from hessopt import suite
+    >>> [(run.method, run.solved) for run in suite.rosenbrock_race(10, methods=("trust-krylov",))]
+    [('trust-krylov', True), ('scipy trust-krylov', True)]
+    """
     problem = problems.scalable("chained_rosenbrock", n)
     options = None if gtol is None else {"gtol": gtol}
     runs = []
