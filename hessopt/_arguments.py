@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+import scipy.optimize
 import scipy.sparse
 from scipy.optimize import OptimizeResult, OptimizeWarning
 from scipy.sparse.linalg import LinearOperator
@@ -91,6 +92,22 @@ def exact_derivatives(spec) -> bool:
     """jac or hess given as None, False or one of scipy's finite-difference schemes: exact
     derivatives from autodiff instead."""
     return spec is None or spec is False or (isinstance(spec, str) and spec in FINITE_DIFFERENCES)
+
+
+def scipy_rosen_derivatives(fun: Callable, jac, hess, hessp) -> tuple:
+    """For ``scipy.optimize.rosen``, scipy's own exact derivatives where none are given.
+
+    scipy's ``rosen`` turns its input into an ndarray first (its array-API door), which no autodiff
+    engine can see through (JAX and PyTorch refuse it too), yet it is the function every scipy
+    example minimizes; scipy ships ``rosen_der``, ``rosen_hess`` and ``rosen_hess_prod`` for it.
+    """
+    if fun is not scipy.optimize.rosen:
+        return jac, hess, hessp
+    if exact_derivatives(jac):
+        jac = scipy.optimize.rosen_der
+    if exact_derivatives(hess) and hessp is None:
+        hess, hessp = scipy.optimize.rosen_hess, scipy.optimize.rosen_hess_prod
+    return jac, hess, hessp
 
 
 def as_args(args) -> tuple:

@@ -19,7 +19,8 @@ import autodiff as ad
 import optimizers
 
 from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, exact_derivatives, normalize,
-                         real_array, residual_vector, scalar_value, value_and_gradient)
+                         real_array, residual_vector, scalar_value, scipy_rosen_derivatives,
+                         value_and_gradient)
 
 METHODS: dict[str, Callable] = {
     "newton": optimizers.minimize_newton,
@@ -214,6 +215,7 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
     solver = _method(method)
+    jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
     options = dict(options or {})
     if tol is not None:
         options.setdefault("gtol", tol)

@@ -40,7 +40,7 @@ class SigmaControl:
 
 def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                  hessp: Callable | None = None, callback: Callable | None = None, *,
-                 gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                 gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                  initial_sigma: float | None = None, min_sigma: float = 1e-8, eta: float = 0.1,
                  check_second_order: bool = True, keep_iterates: bool = True) -> OptimizeResult:
     """Minimize with adaptive cubic regularization (Cartis, Gould & Toint 2011), Hessian-vector
@@ -54,7 +54,9 @@ def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     callback
         ``callback(intermediate_result)`` after each iteration; raise StopIteration to stop.
     gtol
-        Stop when ``||g||_inf <= gtol`` and no clearly negative curvature is found there.
+        Stop when ``||g||_inf <= gtol`` and no clearly negative curvature is found there; default
+        None: the relative gradient ``max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-8``
+        (:mod:`optimizers.stopping`).
     maxiter
         Iterations (trial steps); default ``max(1000, 200 * n)``.
     disp

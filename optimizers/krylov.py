@@ -245,15 +245,18 @@ class Lanczos:
 
 
 def leftmost_curvature(matvec: Callable, n: int, maxiter: int,
-                       seed: int = 0) -> tuple[float, np.ndarray, float]:
+                       seed: int = 0) -> tuple[float, np.ndarray, float] | None:
     """The leftmost Ritz pair of H from Lanczos on a random start (fixed ``seed``), at most
     ``maxiter`` steps: ``(theta, u, scale)`` with u a unit vector, ``u^T H u = theta`` (so a
     negative theta is a genuine direction of negative curvature), and the largest Ritz magnitude
-    as a scale. Stops early once theta < 0 has a residual of at most 10% of |theta|."""
+    as a scale. Stops early once theta < 0 has a residual of at most 10% of |theta|. None when a
+    product is not finite (H has NaN/inf entries: there is no curvature to estimate)."""
     lanczos = Lanczos(matvec, np.random.default_rng(seed).standard_normal(n),
                       breakdown=PROBE_BREAKDOWN)
     while True:
         lanczos.extend()
+        if not (np.isfinite(lanczos.alpha[-1]) and np.isfinite(lanczos.next_beta)):
+            return None
         values, vectors = lanczos.ritz()
         theta, y = values[0], vectors[:, 0]
         converged = theta < 0 and lanczos.residuals(y) <= RITZ_RESIDUAL * abs(theta)
@@ -261,8 +264,11 @@ def leftmost_curvature(matvec: Callable, n: int, maxiter: int,
             return float(theta), lanczos.combine(y), float(np.abs(values).max())
 
 
-def dense_leftmost_curvature(H: np.ndarray) -> tuple[float, np.ndarray, float]:
-    """``(lambda_1, u, max |lambda|)`` of a dense symmetric H: :func:`leftmost_curvature`, exact."""
+def dense_leftmost_curvature(H: np.ndarray) -> tuple[float, np.ndarray, float] | None:
+    """``(lambda_1, u, max |lambda|)`` of a dense symmetric H: :func:`leftmost_curvature`, exact
+    (None when H is not finite)."""
+    if not np.all(np.isfinite(H)):
+        return None
     values, vectors = eigh(H)
     return float(values[0]), vectors[:, 0], float(np.abs(values).max())
 

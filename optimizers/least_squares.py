@@ -18,7 +18,8 @@ import scipy.linalg
 from scipy.optimize import OptimizeResult
 
 from .linesearch import backtracking
-from .objective import MESSAGES, Monitor, Objective, Status, final_point
+from .objective import MESSAGES, Monitor, Objective, Status, final_point, with_gradient_norm
+from .stopping import GradientTest
 
 # A Levenberg-Marquardt trial step is taken when its gain ratio exceeds this (Nielsen 1999 takes
 # any decrease, rho > 0; a small positive margin keeps steps that gain only rounding out).
@@ -76,7 +77,7 @@ def default_maxiter(n: int) -> int:
 
 
 def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable | None = None, *,
-                     method: str = "lm", gtol: float = 1e-8, ftol: float = 1e-10,
+                     method: str = "lm", gtol: float | None = None, ftol: float = 1e-10,
                      xtol: float = 1e-10, maxiter: int | None = None, disp: bool = False,
                      damping: float = 1e-3, keep_iterates: bool = True) -> OptimizeResult:
     """Minimize 0.5 ||r(x)||^2 given ``residuals(x)`` (shape (m,)) and ``jac(x)`` (shape (m, n)).
@@ -89,10 +90,11 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     ``damping``) moves with the ratio rho of actual to predicted reduction as a trust radius would
     (:class:`NielsenDamping`).
 
-    Stops with status 0 when ||J^T r||_inf <= gtol, when a step reduces the cost by less than
-    ``ftol`` relative (actual and predicted), or when it moves x by less than ``xtol`` relative; the
-    message says which. Returns x, cost, fun (the residuals), jac (the Jacobian), grad, nfev, njev,
-    nit, status, success, message and history, a column-wise
+    Stops with status 0 when the gradient J^T r passes the test of :mod:`optimizers.stopping`
+    (``||J^T r||_inf <= gtol``; by default the relative gradient ``<= 1e-8``), when a step
+    reduces the cost by less than ``ftol`` relative (actual and predicted), or when it moves x by
+    less than ``xtol`` relative; the message says which. Returns x, cost, fun (the residuals), jac
+    (the Jacobian), grad, nfev, njev, nit, status, success, message and history, a column-wise
     :class:`~optimizers.history.History` (f = cost, gnorm, step, lambda for LM, the cumulative
     nfev and njev of residuals and Jacobians, and the iterates x unless ``keep_iterates`` is
     False).
@@ -124,14 +126,15 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     x = objective.x0
     maxiter = default_maxiter(x.size) if maxiter is None else maxiter
     monitor = Monitor(counted.counts, callback, disp, keep_iterates)
+    converged = GradientTest(gtol)
     step = _LevenbergMarquardtStep(x.size, damping) if method == "lm" else _GaussNewtonStep(x.size)
     cost, g = objective.fun(x), objective.grad(x)
     nit, status, message = 0, None, None
     if monitor.record(0, x, cost, g, step=0.0, **step.fields()):
         status = Status.CALLBACK_STOP
     while status is None:
-        if np.linalg.norm(g, np.inf) <= gtol:
-            status, message = Status.SUCCESS, "Gradient norm ||J^T r||_inf below gtol."
+        if converged(x, cost, g):
+            status, message = Status.SUCCESS, "The gradient test on J^T r passed."
             break
         if nit >= maxiter:
             status = Status.MAXITER
@@ -158,7 +161,9 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     return OptimizeResult(x=x, cost=cost, fun=counted.residuals(x), jac=counted.jacobian(x),
                           grad=g, nit=nit, nfev=counted.nfev, njev=counted.njev, status=status,
                           success=status == Status.SUCCESS,
-                          message=message or MESSAGES[status], history=monitor.history)
+                          message=with_gradient_norm(message or MESSAGES[status], x, cost, g,
+                                                     converged),
+                          history=monitor.history)
 
 
 class NielsenDamping:

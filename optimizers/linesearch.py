@@ -17,9 +17,13 @@ from typing import NamedTuple
 import numpy as np
 
 from .objective import Objective
+from .stopping import noise
 
 SAFEGUARD = 0.1     # an interpolated trial stays this fraction of the interval away from either end
 NONFINITE_SHRINK = 0.1   # a step whose value is NaN/inf is cut to this fraction
+# Hager & Zhang's delta in the approximate Wolfe conditions (their default)
+APPROXIMATE_WOLFE_DELTA = 0.1
+APPROXIMATE_WOLFE_C2 = 0.9   # the curvature condition's constant where the search has none
 
 
 class LineSearchResult(NamedTuple):
@@ -27,7 +31,7 @@ class LineSearchResult(NamedTuple):
     x: np.ndarray       # x + step * p (x itself on failure)
     f: float            # f at the returned x
     success: bool
-    nonfinite: bool     # failed and every trial beyond x was NaN/inf
+    nonfinite: bool     # failed and every trial beyond x had a NaN/inf value or gradient
 
 
 class _Trial(NamedTuple):
@@ -37,22 +41,23 @@ class _Trial(NamedTuple):
 
 
 class _Line:
-    """phi(a) = f(x + a p) and phi'(a) through the objective, remembering whether trials were
-    finite."""
+    """phi(a) = f(x + a p) and phi'(a) through the objective, remembering which trial steps met a
+    NaN/inf value or gradient."""
 
     def __init__(self, objective: Objective, x: np.ndarray, p: np.ndarray, f0: float):
         self.objective, self.x, self.p, self.f0 = objective, x, p, f0
-        self.finite_trials = self.nonfinite_trials = 0
+        self.trials: set[float] = set()
+        self.nonfinite_trials: set[float] = set()
 
     def point(self, step: float) -> np.ndarray:
         return self.x + step * self.p
 
     def value(self, step: float) -> float:
         f = self.objective.fun(self.point(step))
+        self.trials.add(step)
         if np.isfinite(f):
-            self.finite_trials += 1
             return f
-        self.nonfinite_trials += 1
+        self.nonfinite_trials.add(step)
         return np.nan
 
     def negligible(self, step: float) -> bool:
@@ -62,16 +67,35 @@ class _Line:
     def slope(self, step: float) -> float:
         """phi'(step), NaN when the gradient there is not finite."""
         s = float(self.objective.grad(self.point(step)) @ self.p)
-        return s if np.isfinite(s) else np.nan
+        if np.isfinite(s):
+            return s
+        self.nonfinite_trials.add(step)
+        return np.nan
 
     def gradient_is_finite(self, step: float) -> bool:
-        return bool(np.all(np.isfinite(self.objective.grad(self.point(step)))))
+        if np.all(np.isfinite(self.objective.grad(self.point(step)))):
+            return True
+        self.nonfinite_trials.add(step)
+        return False
+
+    def approximately_wolfe(self, step: float, f: float, slope0: float, c2: float) -> bool:
+        """A trial whose change of f is rounding, judged by its slope instead: Hager & Zhang's
+        approximate Wolfe conditions, ``f <= f0 + noise(f0)`` and ``c2 phi'(0) <= phi'(step) <=
+        (2 delta - 1) phi'(0)`` (W. W. Hager and H. Zhang, "A new conjugate gradient method with
+        guaranteed descent and an efficient line search", SIAM J. Optim. 16 (2005), §4). Near a
+        minimum the decrease a Newton step predicts, -g^T H^{-1} g / 2, falls below the rounding
+        of f before the gradient test passes (where |f| is not small); the exact test then fails
+        at every step and the search could not proceed."""
+        if not f <= self.f0 + noise(self.f0):
+            return False
+        slope = self.slope(step)
+        return c2 * slope0 <= slope <= (2.0 * APPROXIMATE_WOLFE_DELTA - 1.0) * slope0
 
     def accept(self, step: float, f: float) -> LineSearchResult:
         return LineSearchResult(step, self.point(step), f, True, False)
 
     def fail(self) -> LineSearchResult:
-        only_nonfinite = self.nonfinite_trials > 0 and self.finite_trials == 0
+        only_nonfinite = bool(self.trials) and self.trials <= self.nonfinite_trials
         return LineSearchResult(0.0, self.x, self.f0, False, only_nonfinite)
 
 
@@ -88,7 +112,8 @@ def strong_wolfe(objective: Objective, x: np.ndarray, p: np.ndarray, f0: float, 
     A ``reference`` value above ``f0`` (the highest of the last few values of f) makes the search
     nonmonotone (Grippo, Lampariello & Lucidi 1986): a first trial that raises f but has
     sufficient decrease from ``reference`` is accepted as it is. Lower trials are searched as
-    usual.
+    usual. A first trial whose change of f is rounding is judged by the approximate Wolfe
+    conditions instead (:meth:`_Line.approximately_wolfe`).
     """
     line = _Line(objective, x, p, f0)
     slope0 = float(g0 @ p)
@@ -100,6 +125,9 @@ def strong_wolfe(objective: Objective, x: np.ndarray, p: np.ndarray, f0: float, 
         if (prev.step == 0 and f0 < f <= reference + c1 * step * slope0
                 and line.gradient_is_finite(step)):
             return line.accept(step, f)   # nonmonotone acceptance of the first trial
+        if (prev.step == 0 and not f < f0 + c1 * step * slope0
+                and line.approximately_wolfe(step, f, slope0, c2)):
+            return line.accept(step, f)   # a change of f at rounding level
         if not f <= f0 + c1 * step * slope0 or f >= prev.f:   # NaN fails the first test
             return _zoom(line, prev, _Trial(step, f, None), slope0, c1, c2, maxiter)
         slope = line.slope(step)
@@ -173,7 +201,8 @@ def backtracking(objective: Objective, x: np.ndarray, p: np.ndarray, f0: float, 
 
     Each rejected step is replaced by the minimizer of the quadratic through phi(0), phi'(0) and
     phi(step), kept within [0.1, 0.5] * step (N&W §3.5); a NaN/inf value or gradient shrinks the
-    step 10x. The accepted point has a finite gradient.
+    step 10x. The accepted point has a finite gradient. A first step whose change of f is rounding
+    is judged by the approximate Wolfe conditions (:meth:`_Line.approximately_wolfe`).
     """
     line = _Line(objective, x, p, f0)
     slope0 = float(g0 @ p)
@@ -188,6 +217,8 @@ def backtracking(objective: Objective, x: np.ndarray, p: np.ndarray, f0: float, 
             if line.gradient_is_finite(step):
                 return line.accept(step, f)
             f = np.nan
+        elif step == step0 and line.approximately_wolfe(step, f, slope0, APPROXIMATE_WOLFE_C2):
+            return line.accept(step, f)   # a change of f at rounding level
         if np.isnan(f):
             step *= NONFINITE_SHRINK
             continue

@@ -1,9 +1,10 @@
 """Line-search Newton methods: full-Hessian Newton, truncated Newton (Newton-CG) and Martens'
 Hessian-free optimization.
 
-All three share one loop (:func:`_descent_loop`): stop when ||g||_inf <= gtol, but only after a
-check for negative curvature at that point; if some is found, step along it and carry on, so a
-saddle point is left rather than reported as a minimum.
+All three share one loop (:func:`_descent_loop`): stop when the gradient test of
+:mod:`optimizers.stopping` passes (``gtol``), but only after a check for negative curvature at that
+point; if some is found, step along it and carry on, so a saddle point is left rather than reported
+as a minimum.
 
 References: J. Nocedal and S. J. Wright, *Numerical Optimization*, 2nd ed., Springer 2006 (N&W);
 R. S. Dembo, S. C. Eisenstat and T. Steihaug, "Inexact Newton methods", SIAM J. Numer. Anal. 19
@@ -22,7 +23,9 @@ from scipy.optimize import OptimizeResult
 from .krylov import (HESSIAN_FREE_CG_MAXITER, LINE_SEARCH_CG_MARGIN, ConjugateGradient,
                      clearly_negative, dense_leftmost_curvature, forcing_term, newton_cg_maxiter)
 from .linesearch import LineSearchResult, backtracking, negative_curvature_search, strong_wolfe
-from .objective import Monitor, Objective, Status, make_result
+from .objective import (NONFINITE_HESSIAN_AT_STATIONARY_POINT, Monitor, Objective, Status,
+                        make_result)
+from .stopping import GradientTest
 
 # Newton-CG's nonmonotone memory: on the MGH set (gtol 1e-8, all 39 solved) memory 1 (monotone)
 # costs ~8700 evaluations, 10 ~5600, 15 ~5700, 20 ~4700, 25 ~3900, 30 and 40 ~3800.
@@ -38,7 +41,7 @@ def default_maxiter(n: int) -> int:
 
 def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                     hessp: Callable | None = None, callback: Callable | None = None, *,
-                    gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                    gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                     shift: str = "cholesky", c1: float = 1e-4, c2: float = 0.9,
                     check_second_order: bool = True, keep_iterates: bool = True) -> OptimizeResult:
     """Newton's method with the full Hessian and a strong Wolfe line search (unit step first).
@@ -94,8 +97,8 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
 
     def step(x, f, g):
         h = finite_hessian(x)
-        if h is None:  # stop here: a failed search that found only non-finite values
-            return LineSearchResult(0.0, x, f, False, True), {}
+        if h is None:
+            return _no_step(x, f), {}
         return strong_wolfe(objective, x, newton_direction(h, g), f, g, c1=c1, c2=c2), {}
 
     def probe(x):
@@ -110,16 +113,14 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
 
 
 _NONFINITE_HESSIAN = {
-    Status.NONFINITE: "The Hessian is not finite at the last iterate: no Newton step can be "
-                      "computed; returning the best point found.",
-    Status.SUCCESS: "Optimization terminated successfully: gradient norm below gtol (the "
-                    "second-order check was skipped: the Hessian is not finite there).",
+    Status.NONFINITE: "The Hessian is not finite at the last iterate: no Newton step (or "
+                      "second-order check) can be computed; returning the best point found",
 }
 
 
 def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                        hessp: Callable | None = None, callback: Callable | None = None, *,
-                       gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                       gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                        cg_maxiter: int | None = None, c1: float = 1e-4, c2: float = 0.5,
                        nonmonotone: int = NONMONOTONE_MEMORY, check_second_order: bool = True,
                        keep_iterates: bool = True) -> OptimizeResult:
@@ -173,12 +174,15 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
 
     def step(x, f, g):
         cg = _truncated_cg(lambda v: objective.hessp(x, v), g, maxiter=cg_maxiter)
+        info = {"cg": cg.iterations, "negative_curvature": cg.negative_curvature}
+        if not np.all(np.isfinite(cg.p)):   # a Hessian-vector product was not finite
+            return _no_step(x, f), info
         recent.append(f)
         step0 = bound.first_step(cg.p)
         search = strong_wolfe(objective, x, cg.p, f, g, step0=step0, c1=c1, c2=c2,
                               reference=max(recent))
         bound.update(search.step, step0, cg.p)
-        return search, {"cg": cg.iterations, "negative_curvature": cg.negative_curvature}
+        return search, info
 
     probe = objective.curvature_probe(dense=False) if check_second_order else None
     return _descent_loop(objective, step, probe, callback, disp, gtol, maxiter, keep_iterates)
@@ -186,7 +190,7 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
 
 def minimize_hessian_free(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                           hessp: Callable | None = None, callback: Callable | None = None, *,
-                          gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                          gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                           damping: float = 1.0, cg_maxiter: int = HESSIAN_FREE_CG_MAXITER,
                           warm_start: float = 0.95, c1: float = 1e-4,
                           check_second_order: bool = True,
@@ -270,6 +274,8 @@ class _HessianFreeStep:
         cg = solve(p0=self.warm_start * self.previous)
         if not g @ cg.p < 0:   # a warm start can, rarely, lead uphill: start from 0 instead
             cg = solve()
+        if not np.all(np.isfinite(cg.p)):   # a curvature product was not finite
+            return _no_step(x, f), {self.damping.name: lam, "rho": np.nan, "cg": cg.iterations}
         predicted = g @ cg.p + 0.5 * cg.pBp
         search = backtracking(self.objective, x, cg.p, f, g, c1=self.c1)
         rho = (search.f - f) / predicted if search.step == 1.0 and predicted < 0 else 0.0
@@ -315,14 +321,20 @@ def _descent_loop(objective: Objective, step: StepFunction, probe: Callable | No
     no second-order check); ``message(status)``, if given, may replace the status's message."""
     maxiter = default_maxiter(objective.x0.size) if maxiter is None else maxiter
     monitor = Monitor(objective.counts, callback, disp, keep_iterates)
+    converged = GradientTest(gtol)
     x = objective.x0
     f, g = objective.fun(x), objective.grad(x)
     if not np.all(np.isfinite(g)):
         raise ValueError("gradient is not finite at x0")
     nit, status = 0, Status.CALLBACK_STOP if monitor.record(0, x, f, g, step=0.0) else None
+    special = None
     while status is None:
-        stationary = np.linalg.norm(g, np.inf) <= gtol
-        saddle = _saddle(probe(x)) if stationary and probe is not None else None
+        stationary = converged(x, f, g)
+        estimate = probe(x) if stationary and probe is not None else ()
+        if estimate is None:   # the Hessian is not finite: no second-order check is possible
+            status, special = Status.NONFINITE, NONFINITE_HESSIAN_AT_STATIONARY_POINT
+            break
+        saddle = _saddle(estimate)
         if stationary and not saddle:
             status = Status.SUCCESS
             break
@@ -333,7 +345,7 @@ def _descent_loop(objective: Objective, step: StepFunction, probe: Callable | No
             search, info = _escape(objective, x, f, g, *saddle), {}
         else:
             search, info = step(x, f, g)
-        if not search.success or search.f == f:   # a nonmonotone step may raise f, never keep it
+        if not search.success or np.array_equal(search.x, x):
             status = (Status.NONFINITE if search.nonfinite else Status.NOT_A_MINIMUM if stationary
                       else Status.PRECISION_LOSS)
             break
@@ -342,14 +354,26 @@ def _descent_loop(objective: Objective, step: StepFunction, probe: Callable | No
         x, f, g = search.x, search.f, objective.grad(search.x)
         if monitor.record(nit, x, f, g, step=step_length, **info):
             status = Status.CALLBACK_STOP
-    return make_result(objective, x, f, g, status, nit, monitor.history,
-                       message(status) if message is not None else None)
+    special = special or (message(status) if message is not None else None)
+    return make_result(objective, x, f, g, status, nit, monitor.history, converged,
+                       special or _LINE_SEARCH_MESSAGES.get(status))
 
 
-def _saddle(estimate: tuple[float, np.ndarray, float] | None) -> tuple[np.ndarray, float] | None:
+_LINE_SEARCH_MESSAGES = {
+    Status.PRECISION_LOSS: "Desired accuracy not reached: the line search found no lower value "
+                           "along the step (no progress at working precision)",
+}
+
+
+def _no_step(x: np.ndarray, f: float) -> LineSearchResult:
+    """The failed search that stops a run whose curvature at x is not finite (status NONFINITE)."""
+    return LineSearchResult(0.0, x, f, False, True)
+
+
+def _saddle(estimate: tuple) -> tuple[np.ndarray, float] | None:
     """The direction and curvature to leave a first-order point along, if the leftmost-curvature
-    estimate ``(theta, u, scale)`` says it is a saddle."""
-    if estimate is None:
+    estimate ``(theta, u, scale)`` says it is a saddle (no estimate, ``()``: no check)."""
+    if not estimate:
         return None
     theta, u, scale = estimate
     return (u, theta) if clearly_negative(theta, scale) else None

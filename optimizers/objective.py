@@ -14,6 +14,7 @@ from scipy.optimize import OptimizeResult
 
 from .history import History
 from .krylov import CURVATURE_PROBE_STEPS, dense_leftmost_curvature, leftmost_curvature
+from .stopping import GradientTest, gradient_norm
 
 
 class Status(IntEnum):
@@ -35,15 +36,30 @@ class Status(IntEnum):
 
 
 MESSAGES = {
-    Status.SUCCESS: "Optimization terminated successfully: gradient norm below gtol.",
-    Status.MAXITER: "Maximum number of iterations reached.",
+    Status.SUCCESS: "Optimization terminated successfully: the gradient test passed",
+    Status.MAXITER: "Maximum number of iterations reached before the gradient test passed",
     Status.PRECISION_LOSS: "Desired accuracy not reached: no further progress at working "
-                           "precision.",
-    Status.NONFINITE: "Objective or gradient became non-finite and could not be recovered.",
+                           "precision",
+    Status.NONFINITE: "Objective, gradient or Hessian became non-finite and could not be "
+                      "recovered; returning the best point found",
     Status.NOT_A_MINIMUM: "Stopped at a stationary point with negative curvature (saddle point or "
-                          "maximum).",
-    Status.CALLBACK_STOP: "`callback` raised `StopIteration`.",
+                          "maximum)",
+    Status.CALLBACK_STOP: "`callback` raised `StopIteration`",
 }
+# A first-order point whose Hessian has NaN/inf entries: the gradient test passed, but whether it
+# is a minimum cannot be checked, so it is not reported as one.
+NONFINITE_HESSIAN_AT_STATIONARY_POINT = (
+    "The gradient test passed, but the Hessian is not finite there: the second-order check is "
+    "impossible, so the point is not reported as a minimum")
+
+
+def with_gradient_norm(message: str, x: np.ndarray, f: float, g: np.ndarray,
+                       test: GradientTest) -> str:
+    """``message`` ended with the final gradient norm and the test it was held to, as in
+    "... (||g||_inf = 3.2e-04; test: max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-08, here
+    3.2e-04)."."""
+    return (f"{message.rstrip('.')} (||g||_inf = {gradient_norm(g):.1e}; "
+            f"test: {test.describe(x, f, g)}).")
 
 
 class Objective:
@@ -172,21 +188,25 @@ class Objective:
 def final_point(objective: Objective, x: np.ndarray, f: float, g: np.ndarray,
                 status: Status) -> tuple[np.ndarray, float, np.ndarray]:
     """``(x, f, g)`` to report: the last iterate, or the best point seen when the run failed and
-    that is better (and finite; its gradient is then evaluated)."""
+    that is better (and finite, with a finite gradient, which is then evaluated)."""
     if status != Status.SUCCESS and objective.best_f < f:
-        x, f = objective.best_x, objective.best_f
-        g = objective.grad(x)
+        best_g = objective.grad(objective.best_x)
+        if np.all(np.isfinite(best_g)):
+            return objective.best_x, objective.best_f, best_g
     return x, f, g
 
 
 def make_result(objective: Objective, x: np.ndarray, f: float, g: np.ndarray, status: Status,
-                nit: int, history: History, message: str | None = None) -> OptimizeResult:
+                nit: int, history: History, test: GradientTest,
+                message: str | None = None) -> OptimizeResult:
     """The OptimizeResult of a minimization stopped at ``x`` (see :func:`final_point`), with the
-    status's message unless ``message`` says more."""
+    status's message (or ``message``, when it says more) ended by the final gradient norm and the
+    gradient ``test`` of the run."""
     x, f, g = final_point(objective, x, f, g, status)
     return OptimizeResult(x=x, fun=f, jac=g, nit=nit, nfev=objective.nfev, njev=objective.njev,
                           nhev=objective.nhev, status=status, success=status == Status.SUCCESS,
-                          message=message or MESSAGES[status], history=history)
+                          message=with_gradient_norm(message or MESSAGES[status], x, f, g, test),
+                          history=history)
 
 
 class Monitor:
@@ -201,7 +221,7 @@ class Monitor:
 
     def record(self, nit: int, x: np.ndarray, f: float, g: np.ndarray, **extra) -> bool:
         """Log one iteration; returns True when the callback asks the run to stop."""
-        entry = {"nit": nit, "f": f, "gnorm": float(np.linalg.norm(g, np.inf)), **extra}
+        entry = {"nit": nit, "f": f, "gnorm": gradient_norm(g), **extra}
         self.history.append(entry, self.counts(), x)
         if self.disp:
             if nit == 0:

@@ -270,10 +270,10 @@ class SteihaugCG:
             self._start_along_curvature(hessp, g.size)
 
     def _start_along_curvature(self, hessp: Callable, n: int) -> None:
-        theta, u, scale = leftmost_curvature(hessp, n, n)
-        origin = np.zeros(n)
-        if negative_curvature(theta, scale, ESCAPE_CURVATURE_MARGIN):
-            self._path.append(CGStep(origin, u, 0.0, 0.0, theta, np.inf, np.inf))
+        estimate, origin = leftmost_curvature(hessp, n, n), np.zeros(n)
+        if estimate is not None and negative_curvature(estimate[0], estimate[2],
+                                                       ESCAPE_CURVATURE_MARGIN):
+            self._path.append(CGStep(origin, estimate[1], 0.0, 0.0, estimate[0], np.inf, np.inf))
         self._end = (origin, 0.0)
 
     def _segments(self):

@@ -29,7 +29,9 @@ import numpy as np
 from scipy.optimize import OptimizeResult
 
 from .krylov import EPS, clearly_negative
-from .objective import Monitor, Objective, Status, make_result
+from .objective import (NONFINITE_HESSIAN_AT_STATIONARY_POINT, Monitor, Objective, Status,
+                        make_result)
+from .stopping import GradientTest, noise
 from .subproblems import Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, SubproblemSolution
 
 # Default memory of the nonmonotone Krylov methods: on the MGH set 10 saves a quarter of the
@@ -64,11 +66,6 @@ def backtrack_fraction(f: float, f_trial: float, slope: float) -> float:
     return 0.25
 
 
-def noise(f: float) -> float:
-    """A few ulps of f: changes of f this small are rounding."""
-    return 10.0 * EPS * max(1.0, abs(f))
-
-
 def reduction_ratio(f: float, f_trial: float, decrease: float) -> float:
     """Actual over predicted decrease; both get the rounding level of f so that steps at working
     precision are judged by the model rather than by rounding (CGT §17.4.2). NaN if f_trial is."""
@@ -80,7 +77,7 @@ def reduction_ratio(f: float, f_trial: float, decrease: float) -> float:
 
 
 def trust_region_loop(objective: Objective, make_model: Callable, control, *,
-                      curvature: Callable | None, gtol: float, maxiter: int, eta: float,
+                      curvature: Callable | None, gtol: float | None, maxiter: int, eta: float,
                       callback: Callable | None, disp: bool, memory: int = 1,
                       keep_iterates: bool = True) -> OptimizeResult:
     """The outer loop (N&W Alg. 4.1) shared by the trust-region methods and ARC.
@@ -102,7 +99,8 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
     if not np.all(np.isfinite(g)):
         raise ValueError("the gradient is not finite at x0")
     monitor = Monitor(objective.counts, callback, disp, keep_iterates)
-    model, f_trial, nit = None, f, 0
+    converged = GradientTest(gtol)
+    model, finite_trial, nit, message = None, True, 0, None
     accepted_values = deque([f], maxlen=memory)
 
     def record(step_norm: float, rho: float) -> bool:
@@ -112,7 +110,7 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
     if record(0.0, np.nan):
         status, saddle = Status.CALLBACK_STOP, False
     else:
-        status, saddle = _stationarity(x, g, gtol, curvature)
+        status, saddle = _stationarity(x, f, g, converged, curvature)
     while status is None:
         if nit == maxiter:
             status = Status.MAXITER
@@ -122,21 +120,24 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
         if saddle:
             step = _downhill(step, g)
         step_norm = float(np.linalg.norm(step.p))
-        if not np.isfinite(step_norm):  # the Hessian at x is not finite
-            status = Status.NONFINITE
+        if not (np.isfinite(step_norm) and np.isfinite(step.decrease)):  # H(x) is not finite
+            status, message = Status.NONFINITE, _NONFINITE_STEP
             break
         if _negligible(step.p, x):
             # the radius (or 1/sigma) collapsed: say why no step can be taken
-            status = (Status.NONFINITE if not np.isfinite(f_trial)
+            status = (Status.NONFINITE if not finite_trial
                       else Status.NOT_A_MINIMUM if saddle else Status.PRECISION_LOSS)
+            message = _COLLAPSED.get(status, "").format(name=control.name, value=control.value)
             break
         nit += 1
         x_trial = x + step.p
         f_trial = objective.fun(x_trial)
         reference = max(accepted_values)
         rho = reduction_ratio(reference, f_trial, step.decrease + (reference - f))
-        accepted = rho > eta and _acceptable(f, reference, f_trial, step.decrease, g,
-                                             objective.grad(x_trial))
+        g_trial = objective.grad(x_trial) if rho > eta else None
+        finite_trial = bool(np.isfinite(f_trial) and (g_trial is None
+                                                      or np.all(np.isfinite(g_trial))))
+        accepted = rho > eta and _acceptable(f, reference, f_trial, step.decrease, g, g_trial)
         control.update(rho if accepted else -np.inf, step, step_norm,
                        backtrack_fraction(f, f_trial, g @ step.p))
         if accepted:
@@ -145,8 +146,20 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
         if record(step_norm, rho):
             status = Status.CALLBACK_STOP
         elif accepted:
-            status, saddle = _stationarity(x, g, gtol, curvature)
-    return make_result(objective, x, f, g, status, nit, monitor.history)
+            status, saddle = _stationarity(x, f, g, converged, curvature)
+    if status == Status.NONFINITE and message is None:   # only _stationarity says so
+        message = NONFINITE_HESSIAN_AT_STATIONARY_POINT
+    return make_result(objective, x, f, g, status, nit, monitor.history, converged, message or None)
+
+
+_NONFINITE_STEP = ("The Hessian is not finite at the last iterate: no step can be computed; "
+                   "returning the best point found")
+_COLLAPSED = {
+    Status.PRECISION_LOSS: "Desired accuracy not reached: no step of the model changes x at "
+                           "working precision ({name} = {value:.1e}); no further progress",
+    Status.NONFINITE: "Trial values or gradients were not finite until no step of the model "
+                      "changed x ({name} = {value:.1e}); returning the best point found",
+}
 
 
 def _downhill(step: SubproblemSolution, g: np.ndarray) -> SubproblemSolution:
@@ -173,13 +186,17 @@ def _negligible(p: np.ndarray, x: np.ndarray) -> bool:
     return bool(np.all(np.abs(p) <= EPS * (np.abs(x) + floor)))
 
 
-def _stationarity(x, g, gtol, curvature) -> tuple[Status | None, bool]:
+def _stationarity(x, f, g, converged: GradientTest, curvature) -> tuple[Status | None, bool]:
     """(SUCCESS, False) at a first-order point without clearly negative curvature; (None, True)
-    at a first-order point with it (a saddle to leave); (None, False) otherwise."""
-    if np.abs(g).max() > gtol:
+    at a first-order point with it (a saddle to leave); (NONFINITE, False) at a first-order point
+    where the Hessian is not finite (no second-order check is possible); (None, False) otherwise."""
+    if not converged(x, f, g):
         return None, False
     if curvature is not None:
-        theta, _, scale = curvature(x)
+        estimate = curvature(x)
+        if estimate is None:   # the Hessian is not finite: no second-order check is possible
+            return Status.NONFINITE, False
+        theta, _, scale = estimate
         if clearly_negative(theta, scale):
             return None, True
     return Status.SUCCESS, False
@@ -233,7 +250,8 @@ _OPTIONS_DOC = """
         ``callback(intermediate_result)`` after each iteration; raise StopIteration to stop.
     gtol
         Stop when ``||g||_inf <= gtol`` (and, with ``check_second_order``, no clearly negative
-        curvature is found there).
+        curvature is found there); default None: the relative gradient
+        ``max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-8`` (:mod:`optimizers.stopping`).
     maxiter
         Iterations (trial steps); default ``max(1000, 200 * n)``.
     disp
@@ -290,7 +308,7 @@ def _documented(check: str, memory: int = 1, dense: bool = False):
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
 def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                        hessp: Callable | None = None, callback: Callable | None = None, *,
-                       gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                       gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                        initial_trust_radius: float | None = None,
                        max_trust_radius: float | None = None, eta: float = 0.15,
                        check_second_order: bool = True, keep_iterates: bool = True,
@@ -307,7 +325,7 @@ def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
 def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                           hessp: Callable | None = None, callback: Callable | None = None, *,
-                          gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                          gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                           initial_trust_radius: float | None = None,
                           max_trust_radius: float | None = None, eta: float = 0.15,
                           check_second_order: bool = True, keep_iterates: bool = True,
@@ -325,7 +343,7 @@ def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callabl
 @_documented("eigenvalues of the dense Hessian", dense=True)
 def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                          hessp: Callable | None = None, callback: Callable | None = None, *,
-                         gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                         gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                          initial_trust_radius: float | None = None,
                          max_trust_radius: float | None = None, eta: float = 0.15,
                          check_second_order: bool = True,
@@ -342,7 +360,7 @@ def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable
 @_documented("eigenvalues of the dense Hessian", dense=True)
 def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                     hessp: Callable | None = None, callback: Callable | None = None, *,
-                    gtol: float = 1e-5, maxiter: int | None = None, disp: bool = False,
+                    gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                     initial_trust_radius: float | None = None,
                     max_trust_radius: float | None = None, eta: float = 0.15,
                     check_second_order: bool = True,

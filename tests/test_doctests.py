@@ -31,7 +31,7 @@ OPTIONS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 # NumPy ops carry NumPy's own meaning; that module has one example in its module docstring instead.
 PUBLIC_MODULES = ("autodiff", "autodiff.extend", "autodiff.tree", "hessopt", "hessopt.nn",
                   "hessopt.nn.activations", "hessopt.nn.losses", "hessopt.nn.datasets", "hessopt.regularizers",
-                  "hessopt.curvature", "hessopt.plot", "hessopt.problems", "optimizers")
+                  "hessopt.curvature", "hessopt.plot", "hessopt.problems", "hessopt.suite", "optimizers")
 
 
 def _module_names() -> list[str]:

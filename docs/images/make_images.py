@@ -49,6 +49,17 @@ def trained_classifier():
                             options={"maxiter": 15}).x
 
 
+def quickstart():
+    """The README's quick start: chained Rosenbrock minimized by newton-cg, its Hessian there."""
+    def f(x):
+        return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+    result = hessopt.minimize(f, np.zeros(8), method="newton-cg")
+    ax = hplot.hessian_heatmap(ad.hessian_operator(f, result.x), plt.figure(figsize=(5.5, 4.2)).add_subplot())
+    ax.set_title("Hessian of chained Rosenbrock (n = 8) at its minimum")
+    save(ax, "quickstart.png")
+
+
 def heatmap():
     params = {"W1": 0.8 * rng.standard_normal((3, 4)), "b1": 0.1 * rng.standard_normal(4),
               "W2": 0.8 * rng.standard_normal((4, 2))}
@@ -127,6 +138,7 @@ def performance_profile():
 
 
 def main() -> None:
+    quickstart()
     heatmap()
     jacobian()
     params = trained_classifier()

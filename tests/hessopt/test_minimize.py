@@ -42,7 +42,7 @@ def test_signature_matches_scipy():
 
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_finds_the_rosenbrock_minimum(method):
-    result = hessopt.minimize(rosen, X0, method=method, options={"gtol": 1e-8})
+    result = hessopt.minimize(rosen, X0, method=method)   # the defaults: no tol, no options
     assert result.success and result.status == 0
     np.testing.assert_allclose(result.x, np.ones(6), atol=1e-6)
     assert result.fun < 1e-12
@@ -51,6 +51,21 @@ def test_every_method_finds_the_rosenbrock_minimum(method):
         assert field in result
     assert len(result.history) == result.nit + 1
     assert result.history[-1]["f"] == pytest.approx(result.fun)
+
+
+@pytest.mark.parametrize("method", ["newton-cg", "trust-ncg"])
+def test_the_default_call_is_honest_where_scipys_test_is_not(method):
+    """Watson, n = 9 (minimum 1.39976e-6): scipy's ||g||_inf <= 1e-5, asked for with ``tol`` or
+    scipy's option name ``gtol``, stops far above it; the default reaches it."""
+    problem = problems.get("watson", 9)
+    default = hessopt.minimize(problem.fun, problem.x0, method=method)
+    assert default.success and default.fun == pytest.approx(problem.fmin, rel=1e-6)
+    for loose in (hessopt.minimize(problem.fun, problem.x0, method=method, tol=1e-5),
+                  hessopt.minimize(problem.fun, problem.x0, method=method,
+                                   options={"gtol": 1e-5})):
+        assert loose.success and np.abs(loose.jac).max() <= 1e-5
+        assert loose.fun > 2 * problem.fmin and loose.nit < default.nit
+        assert "gtol = 1.0e-05" in loose.message
 
 
 @pytest.mark.parametrize("method", ["newton-cg", "trust-krylov", "trust-exact"])

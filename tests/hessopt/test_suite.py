@@ -5,6 +5,7 @@ import sys
 import numpy as np
 import pytest
 
+import hessopt
 from hessopt import problems
 from hessopt.__main__ import main
 from hessopt.suite import SCIPY_COUNTERPARTS, format_summary, rosenbrock_race, run_hessopt, run_scipy
@@ -43,18 +44,42 @@ def test_scipy_counterparts_use_scipy_with_exact_derivatives():
         assert run.solved, method
 
 
-def test_summary_counts_solved_and_false_successes():
-    problem = problems.get("rosenbrock")
-    runs = [run_hessopt(problem, "trust-exact", {"gtol": 1e-10}),
-            run_hessopt(problem, "trust-exact", {"maxiter": 2})]
-    summary = format_summary(runs)
-    assert "1 / 2" in summary
+def test_summary_counts_solved_false_successes_and_evaluations_for_both_libraries():
+    problem, loose = problems.get("watson", 9), {"gtol": 1e-5}   # scipy's test stops it early
+    runs = [run_hessopt(problems.get("rosenbrock"), "newton-cg"), run_hessopt(problem, "newton-cg"),
+            run_hessopt(problem, "newton-cg", loose), run_scipy(problem, "newton-cg")]
+    assert [r.false_success for r in runs] == [False, False, True, runs[3].success]
+    row = format_summary(runs).splitlines()[3].replace(",", "").split()
+    # method, solved / runs, false successes, evaluations, seconds: hessopt's, then scipy's
+    assert row[:5] == ["newton-cg", "2", "/", "3", "1"]
+    assert int(row[5]) == sum(r.evaluations for r in runs[:3])
+    assert row[7:11] == ["1" if runs[3].solved else "0", "/", "1", str(int(runs[3].false_success))]
+    assert int(row[11]) == runs[3].evaluations
 
 
-def test_rosenbrock_race_reaches_the_gradient_tolerance():
+def test_suite_runs_keep_no_iterates_and_use_the_defaults():
+    problem = problems.get("beale")
+    run = run_hessopt(problem, "newton-cg")
+    default = hessopt.minimize(problem.fun, problem.x0, method="newton-cg")
+    assert run.nit == default.nit and run.f == default.fun
+    assert "x" not in hessopt.minimize(problem.fun, problem.x0, method="newton-cg",
+                                       options={"keep_iterates": False}).history
+
+
+def test_main_takes_gtol_for_tight_or_loose_runs(capsys):
+    arguments = ["--problems", "powell_badly_scaled", "--methods", "newton-cg"]
+    assert main([*arguments, "--gtol", "1e-5"]) == 0
+    loose = capsys.readouterr().out
+    assert main(arguments) == 0
+    default = capsys.readouterr().out
+    assert "NO*" in loose.split("powell_badly_scaled")[1].splitlines()[0]   # scipy's test: early
+    assert " yes " in default.split("powell_badly_scaled")[1].splitlines()[0]
+
+
+def test_rosenbrock_race_reaches_the_minimum_with_the_defaults():
     runs = rosenbrock_race(40)
     ours = [r for r in runs if not r.method.startswith("scipy")]
-    assert all(r.gnorm < 1e-6 and r.solved for r in ours)
+    assert all(r.gnorm <= 1e-8 and r.solved and r.success for r in ours)
 
 
 def test_python_dash_m_hessopt_runs(tmp_path):
