@@ -22,7 +22,8 @@ import scipy.optimize
 
 import autodiff as ad
 import hessopt
-from bench_overhead import CHAIN, N, chain, rosenbrock, rosenbrock_gradient, tape_gradient
+from bench_overhead import (CHAIN, N, chain, rosenbrock, rosenbrock_gradient, tape_gradient,
+                            torch_chain_gradient)
 from common import median_time, optional, report
 from hessopt import problems, suite
 
@@ -81,12 +82,7 @@ def gradients() -> None:
     torch = optional("torch")
     if torch:
         torch.set_num_threads(1)
-
-        def torch_chain():
-            x = torch.tensor(s0, requires_grad=True)
-            y = chain(x, torch.sin)
-            y.backward()
-            return x.grad
+        torch_chain = torch_chain_gradient(torch, s0)
         rows.append(("torch eager", median_time(torch_chain)))
         assert np.isclose(float(torch_chain()), traced_chain(s0))
     report(rows, "torch eager" if torch else "autodiff eager tape")
