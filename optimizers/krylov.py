@@ -65,6 +65,8 @@ and T. Steihaug, SIAM J. Numer. Anal. 19 (1982).
 """
 from __future__ import annotations
 
+import math
+
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -139,8 +141,9 @@ FORCING_CAP = 0.25
 
 
 def norm(v: np.ndarray) -> float:
-    """Euclidean norm, without np.linalg.norm's overhead (it dominates at Lanczos sizes)."""
-    return float(np.sqrt(v @ v))
+    """Euclidean norm, without np.linalg.norm's overhead (it dominates at Lanczos sizes); math.sqrt
+    rounds as np.sqrt does, at a tenth of its cost on a scalar."""
+    return math.sqrt(v @ v)
 
 
 def forcing_term(gnorm: float) -> float:
@@ -314,7 +317,7 @@ class ConjugateGradient:
         self.negative_curvature = False
 
     def product(self, v: np.ndarray) -> np.ndarray:
-        return self._matvec(v) + self._shift * v
+        return self._matvec(v) + self._shift * v if self._shift else self._matvec(v)
 
     @property
     def value(self) -> float:
