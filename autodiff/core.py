@@ -528,6 +528,16 @@ def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
     return {k: _dense(grads[k]) for k in keep if k in grads}
 
 
+def add_piece(pieces: list, index, piece) -> None:
+    """Add ``piece`` at ``index`` to a list of ``(index, piece)`` pairs: into the piece already at that
+    index (existing + new), else as a new pair. Replays sum slice cotangents with it too, bit for bit."""
+    for k, (known, total) in enumerate(pieces):
+        if known == index:
+            pieces[k] = (index, total + piece)
+            return
+    pieces.append((index, piece))
+
+
 class SlicedCotangent:
     """A cotangent that is zero outside some basic-index slices, like TensorFlow's IndexedSlices.
 
@@ -548,12 +558,7 @@ class SlicedCotangent:
             return self.dense(other)
         pieces = list(self.pieces)
         for index, piece in other.pieces:
-            for k, (known, total) in enumerate(pieces):
-                if known == index:
-                    pieces[k] = (index, total + piece)
-                    break
-            else:
-                pieces.append((index, piece))
+            add_piece(pieces, index, piece)
         return SlicedCotangent(self.shape, pieces)
 
     __radd__ = __add__

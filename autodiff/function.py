@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from . import numpy as anp
-from .core import Primitive, Tensor, Variable, state
+from .core import Primitive, Tensor, Variable, add_piece, state
 from .tape import GradientTape, UnconnectedGradients, _Node, _require_scalar, _require_tensors
 from .tree import flatten
 
@@ -300,12 +300,7 @@ def _accumulate_sliced(shape: tuple, dtype, *items):
             total = total.copy()
             total[index] += value
         else:
-            for j, (known, piece) in enumerate(pieces):
-                if known == index:
-                    pieces[j] = (index, piece + value)
-                    break
-            else:
-                pieces.append((index, value))
+            add_piece(pieces, index, value)
     if total is None:
         total = np.zeros(shape, dtype)
         total[pieces[0][0]] = pieces[0][1]
