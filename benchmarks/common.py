@@ -7,43 +7,42 @@ import time
 from typing import Callable
 
 
+def calls_per_batch(fn: Callable, seconds: float) -> int:
+    """How many calls of ``fn`` fill about ``seconds`` (after one warm-up call)."""
+    fn()
+    start = time.perf_counter()
+    fn()
+    return max(1, int(seconds / max(time.perf_counter() - start, 1e-9)))
+
+
+def seconds_per_call(fn: Callable, number: int) -> float:
+    """Mean seconds per call over one batch of ``number`` calls."""
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
 def median_time(fn: Callable, repeats: int = 7, number: int | None = None) -> float:
     """Median seconds per call over ``repeats`` batches of ``number`` calls (auto-sized)."""
-    fn()
     if number is None:
-        start = time.perf_counter()
+        number = calls_per_batch(fn, 0.05)
+    else:
         fn()
-        once = time.perf_counter() - start
-        number = max(1, int(0.05 / max(once, 1e-9)))
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - start) / number)
-    times.sort()
-    return times[len(times) // 2]
+    return statistics.median_low(seconds_per_call(fn, number) for _ in range(repeats))
 
 
 def interleaved_ratios(fns: dict[str, Callable], baseline: str, repeats: int = 15) -> dict:
     """Median seconds per call of each function and its median ratio to ``baseline``, timed in
     round-robin rounds so that load from other processes hits every function alike.
 
-    Returns ``{name: (seconds, ratio)}``; each round times ``number`` calls of every function.
+    Returns ``{name: (seconds, ratio)}``; each round times one batch of calls of every function.
     """
-    numbers = {}
-    for name, fn in fns.items():
-        fn()
-        start = time.perf_counter()
-        fn()
-        numbers[name] = max(1, int(0.02 / max(time.perf_counter() - start, 1e-9)))
+    numbers = {name: calls_per_batch(fn, 0.02) for name, fn in fns.items()}
     rounds = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(numbers[name]):
-                fn()
-            rounds[name].append((time.perf_counter() - start) / numbers[name])
+            rounds[name].append(seconds_per_call(fn, numbers[name]))
     base = rounds[baseline]
     return {name: (statistics.median(times), statistics.median(t / b for t, b in zip(times, base)))
             for name, times in rounds.items()}
