@@ -1,0 +1,111 @@
+"""scipy's own tests of its second-order methods, run with ``hessopt.minimize`` in
+``scipy.optimize.minimize``'s place.
+
+``scipy.optimize.tests.test_optimize`` and ``test_trustregion`` ship inside the installed scipy
+wheel. This script runs them twice with pytest (``--pyargs``, nothing copied): once as shipped, and
+once with this file loaded as a pytest plugin, which replaces ``scipy.optimize.minimize`` by a
+function that sends Newton-CG, trust-ncg, trust-krylov, trust-exact and dogleg to
+``hessopt.minimize`` (every other method goes to scipy, untouched). A test counts when it calls
+``minimize`` with one of those five methods; the table lists each such test's outcome under both.
+
+Run: python benchmarks/scipy_suite.py [-k EXPR]   (about a minute)
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+MODULES = ["scipy.optimize.tests.test_optimize", "scipy.optimize.tests.test_trustregion"]
+SECOND_ORDER = {"newton-cg", "trust-ncg", "trust-krylov", "trust-exact", "dogleg"}
+REPORT = "HESSOPT_SCIPY_SUITE_REPORT"  # where each process writes {test id: [reached, outcome]}
+
+
+# --- the plugin (loaded by pytest with -p scipy_suite) ----------------------------------------------
+
+_reached: set = set()
+_current: list = [None]
+
+
+def pytest_configure(config):
+    """Replace scipy.optimize.minimize before scipy's test modules import it."""
+    import scipy.optimize
+    import scipy.optimize._minimize
+    if os.environ.get("HESSOPT_SCIPY_SUITE_PATCH") != "1":
+        return
+    import hessopt
+    original = scipy.optimize.minimize
+
+    def minimize(fun, x0, args=(), method=None, *pargs, **kwargs):
+        if isinstance(method, str) and method.lower() in SECOND_ORDER:
+            _reached.add(_current[0])
+            return hessopt.minimize(fun, x0, args, method, *pargs, **kwargs)
+        return original(fun, x0, args, method, *pargs, **kwargs)
+
+    scipy.optimize.minimize = scipy.optimize._minimize.minimize = minimize
+
+
+def _name(nodeid: str, path: str) -> str:
+    """``test_file.py::Class::test``: scipy's files lie outside the rootdir, so pytest drops their path."""
+    return Path(path).name + nodeid if nodeid.startswith("::") else nodeid
+
+
+def pytest_runtest_setup(item):
+    _current[0] = _name(item.nodeid, str(item.path))
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" or report.outcome != "passed":
+        path = os.environ.get(REPORT)
+        if path:
+            with open(path, "a") as out:
+                name = _name(report.nodeid, report.location[0])
+                out.write(json.dumps([name, name in _reached, report.outcome]) + "\n")
+
+
+def pytest_sessionfinish(session):
+    path = os.environ.get(REPORT)
+    if path:  # tests that reached hessopt but failed before "call" are logged above
+        with open(path, "a") as out:
+            for nodeid in sorted(_reached):
+                out.write(json.dumps([nodeid, True, None]) + "\n")
+
+
+# --- the driver ---------------------------------------------------------------------------------------
+
+def run(patch: bool, extra: list[str]) -> dict:
+    """{test id: (reached hessopt, outcome)} of one pytest run."""
+    with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as report:
+        env = dict(os.environ, **{REPORT: report.name, "HESSOPT_SCIPY_SUITE_PATCH": "1" if patch else "0"})
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parent.parent),
+                                             env.get("PYTHONPATH", "")])
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "scipy_suite", "-p", "no:cacheprovider",
+                        "--pyargs", *MODULES, *extra], env=env, cwd=tempfile.gettempdir(),
+                       stdout=subprocess.DEVNULL)
+        outcomes: dict = {}
+        for line in report:
+            nodeid, reached, outcome = json.loads(line)
+            old = outcomes.get(nodeid, (False, None))
+            worst = outcome if outcome in ("failed", "error") or old[1] is None else old[1]
+            outcomes[nodeid] = (old[0] or reached, worst)
+        return outcomes
+
+
+def main(argv: list[str]) -> int:
+    patched, shipped = run(True, argv), run(False, argv)
+    reached = sorted(k for k, (hit, _) in patched.items() if hit)
+    passed = [k for k in reached if patched[k][1] == "passed"]
+    print(f"{'test':<100} {'scipy':>8} {'hessopt':>8}")
+    for k in reached:
+        print(f"{k:<100} {shipped.get(k, (0, '?'))[1]:>8} {patched[k][1]:>8}")
+    scipy_passed = sum(shipped.get(k, (0, None))[1] == "passed" for k in reached)
+    print(f"\n{len(reached)} tests reach the five methods: hessopt passes {len(passed)}, "
+          f"scipy passes {scipy_passed}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
