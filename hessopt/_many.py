@@ -233,13 +233,13 @@ class _Dask(_Engine):
         task = self.tasks.get(future)
         if task is None:                # finished meanwhile
             return []
-        keys = {worker: set(keys) for worker, keys in self.client.processing().items()}
-        workers = [worker for worker, held in keys.items() if task.key in held]
-        held = set().union(*(keys[worker] for worker in workers))
-        stopped = [other for other, t in list(self.tasks.items()) if t.key in held]
-        self.client.cancel([t for t in (self.tasks.pop(f, None) for f in stopped) if t is not None])
-        for each in stopped:
-            each.cancel()
+        processing = self.client.processing()
+        workers = [worker for worker, keys in processing.items() if task.key in keys]
+        held = {key for worker in workers for key in processing[worker]}
+        stopped = [other for other, t in list(self.tasks.items()) if other is future or t.key in held]
+        self.client.cancel([t for t in (self.tasks.pop(other, None) for other in stopped) if t is not None])
+        for other in stopped:
+            other.cancel()
         if workers:
             self.client.run(_end_worker_process, workers=workers, wait=False)
         return [other for other in stopped if other is not future]
@@ -414,8 +414,8 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
     on a fresh pool of the same size, start method and initializer; the pool passed in is then
     broken, as any pool whose worker died), a Dask worker's process is ended and its nanny starts a
     new one. Other executors (a thread pool) cannot stop a run: it is abandoned, its worker stays
-    busy, and one fewer run is handed out at a time. With no executor, a ``timeout`` runs each start
-    in a child process of its own, which also survives a run that kills its process; without a
+    busy, and one fewer run is handed out at a time. With no executor, a ``timeout`` runs the starts
+    one at a time in a child process (a fresh one after a run that kills it or hangs); without a
     timeout the runs share this process, and a run that ends it ends the caller. Runs in other
     processes need ``fun`` (and the options) to pickle: a module-level function (Dask also ships
     lambdas).
