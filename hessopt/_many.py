@@ -44,7 +44,7 @@ class BatchStatus(IntEnum):
     WORKER_DIED = -3    # the process running it ended (os._exit, a signal, a crash), twice
 
 
-def failed_result(x0, status: BatchStatus, message: str, last: OptimizeResult | None = None) -> OptimizeResult:
+def _failed(x0, status: BatchStatus, message: str, last: OptimizeResult | None = None) -> OptimizeResult:
     """A run's failed result: at its last iterate if one is known (``last``), else at its start."""
     if last is not None:
         return OptimizeResult(x=last.x, fun=float(last.fun), nit=last.nit, success=False,
@@ -87,7 +87,7 @@ class _Run:
         try:
             return minimize(self.fun, x0, method=self.method, **{**self.kwargs, "callback": last})
         except (Exception, SystemExit) as error:
-            result = failed_result(x0, BatchStatus.RAISED, _named(error), last.result)
+            result = _failed(x0, BatchStatus.RAISED, _named(error), last.result)
             result.traceback = traceback.format_exc()
             return result
 
@@ -117,10 +117,11 @@ class _Engine:
     def submit(self, run: _Run, x0) -> Future:
         return self.executor.submit(run, x0)
 
-    def stop(self, future: Future) -> list[Future]:
-        """Stop ``future``'s run; returns the other runs in flight that stopping it stopped too."""
-        future.cancel()
-        self.capacity = max(1, self.capacity - 1)
+    def stop(self, futures: list[Future]) -> list[Future]:
+        """Stop these runs; returns the other runs in flight that stopping them stopped too."""
+        for future in futures:
+            future.cancel()
+        self.capacity = max(1, self.capacity - len(futures))
         return []
 
     def close(self, clean: bool) -> None:
@@ -167,8 +168,8 @@ class _ProcessPool(_Engine):
         self.futures = [f for f in self.futures if not f.done()] + [future]
         return future
 
-    def stop(self, future: Future) -> list[Future]:
-        stopped = [f for f in self.futures if f is not future and not f.done()]
+    def stop(self, futures: list[Future]) -> list[Future]:
+        stopped = [f for f in self.futures if f not in futures and not f.done()]
         self._kill()
         self._renew()
         return stopped
@@ -229,20 +230,18 @@ class _Dask(_Engine):
         except InvalidStateError:       # settled already: stopped here after its timeout
             pass
 
-    def stop(self, future: Future) -> list[Future]:
-        task = self.tasks.get(future)
-        if task is None:                # finished meanwhile
-            return []
+    def stop(self, futures: list[Future]) -> list[Future]:
+        hung = {self.tasks[f].key for f in futures if f in self.tasks}
         processing = self.client.processing()
-        workers = [worker for worker, keys in processing.items() if task.key in keys]
+        workers = [worker for worker, keys in processing.items() if hung & set(keys)]
         held = {key for worker in workers for key in processing[worker]}
-        stopped = [other for other, t in list(self.tasks.items()) if other is future or t.key in held]
-        self.client.cancel([t for t in (self.tasks.pop(other, None) for other in stopped) if t is not None])
-        for other in stopped:
-            other.cancel()
+        stopped = [f for f, task in list(self.tasks.items()) if f in futures or task.key in held]
+        self.client.cancel([t for t in (self.tasks.pop(f, None) for f in stopped) if t is not None])
+        for future in stopped:
+            future.cancel()
         if workers:
             self.client.run(_end_worker_process, workers=workers, wait=False)
-        return [other for other in stopped if other is not future]
+        return [f for f in stopped if f not in futures]
 
     def close(self, clean: bool) -> None:
         if not clean:
@@ -345,7 +344,7 @@ class _Batch:
         try:
             future = self.engine.submit(self.run, self.starts[index])
         except BrokenExecutor as error:     # a broken executor that cannot be renewed
-            self._finish(index, failed_result(self.starts[index], BatchStatus.WORKER_DIED,
+            self._finish(index, _failed(self.starts[index], BatchStatus.WORKER_DIED,
                                               f"worker died: the executor is broken ({_named(error)})"))
             return
         deadline = math.inf if self.timeout is None else time.monotonic() + self.timeout
@@ -360,14 +359,16 @@ class _Batch:
         for future in done:
             self._settle_one(future, self.inflight.pop(future))
         now = time.monotonic()
-        for future, slot in list(self.inflight.items()):
-            if slot.deadline <= now and not future.done():
-                del self.inflight[future]
-                self._finish(slot.index, failed_result(self.starts[slot.index], BatchStatus.TIMED_OUT,
-                                                       f"timed out after {self.timeout:g} s"))
-                for other in self.engine.stop(future):      # innocent: run them again
-                    if other in self.inflight:
-                        self.pending.appendleft(self.inflight.pop(other).index)
+        overdue = [f for f, slot in self.inflight.items() if slot.deadline <= now and not f.done()]
+        if not overdue:
+            return
+        for future in overdue:
+            index = self.inflight.pop(future).index
+            self._finish(index, _failed(self.starts[index], BatchStatus.TIMED_OUT,
+                                        f"timed out after {self.timeout:g} s"))
+        for other in self.engine.stop(overdue):     # innocent: run them again
+            if other in self.inflight:
+                self.pending.appendleft(self.inflight.pop(other).index)
 
     def _settle_one(self, future: Future, slot: _Slot) -> None:
         try:
@@ -377,9 +378,9 @@ class _Batch:
             cause = error
         start = self.starts[slot.index]
         if not _worker_died(cause):
-            self._finish(slot.index, failed_result(start, BatchStatus.RAISED, _named(cause)))
+            self._finish(slot.index, _failed(start, BatchStatus.RAISED, _named(cause)))
         elif slot.alone:
-            self._finish(slot.index, failed_result(start, BatchStatus.WORKER_DIED,
+            self._finish(slot.index, _failed(start, BatchStatus.WORKER_DIED,
                                                    f"worker died ({_named(cause)})"))
         else:
             self.suspects.append(slot.index)

@@ -5,6 +5,7 @@ Each misbehaves only at a start whose first coordinate is BAD: it raises, ends i
 hangs until the file ``release`` exists (so a test can free a worker it could not stop).
 """
 import os
+import sys
 import time
 
 import numpy as np
@@ -46,3 +47,15 @@ def quartic_refusing_near_minimum(x):
     if np.max(np.abs(x - 3.0)) < 1.0:
         raise FloatingPointError("too close to the minimum")
     return np.sum((x - 3.0) ** 4)
+
+
+def exiting(x):
+    if _at_bad_start(x):
+        sys.exit("the objective called sys.exit")
+    return shifted_sphere(x)
+
+
+def pause_at_start(intermediate_result):
+    """A callback that makes each run take half a second more."""
+    if intermediate_result.nit == 0:
+        time.sleep(0.5)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import hessopt
-from _many_tasks import (BAD, dying, hanging, quartic_refusing_near_minimum, raising,
-                         shifted_sphere)
+from _many_tasks import (BAD, dying, exiting, hanging, pause_at_start, quartic_refusing_near_minimum,
+                         raising, shifted_sphere)
 from hessopt import BatchStatus
 
 STARTS = [np.zeros(2), np.full(2, BAD), np.ones(2), np.array([2.0, -1.0])]
@@ -51,8 +51,12 @@ def assert_solved(results, indices):
 
 
 def test_good_runs_are_minimize_on_each_start(where):
+    name, executor = where
+    executor = executor()
+    if name == "dask":           # the Client itself serves as well as client.get_executor()
+        executor = executor._client
     starts = [np.full(3, float(k)) for k in range(4)]
-    results = hessopt.minimize_many(shifted_sphere, starts, method="trust-exact", executor=where[1]())
+    results = hessopt.minimize_many(shifted_sphere, starts, method="trust-exact", executor=executor)
     for start, result in zip(starts, results):
         alone = hessopt.minimize(shifted_sphere, start, method="trust-exact")
         assert result.success and result.nit == alone.nit
@@ -104,6 +108,31 @@ def test_a_hanging_run_times_out_and_the_others_finish(where, tmp_path):
             executor.submit(shifted_sphere, np.zeros(2)).result()
     if name == "dask":           # the hung worker's process was ended and its nanny started anew
         assert hessopt.minimize_many(shifted_sphere, STARTS, method="newton", executor=executor)[1].success
+
+
+def test_a_run_that_exits_is_a_failed_entry_not_the_end_of_the_batch():
+    results = hessopt.minimize_many(exiting, STARTS, method="newton")
+    assert (results[1].status, results[1].message) == (BatchStatus.RAISED,
+                                                       "SystemExit: the objective called sys.exit")
+    assert_solved(results, [0, 2, 3])
+
+
+def test_a_timeout_counts_from_when_a_run_can_start():
+    # 8 runs of half a second on 2 workers take 2 s in all: each still has its 1.5 s.
+    starts = [np.full(2, float(k)) for k in range(8)]
+    with ProcessPoolExecutor(2) as pool:
+        results = hessopt.minimize_many(shifted_sphere, starts, method="newton", executor=pool,
+                                        timeout=1.5, callback=pause_at_start)
+    assert [r.success for r in results] == [True] * 8
+
+
+def test_runs_that_hang_together_time_out_together(tmp_path):
+    starts = [np.full(2, BAD), np.full(2, BAD)] + STARTS[2:]
+    with ProcessPoolExecutor(2) as pool:
+        results = hessopt.minimize_many(hanging, starts, method="newton", executor=pool,
+                                        timeout=TIMEOUT, args=(str(tmp_path / "release"),))
+    assert [r.status for r in results[:2]] == [BatchStatus.TIMED_OUT] * 2
+    assert_solved(results, [2, 3])
 
 
 def test_a_thread_pool_abandons_a_hanging_run(tmp_path):
