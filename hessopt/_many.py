@@ -41,7 +41,7 @@ class BatchStatus(IntEnum):
     """
     RAISED = -1         # the run raised an exception
     TIMED_OUT = -2      # the run outlived ``timeout``
-    WORKER_DIED = -3    # the process running it ended (os._exit, a signal, a crash), twice
+    WORKER_DIED = -3    # the process running it ended (os._exit, a signal, a crash)
 
 
 def _failed(x0, status: BatchStatus, message: str, last: OptimizeResult | None = None) -> OptimizeResult:
@@ -199,13 +199,13 @@ class _ProcessPool(_Engine):
 
 class _Dask(_Engine):
     """A Dask client (``client.get_executor()`` or the client itself). Each run is a task of its own
-    (``pure=False``: equal starts are not merged, and a rerun is a new task). Dask cannot stop a
+    (a key of its own: equal starts are not merged, and a rerun is a new task). Dask cannot stop a
     running task, so a hung run's worker process is ended and its nanny starts a fresh one; a
     worker without a nanny keeps running the hung task."""
 
     def __init__(self, client, options: dict):
         self.client = client
-        self.options = {**options, "pure": False}
+        self.options = options
         self.capacity = max(1, sum(client.nthreads().values()))
         self.tasks: dict[Future, Any] = {}
 
@@ -348,7 +348,7 @@ class _Batch:
                                               f"worker died: the executor is broken ({_named(error)})"))
             return
         deadline = math.inf if self.timeout is None else time.monotonic() + self.timeout
-        self.inflight[future] = _Slot(index, deadline, alone)
+        self.inflight[future] = _Slot(index, deadline, alone or self.engine.capacity == 1)
 
     def _settle(self) -> None:
         if not self.inflight:
