@@ -50,66 +50,6 @@ def assert_solved(results, indices):
         np.testing.assert_allclose(results[i].x, alone.x, rtol=1e-14)
 
 
-def test_good_runs_are_minimize_on_each_start(where):
-    name, executor = where
-    executor = executor()
-    if name == "dask":           # the Client itself serves as well as client.get_executor()
-        executor = executor._client
-    starts = [np.full(3, float(k)) for k in range(4)]
-    results = hessopt.minimize_many(shifted_sphere, starts, method="trust-exact", executor=executor)
-    for start, result in zip(starts, results):
-        alone = hessopt.minimize(shifted_sphere, start, method="trust-exact")
-        assert result.success and result.nit == alone.nit
-        np.testing.assert_allclose(result.x, [3.0, 3.0, 3.0], atol=1e-8)
-        np.testing.assert_allclose(result.x, alone.x, rtol=1e-14)
-
-
-def test_a_run_that_raises_is_its_own_failed_entry(where):
-    results = hessopt.minimize_many(raising, STARTS, method="newton", executor=where[1]())
-    bad = results[1]
-    assert (bad.success, bad.status, bad.message) == (False, BatchStatus.RAISED,
-                                                      "ValueError: no model at x[0] = -7.0")
-    np.testing.assert_array_equal(bad.x, [BAD, BAD])
-    assert math.isnan(bad.fun) and bad.nit == 0
-    assert "raise ValueError" in bad.traceback
-    assert_solved(results, [0, 2, 3])
-
-
-def test_a_run_whose_worker_dies_is_its_own_failed_entry(where):
-    name, executor = where
-    timeout = 60.0 if name == "no executor" else None   # with no executor, a timeout isolates runs
-    results = hessopt.minimize_many(dying, STARTS, method="newton", executor=executor(), timeout=timeout)
-    bad = results[1]
-    assert (bad.success, bad.status) == (False, BatchStatus.WORKER_DIED)
-    cause = "KilledWorker" if name == "dask" else "BrokenProcessPool"
-    assert bad.message.startswith(f"worker died ({cause}: ")
-    np.testing.assert_array_equal(bad.x, [BAD, BAD])
-    assert_solved(results, [0, 2, 3])
-
-
-def test_a_hanging_run_times_out_and_the_others_finish(where, tmp_path):
-    name, executor = where
-    executor = executor()
-    release = str(tmp_path / "release")
-    hessopt.minimize_many(hanging, STARTS[:1], method="newton", executor=executor, args=(release,))
-    start = time.monotonic()
-    results = hessopt.minimize_many(hanging, STARTS, method="newton", executor=executor,
-                                    timeout=TIMEOUT, args=(release,))
-    elapsed = time.monotonic() - start
-    open(release, "w").close()
-    assert elapsed < 30.0        # the hanging run would take 60 s: its worker was stopped
-    bad = results[1]
-    assert (bad.success, bad.status, bad.message) == (False, BatchStatus.TIMED_OUT,
-                                                      f"timed out after {TIMEOUT:g} s")
-    np.testing.assert_array_equal(bad.x, [BAD, BAD])
-    assert_solved(results, [0, 2, 3])
-    if name == "process pool":   # its hung worker was killed: the pool passed in is broken
-        with pytest.raises(BrokenExecutor):
-            executor.submit(shifted_sphere, np.zeros(2)).result()
-    if name == "dask":           # the hung worker's process was ended and its nanny started anew
-        assert hessopt.minimize_many(shifted_sphere, STARTS, method="newton", executor=executor)[1].success
-
-
 def test_a_run_that_exits_is_a_failed_entry_not_the_end_of_the_batch():
     results = hessopt.minimize_many(exiting, STARTS, method="newton")
     assert (results[1].status, results[1].message) == (BatchStatus.RAISED,
@@ -194,3 +134,63 @@ def test_bad_arguments_raise_before_any_run(call, error, match):
 def test_a_lambda_cannot_go_to_a_process_pool():
     with ProcessPoolExecutor(1) as pool, pytest.raises(TypeError, match="defined at module level"):
         hessopt.minimize_many(lambda x: x @ x, STARTS, executor=pool)
+
+
+def test_good_runs_are_minimize_on_each_start(where):
+    name, executor = where
+    executor = executor()
+    if name == "dask":           # the Client itself serves as well as client.get_executor()
+        executor = executor._client
+    starts = [np.full(3, float(k)) for k in range(4)]
+    results = hessopt.minimize_many(shifted_sphere, starts, method="trust-exact", executor=executor)
+    for start, result in zip(starts, results):
+        alone = hessopt.minimize(shifted_sphere, start, method="trust-exact")
+        assert result.success and result.nit == alone.nit
+        np.testing.assert_allclose(result.x, [3.0, 3.0, 3.0], atol=1e-8)
+        np.testing.assert_allclose(result.x, alone.x, rtol=1e-14)
+
+
+def test_a_run_that_raises_is_its_own_failed_entry(where):
+    results = hessopt.minimize_many(raising, STARTS, method="newton", executor=where[1]())
+    bad = results[1]
+    assert (bad.success, bad.status, bad.message) == (False, BatchStatus.RAISED,
+                                                      "ValueError: no model at x[0] = -7.0")
+    np.testing.assert_array_equal(bad.x, [BAD, BAD])
+    assert math.isnan(bad.fun) and bad.nit == 0
+    assert "raise ValueError" in bad.traceback
+    assert_solved(results, [0, 2, 3])
+
+
+def test_a_run_whose_worker_dies_is_its_own_failed_entry(where):
+    name, executor = where
+    timeout = 60.0 if name == "no executor" else None   # with no executor, a timeout isolates runs
+    results = hessopt.minimize_many(dying, STARTS, method="newton", executor=executor(), timeout=timeout)
+    bad = results[1]
+    assert (bad.success, bad.status) == (False, BatchStatus.WORKER_DIED)
+    cause = "KilledWorker" if name == "dask" else "BrokenProcessPool"
+    assert bad.message.startswith(f"worker died ({cause}: ")
+    np.testing.assert_array_equal(bad.x, [BAD, BAD])
+    assert_solved(results, [0, 2, 3])
+
+
+def test_a_hanging_run_times_out_and_the_others_finish(where, tmp_path):
+    name, executor = where
+    executor = executor()
+    release = str(tmp_path / "release")
+    hessopt.minimize_many(hanging, STARTS[:1], method="newton", executor=executor, args=(release,))
+    start = time.monotonic()
+    results = hessopt.minimize_many(hanging, STARTS, method="newton", executor=executor,
+                                    timeout=TIMEOUT, args=(release,))
+    elapsed = time.monotonic() - start
+    open(release, "w").close()
+    assert elapsed < 30.0        # the hanging run would take 60 s: its worker was stopped
+    bad = results[1]
+    assert (bad.success, bad.status, bad.message) == (False, BatchStatus.TIMED_OUT,
+                                                      f"timed out after {TIMEOUT:g} s")
+    np.testing.assert_array_equal(bad.x, [BAD, BAD])
+    assert_solved(results, [0, 2, 3])
+    if name == "process pool":   # its hung worker was killed: the pool passed in is broken
+        with pytest.raises(BrokenExecutor):
+            executor.submit(shifted_sphere, np.zeros(2)).result()
+    if name == "dask":           # the hung worker's process was ended and its nanny started anew
+        assert hessopt.minimize_many(shifted_sphere, STARTS, method="newton", executor=executor)[1].success
