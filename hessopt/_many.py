@@ -17,16 +17,18 @@ import time
 import traceback
 import uuid
 from collections import deque
-from concurrent.futures import (FIRST_COMPLETED, BrokenExecutor, Executor, Future,
-                                InvalidStateError, ProcessPoolExecutor, wait)
+from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Executor, Future, InvalidStateError, wait
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from scipy.optimize import OptimizeResult
 
 from ._arguments import flatten_x0, takes_intermediate_result
 from ._minimize import _method, minimize
+
+if TYPE_CHECKING:       # multiprocessing is loaded only by those who use processes
+    from concurrent.futures import ProcessPoolExecutor
 
 
 class BatchStatus(IntEnum):
@@ -179,6 +181,7 @@ class _ProcessPool(_Engine):
             process.kill()
 
     def _renew(self) -> None:
+        from concurrent.futures import ProcessPoolExecutor
         old = self.executor
         options = {"mp_context": getattr(old, "_mp_context", None),
                    "initializer": getattr(old, "_initializer", None),
@@ -220,13 +223,16 @@ class _Dask(_Engine):
         """Dask's outcome onto the concurrent.futures Future (in Dask's callback thread)."""
         self.tasks.pop(future, None)
         try:
-            if task.status == "finished":
-                future.set_result(task.result())
-            elif task.status == "cancelled":
+            if task.cancelled():
                 future.cancel()
                 future.set_running_or_notify_cancel()
+                return
+            try:
+                value = task.result()
+            except Exception as error:  # KilledWorker, or a result that did not travel
+                future.set_exception(error)
             else:
-                future.set_exception(task.exception())
+                future.set_result(value)
         except InvalidStateError:       # settled already: stopped here after its timeout
             pass
 
@@ -256,9 +262,13 @@ async def _end_worker_process(dask_worker) -> None:
 
 
 def _engine(executor: Executor | None, timeout: float | None) -> _Engine:
+    if executor is None and timeout is None:
+        return _InProcess()
     if executor is None:
-        return _InProcess() if timeout is None else _ProcessPool(ProcessPoolExecutor(1), owned=True)
-    if isinstance(executor, ProcessPoolExecutor):
+        from concurrent.futures import ProcessPoolExecutor
+        return _ProcessPool(ProcessPoolExecutor(1), owned=True)
+    processes = sys.modules.get("concurrent.futures.process")     # loaded if executor is a pool
+    if processes is not None and isinstance(executor, processes.ProcessPoolExecutor):
         return _ProcessPool(executor)
     distributed = sys.modules.get("distributed")
     if distributed is not None:
