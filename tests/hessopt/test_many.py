@@ -75,6 +75,16 @@ def test_runs_that_hang_together_time_out_together(tmp_path):
     assert_solved(results, [2, 3])
 
 
+def test_a_run_in_flight_when_another_kills_the_pool_is_run_again():
+    # The first run sleeps half a second at its start, so it is running when the second kills the
+    # pool: it fails with BrokenProcessPool too, is run again alone, and keeps its result.
+    with ProcessPoolExecutor(2) as pool:
+        results = hessopt.minimize_many(dying, STARTS[:2], method="newton", executor=pool,
+                                        callback=pause_at_start)
+    assert [r.status for r in results] == [0, BatchStatus.WORKER_DIED]
+    assert_solved(results, [0])
+
+
 def test_a_thread_pool_abandons_a_hanging_run(tmp_path):
     release = str(tmp_path / "release")
     with ThreadPoolExecutor(2) as pool:
