@@ -323,7 +323,8 @@ class _Batch:
 
     def __init__(self, run: _Run, starts: list, engine: _Engine, timeout: float | None,
                  progress: _Progress):
-        self.run, self.starts, self.engine, self.timeout, self.progress = run, starts, engine, timeout, progress
+        self.run, self.starts, self.engine = run, starts, engine
+        self.timeout, self.progress = timeout, progress
         self.results: list[OptimizeResult | None] = [None] * len(starts)
         self.pending = deque(range(len(starts)))
         self.suspects: deque[int] = deque()
