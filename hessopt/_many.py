@@ -456,6 +456,14 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
     list of OptimizeResult
         One per start, in order.
 
+    Raises
+    ------
+    TypeError
+        Before any run, if fun, callback, progress or executor is of the wrong kind, a keyword is
+        not one of minimize's, or runs bound for worker processes do not pickle.
+    ValueError
+        Before any run, for an unknown method or a timeout that is not a positive number.
+
     Examples
     --------
     A double well: each start finds its own minimum; a start where ``f`` raises is a failed entry.
