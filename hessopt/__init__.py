@@ -10,10 +10,11 @@ import importlib
 from autodiff import grad, hessian, hessian_operator, hvp, jacobian
 
 from . import curvature, nn, problems, regularizers
-from ._minimize import METHODS, least_squares, minimize, minimize_many
+from ._many import BatchStatus, minimize_many
+from ._minimize import METHODS, least_squares, minimize
 
-__all__ = ["minimize", "minimize_many", "least_squares", "METHODS", "problems", "curvature", "plot", "nn",
-           "regularizers", "grad", "hessian", "hvp", "jacobian", "hessian_operator"]
+__all__ = ["minimize", "minimize_many", "BatchStatus", "least_squares", "METHODS", "problems", "curvature",
+           "plot", "nn", "regularizers", "grad", "hessian", "hvp", "jacobian", "hessian_operator"]
 
 
 def __getattr__(name: str):

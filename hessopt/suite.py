@@ -14,7 +14,8 @@ import numpy as np
 import scipy.optimize
 
 from . import problems
-from ._minimize import METHODS, AutodiffDerivatives, minimize, minimize_many
+from ._many import minimize_many
+from ._minimize import METHODS, AutodiffDerivatives, minimize
 
 SCIPY_COUNTERPARTS = {"newton-cg": "Newton-CG", "trust-ncg": "trust-ncg",
                       "trust-krylov": "trust-krylov", "trust-exact": "trust-exact", "dogleg": "dogleg"}

@@ -21,11 +21,6 @@ def quadratic(x, A, b):
     return 0.5 * x @ (A @ x) - b @ x
 
 
-def shifted_sphere(x):
-    """Picklable objective for the executor tests (module level)."""
-    return np.sum((x - 3.0) ** 2)
-
-
 X0 = np.array([-1.2, 1.0, -1.2, 1.0, -1.2, 1.0])
 X0_2 = np.array([-1.2, 1.0])  # scipy's chained rosen has a second local minimum for n >= 4
 
@@ -208,27 +203,6 @@ def test_least_squares_matches_the_linear_solution():
     A, b = rng.standard_normal((30, 4)), rng.standard_normal(30)
     result = hessopt.least_squares(lambda x: A @ x - b, np.zeros(4))
     np.testing.assert_allclose(result.x, np.linalg.lstsq(A, b, rcond=None)[0], atol=1e-8)
-
-
-def test_minimize_many_maps_runs_over_a_process_pool():
-    starts = [np.full(3, float(k)) for k in range(4)]
-    with ProcessPoolExecutor(2) as pool:
-        results = hessopt.minimize_many(shifted_sphere, starts, method="trust-exact", executor=pool)
-    assert len(results) == 4
-    for result in results:
-        np.testing.assert_allclose(result.x, 3.0 * np.ones(3), atol=1e-8)
-    sequential = hessopt.minimize_many(shifted_sphere, starts, method="trust-exact")
-    assert [r.nit for r in results] == [r.nit for r in sequential]
-
-
-def test_minimize_many_runs_on_a_local_dask_cluster():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        results = hessopt.minimize_many(shifted_sphere, [np.zeros(2), np.ones(2)], method="newton",
-                                        executor=client.get_executor())
-    for result in results:
-        np.testing.assert_allclose(result.x, 3.0 * np.ones(2), atol=1e-8)
 
 
 def test_the_suite_runs_problems_by_name_in_worker_processes():

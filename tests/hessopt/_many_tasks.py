@@ -1,0 +1,61 @@
+"""Objectives for tests/hessopt/test_many.py, at module level in an importable module so that process
+and Dask workers can unpickle them (pytest puts this folder on sys.path; workers inherit it).
+
+Each misbehaves only at a start whose first coordinate is BAD: it raises, ends its process, or
+hangs until the file ``release`` exists (so a test can free a worker it could not stop).
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+BAD = -7.0
+
+
+def shifted_sphere(x):
+    return np.sum((x - 3.0) ** 2)
+
+
+def _at_bad_start(x) -> bool:
+    return bool(x[0] == BAD)
+
+
+def raising(x):
+    if _at_bad_start(x):
+        raise ValueError(f"no model at x[0] = {BAD}")
+    return shifted_sphere(x)
+
+
+def dying(x):
+    if _at_bad_start(x):
+        os._exit(3)
+    return shifted_sphere(x)
+
+
+def hanging(x, release):
+    if _at_bad_start(x):
+        deadline = time.monotonic() + 60.0
+        while not os.path.exists(release) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    return shifted_sphere(x)
+
+
+def quartic_refusing_near_minimum(x):
+    """sum (x - 3)^4, refusing points within 1 of the minimum: Newton from 0 contracts the distance
+    by 2/3 a step, so it accepts 1 and 5/3, and raises at its third point, 19/9."""
+    if np.max(np.abs(x - 3.0)) < 1.0:
+        raise FloatingPointError("too close to the minimum")
+    return np.sum((x - 3.0) ** 4)
+
+
+def exiting(x):
+    if _at_bad_start(x):
+        sys.exit("the objective called sys.exit")
+    return shifted_sphere(x)
+
+
+def pause_at_start(intermediate_result):
+    """A callback that makes each run take half a second more."""
+    if intermediate_result.nit == 0:
+        time.sleep(0.5)

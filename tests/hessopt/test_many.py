@@ -1,0 +1,206 @@
+"""hessopt.minimize_many: every start gets its own entry, with no executor, a process pool and a Dask
+cluster; a run that raises, hangs or kills its worker costs only its own entry.
+
+The objectives live in _many_tasks.py (module level, so workers unpickle them). Tests are grouped by
+where the runs go (a module-scoped parameter), so the Dask cluster starts once, last: no process pool
+forks while its threads run.
+"""
+import math
+import time
+from concurrent.futures import BrokenExecutor, ProcessPoolExecutor, ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import hessopt
+from _many_tasks import (BAD, dying, exiting, hanging, pause_at_start, quartic_refusing_near_minimum,
+                         raising, shifted_sphere)
+from hessopt import BatchStatus
+
+STARTS = [np.zeros(2), np.full(2, BAD), np.ones(2), np.array([2.0, -1.0])]
+TIMEOUT = 3.0   # seconds: a good run here takes milliseconds, the hanging one a minute
+
+
+@pytest.fixture(scope="module", params=["no executor", "process pool", "dask"])
+def where(request):
+    """Where the runs go: a factory of executors (None: no executor), and what it is called."""
+    if request.param == "no executor":
+        yield request.param, lambda: None
+    elif request.param == "process pool":
+        pools = []
+        yield request.param, lambda: pools.append(ProcessPoolExecutor(2)) or pools[-1]
+        for pool in pools:
+            pool.shutdown()
+    else:
+        distributed = pytest.importorskip("distributed")
+        import dask
+        with dask.config.set({"distributed.scheduler.allowed-failures": 0}):  # KilledWorker at once
+            with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                          dashboard_address=None) as cluster, \
+                    distributed.Client(cluster) as client:
+                yield request.param, client.get_executor
+
+
+def assert_solved(results, indices):
+    """The runs at ``indices`` reached the minimum, (3, 3), as minimize does from their starts."""
+    for i in indices:
+        alone = hessopt.minimize(shifted_sphere, STARTS[i], method="newton")
+        assert results[i].success and results[i].nit == alone.nit
+        np.testing.assert_allclose(results[i].x, [3.0, 3.0], rtol=1e-12)
+        np.testing.assert_allclose(results[i].x, alone.x, rtol=1e-14)
+
+
+def test_a_run_that_exits_is_a_failed_entry_not_the_end_of_the_batch():
+    results = hessopt.minimize_many(exiting, STARTS, method="newton")
+    assert (results[1].status, results[1].message) == (BatchStatus.RAISED,
+                                                       "SystemExit: the objective called sys.exit")
+    assert_solved(results, [0, 2, 3])
+
+
+def test_a_timeout_counts_from_when_a_run_can_start():
+    # 8 runs of half a second on 2 workers take 2 s in all: each still has its 1.5 s.
+    starts = [np.full(2, float(k)) for k in range(8)]
+    with ProcessPoolExecutor(2) as pool:
+        results = hessopt.minimize_many(shifted_sphere, starts, method="newton", executor=pool,
+                                        timeout=1.5, callback=pause_at_start)
+    assert [r.success for r in results] == [True] * 8
+
+
+def test_runs_that_hang_together_time_out_together(tmp_path):
+    starts = [np.full(2, BAD), np.full(2, BAD)] + STARTS[2:]
+    with ProcessPoolExecutor(2) as pool:
+        results = hessopt.minimize_many(hanging, starts, method="newton", executor=pool,
+                                        timeout=TIMEOUT, args=(str(tmp_path / "release"),))
+    assert [r.status for r in results[:2]] == [BatchStatus.TIMED_OUT] * 2
+    assert_solved(results, [2, 3])
+
+
+def test_a_run_in_flight_when_another_kills_the_pool_is_run_again():
+    # The first run sleeps half a second at its start, so it is running when the second kills the
+    # pool: it fails with BrokenProcessPool too, is run again alone, and keeps its result.
+    with ProcessPoolExecutor(2) as pool:
+        results = hessopt.minimize_many(dying, STARTS[:2], method="newton", executor=pool,
+                                        callback=pause_at_start)
+    assert [r.status for r in results] == [0, BatchStatus.WORKER_DIED]
+    assert_solved(results, [0])
+
+
+def test_a_thread_pool_abandons_a_hanging_run(tmp_path):
+    release = str(tmp_path / "release")
+    with ThreadPoolExecutor(2) as pool:
+        results = hessopt.minimize_many(hanging, STARTS, method="newton", executor=pool,
+                                        timeout=TIMEOUT, args=(release,))
+        open(release, "w").close()
+    assert [r.status for r in results][1] == BatchStatus.TIMED_OUT
+    assert_solved(results, [0, 2, 3])
+
+
+def test_a_raising_run_reports_its_last_iterate():
+    # Newton on sum (x - 3)^4 from 0 accepts 1 and 5/3, then f raises at 19/9.
+    result, = hessopt.minimize_many(quartic_refusing_near_minimum, [np.zeros(1)], method="newton")
+    assert (result.status, result.nit) == (BatchStatus.RAISED, 2)
+    assert result.message == "FloatingPointError: too close to the minimum"
+    np.testing.assert_allclose(result.x, [5.0 / 3.0], rtol=1e-12)
+    assert result.fun == pytest.approx((4.0 / 3.0) ** 4, rel=1e-12)
+
+
+def test_the_users_callback_still_sees_every_iterate():
+    seen, new_style = [], []
+    hessopt.minimize_many(quartic_refusing_near_minimum, [np.zeros(1)], method="newton",
+                          callback=lambda xk: seen.append(xk.copy()))
+    hessopt.minimize_many(quartic_refusing_near_minimum, [np.zeros(1)], method="newton",
+                          callback=lambda intermediate_result: new_style.append(intermediate_result.nit))
+    np.testing.assert_allclose(np.ravel(seen), [0.0, 1.0, 5.0 / 3.0], rtol=1e-12)   # x0 first
+    assert new_style == [0, 1, 2]
+
+
+def test_progress_reports_each_finished_run(capsys):
+    calls = []
+    hessopt.minimize_many(raising, STARTS, method="newton",
+                          progress=lambda done, total, result: calls.append((done, total, result.success)))
+    assert calls == [(1, 4, True), (2, 4, False), (3, 4, True), (4, 4, True)]
+    hessopt.minimize_many(raising, STARTS, method="newton", progress=True)
+    err = capsys.readouterr().err
+    assert err.count("\r") == 5 and err.endswith("] 4/4 runs, 1 not successful\n")
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (dict(fun=1.0), TypeError, "fun must be callable"),
+    (dict(method="bfgs"), ValueError, "unknown method 'bfgs'"),
+    (dict(maxiter=3), TypeError, "maxiter"),
+    (dict(callback=3), TypeError, "callback must be callable"),
+    (dict(timeout=0), ValueError, "timeout must be a positive number"),
+    (dict(timeout=float("nan")), ValueError, "timeout must be a positive number"),
+    (dict(progress="yes"), TypeError, "progress must be True, False or a callable"),
+    (dict(executor=object()), TypeError, "executor must be a concurrent.futures.Executor"),
+    (dict(fun=lambda x: x @ x, timeout=5.0), TypeError, "fun and the options of minimize to pickle"),
+])
+def test_bad_arguments_raise_before_any_run(call, error, match):
+    arguments = {"fun": shifted_sphere, "x0s": STARTS, "method": "newton", **call}
+    with pytest.raises(error, match=match):
+        hessopt.minimize_many(**arguments)
+
+
+def test_a_lambda_cannot_go_to_a_process_pool():
+    with ProcessPoolExecutor(1) as pool, pytest.raises(TypeError, match="defined at module level"):
+        hessopt.minimize_many(lambda x: x @ x, STARTS, executor=pool)
+
+
+def test_good_runs_are_minimize_on_each_start(where):
+    name, executor = where
+    executor = executor()
+    if name == "dask":           # the Client itself serves as well as client.get_executor()
+        executor = executor._client
+    starts = [np.full(3, float(k)) for k in range(4)]
+    results = hessopt.minimize_many(shifted_sphere, starts, method="trust-exact", executor=executor)
+    for start, result in zip(starts, results):
+        alone = hessopt.minimize(shifted_sphere, start, method="trust-exact")
+        assert result.success and result.nit == alone.nit
+        np.testing.assert_allclose(result.x, [3.0, 3.0, 3.0], atol=1e-8)
+        np.testing.assert_allclose(result.x, alone.x, rtol=1e-14)
+
+
+def test_a_run_that_raises_is_its_own_failed_entry(where):
+    results = hessopt.minimize_many(raising, STARTS, method="newton", executor=where[1]())
+    bad = results[1]
+    assert (bad.success, bad.status, bad.message) == (False, BatchStatus.RAISED,
+                                                      "ValueError: no model at x[0] = -7.0")
+    np.testing.assert_array_equal(bad.x, [BAD, BAD])
+    assert math.isnan(bad.fun) and bad.nit == 0
+    assert "raise ValueError" in bad.traceback
+    assert_solved(results, [0, 2, 3])
+
+
+def test_a_run_whose_worker_dies_is_its_own_failed_entry(where):
+    name, executor = where
+    timeout = 60.0 if name == "no executor" else None   # with no executor, a timeout isolates runs
+    results = hessopt.minimize_many(dying, STARTS, method="newton", executor=executor(), timeout=timeout)
+    bad = results[1]
+    assert (bad.success, bad.status) == (False, BatchStatus.WORKER_DIED)
+    cause = "KilledWorker" if name == "dask" else "BrokenProcessPool"
+    assert bad.message.startswith(f"worker died ({cause}: ")
+    np.testing.assert_array_equal(bad.x, [BAD, BAD])
+    assert_solved(results, [0, 2, 3])
+
+
+def test_a_hanging_run_times_out_and_the_others_finish(where, tmp_path):
+    name, executor = where
+    executor = executor()
+    release = str(tmp_path / "release")
+    hessopt.minimize_many(hanging, STARTS[:1], method="newton", executor=executor, args=(release,))
+    start = time.monotonic()
+    results = hessopt.minimize_many(hanging, STARTS, method="newton", executor=executor,
+                                    timeout=TIMEOUT, args=(release,))
+    elapsed = time.monotonic() - start
+    open(release, "w").close()
+    assert elapsed < 30.0        # the hanging run would take 60 s: its worker was stopped
+    bad = results[1]
+    assert (bad.success, bad.status, bad.message) == (False, BatchStatus.TIMED_OUT,
+                                                      f"timed out after {TIMEOUT:g} s")
+    np.testing.assert_array_equal(bad.x, [BAD, BAD])
+    assert_solved(results, [0, 2, 3])
+    if name == "process pool":   # its hung worker was killed: the pool passed in is broken
+        with pytest.raises(BrokenExecutor):
+            executor.submit(shifted_sphere, np.zeros(2)).result()
+    if name == "dask":           # the hung worker's process was ended and its nanny started anew
+        assert hessopt.minimize_many(shifted_sphere, STARTS, method="newton", executor=executor)[1].success
