@@ -14,9 +14,9 @@ of smaller degree (an arrowhead's dense row reads nothing, its short rows read t
 and the colour of the entry's column must be unique in that row. The greedy colouring runs in
 vectorized rounds (Jones & Plassmann 1993): a vertex takes the smallest colour its coloured
 neighbours leave free as soon as its neighbours of higher priority are coloured. Priorities follow
-the vertex order taken modulo the bandwidth of the graph, which is the natural greedy order on a
-band (3 colours for a tridiagonal Hessian) in a few rounds instead of n. Everything is linear in
-the vertices and the conflicts, with no Python loop per vertex.
+the vertex order, taken modulo the bandwidth on a narrow band (the natural greedy colouring, 3
+colours for a tridiagonal Hessian, in a few rounds instead of n). Everything is linear in the
+vertices and the conflicts, with no Python loop per vertex.
 
 Examples
 --------
@@ -34,9 +34,6 @@ import numpy as np
 from ._index_sets import Sets, gather
 
 __all__ = ["star_coloring", "column_coloring", "star_recovery", "column_recovery"]
-
-_RECOLOUR_UP_TO = 256  # colours: beyond this the improving pass (one round per colour) is skipped
-
 
 def _csr(rows: np.ndarray, cols: np.ndarray, count: int) -> Sets:
     """Rows of sorted, distinct column indices from (row, col) pairs."""
@@ -101,25 +98,28 @@ def column_coloring(rows: np.ndarray, cols: np.ndarray, shape: tuple) -> np.ndar
 
 
 def _greedy(graph: Sets) -> np.ndarray:
-    """Greedy colouring in vectorized rounds (Jones & Plassmann 1993), then one improving pass."""
-    colours = _jones_plassmann(graph, _priority(graph))
-    if colours.size and colours.max() < _RECOLOUR_UP_TO:
-        colours = _recoloured(graph, colours)
-    return colours
+    """Greedy colouring in vectorized rounds (Jones & Plassmann 1993) in the order of ``_priority``."""
+    return _jones_plassmann(graph, _priority(graph))
 
 
 def _priority(graph: Sets) -> np.ndarray:
-    """A rank per vertex: the vertex order modulo the bandwidth of the graph's typical edges (those
-    between vertices of ordinary degree; the 99th percentile of their spans), so that on a band
-    every residue class is independent: a few rounds, and the natural greedy colouring."""
+    """A rank per vertex. A narrow band (the 99th percentile of the spans of the edges between
+    vertices of ordinary degree, b, below sqrt(n)) is ranked by the vertex order modulo b + 1: each
+    residue class is independent, so b + 1 rounds give the natural greedy colouring (3 colours for
+    a tridiagonal Hessian) where the natural order would take n rounds. Otherwise (grids, irregular
+    graphs) the natural order, whose chains of dependent vertices are short there."""
     count = graph.rows
+    if not count:
+        return np.zeros(0, np.int64)
     degree = graph.lengths()
     owner = graph.row_of_entries()
-    ordinary = degree <= 4 * max(np.median(degree), 1) if count else degree.astype(bool)
+    ordinary = degree <= 4 * max(np.median(degree), 1)
     typical = ordinary[owner] & ordinary[graph.indices]
     spans = np.abs(owner[typical] - graph.indices[typical])
     period = int(np.percentile(spans, 99)) + 1 if spans.size else 1
     vertices = np.arange(count)
+    if period * period > count:
+        return vertices
     rank = np.empty(count, np.int64)
     rank[np.lexsort((vertices, vertices % period))] = vertices
     return rank
@@ -167,23 +167,6 @@ def _smallest_free(group: np.ndarray, colour: np.ndarray, count: int) -> np.ndar
     first = np.searchsorted(group, np.arange(count))
     consecutive = colour == np.arange(keys.size) - first[group]  # 0, 1, 2, ... from the start
     return np.bincount(group[consecutive], minlength=count)
-
-
-def _recoloured(graph: Sets, colours: np.ndarray) -> np.ndarray:
-    """Culberson's iterated greedy: recolour class by class, the largest classes first; a class is
-    independent, so each is one vectorized round, and the colour count never grows."""
-    order = np.argsort(colours, kind="stable")
-    sizes = np.bincount(colours)
-    starts = np.concatenate(([0], np.cumsum(sizes)))
-    new = np.full(colours.size, -1, np.int64)
-    for c in np.argsort(-sizes, kind="stable"):
-        members = order[starts[c]:starts[c + 1]]
-        around = gather(graph, members)
-        whose = around.row_of_entries()
-        coloured = new[around.indices]
-        done = coloured >= 0
-        new[members] = _smallest_free(whose[done], coloured[done], members.size)
-    return new
 
 
 def star_recovery(rows: np.ndarray, cols: np.ndarray, colours: np.ndarray) -> np.ndarray:
