@@ -170,8 +170,11 @@ def _smallest_free(group: np.ndarray, colour: np.ndarray, count: int) -> np.ndar
 
 
 def star_recovery(rows: np.ndarray, cols: np.ndarray, colours: np.ndarray) -> np.ndarray:
-    """Where each entry (rows, cols) of a symmetric matrix is read from H S (n x k, flat, C order):
-    at row i in column colour(j) when j's colour is unique in row i, else at row j in colour(i).
+    """Where each entry (rows, cols) of a symmetric matrix is read from H S (n x k, flat, C order).
+
+    Entries (i, j) and (j, i), i < j, are read at one place: at row i in column colour(j) when j's
+    colour is unique in row i, else at row j in colour(i) (a star colouring makes one of the two
+    unique), so the recovered matrix is exactly symmetric.
 
     Raises
     ------
@@ -182,15 +185,18 @@ def star_recovery(rows: np.ndarray, cols: np.ndarray, colours: np.ndarray) -> np
     --------
     >>> import numpy as np
     >>> rows, cols = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
-    >>> star_recovery(rows, cols, np.array([0, 1]))        # H S is 2 x 2: entries 0, 1, 2, 3
-    array([0, 1, 2, 3])
+    >>> star_recovery(rows, cols, np.array([0, 1]))        # H S is 2 x 2: entries 0, 1, 1, 3
+    array([0, 1, 1, 3])
     """
     k = int(colours.max()) + 1 if colours.size else 1
-    unique_here = _unique_in_row(rows, colours[cols], k, colours.size)
-    unique_there = _unique_in_row(cols, colours[rows], k, colours.size)
-    if not np.all(unique_here | unique_there):
+    counts = np.bincount(rows.astype(np.int64) * k + colours[cols], minlength=colours.size * k)
+    low, high = np.minimum(rows, cols), np.maximum(rows, cols)
+    at_low = low * k + colours[high]
+    at_high = high * k + colours[low]
+    readable_low = counts[at_low] == 1
+    if not np.all(readable_low | (counts[at_high] == 1)):
         raise ValueError("autodiff: the colouring is not a star colouring of the pattern")
-    return np.where(unique_here, rows * k + colours[cols], cols * k + colours[rows])
+    return np.where(readable_low, at_low, at_high)
 
 
 def column_recovery(rows: np.ndarray, cols: np.ndarray, colours: np.ndarray) -> np.ndarray:
