@@ -144,6 +144,11 @@ def reduce(sets: Sets, groups: np.ndarray, count: int) -> Sets:
     if count == 1 and not (groups < 0).any():
         found = sets.dependencies()
         return Sets(np.array([0, found.size]), found, sets.n, found.size)
+    valid_rows = groups >= 0
+    if not np.any(np.bincount(groups[valid_rows], minlength=count) > 1):  # no two rows meet: a move
+        inverse = np.full(count, -1, np.int64)
+        inverse[groups[valid_rows]] = np.flatnonzero(valid_rows)
+        return gather(sets, inverse)
     group = groups[sets.row_of_entries()]
     valid = group >= 0
     keys = (group * sets.n + sets.indices)[valid]

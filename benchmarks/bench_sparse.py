@@ -8,7 +8,9 @@ recorded program, to colour it, and to compute the sparse Hessian at a point (``
 of an ``ad.function``, pattern and colouring cached: one recording of the gradient and one batched
 sweep of k products), the number of colours k, and the sparse Hessian against k Hessian-vector
 products of an already recorded operator. Each step's growth from 10^4 to 10^6 is printed as a
-ratio to linear growth (1.0: linear; the target is within 1.5). Times are medians of repeats.
+ratio to linear growth (1.0: linear; the target is within 1.5), with that of evaluating f in NumPy
+("f") for reference: arrays that outgrow the caches make plain NumPy grow faster than linearly too.
+Times are medians of repeats.
 Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_sparse.py [--quick]
 (--quick: n = 10^4 and 10^5 only)
 """
@@ -72,7 +74,9 @@ def measure(f, n: int, repeats: int) -> dict:
     v = np.ones(n)
     operator.matvec(v)
     hvp = seconds(lambda: operator.matvec(v), max(repeats, 5))
-    return {"detect": detect, "colour": colour, "k": k, "nnz": pattern.nnz, "sparse": sparse, "hvp": hvp}
+    value = seconds(lambda: f(x), max(repeats, 5))
+    return {"detect": detect, "colour": colour, "k": k, "nnz": pattern.nnz, "sparse": sparse, "hvp": hvp,
+            "f": value}
 
 
 def main(quick: bool) -> None:
@@ -89,7 +93,7 @@ def main(quick: bool) -> None:
                   f"{r['sparse']:>12.3f}{r['sparse'] / (r['k'] * r['hvp']):>10.2f}")
         small, large = min(rows), max(rows)
         growth = {step: (rows[large][step] / rows[small][step]) / (large / small)
-                  for step in ("detect", "colour", "sparse")}
+                  for step in ("detect", "colour", "sparse", "f")}
         print(f"{'':<20}growth {small:,} -> {large:,}, as a ratio to linear: "
               + ", ".join(f"{step} {ratio:.2f}" for step, ratio in growth.items()))
 
