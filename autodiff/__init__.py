@@ -14,6 +14,8 @@ from .function import Function, UntraceableError, function
 from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 from .hessian_operator import HessianOperator, hessian_operator
 from .ggn import GGNOperator, ggn_operator
+from .sparsity import (SparseHessian, SparseJacobian, SparsityPattern, hessian_sparsity, jacobian_sparsity,
+                       sparse_hessian, sparse_jacobian)
 from .numpy import stop_gradient
 from . import tree
 from .tree import ravel
@@ -23,4 +25,5 @@ __all__ = ["Tensor", "Variable", "constant", "GradientTape", "UnconnectedGradien
            "stop_gradient", "custom_gradient", "recompute_grad", "ForwardAccumulator", "grad",
            "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp", "hessian_operator",
            "HessianOperator", "ggn_operator", "GGNOperator", "ravel", "tree", "check_grad", "numpy", "extend",
-           "function", "Function", "UntraceableError"]
+           "function", "Function", "UntraceableError", "hessian_sparsity", "jacobian_sparsity",
+           "SparsityPattern", "sparse_hessian", "sparse_jacobian", "SparseHessian", "SparseJacobian"]

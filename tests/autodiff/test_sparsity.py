@@ -1,0 +1,278 @@
+"""Sparsity detection, colourings and sparse derivatives against the dense ones.
+
+Every propagation rule has a function here whose pattern is compared with the nonzeros of the dense
+Hessian or Jacobian at a random point: equal where the rule is exact, a superset where it is
+conservative by design (the fallback, extrema, linear algebra), and the sparse matrix equal to the
+dense one either way. A hypothesis-drawn family of programs checks the superset property.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import autodiff as ad
+import autodiff.numpy as anp
+from autodiff import coloring
+from autodiff.extend import defvjp, primitive
+
+
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def arwhead(x):
+    return np.sum(-4 * x[:-1] + 3) + np.sum((x[:-1] ** 2 + x[-1] ** 2) ** 2)
+
+
+_reversed_squares = primitive(lambda x: x[::-1] ** 2, "reversed_squares")   # no propagation rule
+defvjp(_reversed_squares, lambda g, ans, x: g[..., ::-1] * 2 * x)
+
+A = np.random.default_rng(0).normal(size=(4, 3))
+
+# name -> (scalar function of x (n = 24), whether the pattern is exact rather than a superset)
+HESSIAN_CASES = {
+    "unary and binary ufuncs, slices": (rosen, True),
+    "arrowhead": (arwhead, True),
+    "where, clip": (lambda x: np.sum(np.where(x > 0.5, x ** 2, np.sin(x)) * np.clip(x[::-1], 0.3, 0.8)), True),
+    "maximum: both sides kept (superset)": (lambda x: np.sum(np.maximum(x[1:], x[:-1]) ** 2), False),
+    "sum over an axis, prod": (lambda x: np.sum(np.sum(x.reshape(6, 4), axis=1) ** 3)
+                               + np.sum(np.prod(x.reshape(4, 6), axis=0)), True),
+    "max, min (superset)": (lambda x: np.sum(np.max(x.reshape(6, 4), axis=1) ** 2)
+                            + np.sum(np.min(x.reshape(4, 6), axis=0) ** 3), False),
+    "norm, cumsum, mean": (lambda x: np.sum(np.linalg.norm(x.reshape(8, 3), axis=1) ** 3)
+                           + np.sum(np.cumsum(x[:6]) ** 2) + np.mean(x) ** 2, True),
+    "matmul": (lambda x: np.sum((x.reshape(6, 4) @ A) ** 2) + x[:4] @ x[4:8] + np.sum(x[:6] @ x[6:18].reshape(6, 2)), True),
+    "einsum, tensordot": (lambda x: np.einsum("ij,ij->", x.reshape(4, 6), x.reshape(4, 6) ** 2)
+                          + np.sum(np.einsum("ij,jk->ik", x[:12].reshape(3, 4), A) ** 2)
+                          + np.tensordot(x[:6].reshape(2, 3), x[6:12].reshape(2, 3), 2), True),
+    "indexing with repeats, take, scatter": (lambda x: np.sum(x[[0, 5, 5, 7]] ** 3) + np.sum(np.take(x, [1, 2]) ** 2 * x[[3, 4]]), True),
+    "reshape, transpose, flip, concatenate, stack": (
+        lambda x: np.sum(np.concatenate([x[:12].reshape(3, 4).T, np.flip(x[12:24]).reshape(3, 4).T], axis=1) ** 3
+                         * np.stack([x[::2], x[1::2]]).T.reshape(4, 6)), True),
+    "pad, diagonal, triu, tril, broadcast_to, tile, repeat, roll": (
+        lambda x: np.sum(np.pad(x[:4], 2) ** 2 * np.roll(x[4:12], 3)) + np.sum(np.diagonal(x[:16].reshape(4, 4)) ** 3)
+        + np.sum(np.triu(x[:16].reshape(4, 4)) * np.tril(x[8:24].reshape(4, 4)))
+        + np.sum(np.broadcast_to(x[:3], (2, 3)) ** 3) + np.sum(np.tile(x[:2], 3) * np.repeat(x[2:5], 2)), True),
+    "batched det, inv, solve": (lambda x: np.sum(np.linalg.det(x[:16].reshape(4, 2, 2)) ** 2)
+                                + np.sum(np.linalg.inv(x[:8].reshape(2, 2, 2) + 3 * np.eye(2)))
+                                + np.sum(np.linalg.solve(x[8:16].reshape(2, 2, 2) + 3 * np.eye(2), x[16:20].reshape(2, 2))), True),
+    "fallback: a primitive without a rule (superset)": (lambda x: np.sum(_reversed_squares(x[:8]) * x[8:16]), False),
+}
+
+
+def nonzeros(matrix: np.ndarray) -> np.ndarray:
+    return np.abs(matrix) > 0
+
+
+@pytest.mark.parametrize("name", list(HESSIAN_CASES))
+def test_hessian_pattern_and_matrix_equal_the_dense_ones(name):
+    f, exact = HESSIAN_CASES[name]
+    x = np.random.default_rng(1).uniform(0.1, 1.0, 24)
+    dense = ad.hessian(f)(x)
+    pattern = ad.hessian_sparsity(f, x)
+    structure = pattern.to_dense()
+    assert pattern.shape == (24, 24) and pattern.nnz == structure.sum()
+    assert np.array_equal(structure, structure.T)
+    assert not np.any(nonzeros(dense) & ~structure), "a nonzero outside the pattern"
+    if exact:
+        assert np.array_equal(structure, nonzeros(dense))
+    else:
+        assert structure.sum() > nonzeros(dense).sum()
+    sparse = ad.sparse_hessian(f)(x)
+    assert sparse.format == "csc" and sparse.shape == (24, 24)
+    np.testing.assert_allclose(sparse.toarray(), dense, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
+    assert np.array_equal(sparse.toarray(), sparse.toarray().T)  # each pair read once
+
+
+@pytest.mark.parametrize("n", [10, 2000])
+def test_chained_rosenbrock_is_tridiagonal_with_three_colours(n):
+    x = np.random.default_rng(2).normal(size=n)
+    pattern = ad.hessian_sparsity(rosen, x)
+    i = np.arange(n)
+    expected = np.abs(i[:, None] - i[None, :]) <= 1
+    assert np.array_equal(pattern.to_dense(), expected)
+    assert pattern.coloring().max() + 1 == 3
+    dense = ad.hessian(rosen)(x)
+    np.testing.assert_allclose(ad.sparse_hessian(rosen)(x).toarray(), dense, rtol=1e-12,
+                               atol=1e-12 * np.abs(dense).max())
+
+
+@pytest.mark.parametrize("n", [10, 2000])
+def test_arwhead_is_an_arrowhead_with_two_colours(n):
+    x = np.random.default_rng(3).normal(size=n)
+    pattern = ad.hessian_sparsity(arwhead, x)
+    expected = np.eye(n, dtype=bool)
+    expected[-1, :] = expected[:, -1] = True
+    assert np.array_equal(pattern.to_dense(), expected)
+    assert pattern.coloring().max() + 1 == 2
+    dense = ad.hessian(arwhead)(x)
+    np.testing.assert_allclose(ad.sparse_hessian(arwhead)(x).toarray(), dense, rtol=1e-12,
+                               atol=1e-12 * np.abs(dense).max())
+
+
+JACOBIAN_CASES = {
+    "residuals": (lambda x: np.concatenate([10 * (x[1:] - x[:-1] ** 2), 1 - x[:-1]]), True),
+    "cumsum, convolve": (lambda x: np.concatenate([np.cumsum(x[:5]), np.convolve(x, [1.0, -2.0, 1.0], "valid")]), True),
+    "matrix outputs": (lambda x: (x[:12].reshape(3, 4) @ x[12:20].reshape(4, 2)), True),
+    "sort: read values, recorded eagerly": (lambda x: np.sort(x)[::2] * x[:10], True),
+    "custom_gradient (superset)": (lambda x: ad.custom_gradient(lambda t: (t ** 2, lambda g: 2 * g * t))(x[:6]) + x[6:], False),
+}
+
+
+@pytest.mark.parametrize("name", list(JACOBIAN_CASES))
+def test_jacobian_pattern_and_matrix_equal_the_dense_ones(name):
+    f, exact = JACOBIAN_CASES[name]
+    x = np.random.default_rng(4).uniform(0.1, 1.0, 12 if "residuals" in name else 20)
+    if "custom" in name:
+        x = x[:12]
+    dense = np.reshape(ad.jacobian(f)(x), (-1, x.size))
+    pattern = ad.jacobian_sparsity(f, x)
+    structure = pattern.to_dense()
+    assert pattern.shape == dense.shape
+    assert not np.any(nonzeros(dense) & ~structure)
+    assert np.array_equal(structure, nonzeros(dense)) if exact else structure.sum() > nonzeros(dense).sum()
+    sparse = ad.sparse_jacobian(f)(x)
+    assert sparse.format == "csc"
+    np.testing.assert_allclose(sparse.toarray(), dense, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
+
+
+def test_column_coloring_of_a_banded_jacobian():
+    x = np.ones(50)
+    pattern = ad.jacobian_sparsity(lambda x: x[2:] * x[1:-1] - x[:-2], x)
+    colours = pattern.coloring()
+    assert colours.max() + 1 == 3                      # rows i, i + 1, i + 2: three colours
+    coloring.column_recovery(pattern.rows, pattern.cols, colours)   # valid: raises otherwise
+
+
+# --- the conservative superset over a family of programs ---------------------------------------
+
+STEPS = ["square", "sin", "shift product", "reverse", "pair sums", "cumsum", "gather", "outer block"]
+
+
+def program(steps, x):
+    """A chain of the drawn steps on x (n = 12), ending in a sum of squares."""
+    v = x
+    for step in steps:
+        if step == "square":
+            v = v * v + 0.5
+        elif step == "sin":
+            v = np.sin(v) + v
+        elif step == "shift product":
+            v = np.concatenate([v[1:] * v[:-1], v[-1:]])
+        elif step == "reverse":
+            v = v[::-1] * x
+        elif step == "pair sums":
+            v = np.repeat(np.sum(v.reshape(6, 2), axis=1), 2) * v
+        elif step == "cumsum":
+            v = np.cumsum(v) * 0.1 + v
+        elif step == "gather":
+            v = v[[3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]] + v
+        elif step == "outer block":
+            v = np.concatenate([(v[:3, None] * v[None, 3:6]).ravel(), v[9:]])
+    return np.sum(v ** 2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(STEPS), min_size=1, max_size=4), st.integers(0, 2 ** 16))
+def test_no_nonzero_of_the_dense_hessian_falls_outside_the_pattern(steps, seed):
+    f = lambda x: program(steps, x)  # noqa: E731
+    x = np.random.default_rng(seed).uniform(0.2, 1.0, 12)
+    pattern = ad.hessian_sparsity(f, x).to_dense()
+    for point in (x, np.random.default_rng(seed + 1).uniform(-1.0, 1.0, 12)):
+        dense = ad.hessian(f)(point)
+        assert not np.any(nonzeros(dense) & ~pattern)
+        np.testing.assert_allclose(ad.sparse_hessian(f)(point).toarray(), dense, rtol=1e-11,
+                                   atol=1e-11 * np.abs(dense).max())
+
+
+# --- colourings ---------------------------------------------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 40), st.floats(0.02, 0.5), st.integers(0, 2 ** 16))
+def test_star_and_column_colourings_recover_every_entry(n, density, seed):
+    rng = np.random.default_rng(seed)
+    dense = rng.random((n, n)) < density
+    dense = dense | dense.T | np.eye(n, dtype=bool)
+    rows, cols = np.nonzero(dense)
+    star = coloring.star_coloring(rows, cols, n)
+    read = coloring.star_recovery(rows, cols, star)
+    values = np.where(dense, rng.normal(size=(n, n)), 0.0)
+    values = values + values.T
+    products = values @ np.eye(star.max() + 1)[star]        # H S
+    assert np.array_equal(products.ravel()[read], values[rows, cols])
+    column = coloring.column_coloring(rows, cols, (n, n))
+    products = values @ np.eye(column.max() + 1)[column]
+    assert np.array_equal(products.ravel()[coloring.column_recovery(rows, cols, column)], values[rows, cols])
+
+
+def test_a_colouring_that_does_not_fit_is_refused():
+    rows, cols = np.nonzero(np.abs(np.subtract.outer(np.arange(4), np.arange(4))) <= 1)   # a path 0-1-2-3
+    with pytest.raises(ValueError, match="star colouring"):
+        coloring.star_recovery(rows, cols, np.array([0, 1, 0, 1]))    # a two-coloured path of four
+    coloring.star_recovery(rows, cols, np.array([0, 1, 2, 0]))
+    with pytest.raises(ValueError, match="share a row"):
+        coloring.column_recovery(rows, cols, np.array([0, 0, 1, 2]))
+
+
+# --- caching per signature and branch ---------------------------------------------------------------
+
+def test_the_pattern_is_found_once_per_signature_and_branch():
+    def f(x):
+        if x[0] > 0:                                    # the branch decides the structure
+            return np.sum(x[1:] * x[:-1])
+        return np.sum(x ** 3)
+    hessian = ad.sparse_hessian(f)
+    positive, negative = np.linspace(1, 2, 6), np.linspace(-2, -1, 6)
+    for x in (positive, positive + 0.5, negative, negative - 0.5, positive):
+        np.testing.assert_allclose(hessian(x).toarray(), ad.hessian(f)(x), atol=1e-12)
+    (entries,) = hessian._cache.values()
+    assert len(entries) == 2                            # two branches, two patterns, found once each
+    assert hessian(np.linspace(1, 2, 7)).shape == (7, 7)
+    assert len(hessian._cache) == 2
+
+
+def test_replayed_products_through_a_function():
+    traced = ad.function(rosen)
+    hessian = ad.sparse_hessian(traced)
+    x = np.random.default_rng(5).normal(size=30)
+    hessian(x)
+    traces = traced.traces                              # the gradient and the k products
+    for point in (x, x + 1.0):
+        np.testing.assert_allclose(hessian(point).toarray(), ad.hessian(rosen)(point), rtol=1e-12, atol=1e-9)
+    assert traced.traces == traces                      # replayed, not traced again
+
+
+# --- refusals and layering ----------------------------------------------------------------------------
+
+def test_bad_functions_are_refused_by_name():
+    with pytest.raises(TypeError, match="scalar"):
+        ad.hessian_sparsity(lambda x: x ** 2, np.ones(3))
+    with pytest.raises(TypeError, match="plain"):
+        ad.jacobian_sparsity(lambda x: 1.0, np.ones(3))
+
+
+def test_a_linear_function_has_an_empty_hessian():
+    pattern = ad.hessian_sparsity(lambda x: np.sum(3 * x), np.ones(4))
+    assert pattern.nnz == 0
+    assert ad.sparse_hessian(lambda x: np.sum(3 * x))(np.ones(4)).nnz == 0
+
+
+def test_patterns_and_colourings_load_no_scipy():
+    code = ("import sys, numpy as np, autodiff as ad; "
+            "p = ad.hessian_sparsity(lambda x: np.sum(x[1:] * x[:-1]), np.ones(5)); p.coloring(); "
+            "ad.jacobian_sparsity(lambda x: x ** 2, np.ones(3)).coloring(); "
+            "print('scipy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_to_scipy_is_the_pattern():
+    pattern = ad.hessian_sparsity(arwhead, np.ones(5))
+    matrix = pattern.to_scipy()
+    assert matrix.format == "csc" and matrix.dtype == bool
+    assert np.array_equal(matrix.toarray(), pattern.to_dense())
+    assert anp is not None
