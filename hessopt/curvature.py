@@ -344,7 +344,7 @@ def _deflated_lanczos(A: Operator, closed: np.ndarray, rng: np.random.Generator)
 
 def spectral_density(op: Any, num_steps: int = 80, num_probes: int = 10,
                      seed: int | None = None, block: Any = None,
-                     reorthogonalize: bool = False) -> "SpectralDensity":
+                     reorthogonalize: bool | None = None) -> "SpectralDensity":
     """The eigenvalue density of a symmetric operator by stochastic Lanczos quadrature (Ghorbani
     et al. 2019; Ubaru, Chen & Saad 2017): from each random unit probe v, ``num_steps`` Lanczos
     steps give the Gauss quadrature of v^T delta(t - A) v, whose nodes are the Ritz values and whose
@@ -353,7 +353,11 @@ def spectral_density(op: Any, num_steps: int = 80, num_probes: int = 10,
     The plain three-term recurrence is enough here: in floating point it gains spurious copies of
     converged nodes, but their weights add up to the right one, and the quadrature stays accurate
     (Chen, Trogdon & Ubaru 2021). ``reorthogonalize=True`` removes the copies at O(num_steps^2 n)
-    more work (three times the time on a 100k-parameter network).
+    more work (three times the time on a 100k-parameter network). By default it is on when the
+    steps reach half the dimension n: there the Krylov space can close, and only an orthogonal
+    basis closes it at the eigenvalues (the plain recurrence runs on past n and its nodes drift
+    from them), while reorthogonalizing costs no more than the products would on a dense matrix.
+    An invariant subspace (a next Lanczos coefficient at rounding level) ends a probe early.
 
     Parameters
     ----------
@@ -366,7 +370,8 @@ def spectral_density(op: Any, num_steps: int = 80, num_probes: int = 10,
     seed : int, optional
     block : optional
         The density of a diagonal block (see :class:`Operator`).
-    reorthogonalize : bool, default False
+    reorthogonalize : bool, optional
+        Full reorthogonalization of the Lanczos basis (default: when ``2 num_steps >= n``).
 
     Returns
     -------
@@ -397,6 +402,8 @@ def spectral_density(op: Any, num_steps: int = 80, num_probes: int = 10,
     A = Operator(op, block)
     rng = np.random.default_rng(seed)
     steps = min(int(num_steps), A.n)
+    if reorthogonalize is None:
+        reorthogonalize = 2 * steps >= A.n
     nodes, weights = np.zeros((num_probes, steps)), np.zeros((num_probes, steps))
     for p in range(num_probes):
         start = _rademacher(rng, A.n, 1)[:, 0]
