@@ -220,12 +220,37 @@ def test_trace_of_a_hessian_operator_and_of_one_block():
     assert block.products == 5
 
 
-def test_blocks_of_a_hessian_over_variables():
-    variables = [ad.Variable(PARAMS["W1"]), ad.Variable(PARAMS["b1"]), ad.Variable(PARAMS["W2"])]
+def test_blocks_of_a_hessian_over_variables_by_index_variable_or_name():
+    variables = [ad.Variable(PARAMS[key], name=f"dense/{key}") for key in ("W1", "b1", "W2")]
     op = ad.hessian_operator(lambda: mlp_loss(dict(zip(("W1", "b1", "W2"), variables))), variables)
     H = op.to_dense()
-    block = curvature.Operator(op, block=2)
-    assert np.allclose(block.matmat(np.eye(10)), H[20:, 20:], atol=1e-12)
+    for block in (2, variables[2], "dense/W2"):
+        assert np.allclose(curvature.Operator(op, block=block).matmat(np.eye(10)), H[20:, 20:],
+                           atol=1e-12)
+    assert curvature.trace(op, 15, seed=0, block=variables[1]) == pytest.approx(
+        np.trace(H[15:20, 15:20]), rel=1e-10)
+    with pytest.raises(ValueError, match=r"blocks are \['dense/W1', 'dense/b1', 'dense/W2'\]"):
+        curvature.Operator(op, block=ad.Variable(PARAMS["W2"]))   # the values, another Variable
+    twins = [ad.Variable(np.ones(2), name="w"), ad.Variable(np.ones(2), name="w")]
+    twin_op = ad.hessian_operator(lambda: np.sum(twins[0] ** 2 * twins[1]), twins)
+    with pytest.raises(ValueError, match="names 2 parts"):
+        curvature.Operator(twin_op, block="w")
+    assert np.allclose(curvature.Operator(twin_op, block=twins[1]).matmat(np.eye(2)), 0.0)
+
+
+def test_blocks_by_key_path_of_a_nested_pytree_and_of_a_traced_function():
+    def loss(p):
+        return mlp_loss({"W1": p["hidden"]["W"], "b1": p["hidden"]["b"], "W2": p["out"]})
+
+    params = {"hidden": {"W": PARAMS["W1"], "b": PARAMS["b1"]}, "out": PARAMS["W2"]}
+    for f in (loss, ad.function(loss)):
+        op = ad.hessian_operator(f, params)
+        H = op.to_dense()
+        assert np.allclose(curvature.Operator(op, block=("hidden", "b")).matmat(np.eye(5)),
+                           H[15:20, 15:20], atol=1e-12)
+        assert curvature.Operator(op, block="hidden").n == 20
+        with pytest.raises(ValueError, match="is not in the parameters"):
+            curvature.Operator(op, block=("hidden", "c"))
 
 
 # --- bad input ------------------------------------------------------------------------------------
