@@ -152,7 +152,8 @@ def label(method, penalized):
 
 # %% [markdown]
 # Training curves of the seed-0 runs against the number of backward sweeps (gradients plus
-# Hessian-vector products, each about the cost of one gradient). Newton-CG's line search is
+# Hessian-vector products, each about the cost of one gradient); Newton-CG with the penalty
+# starts where the plain run ended, and needs few iterations from there. Newton-CG's line search is
 # nonmonotone (Grippo, Lampariello & Lucidi 1986): it accepts a first trial step against the
 # highest of the last few values, so the objective may rise for a step while the iterates follow
 # a curved valley.
@@ -232,7 +233,7 @@ claim("Adam: training |∇x ℓ| with / without the penalty", median_ratio("adam
 
 # %% [markdown]
 # On the held-out digits the picture differs by optimizer. The networks trained to a minimum
-# keep their input gradients (the ratio is 1 to within a few percent), while Adam's, stopped
+# keep their input gradients (the ratio is between 0.9 and 1.06), while Adam's, stopped
 # after 500 steps, lose about a quarter of theirs. All twelve networks classify 94 to 97% of the
 # held-out digits correctly.
 
@@ -241,7 +242,7 @@ accuracies = [m["held-out accuracy"] for m in measures.values()]
 claim("lowest held-out accuracy of the 12 networks", min(accuracies), 0.945, atol=0.01)
 claim("highest held-out accuracy of the 12 networks", max(accuracies), 0.965, atol=0.01)
 claim("Newton-CG: held-out |∇x ℓ| with / without the penalty", median_ratio("newton-cg", "held-out |∇x ℓ|"),
-      0.98, atol=0.06)
+      0.98, atol=0.08)
 claim("Adam: held-out |∇x ℓ| with / without the penalty", median_ratio("adam", "held-out |∇x ℓ|"),
       0.76, atol=0.1)
 
