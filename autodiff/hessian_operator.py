@@ -24,7 +24,9 @@ class SymmetricOperator:
     vectors (matvec, matmat, to_dense, @, as_linear_operator) built on one batched ``_sweep``.
 
     When x is a Variable or a structure of Variables, the function is called with no arguments (it
-    reads the Variables itself); otherwise with a structure like x of watched constants.
+    reads the Variables itself); otherwise with a structure like x of watched constants. ``x`` is
+    kept as given (the Variables themselves, not their values), so that a block of the operator
+    can be named by its Variable, the Variable's name or its key path.
     """
 
     shape: tuple
@@ -33,7 +35,7 @@ class SymmetricOperator:
     def _trace_sources(self, f: Callable, x, chunk_size: int | None) -> Callable:
         """Set up ``_sources`` from x; returns f as a function of no arguments reading them."""
         leaves, rebuild = flatten(x)
-        self.chunk_size = chunk_size
+        self.x, self.chunk_size = x, chunk_size
         self.unravel = ravel(x)[1]  # flat vectors -> the structure of x (blocks of the Hessian)
         if leaves and all(isinstance(leaf, Variable) for leaf in leaves):
             self._sources = leaves
@@ -120,6 +122,8 @@ class HessianOperator(SymmetricOperator):
 
     Attributes
     ----------
+    x : array_like, Variable, or pytree of them
+        The point as given (Variables stay Variables, so their current values may have moved on).
     value : float
         f(x).
     gradient : ndarray, shape (n,)
@@ -173,7 +177,7 @@ class ReplayedHessianOperator(SymmetricOperator):
 
     def __init__(self, function: Function, x, at: tuple, snapshot: dict, chunk_size: int | None = None):
         self.chunk_size = chunk_size
-        self._function, self._x, self._snapshot = function, x, snapshot
+        self._function, self.x, self._snapshot = function, x, snapshot
         self._unravel = None
         value, gradient, product = at
         self._products = {(): product}
@@ -188,7 +192,7 @@ class ReplayedHessianOperator(SymmetricOperator):
         """Flat vectors -> the structure of x, made on first use (ravel copies x: an optimizer
         taking one operator per iterate never asks)."""
         if self._unravel is None:
-            self._unravel = ravel(self._x)[1]
+            self._unravel = ravel(self.x)[1]
         return self._unravel
 
     def _sweep(self, seeds: np.ndarray) -> np.ndarray:
@@ -196,7 +200,7 @@ class ReplayedHessianOperator(SymmetricOperator):
         product = self._products.get(batch_shape)
         if product is None:
             product = self._products[batch_shape] = \
-                self._function._curvature_at(self._x, batch_shape, self._snapshot)[2]
+                self._function._curvature_at(self.x, batch_shape, self._snapshot)[2]
         return product(seeds)
 
 

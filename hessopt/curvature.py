@@ -4,8 +4,8 @@ Everything here works on products only, so it runs on a Hessian too large to for
 ``HessianOperator`` (each product one sweep of a cached recording), a GGN operator, a scipy
 ``LinearOperator``, a dense or sparse matrix, or anything with ``matvec`` and ``shape`` (``matmat``,
 when present, takes many products in one call). For an operator built at a pytree of parameters,
-``block=`` (a key or index of that pytree, or a slice of the flat vector) analyses the diagonal block
-of those parameters.
+``block=`` (one of its Variables, a name, key, index or key path of that pytree, or a slice of the
+flat vector) analyses the diagonal block of those parameters.
 
 References
 ----------
@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse
 
 import autodiff as ad
+from autodiff.tree import flatten
 from optimizers.krylov import ROUNDING, Lanczos
 
 # Relative asymmetry max|A - A^T| / max|A| above which a dense matrix is refused: far above the
@@ -49,9 +50,10 @@ class Operator:
     ----------
     op : HessianOperator, LinearOperator, ndarray, sparse matrix, or anything with matvec and shape
         The symmetric operator (a dense matrix is checked for symmetry).
-    block : key, index or slice, optional
-        For an operator built at a pytree, the key of the parameters whose block to take; or a slice
-        (or index array) of the flat vector.
+    block : Variable, name, key, key path, index or slice, optional
+        For an operator built at a pytree, the parameters whose block to take: one of its
+        Variables, a Variable's name, a top-level key or index, or a key path (a tuple of keys,
+        outermost first); or a slice (or index array) of the flat vector.
 
     Examples
     --------
@@ -126,25 +128,58 @@ def _check_symmetric(asymmetry: float, scale: float) -> None:
 
 
 def _block_indices(op: Any, block: Any, n: int) -> np.ndarray:
-    """Flat positions of ``block``: a slice or integer array of them, or a key/index of the pytree
-    the operator was built at (read from its ``unravel``)."""
+    """Flat positions of ``block``: a slice or integer array of them, or a part of the pytree the
+    operator was built at (read from its ``unravel``), named as :func:`_find_part` does."""
     if isinstance(block, slice) or (isinstance(block, np.ndarray) and block.dtype.kind in "iu"):
         index = np.arange(n)[block]
     else:
         unravel = getattr(op, "unravel", None)
-        tree = None if unravel is None else unravel(np.arange(n, dtype=float))
-        if not isinstance(tree, (dict, list, tuple)):
+        positions = None if unravel is None else unravel(np.arange(n, dtype=float))
+        if not isinstance(positions, (dict, list, tuple)):
             raise ValueError(f"block={block!r} names a part of a pytree, but this operator was not "
                              "built at one (no unravel); pass a slice of the flat vector instead")
-        try:
-            part = tree[block]
-        except (KeyError, IndexError, TypeError):
-            keys = list(tree) if isinstance(tree, dict) else list(range(len(tree)))
-            raise ValueError(f"block={block!r} is not in the parameters; blocks are {keys}") from None
-        index = ad.ravel(part)[0].astype(int)
+        index = ad.ravel(_find_part(getattr(op, "x", positions), positions, block))[0].astype(int)
     if index.size == 0:
         raise ValueError(f"block={block!r} selects no coordinates")
     return index
+
+
+def _find_part(tree: Any, like: Any, block: Any) -> Any:
+    """The part of ``like`` (a tree of ``tree``'s structure) where ``block`` is in ``tree``: block is
+    one of tree's Variables, a Variable's name, a key or index of the top level, or a key path (a
+    tuple of keys, outermost first)."""
+    if len(flatten(tree)[0]) != len(flatten(like)[0]):
+        tree = like     # ``x`` is not the structure unravel restores: go by keys alone
+    found = [part for (key_path, node), (_, part) in zip(_parts(tree), _parts(like))
+             if _names(block, key_path, node)]
+    if len(found) != 1:
+        problem = "is not in" if not found else f"names {len(found)} parts of"
+        raise ValueError(f"block={block!r} {problem} the parameters; blocks are "
+                         f"{[label for label, _ in _labelled_parts(tree)]} (or key paths, tuples)")
+    return found[0]
+
+
+def _names(block: Any, key_path: tuple, node: Any) -> bool:
+    if isinstance(block, ad.Variable):
+        return node is block
+    if isinstance(block, str) and isinstance(node, ad.Variable) and node.name == block:
+        return True
+    return key_path == (block if isinstance(block, tuple) else (block,))
+
+
+def _parts(tree: Any, prefix: tuple = ()):
+    """(key path, node) for every node of a pytree below the root, each parent before its children."""
+    if isinstance(tree, (dict, list, tuple)):
+        for key, node in (tree.items() if isinstance(tree, dict) else enumerate(tree)):
+            yield prefix + (key,), node
+            yield from _parts(node, prefix + (key,))
+
+
+def _labelled_parts(tree: Any) -> list[tuple[Any, Any]]:
+    """The top-level parts of a pytree of parameters, each with its label: a Variable's name, else
+    its key or index (``hessopt.plot`` names a Hessian's blocks with them)."""
+    return [(node.name if isinstance(node, ad.Variable) else key_path[0], node)
+            for key_path, node in _parts(tree) if len(key_path) == 1]
 
 
 def _rademacher(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
@@ -344,7 +379,7 @@ def _deflated_lanczos(A: Operator, closed: np.ndarray, rng: np.random.Generator)
 
 def spectral_density(op: Any, num_steps: int = 80, num_probes: int = 10,
                      seed: int | None = None, block: Any = None,
-                     reorthogonalize: bool = False) -> "SpectralDensity":
+                     reorthogonalize: bool | None = None) -> "SpectralDensity":
     """The eigenvalue density of a symmetric operator by stochastic Lanczos quadrature (Ghorbani
     et al. 2019; Ubaru, Chen & Saad 2017): from each random unit probe v, ``num_steps`` Lanczos
     steps give the Gauss quadrature of v^T delta(t - A) v, whose nodes are the Ritz values and whose
@@ -353,7 +388,11 @@ def spectral_density(op: Any, num_steps: int = 80, num_probes: int = 10,
     The plain three-term recurrence is enough here: in floating point it gains spurious copies of
     converged nodes, but their weights add up to the right one, and the quadrature stays accurate
     (Chen, Trogdon & Ubaru 2021). ``reorthogonalize=True`` removes the copies at O(num_steps^2 n)
-    more work (three times the time on a 100k-parameter network).
+    more work (three times the time on a 100k-parameter network). By default it is on when the
+    steps reach half the dimension n: there the Krylov space can close, and only an orthogonal
+    basis closes it at the eigenvalues (the plain recurrence runs on past n and its nodes drift
+    from them), while reorthogonalizing costs no more than the products would on a dense matrix.
+    An invariant subspace (a next Lanczos coefficient at rounding level) ends a probe early.
 
     Parameters
     ----------
@@ -366,7 +405,8 @@ def spectral_density(op: Any, num_steps: int = 80, num_probes: int = 10,
     seed : int, optional
     block : optional
         The density of a diagonal block (see :class:`Operator`).
-    reorthogonalize : bool, default False
+    reorthogonalize : bool, optional
+        Full reorthogonalization of the Lanczos basis (default: when ``2 num_steps >= n``).
 
     Returns
     -------
@@ -397,6 +437,8 @@ def spectral_density(op: Any, num_steps: int = 80, num_probes: int = 10,
     A = Operator(op, block)
     rng = np.random.default_rng(seed)
     steps = min(int(num_steps), A.n)
+    if reorthogonalize is None:
+        reorthogonalize = 2 * steps >= A.n
     nodes, weights = np.zeros((num_probes, steps)), np.zeros((num_probes, steps))
     for p in range(num_probes):
         start = _rademacher(rng, A.n, 1)[:, 0]

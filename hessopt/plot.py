@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.colors import Normalize, SymLogNorm
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 from scipy.optimize import OptimizeResult
@@ -33,44 +34,51 @@ _MARKERS = {"start": "o", "end": "*"}
 _MARKERS_SIZE = {"start": 50, "end": 90}   # scatter sizes, points^2
 
 
-def _axes(ax: Axes | None) -> Axes:
-    return plt.figure().add_subplot() if ax is None else ax
-
-
-def _symmetric_limit(values: np.ndarray) -> float:
-    limit = float(np.nanmax(np.abs(values), initial=0.0))
-    return limit if limit > 0 else 1.0
+def _axes(ax: Axes | None, layout: str | None = None) -> Axes:
+    return plt.figure(layout=layout).add_subplot() if ax is None else ax
 
 
 # --- matrices ------------------------------------------------------------------------------------
 
+# With norm="symlog", the colour scale is linear within this fraction of the largest |entry| and
+# logarithmic beyond: three decades on each side of zero.
+SYMLOG_LINEAR_FRACTION = 1e-3
+# A block's scale is written into it when both its sides are at least this fraction of the
+# matrix's: smaller blocks have no room for the text.
+ANNOTATED_BLOCK_FRACTION = 0.1
+
+
 def _dense(H: Any) -> np.ndarray:
+    """H as a square matrix: an operator densified, or an array (n, n) or (d1..dk, d1..dk), as
+    ``ad.hessian`` gives for a parameter of shape (d1..dk), reshaped to (d1*...*dk,) a side."""
     if callable(getattr(H, "to_dense", None)):
         return np.asarray(H.to_dense(), dtype=float)
     if hasattr(H, "matvec") and hasattr(H, "shape"):
         A = curvature.Operator(H)
         return A.matmat(np.eye(A.n))
     H = np.asarray(H.numpy() if isinstance(H, ad.Tensor) else H, dtype=float)
-    if H.ndim != 2 or H.shape[0] != H.shape[1]:
-        raise ValueError(f"hessian_heatmap needs a square 2-D matrix or an operator, got an array of "
-                         f"shape {H.shape}")
-    return H
+    k = H.ndim // 2
+    if H.ndim == 0 or H.ndim % 2 or H.shape[:k] != H.shape[k:]:
+        raise ValueError(f"hessian_heatmap needs a square 2-D matrix, a (d1, ..., dk, d1, ..., dk) "
+                         f"Hessian of a tensor parameter, or an operator; got an array of shape {H.shape}")
+    side = int(np.prod(H.shape[:k]))
+    return H.reshape(side, side)
 
 
 def _blocks_of(H: Any, blocks: Any, n: int) -> tuple[list[int], list[str]]:
     """Block sizes and names: from ``blocks`` (sizes, or a pytree of parameters) or from the pytree
-    the operator was built at."""
+    the operator was built at (Variables named by their names)."""
     if blocks is None:
         unravel = getattr(H, "unravel", None)
         tree = None if unravel is None else unravel(np.zeros(n))
         if not isinstance(tree, (dict, list, tuple)):
             return [n], []
-        blocks = tree
+        blocks = getattr(H, "x", tree)
     if isinstance(blocks, (list, tuple)) and all(isinstance(b, (int, np.integer)) for b in blocks):
         sizes, names = [int(b) for b in blocks], []
     else:
-        keys = list(blocks) if isinstance(blocks, dict) else range(len(blocks))
-        sizes, names = [ad.ravel(blocks[k])[0].size for k in keys], [str(k) for k in keys]
+        parts = curvature._labelled_parts(blocks)
+        sizes, names = [ad.ravel(part)[0].size for _, part in parts], [str(label) for label, _ in parts]
     if sum(sizes) != n:
         raise ValueError(f"blocks of sizes {sizes} (total {sum(sizes)}) do not tile a matrix of size {n}")
     return sizes, names
@@ -83,33 +91,90 @@ def _block_lines(ax: Axes, row_sizes: Sequence[int], col_sizes: Sequence[int]) -
         ax.axvline(edge - 0.5, color="black", linewidth=0.8)
 
 
-def _signed_image(ax: Axes, image: np.ndarray, cmap: str, label: str):
-    limit = _symmetric_limit(image)
+def _colour_norm(image: np.ndarray, vmax: float | None, norm: Any) -> Normalize:
+    """Colour limits symmetric about zero: ±vmax, else ±max|image|; ``norm`` a Normalize (its
+    missing limits filled in that way) or "symlog"."""
+    if vmax is not None and norm is not None:
+        raise ValueError("give vmax or norm, not both (a norm carries its own limits)")
+    if vmax is not None and not (np.isfinite(vmax) and vmax > 0):
+        raise ValueError(f"vmax must be positive and finite, got {vmax!r}")
+    limit = float(vmax) if vmax is not None else float(np.nanmax(np.abs(image), initial=0.0)) or 1.0
+    if norm is None:
+        return Normalize(-limit, limit)
+    if isinstance(norm, str) and norm == "symlog":
+        return SymLogNorm(SYMLOG_LINEAR_FRACTION * limit, vmin=-limit, vmax=limit)
+    if not isinstance(norm, Normalize):
+        raise ValueError(f"norm must be a matplotlib.colors.Normalize or 'symlog', got {norm!r}")
+    if norm.vmin is None and norm.vmax is None:
+        norm.vmin, norm.vmax = -limit, limit
+    return norm
+
+
+def _signed_image(ax: Axes, image: np.ndarray, cmap: str, label: str, norm: Normalize):
     colormap = plt.get_cmap(cmap).with_extremes(bad="0.85")
-    im = ax.imshow(np.ma.masked_invalid(image), cmap=colormap, vmin=-limit, vmax=limit, interpolation="nearest")
-    ax.figure.colorbar(im, ax=ax, label=label)
+    shown = np.ma.masked_invalid(image)
+    beyond = (shown.min() < norm.vmin, shown.max() > norm.vmax) if shown.count() else (False, False)
+    extend = {(False, False): "neither", (True, False): "min", (False, True): "max"}.get(beyond, "both")
+    # one image pixel per matrix entry or more: nearest; fewer (a large matrix): average colours
+    # rather than values, so that fine structure stays visible and no entry is skipped
+    im = ax.imshow(shown, cmap=colormap, norm=norm, interpolation="auto", interpolation_stage="rgba")
+    ax.figure.colorbar(im, ax=ax, label=label, extend=extend)
     return im
 
 
+def _block_scaled(ax: Axes, matrix: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """Each block divided by its own max|entry| (a zero block stays zero), its scale (±max)
+    written in its corner when the block is large enough to hold the text."""
+    edges = np.concatenate([[0], np.cumsum(sizes)])
+    large = np.asarray(sizes) >= ANNOTATED_BLOCK_FRACTION * matrix.shape[0]
+    scaled = matrix.copy()
+    for i, (r0, r1) in enumerate(zip(edges[:-1], edges[1:])):
+        for j, (c0, c1) in enumerate(zip(edges[:-1], edges[1:])):
+            scale = float(np.nanmax(np.abs(matrix[r0:r1, c0:c1]), initial=0.0))
+            if scale > 0:
+                scaled[r0:r1, c0:c1] /= scale
+            if large[i] and large[j]:
+                ax.text(c0 - 0.5, r0 - 0.5, f"±{scale:.2g}", ha="left", va="top", fontsize=7,
+                        bbox={"boxstyle": "square,pad=0.15", "facecolor": "white", "alpha": 0.8,
+                              "linewidth": 0})
+    return scaled
+
+
 def hessian_heatmap(H: Any, ax: Axes | None = None, blocks: Any = None,
-                    labels: Sequence[str] | None = None, cmap: str = "RdBu_r") -> Axes:
+                    labels: Sequence[str] | None = None, cmap: str = "RdBu_r",
+                    vmax: float | None = None, norm: Any = None, scale: str = "global") -> Axes:
     """The matrix ``H`` (or an operator, densified) as an image, zero white, colour limits ±max|H|.
 
     ``blocks`` (block sizes, or the pytree of parameters) draws block boundaries and names them;
-    for a ``HessianOperator`` built at a pytree they come from the operator itself.
+    for a ``HessianOperator`` built at a pytree they come from the operator itself (a Variable is
+    named by its name). A Hessian of one tensor parameter, (d1, ..., dk, d1, ..., dk) as
+    ``ad.hessian`` gives it, is drawn as the (d1...dk)-square matrix of the row-major flattened
+    parameter. One large block can leave the others nearly white: ``vmax`` saturates the colours
+    beyond it, ``norm="symlog"`` (or any matplotlib norm) spreads many magnitudes, and
+    ``scale="block"`` scales each block by its own max|entry| (written into each block large
+    enough to hold it). A new figure is laid out at every draw (``layout="tight"``), so that long
+    block names and the colorbar stay inside it; on your own Axes, give its figure a layout
+    (``layout="tight"`` or ``"constrained"``) or call ``tight_layout()``.
 
     Parameters
     ----------
     H : array_like, Tensor, HessianOperator, or operator with matvec and shape
-        A square matrix.
+        A square matrix, or a Hessian of shape (d1, ..., dk, d1, ..., dk).
     ax : Axes, optional
         Where to draw (default: a new figure).
     blocks : sequence of int or pytree, optional
         Block sizes, or the parameters whose blocks to mark.
     labels : sequence of str, optional
-        Names of the blocks (default: the pytree's keys).
+        Names of the blocks (default: the pytree's keys, or the Variables' names).
     cmap : str, default "RdBu_r"
         A diverging colormap.
+    vmax : float, optional
+        Colour limits ±vmax (default: ±max|H|); larger entries saturate.
+    norm : matplotlib.colors.Normalize or "symlog", optional
+        The colour normalization. "symlog" is linear within 1e-3 max|H| (or vmax) of zero and
+        logarithmic beyond; a norm given without limits gets ±max|H|.
+    scale : {"global", "block"}, default "global"
+        "block": each block divided by its own max|entry|, colours from -1 to 1.
 
     Returns
     -------
@@ -118,7 +183,8 @@ def hessian_heatmap(H: Any, ax: Axes | None = None, blocks: Any = None,
     Raises
     ------
     ValueError
-        For a matrix that is not square, or as many labels as blocks.
+        For a matrix that is not square, as many labels as blocks, both vmax and norm, a vmax
+        that is not positive, or an unknown norm or scale.
 
     Examples
     --------
@@ -132,21 +198,38 @@ def hessian_heatmap(H: Any, ax: Axes | None = None, blocks: Any = None,
     >>> ax = plot.hessian_heatmap(H)
     >>> ax.images[0].get_clim(), [label.get_text() for label in ax.get_xticklabels()]
     ((-48.0, 48.0), ['w', 'b'])
+    >>> ax = plot.hessian_heatmap(H, scale="block")        # each block scaled to ±1
+    >>> ax.images[0].get_array().data
+    array([[0.25, 0.  , 0.  ],
+           [0.  , 1.  , 0.  ],
+           [0.  , 0.  , 1.  ]])
+    >>> kernel_hessian = ad.hessian(lambda w: np.sum(np.tanh(w) ** 2))(np.ones((3, 2)))
+    >>> plot.hessian_heatmap(kernel_hessian, norm="symlog").images[0].get_array().shape
+    (6, 6)
     """
-    ax = _axes(ax)
+    if scale not in ("global", "block"):
+        raise ValueError(f"scale must be 'global' or 'block', got {scale!r}")
+    if scale == "block" and (vmax is not None or norm is not None):
+        raise ValueError("scale='block' fixes the colour limits at ±1: give no vmax or norm with it")
+    shape = getattr(H, "shape", ())
+    ax = _axes(ax, layout="tight")
     matrix = _dense(H)
     sizes, names = _blocks_of(H, blocks, matrix.shape[0])
     if labels is not None:
         if len(labels) != len(sizes):
             raise ValueError(f"{len(labels)} labels for {len(sizes)} blocks")
         names = [str(label) for label in labels]
-    _signed_image(ax, matrix, cmap, "Hessian entry")
+    if scale == "block":
+        matrix = _block_scaled(ax, matrix, sizes)
+    label = "entry / max |entry| of its block" if scale == "block" else "Hessian entry"
+    _signed_image(ax, matrix, cmap, label, _colour_norm(matrix, vmax, norm))
     _block_lines(ax, sizes, sizes)
     if names:
         centres = np.cumsum(sizes) - np.asarray(sizes) / 2 - 0.5
-        ax.set_xticks(centres, names, rotation=45 if max(map(len, names)) > 3 else 0)
+        ax.set_xticks(centres, names, rotation=90 if max(map(len, names)) > 3 else 0)
         ax.set_yticks(centres, names)
-    ax.set_xlabel("parameter")
+    tensor = len(shape) > 2 and not names
+    ax.set_xlabel(f"parameter (shape {tuple(shape[:len(shape) // 2])}, row-major)" if tensor else "parameter")
     ax.set_ylabel("parameter")
     return ax
 
@@ -188,7 +271,7 @@ def jacobian_patches(J: Any, ax: Axes | None = None, cmap: str = "RdBu_r") -> Ax
     >>> ax.images[0].get_array().shape, ax.get_xlabel()
     ((4, 4), 'input example j (2 features each)')
     """
-    ax = _axes(ax)
+    ax = _axes(ax, layout="tight")
     J = np.asarray(J.numpy() if isinstance(J, ad.Tensor) else J, dtype=float)
     if J.ndim == 4:
         if J.shape[0] != J.shape[2]:
@@ -204,7 +287,7 @@ def jacobian_patches(J: Any, ax: Axes | None = None, cmap: str = "RdBu_r") -> Ax
     else:
         raise ValueError(f"jacobian_patches needs a (batch, out, batch, in) or (batch, out, in) "
                          f"array, got shape {J.shape}")
-    _signed_image(ax, image, cmap, "∂ output / ∂ input")
+    _signed_image(ax, image, cmap, "∂ output / ∂ input", _colour_norm(image, None, None))
     _block_lines(ax, [out] * batch, [inputs] * batch)
     if batch <= 20:
         ax.set_xticks(np.arange(batch) * inputs + inputs / 2 - 0.5, range(batch))

@@ -4,7 +4,9 @@ Each notebook is written as a plain Python file in ``notebooks/src`` (the "perce
 ``# %%`` starts a code cell, ``# %% [markdown]`` a Markdown cell whose lines start with ``# ``).
 This script turns each into ``notebooks/NAME.ipynb`` and runs it top to bottom in a fresh
 ``python3`` kernel with the repository importable, so the saved outputs are the ones the current
-code produces. Seeds are fixed in the sources; timings (notebook 02) vary from run to run.
+code produces. Seeds are fixed in the sources; timings vary from run to run, and the numbers the
+text relies on are checked within stated tolerances by ``claims.claim`` (``tests/test_notebooks.py``
+compares them between the saved outputs and a fresh run).
 
     python notebooks/build.py                  # every notebook
     python notebooks/build.py 02 05            # those whose names start with 02 or 05
@@ -64,11 +66,12 @@ def notebook_of(source_path: Path) -> nbformat.NotebookNode:
 
 def kernel_environment() -> dict[str, str]:
     """The kernel's environment: the repository first on the Python path (CI installs the package,
-    a checkout need not), and one BLAS thread unless the caller chose otherwise: the notebooks'
-    matrices are small, and on a loaded 2-core machine BLAS threads waiting for each other made
-    them up to ten times slower."""
+    a checkout need not), then this folder (for ``claims``, which the notebooks import), and one
+    BLAS thread unless the caller chose otherwise: the notebooks' matrices are small, and on a
+    loaded 2-core machine BLAS threads waiting for each other made them up to ten times slower."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE)]
+                                        + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env.setdefault(name, "1")
     return env

@@ -1,8 +1,10 @@
-"""Every notebook runs top to bottom in a fresh kernel, and its committed cells are its source's.
+"""Every notebook runs top to bottom in a fresh kernel, its committed cells are its source's, and
+the numbers its text relies on come out of the fresh run as they are saved.
 
 The notebooks are executed on an in-memory copy (the committed files are never rewritten here);
-a cell that raises, including the value checks the notebooks make with ``assert_allclose``, fails
-the test. ``notebooks/build.py`` rebuilds and re-executes them for commit.
+a cell that raises, including the value checks the notebooks make with ``assert_allclose`` and
+``claims.claim``, fails the test. Each claim the fresh run shows must equal the saved one within
+the claim's own tolerance. ``notebooks/build.py`` rebuilds and re-executes them for commit.
 """
 from __future__ import annotations
 
@@ -18,9 +20,40 @@ NOTEBOOKS = ROOT / "notebooks"
 EXPECTED = ["01_gradient_tape", "02_hessian_vector_products", "03_jacobians_and_hessians",
             "04_newton_methods", "05_input_gradient_regularization", "06_curvature_spectrum"]
 
-_spec = importlib.util.spec_from_file_location("notebook_build", NOTEBOOKS / "build.py")
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build = _load("notebook_build", NOTEBOOKS / "build.py")
+claims = _load("notebook_claims", NOTEBOOKS / "claims.py")
+# the notebooks whose text rests on measured numbers: each must check them with claim()
+WITH_CLAIMS = ["04_newton_methods", "05_input_gradient_regularization", "06_curvature_spectrum"]
+
+
+def claims_of(notebook: nbformat.NotebookNode) -> dict[str, dict]:
+    """The claims a notebook's outputs show, by name, in order."""
+    shown = [output["data"][claims.MIME] for cell in notebook.cells if cell.cell_type == "code"
+             for output in cell.outputs if claims.MIME in output.get("data", {})]
+    by_name = {c["name"]: c for c in shown}
+    assert len(by_name) == len(shown), "two claims share a name"
+    return by_name
+
+
+def test_a_claim_holds_within_its_tolerance_or_fails(capsys):
+    assert claims.claim("x", 0.104, 0.1, atol=0.005) == 0.104
+    assert "✓ x = 0.104 (the text says 0.1 ± 0.005)" in capsys.readouterr().out
+    assert claims.claim("y", 99.0, 100.0, rtol=0.01) == 99.0
+    with pytest.raises(AssertionError, match="x = 0.106, not within 0.005 of the 0.1 the text says"):
+        claims.claim("x", 0.106, 0.1, atol=0.005)
+    with pytest.raises(AssertionError):
+        claims.claim("nan", float("nan"), 0.1, atol=1.0)
+    with pytest.raises(ValueError, match="positive rtol or atol"):
+        claims.claim("z", 1.0, 1.0)
 
 
 def test_the_six_notebooks_and_their_sources_are_there():
@@ -41,13 +74,20 @@ def test_notebook_is_built_from_its_source_with_outputs(name):
     assert not [o for c in code for o in c.outputs if o.output_type == "error"]
     assert any(o.get("data", {}).get("image/png") for c in code for o in c.outputs), \
         "every notebook shows at least one figure"
+    assert bool(claims_of(committed)) == (name in WITH_CLAIMS)
 
 
 @pytest.mark.parametrize("name", EXPECTED)
-def test_notebook_runs_in_a_fresh_kernel(name, tmp_path):
+def test_notebook_runs_in_a_fresh_kernel_and_its_claims_match_the_saved_ones(name, tmp_path):
     notebook = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    saved = claims_of(notebook)
     # the kernel is this interpreter's environment (the venv CI installed the package into)
     notebook.cells.append(nbformat.v4.new_code_cell(
         f"import sys\nassert sys.prefix == {sys.prefix!r}, sys.prefix"))
     build.execute(notebook, tmp_path)   # raises CellExecutionError on any error
     assert all(c.execution_count for c in notebook.cells if c.cell_type == "code")
+    fresh = claims_of(notebook)
+    assert list(fresh) == list(saved), "the saved notebook shows other claims: rebuild it"
+    for claim_name, now in fresh.items():
+        assert abs(now["value"] - saved[claim_name]["value"]) <= now["tolerance"], \
+            f"{claim_name}: {now['value']:.6g} now, {saved[claim_name]['value']:.6g} saved"

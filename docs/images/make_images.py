@@ -18,7 +18,7 @@ import autodiff as ad  # noqa: E402
 import autodiff.numpy as anp  # noqa: E402
 import hessopt  # noqa: E402
 import hessopt.plot as hplot  # noqa: E402
-from hessopt import curvature, problems  # noqa: E402
+from hessopt import curvature, nn, problems  # noqa: E402
 from hessopt.suite import run_suite  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -26,7 +26,8 @@ rng = np.random.default_rng(0)
 
 
 def save(ax, name: str) -> None:
-    ax.figure.tight_layout()
+    if ax.figure.get_layout_engine() is None:   # hessopt.plot's own figures are laid out already
+        ax.figure.tight_layout()
     ax.figure.savefig(HERE / name, dpi=110)
     plt.close(ax.figure)
 
@@ -61,15 +62,15 @@ def quickstart():
 
 
 def heatmap():
-    params = {"W1": 0.8 * rng.standard_normal((3, 4)), "b1": 0.1 * rng.standard_normal(4),
-              "W2": 0.8 * rng.standard_normal((4, 2))}
+    model = nn.Sequential([nn.Dense(4, "tanh", seed=0), nn.Dense(2, seed=1)])
     inputs, targets = rng.standard_normal((16, 3)), rng.standard_normal((16, 2))
+    model(inputs)
 
-    def loss(p):
-        return anp.mean((anp.tanh(inputs @ p["W1"] + p["b1"]) @ p["W2"] - targets) ** 2)
+    def loss():
+        return anp.mean((model(inputs) - targets) ** 2)
 
-    ax = hplot.hessian_heatmap(hessopt.hessian_operator(loss, params))
-    ax.set_title("Hessian of a 3-4-2 tanh MLP's squared error\n(blocks from the parameter dict)")
+    ax = hplot.hessian_heatmap(hessopt.hessian_operator(loss, model.trainable_variables), norm="symlog")
+    ax.set_title("Hessian of a 3-4-2 tanh MLP's squared error\n(blocks named by its Variables; norm='symlog')")
     save(ax, "hessian_heatmap.png")
 
 

@@ -162,17 +162,21 @@ eigenvalues = np.linalg.eigvalsh(H)
 print(f"eigenvalues from {eigenvalues[0]:.3g} to {eigenvalues[-1]:.3g}")
 
 # %% [markdown]
-# `hessopt.plot.hessian_heatmap` draws it with zero white and colour limits ±max|H|. Here the
-# blocks are the kernel's 5 rows (one per input feature, 8 weights each). The block of inputs
-# (i, j) carries the products x_i x_j of the examples (weighted by the activations' slopes), so
-# the weights of large inputs tend to carry the most curvature, here those of input 4:
+# `hessopt.plot.hessian_heatmap` draws it with zero white and colour limits ±max|H|; it takes the
+# (5, 8, 5, 8) array as the tape gives it (the kernel flattened row by row). Here the blocks are
+# the kernel's 5 rows (one per input feature, 8 weights each). The block of inputs (i, j) carries
+# the products x_i x_j of the examples (weighted by the activations' slopes), so the weights of
+# large inputs tend to carry the most curvature, here those of input 4, the largest feature:
 
 # %%
-print("size of each input feature over the 7 examples:", np.round(np.linalg.norm(x, axis=0), 2))
-ax = hplot.hessian_heatmap(H, blocks=[8] * 5, labels=[f"input {i}" for i in range(5)])
+feature_sizes = np.linalg.norm(x, axis=0)
+block_traces = np.einsum("iaia->i", h.numpy())      # the trace of each input's diagonal block
+print("size of each input feature over the 7 examples:", np.round(feature_sizes, 2))
+print("trace of each input's diagonal block:          ", np.round(block_traces, 2))
+assert np.argmax(feature_sizes) == np.argmax(block_traces) == 4
+ax = hplot.hessian_heatmap(h, blocks=[8] * 5, labels=[f"input {i}" for i in range(5)])
 ax.set_title("Hessian of mean(y²) w.r.t. the first Dense kernel (5 × 8)")
 ax.figure.set_size_inches(6.5, 5.5)
-ax.figure.tight_layout()
 
 # %% [markdown]
 # ## A Newton step from it

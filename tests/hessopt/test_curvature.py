@@ -110,6 +110,38 @@ def test_spectral_density_nodes_are_the_eigenvalues_of_a_small_matrix_and_weight
     assert np.allclose(density.weights[0], (Q.T @ probe) ** 2 / 8, atol=1e-10)
 
 
+def _small_network_loss(p):
+    """A 3-4-2 tanh network's squared error: 26 parameters."""
+    return anp.mean((anp.tanh(X @ p["W1"] + p["b1"]) @ p["W2"] + p["b2"] - T) ** 2)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_spectral_density_with_more_steps_than_dimensions_weights_only_eigenvalues(seed):
+    """80 steps on a 26-parameter Hessian: the Krylov space closes, and every node that carries
+    weight is an eigenvalue (the plain recurrence ran past n and gave nodes off the spectrum)."""
+    params = dict(PARAMS, W1=PARAMS["W1"][:, :4], b1=PARAMS["b1"][:4], W2=PARAMS["W2"][:4],
+                  b2=np.array([0.1, -0.2]))
+    op = ad.hessian_operator(_small_network_loss, params)
+    assert op.shape == (26, 26)
+    exact = np.linalg.eigvalsh(op.to_dense())
+    density = curvature.spectral_density(op, num_steps=80, num_probes=10, seed=seed)
+    weighted = density.nodes[density.weights > 0]
+    distance = np.abs(weighted[:, None] - exact[None, :]).min(axis=1)
+    assert distance.max() <= 1e-6 * np.abs(exact).max()
+    assert np.allclose(density.weights.sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_spectral_density_stops_at_an_invariant_subspace():
+    """Three distinct eigenvalues, each four times: every probe's Krylov space closes after three
+    steps, and its three nodes are the eigenvalues (the rest padded at weight 0)."""
+    A = _symmetric(12, np.repeat([-1.0, 0.5, 3.0], 4), seed=4)
+    density = curvature.spectral_density(A, num_steps=80, num_probes=3, seed=0)
+    assert density.nodes.shape == (3, 12)
+    assert np.allclose(density.nodes[:, :3], [-1.0, 0.5, 3.0], atol=1e-12)
+    assert np.all(density.weights[:, 3:] == 0)
+    assert np.allclose(density.weights.sum(axis=1), 1.0, rtol=1e-12)
+
+
 def test_density_integrates_to_one_and_estimates_the_eigenvalue_distribution():
     B = np.random.default_rng(3).standard_normal((300, 300))
     A = (B + B.T) / np.sqrt(2 * 300)                       # semicircle on [-2, 2]
@@ -188,12 +220,37 @@ def test_trace_of_a_hessian_operator_and_of_one_block():
     assert block.products == 5
 
 
-def test_blocks_of_a_hessian_over_variables():
-    variables = [ad.Variable(PARAMS["W1"]), ad.Variable(PARAMS["b1"]), ad.Variable(PARAMS["W2"])]
+def test_blocks_of_a_hessian_over_variables_by_index_variable_or_name():
+    variables = [ad.Variable(PARAMS[key], name=f"dense/{key}") for key in ("W1", "b1", "W2")]
     op = ad.hessian_operator(lambda: mlp_loss(dict(zip(("W1", "b1", "W2"), variables))), variables)
     H = op.to_dense()
-    block = curvature.Operator(op, block=2)
-    assert np.allclose(block.matmat(np.eye(10)), H[20:, 20:], atol=1e-12)
+    for block in (2, variables[2], "dense/W2"):
+        assert np.allclose(curvature.Operator(op, block=block).matmat(np.eye(10)), H[20:, 20:],
+                           atol=1e-12)
+    assert curvature.trace(op, 15, seed=0, block=variables[1]) == pytest.approx(
+        np.trace(H[15:20, 15:20]), rel=1e-10)
+    with pytest.raises(ValueError, match=r"blocks are \['dense/W1', 'dense/b1', 'dense/W2'\]"):
+        curvature.Operator(op, block=ad.Variable(PARAMS["W2"]))   # the values, another Variable
+    twins = [ad.Variable(np.ones(2), name="w"), ad.Variable(np.ones(2), name="w")]
+    twin_op = ad.hessian_operator(lambda: np.sum(twins[0] ** 2 * twins[1]), twins)
+    with pytest.raises(ValueError, match="names 2 parts"):
+        curvature.Operator(twin_op, block="w")
+    assert np.allclose(curvature.Operator(twin_op, block=twins[1]).matmat(np.eye(2)), 0.0)
+
+
+def test_blocks_by_key_path_of_a_nested_pytree_and_of_a_traced_function():
+    def loss(p):
+        return mlp_loss({"W1": p["hidden"]["W"], "b1": p["hidden"]["b"], "W2": p["out"]})
+
+    params = {"hidden": {"W": PARAMS["W1"], "b": PARAMS["b1"]}, "out": PARAMS["W2"]}
+    for f in (loss, ad.function(loss)):
+        op = ad.hessian_operator(f, params)
+        H = op.to_dense()
+        assert np.allclose(curvature.Operator(op, block=("hidden", "b")).matmat(np.eye(5)),
+                           H[15:20, 15:20], atol=1e-12)
+        assert curvature.Operator(op, block="hidden").n == 20
+        with pytest.raises(ValueError, match="is not in the parameters"):
+            curvature.Operator(op, block=("hidden", "c"))
 
 
 # --- bad input ------------------------------------------------------------------------------------

@@ -8,13 +8,15 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.colors import SymLogNorm  # noqa: E402
 import pytest  # noqa: E402
 
 import autodiff as ad  # noqa: E402
 import autodiff.numpy as anp  # noqa: E402
 import hessopt  # noqa: E402
 import hessopt.plot as hplot  # noqa: E402
-from hessopt import curvature, problems  # noqa: E402
+from hessopt import curvature, nn, problems  # noqa: E402
+from hessopt.nn import losses  # noqa: E402
 from hessopt.suite import run_hessopt  # noqa: E402
 
 rng = np.random.default_rng(0)
@@ -76,6 +78,103 @@ def test_heatmap_blocks_and_labels_can_be_given():
 def test_heatmap_refuses_a_3d_array():
     with pytest.raises(ValueError, match=r"square 2-D matrix.*\(2, 2, 2\)"):
         hplot.hessian_heatmap(np.ones((2, 2, 2)))
+
+
+def _inside_the_figure(ax):
+    """The Axes with everything drawn around it (tick labels, axis labels, title) and the colorbar
+    with its ticks and label lie inside the figure."""
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    edge = fig.bbox
+    for box in (ax.get_tightbbox(renderer), ax.images[0].colorbar.ax.get_tightbbox(renderer)):
+        assert edge.x0 - 0.5 <= box.x0 and box.x1 <= edge.x1 + 0.5, (box, edge)
+        assert edge.y0 - 0.5 <= box.y0 and box.y1 <= edge.y1 + 0.5, (box, edge)
+
+
+def _named_network_operator():
+    model = nn.Sequential([nn.Dense(6, "tanh", seed=0), nn.Dense(5, "tanh", seed=1), nn.Dense(3, seed=2)])
+    x = rng.standard_normal((20, 8))
+    model(x)
+    labels = np.arange(20) % 3
+    variables = model.trainable_variables
+    return ad.hessian_operator(lambda: losses.softmax_cross_entropy(labels, model(x)), variables), variables
+
+
+def test_heatmap_blocks_are_named_by_variables_and_long_names_stay_inside_the_figure():
+    op, variables = _named_network_operator()
+    for figsize in ((6.4, 4.8), (4.0, 3.0)):
+        plt.rcParams["figure.figsize"] = figsize
+        ax = hplot.hessian_heatmap(op)
+        names = [v.name for v in variables]
+        assert [t.get_text() for t in ax.get_xticklabels()] == names
+        assert names[2].endswith("/kernel") and max(map(len, names)) >= len("dense_1/kernel")
+        _inside_the_figure(ax)
+    plt.rcParams["figure.figsize"] = matplotlib.rcParamsDefault["figure.figsize"]
+    assert np.array_equal(ax.images[0].get_array(), op.to_dense())
+
+
+def test_heatmap_of_a_tensor_parameter_hessian_from_ad_hessian():
+    """ad.hessian of a loss in a Dense kernel (64, 16) is (64, 16, 64, 16): drawn as 1024 x 1024."""
+    layer, head = nn.Dense(16, "tanh", seed=0), nn.Dense(10, seed=1)
+    x = rng.standard_normal((30, 64))
+    labels = np.arange(30) % 10
+    head(layer(x))
+    kernel, bias = layer.kernel.numpy(), layer.bias.numpy()
+    H = ad.hessian(lambda k: losses.softmax_cross_entropy(labels, head(anp.tanh(x @ k + bias))))(kernel)
+    assert H.shape == (64, 16, 64, 16)
+    ax = hplot.hessian_heatmap(H)
+    assert np.array_equal(ax.images[0].get_array(), H.reshape(1024, 1024))
+    assert ax.get_xlabel() == "parameter (shape (64, 16), row-major)"
+    assert ax.images[0].get_clim() == (-np.abs(H).max(), np.abs(H).max())
+    _inside_the_figure(ax)
+    with pytest.raises(ValueError, match=r"\(2, 3, 3, 2\)"):
+        hplot.hessian_heatmap(np.ones((2, 3, 3, 2)))
+
+
+def test_heatmap_vmax_and_norms_set_the_colour_scale():
+    op, _ = _named_network_operator()
+    H = op.to_dense()
+    biggest = np.abs(H).max()
+    ax = hplot.hessian_heatmap(op, vmax=0.1 * biggest)
+    assert ax.images[0].get_clim() == pytest.approx((-0.1 * biggest, 0.1 * biggest))
+    assert ax.images[0].colorbar.extend == "both" and np.array_equal(ax.images[0].get_array(), H)
+    assert hplot.hessian_heatmap(op, vmax=2 * biggest).images[0].colorbar.extend == "neither"
+    norm = hplot.hessian_heatmap(op, norm="symlog").images[0].norm
+    assert isinstance(norm, SymLogNorm)
+    assert (norm.vmin, norm.vmax, norm.linthresh) == pytest.approx((-biggest, biggest, 1e-3 * biggest))
+    assert norm(0.0) == pytest.approx(0.5) and norm(biggest) == pytest.approx(1.0)
+    given = hplot.hessian_heatmap(op, norm=SymLogNorm(1e-4)).images[0].norm
+    assert (given.vmin, given.vmax) == (-biggest, biggest)     # limits filled in, symmetric
+    _inside_the_figure(ax)
+
+
+def test_heatmap_scales_each_block_by_its_own_largest_entry():
+    op, variables = _named_network_operator()
+    H = op.to_dense()
+    ax = hplot.hessian_heatmap(op, scale="block")
+    edges = np.cumsum([0] + [v.numpy().size for v in variables])
+    image = ax.images[0].get_array()
+    for r0, r1 in zip(edges[:-1], edges[1:]):
+        for c0, c1 in zip(edges[:-1], edges[1:]):
+            block = H[r0:r1, c0:c1]
+            assert np.allclose(image[r0:r1, c0:c1], block / np.abs(block).max(), rtol=1e-15, atol=0)
+    assert ax.images[0].get_clim() == (-1.0, 1.0)
+    kernels = [0, 2, 4]   # the blocks large enough to carry their scale: the three kernels
+    written = [f"±{np.abs(H[edges[i]:edges[i + 1], edges[j]:edges[j + 1]]).max():.2g}"
+               for i in kernels for j in kernels]
+    assert [t.get_text() for t in ax.texts] == written
+    _inside_the_figure(ax)
+
+
+def test_heatmap_refuses_conflicting_or_unknown_colour_options():
+    for options, message in [({"vmax": 1.0, "norm": "symlog"}, "vmax or norm"),
+                             ({"vmax": -1.0}, "vmax must be positive"),
+                             ({"norm": "log"}, "norm must be"),
+                             ({"scale": "row"}, "scale must be"),
+                             ({"scale": "block", "vmax": 1.0}, "scale='block'")]:
+        with pytest.raises(ValueError, match=message):
+            hplot.hessian_heatmap(np.eye(3), **options)
 
 
 def test_jacobian_patches_shows_batch_coupling():

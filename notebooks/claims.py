@@ -1,0 +1,41 @@
+"""The numbers a notebook's prose relies on, checked where they are computed.
+
+``claim(name, value, expected, rtol=..., atol=...)`` asserts that ``value`` is within
+``atol + rtol * |expected|`` of the ``expected`` value the prose states, and shows it: as a line
+of text and, in a notebook, as data (``MIME``) that ``tests/test_notebooks.py`` reads to compare
+the saved outputs with a fresh run within that tolerance. A tolerance is chosen to hold across the
+initial seeds and BLAS thread counts a claim was checked on (the notebook says which), so that a
+claim that depends on the machine's rounding cannot pass.
+"""
+from __future__ import annotations
+
+MIME = "application/vnd.hessopt.claim+json"
+
+
+def claim(name: str, value: float, expected: float, *, rtol: float = 0.0, atol: float = 0.0) -> float:
+    """Assert ``|value - expected| <= atol + rtol * |expected|``, show the claim and return value.
+
+    Examples
+    --------
+    >>> claim("answer", 41.9, 42.0, atol=0.5)
+    ✓ answer = 41.9 (the text says 42 ± 0.5)
+    41.9
+    """
+    value, tolerance = float(value), atol + rtol * abs(expected)
+    if not tolerance > 0:
+        raise ValueError(f"claim {name!r}: give a positive rtol or atol")
+    if not abs(value - expected) <= tolerance:
+        raise AssertionError(f"{name} = {value:.6g}, not within {tolerance:.3g} of the "
+                             f"{expected:.6g} the text says")
+    text = f"✓ {name} = {value:.4g} (the text says {expected:.4g} ± {tolerance:.2g})"
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:   # run as a plain script
+        get_ipython = display = None
+    if get_ipython is None or get_ipython() is None:
+        print(text)
+    else:
+        display({MIME: {"name": name, "value": value, "expected": expected, "tolerance": tolerance},
+                 "text/plain": text}, raw=True)
+    return value
