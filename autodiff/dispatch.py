@@ -73,6 +73,14 @@ def _binary(op, reflected=False):
     return lambda self, other: op(self, other)
 
 
+def _setitem(self, index, value):
+    raise TypeError(
+        "autodiff: Tensors are immutable, so t[index] = value cannot be recorded. Write the update "
+        "as a new array: a masked assignment z[z < 0] = 0 is np.where(z < 0, 0, z) (or "
+        "np.maximum(z, 0)); z[i] = v is np.where(np.arange(len(z)) == i, v, z); an array built "
+        "piece by piece is np.stack([...]) or np.concatenate([...]).")
+
+
 def _install_methods():
     methods = {
         "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,
@@ -91,13 +99,13 @@ def _install_methods():
         "__xor__": _binary(anp.logical_xor), "__invert__": lambda self: anp.logical_not(self),
         "__neg__": lambda self: anp.negative(self), "__pos__": lambda self: self,
         "__abs__": lambda self: anp.absolute(self),
-        "__getitem__": anp.getitem,
+        "__getitem__": anp.getitem, "__setitem__": _setitem,
         "T": property(lambda self: anp.transpose(self)),
         "mT": property(lambda self: anp.swapaxes(self, -1, -2)),
         "reshape": lambda self, *shape, **kw: anp.reshape(self, shape[0] if len(shape) == 1 else shape, **kw),
         "transpose": lambda self, *axes: anp.transpose(self, (axes[0] if len(axes) == 1 else axes) or None),
-        "ravel": lambda self: anp.ravel(self),
-        "flatten": lambda self: anp.ravel(self),
+        "ravel": lambda self, order="C": anp.ravel(self, order),
+        "flatten": lambda self, order="C": anp.ravel(self, order),
         "squeeze": lambda self, axis=None: anp.squeeze(self, axis),
         "swapaxes": lambda self, a, b: anp.swapaxes(self, a, b),
         "dot": lambda self, other: anp.dot(self, other),

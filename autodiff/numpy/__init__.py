@@ -82,8 +82,12 @@ def array(obj, dtype=None, copy=True, **kwargs):
     return _np.array(obj, dtype=dtype, copy=copy, **kwargs)
 
 
-def asarray(obj, dtype=None, **kwargs):
-    return array(obj, dtype=dtype, copy=False) if not isinstance(obj, _np.ndarray) else _np.asarray(obj, dtype)
+def asarray(a, dtype=None, order=None, **kwargs):
+    """Like ``np.asarray``: a Tensor stays a Tensor (cast to ``dtype``), a (nested) list holding
+    Tensors is stacked differentiably, anything else is NumPy's ``asarray``."""
+    if isinstance(a, _Tensor) or (isinstance(a, (list, tuple)) and _holds_tensor(a)):
+        return array(a, dtype=dtype)
+    return _np.asarray(a, dtype=dtype, order=order, **kwargs)
 
 
 def _holds_tensor(obj) -> bool:

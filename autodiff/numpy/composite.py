@@ -15,8 +15,8 @@ from ..core import Tensor, concrete, ndim_of, shape_of, value_of
 from ..extend import nondiff, reject_keywords
 from . import linalg, ops
 from .ops import (
-    absolute, astype, broadcast_to, concatenate, exp, getitem, maximum, mean, minimum, power, ravel,
-    reshape, sort, sqrt, stack, sum, take, where,
+    absolute, astype, broadcast_to, concatenate, exp, float_type, getitem, maximum, mean, minimum, power,
+    ravel, reshape, sort, sqrt, stack, sum, take, where,
 )
 
 
@@ -39,9 +39,10 @@ def _laid_along(v, axis: int, ndim: int):
 
 def hypot(x1, x2):
     """sqrt(x1**2 + x2**2), as the 2-norm of the pair: at (0, 0) its gradient is the norm's 0 (not
-    NaN) and ``hypot(x1, x2)**2`` has exact derivatives (see ``linalg.norm``)."""
+    NaN), ``hypot(x1, x2)**2`` has exact derivatives (see ``linalg.norm``), and, as NumPy's, it
+    neither overflows nor underflows where the result is representable (the norm scales)."""
     zeros = _np.zeros(_np.broadcast_shapes(shape_of(x1), shape_of(x2)),
-                      _np.result_type(value_of(x1), value_of(x2), _np.float16))
+                      float_type(value_of(x1), value_of(x2)))
     return linalg.norm(stack([x1 + zeros, x2 + zeros]), axis=0)
 
 
@@ -152,7 +153,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, **kwargs
     """Mean over the entries that are not NaN."""
     reject_keywords("nanmean", kwargs)
     values = _np.asarray(concrete(a))
-    count = _np.sum(~_np.isnan(values), axis=axis, keepdims=keepdims).astype(_np.result_type(values, _np.float16))
+    count = _np.sum(~_np.isnan(values), axis=axis, keepdims=keepdims).astype(float_type(values))
     return nansum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims) / count
 
 
@@ -175,7 +176,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: s
     above = _np.minimum(below + 1, shape_of(ordered)[axis] - 1)
     lower, upper = take(ordered, below, axis=axis), take(ordered, above, axis=axis)
     scalar_q = isinstance(q, (int, float, _np.generic))  # a Python float keeps float32, as in NumPy
-    dtype = _np.result_type(value_of(ordered), q if scalar_q else _np.asarray(q, dtype=float), _np.float16)
+    dtype = float_type(value_of(ordered), q if scalar_q else _np.asarray(q, dtype=float))
     weight = (position - below).reshape(position.shape + (1,) * (ndim_of(ordered) - 1 - axis)).astype(dtype)
     result = lower + (upper - lower) * weight
     if position.ndim:  # NumPy puts the quantile axis first
@@ -292,7 +293,7 @@ def convolve(a, v, mode: str = "full"):
     """Discrete linear convolution of two 1-D sequences: windows of ``a`` (a gather) times reversed v."""
     a, v = _array(a), _array(v)
     n, m = shape_of(a)[0], shape_of(v)[0]
-    zeros = _np.zeros(m - 1, _np.result_type(value_of(a), _np.float16))
+    zeros = _np.zeros(m - 1, float_type(value_of(a), value_of(v)))
     padded = concatenate([zeros, a, zeros])
     windows = take(padded, _np.arange(n + m - 1)[:, None] + _np.arange(m))
     full = ops.matmul(windows, getitem(v, (slice(None, None, -1),)))

@@ -13,7 +13,7 @@ import numpy as _np
 
 from ..core import Tensor, concrete, ndim_of, shape_of, trackers, value_of
 from ..extend import defjvp, defvjp, nondiff, primitive, unbroadcast
-from .ops import (concatenate, defreduction, matmul, moveaxis, reshape, sum, swapaxes, tril, triu,
+from .ops import (concatenate, defreduction, float_type, matmul, moveaxis, reshape, sum, swapaxes, tril, triu,
                   where)
 from .ops import abs as _abs, max as _max, min as _min
 
@@ -67,9 +67,59 @@ def _scalar_times_matrix(s, m):
     return reshape(s, s.shape + (1, 1)) * m
 
 
+def _cofactor_svd(a):
+    """conj(U), conj(V^H) (U and V^H for real a), the singular values and det(U) det(V^H)."""
+    u, s, vh = _np.linalg.svd(a)
+    return u.conj(), vh.conj(), s, _np.linalg.det(u) * _np.linalg.det(vh)
+
+
+def _products_of_other_values(s):
+    """p_i = prod_{k != i} s_k and q_ij = prod_{k != i, j} s_k (0 on the diagonal), without a
+    division, so exact where singular values are 0: prefix and suffix products, and for i < j the
+    products strictly between i and j from a cumulative product along the rows of a triangle."""
+    n = s.shape[-1]
+    ones = _np.ones(s.shape[:-1] + (1,), s.dtype)
+    before = _np.cumprod(_np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
+    after = _np.cumprod(_np.concatenate([ones, s[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    upper = _np.triu(_np.ones((n, n), bool), 1)
+    between = _np.cumprod(_np.where(upper, s[..., None, :], 1.0), axis=-1)  # prod_{i < k <= j} s_k
+    between = _np.concatenate([_np.ones(between.shape[:-1] + (1,), s.dtype), between[..., :-1]], axis=-1)
+    q = _np.where(upper, before[..., :, None] * between * after[..., None, :], 0.0)
+    return before * after, q + _np.swapaxes(q, -1, -2)
+
+
+def _cofactor_raw(a):
+    """The cofactor matrix of ``a`` (adj(a)^T, d det / da) from its SVD a = U S V^H:
+    cof(U) cof(S) cof(V^H) = det(U) det(V^H) conj(U) diag(p) conj(V^H), p_i the product of the
+    other singular values. It needs no inverse, so it is exact at singular matrices."""
+    u, vh, s, sign = _cofactor_svd(a)
+    p = _products_of_other_values(s)[0]
+    return (sign[..., None, None] * u * p[..., None, :]) @ vh
+
+
+def _cofactor_derivative_raw(t, a):
+    """d cof(a)[t], the second derivative of det. With a + t = U (S + E) V^H, E = U^H t V^H, and
+    cof(S + E) = cof(S) + F + O(E^2) with F_ii = sum_{k != i} E_kk q_ik, F_ij = -E_ji q_ij (q: the
+    products of the other singular values). This symmetric bilinear form is its own transpose, so
+    it is both the JVP and the VJP of the cofactor (t may carry batch axes)."""
+    u, vh, s, sign = _cofactor_svd(a)
+    q = _products_of_other_values(s)[1]
+    e = sign[..., None, None] * (_np.swapaxes(u, -1, -2) @ t @ _np.swapaxes(vh, -1, -2))
+    diagonal = (q @ _np.diagonal(e, 0, -2, -1)[..., None])[..., 0]
+    f = _np.eye(s.shape[-1], dtype=s.dtype) * diagonal[..., None, :] - _np.swapaxes(e, -1, -2) * q
+    return u @ f @ vh
+
+
+# Exact at singular matrices to second order; a third sweep (through cofactor_derivative) is not
+# supported.
+_cofactor = primitive(_cofactor_raw, "cofactor")
+_cofactor_derivative = primitive(_cofactor_derivative_raw, "cofactor_derivative")
+defvjp(_cofactor, lambda g, ans, a: _cofactor_derivative(g, a))
+defjvp(_cofactor, lambda t, ans, a: _cofactor_derivative(t, a))
+
 det = primitive(_np.linalg.det, "det")
-defvjp(det, lambda g, ans, a: _scalar_times_matrix(g * ans, _mT(inv(a))))
-defjvp(det, lambda t, ans, a: ans * sum(_mT(inv(a)) * t, axis=(-2, -1)))
+defvjp(det, lambda g, ans, a: _scalar_times_matrix(g, _cofactor(a)))
+defjvp(det, lambda t, ans, a: sum(_cofactor(a) * t, axis=(-2, -1)))
 
 _logabsdet = primitive(lambda a: _np.linalg.slogdet(a)[1], "logabsdet")
 defvjp(_logabsdet, lambda g, ans, a: _scalar_times_matrix(g, _mT(inv(a))))
@@ -282,7 +332,7 @@ def _nonzero_singular_values(s, a, rcond):
     """Which singular values count as nonzero: those above rcond (by default max(m, n) times the
     machine epsilon) times the largest, as in NumPy's pinv and lstsq."""
     if rcond is None:
-        rcond = max(shape_of(a)[-2:]) * _np.finfo(_np.result_type(value_of(a), _np.float16)).eps
+        rcond = max(shape_of(a)[-2:]) * _np.finfo(float_type(value_of(a))).eps
     return concrete(s) > rcond * _np.max(concrete(s), axis=-1, keepdims=True)
 
 
@@ -310,7 +360,25 @@ def _safe_divide(x, norm):
 
 
 def _norm2_raw(x, axis, keepdims):
-    return _np.sqrt(_np.sum(x * x, axis=axis, keepdims=keepdims))
+    """sqrt(sum(x**2)); where the squares would overflow or underflow, x is first scaled by a power
+    of two (as LAPACK's nrm2 scales), which is exact: in range the value is the plain formula's."""
+    with _np.errstate(over="ignore", under="ignore"):
+        result = _np.sqrt(_np.sum(x * x, axis=axis, keepdims=keepdims))
+    small, big = _SQUARES_IN_RANGE.get(_np.dtype(result.dtype).char, (_np.inf, 0))
+    if _np.all((result > small) & (result < big)):
+        return result
+    largest = _np.max(_np.abs(x), axis=axis, keepdims=True) if x.size else _np.zeros(result.shape)
+    exponent = _np.frexp(_np.where(_np.isfinite(largest), largest, 0.0))[1]
+    scaled = x * _np.ldexp(_np.ones((), x.dtype), -exponent)
+    total = _np.sum(scaled * scaled, axis=axis, keepdims=True)
+    result = _np.ldexp(_np.sqrt(total), exponent).astype(result.dtype)
+    return result if keepdims else _np.reshape(result, _np.shape(_np.sum(x, axis=axis)))
+
+
+# Norms between these are computed by the plain formula exactly: no square overflowed or lost
+# precision to underflow (float32, float64; other types take the scaled path).
+_SQUARES_IN_RANGE = {_np.dtype(t).char: (_np.sqrt(_np.finfo(t).tiny) / _np.finfo(t).eps,
+                                         _np.sqrt(_np.finfo(t).max) / 4) for t in (_np.float32, _np.float64)}
 
 
 _norm2 = primitive(_norm2_raw, "norm")

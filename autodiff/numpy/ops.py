@@ -22,6 +22,15 @@ def _is_int(value) -> bool:
     return isinstance(value, (int, _np.integer))
 
 
+def float_type(*values) -> _np.dtype:
+    """The dtype NumPy's float ufuncs compute ``values`` in: their result type, made a float when it
+    is an integer or bool type. Python numbers stay weak, as in NumPy (2.0 with float32 is float32,
+    two Python floats are float64): never adding a float16 to the promotion, which would make two
+    Python floats float16."""
+    dtype = _np.result_type(*values)
+    return dtype if dtype.kind in "fc" else _np.result_type(dtype, _np.float16)
+
+
 def _axes(axis, ndim: int) -> tuple:
     """``axis`` (None, int or tuple) as a sorted tuple of non-negative axes."""
     if axis is None:
@@ -39,7 +48,7 @@ _isfinite, _floor_divide = nondiff(_np.isfinite), nondiff(_np.floor_divide)
 
 def _sigmoid(x):
     e = _np.exp(-_np.abs(x))
-    return _np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(_np.result_type(x, _np.float16))
+    return _np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(float_type(x))
 
 
 negative = primitive(_np.negative, tensor_fun=operator.neg)
@@ -155,7 +164,7 @@ def _in_dtype_of(x, like):
 
 
 def _mask(condition, like):
-    return astype(condition, _np.result_type(value_of(like), _np.float16))
+    return astype(condition, float_type(value_of(like)))
 
 
 mod = primitive(_np.mod, "mod")
@@ -389,12 +398,21 @@ def reshape(a, shape=None, order="C", **kwargs):
     shape = kwargs.pop("newshape", shape)
     kwargs.pop("copy", None)  # Tensors are immutable: a copy and a view are the same thing
     reject_keywords("reshape", kwargs)
-    if order != "C":
-        raise NotImplementedError("autodiff: reshape supports only order='C'")
     shape = (shape,) if _is_int(shape) else tuple(shape)
+    if _fortran_order(a, order):  # read and written in column-major order: reversed axes
+        return transpose(reshape(transpose(a), shape[::-1]))
     if isinstance(a, Tensor) and a.shape == shape:
         return a
     return _reshape(a, shape)
+
+
+def _fortran_order(a, order) -> bool:
+    """Whether NumPy's ``order`` argument means column-major for ``a`` ("A": if a's value is)."""
+    if order not in ("C", "F", "A", "K", None):
+        raise ValueError(f"order must be one of 'C', 'F', 'A' or 'K' (got {order!r})")
+    value = value_of(a)
+    return order == "F" or (order == "A" and isinstance(value, _np.ndarray)
+                            and value.flags.f_contiguous and not value.flags.c_contiguous)
 
 
 def ravel(a, order="C"):

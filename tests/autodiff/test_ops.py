@@ -449,6 +449,12 @@ def _reshape(draw, shape):
     return f"reshape({target})", lambda xp, x: xp.reshape(x, target)
 
 
+def _reshape_fortran(draw, shape):
+    size = math.prod(shape)
+    target = draw(st.sampled_from([(size,), tuple(reversed(shape)), (1, size, 1)]))
+    return f"reshape({target}, order='F')", lambda xp, x: xp.reshape(x, target, order="F")
+
+
 def _squeeze(draw, shape):
     ones = tuple(k for k, d in enumerate(shape) if d == 1)
     axis = draw(st.none() | st.sampled_from(ones or (None,)) | st.just(ones))
@@ -503,6 +509,7 @@ case("moveaxis", shape_op(_moveaxis, NONSCALAR))
 case("swapaxes", shape_op(_swapaxes, NONSCALAR))
 case("reshape", shape_op(_reshape))
 case("ravel", shape_op(_ravel))
+case("reshape (order='F')", shape_op(_reshape_fortran))
 case("squeeze", shape_op(_squeeze, small(hnp.array_shapes(min_dims=0, max_dims=4, min_side=1, max_side=2))))
 case("expand_dims", shape_op(_expand_dims))
 case("broadcast_to", shape_op(_broadcast_to))
@@ -1242,6 +1249,43 @@ def test_logsumexp_is_stable_for_large_and_infinite_inputs():
         y = anp.logsumexp(x)
     assert y.numpy() == 0.0
     np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [0.0, 1.0])
+
+
+def test_det_derivatives_are_exact_at_a_singular_matrix():
+    """d det / dA is the cofactor matrix, which exists everywhere (closed form for this rank-2 A);
+    the Hessian of det is exact there too (det is a cubic: central differences are exact)."""
+    a = np.arange(1.0, 10.0).reshape(3, 3)
+    g, h = gradient_and_hessian(anp.linalg.det, a)
+    np.testing.assert_allclose(g, [[-3, 6, -3], [6, -12, 6], [-3, 6, -3]], rtol=1e-12, atol=1e-12 * 9)
+    # d^2 det / dA_ij dA_kl = +-A_mn for i != k, j != l (the entry left over), 0 otherwise.
+    expected = np.zeros((3, 3, 3, 3))
+    for i, j, k, l in np.ndindex(3, 3, 3, 3):
+        if i != k and j != l:
+            m, n = 3 - i - k, 3 - j - l
+            sign = np.linalg.det(np.eye(3)[[i, k, m]]) * np.linalg.det(np.eye(3)[[j, l, n]])
+            expected[i, j, k, l] = sign * a[m, n]
+    np.testing.assert_allclose(h, expected, rtol=1e-12, atol=1e-12 * 9)
+    ad.check_grad(anp.linalg.det, np.zeros((2, 3, 3)), order=2)  # rank 0
+
+
+def test_hypot_neither_overflows_nor_underflows():
+    for scale in (1e200, 1e-200):
+        x = np.array([3.0, 4.0]) * scale
+        value, gradient = ad.value_and_grad(lambda t: anp.hypot(t[0], t[1]))(x)
+        np.testing.assert_allclose(value, 5 * scale, rtol=1e-15)
+        np.testing.assert_allclose(gradient, [0.6, 0.8], rtol=1e-15)
+        np.testing.assert_allclose(anp.linalg.norm(ad.constant(x)).numpy(), 5 * scale, rtol=1e-15)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: anp.hypot(2.0, 0.6), lambda: anp.sigmoid(0.3), lambda: anp.expit(0.3),
+    lambda: anp.nanmean([1.0, np.nan]), lambda: anp.quantile([1.0, 2.0], 0.3),
+    lambda: anp.convolve([1.0, 2.0], [0.5, 1.0]), lambda: anp.hypot(ad.constant(2.0), 0.6),
+    lambda: anp.sigmoid(ad.constant(0.3)),
+])
+def test_python_floats_compute_in_float64(call):
+    """NumPy 2 keeps Python numbers weak: promoting them with float16 would give float16."""
+    assert np.result_type(ad.core.value_of(call())) == np.float64
 
 
 def test_norm_gradient_at_zero_is_zero():
