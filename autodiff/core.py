@@ -10,6 +10,7 @@ ndarrays, they are as cheap as NumPy.
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 
 import numpy as np
@@ -238,9 +239,33 @@ def _check_untracked(t: Tensor, conversion: str) -> None:
             "when it stores a Tensor into an array (r[i] = t, np.array([t0, t1]), np.sum([t0, t1])). "
             "To build an array from Tensors and keep the gradient, use np.stack([...]), "
             "np.concatenate or autodiff.numpy.array([...]); to leave the engine on purpose, use "
-            "t.numpy() (or t.item()) for the value, or autodiff.stop_gradient(t).")
+            "t.numpy() (or t.item()) for the value, or autodiff.stop_gradient(t)."
+            + _converting_scipy_function())
     if state.traces:
         note_read(t, conversion)
+
+
+def _converting_scipy_function() -> str:
+    """A sentence naming the scipy function that made the conversion (scipy's Python functions turn
+    their inputs into ndarrays), and its differentiable version when autodiff has one; else ''."""
+    frame, entry = sys._getframe(2), None
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module == "scipy" or module.startswith("scipy."):
+            entry = frame
+        elif entry is not None:
+            break
+        frame = frame.f_back
+    if entry is None:
+        return ""
+    module = ".".join(p for p in entry.f_globals["__name__"].split(".") if not p.startswith("_"))
+    name = entry.f_code.co_name
+    from .numpy import special  # the package imports core: a late import
+    ours = f"autodiff.numpy.special.{name}" if module == "scipy.special" and name in special.__all__ else None
+    return (f" Here {module}.{name} converted it: scipy's Python functions turn their inputs into "
+            "ndarrays, so no autodiff engine can see through them; "
+            + (f"{ours} is its differentiable version." if ours else
+               "write that step with NumPy operations on the Tensor."))
 
 
 def _tracked_outside_traces(t: Tensor) -> bool:

@@ -3,7 +3,7 @@
 ``NUMPY_FUNCTIONS`` names every NumPy function and ufunc implemented here: each is exported, and on a
 Tensor NumPy's own of that name dispatches to it (``autodiff/dispatch.py`` derives its tables from
 this one). Primitives and their rules are in ``ops``, functions built from them in ``composite``,
-``numpy.linalg`` in ``linalg``. Functions with no derivative (comparisons, argmax, floor, ...) pass
+``numpy.linalg`` in ``linalg``, ``scipy.special`` in ``special``. Functions with no derivative (comparisons, argmax, floor, ...) pass
 values through and carry no gradient; array constructors are NumPy's own. Each function keeps
 NumPy's signature and meaning, so NumPy's documentation is theirs; the few beyond NumPy
 (``logsumexp``, ``softmax``, ``log_softmax``, ``sigmoid``/``expit``, ``softplus``,
@@ -26,7 +26,7 @@ import numpy as _np
 
 from ..core import Tensor as _Tensor
 from ..extend import nondiff as _nondiff
-from . import composite, linalg, ops
+from . import composite, linalg, ops, special
 from .ops import (  # noqa: F401  (the names beyond NumPy's)
     expit, getitem, log_softmax, logsumexp, sigmoid, softmax, softplus, stop_gradient,
 )

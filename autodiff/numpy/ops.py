@@ -344,13 +344,23 @@ def stop_gradient(x):
     return nondiff(_np.asarray)(x) if isinstance(x, Tensor) else x  # recorded when traced
 
 
-def logsumexp(a, axis=None, keepdims=False, **kwargs):
-    """log(sum(exp(a))) computed stably (the shift carries no gradient, the result is exact)."""
+def logsumexp(a, axis=None, keepdims=False, b=None, return_sign=False, **kwargs):
+    """log(sum(b * exp(a))) computed stably (the shift carries no gradient, the result is exact).
+
+    As ``scipy.special.logsumexp``: weights ``b`` (differentiable too) may be negative, and with
+    ``return_sign`` the result is ``(log|sum|, sign of the sum)``; without it a negative sum is NaN.
+    """
     reject_keywords("logsumexp", kwargs)
     shift = stop_gradient(max(a, axis=axis, keepdims=True))
     shift = where(_isfinite(shift), shift, 0.0)
-    result = log(sum(exp(a - shift), axis=axis, keepdims=True)) + shift
-    return result if keepdims else reshape(result, _np.sum(value_of(result), axis=axis).shape)
+    terms = exp(a - shift)
+    total = sum(terms if b is None else b * terms, axis=axis, keepdims=True)
+    sign = nondiff(_np.sign)(total) if return_sign else None
+    result = log(absolute(total) if return_sign else total) + shift
+    if not keepdims:
+        shape = _np.sum(value_of(result), axis=axis).shape
+        result, sign = reshape(result, shape), None if sign is None else reshape(sign, shape)
+    return (result, sign) if return_sign else result
 
 
 def softmax(x, axis=-1):

@@ -35,6 +35,11 @@ NP.softplus = lambda x: np.logaddexp(0.0, x)
 NP.logsumexp = lambda x, axis=None, keepdims=False: np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
 NP.softmax = scipy.special.softmax
 NP.log_softmax = scipy.special.log_softmax
+# scipy computes polygamma and multigammaln in float64 whatever the input; autodiff keeps float32, as
+# NumPy's ufuncs and scipy's other special functions do.
+NP.special = types.SimpleNamespace(**{name: getattr(scipy.special, name) for name in anp.special.__all__})
+NP.special.polygamma = lambda n, x: scipy.special.polygamma(n, x).astype(np.result_type(x, np.float16))
+NP.special.multigammaln = lambda a, d: scipy.special.multigammaln(a, d).astype(np.result_type(a, np.float16))
 
 FEW = settings(max_examples=12, deadline=None)
 FEWER = settings(max_examples=5, deadline=None)
@@ -942,6 +947,43 @@ def lstsq_problem(draw):
 case("linalg.lstsq", lstsq_problem())
 case("linalg.norm (spectral and nuclear)", st.sampled_from([2, -2, "nuc"]).flatmap(lambda order: rectangular(
     lambda xp, a: xp.linalg.norm(a, order, axis=(-2, -1)), f"norm(ord={order!r})")))
+
+
+# scipy.special: its ufuncs on Tensors reach autodiff.numpy.special through NumPy's dispatch; its Python
+# functions (logsumexp, softmax, ...) convert their input, so they are autodiff.numpy.special's.
+SPECIAL_DOMAINS = {
+    "expit": uniform(-4, 4), "logit": uniform(0.1, 0.9), "log_expit": uniform(-4, 4), "erf": uniform(-2, 2),
+    "erfc": uniform(-2, 2), "erfinv": uniform(-0.8, 0.8), "erfcinv": uniform(0.2, 1.8),
+    "ndtr": uniform(-3, 3), "log_ndtr": uniform(-6, 3), "ndtri": uniform(0.1, 0.9),
+    "gamma": uniform(0.5, 3), "gammaln": uniform(0.5, 4), "digamma": uniform(0.5, 4), "psi": uniform(0.5, 4),
+    "i0e": away_from_zero, "i1e": away_from_zero, "entr": uniform(0.2, 3), "softplus": uniform(-4, 4),
+}
+for _name, _domain in SPECIAL_DOMAINS.items():
+    case(f"scipy.special.{_name}", drawn(lambda xp, x, name=_name: getattr(scipy.special, name)(x), _domain))
+SPECIAL_PAIRS = {
+    "betaln": (uniform(0.5, 3), uniform(0.5, 3)), "xlogy": (uniform(-2, 2), uniform(0.5, 3)),
+    "xlog1py": (uniform(-2, 2), uniform(-0.5, 2)), "rel_entr": (uniform(0.2, 3), uniform(0.2, 3)),
+    "kl_div": (uniform(0.2, 3), uniform(0.2, 3)),
+}
+for _name, (_domain_a, _domain_b) in SPECIAL_PAIRS.items():
+    case(f"scipy.special.{_name}", drawn_pair(lambda xp, a, b, name=_name: getattr(scipy.special, name)(a, b),
+                                              _domain_a, _domain_b))
+case("special.polygamma", st.sampled_from([0, 1, 2]).flatmap(lambda n: drawn(
+    lambda xp, x: xp.special.polygamma(n, x), uniform(0.5, 3), what=f"polygamma({n}, .)")))
+case("special.polygamma (array of orders)", drawn(
+    lambda xp, x: xp.special.polygamma(np.arange(x.size).reshape(x.shape) % 3, x), uniform(0.5, 3)))
+case("special.multigammaln", st.sampled_from([1, 3]).flatmap(lambda d: drawn(
+    lambda xp, x: xp.special.multigammaln(x, d), uniform(1.5, 4), NONSCALAR, what=f"multigammaln(., {d})")))
+case("special.logsumexp", reduction("logsumexp", uniform(-3, 3), shapes=NONSCALAR).map(
+    lambda p: Problem(lambda xp, x: p.fn(xp.special, x), p.x, p.what)))
+case("special.logsumexp (weights b, return_sign)", product(
+    lambda xp, a, b: xp.stack(xp.special.logsumexp(a, axis=-1, b=b, return_sign=True)), {
+        "matrix, weights": lambda m, k, n, ba, bb: ((m, k), (m, k)),
+        "matrix, weights broadcast": lambda m, k, n, ba, bb: ((m, k), (k,))}).filter(
+    lambda p: np.all(np.abs(np.sum(np.exp(p.x[:p.x.size // 2]), axis=-1)) > 0)))
+case("special.softmax", drawn(lambda xp, x: xp.special.softmax(x), uniform(-3, 3)))
+case("special.log_softmax (axis=0)", drawn(lambda xp, x: xp.special.log_softmax(x, axis=0), uniform(-3, 3),
+                                          NONSCALAR))
 
 
 # --- the checks ----------------------------------------------------------------------------------
