@@ -378,6 +378,7 @@ class Primitive:
         self.jvps = _Rules(self.name, "forward-mode (JVP)")
         self.variadic = False  # one rule for every argument, called with argnum=i
         self.joint = False     # backward() computes all cotangents at once (variadic, custom nodes)
+        self.complex_ok = False  # rules verified for complex values (JAX's convention); else refused
 
     def __repr__(self):
         return f"<primitive {self.name}>"
@@ -398,6 +399,8 @@ class Primitive:
 
     def forward(self, tangents: dict, ans, args, kwargs):
         """The output tangent, given ``{argnum: tangent}`` for the arguments that have one."""
+        if not self.complex_ok:
+            refuse_complex(self, [value_of(a) for a in args], ans)
         total = None
         for i, t in tangents.items():
             ti = self.jvps[0](t, ans, *args, argnum=i, **kwargs) if self.variadic \
@@ -463,9 +466,12 @@ def apply_binary(prim: Primitive, x, y):
 
 def _output(prim, args, raw, kwargs, parents, value):
     """Wrap an op's result in a Tensor and record it on the active tapes and accumulators."""
-    if type(value) is np.ndarray and value.dtype.hasobject:
-        raise TypeError(f"autodiff: {prim.name} produced an object array (an operand holds Python "
-                        "objects); use numeric arrays")
+    if type(value) is np.ndarray:
+        if value.dtype.hasobject:
+            raise TypeError(f"autodiff: {prim.name} produced an object array (an operand holds Python "
+                            "objects); use numeric arrays")
+    elif type(value) is complex:  # Python's complex * np.float64 is a Python complex: keep NumPy types
+        value = np.complex128(value)
     out = Tensor(value)
     tapes = state.tapes
     if tapes:
@@ -510,11 +516,28 @@ def record(prim, args, raw, kwargs, out, parents, tapes):
                 tracked = tuple(j for j in tracked if j != i)
         if not tracked:
             continue
+        if not prim.complex_ok:
+            refuse_complex(prim, raw, out)
         tape._records.append((prim, args, raw, kwargs, out, tracked))
         if type(out) is tuple:
             watched.update(o._id for o in out)
         else:
             watched.add(out._id)
+
+
+def refuse_complex(prim, raw, out) -> None:
+    """Raise if an op whose rules are not verified for complex numbers meets a complex operand or
+    result while it is being differentiated (its derivative would be silently wrong)."""
+    values = list(raw) + (list(out) if type(out) is tuple else [out])
+    if any(_np_kind(value_of(v)) == "c" for v in values):
+        raise TypeError(f"autodiff: {prim.name} does not differentiate complex numbers (its derivative "
+                        "rule is verified for real values only); differentiate its real and imaginary "
+                        "parts (np.real, np.imag) separately, or use real arithmetic")
+
+
+def _np_kind(value) -> str:
+    dtype = getattr(value, "dtype", None)
+    return dtype.kind if dtype is not None else "c" if isinstance(value, complex) else "f"
 
 
 def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
@@ -545,12 +568,21 @@ def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
             cotangents = (prim.vjps[parents[0]](g, ans, *values),)
         else:
             cotangents = [prim.vjps[i](g, ans, *values) for i in parents]
+        if (out._value if type(out) is not tuple else out[0]._value).dtype.kind == "c":
+            cotangents = _real_for_real_inputs(cotangents, raw, parents)
         for i, gi in zip(parents, cotangents):
             if gi is not None:  # None: no contribution
                 key = args[i]._id
                 prev = grads.get(key)
                 grads[key] = gi if prev is None else prev + gi
     return {k: _dense(grads[k]) for k in keep if k in grads}
+
+
+def _real_for_real_inputs(cotangents, raw, parents):
+    """A complex op's cotangents, the real part for each real input: under JAX's convention (a VJP is
+    the transpose for the pairing Re(sum(a * b))) a real input's cotangent is the real part."""
+    return [gi.real if gi is not None and type(gi) is not SlicedCotangent and _np_kind(gi) == "c"
+            and _np_kind(raw[i]) != "c" else gi for i, gi in zip(parents, cotangents)]
 
 
 def add_piece(pieces: list, index, piece) -> None:

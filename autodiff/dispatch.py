@@ -131,6 +131,8 @@ def _install_methods():
         "__abs__": lambda self: anp.absolute(self),
         "__getitem__": anp.getitem, "__setitem__": _setitem,
         "T": property(lambda self: anp.transpose(self)),
+        "real": property(lambda self: anp.real(self)), "imag": property(lambda self: anp.imag(self)),
+        "conj": lambda self: anp.conj(self), "conjugate": lambda self: anp.conj(self),
         "mT": property(lambda self: anp.swapaxes(self, -1, -2)),
         "reshape": lambda self, *shape, **kw: anp.reshape(self, shape[0] if len(shape) == 1 else shape, **kw),
         "transpose": lambda self, *axes: anp.transpose(self, (axes[0] if len(axes) == 1 else axes) or None),

@@ -42,17 +42,19 @@ def _without_derivative(names: str, wrap: bool) -> dict:
 
 NUMPY_FUNCTIONS = {
     **_defined_in(ops, """
-        abs absolute add amax amin arccos arccosh arcsin arcsinh arctan arctan2 arctanh array_split
-        astype atleast_1d broadcast_to cbrt clip concatenate copy cos cosh cumsum diag diagonal divide
-        dot einsum exp expand_dims expm1 fabs flip hstack inner log log1p log2 log10 logaddexp matmul
-        max maximum mean min minimum mod moveaxis multiply negative outer pad positive power prod
-        ravel reciprocal remainder repeat reshape sign sin sinh sort split sqrt square squeeze stack
-        std subtract sum swapaxes take take_along_axis tan tanh tensordot tile trace transpose tril
-        triu true_divide var vdot vstack where"""),
+        abs absolute add amax amin angle arccos arccosh arcsin arcsinh arctan arctan2 arctanh
+        array_split astype atleast_1d atleast_2d atleast_3d broadcast_to cbrt clip concatenate conj
+        conjugate copy cos cosh cumsum diag diagonal divide dot dstack einsum exp expand_dims expm1 fabs
+        flip hstack imag inner log log1p log2 log10 logaddexp matmul max maximum mean min minimum mod
+        moveaxis multiply negative outer pad partition positive power prod ravel real reciprocal
+        remainder repeat reshape sign sin sinh sort split sqrt square squeeze stack std subtract sum
+        swapaxes take take_along_axis tan tanh tensordot tile trace transpose tril triu true_divide var
+        vdot vstack where"""),
     **_defined_in(composite, """
         append average column_stack convolve copysign corrcoef correlate cov cross cumprod deg2rad
-        degrees diff exp2 float_power fmax fmin hypot interp kron median nanmean nansum percentile
-        polyval ptp quantile rad2deg radians roll sinc trapezoid"""),
+        degrees diff dsplit exp2 flipud fliplr float_power fmax fmin gradient hsplit hypot interp kron
+        linspace logaddexp2 median nan_to_num nanmean nansum percentile polyval ptp quantile rad2deg
+        radians roll rollaxis rot90 select sinc trapezoid vsplit"""),
     # No derivative: values pass through, no gradient flows, no error (wrapped: Tensors come back).
     **_without_derivative("""
         floor ceil round around rint trunc fix floor_divide isfinite isnan isinf signbit greater
@@ -68,8 +70,9 @@ globals().update(NUMPY_FUNCTIONS)
 # Constants and constructors: plain NumPy (they never depend on a Tensor).
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, _np.newaxis
 float16, float32, float64, int32, int64, bool_ = _np.float16, _np.float32, _np.float64, _np.int32, _np.int64, _np.bool_
-arange, linspace, logspace, zeros, ones, eye, identity, full, empty = (
-    _np.arange, _np.linspace, _np.logspace, _np.zeros, _np.ones, _np.eye, _np.identity, _np.full, _np.empty)
+arange, logspace, zeros, ones, eye, identity, full, empty = (
+    _np.arange, _np.logspace, _np.zeros, _np.ones, _np.eye, _np.identity, _np.full, _np.empty)
+r_, c_ = composite.r_, composite.c_
 
 
 def array(obj, dtype=None, copy=True, **kwargs):

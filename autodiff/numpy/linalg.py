@@ -15,6 +15,7 @@ from ..core import Tensor, concrete, ndim_of, shape_of, trackers, value_of
 from ..extend import defjvp, defvjp, nondiff, primitive, unbroadcast
 from .ops import (concatenate, defreduction, float_type, matmul, moveaxis, reshape, sum, swapaxes, tril, triu,
                   where)
+from .ops import _is_complex, real
 from .ops import abs as _abs, max as _max, min as _min
 
 SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
@@ -123,11 +124,15 @@ defjvp(det, lambda t, ans, a: sum(_cofactor(a) * t, axis=(-2, -1)))
 
 _logabsdet = primitive(lambda a: _np.linalg.slogdet(a)[1], "logabsdet")
 defvjp(_logabsdet, lambda g, ans, a: _scalar_times_matrix(g, _mT(inv(a))))
-defjvp(_logabsdet, lambda t, ans, a: sum(_mT(inv(a)) * t, axis=(-2, -1)))
+defjvp(_logabsdet, lambda t, ans, a: real(sum(_mT(inv(a)) * t, axis=(-2, -1))))  # log|det| = Re log det
 
 
 def slogdet(a):
-    """(sign, log|det a|); the sign carries no gradient."""
+    """(sign, log|det a|); the sign carries no gradient (for a complex matrix it is a phase that has
+    one: refused; use det)."""
+    if isinstance(a, Tensor) and _is_complex(a):
+        raise TypeError("autodiff: slogdet of a complex matrix does not differentiate (its sign, a "
+                        "phase, has a derivative); use det, or log(abs(det))")
     return SlogdetResult(_np.linalg.slogdet(concrete(a))[0], _logabsdet(a))
 
 
@@ -192,9 +197,9 @@ defjvp(_eigh, _eigh_jvp)
 def eigh(a, UPLO="L"):
     """Eigenvalues (ascending) and eigenvectors of a symmetric matrix (distinct eigenvalues assumed
     for the derivative of the eigenvectors)."""
-    if UPLO != "L":
-        raise NotImplementedError("autodiff: eigh supports UPLO='L' only")
-    packed = _eigh(a)
+    if UPLO not in ("L", "U"):
+        raise ValueError("UPLO argument must be 'L' or 'U'")
+    packed = _eigh(a if UPLO == "L" else _mT(a))  # the upper triangle of a is the lower one of a^T
     return EighResult(packed[..., 0, :], packed[..., 1:, :])
 
 
@@ -456,6 +461,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
     axis = tuple(range(ndim)) if axis is None else axis
     if isinstance(axis, int):
         axis = (axis,)
+    if _is_complex(x) and not (len(axis) == 2 and ord in (2, -2, "nuc")):
+        x = _abs(x)  # these norms depend on |x| only (the spectral and nuclear ones refuse complex)
     if ord in (None, 2, "fro") and (ord != 2 or len(axis) == 1) and (ord != "fro" or len(axis) == 2):
         return _mark_norm(_norm2(x, axis, keepdims), x, axis, keepdims)
     if len(axis) == 2:
@@ -522,3 +529,6 @@ def multi_dot(arrays, *, out=None):
 # numpy.linalg's names implemented here (dispatch.py sends NumPy's own of each name here on Tensors).
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "qr", "lstsq",
            "norm", "matrix_power", "multi_dot", "matmul"]
+
+for _prim in (solve, inv, det, _cofactor, _cofactor_derivative, _logabsdet):  # holomorphic (log|det|: real part)
+    _prim.complex_ok = True

@@ -986,6 +986,126 @@ case("special.log_softmax (axis=0)", drawn(lambda xp, x: xp.special.log_softmax(
                                           NONSCALAR))
 
 
+# NumPy names met in code written for NumPy, JAX and autograd.
+case("atleast_2d", drawn(lambda xp, x: xp.atleast_2d(x) * 1.5, uniform(-2, 2)))
+case("atleast_3d", drawn(lambda xp, x: xp.atleast_3d(x) * 1.5, uniform(-2, 2)))
+case("dstack", product(lambda xp, a, b: xp.dstack([a, b]), {
+    "vectors": lambda m, k, n, ba, bb: ((k,), (k,)), "matrices": lambda m, k, n, ba, bb: ((m, k), (m, k))}))
+case("flipud", drawn(lambda xp, x: xp.flipud(x), uniform(-2, 2), NONSCALAR))
+MATRICES = small(hnp.array_shapes(min_dims=2, max_dims=3, min_side=1, max_side=3))
+case("fliplr", drawn(lambda xp, x: xp.fliplr(x), uniform(-2, 2), MATRICES))
+case("rot90", st.sampled_from([(0, (0, 1)), (1, (0, 1)), (2, (1, 0)), (3, (-1, 0)), (-1, (0, 1))]).flatmap(
+    lambda k_axes: drawn(lambda xp, x: xp.rot90(x, *k_axes), uniform(-2, 2), MATRICES, f"rot90{k_axes}")))
+case("rollaxis", st.sampled_from([(0, 0), (0, 2), (2, 0), (-1, 1), (1, 3)]).flatmap(lambda a: drawn(
+    lambda xp, x: xp.rollaxis(x, *a), uniform(-2, 2), small(hnp.array_shapes(min_dims=3, max_dims=3, max_side=2)),
+    f"rollaxis{a}")))
+for _name, _axis in (("hsplit", 1), ("vsplit", 0), ("dsplit", 2)):
+    case(_name, drawn(lambda xp, x, name=_name: xp.concatenate(
+        [xp.ravel(p) * (k + 1) for k, p in enumerate(getattr(xp, name)(x, [1]))]), uniform(-2, 2),
+        small(hnp.array_shapes(min_dims=3, max_dims=3, min_side=2, max_side=2), 8)))
+case("select", where_problem().map(lambda p: Problem(
+    lambda xp, flat: xp.select([flat > 0.5, flat < -1.0], [2.0 * flat, flat ** 2], default=-flat), p.x, p.what)))
+case("nan_to_num", drawn(lambda xp, x: xp.nan_to_num(x * 2.0), uniform(-2, 2)))
+case("logaddexp2", drawn_pair(lambda xp, a, b: xp.logaddexp2(a, b), uniform(-3, 3), uniform(-3, 3)))
+case("gradient", st.sampled_from([{}, {"axis": 0}, {"axis": -1, "edge_order": 2}, {"edge_order": 2}]).flatmap(
+    lambda kw: drawn(lambda xp, x: xp.stack(xp.atleast_1d(xp.gradient(x, 0.5, **kw)) if "axis" in kw
+                                            or x.ndim == 1 else xp.gradient(x, **kw)),
+                     uniform(-2, 2), small(hnp.array_shapes(min_dims=1, max_dims=2, min_side=3, max_side=4), 16),
+                     f"gradient({kw})")))
+case("partition", reduction("sort", distinct, shapes=NONSCALAR, single_axis=True).map(lambda p: Problem(
+    lambda xp, x: xp.partition(x, 0, axis=-1), p.x, "partition(x, 0)")))
+case("linspace (Tensor ends)", product(lambda xp, a, b: xp.linspace(a, b, 4, axis=-1), {
+    "scalars": lambda m, k, n, ba, bb: ((), ()), "vectors": lambda m, k, n, ba, bb: ((k,), (k,))}))
+case("linspace (no endpoint, retstep)", product(lambda xp, a, b: xp.stack(
+    [xp.linspace(a, b, 3, endpoint=False, retstep=True)[1], xp.linspace(a, b, 3, endpoint=False)[2]]), {
+    "scalars": lambda m, k, n, ba, bb: ((), ())}))
+case("r_ and c_", product(lambda xp, a, b: xp.concatenate([xp.r_[a, 1.0, b, 0:2], xp.ravel(xp.c_[a, b])]), {
+    "vectors": lambda m, k, n, ba, bb: ((k,), (k,))}))
+case("cross (axisa, axisb, axisc)", product(lambda xp, a, b: xp.cross(a, b, axisa=0, axisb=-1, axisc=0), {
+    "3 x n, n x 3": lambda m, k, n, ba, bb: ((3, k), (k, 3))}))
+case("cross (axis)", product(lambda xp, a, b: xp.cross(a, b, axis=0), {
+    "3 x n": lambda m, k, n, ba, bb: ((3, k), (3, k))}))
+case("einsum (sublists)", product(lambda xp, a, b: xp.einsum(a, [0, 1], b, [1, 2], [2, 0]), {
+    "matrices": lambda m, k, n, ba, bb: ((m, k), (k, n))}))
+case("vstack (dtype)", product(lambda xp, a, b: xp.vstack([a, b], dtype=np.float64), {
+    "vectors": lambda m, k, n, ba, bb: ((k,), (k,))}))
+case("real, imag, conj (real input)", drawn(lambda xp, x: xp.real(x) * 2.0 + xp.imag(x) + xp.conj(x) ** 2,
+                                            uniform(-2, 2)))
+case("linalg.eigh (UPLO='U')", square(
+    lambda xp, x: xp.linalg.eigh(separated_symmetric(xp, x), UPLO="U").eigenvalues, "eigh U", uniform(-1, 1)))
+case("linalg.det (singular)", square(
+    lambda xp, a: xp.linalg.det(a * np.array([1.0, 1.0, 0.0])[:a.shape[-1]]), "det with a zero column",
+    uniform(-1, 1)))
+
+
+# Complex numbers, in JAX's convention. Each case is a real function of a real vector x: z = x_re +
+# 1j x_im goes through the op and the result's real and imaginary parts are stacked, so every check
+# above (finite differences of both orders, batches, JVPs, replay) tests the complex rules, and the
+# projection of a complex cotangent onto a real input (its real part).
+def complex_case(name, fn, re=uniform(-1, 1), im=uniform(-1, 1), shapes=SHAPES):
+    @st.composite
+    def problem(draw):
+        shape = draw(shapes)
+        rng = draw(RNGS)
+        x = np.stack([re(rng, shape), im(rng, shape)])
+        def real_and_imaginary(xp, x):
+            y = fn(xp, x[0] + 1j * x[1])
+            return xp.stack([xp.real(y), xp.imag(y)])
+        return Problem(real_and_imaginary, x, f"complex {shape}")
+    case(f"complex: {name}", problem())
+
+
+for _name, _re, _im in [
+    ("negative", uniform(-1, 1), uniform(-1, 1)), ("exp", uniform(-1, 1), uniform(-2, 2)),
+    ("log", uniform(0.3, 2), uniform(-1, 1)), ("log2", uniform(0.3, 2), uniform(-1, 1)),
+    ("log10", uniform(0.3, 2), uniform(-1, 1)), ("log1p", uniform(-0.5, 1), uniform(-1, 1)),
+    ("expm1", uniform(-1, 1), uniform(-2, 2)), ("sqrt", uniform(0.3, 2), uniform(-1, 1)),
+    ("square", uniform(-1, 1), uniform(-1, 1)), ("reciprocal", uniform(0.3, 1), uniform(-1, 1)),
+    ("abs", away_from_zero, uniform(-1, 1)), ("absolute", away_from_zero, uniform(-1, 1)),
+    ("sin", uniform(-2, 2), uniform(-1, 1)), ("cos", uniform(-2, 2), uniform(-1, 1)),
+    ("tan", uniform(-1, 1), uniform(-1, 1)), ("arcsin", uniform(-0.7, 0.7), uniform(-0.7, 0.7)),
+    ("arccos", uniform(-0.7, 0.7), uniform(-0.7, 0.7)), ("arctan", uniform(-1, 1), uniform(-0.6, 0.6)),
+    ("sinh", uniform(-1, 1), uniform(-2, 2)), ("cosh", uniform(-1, 1), uniform(-2, 2)),
+    ("tanh", uniform(-1, 1), uniform(-1, 1)), ("arcsinh", uniform(-1, 1), uniform(-0.6, 0.6)),
+    ("arccosh", uniform(1.3, 3), uniform(-1, 1)), ("arctanh", uniform(-0.7, 0.7), uniform(-0.7, 0.7)),
+    ("real", uniform(-1, 1), uniform(-1, 1)), ("imag", uniform(-1, 1), uniform(-1, 1)),
+    ("conj", uniform(-1, 1), uniform(-1, 1)), ("angle", uniform(0.3, 2), uniform(-1, 1)),
+    ("exp2", uniform(-1, 1), uniform(-1, 1)), ("sinc", uniform(-1, 1), uniform(-1, 1)),
+]:
+    complex_case(_name, lambda xp, z, name=_name: getattr(xp, name)(z), _re, _im)
+complex_case("abs(sin(z))", lambda xp, z: abs(xp.sin(z)), uniform(0.3, 1.2), uniform(0.3, 1.5))
+complex_case("z * conj(z) * (1 + 0.2j) / z[..., ::-1]", lambda xp, z: z * xp.conj(z) * (1 + 0.2j) / z[..., ::-1],
+             away_from_zero, uniform(-1, 1), NONSCALAR)
+complex_case("z ** 3, z ** z, 2 ** z", lambda xp, z: xp.stack([z ** 3, z ** z, 2.0 ** z]),
+             uniform(0.5, 2), uniform(-1, 1))
+complex_case("sum, mean, prod", lambda xp, z: xp.stack([xp.sum(z), xp.mean(z), xp.prod(z)]), with_zeros)
+complex_case("var, std", lambda xp, z: xp.stack([xp.var(z), xp.std(z)]), distinct, uniform(-1, 1), SEVERAL)
+complex_case("cumsum, cumprod", lambda xp, z: xp.stack([xp.cumsum(z), xp.cumprod(z)]))
+complex_case("where, reshape, transpose, getitem, concatenate",
+             lambda xp, z: xp.concatenate([xp.ravel(xp.where(xp.real(z) > 0, z, 2 * z).T), z.reshape(-1)[::-1]]))
+complex_case("matmul, einsum, dot, vdot, outer, kron", lambda xp, z: xp.concatenate([
+    xp.ravel(z @ z.T), xp.ravel(xp.einsum("ij,jk->ik", z, z.T)), xp.ravel(xp.dot(z, z.T)),
+    xp.atleast_1d(xp.vdot(z, 2.0 * z)), xp.ravel(xp.outer(z, z)), xp.ravel(xp.kron(z, z))]),
+    shapes=small(hnp.array_shapes(min_dims=2, max_dims=2, max_side=3)))
+complex_case("cross, convolve, correlate", lambda xp, z: xp.concatenate([
+    xp.cross(z, z[::-1]), xp.convolve(z, z[:2]), xp.correlate(z, z[:2], "full")]), shapes=st.just((3,)))
+complex_case("cov", lambda xp, z: xp.cov(z), shapes=st.just((2, 3)))
+complex_case("linalg.solve, inv, det", lambda xp, a: xp.concatenate([
+    xp.ravel(xp.linalg.solve(a, a[..., 0])), xp.ravel(xp.linalg.inv(a)), xp.atleast_1d(xp.linalg.det(a))]),
+    lambda rng, shape: well_conditioned(rng, shape), uniform(-0.5, 0.5), st.sampled_from([(2, 2), (3, 3)]))
+complex_case("linalg.det (singular)", lambda xp, a: xp.linalg.det(a * np.array([1.0, 1.0, 0.0])),
+             shapes=st.just((3, 3)))
+complex_case("linalg.slogdet logabsdet", lambda xp, a: xp.linalg.slogdet(a)[1] if xp is NP else
+             xp.log(xp.abs(xp.linalg.det(a))), lambda rng, shape: well_conditioned(rng, shape), uniform(-0.5, 0.5),
+             st.just((3, 3)))
+complex_case("linalg.norm (vector orders, fro, induced 1 and inf)", lambda xp, z: xp.stack([
+    xp.linalg.norm(z), xp.linalg.norm(z[0], 3), xp.linalg.norm(z[0], 1), xp.linalg.norm(z[1], np.inf),
+    xp.linalg.norm(z, "fro"), xp.linalg.norm(z, 1), xp.linalg.norm(z, -np.inf)]),
+    distinct_magnitudes, uniform(-0.1, 0.1), st.just((2, 3)))
+complex_case("nan_to_num, linspace", lambda xp, z: xp.concatenate([xp.nan_to_num(z), xp.linspace(z[0], z[1], 3)]),
+             shapes=st.just((2,)))
+
+
 # --- the checks ----------------------------------------------------------------------------------
 
 def tensor_input(x):
