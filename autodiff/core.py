@@ -349,15 +349,42 @@ def record_constant(fun, args: tuple, kwargs: dict, out: Tensor) -> None:
 
 
 def shape_of(x) -> tuple:
-    """The shape of a Tensor, array, NumPy scalar or Python value, without NumPy's dispatch."""
+    """The shape of a Tensor, array, NumPy scalar or Python value (a list may hold Tensors), without
+    NumPy's dispatch."""
     x = value_of(x)
-    return x.shape if isinstance(x, (np.ndarray, np.generic)) else np.shape(x)
+    return x.shape if isinstance(x, (np.ndarray, np.generic)) else np.shape(_values_in(x))
 
 
 def ndim_of(x) -> int:
     """The number of axes of a Tensor, array, NumPy scalar or Python value, without NumPy's dispatch."""
     x = value_of(x)
-    return x.ndim if isinstance(x, (np.ndarray, np.generic)) else np.ndim(x)
+    return x.ndim if isinstance(x, (np.ndarray, np.generic)) else np.ndim(_values_in(x))
+
+
+def dtype_of(x) -> np.dtype:
+    """The dtype of a Tensor, array, NumPy scalar or Python value, without NumPy's dispatch."""
+    x = value_of(x)
+    return x.dtype if isinstance(x, (np.ndarray, np.generic)) else np.asarray(_values_in(x)).dtype
+
+
+def _values_in(x):
+    """A (nested) list or tuple with each Tensor replaced by its value: for shapes and dtypes only."""
+    return type(x)(_values_in(v) for v in x) if isinstance(x, (list, tuple)) else value_of(x)
+
+
+_SEQUENCES = (list, tuple)
+
+
+def list_operand(a):
+    """A list (or tuple) in an operand's place: an ndarray, or the Tensors it holds stacked (differentiably)."""
+    if not _holds_tensor(a):
+        return np.asarray(a)
+    from .numpy import array  # the package imports core: a late import
+    return array(a)
+
+
+def _holds_tensor(obj) -> bool:
+    return any(isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and _holds_tensor(x)) for x in obj)
 
 
 class Primitive:
@@ -386,8 +413,9 @@ class Primitive:
     def __call__(self, *args, **kwargs):
         if len(args) == 1 and not kwargs and isinstance(args[0], Tensor):  # most elementwise calls
             return apply_unary(self, args[0])
-        for a in args:
-            if isinstance(a, Tensor):
+        for k, a in enumerate(args):
+            if isinstance(a, Tensor) or (type(a) in _SEQUENCES and (self.variadic or k in self.vjps)
+                                         and _holds_tensor(a)):
                 return apply(self, args, kwargs)
         return self.fun(*args, **kwargs)  # plain NumPy, as rules run in raw sweeps
 
@@ -417,23 +445,25 @@ def apply(prim: Primitive, args: tuple, kwargs: dict = _NO_KWARGS):
     """Run ``prim`` on ``args``: plain NumPy when no Tensor is among them, else a recorded Tensor.
 
     A module-level function, so Tensor operators call it without going through ``__call__``. A list
-    in an operand's place (one with a rule) becomes an ndarray here, once for every rule. (Tuples
-    are left alone: they are the index, shape and axes arguments of the hot ops, and checking their
-    places would cost every getitem; operators convert both, see ``apply_binary``.)
+    in an operand's place (one with a rule) becomes an ndarray here, once for every rule, or a
+    stacked Tensor if it holds Tensors (``anp.mean([t0, t1])``). (Tuples are left alone: they are the
+    index, shape and axes arguments of the hot ops, and checking their places would cost every
+    getitem; operators convert both, see ``apply_binary``.)
     """
     parents, raw = [], []
-    converted = False
+    operands = None  # args with lists converted, when there are any
     for a in args:
+        if type(a) in _SEQUENCES and (prim.variadic or len(raw) in prim.vjps) and \
+                (type(a) is list or _holds_tensor(a)):  # a tuple operand holding no Tensor is left alone
+            operands = operands or list(args)
+            a = operands[len(raw)] = list_operand(a)
         if isinstance(a, Tensor):
             parents.append(len(raw))
             raw.append(a._value)
-        elif type(a) is list and (prim.variadic or len(raw) in prim.vjps):
-            raw.append(np.asarray(a))
-            converted = True
         else:
             raw.append(a)
-    if converted:
-        args = tuple(a if isinstance(a, Tensor) else r for a, r in zip(args, raw))
+    if operands is not None:
+        args = tuple(operands)
     if not parents:
         return prim.fun(*args, **kwargs)
     value = prim.tensor_fun(*raw, **kwargs) if kwargs else prim.tensor_fun(*raw)
@@ -455,11 +485,11 @@ def apply_binary(prim: Primitive, x, y):
             raw, parents = (x._value, y._value), _BOTH
         else:
             if type(y) is list or type(y) is tuple:
-                y = np.asarray(y)
+                return apply_binary(prim, x, list_operand(list(y)))
             raw, parents = (x._value, y), _FIRST
     else:
         if type(x) is list or type(x) is tuple:
-            x = np.asarray(x)
+            return apply_binary(prim, list_operand(list(x)), y)
         raw, parents = (x, y._value), _SECOND
     return _output(prim, (x, y), raw, _NO_KWARGS, parents, prim.tensor_fun(*raw))
 

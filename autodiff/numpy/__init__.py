@@ -20,11 +20,10 @@ array([0.25, 0.75])
 >>> anp.sin(x), np.sin(x)         # NumPy's own functions dispatch here on Tensors
 (Tensor(array([0., 1.])), Tensor(array([0., 1.])))
 """
-import builtins as _builtins
-
 import numpy as _np
 
 from ..core import Tensor as _Tensor
+from ..core import _holds_tensor
 from ..extend import nondiff as _nondiff
 from . import composite, linalg, ops, special
 from .ops import (  # noqa: F401  (the names beyond NumPy's)
@@ -54,16 +53,17 @@ NUMPY_FUNCTIONS = {
         append average column_stack convolve copysign corrcoef correlate cov cross cumprod deg2rad
         degrees diff dsplit exp2 flipud fliplr float_power fmax fmin gradient hsplit hypot interp kron
         linspace logaddexp2 median nan_to_num nanmean nansum percentile polyval ptp quantile rad2deg
-        radians roll rollaxis rot90 select sinc trapezoid vsplit"""),
+        radians real_if_close roll rollaxis rot90 select sinc trapezoid vsplit"""),
     # No derivative: values pass through, no gradient flows, no error (wrapped: Tensors come back).
     **_without_derivative("""
         floor ceil round around rint trunc fix floor_divide isfinite isnan isinf signbit greater
         greater_equal less less_equal equal not_equal logical_and logical_or logical_not logical_xor
-        argmax argmin argsort isclose any all heaviside bitwise_and bitwise_or bitwise_xor invert""",
+        argmax argmin argsort isclose any all heaviside bitwise_and bitwise_or bitwise_xor invert
+        iscomplex isreal""",
                           wrap=True),
     **_without_derivative("""
         shape ndim size allclose array_equal nonzero count_nonzero zeros_like ones_like full_like
-        empty_like result_type searchsorted unique flatnonzero argwhere""", wrap=False),
+        empty_like result_type searchsorted unique flatnonzero argwhere iscomplexobj isrealobj""", wrap=False),
 }
 globals().update(NUMPY_FUNCTIONS)
 
@@ -93,6 +93,3 @@ def asarray(a, dtype=None, order=None, **kwargs):
     return _np.asarray(a, dtype=dtype, order=order, **kwargs)
 
 
-def _holds_tensor(obj) -> bool:
-    return _builtins.any(isinstance(x, _Tensor) or (isinstance(x, (list, tuple)) and _holds_tensor(x))
-                         for x in obj)

@@ -312,6 +312,14 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
                                                where(_np.isneginf(values), neginf, x)))
 
 
+def real_if_close(a, tol=100):
+    """The real part if every imaginary part is within tol machine epsilons of 0, else a."""
+    if not ops._is_complex(a):
+        return a
+    tol = _np.finfo(_np.result_type(value_of(a))).eps * tol if tol > 1 else tol  # NumPy's reading
+    return ops.real(a) if _np.all(_np.abs(_np.imag(concrete(a))) < tol) else a
+
+
 def logaddexp2(x1, x2):
     """log2(2**x1 + 2**x2), through logaddexp (stable for large arguments)."""
     return ops.logaddexp(x1 * math.log(2.0), x2 * math.log(2.0)) / math.log(2.0)

@@ -11,7 +11,7 @@ from collections import namedtuple
 
 import numpy as _np
 
-from ..core import Tensor, concrete, ndim_of, shape_of, trackers, value_of
+from ..core import Tensor, concrete, list_operand, ndim_of, shape_of, trackers, value_of
 from ..extend import defjvp, defvjp, nondiff, primitive, unbroadcast
 from .ops import (concatenate, defreduction, float_type, matmul, moveaxis, reshape, sum, swapaxes, tril, triu,
                   where)
@@ -178,12 +178,19 @@ def _eigh_vjp(g, ans, a):
     inner = _eigh_gaps(w) * matmul(_mT(v), gv)
     inner = inner + _np.eye(w.shape[-1], dtype=w.dtype) * reshape(gw, gw.shape[:-1] + (1, -1))
     grad = matmul(matmul(v, inner), _mT(v))
-    return 0.5 * (grad + _mT(grad))
+    return tril(grad + _mT(grad), -1) + grad * _np.eye(w.shape[-1], dtype=w.dtype)  # see _lower
+
+
+def _lower(t):
+    """The symmetric matrix NumPy's eigh sees in ``a + t`` minus the one it sees in ``a``: it reads
+    the lower triangle only, so the derivative is that of a function of the lower triangle (the
+    VJP, its transpose, is the symmetric gradient folded onto the lower triangle)."""
+    return tril(t) + _mT(tril(t, -1))
 
 
 def _eigh_jvp(t, ans, a):
     w, v = ans[..., 0, :], ans[..., 1:, :]
-    vt_t_v = matmul(matmul(_mT(v), 0.5 * (t + _mT(t))), v)
+    vt_t_v = matmul(matmul(_mT(v), _lower(t)), v)
     tw = sum(vt_t_v * _np.eye(w.shape[-1], dtype=w.dtype), axis=-1)
     tv = matmul(v, _eigh_gaps(w) * vt_t_v)
     return concatenate([reshape(tw, tw.shape[:-1] + (1, -1)), tv], axis=-2)
@@ -455,6 +462,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     the 2-norm's (and Frobenius norm's) curvature there, infinite in truth, comes out finite, and its
     square (``norm(x)**2``, see ``_Norm``) is exact: Hessian 2I.
     """
+    x = list_operand(x) if isinstance(x, (list, tuple)) else x
     ndim = ndim_of(x)
     if axis is None and ord is not None and ndim > 2:
         raise ValueError("Improper number of dimensions to norm.")

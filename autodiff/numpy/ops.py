@@ -13,7 +13,7 @@ import string
 
 import numpy as _np
 
-from ..core import SlicedCotangent, Tensor, apply, concrete, ndim_of, shape_of, value_of
+from ..core import SlicedCotangent, Tensor, apply, concrete, dtype_of, ndim_of, shape_of, value_of
 from ..extend import (defderiv, defjvp, deflinear, defvjp, nondiff, primitive, reject_keywords,
                       reject_out, unbroadcast)
 
@@ -130,8 +130,7 @@ deflinear(conj)
 
 
 def _is_complex(x) -> bool:
-    x = value_of(x)
-    return (x.dtype if isinstance(x, (_np.ndarray, _np.generic)) else _np.asarray(x).dtype).kind == "c"
+    return dtype_of(x).kind == "c"
 
 
 def _abs_slope(ans, x):
@@ -327,6 +326,7 @@ def _extremum(np_fun, name):
         return prim(a, axis=axis, keepdims=keepdims)
     reduce.__name__ = name
     reduce.__doc__ = f"{name} over axis; ties share the gradient equally."
+    reduce.primitive = prim
     return reduce
 
 
@@ -372,8 +372,11 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+    """The square root of var; over single elements (identically 0) var itself, whose derivatives
+    are exactly 0 (sqrt's infinite slope at 0 would make them NaN)."""
     reject_keywords("std", kwargs)
-    return sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims))
+    variance = var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+    return variance if _count(a, axis) == 1 and ddof == 0 else sqrt(variance)
 
 
 def stop_gradient(x):
@@ -1074,5 +1077,5 @@ for _prim in (negative, exp, log, log2, log10, log1p, expm1, sqrt, square, recip
               tan, arcsin, arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arctanh, add, subtract,
               multiply, divide, power, real, imag, conj, _angle, _where, _sum, _prod, _cumsum, _flip,
               _reshape, _transpose, _broadcast_to, _concatenate, _gather, _scatter, _pad, _diagonal,
-              _embed_diagonal, _triu, _tril, matmul, _einsum, _astype):
+              _embed_diagonal, _triu, _tril, matmul, _einsum, _astype, max.primitive, min.primitive):
     _prim.complex_ok = True

@@ -150,10 +150,10 @@ WITHOUT_DERIVATIVE = {
     "all", "allclose", "any", "argmax", "argmin", "argsort", "argwhere", "around", "array_equal",
     "bitwise_and", "bitwise_or", "bitwise_xor", "ceil", "count_nonzero", "empty_like", "equal", "fix",
     "flatnonzero", "floor", "floor_divide", "full_like", "greater", "greater_equal", "heaviside",
-    "invert", "isclose", "isfinite", "isinf", "isnan", "less", "less_equal", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "ndim", "nonzero", "not_equal", "ones_like",
-    "result_type", "rint", "round", "searchsorted", "shape", "sign", "signbit", "size", "trunc",
-    "unique", "zeros_like",
+    "invert", "isclose", "iscomplex", "iscomplexobj", "isfinite", "isinf", "isnan", "isreal",
+    "isrealobj", "less", "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "ndim", "nonzero", "not_equal", "ones_like", "result_type", "rint", "round", "searchsorted",
+    "shape", "sign", "signbit", "size", "trunc", "unique", "zeros_like",
 }
 ARBITRARY_VALUES = {"empty_like"}  # NumPy leaves the values uninitialized: only the shape is compared
 SINGLE_PRECISION = {"astype"}  # a float32 result: finite differences in float64 cannot resolve it

@@ -1033,6 +1033,15 @@ case("real, imag, conj (real input)", drawn(lambda xp, x: xp.real(x) * 2.0 + xp.
                                             uniform(-2, 2)))
 case("linalg.eigh (UPLO='U')", square(
     lambda xp, x: xp.linalg.eigh(separated_symmetric(xp, x), UPLO="U").eigenvalues, "eigh U", uniform(-1, 1)))
+case("linalg.eigh (a non-symmetric input: NumPy reads its lower triangle)", square(
+    lambda xp, x: xp.linalg.eigh(np.diag(2.0 * np.arange(x.shape[-1])) + 0.1 * x).eigenvalues, "eigh",
+    uniform(-1, 1)))
+case("linalg.eigh eigenvectors (UPLO='U', non-symmetric input)", square(
+    lambda xp, x: sign_fixed(xp, xp.linalg.eigh(np.diag(2.0 * np.arange(x.shape[-1])) + 0.1 * x, "U")[1]),
+    "eigh", uniform(-1, 1)))
+case("std (over single elements)", drawn(lambda xp, x: xp.std(x, axis=-1), uniform(-2, 2),
+                                         small(hnp.array_shapes(min_dims=1, max_dims=3, max_side=3)).map(
+                                             lambda s: s[:-1] + (1,))))
 case("linalg.det (singular)", square(
     lambda xp, a: xp.linalg.det(a * np.array([1.0, 1.0, 0.0])[:a.shape[-1]]), "det with a zero column",
     uniform(-1, 1)))
@@ -1102,6 +1111,8 @@ complex_case("linalg.norm (vector orders, fro, induced 1 and inf)", lambda xp, z
     xp.linalg.norm(z), xp.linalg.norm(z[0], 3), xp.linalg.norm(z[0], 1), xp.linalg.norm(z[1], np.inf),
     xp.linalg.norm(z, "fro"), xp.linalg.norm(z, 1), xp.linalg.norm(z, -np.inf)]),
     distinct_magnitudes, uniform(-0.1, 0.1), st.just((2, 3)))
+complex_case("max, min (lexicographic, as NumPy)", lambda xp, z: xp.stack([xp.max(z), xp.min(z)]), distinct)
+complex_case("real_if_close", lambda xp, z: xp.real_if_close(z))
 complex_case("nan_to_num, linspace", lambda xp, z: xp.concatenate([xp.nan_to_num(z), xp.linspace(z[0], z[1], 3)]),
              shapes=st.just((2,)))
 
