@@ -15,11 +15,12 @@ from ..core import Tensor, concrete, list_operand, ndim_of, shape_of, trackers, 
 from ..extend import defjvp, defvjp, nondiff, primitive, unbroadcast
 from .ops import (concatenate, defreduction, float_type, matmul, moveaxis, reshape, sum, swapaxes, tril, triu,
                   where)
-from .ops import _is_complex, real
+from .ops import _is_complex, astype, conj, real
 from .ops import abs as _abs, max as _max, min as _min
 
 SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
+EigResult = namedtuple("EigResult", "eigenvalues eigenvectors")
 SVDResult = namedtuple("SVDResult", "U S Vh")
 QRResult = namedtuple("QRResult", "Q R")
 
@@ -159,41 +160,66 @@ defvjp(cholesky, _cholesky_vjp)
 defjvp(cholesky, _cholesky_jvp)
 
 
-def _eigh_packed(a):
+def _c(x):
+    """conj(x) for complex x, x itself otherwise (no recorded no-op)."""
+    return conj(x) if _is_complex(x) else x
+
+
+def _H(x):
+    """The conjugate transpose."""
+    return _c(_mT(x))
+
+
+def _re(x):
+    return real(x) if _is_complex(x) else x
+
+
+def _eigh_packed(a, UPLO):
     """Eigenvalues stacked above the eigenvectors: one array, so one record serves both."""
-    w, v = _np.linalg.eigh(a)
+    w, v = _np.linalg.eigh(a, UPLO)
     return _np.concatenate([w[..., None, :], v], axis=-2)
 
 
-def _eigh_gaps(w):
+def _gaps(w):
+    """1 / (w_j - w_i) off the diagonal, 0 on it."""
     gaps = reshape(w, w.shape[:-1] + (1, -1)) - reshape(w, w.shape + (1,))
     n = w.shape[-1]
     safe = where(_np.eye(n, dtype=bool), 1.0, gaps)
-    return (1 - _np.eye(n, dtype=w.dtype)) / safe
+    return (1 - _np.eye(n, dtype=_re(w).dtype)) / safe
 
 
-def _eigh_vjp(g, ans, a):
+def _seen(t, UPLO):
+    """The change of the Hermitian matrix NumPy's eigh sees when ``a`` changes by t: it reads one
+    triangle (and the real part of the diagonal), so eigh's derivative is that of a function of
+    that triangle, in any direction."""
+    part = tril(t, -1) if UPLO == "L" else triu(t, 1)
+    return part + _H(part) + _re(t) * _np.eye(t.shape[-1], dtype=_re(t).dtype)
+
+
+def _fold(g, UPLO):
+    """The transpose of ``_seen`` (for the pairing Re(sum(a * b))): a gradient of the Hermitian
+    matrix folded onto the triangle eigh reads."""
+    both = g + _H(g)
+    return (tril(both, -1) if UPLO == "L" else triu(both, 1)) + _re(g) * _np.eye(g.shape[-1], dtype=_re(g).dtype)
+
+
+def _eigh_vjp(g, ans, a, UPLO):
+    """With dw = Re diag(V^H dH V) and dV = V (F * V^H dH V), F = 1 / (w_j - w_i) (distinct
+    eigenvalues; V^H dV has a zero diagonal, JAX's gauge): gH = conj(V) C V^T, C = F * V^T gV +
+    diag(Re gw), folded onto the triangle."""
     w, v = ans[..., 0, :], ans[..., 1:, :]
     gw, gv = g[..., 0, :], g[..., 1:, :]
-    inner = _eigh_gaps(w) * matmul(_mT(v), gv)
-    inner = inner + _np.eye(w.shape[-1], dtype=w.dtype) * reshape(gw, gw.shape[:-1] + (1, -1))
-    grad = matmul(matmul(v, inner), _mT(v))
-    return tril(grad + _mT(grad), -1) + grad * _np.eye(w.shape[-1], dtype=w.dtype)  # see _lower
+    inner = _gaps(w) * matmul(_mT(v), gv)
+    inner = inner + _np.eye(w.shape[-1], dtype=_re(w).dtype) * reshape(_re(gw), gw.shape[:-1] + (1, -1))
+    return _fold(matmul(matmul(_c(v), inner), _mT(v)), UPLO)
 
 
-def _lower(t):
-    """The symmetric matrix NumPy's eigh sees in ``a + t`` minus the one it sees in ``a``: it reads
-    the lower triangle only, so the derivative is that of a function of the lower triangle (the
-    VJP, its transpose, is the symmetric gradient folded onto the lower triangle)."""
-    return tril(t) + _mT(tril(t, -1))
-
-
-def _eigh_jvp(t, ans, a):
+def _eigh_jvp(t, ans, a, UPLO):
     w, v = ans[..., 0, :], ans[..., 1:, :]
-    vt_t_v = matmul(matmul(_mT(v), _lower(t)), v)
-    tw = sum(vt_t_v * _np.eye(w.shape[-1], dtype=w.dtype), axis=-1)
-    tv = matmul(v, _eigh_gaps(w) * vt_t_v)
-    return concatenate([reshape(tw, tw.shape[:-1] + (1, -1)), tv], axis=-2)
+    vh_t_v = matmul(matmul(_H(v), _seen(t, UPLO)), v)
+    tw = _re(sum(vh_t_v * _np.eye(w.shape[-1], dtype=_re(w).dtype), axis=-1))
+    tv = matmul(v, _gaps(w) * vh_t_v)
+    return concatenate([reshape(astype(tw, tv.dtype), tw.shape[:-1] + (1, -1)), tv], axis=-2)
 
 
 _eigh = primitive(_eigh_packed, "eigh")
@@ -202,53 +228,110 @@ defjvp(_eigh, _eigh_jvp)
 
 
 def eigh(a, UPLO="L"):
-    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix (distinct eigenvalues assumed
-    for the derivative of the eigenvectors)."""
+    """Eigenvalues (ascending) and eigenvectors of a symmetric (Hermitian) matrix, of which NumPy
+    reads one triangle; the eigenvectors' derivative needs distinct eigenvalues (and, complex,
+    is in JAX's gauge: V^H dV has a zero diagonal)."""
     if UPLO not in ("L", "U"):
         raise ValueError("UPLO argument must be 'L' or 'U'")
-    packed = _eigh(a if UPLO == "L" else _mT(a))  # the upper triangle of a is the lower one of a^T
-    return EighResult(packed[..., 0, :], packed[..., 1:, :])
+    packed = _eigh(a, UPLO)
+    return EighResult(_re(packed[..., 0, :]), packed[..., 1:, :])
 
 
 def eigvalsh(a, UPLO="L"):
     return eigh(a, UPLO).eigenvalues
 
 
+def _eig_packed(a):
+    w, v = _np.linalg.eig(a)
+    return _np.concatenate([w[..., None, :], v], axis=-2)
+
+
+def _eig_jvp(t, ans, a):
+    """Giles (2008): with K = V^-1 dA V, dw = diag K and dV = V (F * K), F = 1 / (w_j - w_i), less
+    the part along each v_i that would change its unit norm (NumPy normalizes them)."""
+    w, v = ans[..., 0, :], ans[..., 1:, :]
+    k = matmul(matmul(inv(v), t), v)
+    dw = sum(k * _np.eye(w.shape[-1], dtype=_re(w).dtype), axis=-2, keepdims=True)
+    dv = matmul(v, _gaps(w) * k)
+    dv = dv - v * real(sum(_c(v) * dv, axis=-2, keepdims=True))
+    return concatenate([dw, dv], axis=-2)
+
+
+def _eig_vjp(g, ans, a):
+    """The transpose of ``_eig_jvp``: gV0 = gV - conj(V) Re(sum(gV * V)) (the normalization), then
+    V^-T (F * V^T gV0 + diag gw) V^T."""
+    w, v = ans[..., 0, :], ans[..., 1:, :]
+    gw, gv = g[..., 0:1, :], g[..., 1:, :]
+    gv = gv - _c(v) * real(sum(gv * v, axis=-2, keepdims=True))
+    inner = _gaps(w) * matmul(_mT(v), gv) + _np.eye(w.shape[-1], dtype=_re(w).dtype) * gw
+    return matmul(matmul(_mT(inv(v)), inner), _mT(v))
+
+
+_eig = primitive(_eig_packed, "eig")
+defvjp(_eig, _eig_vjp)
+defjvp(_eig, _eig_jvp)
+
+
+def eig(a):
+    """Eigenvalues and unit eigenvectors of a square matrix (complex in general, as NumPy's);
+    derivatives need distinct eigenvalues, and the eigenvectors' phase is a gauge: differentiate
+    quantities that do not depend on it (|v|, v v^H, ...)."""
+    packed = _eig(a)
+    return EigResult(packed[..., 0, :], packed[..., 1:, :])
+
+
+def eigvals(a):
+    return eig(a).eigenvalues
+
+
 def _svd_packed(a):
-    """U (m rows), the singular values (one row) and V (n rows), stacked: one record serves all."""
+    """U (m rows), the singular values (one row) and W = (V^H)^T (n rows; V itself for real a),
+    stacked: one record serves all."""
     u, s, vh = _np.linalg.svd(a, full_matrices=False)
     return _np.concatenate([u, s[..., None, :], _np.swapaxes(vh, -1, -2)], axis=-2)
 
 
 def _svd_parts(packed, m):
-    """U, the singular values as a row (shape (..., 1, k)) and V of a packed SVD."""
+    """U, the singular values as a row (shape (..., 1, k)) and W = conj(V) of a packed SVD."""
     return packed[..., :m, :], packed[..., m:m + 1, :], packed[..., m + 1:, :]
 
 
 def _svd_vjp(g, ans, a):
-    """Townsend (2016), "Differentiating the singular value decomposition" (distinct, nonzero
-    singular values): the thin SVD's cotangents pulled back to a."""
+    """Townsend (2016), "Differentiating the singular value decomposition", for complex matrices in
+    JAX's convention and gauge (distinct, nonzero singular values). With W = conj(V), Y = U^T gU,
+    Q = W^T gW: conj(U) C W^H + (I - conj(U) U^T) gU S^-1 W^H + conj(U) S^-1 gW^T (I - W W^H),
+    C = F (Y - Y^H) S + S F (conj(Q) - Q^T) + diag(Re gs + (Y - Y^H)_ii / (2 s_i))."""
     m = a.shape[-2]
-    u, s, v = _svd_parts(ans, m)
-    gu, gs, gv = _svd_parts(g, m)
-    f = _eigh_gaps((s * s)[..., 0, :])  # 1 / (s_j^2 - s_i^2) off the diagonal
-    ut_gu, vt_gv = matmul(_mT(u), gu), matmul(_mT(v), gv)
-    inner = f * (ut_gu - _mT(ut_gu)) * s + _np.eye(s.shape[-1], dtype=s.dtype) * gs \
-        + _mT(s) * (f * (vt_gv - _mT(vt_gv)))
-    grad = matmul(matmul(u, inner), _mT(v))
-    grad = grad + matmul((gu - matmul(u, ut_gu)) / s, _mT(v))  # (I - U U^T) gU S^-1 V^T
-    return grad + matmul(u, _mT((gv - matmul(v, vt_gv)) / s))  # U S^-1 gV^T (I - V V^T)
+    u, s, w = _svd_parts(ans, m)
+    gu, gs, gw = _svd_parts(g, m)
+    s, gs = _re(s), _re(gs)
+    f = _gaps((s * s)[..., 0, :])  # 1 / (s_j^2 - s_i^2) off the diagonal
+    y, q = matmul(_mT(u), gu), matmul(_mT(w), gw)
+    y_skew, q_skew = y - _H(y), _c(q) - _mT(q)
+    eye = _np.eye(s.shape[-1], dtype=s.dtype)
+    inner = f * y_skew * s + eye * gs + _mT(s) * (f * q_skew)
+    if _is_complex(a):  # the phase of each (u_i, v_i) pair: JAX's gauge puts it in u_i
+        inner = inner + eye * y_skew / (2 * s)
+    grad = matmul(matmul(_c(u), inner), _H(w))
+    grad = grad + matmul((gu - matmul(_c(u), y)) / s, _H(w))  # (I - conj(U) U^T) gU S^-1 W^H
+    return grad + matmul(_c(u), _mT((gw - matmul(_c(w), q)) / s))  # conj(U) S^-1 gW^T (I - W W^H)
 
 
 def _svd_jvp(t, ans, a):
     m = a.shape[-2]
-    u, s, v = _svd_parts(ans, m)
-    f = _eigh_gaps((s * s)[..., 0, :])
-    dp = matmul(matmul(_mT(u), t), v)
-    ds = sum(dp * _np.eye(s.shape[-1], dtype=s.dtype), axis=-2, keepdims=True)
-    du = matmul(u, f * (dp * s + _mT(s) * _mT(dp))) + (matmul(t, v) - matmul(u, dp)) / s
-    dv = matmul(v, f * (_mT(s) * dp + _mT(dp) * s)) + (matmul(_mT(t), u) - matmul(v, _mT(dp))) / s
-    return concatenate([du, ds, dv], axis=-2)
+    u, s, w = _svd_parts(ans, m)
+    s = _re(s)
+    f = _gaps((s * s)[..., 0, :])
+    v = _c(w)
+    p = matmul(matmul(_H(u), t), v)
+    eye = _np.eye(s.shape[-1], dtype=s.dtype)
+    ds = _re(sum(p * eye, axis=-2, keepdims=True))
+    omega_u = f * (p * s + _mT(s) * _H(p))
+    if _is_complex(a):
+        omega_u = omega_u + eye * (p - _H(p)) / (2 * s)
+    du = matmul(u, omega_u) + (matmul(t, v) - matmul(u, p)) / s
+    dv = matmul(v, f * (_mT(s) * p + _H(p) * s)) + (matmul(_H(t), u) - matmul(v, _H(p))) / s
+    return concatenate([du, astype(ds, du.dtype), _c(dv)], axis=-2)
 
 
 _svd = primitive(_svd_packed, "svd")
@@ -257,7 +340,8 @@ defjvp(_svd, _svd_jvp)
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
-    """Singular value decomposition; derivatives assume distinct, nonzero singular values.
+    """Singular value decomposition; derivatives assume distinct, nonzero singular values (for a
+    complex matrix the phase of each pair of singular vectors is a gauge, JAX's).
 
     The singular vectors of the full (not thin) decomposition of a non-square matrix are not
     unique, so only ``full_matrices=False`` differentiates there (as in JAX).
@@ -270,27 +354,28 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     if full_matrices and m != n:
         raise NotImplementedError("autodiff: svd of a non-square matrix differentiates only with "
                                   "full_matrices=False (the extra singular vectors are not unique)")
-    u, s, v = _svd_parts(_svd(a), m)
-    return SVDResult(u, s[..., 0, :], _mT(v))
+    u, s, w = _svd_parts(_svd(a), m)
+    return SVDResult(u, _re(s[..., 0, :]), _mT(w))
 
 
 def svdvals(x):
     m = shape_of(x)[-2]
-    return _svd(x)[..., m, :]
+    return _re(_svd(x)[..., m, :])
 
 
 def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
-    """Moore-Penrose pseudo-inverse V S^+ U^T; singular values below the cutoff count as zero.
+    """Moore-Penrose pseudo-inverse V S^+ U^H; singular values below the cutoff count as zero.
 
     The value matches NumPy at any rank; the derivative is that of ``svd``, so it needs distinct,
     nonzero singular values (full rank).
     """
     if hermitian:
         raise NotImplementedError("autodiff: pinv with hermitian=True is not supported")
-    u, s, v = _svd_parts(_svd(a), shape_of(a)[-2])
+    u, s, w = _svd_parts(_svd(a), shape_of(a)[-2])
+    s = _re(s)
     kept = _nonzero_singular_values(s, a, rcond if rcond is not None else rtol)
     inverse = where(kept, 1.0 / where(kept, s, 1.0), 0.0)
-    return matmul(v * inverse, _mT(u))
+    return _c(matmul(w * inverse, _mT(u)))  # conj(W S^+ U^T) = V S^+ U^H
 
 
 def _qr_packed(a):
@@ -362,7 +447,7 @@ def lstsq(a, b, rcond=None):
         residuals = _np.empty((0,), dtype=_np.result_type(value_of(a), value_of(b)))
     else:
         residual = b - matmul(a, x)
-        residuals = sum(residual * residual, axis=0)
+        residuals = sum(_re(residual * _c(residual)), axis=0)
         residuals = reshape(residuals, (1,)) if ndim_of(b) == 1 else residuals
     return x, residuals, rank, s
 
@@ -535,8 +620,9 @@ def multi_dot(arrays, *, out=None):
 
 
 # numpy.linalg's names implemented here (dispatch.py sends NumPy's own of each name here on Tensors).
-__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "qr", "lstsq",
-           "norm", "matrix_power", "multi_dot", "matmul"]
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eig", "eigvals", "eigh", "eigvalsh", "svd", "svdvals",
+           "pinv", "qr", "lstsq", "norm", "matrix_power", "multi_dot", "matmul"]
 
-for _prim in (solve, inv, det, _cofactor, _cofactor_derivative, _logabsdet):  # holomorphic (log|det|: real part)
+for _prim in (solve, inv, det, _cofactor, _cofactor_derivative, _logabsdet,  # holomorphic (log|det|: Re)
+              _eigh, _eig, _svd):  # complex rules in JAX's convention and gauge
     _prim.complex_ok = True

@@ -129,6 +129,8 @@ SAMPLES = {
 LINALG_SAMPLES = {
     "cholesky": lambda v: (spd(v),),
     "det": lambda v: (square(v),),
+    "eig": lambda v: (spd(v),),
+    "eigvals": lambda v: (square(v) + np.diag([0.0, 1.0, 2.0]),),  # distinct eigenvalues
     "eigh": lambda v: (spd(v),),
     "eigvalsh": lambda v: (spd(v),),
     "inv": lambda v: (square(v),),

@@ -1042,6 +1042,13 @@ case("linalg.eigh eigenvectors (UPLO='U', non-symmetric input)", square(
 case("std (over single elements)", drawn(lambda xp, x: xp.std(x, axis=-1), uniform(-2, 2),
                                          small(hnp.array_shapes(min_dims=1, max_dims=3, max_side=3)).map(
                                              lambda s: s[:-1] + (1,))))
+case("linalg.eig of a real matrix (complex eigenvalues: |w|, |V|)", square(
+    lambda xp, a: xp.concatenate([xp.ravel(xp.abs(xp.linalg.eig(a)[0])), xp.ravel(xp.abs(xp.linalg.eig(a)[1]))]),
+    "eig", lambda rng, shape: np.array([[0.0, -2.0, 0.3], [2.0, 0.0, 0.1], [0.2, 0.1, 4.0]])[
+        :shape[-1], :shape[-1]] + rng.uniform(-0.2, 0.2, shape)))
+case("linalg.eigvals of a real matrix (real eigenvalues)", square(
+    lambda xp, a: xp.linalg.eigvals(a), "eigvals", lambda rng, shape: np.diag(2.0 * np.arange(shape[-1]))
+    + rng.uniform(-0.2, 0.2, shape)))
 case("linalg.det (singular)", square(
     lambda xp, a: xp.linalg.det(a * np.array([1.0, 1.0, 0.0])[:a.shape[-1]]), "det with a zero column",
     uniform(-1, 1)))
@@ -1111,6 +1118,28 @@ complex_case("linalg.norm (vector orders, fro, induced 1 and inf)", lambda xp, z
     xp.linalg.norm(z), xp.linalg.norm(z[0], 3), xp.linalg.norm(z[0], 1), xp.linalg.norm(z[1], np.inf),
     xp.linalg.norm(z, "fro"), xp.linalg.norm(z, 1), xp.linalg.norm(z, -np.inf)]),
     distinct_magnitudes, uniform(-0.1, 0.1), st.just((2, 3)))
+def _gauge_free(xp, v):
+    """|v|: eigen- and singular vectors of complex matrices have a free phase each."""
+    return xp.abs(v)
+
+
+complex_case("linalg.svd (singular values, |U|, |Vh|), svdvals, nuclear norm", lambda xp, a: xp.concatenate([
+    xp.linalg.svd(a, full_matrices=False).S, xp.ravel(_gauge_free(xp, xp.linalg.svd(a, full_matrices=False).U)),
+    xp.ravel(_gauge_free(xp, xp.linalg.svd(a, full_matrices=False).Vh)), xp.linalg.svdvals(a),
+    xp.atleast_1d(xp.linalg.norm(a, "nuc"))]), separated_singular_values, uniform(-0.2, 0.2),
+    st.sampled_from([(2, 2), (3, 2), (2, 3)]))
+complex_case("linalg.svd (U diag(S) Vh, pinv)", lambda xp, a: xp.concatenate([xp.ravel(
+    (xp.linalg.svd(a, full_matrices=False).U * xp.linalg.svd(a, full_matrices=False).S[None, :])
+    @ xp.linalg.svd(a, full_matrices=False).Vh), xp.ravel(xp.linalg.pinv(a))]),
+    separated_singular_values, uniform(-0.2, 0.2), st.sampled_from([(2, 2), (3, 2), (2, 3)]))
+complex_case("linalg.eigh (Hermitian, both triangles)", lambda xp, a: xp.concatenate([
+    xp.linalg.eigh(a + np.diag(2.0 * np.arange(a.shape[-1]))).eigenvalues,
+    xp.ravel(_gauge_free(xp, xp.linalg.eigh(a + np.diag(2.0 * np.arange(a.shape[-1])), "U").eigenvectors))]),
+    uniform(-0.2, 0.2), uniform(-0.2, 0.2), st.sampled_from([(2, 2), (3, 3)]))
+complex_case("linalg.eig (eigenvalues, |V|)", lambda xp, a: xp.concatenate([
+    xp.linalg.eig(a + np.diag(2.0 * np.arange(a.shape[-1]))).eigenvalues,
+    xp.ravel(_gauge_free(xp, xp.linalg.eig(a + np.diag(2.0 * np.arange(a.shape[-1]))).eigenvectors))]),
+    uniform(-0.2, 0.2), uniform(-0.2, 0.2), st.sampled_from([(2, 2), (3, 3)]))
 complex_case("max, min (lexicographic, as NumPy)", lambda xp, z: xp.stack([xp.max(z), xp.min(z)]), distinct)
 complex_case("real_if_close", lambda xp, z: xp.real_if_close(z))
 complex_case("nan_to_num, linspace", lambda xp, z: xp.concatenate([xp.nan_to_num(z), xp.linspace(z[0], z[1], 3)]),
