@@ -60,7 +60,7 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     op = _UFUNCS.get(ufunc)
     if op is None:
         op = _scipy_special(ufunc)
-    if type(op) is Primitive and method == "__call__" and not kwargs:  # the common case, first
+    if type(op) is Primitive and method == "__call__" and not kwargs and len(inputs) < 3:  # the common case
         return apply_unary(op, self) if len(inputs) == 1 else apply_binary(op, *inputs)
     if kwargs.pop("out", None) is not None:
         raise TypeError(f"autodiff: {_module(ufunc)}.{ufunc.__name__} with out= (in place) cannot be "

@@ -24,7 +24,7 @@ import math
 import numpy as _np
 
 from ..core import value_of
-from ..extend import defderiv, primitive
+from ..extend import defderiv, nondiff, primitive
 from . import ops
 from .ops import exp, expit, float_type, log, log1p, sign, softplus, sqrt, where
 
@@ -44,12 +44,20 @@ def _special(name: str, nin: int = 1):
     """A primitive computing scipy.special's ``name`` (its rules are added below)."""
     if nin == 1:
         return primitive(lambda x: getattr(_scipy_special(), name)(x), name)
-    return primitive(lambda x, y: getattr(_scipy_special(), name)(x, y), name)
+    if nin == 2:
+        return primitive(lambda x, y: getattr(_scipy_special(), name)(x, y), name)
+    return primitive(lambda x, y, z: getattr(_scipy_special(), name)(x, y, z), name)
 
 
 def _unless_zero(x, y):
     """x / y, but 0 where x is 0 (where a product x f(y) is 0 for every y, its slope in y is too)."""
     return x / where(x == 0, 1.0, y)
+
+
+def _like(c, x):
+    """A term computed from the orders alone in x's float type (scipy returns float64 for Python
+    numbers, which would promote a float32 x)."""
+    return ops.astype(c, float_type(value_of(x)))
 
 
 def log_expit(x):
@@ -76,6 +84,22 @@ xlogy = _special("xlogy", 2)
 xlog1py = _special("xlog1py", 2)
 rel_entr = _special("rel_entr", 2)
 kl_div = _special("kl_div", 2)
+rgamma = _special("rgamma")
+beta = _special("beta", 2)
+i0 = _special("i0")
+i1 = _special("i1")
+j0 = _special("j0")
+j1 = _special("j1")
+y0 = _special("y0")
+y1 = _special("y1")
+jv = jn = _special("jv", 2)  # Bessel functions of real order v (no derivative in v)
+yv = _special("yv", 2)
+yn = _special("yn", 2)
+iv = _special("iv", 2)
+ive = _special("ive", 2)
+gammainc = _special("gammainc", 2)  # regularized incomplete gamma functions: derivative in x only
+gammaincc = _special("gammaincc", 2)
+betainc = _special("betainc", 3)  # regularized incomplete beta function: derivative in x only
 _polygamma = primitive(lambda n, x: _scipy_special().polygamma(n, x).astype(float_type(x), copy=False),
                        "polygamma")
 
@@ -93,6 +117,23 @@ defderiv(psi, lambda ans, x: _polygamma(1, x))
 defderiv(_polygamma, None, lambda ans, n, x: _polygamma(n + 1, x))
 defderiv(i0e, lambda ans, x: i1e(x) - sign(x) * ans)  # exp(-|x|) I0: a kink at 0, slope 0 there
 defderiv(i1e, lambda ans, x: where(x == 0, 0.5, i0e(x) - ans * (sign(x) + 1 / where(x == 0, 1.0, x))))
+defderiv(rgamma, lambda ans, x: -ans * psi(x))
+defderiv(beta, lambda ans, a, b: ans * (psi(a) - psi(a + b)), lambda ans, a, b: ans * (psi(b) - psi(a + b)))
+defderiv(i0, lambda ans, x: i1(x))
+defderiv(i1, lambda ans, x: where(x == 0, 0.5, i0(x) - ans / where(x == 0, 1.0, x)))  # I1'(0) = 1/2
+defderiv(j0, lambda ans, x: -j1(x))
+defderiv(j1, lambda ans, x: where(x == 0, 0.5, j0(x) - ans / where(x == 0, 1.0, x)))  # J1'(0) = 1/2
+defderiv(y0, lambda ans, x: -y1(x))
+defderiv(y1, lambda ans, x: y0(x) - ans / x)
+defderiv(jv, None, lambda ans, v, x: (jv(v - 1, x) - jv(v + 1, x)) / 2)
+defderiv(yv, None, lambda ans, v, x: (yv(v - 1, x) - yv(v + 1, x)) / 2)
+defderiv(yn, None, lambda ans, n, x: (yn(n - 1, x) - yn(n + 1, x)) / 2)
+defderiv(iv, None, lambda ans, v, x: (iv(v - 1, x) + iv(v + 1, x)) / 2)
+defderiv(ive, None, lambda ans, v, x: (ive(v - 1, x) + ive(v + 1, x)) / 2 - sign(x) * ans)  # exp(-|x|) I_v
+defderiv(gammainc, None, lambda ans, a, x: exp(-x + (a - 1) * log(x) - _like(gammaln(a), x)))
+defderiv(gammaincc, None, lambda ans, a, x: -exp(-x + (a - 1) * log(x) - _like(gammaln(a), x)))
+defderiv(betainc, None, None,
+         lambda ans, a, b, x: exp((a - 1) * log(x) + (b - 1) * log1p(-x) - _like(betaln(a, b), x)))
 defderiv(entr, lambda ans, x: -1 - log(x))
 defderiv(betaln, lambda ans, a, b: psi(a) - psi(a + b), lambda ans, a, b: psi(b) - psi(a + b))
 defderiv(xlogy, lambda ans, x, y: log(y), lambda ans, x, y: _unless_zero(x, y))
@@ -131,9 +172,20 @@ def log_softmax(x, axis=None):
     return ops.log_softmax(x, axis=axis)
 
 
-# scipy.special's ufuncs by name (``ufunc.__name__``; digamma is psi): Tensor.__array_ufunc__ sends
-# them here. Names NumPy shares (log1p, cbrt, ...) are NumPy's functions.
+erf.complex_ok = erfc.complex_ok = True  # holomorphic: the rules hold for complex z
+
+
+def gammasgn(x):
+    """The sign of the gamma function: piecewise constant, no gradient."""
+    return nondiff(lambda v: _scipy_special().gammasgn(v))(x)
+
+
+# scipy.special's ufuncs by name (``ufunc.__name__``; digamma is psi, jn is jv): Tensor.__array_ufunc__
+# sends them here. Names NumPy shares (log1p, cbrt, ...) are NumPy's functions.
 UFUNCS = {
+    "rgamma": rgamma, "beta": beta, "i0": i0, "i1": i1, "j0": j0, "j1": j1, "y0": y0, "y1": y1, "jv": jv,
+    "yv": yv, "yn": yn, "iv": iv, "ive": ive, "gammainc": gammainc, "gammaincc": gammaincc,
+    "betainc": betainc, "gammasgn": gammasgn,
     "expit": expit, "logit": logit, "log_expit": log_expit, "erf": erf, "erfc": erfc, "erfinv": erfinv,
     "erfcinv": erfcinv, "ndtr": ndtr, "log_ndtr": log_ndtr, "ndtri": ndtri, "gamma": gamma,
     "gammaln": gammaln, "psi": psi, "i0e": i0e, "i1e": i1e, "entr": entr, "betaln": betaln, "xlogy": xlogy,
@@ -142,4 +194,4 @@ UFUNCS = {
 }
 
 __all__ = sorted(set(UFUNCS) - {"log1p", "expm1", "cbrt"}) + [
-    "digamma", "polygamma", "multigammaln", "logsumexp", "softmax", "log_softmax", "softplus"]
+    "digamma", "jn", "polygamma", "multigammaln", "logsumexp", "softmax", "log_softmax", "softplus"]

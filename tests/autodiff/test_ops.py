@@ -957,6 +957,8 @@ SPECIAL_DOMAINS = {
     "ndtr": uniform(-3, 3), "log_ndtr": uniform(-6, 3), "ndtri": uniform(0.1, 0.9),
     "gamma": uniform(0.5, 3), "gammaln": uniform(0.5, 4), "digamma": uniform(0.5, 4), "psi": uniform(0.5, 4),
     "i0e": away_from_zero, "i1e": away_from_zero, "entr": uniform(0.2, 3), "softplus": uniform(-4, 4),
+    "rgamma": uniform(0.5, 3), "i0": uniform(-2, 2), "i1": uniform(-2, 2), "j0": uniform(-3, 3),
+    "j1": uniform(-3, 3), "y0": uniform(0.5, 3), "y1": uniform(0.5, 3),
 }
 for _name, _domain in SPECIAL_DOMAINS.items():
     case(f"scipy.special.{_name}", drawn(lambda xp, x, name=_name: getattr(scipy.special, name)(x), _domain))
@@ -965,6 +967,13 @@ SPECIAL_PAIRS = {
     "xlog1py": (uniform(-2, 2), uniform(-0.5, 2)), "rel_entr": (uniform(0.2, 3), uniform(0.2, 3)),
     "kl_div": (uniform(0.2, 3), uniform(0.2, 3)),
 }
+SPECIAL_PAIRS["beta"] = (uniform(0.5, 3), uniform(0.5, 3))
+for _name, _order in {"jv": 1.5, "jn": 2, "yv": 0.5, "yn": 1, "iv": 2.5, "ive": 1, "gammainc": 1.7,
+                      "gammaincc": 0.8}.items():  # differentiable in x, not in the order
+    case(f"scipy.special.{_name}", drawn(lambda xp, x, name=_name, order=_order: getattr(scipy.special, name)(
+        order, x), uniform(0.5, 3) if _name != "ive" else away_from_zero))
+case("scipy.special.betainc", drawn(lambda xp, x: scipy.special.betainc(1.5, 2.5, x), uniform(0.1, 0.9)))
+complex_special = {"erf": scipy.special.erf, "erfc": scipy.special.erfc}
 for _name, (_domain_a, _domain_b) in SPECIAL_PAIRS.items():
     case(f"scipy.special.{_name}", drawn_pair(lambda xp, a, b, name=_name: getattr(scipy.special, name)(a, b),
                                               _domain_a, _domain_b))
@@ -1140,6 +1149,8 @@ complex_case("linalg.eig (eigenvalues, |V|)", lambda xp, a: xp.concatenate([
     xp.linalg.eig(a + np.diag(2.0 * np.arange(a.shape[-1]))).eigenvalues,
     xp.ravel(_gauge_free(xp, xp.linalg.eig(a + np.diag(2.0 * np.arange(a.shape[-1]))).eigenvectors))]),
     uniform(-0.2, 0.2), uniform(-0.2, 0.2), st.sampled_from([(2, 2), (3, 3)]))
+for _name, _function in complex_special.items():
+    complex_case(f"scipy.special.{_name}", lambda xp, z, f=_function: f(z))
 complex_case("max, min (lexicographic, as NumPy)", lambda xp, z: xp.stack([xp.max(z), xp.min(z)]), distinct)
 complex_case("real_if_close", lambda xp, z: xp.real_if_close(z))
 complex_case("nan_to_num, linspace", lambda xp, z: xp.concatenate([xp.nan_to_num(z), xp.linspace(z[0], z[1], 3)]),
