@@ -234,7 +234,7 @@ def test_an_object_array_operand_is_rejected(operation):
 
 @pytest.mark.parametrize("call, name", [
     (lambda t: np.fft.fft(t), "numpy.fft.fft"),
-    (lambda t: np.linalg.eig(t.reshape(2, 2)), "numpy.linalg.eig"),
+    (lambda t: np.linalg.matrix_rank(t.reshape(2, 2)), "numpy.linalg.matrix_rank"),
     (lambda t: np.unwrap(t), "numpy.unwrap"),
     (lambda t: np.maximum.accumulate(t), "numpy.maximum.accumulate"),
     (lambda t: np.fmod.outer(t, t), "numpy.fmod.outer"),
