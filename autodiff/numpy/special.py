@@ -65,41 +65,16 @@ def log_expit(x):
     return -softplus(-x)
 
 
-logit = _special("logit")
-erf = _special("erf")
-erfc = _special("erfc")
-erfinv = _special("erfinv")
-erfcinv = _special("erfcinv")
-ndtr = _special("ndtr")
-log_ndtr = _special("log_ndtr")
-ndtri = _special("ndtri")
-gamma = _special("gamma")
-gammaln = _special("gammaln")
-psi = digamma = _special("psi")
-i0e = _special("i0e")
-i1e = _special("i1e")
-entr = _special("entr")
-betaln = _special("betaln", 2)
-xlogy = _special("xlogy", 2)
-xlog1py = _special("xlog1py", 2)
-rel_entr = _special("rel_entr", 2)
-kl_div = _special("kl_div", 2)
-rgamma = _special("rgamma")
-beta = _special("beta", 2)
-i0 = _special("i0")
-i1 = _special("i1")
-j0 = _special("j0")
-j1 = _special("j1")
-y0 = _special("y0")
-y1 = _special("y1")
-jv = jn = _special("jv", 2)  # Bessel functions of real order v (no derivative in v)
-yv = _special("yv", 2)
-yn = _special("yn", 2)
-iv = _special("iv", 2)
-ive = _special("ive", 2)
-gammainc = _special("gammainc", 2)  # regularized incomplete gamma functions: derivative in x only
-gammaincc = _special("gammaincc", 2)
-betainc = _special("betainc", 3)  # regularized incomplete beta function: derivative in x only
+# Unary ufuncs, then binary ones: jv, yv, yn, iv, ive are Bessel functions of order v, gammainc and
+# gammaincc the regularized incomplete gamma functions of (a, x), betainc the incomplete beta function
+# of (a, b, x); each differentiates in x only.
+(logit, erf, erfc, erfinv, erfcinv, ndtr, log_ndtr, ndtri, gamma, rgamma, gammaln, psi, i0, i1, i0e, i1e, j0,
+ j1, y0, y1, entr) = (_special(name) for name in """logit erf erfc erfinv erfcinv ndtr log_ndtr ndtri gamma
+    rgamma gammaln psi i0 i1 i0e i1e j0 j1 y0 y1 entr""".split())
+betaln, beta, xlogy, xlog1py, rel_entr, kl_div, jv, yv, yn, iv, ive, gammainc, gammaincc = (
+    _special(name, 2) for name in "betaln beta xlogy xlog1py rel_entr kl_div jv yv yn iv ive gammainc gammaincc".split())
+betainc = _special("betainc", 3)
+digamma, jn = psi, jv
 _polygamma = primitive(lambda n, x: _scipy_special().polygamma(n, x).astype(float_type(x), copy=False),
                        "polygamma")
 
