@@ -3,8 +3,9 @@
 ``NUMPY_FUNCTIONS`` names every NumPy function and ufunc implemented here: each is exported, and on a
 Tensor NumPy's own of that name dispatches to it (``autodiff/dispatch.py`` derives its tables from
 this one). Primitives and their rules are in ``ops``, functions built from them in ``composite``,
-``numpy.linalg`` in ``linalg``, ``scipy.special`` in ``special``. Functions with no derivative (comparisons, argmax, floor, ...) pass
-values through and carry no gradient; array constructors are NumPy's own. Each function keeps
+``numpy.linalg`` in ``linalg``, ``scipy.special`` in ``special``. Functions with no derivative
+(comparisons, argmax, floor, ...) pass values through and carry no gradient; array constructors are
+NumPy's own (``r_``, ``c_`` and ``linspace`` with Tensor ends are differentiable). Each function keeps
 NumPy's signature and meaning, so NumPy's documentation is theirs; the few beyond NumPy
 (``logsumexp``, ``softmax``, ``log_softmax``, ``sigmoid``/``expit``, ``softplus``,
 ``stop_gradient``) document themselves.

@@ -71,8 +71,8 @@ def log_expit(x):
 (logit, erf, erfc, erfinv, erfcinv, ndtr, log_ndtr, ndtri, gamma, rgamma, gammaln, psi, i0, i1, i0e, i1e, j0,
  j1, y0, y1, entr) = (_special(name) for name in """logit erf erfc erfinv erfcinv ndtr log_ndtr ndtri gamma
     rgamma gammaln psi i0 i1 i0e i1e j0 j1 y0 y1 entr""".split())
-betaln, beta, xlogy, xlog1py, rel_entr, kl_div, jv, yv, yn, iv, ive, gammainc, gammaincc = (
-    _special(name, 2) for name in "betaln beta xlogy xlog1py rel_entr kl_div jv yv yn iv ive gammainc gammaincc".split())
+betaln, beta, xlogy, xlog1py, rel_entr, kl_div, jv, yv, yn, iv, ive, gammainc, gammaincc = (_special(name, 2)
+    for name in "betaln beta xlogy xlog1py rel_entr kl_div jv yv yn iv ive gammainc gammaincc".split())
 betainc = _special("betainc", 3)
 digamma, jn = psi, jv
 _polygamma = primitive(lambda n, x: _scipy_special().polygamma(n, x).astype(float_type(x), copy=False),
