@@ -10,6 +10,7 @@ ndarrays, they are as cheap as NumPy.
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 
 import numpy as np
@@ -238,9 +239,33 @@ def _check_untracked(t: Tensor, conversion: str) -> None:
             "when it stores a Tensor into an array (r[i] = t, np.array([t0, t1]), np.sum([t0, t1])). "
             "To build an array from Tensors and keep the gradient, use np.stack([...]), "
             "np.concatenate or autodiff.numpy.array([...]); to leave the engine on purpose, use "
-            "t.numpy() (or t.item()) for the value, or autodiff.stop_gradient(t).")
+            "t.numpy() (or t.item()) for the value, or autodiff.stop_gradient(t)."
+            + _converting_scipy_function())
     if state.traces:
         note_read(t, conversion)
+
+
+def _converting_scipy_function() -> str:
+    """A sentence naming the scipy function that made the conversion (scipy's Python functions turn
+    their inputs into ndarrays), and its differentiable version when autodiff has one; else ''."""
+    frame, entry = sys._getframe(2), None
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module == "scipy" or module.startswith("scipy."):
+            entry = frame
+        elif entry is not None:
+            break
+        frame = frame.f_back
+    if entry is None:
+        return ""
+    module = ".".join(p for p in entry.f_globals["__name__"].split(".") if not p.startswith("_"))
+    name = entry.f_code.co_name
+    from .numpy import special  # the package imports core: a late import
+    ours = f"autodiff.numpy.special.{name}" if module == "scipy.special" and name in special.__all__ else None
+    return (f" Here {module}.{name} converted it: scipy's Python functions turn their inputs into "
+            "ndarrays, so no autodiff engine can see through them; "
+            + (f"{ours} is its differentiable version." if ours else
+               "write that step with NumPy operations on the Tensor."))
 
 
 def _tracked_outside_traces(t: Tensor) -> bool:
@@ -324,15 +349,42 @@ def record_constant(fun, args: tuple, kwargs: dict, out: Tensor) -> None:
 
 
 def shape_of(x) -> tuple:
-    """The shape of a Tensor, array, NumPy scalar or Python value, without NumPy's dispatch."""
+    """The shape of a Tensor, array, NumPy scalar or Python value (a list may hold Tensors), without
+    NumPy's dispatch."""
     x = value_of(x)
-    return x.shape if isinstance(x, (np.ndarray, np.generic)) else np.shape(x)
+    return x.shape if isinstance(x, (np.ndarray, np.generic)) else np.shape(_values_in(x))
 
 
 def ndim_of(x) -> int:
     """The number of axes of a Tensor, array, NumPy scalar or Python value, without NumPy's dispatch."""
     x = value_of(x)
-    return x.ndim if isinstance(x, (np.ndarray, np.generic)) else np.ndim(x)
+    return x.ndim if isinstance(x, (np.ndarray, np.generic)) else np.ndim(_values_in(x))
+
+
+def dtype_of(x) -> np.dtype:
+    """The dtype of a Tensor, array, NumPy scalar or Python value, without NumPy's dispatch."""
+    x = value_of(x)
+    return x.dtype if isinstance(x, (np.ndarray, np.generic)) else np.asarray(_values_in(x)).dtype
+
+
+def _values_in(x):
+    """A (nested) list or tuple with each Tensor replaced by its value: for shapes and dtypes only."""
+    return type(x)(_values_in(v) for v in x) if isinstance(x, (list, tuple)) else value_of(x)
+
+
+_SEQUENCES = (list, tuple)
+
+
+def list_operand(a):
+    """A list (or tuple) in an operand's place: an ndarray, or the Tensors it holds stacked (differentiably)."""
+    if not _holds_tensor(a):
+        return np.asarray(a)
+    from .numpy import array  # the package imports core: a late import
+    return array(a)
+
+
+def _holds_tensor(obj) -> bool:
+    return any(isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and _holds_tensor(x)) for x in obj)
 
 
 class Primitive:
@@ -353,6 +405,7 @@ class Primitive:
         self.jvps = _Rules(self.name, "forward-mode (JVP)")
         self.variadic = False  # one rule for every argument, called with argnum=i
         self.joint = False     # backward() computes all cotangents at once (variadic, custom nodes)
+        self.complex_ok = False  # rules verified for complex values (JAX's convention); else refused
 
     def __repr__(self):
         return f"<primitive {self.name}>"
@@ -360,8 +413,9 @@ class Primitive:
     def __call__(self, *args, **kwargs):
         if len(args) == 1 and not kwargs and isinstance(args[0], Tensor):  # most elementwise calls
             return apply_unary(self, args[0])
-        for a in args:
-            if isinstance(a, Tensor):
+        for k, a in enumerate(args):
+            if isinstance(a, Tensor) or (type(a) in _SEQUENCES and (self.variadic or k in self.vjps)
+                                         and _holds_tensor(a)):
                 return apply(self, args, kwargs)
         return self.fun(*args, **kwargs)  # plain NumPy, as rules run in raw sweeps
 
@@ -373,6 +427,8 @@ class Primitive:
 
     def forward(self, tangents: dict, ans, args, kwargs):
         """The output tangent, given ``{argnum: tangent}`` for the arguments that have one."""
+        if not self.complex_ok:
+            refuse_complex(self, [value_of(a) for a in args], ans)
         total = None
         for i, t in tangents.items():
             ti = self.jvps[0](t, ans, *args, argnum=i, **kwargs) if self.variadic \
@@ -389,23 +445,25 @@ def apply(prim: Primitive, args: tuple, kwargs: dict = _NO_KWARGS):
     """Run ``prim`` on ``args``: plain NumPy when no Tensor is among them, else a recorded Tensor.
 
     A module-level function, so Tensor operators call it without going through ``__call__``. A list
-    in an operand's place (one with a rule) becomes an ndarray here, once for every rule. (Tuples
-    are left alone: they are the index, shape and axes arguments of the hot ops, and checking their
-    places would cost every getitem; operators convert both, see ``apply_binary``.)
+    in an operand's place (one with a rule) becomes an ndarray here, once for every rule, or a
+    stacked Tensor if it holds Tensors (``anp.mean([t0, t1])``). (Tuples are left alone: they are the
+    index, shape and axes arguments of the hot ops, and checking their places would cost every
+    getitem; operators convert both, see ``apply_binary``.)
     """
     parents, raw = [], []
-    converted = False
+    operands = None  # args with lists converted, when there are any
     for a in args:
+        if type(a) in _SEQUENCES and (prim.variadic or len(raw) in prim.vjps) and \
+                (type(a) is list or _holds_tensor(a)):  # a tuple operand holding no Tensor is left alone
+            operands = operands or list(args)
+            a = operands[len(raw)] = list_operand(a)
         if isinstance(a, Tensor):
             parents.append(len(raw))
             raw.append(a._value)
-        elif type(a) is list and (prim.variadic or len(raw) in prim.vjps):
-            raw.append(np.asarray(a))
-            converted = True
         else:
             raw.append(a)
-    if converted:
-        args = tuple(a if isinstance(a, Tensor) else r for a, r in zip(args, raw))
+    if operands is not None:
+        args = tuple(operands)
     if not parents:
         return prim.fun(*args, **kwargs)
     value = prim.tensor_fun(*raw, **kwargs) if kwargs else prim.tensor_fun(*raw)
@@ -427,20 +485,23 @@ def apply_binary(prim: Primitive, x, y):
             raw, parents = (x._value, y._value), _BOTH
         else:
             if type(y) is list or type(y) is tuple:
-                y = np.asarray(y)
+                return apply_binary(prim, x, list_operand(list(y)))
             raw, parents = (x._value, y), _FIRST
     else:
         if type(x) is list or type(x) is tuple:
-            x = np.asarray(x)
+            return apply_binary(prim, list_operand(list(x)), y)
         raw, parents = (x, y._value), _SECOND
     return _output(prim, (x, y), raw, _NO_KWARGS, parents, prim.tensor_fun(*raw))
 
 
 def _output(prim, args, raw, kwargs, parents, value):
     """Wrap an op's result in a Tensor and record it on the active tapes and accumulators."""
-    if type(value) is np.ndarray and value.dtype.hasobject:
-        raise TypeError(f"autodiff: {prim.name} produced an object array (an operand holds Python "
-                        "objects); use numeric arrays")
+    if type(value) is np.ndarray:
+        if value.dtype.hasobject:
+            raise TypeError(f"autodiff: {prim.name} produced an object array (an operand holds Python "
+                            "objects); use numeric arrays")
+    elif type(value) is complex:  # Python's complex * np.float64 is a Python complex: keep NumPy types
+        value = np.complex128(value)
     out = Tensor(value)
     tapes = state.tapes
     if tapes:
@@ -485,11 +546,28 @@ def record(prim, args, raw, kwargs, out, parents, tapes):
                 tracked = tuple(j for j in tracked if j != i)
         if not tracked:
             continue
+        if not prim.complex_ok:
+            refuse_complex(prim, raw, out)
         tape._records.append((prim, args, raw, kwargs, out, tracked))
         if type(out) is tuple:
             watched.update(o._id for o in out)
         else:
             watched.add(out._id)
+
+
+def refuse_complex(prim, raw, out) -> None:
+    """Raise if an op whose rules are not verified for complex numbers meets a complex operand or
+    result while it is being differentiated (its derivative would be silently wrong)."""
+    values = list(raw) + (list(out) if type(out) is tuple else [out])
+    if any(_np_kind(value_of(v)) == "c" for v in values):
+        raise TypeError(f"autodiff: {prim.name} does not differentiate complex numbers (its derivative "
+                        "rule is verified for real values only); differentiate its real and imaginary "
+                        "parts (np.real, np.imag) separately, or use real arithmetic")
+
+
+def _np_kind(value) -> str:
+    dtype = getattr(value, "dtype", None)
+    return dtype.kind if dtype is not None else "c" if isinstance(value, complex) else "f"
 
 
 def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
@@ -520,12 +598,21 @@ def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
             cotangents = (prim.vjps[parents[0]](g, ans, *values),)
         else:
             cotangents = [prim.vjps[i](g, ans, *values) for i in parents]
+        if (out._value if type(out) is not tuple else out[0]._value).dtype.kind == "c":
+            cotangents = _real_for_real_inputs(cotangents, raw, parents)
         for i, gi in zip(parents, cotangents):
             if gi is not None:  # None: no contribution
                 key = args[i]._id
                 prev = grads.get(key)
                 grads[key] = gi if prev is None else prev + gi
     return {k: _dense(grads[k]) for k in keep if k in grads}
+
+
+def _real_for_real_inputs(cotangents, raw, parents):
+    """A complex op's cotangents, the real part for each real input: under JAX's convention (a VJP is
+    the transpose for the pairing Re(sum(a * b))) a real input's cotangent is the real part."""
+    return [gi.real if gi is not None and type(gi) is not SlicedCotangent and _np_kind(gi) == "c"
+            and _np_kind(raw[i]) != "c" else gi for i, gi in zip(parents, cotangents)]
 
 
 def add_piece(pieces: list, index, piece) -> None:

@@ -6,6 +6,8 @@ the Tensor into an object array or dropping its gradient.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import numpy as anp
@@ -29,17 +31,45 @@ _REDUCTIONS = {np.add: anp.sum, np.multiply: anp.prod, np.maximum: anp.max, np.m
 _ACCUMULATIONS = {np.add: anp.cumsum, np.multiply: anp.cumprod}
 
 
+def _scipy_special(ufunc):
+    """The implementation of a scipy.special ufunc, found by name and remembered in ``_UFUNCS``
+    (autodiff never imports scipy: a ufunc of it reaching here means the caller did). None for a
+    ufunc that is not scipy.special's; a scipy.special ufunc without rules raises, naming it."""
+    if not _in_scipy_special(ufunc):
+        return None
+    name = ufunc.__name__
+    if name not in anp.special.UFUNCS:
+        raise TypeError(f"autodiff: scipy.special.{name} has no derivative rule, so it cannot be applied "
+                        "to a Tensor (autodiff.numpy.special lists the supported functions; "
+                        "np.asarray(t) drops the gradient)")
+    _UFUNCS[ufunc] = anp.special.UFUNCS[name]
+    return _UFUNCS[ufunc]
+
+
+def _in_scipy_special(ufunc) -> bool:
+    special = sys.modules.get("scipy.special")
+    return special is not None and getattr(special, ufunc.__name__, None) is ufunc
+
+
+def _module(ufunc) -> str:
+    """Where a ufunc comes from, for messages."""
+    return "scipy.special" if _in_scipy_special(ufunc) else "numpy"
+
+
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     op = _UFUNCS.get(ufunc)
-    if type(op) is Primitive and method == "__call__" and not kwargs:  # the common case, first
+    if op is None:
+        op = _scipy_special(ufunc)
+    if type(op) is Primitive and method == "__call__" and not kwargs and len(inputs) < 3:  # the common case
         return apply_unary(op, self) if len(inputs) == 1 else apply_binary(op, *inputs)
     if kwargs.pop("out", None) is not None:
-        raise TypeError(f"autodiff: numpy.{ufunc.__name__} with out= (in place) cannot be "
+        raise TypeError(f"autodiff: {_module(ufunc)}.{ufunc.__name__} with out= (in place) cannot be "
                         "differentiated")
-    if method == "__call__" and ufunc in _UFUNCS:
+    if method == "__call__" and op is not None:
         if kwargs:
-            raise TypeError(f"autodiff: numpy.{ufunc.__name__} with {sorted(kwargs)} is not supported")
-        return _UFUNCS[ufunc](*inputs)
+            raise TypeError(f"autodiff: {_module(ufunc)}.{ufunc.__name__} with {sorted(kwargs)} is not "
+                            "supported")
+        return op(*inputs)
     if method == "reduce" and ufunc in _REDUCTIONS:
         return _REDUCTIONS[ufunc](inputs[0], axis=kwargs.get("axis", 0),
                                   keepdims=kwargs.get("keepdims", False))
@@ -49,8 +79,8 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         a, b = inputs
         return _UFUNCS[ufunc](anp.reshape(a, np.shape(a) + (1,) * np.ndim(b)), b)
     name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
-    raise TypeError(f"autodiff: numpy.{name} has no derivative rule, so it cannot be applied to a "
-                    "Tensor (use autodiff.numpy functions, or np.asarray(t) to drop the gradient)")
+    raise TypeError(f"autodiff: {_module(ufunc)}.{name} has no derivative rule, so it cannot be applied "
+                    "to a Tensor (use autodiff.numpy functions, or np.asarray(t) to drop the gradient)")
 
 
 def _array_function(self, func, types, args, kwargs):
@@ -73,6 +103,14 @@ def _binary(op, reflected=False):
     return lambda self, other: op(self, other)
 
 
+def _setitem(self, index, value):
+    raise TypeError(
+        "autodiff: Tensors are immutable, so t[index] = value cannot be recorded. Write the update "
+        "as a new array: a masked assignment z[z < 0] = 0 is np.where(z < 0, 0, z) (or "
+        "np.maximum(z, 0)); z[i] = v is np.where(np.arange(len(z)) == i, v, z); an array built "
+        "piece by piece is np.stack([...]) or np.concatenate([...]).")
+
+
 def _install_methods():
     methods = {
         "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,
@@ -91,13 +129,15 @@ def _install_methods():
         "__xor__": _binary(anp.logical_xor), "__invert__": lambda self: anp.logical_not(self),
         "__neg__": lambda self: anp.negative(self), "__pos__": lambda self: self,
         "__abs__": lambda self: anp.absolute(self),
-        "__getitem__": anp.getitem,
+        "__getitem__": anp.getitem, "__setitem__": _setitem,
         "T": property(lambda self: anp.transpose(self)),
+        "real": property(lambda self: anp.real(self)), "imag": property(lambda self: anp.imag(self)),
+        "conj": lambda self: anp.conj(self), "conjugate": lambda self: anp.conj(self),
         "mT": property(lambda self: anp.swapaxes(self, -1, -2)),
         "reshape": lambda self, *shape, **kw: anp.reshape(self, shape[0] if len(shape) == 1 else shape, **kw),
         "transpose": lambda self, *axes: anp.transpose(self, (axes[0] if len(axes) == 1 else axes) or None),
-        "ravel": lambda self: anp.ravel(self),
-        "flatten": lambda self: anp.ravel(self),
+        "ravel": lambda self, order="C": anp.ravel(self, order),
+        "flatten": lambda self, order="C": anp.ravel(self, order),
         "squeeze": lambda self, axis=None: anp.squeeze(self, axis),
         "swapaxes": lambda self, a, b: anp.swapaxes(self, a, b),
         "dot": lambda self, other: anp.dot(self, other),

@@ -408,6 +408,9 @@ def _require_scalar(y, what: str):
         got = f"shape {y.shape}" if isinstance(y, Tensor) else f"a {type(y).__name__}"
         raise TypeError(f"{what} needs a function with a scalar output, got {got} (use jacobian "
                         "for vector outputs)")
+    if y.dtype.kind == "c":  # as JAX: the gradient of a complex output is not defined
+        raise TypeError(f"{what} needs a real-valued output, got {y.dtype} (differentiate np.real and "
+                        "np.imag of it, or use vjp)")
     return y
 
 

@@ -3,8 +3,9 @@
 ``NUMPY_FUNCTIONS`` names every NumPy function and ufunc implemented here: each is exported, and on a
 Tensor NumPy's own of that name dispatches to it (``autodiff/dispatch.py`` derives its tables from
 this one). Primitives and their rules are in ``ops``, functions built from them in ``composite``,
-``numpy.linalg`` in ``linalg``. Functions with no derivative (comparisons, argmax, floor, ...) pass
-values through and carry no gradient; array constructors are NumPy's own. Each function keeps
+``numpy.linalg`` in ``linalg``, ``scipy.special`` in ``special``. Functions with no derivative
+(comparisons, argmax, floor, ...) pass values through and carry no gradient; array constructors are
+NumPy's own (``r_``, ``c_`` and ``linspace`` with Tensor ends are differentiable). Each function keeps
 NumPy's signature and meaning, so NumPy's documentation is theirs; the few beyond NumPy
 (``logsumexp``, ``softmax``, ``log_softmax``, ``sigmoid``/``expit``, ``softplus``,
 ``stop_gradient``) document themselves.
@@ -20,13 +21,12 @@ array([0.25, 0.75])
 >>> anp.sin(x), np.sin(x)         # NumPy's own functions dispatch here on Tensors
 (Tensor(array([0., 1.])), Tensor(array([0., 1.])))
 """
-import builtins as _builtins
-
 import numpy as _np
 
 from ..core import Tensor as _Tensor
+from ..core import _holds_tensor
 from ..extend import nondiff as _nondiff
-from . import composite, linalg, ops
+from . import composite, linalg, ops, special
 from .ops import (  # noqa: F401  (the names beyond NumPy's)
     expit, getitem, log_softmax, logsumexp, sigmoid, softmax, softplus, stop_gradient,
 )
@@ -42,34 +42,38 @@ def _without_derivative(names: str, wrap: bool) -> dict:
 
 NUMPY_FUNCTIONS = {
     **_defined_in(ops, """
-        abs absolute add amax amin arccos arccosh arcsin arcsinh arctan arctan2 arctanh array_split
-        astype atleast_1d broadcast_to cbrt clip concatenate copy cos cosh cumsum diag diagonal divide
-        dot einsum exp expand_dims expm1 fabs flip hstack inner log log1p log2 log10 logaddexp matmul
-        max maximum mean min minimum mod moveaxis multiply negative outer pad positive power prod
-        ravel reciprocal remainder repeat reshape sign sin sinh sort split sqrt square squeeze stack
-        std subtract sum swapaxes take take_along_axis tan tanh tensordot tile trace transpose tril
-        triu true_divide var vdot vstack where"""),
+        abs absolute add amax amin angle arccos arccosh arcsin arcsinh arctan arctan2 arctanh
+        array_split astype atleast_1d atleast_2d atleast_3d broadcast_to cbrt clip concatenate conj
+        conjugate copy cos cosh cumsum diag diagonal divide dot dstack einsum exp expand_dims expm1 fabs
+        flip hstack imag inner log log1p log2 log10 logaddexp matmul max maximum mean min minimum mod
+        moveaxis multiply negative outer pad partition positive power prod ravel real reciprocal
+        remainder repeat reshape sign sin sinh sort split sqrt square squeeze stack std subtract sum
+        swapaxes take take_along_axis tan tanh tensordot tile trace transpose tril triu true_divide var
+        vdot vstack where"""),
     **_defined_in(composite, """
         append average column_stack convolve copysign corrcoef correlate cov cross cumprod deg2rad
-        degrees diff exp2 float_power fmax fmin hypot interp kron median nanmean nansum percentile
-        polyval ptp quantile rad2deg radians roll sinc trapezoid"""),
+        degrees diff dsplit exp2 flipud fliplr float_power fmax fmin gradient hsplit hypot interp kron
+        linspace logaddexp2 median nan_to_num nanmean nansum percentile polyval ptp quantile rad2deg
+        radians real_if_close roll rollaxis rot90 select sinc trapezoid vsplit"""),
     # No derivative: values pass through, no gradient flows, no error (wrapped: Tensors come back).
     **_without_derivative("""
         floor ceil round around rint trunc fix floor_divide isfinite isnan isinf signbit greater
         greater_equal less less_equal equal not_equal logical_and logical_or logical_not logical_xor
-        argmax argmin argsort isclose any all heaviside bitwise_and bitwise_or bitwise_xor invert""",
+        argmax argmin argsort isclose any all heaviside bitwise_and bitwise_or bitwise_xor invert
+        iscomplex isreal""",
                           wrap=True),
     **_without_derivative("""
         shape ndim size allclose array_equal nonzero count_nonzero zeros_like ones_like full_like
-        empty_like result_type searchsorted unique flatnonzero argwhere""", wrap=False),
+        empty_like result_type searchsorted unique flatnonzero argwhere iscomplexobj isrealobj""", wrap=False),
 }
 globals().update(NUMPY_FUNCTIONS)
 
 # Constants and constructors: plain NumPy (they never depend on a Tensor).
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, _np.newaxis
 float16, float32, float64, int32, int64, bool_ = _np.float16, _np.float32, _np.float64, _np.int32, _np.int64, _np.bool_
-arange, linspace, logspace, zeros, ones, eye, identity, full, empty = (
-    _np.arange, _np.linspace, _np.logspace, _np.zeros, _np.ones, _np.eye, _np.identity, _np.full, _np.empty)
+arange, logspace, zeros, ones, eye, identity, full, empty = (
+    _np.arange, _np.logspace, _np.zeros, _np.ones, _np.eye, _np.identity, _np.full, _np.empty)
+r_, c_ = composite.r_, composite.c_
 
 
 def array(obj, dtype=None, copy=True, **kwargs):
@@ -82,10 +86,11 @@ def array(obj, dtype=None, copy=True, **kwargs):
     return _np.array(obj, dtype=dtype, copy=copy, **kwargs)
 
 
-def asarray(obj, dtype=None, **kwargs):
-    return array(obj, dtype=dtype, copy=False) if not isinstance(obj, _np.ndarray) else _np.asarray(obj, dtype)
+def asarray(a, dtype=None, order=None, **kwargs):
+    """Like ``np.asarray``: a Tensor stays a Tensor (cast to ``dtype``), a (nested) list holding
+    Tensors is stacked differentiably, anything else is NumPy's ``asarray``."""
+    if isinstance(a, _Tensor) or (isinstance(a, (list, tuple)) and _holds_tensor(a)):
+        return array(a, dtype=dtype)
+    return _np.asarray(a, dtype=dtype, order=order, **kwargs)
 
 
-def _holds_tensor(obj) -> bool:
-    return _builtins.any(isinstance(x, _Tensor) or (isinstance(x, (list, tuple)) and _holds_tensor(x))
-                         for x in obj)

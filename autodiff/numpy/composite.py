@@ -15,8 +15,8 @@ from ..core import Tensor, concrete, ndim_of, shape_of, value_of
 from ..extend import nondiff, reject_keywords
 from . import linalg, ops
 from .ops import (
-    absolute, astype, broadcast_to, concatenate, exp, getitem, maximum, mean, minimum, power, ravel,
-    reshape, sort, sqrt, stack, sum, take, where,
+    absolute, astype, broadcast_to, concatenate, exp, float_type, getitem, maximum, mean, minimum, power,
+    ravel, reshape, sort, sqrt, stack, sum, take, where,
 )
 
 
@@ -39,9 +39,10 @@ def _laid_along(v, axis: int, ndim: int):
 
 def hypot(x1, x2):
     """sqrt(x1**2 + x2**2), as the 2-norm of the pair: at (0, 0) its gradient is the norm's 0 (not
-    NaN) and ``hypot(x1, x2)**2`` has exact derivatives (see ``linalg.norm``)."""
+    NaN), ``hypot(x1, x2)**2`` has exact derivatives (see ``linalg.norm``), and, as NumPy's, it
+    neither overflows nor underflows where the result is representable (the norm scales)."""
     zeros = _np.zeros(_np.broadcast_shapes(shape_of(x1), shape_of(x2)),
-                      _np.result_type(value_of(x1), value_of(x2), _np.float16))
+                      float_type(value_of(x1), value_of(x2)))
     return linalg.norm(stack([x1 + zeros, x2 + zeros]), axis=0)
 
 
@@ -61,7 +62,7 @@ radians, degrees = deg2rad, rad2deg
 
 
 def float_power(x1, x2):
-    return power(astype(x1, _np.float64), x2)
+    return power(astype(x1, _np.result_type(value_of(x1), _np.float64)), x2)
 
 
 _SINC_SERIES_RADIUS = 1e-2  # below it the next Taylor term is under 1e-22: exact in float64
@@ -152,7 +153,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, **kwargs
     """Mean over the entries that are not NaN."""
     reject_keywords("nanmean", kwargs)
     values = _np.asarray(concrete(a))
-    count = _np.sum(~_np.isnan(values), axis=axis, keepdims=keepdims).astype(_np.result_type(values, _np.float16))
+    count = _np.sum(~_np.isnan(values), axis=axis, keepdims=keepdims).astype(float_type(values))
     return nansum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims) / count
 
 
@@ -175,7 +176,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: s
     above = _np.minimum(below + 1, shape_of(ordered)[axis] - 1)
     lower, upper = take(ordered, below, axis=axis), take(ordered, above, axis=axis)
     scalar_q = isinstance(q, (int, float, _np.generic))  # a Python float keeps float32, as in NumPy
-    dtype = _np.result_type(value_of(ordered), q if scalar_q else _np.asarray(q, dtype=float), _np.float16)
+    dtype = float_type(value_of(ordered), q if scalar_q else _np.asarray(q, dtype=float))
     weight = (position - below).reshape(position.shape + (1,) * (ndim_of(ordered) - 1 - axis)).astype(dtype)
     result = lower + (upper - lower) * weight
     if position.ndim:  # NumPy puts the quantile axis first
@@ -204,10 +205,11 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
         raise NotImplementedError("autodiff: cov with fweights, aweights or dtype is not supported")
     rows = [reshape(v, (1, -1)) if ndim_of(v) == 1 else (v if rowvar else ops.transpose(v))
             for v in ([m] if y is None else [m, y])]
-    x = astype(concatenate(rows, axis=0), _np.float64)  # as NumPy, which computes in float64 at least
+    x = concatenate(rows, axis=0)
+    x = astype(x, _np.result_type(value_of(x), _np.float64))  # as NumPy: float64 at least
     centred = x - mean(x, axis=1, keepdims=True)
     count = shape_of(x)[1] - ((0 if bias else 1) if ddof is None else ddof)
-    result = ops.matmul(centred, ops.transpose(centred)) / count
+    result = ops.matmul(centred, ops.conj(ops.transpose(centred))) / count
     return ops.squeeze(result) if shape_of(result) == (1, 1) else result
 
 
@@ -244,6 +246,162 @@ def column_stack(tup):
     return concatenate([reshape(v, (-1, 1)) if ndim_of(v) < 2 else v for v in tup], axis=1)
 
 
+def hsplit(ary, indices_or_sections):
+    return ops.split(ary, indices_or_sections, axis=1 if ndim_of(ary) > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    return ops.split(ary, indices_or_sections, axis=0)
+
+
+def dsplit(ary, indices_or_sections):
+    return ops.split(ary, indices_or_sections, axis=2)
+
+
+def flipud(m):
+    return ops.flip(m, axis=0)
+
+
+def fliplr(m):
+    return ops.flip(m, axis=1)
+
+
+def rot90(m, k: int = 1, axes=(0, 1)):
+    """Rotation by 90 degrees k times in the plane of ``axes``, as flips and a transposition."""
+    k %= 4
+    if k == 0:
+        return m
+    if k == 2:
+        return ops.flip(ops.flip(m, axes[0]), axes[1])
+    order = list(range(ndim_of(m)))
+    order[axes[0]], order[axes[1]] = order[axes[1]], order[axes[0]]
+    if k == 1:
+        return ops.transpose(ops.flip(m, axes[1]), order)
+    return ops.flip(ops.transpose(m, order), axes[1])
+
+
+def rollaxis(a, axis: int, start: int = 0):
+    """``axis`` moved to before position ``start`` (NumPy's older spelling of moveaxis)."""
+    n = ndim_of(a)
+    axis %= n
+    start = start + n if start < 0 else start
+    start = start - 1 if axis < start else start
+    return a if axis == start else ops.moveaxis(a, axis, start)
+
+
+def select(condlist, choicelist, default=0):
+    """The choice of the first true condition, elementwise (default where none holds)."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    result = default
+    for condition, choice in reversed(list(zip(condlist, choicelist))):
+        result = where(condition, choice, result)
+    return result
+
+
+def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
+    """NaN and infinities replaced by finite numbers (the largest ones by default); the gradient
+    flows where x was finite."""
+    if ops._is_complex(x):  # NumPy replaces in the real and imaginary parts separately
+        return nan_to_num(ops.real(x), copy, nan, posinf, neginf) + 1j * nan_to_num(ops.imag(x), copy, nan,
+                                                                                    posinf, neginf)
+    big = _np.finfo(float_type(value_of(x))).max
+    posinf, neginf = (big if posinf is None else posinf), (-big if neginf is None else neginf)
+    values = concrete(x)
+    return where(_np.isnan(values), nan, where(_np.isposinf(values), posinf,
+                                               where(_np.isneginf(values), neginf, x)))
+
+
+def real_if_close(a, tol=100):
+    """The real part if every imaginary part is within tol machine epsilons of 0, else a."""
+    if not ops._is_complex(a):
+        return a
+    tol = _np.finfo(_np.result_type(value_of(a))).eps * tol if tol > 1 else tol  # NumPy's reading
+    return ops.real(a) if _np.all(_np.abs(_np.imag(concrete(a))) < tol) else a
+
+
+def logaddexp2(x1, x2):
+    """log2(2**x1 + 2**x2), through logaddexp (stable for large arguments)."""
+    return ops.logaddexp(x1 * math.log(2.0), x2 * math.log(2.0)) / math.log(2.0)
+
+
+def gradient(f, *varargs, axis=None, edge_order: int = 1):
+    """NumPy's gradient for uniform spacings: central differences inside, one-sided ones of
+    ``edge_order`` (1 or 2) at the ends; one array per axis (just the array for one axis)."""
+    ndim = ndim_of(f)
+    axes = list(range(ndim)) if axis is None else [axis] if isinstance(axis, (int, _np.integer)) else list(axis)
+    axes = [k % ndim for k in axes]
+    spacings = list(varargs) if len(varargs) > 1 else list(varargs) * len(axes) if varargs else [1.0] * len(axes)
+    if len(spacings) != len(axes) or any(ndim_of(h) != 0 for h in spacings):
+        raise NotImplementedError("autodiff: gradient supports one scalar spacing per axis (uniform grids)")
+    if edge_order not in (1, 2):
+        raise ValueError("'edge_order' greater than 2 not supported")
+    results = []
+    for k, h in zip(axes, spacings):
+        n = shape_of(f)[k]
+        if n < edge_order + 1:
+            raise ValueError("Shape of array too small to calculate a numerical gradient, "
+                             "at least (edge_order + 1) elements are required.")
+        part = lambda start, stop: getitem(f, _along(k, ndim, slice(start, stop)))  # noqa: E731
+        inside = (part(2, None) - part(None, -2)) / (2.0 * h)
+        if edge_order == 1:
+            first, last = (part(1, 2) - part(0, 1)) / h, (part(n - 1, n) - part(n - 2, n - 1)) / h
+        else:
+            first = (-1.5 * part(0, 1) + 2.0 * part(1, 2) - 0.5 * part(2, 3)) / h
+            last = (0.5 * part(n - 3, n - 2) - 2.0 * part(n - 2, n - 1) + 1.5 * part(n - 1, n)) / h
+        results.append(concatenate([first, inside, last], axis=k))
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None,
+             axis: int = 0, **kwargs):
+    """Evenly spaced numbers from start to stop, differentiable in both ends (array ends too)."""
+    if not (isinstance(start, Tensor) or isinstance(stop, Tensor)):
+        return _np.linspace(start, stop, num, endpoint, retstep, dtype, axis, **kwargs)
+    reject_keywords("linspace", kwargs)
+    divisions = num - 1 if endpoint else num
+    shape = _np.broadcast_shapes(shape_of(start), shape_of(stop))
+    fractions = (_np.arange(num) / (divisions or 1)).reshape((num,) + (1,) * len(shape))
+    step = (stop - start) / divisions if divisions else (stop - start) * _np.nan
+    y = start + fractions.astype(float_type(value_of(start), value_of(stop))) * (stop - start)
+    if endpoint and num > 1:  # the last point is stop itself, as in NumPy
+        y = where((_np.arange(num) == num - 1).reshape(fractions.shape), stop, y)
+    y = ops.moveaxis(y, 0, axis) if shape else y
+    y = y if dtype is None else astype(y, dtype)
+    return (y, step) if retstep else y
+
+
+class _Concatenator:
+    """``r_`` and ``c_``: ``r_[a, b, 0:3]`` joins along the first axis (a slice is an arange, or a
+    linspace with a complex step), ``c_[a, b]`` joins 1-D pieces as columns; Tensors are joined
+    differentiably."""
+
+    def __init__(self, columns: bool):
+        self.columns = columns
+
+    def __getitem__(self, items):
+        items = items if isinstance(items, tuple) else (items,)
+        if any(isinstance(item, str) for item in items):
+            raise NotImplementedError("autodiff: r_ and c_ with string directives are not supported")
+        pieces = [self._piece(item) for item in items]
+        if not self.columns:
+            return concatenate(pieces, axis=0)
+        return concatenate([reshape(p, (-1, 1)) if ndim_of(p) < 2 else p for p in pieces], axis=-1)
+
+    @staticmethod
+    def _piece(item):
+        if isinstance(item, slice):
+            step = 1 if item.step is None else item.step
+            start = 0 if item.start is None else item.start
+            if isinstance(step, complex):
+                return _np.linspace(start, item.stop, int(abs(step)))
+            return _np.arange(start, item.stop, step)
+        return ops.atleast_1d(_array(item))
+
+
+r_, c_ = _Concatenator(columns=False), _Concatenator(columns=True)
+
+
 # --- products --------------------------------------------------------------------------------------
 
 def kron(a, b):
@@ -257,18 +415,22 @@ def kron(a, b):
 
 
 def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
-    """Cross product of 3-vectors (the z component for 2-vectors) along the last axis."""
-    if (axisa, axisb, axisc, axis) != (-1, -1, -1, None):
-        raise NotImplementedError("autodiff: cross supports vectors along the last axis only")
-    a, b = _array(a), _array(b)
+    """Cross product of 3-vectors (the z component for 2-vectors), the vectors along ``axisa`` of a
+    and ``axisb`` of b (``axis``: all three), the result's along ``axisc``."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = ops.moveaxis(_array(a), axisa, -1), ops.moveaxis(_array(b), axisb, -1)
     sizes = (shape_of(a)[-1], shape_of(b)[-1])
     a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
     if sizes == (2, 2):
         return a0 * b1 - a1 * b0
-    if sizes != (3, 3):
-        raise ValueError(f"autodiff: cross needs two 2-vectors or two 3-vectors, got sizes {sizes}")
-    a2, b2 = a[..., 2], b[..., 2]
-    return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    if sizes not in ((3, 3), (2, 3), (3, 2)):
+        raise ValueError(f"autodiff: cross needs 2- or 3-vectors, got sizes {sizes}")
+    a2 = a[..., 2] if sizes[0] == 3 else 0.0  # a 2-vector is a 3-vector with z = 0
+    b2 = b[..., 2] if sizes[1] == 3 else 0.0
+    z = a0 * b1 - a1 * b0
+    result = stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, z], axis=-1)
+    return ops.moveaxis(result, -1, axisc)
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
@@ -292,7 +454,7 @@ def convolve(a, v, mode: str = "full"):
     """Discrete linear convolution of two 1-D sequences: windows of ``a`` (a gather) times reversed v."""
     a, v = _array(a), _array(v)
     n, m = shape_of(a)[0], shape_of(v)[0]
-    zeros = _np.zeros(m - 1, _np.result_type(value_of(a), _np.float16))
+    zeros = _np.zeros(m - 1, float_type(value_of(a), value_of(v)))
     padded = concatenate([zeros, a, zeros])
     windows = take(padded, _np.arange(n + m - 1)[:, None] + _np.arange(m))
     full = ops.matmul(windows, getitem(v, (slice(None, None, -1),)))
@@ -306,8 +468,8 @@ def convolve(a, v, mode: str = "full"):
 
 
 def correlate(a, v, mode: str = "valid"):
-    """Cross-correlation of two real 1-D sequences (convolution with v reversed)."""
-    return convolve(a, getitem(v, (slice(None, None, -1),)), mode)
+    """Cross-correlation of two 1-D sequences: convolution with v reversed (and conjugated)."""
+    return convolve(a, ops.conj(getitem(_array(v), (slice(None, None, -1),))), mode)
 
 
 def polyval(p, x):

@@ -13,13 +13,22 @@ import string
 
 import numpy as _np
 
-from ..core import SlicedCotangent, Tensor, apply, concrete, ndim_of, shape_of, value_of
+from ..core import SlicedCotangent, Tensor, apply, concrete, dtype_of, ndim_of, shape_of, value_of
 from ..extend import (defderiv, defjvp, deflinear, defvjp, nondiff, primitive, reject_keywords,
                       reject_out, unbroadcast)
 
 
 def _is_int(value) -> bool:
     return isinstance(value, (int, _np.integer))
+
+
+def float_type(*values) -> _np.dtype:
+    """The dtype NumPy's float ufuncs compute ``values`` in: their result type, made a float when it
+    is an integer or bool type. Python numbers stay weak, as in NumPy (2.0 with float32 is float32,
+    two Python floats are float64): never adding a float16 to the promotion, which would make two
+    Python floats float16."""
+    dtype = _np.result_type(*values)
+    return dtype if dtype.kind in "fc" else _np.result_type(dtype, _np.float16)
 
 
 def _axes(axis, ndim: int) -> tuple:
@@ -39,7 +48,7 @@ _isfinite, _floor_divide = nondiff(_np.isfinite), nondiff(_np.floor_divide)
 
 def _sigmoid(x):
     e = _np.exp(-_np.abs(x))
-    return _np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(_np.result_type(x, _np.float16))
+    return _np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(float_type(x))
 
 
 negative = primitive(_np.negative, tensor_fun=operator.neg)
@@ -83,7 +92,8 @@ defderiv(sqrt, lambda ans, x: 0.5 / ans)
 defderiv(cbrt, lambda ans, x: 1 / (3 * ans ** 2))
 defderiv(square, lambda ans, x: 2 * x)
 defderiv(reciprocal, lambda ans, x: -ans * ans)
-defderiv(absolute, lambda ans, x: sign(x))
+defvjp(absolute, lambda g, ans, x: g * _abs_slope(ans, x))
+defjvp(absolute, lambda t, ans, x: real(t * _abs_slope(ans, x)) if _is_complex(x) else t * sign(x))
 defderiv(sin, lambda ans, x: cos(x))
 defderiv(cos, lambda ans, x: -sin(x))
 defderiv(tan, lambda ans, x: 1 + ans * ans)
@@ -94,7 +104,7 @@ defderiv(sinh, lambda ans, x: cosh(x))
 defderiv(cosh, lambda ans, x: sinh(x))
 defderiv(tanh, lambda ans, x: 1 - ans * ans)
 defderiv(arcsinh, lambda ans, x: 1 / sqrt(x * x + 1))
-defderiv(arccosh, lambda ans, x: 1 / sqrt(x * x - 1))
+defderiv(arccosh, lambda ans, x: 1 / (sqrt(x - 1) * sqrt(x + 1)))  # so for complex x too
 defderiv(arctanh, lambda ans, x: 1 / (1 - x * x))
 defderiv(sigmoid, lambda ans, x: ans * (1 - ans))
 defderiv(softplus, lambda ans, x: sigmoid(x))
@@ -103,6 +113,50 @@ defderiv(softplus, lambda ans, x: sigmoid(x))
 def positive(x):
     """+x: x itself."""
     return x
+
+
+# Complex parts. Cotangents follow JAX's convention: a VJP is the transpose of the JVP for the real
+# pairing <a, b> = Re(sum(a * b)), so holomorphic rules are the real ones (g * f'(z)), the gradient
+# of a real f is df/dx - i df/dy, and a real input's cotangent is the real part (core.sweep).
+real = primitive(_np.real, "real")
+imag = primitive(_np.imag, "imag")
+conjugate = conj = primitive(_np.conjugate, "conjugate")
+defvjp(real, lambda g, ans, x: _as_complex_if(g, x))
+defjvp(real, lambda t, ans, x: real(t))
+defvjp(imag, lambda g, ans, x: -1j * g if _is_complex(x) else None)  # real x: imag is constant 0
+defjvp(imag, lambda t, ans, x: imag(t))
+defvjp(conj, lambda g, ans, x: conj(g))
+deflinear(conj)
+
+
+def _is_complex(x) -> bool:
+    return dtype_of(x).kind == "c"
+
+
+def _abs_slope(ans, x):
+    """d|x|: sign(x) for real x (0 at 0, the minimum-norm subgradient); conj(x) / |x| for complex
+    x, 0 at 0 (JAX's convention: the gradient of a real function is df/dx - i df/dy)."""
+    return conj(x) / where(_equal(ans, 0), 1.0, ans) if _is_complex(x) else sign(x)
+
+
+def _as_complex_if(g, x):
+    """g, cast to x's dtype when x is complex (so the cotangent of a complex input is complex)."""
+    return astype(g, value_of(x).dtype) if _is_complex(x) and not _is_complex(g) else g
+
+
+_angle = primitive(_np.angle, "angle")
+defvjp(_angle, lambda g, ans, z: -1j * g * conj(z) / _abs_squared_or_one(z) if _is_complex(z) else None)
+defjvp(_angle, lambda t, ans, z: imag(conj(z) * t) / _abs_squared_or_one(z))
+
+
+def _abs_squared_or_one(z):
+    """|z|^2, or 1 where z is 0 (where the slope is then 0 instead of NaN)."""
+    return where(_equal(z, 0), 1.0, real(z * conj(z)))
+
+
+def angle(z, deg: bool = False):
+    """The argument of complex z (for real z, 0 or pi: piecewise constant, no gradient)."""
+    return _angle(z) * (180 / math.pi) if deg else _angle(z)
 
 
 # --- elementwise, two arguments (broadcasting) ---------------------------------------------------
@@ -125,7 +179,8 @@ defjvp(subtract, lambda t, ans, x, y: broadcast_to(t, ans.shape), lambda t, ans,
 defderiv(multiply, lambda ans, x, y: y, lambda ans, x, y: x)
 defderiv(divide, lambda ans, x, y: 1 / y, lambda ans, x, y: -ans / y)
 defderiv(power, lambda ans, x, y: _power_dx(x, y),
-         lambda ans, x, y: ans * log(where(_greater(x, 0), _in_dtype_of(x, ans), 1)))
+         lambda ans, x, y: ans * (log(_in_dtype_of(x, ans)) if _is_complex(ans)
+                                  else log(where(_greater(x, 0), _in_dtype_of(x, ans), 1))))
 defderiv(arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
 defderiv(logaddexp, lambda ans, x, y: exp(x - ans), lambda ans, x, y: exp(y - ans))
 defderiv(maximum, lambda ans, x, y: _mask(_greater_equal(x, y), ans),
@@ -150,12 +205,15 @@ def _power_dx(x, y):
 
 
 def _in_dtype_of(x, like):
-    """A constant operand (a Python float is float64) in the dtype of ``like``; Tensors unchanged."""
-    return x if isinstance(x, Tensor) else _np.asarray(x, value_of(like).dtype)
+    """An operand in the dtype of ``like``: a constant (a Python float is float64) converted, a Tensor
+    only when ``like`` is complex and it is not (the log of a negative base, say)."""
+    if isinstance(x, Tensor):
+        return astype(x, like.dtype) if _is_complex(like) and not _is_complex(x) else x
+    return _np.asarray(x, value_of(like).dtype)
 
 
 def _mask(condition, like):
-    return astype(condition, _np.result_type(value_of(like), _np.float16))
+    return astype(condition, float_type(value_of(like)))
 
 
 mod = primitive(_np.mod, "mod")
@@ -268,6 +326,7 @@ def _extremum(np_fun, name):
         return prim(a, axis=axis, keepdims=keepdims)
     reduce.__name__ = name
     reduce.__doc__ = f"{name} over axis; ties share the gradient equally."
+    reduce.primitive = prim
     return reduce
 
 
@@ -308,12 +367,16 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
     reject_out(out)
     reject_keywords("var", kwargs)
     centered = a - mean(a, axis=axis, keepdims=True)
-    return sum(centered * centered, axis=axis, dtype=dtype, keepdims=keepdims) / (_count(a, axis) - ddof)
+    squares = real(centered * conj(centered)) if _is_complex(a) else centered * centered  # |c|^2
+    return sum(squares, axis=axis, dtype=dtype, keepdims=keepdims) / (_count(a, axis) - ddof)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+    """The square root of var; over single elements (identically 0) var itself, whose derivatives
+    are exactly 0 (sqrt's infinite slope at 0 would make them NaN)."""
     reject_keywords("std", kwargs)
-    return sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims))
+    variance = var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+    return variance if _count(a, axis) == 1 and ddof == 0 else sqrt(variance)
 
 
 def stop_gradient(x):
@@ -335,13 +398,23 @@ def stop_gradient(x):
     return nondiff(_np.asarray)(x) if isinstance(x, Tensor) else x  # recorded when traced
 
 
-def logsumexp(a, axis=None, keepdims=False, **kwargs):
-    """log(sum(exp(a))) computed stably (the shift carries no gradient, the result is exact)."""
+def logsumexp(a, axis=None, keepdims=False, b=None, return_sign=False, **kwargs):
+    """log(sum(b * exp(a))) computed stably (the shift carries no gradient, the result is exact).
+
+    As ``scipy.special.logsumexp``: weights ``b`` (differentiable too) may be negative, and with
+    ``return_sign`` the result is ``(log|sum|, sign of the sum)``; without it a negative sum is NaN.
+    """
     reject_keywords("logsumexp", kwargs)
     shift = stop_gradient(max(a, axis=axis, keepdims=True))
     shift = where(_isfinite(shift), shift, 0.0)
-    result = log(sum(exp(a - shift), axis=axis, keepdims=True)) + shift
-    return result if keepdims else reshape(result, _np.sum(value_of(result), axis=axis).shape)
+    terms = exp(a - shift)
+    total = sum(terms if b is None else b * terms, axis=axis, keepdims=True)
+    sign = nondiff(_np.sign)(total) if return_sign else None
+    result = log(absolute(total) if return_sign else total) + shift
+    if not keepdims:
+        shape = _np.sum(value_of(result), axis=axis).shape
+        result, sign = reshape(result, shape), None if sign is None else reshape(sign, shape)
+    return (result, sign) if return_sign else result
 
 
 def softmax(x, axis=-1):
@@ -389,12 +462,21 @@ def reshape(a, shape=None, order="C", **kwargs):
     shape = kwargs.pop("newshape", shape)
     kwargs.pop("copy", None)  # Tensors are immutable: a copy and a view are the same thing
     reject_keywords("reshape", kwargs)
-    if order != "C":
-        raise NotImplementedError("autodiff: reshape supports only order='C'")
     shape = (shape,) if _is_int(shape) else tuple(shape)
+    if _fortran_order(a, order):  # read and written in column-major order: reversed axes
+        return transpose(reshape(transpose(a), shape[::-1]))
     if isinstance(a, Tensor) and a.shape == shape:
         return a
     return _reshape(a, shape)
+
+
+def _fortran_order(a, order) -> bool:
+    """Whether NumPy's ``order`` argument means column-major for ``a`` ("A": if a's value is)."""
+    if order not in ("C", "F", "A", "K", None):
+        raise ValueError(f"order must be one of 'C', 'F', 'A' or 'K' (got {order!r})")
+    value = value_of(a)
+    return order == "F" or (order == "A" and isinstance(value, _np.ndarray)
+                            and value.flags.f_contiguous and not value.flags.c_contiguous)
 
 
 def ravel(a, order="C"):
@@ -409,8 +491,27 @@ def expand_dims(a, axis):
     return reshape(a, _np.expand_dims(_np.empty(shape_of(a), bool), axis).shape)
 
 
-def atleast_1d(a):
+def atleast_1d(*arys):
+    if len(arys) != 1:
+        return tuple(atleast_1d(a) for a in arys)
+    a = arys[0]
     return reshape(a, (1,)) if ndim_of(a) == 0 else a
+
+
+def atleast_2d(*arys):
+    if len(arys) != 1:
+        return tuple(atleast_2d(a) for a in arys)
+    a = arys[0]
+    return reshape(a, (1,) * (2 - ndim_of(a)) + shape_of(a)) if ndim_of(a) < 2 else a
+
+
+def atleast_3d(*arys):
+    """As NumPy: a vector of n becomes (1, n, 1), a matrix (m, n) becomes (m, n, 1)."""
+    if len(arys) != 1:
+        return tuple(atleast_3d(a) for a in arys)
+    a = arys[0]
+    shape = {0: (1, 1, 1), 1: (1,) + shape_of(a) + (1,), 2: shape_of(a) + (1,)}.get(ndim_of(a))
+    return a if shape is None else reshape(a, shape)
 
 
 _transpose = primitive(_np.transpose, "transpose")
@@ -495,31 +596,47 @@ defvjp(_concatenate, _concatenate_vjp)
 defjvp(_concatenate, _concatenate_jvp)
 
 
-def concatenate(arrays, axis=0, out=None, **kwargs):
+def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind", **kwargs):
     reject_out(out)
     reject_keywords("concatenate", kwargs)
+    arrays = _cast_all(arrays, dtype, casting)
     if axis is None:
         return _concatenate(*[ravel(a) for a in arrays], axis=0)
     return _concatenate(*arrays, axis=axis)
 
 
-def stack(arrays, axis=0, out=None, **kwargs):
+def _cast_all(arrays, dtype, casting):
+    """The arrays cast to ``dtype`` as NumPy's joining functions cast them (refusing a cast that
+    ``casting`` does not allow, in NumPy's words); unchanged without a dtype."""
+    arrays = list(arrays)
+    if dtype is None:
+        return arrays
+    for a in arrays:
+        if not _np.can_cast(_np.result_type(value_of(a)), dtype, casting):
+            raise TypeError(f"Cannot cast array data from {_np.result_type(value_of(a))!r} to "
+                            f"{_np.dtype(dtype)!r} according to the rule {casting!r}")
+    return [astype(a, dtype) for a in arrays]
+
+
+def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind", **kwargs):
     reject_out(out)
     reject_keywords("stack", kwargs)
-    arrays = list(arrays)
+    arrays = _cast_all(arrays, dtype, casting)
     ndim = ndim_of(arrays[0]) + 1
     return concatenate([expand_dims(a, axis % ndim) for a in arrays], axis=axis % ndim)
 
 
-def hstack(tup, **kwargs):
-    reject_keywords("hstack", kwargs)
-    arrays = [atleast_1d(a) for a in tup]
+def hstack(tup, *, dtype=None, casting="same_kind"):
+    arrays = [atleast_1d(a) for a in _cast_all(tup, dtype, casting)]
     return concatenate(arrays, axis=0 if ndim_of(arrays[0]) == 1 else 1)
 
 
-def vstack(tup, **kwargs):
-    reject_keywords("vstack", kwargs)
-    return concatenate([reshape(a, (1, -1)) if ndim_of(a) < 2 else a for a in tup], axis=0)
+def vstack(tup, *, dtype=None, casting="same_kind"):
+    return concatenate([atleast_2d(a) for a in _cast_all(tup, dtype, casting)], axis=0)
+
+
+def dstack(tup):
+    return concatenate([atleast_3d(a) for a in tup], axis=2)
 
 
 def split(ary, indices_or_sections, axis=0):
@@ -688,6 +805,16 @@ def sort(a, axis=-1, kind=None, order=None, stable=None):
     return take_along_axis(a, _np.argsort(concrete(a), axis=axis, kind=kind), axis)
 
 
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """NumPy's partition (the kth values in their sorted places); each value's gradient flows back
+    to where it came from."""
+    if order is not None:
+        raise TypeError("autodiff: partition with order= (structured arrays) is not supported")
+    if axis is None:
+        a, axis = ravel(a), -1
+    return take_along_axis(a, _np.argpartition(concrete(a), kth, axis=axis, kind=kind), axis)
+
+
 # --- diagonals and triangles -------------------------------------------------------------------
 
 def _embed_diagonal_raw(g, shape, offset, axis1, axis2):
@@ -799,7 +926,8 @@ def dot(a, b, out=None):
 
 
 def vdot(a, b):
-    return sum(ravel(a) * ravel(b))
+    """sum(conj(a) * b) over the flattened arrays (NumPy conjugates a complex first argument)."""
+    return sum((conj(ravel(a)) if _is_complex(a) else ravel(a)) * ravel(b))
 
 
 def inner(a, b):
@@ -853,6 +981,17 @@ def _explicit_subscripts(subscripts: str, shapes) -> tuple[list[str], str]:
     return terms, output
 
 
+def _sublist_subscripts(arguments) -> tuple[str, tuple]:
+    """NumPy's sublist form (operand, axis labels, operand, labels, ..., [output labels]) as a
+    subscript string and the operands: labels are integers (letters by number) or Ellipsis."""
+    def letters(labels):
+        return "".join("..." if k is Ellipsis else string.ascii_letters[int(k)] for k in labels)
+    has_output = len(arguments) % 2 == 1
+    operands = arguments[0:-1:2] if has_output else arguments[0::2]
+    terms = [letters(labels) for labels in arguments[1::2]]
+    return ",".join(terms) + ("->" + letters(arguments[-1]) if has_output else ""), tuple(operands)
+
+
 def _einsum_raw(*operands, subscripts):
     return _np.einsum(subscripts, *operands, optimize=len(operands) > 2)
 
@@ -887,9 +1026,12 @@ defjvp(_einsum, _einsum_jvp)
 
 
 def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
-    """Einstein summation (string subscripts; the ellipsis and repeated indices are supported)."""
+    """Einstein summation (string subscripts or NumPy's sublist form ``einsum(a, [0, 1], b, [1, 2])``;
+    the ellipsis and repeated indices are supported)."""
     reject_out(out)
     reject_keywords("einsum", kwargs)
+    if not isinstance(subscripts, str):
+        subscripts, operands = _sublist_subscripts((subscripts,) + operands)
     terms, output = _explicit_subscripts(subscripts, [shape_of(o) for o in operands])
     operands = list(operands)
     for k, term in enumerate(terms):
@@ -906,7 +1048,7 @@ def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
 # --- types -------------------------------------------------------------------------------------
 
 _astype = primitive(lambda x, dtype: _np.asarray(x).astype(dtype), "astype")
-defvjp(_astype, lambda g, ans, x, dtype: astype(g, x.dtype))
+defvjp(_astype, lambda g, ans, x, dtype: astype(g if _is_complex(x) or not _is_complex(g) else real(g), x.dtype))
 deflinear(_astype)
 
 
@@ -926,3 +1068,14 @@ def copy(a, **kwargs):
 
 
 sign = nondiff(_np.sign)  # its derivative is zero almost everywhere
+
+
+# Primitives whose rules are verified for complex values (tests/autodiff/test_complex.py): the
+# holomorphic ones (rules g * f'(z)), the linear ones (rules are transposes) and the complex parts.
+# Every other primitive refuses complex operands while it is differentiated (core.refuse_complex).
+for _prim in (negative, exp, log, log2, log10, log1p, expm1, sqrt, square, reciprocal, absolute, sin, cos,
+              tan, arcsin, arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arctanh, add, subtract,
+              multiply, divide, power, real, imag, conj, _angle, _where, _sum, _prod, _cumsum, _flip,
+              _reshape, _transpose, _broadcast_to, _concatenate, _gather, _scatter, _pad, _diagonal,
+              _embed_diagonal, _triu, _tril, matmul, _einsum, _astype, max.primitive, min.primitive):
+    _prim.complex_ok = True

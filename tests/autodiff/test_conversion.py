@@ -39,8 +39,6 @@ IMPLICIT_CONVERSIONS = {
     "np.diag of a list": lambda x: np.diag([x[0], x[1]]),
     "np.float64": lambda x: np.float64(x[0]),
     "np.full": lambda x: np.full(2, x[0]),
-    "np.append of a list": lambda x: np.append(x, [x[0]]),
-    "a list holding Tensors @ x": lambda x: [x[0], x[1]] @ x,
     "slice assignment": lambda x: np.zeros(3).__setitem__(slice(0, 2), x),
     "list into a slice": lambda x: np.zeros(2).__setitem__(slice(None), [x[0], x[1]]),
     "float": lambda x: float(x[0]),
@@ -68,6 +66,22 @@ def test_a_tensor_an_accumulator_carries_refuses_implicit_conversion(convert):
     with ad.ForwardAccumulator(x, np.ones(2)):
         with pytest.raises(TypeError, match=WAYS_OUT_AND_IN):
             convert(anp.sin(x))
+
+
+# Where an autodiff function receives the list (NumPy dispatched on a Tensor among the arguments, or
+# autodiff.numpy is called), a list or tuple holding Tensors is stacked differentiably instead.
+LISTS_STACKED = {
+    "np.append(x, [x[0]])": (lambda x: np.sum(np.append(x, [x[0]]) ** 2), lambda x: 2 * x + [2 * x[0], 0]),
+    "[x[0], x[1]] @ x": (lambda x: [x[0], x[1]] @ x, lambda x: 2 * x),
+    "(x[1], x[0]) * x": (lambda x: np.sum((x[1], x[0]) * x), lambda x: 2 * x[::-1]),
+    "anp.mean([x[0], 3 x[1]])": (lambda x: anp.mean([x[0], 3 * x[1]]), lambda x: np.array([0.5, 1.5])),
+    "anp.linalg.norm((x[0], x[1]))": (lambda x: anp.linalg.norm((x[0], x[1])), lambda x: x / np.hypot(*x)),
+}
+
+
+@pytest.mark.parametrize("f, gradient", LISTS_STACKED.values(), ids=LISTS_STACKED.keys())
+def test_a_list_of_tensors_an_autodiff_function_receives_is_stacked(f, gradient):
+    np.testing.assert_allclose(ad.grad(f)(X), gradient(X), rtol=1e-15)
 
 
 CHAINED_BY_NUMPY = {

@@ -234,7 +234,7 @@ def test_an_object_array_operand_is_rejected(operation):
 
 @pytest.mark.parametrize("call, name", [
     (lambda t: np.fft.fft(t), "numpy.fft.fft"),
-    (lambda t: np.linalg.eig(t.reshape(2, 2)), "numpy.linalg.eig"),
+    (lambda t: np.linalg.matrix_rank(t.reshape(2, 2)), "numpy.linalg.matrix_rank"),
     (lambda t: np.unwrap(t), "numpy.unwrap"),
     (lambda t: np.maximum.accumulate(t), "numpy.maximum.accumulate"),
     (lambda t: np.fmod.outer(t, t), "numpy.fmod.outer"),
@@ -261,9 +261,9 @@ def test_out_argument_raises_a_type_error(call):
     (lambda t: np.max(t, initial=5.0), r"max with \['initial'\]"),
     (lambda t: np.mean(t, where=np.array([True, False])), r"mean with \['where'\]"),
     (lambda t: np.std(t, where=np.array([True, False])), r"std with \['where'\]"),
-    (lambda t: np.concatenate([t, t], dtype=np.float32), r"concatenate with \['dtype'\]"),
+    (lambda t: np.var(t, where=np.array([True, False])), r"var with \['where'\]"),
     (lambda t: np.einsum("i,i", t, t, dtype=np.float32), r"einsum with \['dtype'\]"),
-    (lambda t: anp.logsumexp(t, b=np.ones(2)), r"logsumexp with \['b'\]"),
+    (lambda t: anp.logsumexp(t, dtype=np.float32), r"logsumexp with \['dtype'\]"),
     (lambda t: np.add(t, t, casting="unsafe"), r"numpy.add with \['casting'\]"),
 ])
 def test_an_unsupported_keyword_raises_instead_of_being_ignored(call, message):

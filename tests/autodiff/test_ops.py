@@ -35,6 +35,11 @@ NP.softplus = lambda x: np.logaddexp(0.0, x)
 NP.logsumexp = lambda x, axis=None, keepdims=False: np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
 NP.softmax = scipy.special.softmax
 NP.log_softmax = scipy.special.log_softmax
+# scipy computes polygamma and multigammaln in float64 whatever the input; autodiff keeps float32, as
+# NumPy's ufuncs and scipy's other special functions do.
+NP.special = types.SimpleNamespace(**{name: getattr(scipy.special, name) for name in anp.special.__all__})
+NP.special.polygamma = lambda n, x: scipy.special.polygamma(n, x).astype(np.result_type(x, np.float16))
+NP.special.multigammaln = lambda a, d: scipy.special.multigammaln(a, d).astype(np.result_type(a, np.float16))
 
 FEW = settings(max_examples=12, deadline=None)
 FEWER = settings(max_examples=5, deadline=None)
@@ -449,6 +454,12 @@ def _reshape(draw, shape):
     return f"reshape({target})", lambda xp, x: xp.reshape(x, target)
 
 
+def _reshape_fortran(draw, shape):
+    size = math.prod(shape)
+    target = draw(st.sampled_from([(size,), tuple(reversed(shape)), (1, size, 1)]))
+    return f"reshape({target}, order='F')", lambda xp, x: xp.reshape(x, target, order="F")
+
+
 def _squeeze(draw, shape):
     ones = tuple(k for k, d in enumerate(shape) if d == 1)
     axis = draw(st.none() | st.sampled_from(ones or (None,)) | st.just(ones))
@@ -503,6 +514,7 @@ case("moveaxis", shape_op(_moveaxis, NONSCALAR))
 case("swapaxes", shape_op(_swapaxes, NONSCALAR))
 case("reshape", shape_op(_reshape))
 case("ravel", shape_op(_ravel))
+case("reshape (order='F')", shape_op(_reshape_fortran))
 case("squeeze", shape_op(_squeeze, small(hnp.array_shapes(min_dims=0, max_dims=4, min_side=1, max_side=2))))
 case("expand_dims", shape_op(_expand_dims))
 case("broadcast_to", shape_op(_broadcast_to))
@@ -937,6 +949,214 @@ case("linalg.norm (spectral and nuclear)", st.sampled_from([2, -2, "nuc"]).flatm
     lambda xp, a: xp.linalg.norm(a, order, axis=(-2, -1)), f"norm(ord={order!r})")))
 
 
+# scipy.special: its ufuncs on Tensors reach autodiff.numpy.special through NumPy's dispatch; its Python
+# functions (logsumexp, softmax, ...) convert their input, so they are autodiff.numpy.special's.
+SPECIAL_DOMAINS = {
+    "expit": uniform(-4, 4), "logit": uniform(0.1, 0.9), "log_expit": uniform(-4, 4), "erf": uniform(-2, 2),
+    "erfc": uniform(-2, 2), "erfinv": uniform(-0.8, 0.8), "erfcinv": uniform(0.2, 1.8),
+    "ndtr": uniform(-3, 3), "log_ndtr": uniform(-6, 3), "ndtri": uniform(0.1, 0.9),
+    "gamma": uniform(0.5, 3), "gammaln": uniform(0.5, 4), "digamma": uniform(0.5, 4), "psi": uniform(0.5, 4),
+    "i0e": away_from_zero, "i1e": away_from_zero, "entr": uniform(0.2, 3), "softplus": uniform(-4, 4),
+    "rgamma": uniform(0.5, 3), "i0": uniform(-2, 2), "i1": uniform(-2, 2), "j0": uniform(-3, 3),
+    "j1": uniform(-3, 3), "y0": uniform(0.5, 3), "y1": uniform(0.5, 3),
+}
+for _name, _domain in SPECIAL_DOMAINS.items():
+    case(f"scipy.special.{_name}", drawn(lambda xp, x, name=_name: getattr(scipy.special, name)(x), _domain))
+SPECIAL_PAIRS = {
+    "betaln": (uniform(0.5, 3), uniform(0.5, 3)), "xlogy": (uniform(-2, 2), uniform(0.5, 3)),
+    "xlog1py": (uniform(-2, 2), uniform(-0.5, 2)), "rel_entr": (uniform(0.2, 3), uniform(0.2, 3)),
+    "kl_div": (uniform(0.2, 3), uniform(0.2, 3)),
+}
+SPECIAL_PAIRS["beta"] = (uniform(0.5, 3), uniform(0.5, 3))
+for _name, _order in {"jv": 1.5, "jn": 2, "yv": 0.5, "yn": 1, "iv": 2.5, "ive": 1, "gammainc": 1.7,
+                      "gammaincc": 0.8}.items():  # differentiable in x, not in the order
+    case(f"scipy.special.{_name}", drawn(lambda xp, x, name=_name, order=_order: getattr(scipy.special, name)(
+        order, x), uniform(0.5, 3) if _name != "ive" else away_from_zero))
+case("scipy.special.betainc", drawn(lambda xp, x: scipy.special.betainc(1.5, 2.5, x), uniform(0.1, 0.9)))
+complex_special = {"erf": scipy.special.erf, "erfc": scipy.special.erfc}
+for _name, (_domain_a, _domain_b) in SPECIAL_PAIRS.items():
+    case(f"scipy.special.{_name}", drawn_pair(lambda xp, a, b, name=_name: getattr(scipy.special, name)(a, b),
+                                              _domain_a, _domain_b))
+case("special.polygamma", st.sampled_from([0, 1, 2]).flatmap(lambda n: drawn(
+    lambda xp, x: xp.special.polygamma(n, x), uniform(0.5, 3), what=f"polygamma({n}, .)")))
+case("special.polygamma (array of orders)", drawn(
+    lambda xp, x: xp.special.polygamma(np.arange(x.size).reshape(x.shape) % 3, x), uniform(0.5, 3)))
+case("special.multigammaln", st.sampled_from([1, 3]).flatmap(lambda d: drawn(
+    lambda xp, x: xp.special.multigammaln(x, d), uniform(1.5, 4), NONSCALAR, what=f"multigammaln(., {d})")))
+case("special.logsumexp", reduction("logsumexp", uniform(-3, 3), shapes=NONSCALAR).map(
+    lambda p: Problem(lambda xp, x: p.fn(xp.special, x), p.x, p.what)))
+case("special.logsumexp (weights b, return_sign)", product(
+    lambda xp, a, b: xp.stack(xp.special.logsumexp(a, axis=-1, b=b, return_sign=True)), {
+        "matrix, weights": lambda m, k, n, ba, bb: ((m, k), (m, k)),
+        "matrix, weights broadcast": lambda m, k, n, ba, bb: ((m, k), (k,))}).filter(
+    lambda p: np.all(np.abs(np.sum(np.exp(p.x[:p.x.size // 2]), axis=-1)) > 0)))
+case("special.softmax", drawn(lambda xp, x: xp.special.softmax(x), uniform(-3, 3)))
+case("special.log_softmax (axis=0)", drawn(lambda xp, x: xp.special.log_softmax(x, axis=0), uniform(-3, 3),
+                                          NONSCALAR))
+
+
+# NumPy names met in code written for NumPy, JAX and autograd.
+case("atleast_2d", drawn(lambda xp, x: xp.atleast_2d(x) * 1.5, uniform(-2, 2)))
+case("atleast_3d", drawn(lambda xp, x: xp.atleast_3d(x) * 1.5, uniform(-2, 2)))
+case("dstack", product(lambda xp, a, b: xp.dstack([a, b]), {
+    "vectors": lambda m, k, n, ba, bb: ((k,), (k,)), "matrices": lambda m, k, n, ba, bb: ((m, k), (m, k))}))
+case("flipud", drawn(lambda xp, x: xp.flipud(x), uniform(-2, 2), NONSCALAR))
+MATRICES = small(hnp.array_shapes(min_dims=2, max_dims=3, min_side=1, max_side=3))
+case("fliplr", drawn(lambda xp, x: xp.fliplr(x), uniform(-2, 2), MATRICES))
+case("rot90", st.sampled_from([(0, (0, 1)), (1, (0, 1)), (2, (1, 0)), (3, (-1, 0)), (-1, (0, 1))]).flatmap(
+    lambda k_axes: drawn(lambda xp, x: xp.rot90(x, *k_axes), uniform(-2, 2), MATRICES, f"rot90{k_axes}")))
+case("rollaxis", st.sampled_from([(0, 0), (0, 2), (2, 0), (-1, 1), (1, 3)]).flatmap(lambda a: drawn(
+    lambda xp, x: xp.rollaxis(x, *a), uniform(-2, 2), small(hnp.array_shapes(min_dims=3, max_dims=3, max_side=2)),
+    f"rollaxis{a}")))
+for _name, _axis in (("hsplit", 1), ("vsplit", 0), ("dsplit", 2)):
+    case(_name, drawn(lambda xp, x, name=_name: xp.concatenate(
+        [xp.ravel(p) * (k + 1) for k, p in enumerate(getattr(xp, name)(x, [1]))]), uniform(-2, 2),
+        small(hnp.array_shapes(min_dims=3, max_dims=3, min_side=2, max_side=2), 8)))
+case("select", where_problem().map(lambda p: Problem(
+    lambda xp, flat: xp.select([flat > 0.5, flat < -1.0], [2.0 * flat, flat ** 2], default=-flat), p.x, p.what)))
+case("nan_to_num", drawn(lambda xp, x: xp.nan_to_num(x * 2.0), uniform(-2, 2)))
+case("logaddexp2", drawn_pair(lambda xp, a, b: xp.logaddexp2(a, b), uniform(-3, 3), uniform(-3, 3)))
+case("gradient", st.sampled_from([{}, {"axis": 0}, {"axis": -1, "edge_order": 2}, {"edge_order": 2}]).flatmap(
+    lambda kw: drawn(lambda xp, x: xp.stack(xp.atleast_1d(xp.gradient(x, 0.5, **kw)) if "axis" in kw
+                                            or x.ndim == 1 else xp.gradient(x, **kw)),
+                     uniform(-2, 2), small(hnp.array_shapes(min_dims=1, max_dims=2, min_side=3, max_side=4), 16),
+                     f"gradient({kw})")))
+case("partition", reduction("sort", distinct, shapes=NONSCALAR, single_axis=True).map(lambda p: Problem(
+    lambda xp, x: xp.partition(x, 0, axis=-1), p.x, "partition(x, 0)")))
+case("linspace (Tensor ends)", product(lambda xp, a, b: xp.linspace(a, b, 4, axis=-1), {
+    "scalars": lambda m, k, n, ba, bb: ((), ()), "vectors": lambda m, k, n, ba, bb: ((k,), (k,))}))
+case("linspace (no endpoint, retstep)", product(lambda xp, a, b: xp.stack(
+    [xp.linspace(a, b, 3, endpoint=False, retstep=True)[1], xp.linspace(a, b, 3, endpoint=False)[2]]), {
+    "scalars": lambda m, k, n, ba, bb: ((), ())}))
+case("r_ and c_", product(lambda xp, a, b: xp.concatenate([xp.r_[a, 1.0, b, 0:2], xp.ravel(xp.c_[a, b])]), {
+    "vectors": lambda m, k, n, ba, bb: ((k,), (k,))}))
+case("cross (axisa, axisb, axisc)", product(lambda xp, a, b: xp.cross(a, b, axisa=0, axisb=-1, axisc=0), {
+    "3 x n, n x 3": lambda m, k, n, ba, bb: ((3, k), (k, 3))}))
+case("cross (axis)", product(lambda xp, a, b: xp.cross(a, b, axis=0), {
+    "3 x n": lambda m, k, n, ba, bb: ((3, k), (3, k))}))
+case("einsum (sublists)", product(lambda xp, a, b: xp.einsum(a, [0, 1], b, [1, 2], [2, 0]), {
+    "matrices": lambda m, k, n, ba, bb: ((m, k), (k, n))}))
+case("vstack (dtype)", product(lambda xp, a, b: xp.vstack([a, b], dtype=np.float64), {
+    "vectors": lambda m, k, n, ba, bb: ((k,), (k,))}))
+case("real, imag, conj (real input)", drawn(lambda xp, x: xp.real(x) * 2.0 + xp.imag(x) + xp.conj(x) ** 2,
+                                            uniform(-2, 2)))
+case("linalg.eigh (UPLO='U')", square(
+    lambda xp, x: xp.linalg.eigh(separated_symmetric(xp, x), UPLO="U").eigenvalues, "eigh U", uniform(-1, 1)))
+case("linalg.eigh (a non-symmetric input: NumPy reads its lower triangle)", square(
+    lambda xp, x: xp.linalg.eigh(np.diag(2.0 * np.arange(x.shape[-1])) + 0.1 * x).eigenvalues, "eigh",
+    uniform(-1, 1)))
+case("linalg.eigh eigenvectors (UPLO='U', non-symmetric input)", square(
+    lambda xp, x: sign_fixed(xp, xp.linalg.eigh(np.diag(2.0 * np.arange(x.shape[-1])) + 0.1 * x, "U")[1]),
+    "eigh", uniform(-1, 1)))
+case("std (over single elements)", drawn(lambda xp, x: xp.std(x, axis=-1), uniform(-2, 2),
+                                         small(hnp.array_shapes(min_dims=1, max_dims=3, max_side=3)).map(
+                                             lambda s: s[:-1] + (1,))))
+case("linalg.eig of a real matrix (complex eigenvalues: |w|, |V|)", square(
+    lambda xp, a: xp.concatenate([xp.ravel(xp.abs(xp.linalg.eig(a)[0])), xp.ravel(xp.abs(xp.linalg.eig(a)[1]))]),
+    "eig", lambda rng, shape: np.array([[0.0, -2.0, 0.3], [2.0, 0.0, 0.1], [0.2, 0.1, 4.0]])[
+        :shape[-1], :shape[-1]] + rng.uniform(-0.2, 0.2, shape)))
+case("linalg.eigvals of a real matrix (real eigenvalues)", square(
+    lambda xp, a: xp.linalg.eigvals(a), "eigvals", lambda rng, shape: np.diag(2.0 * np.arange(shape[-1]))
+    + rng.uniform(-0.2, 0.2, shape)))
+case("linalg.det (singular)", square(
+    lambda xp, a: xp.linalg.det(a * np.array([1.0, 1.0, 0.0])[:a.shape[-1]]), "det with a zero column",
+    uniform(-1, 1)))
+
+
+# Complex numbers, in JAX's convention. Each case is a real function of a real vector x: z = x_re +
+# 1j x_im goes through the op and the result's real and imaginary parts are stacked, so every check
+# above (finite differences of both orders, batches, JVPs, replay) tests the complex rules, and the
+# projection of a complex cotangent onto a real input (its real part).
+def complex_case(name, fn, re=uniform(-1, 1), im=uniform(-1, 1), shapes=SHAPES):
+    @st.composite
+    def problem(draw):
+        shape = draw(shapes)
+        rng = draw(RNGS)
+        x = np.stack([re(rng, shape), im(rng, shape)])
+        def real_and_imaginary(xp, x):
+            y = fn(xp, x[0] + 1j * x[1])
+            return xp.stack([xp.real(y), xp.imag(y)])
+        return Problem(real_and_imaginary, x, f"complex {shape}")
+    case(f"complex: {name}", problem())
+
+
+for _name, _re, _im in [
+    ("negative", uniform(-1, 1), uniform(-1, 1)), ("exp", uniform(-1, 1), uniform(-2, 2)),
+    ("log", uniform(0.3, 2), uniform(-1, 1)), ("log2", uniform(0.3, 2), uniform(-1, 1)),
+    ("log10", uniform(0.3, 2), uniform(-1, 1)), ("log1p", uniform(-0.5, 1), uniform(-1, 1)),
+    ("expm1", uniform(-1, 1), uniform(-2, 2)), ("sqrt", uniform(0.3, 2), uniform(-1, 1)),
+    ("square", uniform(-1, 1), uniform(-1, 1)), ("reciprocal", uniform(0.3, 1), uniform(-1, 1)),
+    ("abs", away_from_zero, uniform(-1, 1)), ("absolute", away_from_zero, uniform(-1, 1)),
+    ("sin", uniform(-2, 2), uniform(-1, 1)), ("cos", uniform(-2, 2), uniform(-1, 1)),
+    ("tan", uniform(-1, 1), uniform(-1, 1)), ("arcsin", uniform(-0.7, 0.7), uniform(-0.7, 0.7)),
+    ("arccos", uniform(-0.7, 0.7), uniform(-0.7, 0.7)), ("arctan", uniform(-1, 1), uniform(-0.6, 0.6)),
+    ("sinh", uniform(-1, 1), uniform(-2, 2)), ("cosh", uniform(-1, 1), uniform(-2, 2)),
+    ("tanh", uniform(-1, 1), uniform(-1, 1)), ("arcsinh", uniform(-1, 1), uniform(-0.6, 0.6)),
+    ("arccosh", uniform(1.3, 3), uniform(-1, 1)), ("arctanh", uniform(-0.7, 0.7), uniform(-0.7, 0.7)),
+    ("real", uniform(-1, 1), uniform(-1, 1)), ("imag", uniform(-1, 1), uniform(-1, 1)),
+    ("conj", uniform(-1, 1), uniform(-1, 1)), ("angle", uniform(0.3, 2), uniform(-1, 1)),
+    ("exp2", uniform(-1, 1), uniform(-1, 1)), ("sinc", uniform(-1, 1), uniform(-1, 1)),
+]:
+    complex_case(_name, lambda xp, z, name=_name: getattr(xp, name)(z), _re, _im)
+complex_case("abs(sin(z))", lambda xp, z: abs(xp.sin(z)), uniform(0.3, 1.2), uniform(0.3, 1.5))
+complex_case("z * conj(z) * (1 + 0.2j) / z[..., ::-1]", lambda xp, z: z * xp.conj(z) * (1 + 0.2j) / z[..., ::-1],
+             away_from_zero, uniform(-1, 1), NONSCALAR)
+complex_case("z ** 3, z ** z, 2 ** z", lambda xp, z: xp.stack([z ** 3, z ** z, 2.0 ** z]),
+             uniform(0.5, 2), uniform(-1, 1))
+complex_case("sum, mean, prod", lambda xp, z: xp.stack([xp.sum(z), xp.mean(z), xp.prod(z)]), with_zeros)
+complex_case("var, std", lambda xp, z: xp.stack([xp.var(z), xp.std(z)]), distinct, uniform(-1, 1), SEVERAL)
+complex_case("cumsum, cumprod", lambda xp, z: xp.stack([xp.cumsum(z), xp.cumprod(z)]))
+complex_case("where, reshape, transpose, getitem, concatenate",
+             lambda xp, z: xp.concatenate([xp.ravel(xp.where(xp.real(z) > 0, z, 2 * z).T), z.reshape(-1)[::-1]]))
+complex_case("matmul, einsum, dot, vdot, outer, kron", lambda xp, z: xp.concatenate([
+    xp.ravel(z @ z.T), xp.ravel(xp.einsum("ij,jk->ik", z, z.T)), xp.ravel(xp.dot(z, z.T)),
+    xp.atleast_1d(xp.vdot(z, 2.0 * z)), xp.ravel(xp.outer(z, z)), xp.ravel(xp.kron(z, z))]),
+    shapes=small(hnp.array_shapes(min_dims=2, max_dims=2, max_side=3)))
+complex_case("cross, convolve, correlate", lambda xp, z: xp.concatenate([
+    xp.cross(z, z[::-1]), xp.convolve(z, z[:2]), xp.correlate(z, z[:2], "full")]), shapes=st.just((3,)))
+complex_case("cov", lambda xp, z: xp.cov(z), shapes=st.just((2, 3)))
+complex_case("linalg.solve, inv, det", lambda xp, a: xp.concatenate([
+    xp.ravel(xp.linalg.solve(a, a[..., 0])), xp.ravel(xp.linalg.inv(a)), xp.atleast_1d(xp.linalg.det(a))]),
+    lambda rng, shape: well_conditioned(rng, shape), uniform(-0.5, 0.5), st.sampled_from([(2, 2), (3, 3)]))
+complex_case("linalg.det (singular)", lambda xp, a: xp.linalg.det(a * np.array([1.0, 1.0, 0.0])),
+             shapes=st.just((3, 3)))
+complex_case("linalg.slogdet logabsdet", lambda xp, a: xp.linalg.slogdet(a)[1] if xp is NP else
+             xp.log(xp.abs(xp.linalg.det(a))), lambda rng, shape: well_conditioned(rng, shape), uniform(-0.5, 0.5),
+             st.just((3, 3)))
+complex_case("linalg.norm (vector orders, fro, induced 1 and inf)", lambda xp, z: xp.stack([
+    xp.linalg.norm(z), xp.linalg.norm(z[0], 3), xp.linalg.norm(z[0], 1), xp.linalg.norm(z[1], np.inf),
+    xp.linalg.norm(z, "fro"), xp.linalg.norm(z, 1), xp.linalg.norm(z, -np.inf)]),
+    distinct_magnitudes, uniform(-0.1, 0.1), st.just((2, 3)))
+def _gauge_free(xp, v):
+    """|v|: eigen- and singular vectors of complex matrices have a free phase each."""
+    return xp.abs(v)
+
+
+complex_case("linalg.svd (singular values, |U|, |Vh|), svdvals, nuclear norm", lambda xp, a: xp.concatenate([
+    xp.linalg.svd(a, full_matrices=False).S, xp.ravel(_gauge_free(xp, xp.linalg.svd(a, full_matrices=False).U)),
+    xp.ravel(_gauge_free(xp, xp.linalg.svd(a, full_matrices=False).Vh)), xp.linalg.svdvals(a),
+    xp.atleast_1d(xp.linalg.norm(a, "nuc"))]), separated_singular_values, uniform(-0.2, 0.2),
+    st.sampled_from([(2, 2), (3, 2), (2, 3)]))
+complex_case("linalg.svd (U diag(S) Vh, pinv)", lambda xp, a: xp.concatenate([xp.ravel(
+    (xp.linalg.svd(a, full_matrices=False).U * xp.linalg.svd(a, full_matrices=False).S[None, :])
+    @ xp.linalg.svd(a, full_matrices=False).Vh), xp.ravel(xp.linalg.pinv(a))]),
+    separated_singular_values, uniform(-0.2, 0.2), st.sampled_from([(2, 2), (3, 2), (2, 3)]))
+complex_case("linalg.eigh (Hermitian, both triangles)", lambda xp, a: xp.concatenate([
+    xp.linalg.eigh(a + np.diag(2.0 * np.arange(a.shape[-1]))).eigenvalues,
+    xp.ravel(_gauge_free(xp, xp.linalg.eigh(a + np.diag(2.0 * np.arange(a.shape[-1])), "U").eigenvectors))]),
+    uniform(-0.2, 0.2), uniform(-0.2, 0.2), st.sampled_from([(2, 2), (3, 3)]))
+complex_case("linalg.eig (eigenvalues, |V|)", lambda xp, a: xp.concatenate([
+    xp.linalg.eig(a + np.diag(2.0 * np.arange(a.shape[-1]))).eigenvalues,
+    xp.ravel(_gauge_free(xp, xp.linalg.eig(a + np.diag(2.0 * np.arange(a.shape[-1]))).eigenvectors))]),
+    uniform(-0.2, 0.2), uniform(-0.2, 0.2), st.sampled_from([(2, 2), (3, 3)]))
+for _name, _function in complex_special.items():
+    complex_case(f"scipy.special.{_name}", lambda xp, z, f=_function: f(z))
+complex_case("max, min (lexicographic, as NumPy)", lambda xp, z: xp.stack([xp.max(z), xp.min(z)]), distinct)
+complex_case("real_if_close", lambda xp, z: xp.real_if_close(z))
+complex_case("nan_to_num, linspace", lambda xp, z: xp.concatenate([xp.nan_to_num(z), xp.linspace(z[0], z[1], 3)]),
+             shapes=st.just((2,)))
+
+
 # --- the checks ----------------------------------------------------------------------------------
 
 def tensor_input(x):
@@ -1242,6 +1462,43 @@ def test_logsumexp_is_stable_for_large_and_infinite_inputs():
         y = anp.logsumexp(x)
     assert y.numpy() == 0.0
     np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [0.0, 1.0])
+
+
+def test_det_derivatives_are_exact_at_a_singular_matrix():
+    """d det / dA is the cofactor matrix, which exists everywhere (closed form for this rank-2 A);
+    the Hessian of det is exact there too (det is a cubic: central differences are exact)."""
+    a = np.arange(1.0, 10.0).reshape(3, 3)
+    g, h = gradient_and_hessian(anp.linalg.det, a)
+    np.testing.assert_allclose(g, [[-3, 6, -3], [6, -12, 6], [-3, 6, -3]], rtol=1e-12, atol=1e-12 * 9)
+    # d^2 det / dA_ij dA_kl = +-A_mn for i != k, j != l (the entry left over), 0 otherwise.
+    expected = np.zeros((3, 3, 3, 3))
+    for i, j, k, l in np.ndindex(3, 3, 3, 3):
+        if i != k and j != l:
+            m, n = 3 - i - k, 3 - j - l
+            sign = np.linalg.det(np.eye(3)[[i, k, m]]) * np.linalg.det(np.eye(3)[[j, l, n]])
+            expected[i, j, k, l] = sign * a[m, n]
+    np.testing.assert_allclose(h, expected, rtol=1e-12, atol=1e-12 * 9)
+    ad.check_grad(anp.linalg.det, np.zeros((2, 3, 3)), order=2)  # rank 0
+
+
+def test_hypot_neither_overflows_nor_underflows():
+    for scale in (1e200, 1e-200):
+        x = np.array([3.0, 4.0]) * scale
+        value, gradient = ad.value_and_grad(lambda t: anp.hypot(t[0], t[1]))(x)
+        np.testing.assert_allclose(value, 5 * scale, rtol=1e-15)
+        np.testing.assert_allclose(gradient, [0.6, 0.8], rtol=1e-15)
+        np.testing.assert_allclose(anp.linalg.norm(ad.constant(x)).numpy(), 5 * scale, rtol=1e-15)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: anp.hypot(2.0, 0.6), lambda: anp.sigmoid(0.3), lambda: anp.expit(0.3),
+    lambda: anp.nanmean([1.0, np.nan]), lambda: anp.quantile([1.0, 2.0], 0.3),
+    lambda: anp.convolve([1.0, 2.0], [0.5, 1.0]), lambda: anp.hypot(ad.constant(2.0), 0.6),
+    lambda: anp.sigmoid(ad.constant(0.3)),
+])
+def test_python_floats_compute_in_float64(call):
+    """NumPy 2 keeps Python numbers weak: promoting them with float16 would give float16."""
+    assert np.result_type(ad.core.value_of(call())) == np.float64
 
 
 def test_norm_gradient_at_zero_is_zero():

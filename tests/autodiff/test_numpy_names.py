@@ -1,0 +1,44 @@
+"""NumPy habits met in code written for NumPy, JAX or autograd: conversions, column-major
+reshapes, and a clear error for in-place assignment."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autodiff as ad
+import autodiff.numpy as anp
+
+
+@pytest.mark.parametrize("value", [np.float64(2.0), 2.0, [1.0, 2.0], (1, 2), np.arange(3.0)])
+def test_asarray_of_plain_values_is_numpy_asarray(value):
+    result = anp.asarray(value)
+    assert type(result) is np.ndarray
+    np.testing.assert_array_equal(result, np.asarray(value))
+
+
+def test_asarray_keeps_tensors_and_stacks_lists_of_them():
+    x = ad.constant([1.0, 2.0])
+    assert anp.asarray(x) is x
+    g = ad.grad(lambda t: anp.sum(anp.asarray([t[0], 2.0 * t[1]]) ** 2))(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(g, [2.0, 16.0])
+
+
+def test_masked_assignment_names_the_differentiable_ways():
+    def f(x):
+        z = x * 2
+        z[z < 0] = 0
+        return np.sum(z)
+
+    with pytest.raises(TypeError, match=r"np\.where\(z < 0, 0, z\).*np\.maximum"):
+        ad.grad(f)(np.array([1.0, -1.0]))
+
+
+def test_the_safe_where_pattern_has_finite_gradients():
+    """np.where(x > 0, np.sqrt(x), 0) differentiates both branches: sqrt's slope at 0 is inf and
+    0 * inf is NaN. Feeding the unused branch a safe value keeps the gradient finite (README)."""
+    x = np.array([0.0, 4.0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        naive = ad.grad(lambda t: np.sum(np.where(t > 0, np.sqrt(t), 0.0)))(x)
+    assert np.isnan(naive[0])
+    safe = ad.grad(lambda t: np.sum(np.where(t > 0, np.sqrt(np.where(t > 0, t, 1.0)), 0.0)))(x)
+    np.testing.assert_array_equal(safe, [0.0, 0.25])
