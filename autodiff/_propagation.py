@@ -227,6 +227,7 @@ _RULES = {
     linalg.inv: batched_matrices(2), linalg.cholesky: batched_matrices(2), linalg._eigh: batched_matrices(2),
     linalg._svd: batched_matrices(2), linalg._qr: batched_matrices(2), linalg.det: batched_matrices(0),
     linalg._logabsdet: batched_matrices(0), linalg.solve: batched_matrices(None),
+    linalg._cofactor: batched_matrices(2), linalg._cofactor_derivative: batched_matrices(2),
 }
 _RULES_BY_FUNCTION = {np.max: reduction, np.min: reduction}  # the primitives of ops.max and ops.min
 
