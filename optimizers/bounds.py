@@ -9,9 +9,9 @@ iterate, so it plugs into any step that has a gradient ``g``, a product and a ra
   "at a bound" needs no tolerance anywhere.
 - :class:`BoxTrustRegion` is the step of a bound-constrained trust-region Newton method (TRON;
   Lin & Moré 1999): a Cauchy point by a projected search along the projected gradient path
-  (:func:`cauchy_point`), then conjugate gradients on the variables free at that point, each
-  minor iterate followed by a projected search along its direction, which adds the bounds it
-  meets to the active set; the total step stays within the radius.
+  (:func:`cauchy_point`), then Steihaug's conjugate gradients on the variables free at that
+  point, each minor iterate followed by a projected search along its direction, which adds the
+  bounds it meets to the active set.
 - :func:`projected_newton_direction` and :func:`projected_armijo` are Bertsekas' projected Newton
   method (1982): a Newton step on the variables that are not binding, a gradient step on those
   that are, and an Armijo search along the projection arc ``P(x + alpha d)``.
@@ -35,9 +35,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .krylov import (TRUST_REGION_CG_MARGIN, ConjugateGradient, forcing_term, norm,
-                     steihaug_maxiter)
-from .subproblems import boundary_steps
+from .krylov import forcing_term, norm, steihaug_maxiter
+from .subproblems import SteihaugCG
 
 # Sufficient decrease of a projected search on the model, q(s) <= MU0 * g^T s (Lin & Moré's mu_0,
 # Moré & Toraldo's mu; TRON uses 0.01).
@@ -250,55 +249,6 @@ def cauchy_point(x: np.ndarray, g: np.ndarray, matvec: Callable, box: Box, radiu
     return best
 
 
-class SubspaceCG(NamedTuple):
-    """Steihaug-CG on the free variables: the step ``w``, its product ``Hw`` when the CG
-    residual gives it (None when the step ended on the trust-region boundary), whether it ended
-    there (or on negative curvature), and the CG iterations."""
-    w: np.ndarray
-    Hw: np.ndarray | None
-    on_boundary: bool
-    iterations: int
-
-
-def subspace_cg(matvec: Callable, r0: np.ndarray, offset: np.ndarray, radius: float, tol: float,
-                maxiter: int) -> SubspaceCG:
-    """Steihaug's truncated CG (1983) on ``min r0^T w + w^T A w / 2`` subject to
-    ``||offset + w|| <= radius``, A given by products (the reduced Hessian).
-
-    ``offset`` is the part of the total step already taken (the Cauchy point and earlier minor
-    iterates, on these variables), so the total step stays within the radius. CG stops inside
-    once ``||r|| <= tol`` or after ``maxiter`` steps (then ``Hw = r - r0`` from the recurrence,
-    at no product); a segment that leaves the region is cut at the boundary, and a direction of
-    non-positive curvature is followed to the boundary root with the lower model value.
-
-    Examples
-    --------
-    A = 2 I, r0 = (-2, -4): the Newton step (1, 2) fits in a radius of 5, not in 1:
-
-    >>> import numpy as np
-    >>> from optimizers.bounds import subspace_cg
-    >>> A = lambda v: 2.0 * v
-    >>> inside = subspace_cg(A, np.array([-2.0, -4.0]), np.zeros(2), 5.0, 1e-12, 10)
-    >>> inside.w, inside.Hw, inside.on_boundary
-    (array([1., 2.]), array([2., 4.]), False)
-    >>> cut = subspace_cg(A, np.array([-2.0, -4.0]), np.zeros(2), 1.0, 1e-12, 10)
-    >>> round(float(np.linalg.norm(cut.w)), 12), cut.on_boundary
-    (1.0, True)
-    """
-    cg = ConjugateGradient(matvec, r0, curvature_margin=TRUST_REGION_CG_MARGIN)
-    while np.sqrt(cg.rr) > tol and cg.iterations < maxiter:
-        segment = cg.step()
-        start = offset + segment.start
-        if segment.length == np.inf:   # non-positive curvature: to the boundary, downhill
-            tau = min(boundary_steps(start, segment.direction, radius), key=segment.model)
-        elif not norm(offset + cg.p) < radius:   # leaves the region (NaN products too)
-            tau = boundary_steps(start, segment.direction, radius)[1]
-        else:
-            continue
-        return SubspaceCG(segment.start + tau * segment.direction, None, True, cg.iterations)
-    return SubspaceCG(cg.p, cg.r - r0, False, cg.iterations)
-
-
 class BoxSolution(NamedTuple):
     """A bounded trust-region step: the trial point ``x`` (in the box, bounds hit exactly), the
     step ``p = x - x_k``, the model decrease ``-q(p) >= 0``, whether a CG run stopped on the
@@ -312,18 +262,24 @@ class BoxSolution(NamedTuple):
 
 class BoxTrustRegion:
     """The trust-region step of TRON (Lin & Moré 1999) for ``min q(s) = g^T s + s^T H s / 2``
-    over ``x + s`` in the box with ``||s|| <= radius``, H given by products.
+    over ``x + s`` in the box, H given by products.
 
-    ``solve(radius)``: first the Cauchy point (:func:`cauchy_point`); then, while variables are
-    free at the current minor iterate x_j and the reduced gradient of q there exceeds the
-    tolerance, Steihaug-CG on the free variables (:func:`subspace_cg`) gives a direction w and a
-    projected search along ``P(x_j + beta w)`` (beta = 1, halved until q decreases sufficiently;
-    if no trial step up to the first breakpoint passes, the breakpoint itself, where q still
-    decreases) the next minor iterate, with the bounds it meets now active. It ends when CG stops
-    on the trust-region boundary or on negative curvature, when no variable is free, or when the
-    reduced gradient is small: ``||grad q(x_j)_free|| <= eta ||P_grad f(x_k)||`` with the forcing
-    term eta (``rtol`` replaces it). The total step stays within the radius, so the reduction
-    ratio of the outer loop compares like with like.
+    ``solve(radius)``: first the Cauchy point (:func:`cauchy_point`), within the radius; then,
+    while variables are free at the current minor iterate x_j and the reduced gradient of q there
+    exceeds the tolerance, Steihaug-CG on the free variables
+    (:class:`~optimizers.subproblems.SteihaugCG` on the reduced Hessian, :func:`restrict`) gives
+    a step w with ``||w|| <= radius``. If ``x_j + w`` lies in the box it is the trial point.
+    Otherwise a projected search along ``P(x_j + beta w)`` (beta = 1, halved until q decreases
+    sufficiently; once beta falls below the first breakpoint, the breakpoint itself, where q
+    still decreases) gives the next minor iterate, with the bounds it met now active, and CG runs
+    again on the variables still free, unless it had stopped on the trust-region boundary or on
+    negative curvature. The CG tolerance is ``eta ||P_grad f(x_k)||`` with the forcing term eta
+    (``rtol`` replaces it).
+
+    As in TRON, each CG step is within the radius from its own minor iterate, so a step whose
+    interior CG steps were cut by bounds may be longer than the radius (CG from the Cauchy point
+    is not squeezed into what the Cauchy step left of the radius; on the minimal surface problem
+    that halves the iterations); the outer loop's radius update uses the step's actual length.
 
     ``alpha`` starts the Cauchy search (pass the previous iterate's ``self.alpha``). ``escape``,
     a direction of negative curvature over the free variables (zero elsewhere), is followed to
@@ -364,57 +320,53 @@ class BoxTrustRegion:
         self.alpha = cauchy.alpha
         if cauchy.q == 0.0 and self.escape is not None:
             cauchy = self._along_curvature(radius)
-        x_j, s, Hs, q = cauchy.x, cauchy.s, cauchy.Hs, cauchy.q
-        on_boundary, iterations = False, 0
-        while np.isfinite(q) and iterations < self.maxiter:
+        x_j, Hs, q = cauchy.x, cauchy.Hs, cauchy.q
+        on_boundary = False
+        while np.isfinite(q) and self.products - start < self.maxiter:
             free = self.box.free(x_j)
             grad_q = self.g + Hs
             r0 = grad_q[free]
-            if not free.any() or not norm(r0) > self.tol:
+            r0_norm = norm(r0)
+            if not free.any() or not r0_norm > self.tol:
                 break
-            fixed_part = norm(s[~free])
-            reduced_radius = np.sqrt(max(radius * radius - fixed_part * fixed_part, 0.0))
-            if reduced_radius == 0.0:   # the steps on bound variables used the whole radius
-                on_boundary = True
-                break
-            cg = subspace_cg(restrict(self.matvec, free), r0, s[free], reduced_radius, self.tol,
-                             self.maxiter - iterations)
-            iterations += cg.iterations
+            cg = SteihaugCG(r0, restrict(self.matvec, free), rtol=self.tol / r0_norm,
+                            maxiter=self.maxiter - (self.products - start)).solve(radius)
+            on_boundary = cg.on_boundary
             w = np.zeros_like(x_j)
-            w[free] = cg.w
-            x_j, step, H_step, q = self._projected_search(x_j, w, cg, free, grad_q, q)
-            s, Hs = s + step, Hs + H_step
-            if cg.on_boundary:
-                on_boundary = True
+            w[free] = cg.p
+            breaks = self.box.breakpoints(x_j, w)[free]
+            first_break = float(np.min(breaks, initial=np.inf))
+            if first_break >= 1.0:   # x_j + w lies in the box: the trial point
+                x_j, q = self.box.path(x_j, w, 1.0), q - cg.decrease
+                break
+            x_j, H_step, q = self._projected_search(x_j, w, first_break, grad_q, q)
+            Hs = Hs + H_step
+            if on_boundary:
                 break
         if not np.isfinite(q):
             nan = np.full_like(self.x, np.nan)
             return BoxSolution(nan, nan, np.nan, False, self.products - start)
         return BoxSolution(x_j, x_j - self.x, -q, on_boundary, self.products - start)
 
-    def _projected_search(self, x_j, w, cg: SubspaceCG, free, grad_q, q):
-        """The next minor iterate on ``P(x_j + beta w)`` (TRON's projected search): its point, the
-        step from x_j, the product of H with that step, and the model value there."""
-        first_break = float(np.min(self.box.breakpoints(x_j, w)[free], initial=np.inf))
+    def _projected_search(self, x_j, w, first_break: float, grad_q, q):
+        """The next minor iterate on ``P(x_j + beta w)`` (TRON's projected search) when the full
+        step leaves the box: its point, the product of H with the step from x_j, and the model
+        value there."""
         beta = 1.0
         while True:
-            if beta < 1.0 and beta < first_break:
+            if beta < first_break:
                 # the ray up to the first breakpoint lies in the box and q decreases along it
                 # (w is a CG descent direction): stop there, one more bound active
                 beta = first_break
             point = self.box.path(x_j, w, beta)
             step = point - x_j
-            if beta == 1.0 and first_break >= 1.0 and cg.Hw is not None:
-                H_step = np.zeros_like(x_j)
-                H_step[free] = cg.Hw      # the full interior step: H w from the CG residual
-            else:
-                H_step = self.matvec(step)
+            H_step = self.matvec(step)
             slope = float(grad_q @ step)
             q_new = q + slope + 0.5 * float(step @ H_step)
             if not np.isfinite(q_new):
-                return point, step, H_step, np.nan
+                return point, H_step, np.nan
             if q_new <= q + SUFFICIENT_DECREASE * slope or beta <= first_break:
-                return point, step, H_step, q_new
+                return point, H_step, q_new
             beta *= SEARCH_SHRINK
 
     def _along_curvature(self, radius: float) -> CauchyPoint:

@@ -6,8 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from optimizers.bounds import (Box, BoxTrustRegion, ProjectedNewtonDirection, cauchy_point,
-                               projected_armijo, projected_newton_direction, restrict,
-                               subspace_cg)
+                               projected_armijo, projected_newton_direction, restrict)
 
 INF = np.inf
 
@@ -141,40 +140,10 @@ def test_cauchy_point_stops_at_a_nonfinite_product(counted):
     assert np.isnan(c.q) and counted.calls["hessp"] == 1
 
 
-# --- subspace CG ---------------------------------------------------------------------------------
-
 def spd(n, seed, condition=50.0):
     rng = np.random.default_rng(seed)
     Q = np.linalg.qr(rng.normal(size=(n, n)))[0]
     return Q @ np.diag(np.geomspace(1.0, condition, n)) @ Q.T
-
-
-def test_subspace_cg_inside_solves_the_system_and_gives_its_product():
-    A = spd(6, 0)
-    r0 = np.arange(1.0, 7.0)
-    cg = subspace_cg(A.__matmul__, r0, np.zeros(6), radius=1e6, tol=1e-12, maxiter=100)
-    np.testing.assert_allclose(cg.w, -np.linalg.solve(A, r0), rtol=1e-9)
-    np.testing.assert_allclose(cg.Hw, A @ cg.w, rtol=1e-9, atol=1e-9 * np.linalg.norm(r0))
-    assert not cg.on_boundary
-
-
-def test_subspace_cg_keeps_offset_plus_step_within_the_radius():
-    A = spd(5, 1)
-    r0 = np.ones(5)
-    offset = np.array([0.3, -0.2, 0.0, 0.1, 0.0])
-    cg = subspace_cg(A.__matmul__, r0, offset, radius=0.5, tol=1e-12, maxiter=100)
-    assert cg.on_boundary and cg.Hw is None
-    assert np.linalg.norm(offset + cg.w) == pytest.approx(0.5, rel=1e-12)
-    assert r0 @ cg.w + 0.5 * cg.w @ A @ cg.w < 0
-
-
-def test_subspace_cg_follows_negative_curvature_to_the_boundary_downhill():
-    A = np.diag([1.0, -2.0])
-    r0 = np.array([1.0, 0.5])
-    cg = subspace_cg(A.__matmul__, r0, np.zeros(2), radius=2.0, tol=1e-12, maxiter=10)
-    assert cg.on_boundary and np.linalg.norm(cg.w) == pytest.approx(2.0, rel=1e-12)
-    model = r0 @ cg.w + 0.5 * cg.w @ A @ cg.w
-    assert model < r0 @ -cg.w + 0.5 * cg.w @ A @ cg.w   # the lower of the two boundary roots
 
 
 # --- TRON on bound-constrained quadratics with a known minimizer ------------------------------
@@ -229,16 +198,26 @@ def test_tron_steps_find_the_bound_constrained_minimizer_of_a_quadratic(seed):
     assert len(path) <= 10
 
 
-def test_tron_step_respects_a_small_radius_and_counts_products(counted):
+def test_tron_step_does_at_least_as_well_as_its_cauchy_point(counted):
     H, c, box, _ = kkt_instance(8, 3)
+    fun, _ = quadratic(H, c)
     x = box.project(np.zeros(8))
-    step = BoxTrustRegion(x, c + H @ x, counted("hessp", H.__matmul__), box)
-    solution = step.solve(radius=0.05)
-    assert np.linalg.norm(solution.p) <= 0.05 * (1 + 1e-12) and solution.decrease > 0
-    assert solution.products == counted.calls["hessp"] >= 1
-    # a smaller radius again, from the same solver: a shorter step, never a longer one
-    smaller = step.solve(radius=0.01)
-    assert np.linalg.norm(smaller.p) <= 0.01 * (1 + 1e-12)
+    g = c + H @ x
+    products = counted("hessp", H.__matmul__)
+    for radius in (0.01, 0.05, 0.3, 10.0):
+        step = BoxTrustRegion(x, g, products, box)
+        before = counted.calls["hessp"]
+        solution = step.solve(radius)
+        assert solution.products == counted.calls["hessp"] - before >= 1
+        cauchy = cauchy_point(x, g, H.__matmul__, box, radius)
+        assert np.linalg.norm(cauchy.s) <= radius * (1 + 1e-12)
+        assert solution.decrease >= -cauchy.q > 0
+        assert solution.decrease == pytest.approx(fun(x) - fun(solution.x), rel=1e-10)
+        if radius <= 0.05:
+            # a short radius: one CG run from the Cauchy point, stopped on its boundary, so the
+            # step is the Cauchy step plus one CG step, each within the radius
+            assert solution.on_boundary
+            assert np.linalg.norm(solution.x - cauchy.x) == pytest.approx(radius, rel=1e-12)
 
 
 def test_tron_step_leaves_a_saddle_of_the_box_along_negative_curvature():
@@ -248,11 +227,14 @@ def test_tron_step_leaves_a_saddle_of_the_box_along_negative_curvature():
     g = np.zeros(2)
     plain = BoxTrustRegion(x, g, H.__matmul__, box).solve(0.5)
     assert plain.decrease == 0.0 and not plain.p.any()
+    # along +-u to the radius, (0, +-0.5), then CG from there follows the negative curvature
+    # on to the box's face: q(0, +-1) = -1/2
     escape = BoxTrustRegion(x, g, H.__matmul__, box, escape=np.array([0.0, 3.0])).solve(0.5)
-    assert abs(escape.x[1]) == 0.5 and escape.decrease == pytest.approx(0.125, rel=1e-12)
-    # with a larger radius the step goes to the box's face: P(x +- 2 u) = (0, +-1)
+    assert escape.x[0] == 0.0 and abs(escape.x[1]) == 1.0
+    assert escape.decrease == pytest.approx(0.5, rel=1e-12)
+    # a wider radius: P(x +- 2 u) = (0, +-1) at once
     wide = BoxTrustRegion(x, g, H.__matmul__, box, escape=np.array([0.0, 1.0])).solve(2.0)
-    assert abs(wide.x[1]) == 1.0 and box.contains(wide.x)
+    assert abs(wide.x[1]) == 1.0 and box.contains(wide.x) and wide.decrease == 0.5
 
 
 def test_tron_step_with_nonfinite_products_reports_a_nan_step():
