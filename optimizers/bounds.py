@@ -442,7 +442,7 @@ def projected_armijo(fun: Callable, x: np.ndarray, f: float, g: np.ndarray,
 
     ``alpha = beta^m``, m = 0, 1, ..., is accepted once ``f(x) - f(x(alpha)) >= sigma (-alpha
     g_F^T d_F + g_B^T (x - x(alpha))_B)``, F the free and B the binding variables (Bertsekas
-    1982, eq. (32)). f is only evaluated on the arc, so never outside the box; a NaN or infinite
+    1982, §3). f is only evaluated on the arc, so never outside the box; a NaN or infinite
     value counts as no decrease.
 
     Examples
