@@ -1,8 +1,11 @@
-"""Standard unconstrained test problems.
+"""Standard test problems, unconstrained and bound-constrained.
 
 ``MGH`` holds the 35 problems of Moré, Garbow & Hillstrom, "Testing unconstrained optimization
 software", ACM TOMS 7(1), 1981, 17-41, as 39 instances; ``scalable(name, n)`` builds large
-problems (n up to 10^4 and beyond) from the MGH paper, CUTEst and Dixon & Maany (1988).
+problems (n up to 10^4 and beyond) from the MGH paper, CUTEst and Dixon & Maany (1988);
+``bounded(name, n)`` builds bound-constrained ones: four MINPACK-2 problems (Averick, Carter, Moré
+& Xue, "The MINPACK-2 test problem collection", Argonne MCS-P153-0692, 1992) on square grids of
+finite elements, and chained Rosenbrock in a box.
 
 Variable-dimension MGH problems are given at the customary sizes: n = 10 (n = 12 for the extended
 Powell function, whose n must be a multiple of 4), m = 20 for the three linear functions (MGH 32-34)
@@ -25,12 +28,13 @@ paper's values are kept as ``local_minima``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-__all__ = ["Problem", "MGH", "SCALABLE", "scalable", "get"]
+__all__ = ["Problem", "MGH", "SCALABLE", "BOUNDED", "scalable", "bounded", "get"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,13 +47,15 @@ class Problem:
     standard starting point, ``fmin`` the known minimum value and ``xmin`` a minimizer where one is
     known in closed form. ``local_minima`` lists documented values of other local minima (or of
     infima approached as some variables go to infinity) that a local method may legitimately
-    converge to. ``notes`` gives the published values and where the minima are. Arrays are
-    read-only: copy ``x0`` before changing it.
+    converge to. ``notes`` gives the published values and where the minima are. Bound-constrained
+    problems (:func:`bounded`) have ``lower`` and ``upper`` (entries may be infinite), ``x0`` in
+    that box and ``fmin`` the minimum over it. Arrays are read-only: copy ``x0`` before changing
+    it.
 
     Raises
     ------
     ValueError
-        If ``x0`` or ``xmin`` does not have shape (n,).
+        If ``x0``, ``xmin``, ``lower`` or ``upper`` does not have shape (n,).
 
     Examples
     --------
@@ -73,9 +79,11 @@ class Problem:
     residuals: Callable[[np.ndarray], np.ndarray] | None = None
     local_minima: tuple[float, ...] = ()
     notes: str = ""
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        for attr in ("x0", "xmin"):
+        for attr in ("x0", "xmin", "lower", "upper"):
             value = getattr(self, attr)
             if value is not None:
                 value = np.array(value, dtype=np.float64)
@@ -741,6 +749,231 @@ def scalable(name: str, n: int) -> Problem:
         factory = SCALABLE[name]
     except KeyError:
         raise KeyError(f"unknown scalable problem {name!r}; choose from {sorted(SCALABLE)}") from None
+    return factory(int(n))
+
+
+# --------------------------------------------------------------------------------------------------
+# Bound-constrained problems
+# --------------------------------------------------------------------------------------------------
+
+
+def _square_grid(name: str, n: int) -> int:
+    """The side of the square grid of ``n`` interior points."""
+    side = math.isqrt(n) if n > 0 else 0
+    if side < 2 or side * side != n:
+        raise ValueError(f"{name} lives on a square grid: n must be a perfect square >= 4, got {n}")
+    return side
+
+
+def _grid_slopes(x, side: int, edges: tuple | None = None) -> tuple:
+    """The differences of a piecewise-linear finite element on the uniformly triangulated square.
+
+    ``x`` holds the interior grid values in MINPACK-2's order (x index fastest: ``x[side * j +
+    i]`` is the point (i + 1, j + 1)); ``edges`` gives the boundary values ``(bottom, top, left,
+    right)``, each of length side + 2 from the lower (or left) corner, or zeros when None. Each
+    cell is cut into a lower triangle (its lower-left corner and the points right of and above
+    it) and an upper one (its upper-right corner and the points left of and below it). Returns
+    the differences across each triangle, ``(lower_x, lower_y, upper_x, upper_y)``, each an
+    array (side + 1, side + 1) over the cells (row: y, column: x).
+    """
+    bottom, top, left, right = edges if edges is not None else (np.zeros(side + 2),) * 4
+    inner = np.reshape(x, (side, side))
+    middle = np.concatenate([left[1:-1, None], inner, right[1:-1, None]], axis=1)
+    grid = np.concatenate([bottom[None, :], middle, top[None, :]], axis=0)
+    dx = grid[:, 1:] - grid[:, :-1]
+    dy = grid[1:, :] - grid[:-1, :]
+    return dx[:-1], dy[:, :-1], dx[1:], dy[:, 1:]
+
+
+def _grid_points(side: int, width: float = 1.0, height: float = 1.0) -> tuple:
+    """The coordinates of the interior points of (0, width) x (0, height), in x's order."""
+    xi = np.tile(np.arange(1.0, side + 1.0) * width / (side + 1.0), side)
+    eta = np.repeat(np.arange(1.0, side + 1.0) * height / (side + 1.0), side)
+    return xi, eta
+
+
+def _membrane(name: str, title: str, n: int, force: float, lower, upper, x0, fmin: dict,
+              notes: str) -> Problem:
+    """``q(v) = integral of ||grad v||^2 / 2 - force v`` over the unit square, v = 0 on its
+    boundary, in MINPACK-2's finite elements (DEPTFG): with h = 1 / (side + 1) it is the sum of
+    the squared differences over all triangles / 4 minus force h^2 sum(v)."""
+    side = _square_grid(name, n)
+    h2 = 1.0 / (side + 1.0) ** 2
+
+    def fun(x):
+        lower_x, lower_y, upper_x, upper_y = _grid_slopes(x, side)
+        quadratic = (np.sum(lower_x ** 2) + np.sum(lower_y ** 2) + np.sum(upper_x ** 2)
+                     + np.sum(upper_y ** 2))
+        return 0.25 * quadratic - force * h2 * np.sum(x)
+
+    return Problem(name, title, None, n, None, fun, x0, fmin.get(n, np.nan), notes=notes,
+                   lower=lower, upper=upper)
+
+
+# f* over the box for n = 100, 2500, 10000, computed here: L-BFGS-B to a projected gradient of
+# 1e-11, then Newton steps on the free variables (exact Hessian products, CG to 1e-13) until the
+# projected gradient is at rounding level (below 2e-15 on every problem); 12 digits.
+_TORSION_FMIN = {100: -0.409945172905, 2500: -0.418087632020, 10000: -0.418391026664}
+_OBSTACLE_FMIN = {100: 4.28304628808, 2500: 5.83085231842, 10000: 5.89018926635}
+_JOURNAL_BEARING_FMIN = {100: -0.178823632082, 2500: -0.180487995008, 10000: -0.180574369663}
+_MINIMAL_SURFACE_FMIN = {100: 2.01207659184, 2500: 2.23997260536, 10000: 2.26569870544}
+_BOUNDED_ROSENBROCK_FMIN = {100: 61.8024457071, 2500: 1606.71122222, 10000: 6434.55114882}
+
+
+def _torsion(n: int) -> Problem:
+    """Elastic-plastic torsion, MINPACK-2 DEPT (c = 5): |v| <= distance to the boundary."""
+    side = _square_grid("torsion", n)
+    k = np.arange(1, side + 1)
+    to_edge = np.minimum(k, side + 1 - k) / (side + 1.0)
+    distance = np.minimum(to_edge[:, None], to_edge[None, :]).ravel()
+    return _membrane("torsion", "Elastic-plastic torsion (MINPACK-2 DEPT, c = 5)", n, 5.0,
+                     -distance, distance, distance, _TORSION_FMIN,
+                     "Glowinski 1984; Averick, Carter, More & Xue 1992, DEPTFG; x0 = the upper "
+                     "bound (the distance to the boundary), as MINPACK-2's standard start")
+
+
+def _obstacle(n: int) -> Problem:
+    """The obstacle problem: a membrane (force 1) between two obstacles."""
+    side = _square_grid("obstacle", n)
+    xi, eta = _grid_points(side)
+    wave = np.sin(9.2 * xi) * np.sin(9.3 * eta)
+    lower, upper = wave ** 3, wave ** 2 + 0.2
+    return _membrane("obstacle", "Obstacle problem (membrane between two obstacles)", n, 1.0,
+                     lower, upper, np.maximum(lower, 0.0), _OBSTACLE_FMIN,
+                     "Ciarlet 1978; More & Toraldo 1991; MCPLIB 'obstacle' (Dirkse & Ferris "
+                     "1995): lower (sin(9.2 x) sin(9.3 y))^3, upper (sin(9.2 x) sin(9.3 y))^2 + "
+                     "0.2, x0 = max(lower, 0); the membrane energy of DEPT with force 1")
+
+
+def _journal_bearing(n: int, eccentricity: float = 0.1, b: float = 10.0) -> Problem:
+    """Pressure distribution in a journal bearing, MINPACK-2 DPJB (eccentricity 0.1, b = 10)."""
+    side = _square_grid("journal_bearing", n)
+    hx, hy = 2.0 * np.pi / (side + 1.0), 2.0 * b / (side + 1.0)
+    xi = np.arange(side + 2.0) * hx
+    wq = (1.0 + eccentricity * np.cos(xi)) ** 3
+    # each triangle's weight: the mean of wq over its vertices, times its area (hx hy / 2)
+    lower_weight = hx * hy * (2.0 * wq[:-1] + wq[1:]) / 6.0
+    upper_weight = hx * hy * (2.0 * wq[1:] + wq[:-1]) / 6.0
+    point_xi, _ = _grid_points(side, 2.0 * np.pi, 2.0 * b)
+    linear = eccentricity * hx * hy * np.sin(point_xi)
+
+    def fun(x):
+        lower_x, lower_y, upper_x, upper_y = _grid_slopes(x, side)
+        quadratic = (np.sum(lower_weight * ((lower_x / hx) ** 2 + (lower_y / hy) ** 2))
+                     + np.sum(upper_weight * ((upper_x / hx) ** 2 + (upper_y / hy) ** 2)))
+        return 0.5 * quadratic - linear @ x
+
+    x0 = np.maximum(np.sin(point_xi), 0.0)
+    return Problem("journal_bearing", "Pressure in a journal bearing (MINPACK-2 DPJB)", None, n,
+                   None, fun, x0, _JOURNAL_BEARING_FMIN.get(n, np.nan), lower=np.zeros(n),
+                   upper=np.full(n, np.inf),
+                   notes="Cimatti 1977; Averick, Carter, More & Xue 1992, DPJBFG: v >= 0 (DMINXB "
+                         "adds v <= 100, never active); x0 = max(sin(x), 0), MINPACK-2's start")
+
+
+def _enneper_edges(side: int) -> tuple:
+    """Enneper's surface on the boundary of the square (-1/2, 1/2)^2 (MINPACK-2 DMSABC): the
+    height u^2 - v^2 where x = u + u v^2 - u^3/3, y = -v - u^2 v + v^3/3, by Newton's method."""
+    t = -0.5 + np.arange(side + 2.0) / (side + 1.0)
+    half = np.full(side + 2, 0.5)
+    x = np.concatenate([t, t, -half, half])      # bottom, top, left, right
+    y = np.concatenate([-half, half, t, t])
+    u, v = x.copy(), -y
+    for _ in range(50):
+        fx = u + u * v * v - u ** 3 / 3.0 - x
+        fy = -v - u * u * v + v ** 3 / 3.0 - y
+        if np.max(np.abs(fx) + np.abs(fy)) <= 1e-15:
+            break
+        a, b, c, d = 1.0 + v * v - u * u, 2.0 * u * v, -2.0 * u * v, -1.0 - u * u + v * v
+        det = a * d - b * c
+        u, v = u - (d * fx - b * fy) / det, v - (a * fy - c * fx) / det
+    return tuple(np.split(u * u - v * v, 4))
+
+
+def _minimal_surface(n: int, height: float = 2.0) -> Problem:
+    """Minimal surface over an obstacle, MINPACK-2 DMSA with DMINXB's bounds (DMSA_B)."""
+    side = _square_grid("minimal_surface", n)
+    h = 1.0 / (side + 1.0)
+    edges = _enneper_edges(side)
+    bottom, top, left, right = edges
+
+    def fun(x):
+        lower_x, lower_y, upper_x, upper_y = _grid_slopes(x, side, edges)
+        return 0.5 * h * h * (np.sum(np.sqrt(1.0 + (lower_x / h) ** 2 + (lower_y / h) ** 2))
+                              + np.sum(np.sqrt(1.0 + (upper_x / h) ** 2 + (upper_y / h) ** 2)))
+
+    xi, eta = _grid_points(side)
+    lower = height - 10.0 * (np.abs(xi - 0.5) + np.abs(eta - 0.5))
+    upper = np.full(n, max(2.0 * height, 1.0))
+    columns = np.tile(np.arange(1, side + 1), side)
+    rows = np.repeat(np.arange(1, side + 1), side)
+    across = eta * top[columns] + (1.0 - eta) * bottom[columns]
+    along = xi * right[rows] + (1.0 - xi) * left[rows]
+    x0 = np.clip((across + along) / 2.0, lower, upper)
+    return Problem("minimal_surface", "Minimal surface over an obstacle (MINPACK-2 DMSA_B)", None,
+                   n, None, fun, x0, _MINIMAL_SURFACE_FMIN.get(n, np.nan), lower=lower,
+                   upper=upper,
+                   notes="Averick, Carter, More & Xue 1992, DMSAFG with Enneper's boundary "
+                         "values (DMSABC) and DMINXB's bounds for DMSA_B: a pyramid of height 2 "
+                         "below (slope 10), 4 above; x0 = MINPACK-2's start, clipped into the box")
+
+
+def _bounded_rosenbrock(n: int) -> Problem:
+    """Chained Rosenbrock in a box whose bounds bind at every fifth variable."""
+    base = _chained_rosenbrock(n)
+    k = np.arange(n)
+    lower = np.where(k % 10 == 5, 1.1, 0.0)
+    upper = np.where(k % 10 == 0, 0.9, np.inf)
+    return Problem("bounded_rosenbrock", "Chained Rosenbrock in a box", None, n, base.m, base.fun,
+                   np.clip(base.x0, lower, upper), _BOUNDED_ROSENBROCK_FMIN.get(n, np.nan),
+                   residuals=base.residuals, lower=lower, upper=upper,
+                   notes="scipy.optimize.rosen over x >= 0 with x_i <= 0.9 for i = 0 mod 10 and "
+                         "x_i >= 1.1 for i = 5 mod 10 (0-based), all of which bind at the "
+                         "minimizer; x >= 0 keeps the square roots of the chain on one branch, so "
+                         "the minimizer is unique (the same from six starts); x0 = (-1.2, 1, "
+                         "-1.2, ...) clipped into the box")
+
+
+BOUNDED: dict[str, Callable[[int], Problem]] = {
+    "torsion": _torsion,
+    "obstacle": _obstacle,
+    "journal_bearing": _journal_bearing,
+    "minimal_surface": _minimal_surface,
+    "bounded_rosenbrock": _bounded_rosenbrock,
+}
+"""Factories of the bound-constrained problems by name: ``BOUNDED[name](n)``."""
+
+
+def bounded(name: str, n: int) -> Problem:
+    """A bound-constrained problem at size ``n``; ``name`` is one of ``BOUNDED``.
+
+    The four MINPACK-2 problems TRON was measured on (Lin & Moré 1999), on a square grid of n
+    interior points (n a perfect square) as plain NumPy over the grid: elastic-plastic torsion
+    (DEPT), the obstacle problem, pressure in a journal bearing (DPJB) and the minimal surface
+    over an obstacle (DMSA_B); and chained Rosenbrock in a box. ``lower``/``upper`` hold the
+    bounds, ``x0`` lies in the box; ``fmin`` is the minimum over the box, computed here for
+    n = 100, 2500 and 10000 (NaN at other sizes).
+
+    Raises
+    ------
+    KeyError
+        For an unknown name (the message lists the known ones).
+    ValueError
+        For a grid problem whose n is not a perfect square.
+
+    Examples
+    --------
+    >>> from hessopt import problems
+    >>> p = problems.bounded("torsion", 100)
+    >>> p
+    Problem('torsion', n=100, m=None, fmin=-0.409945)
+    >>> p.lower[:3], p.upper[:3]     # |v| <= the distance to the boundary (h = 1/11 here)
+    (array([-0.0909..., -0.0909..., -0.0909...]), array([0.0909..., 0.0909..., 0.0909...]))
+    """
+    try:
+        factory = BOUNDED[name]
+    except KeyError:
+        raise KeyError(f"unknown bounded problem {name!r}; choose from {sorted(BOUNDED)}") from None
     return factory(int(n))
 
 

@@ -5,9 +5,11 @@ import time
 
 import numpy as np
 import pytest
-from scipy.optimize import least_squares, rosen
+from scipy.optimize import Bounds, least_squares, minimize, root, rosen
 
-from hessopt.problems import MGH, SCALABLE, Problem, get, scalable
+import autodiff as ad
+
+from hessopt.problems import BOUNDED, MGH, SCALABLE, Problem, bounded, get, scalable
 
 IDS = [f"{p.number:02d}-{p.name}-{p.n}" for p in MGH]
 
@@ -557,7 +559,7 @@ ALLOWED_UFUNCS = {np.add, np.subtract, np.multiply, np.true_divide, np.power, np
                   np.exp, np.log, np.sqrt, np.sin, np.cos, np.tan, np.arctan, np.arctan2, np.absolute,
                   np.square, np.matmul, np.maximum, np.minimum}
 ALLOWED_FUNCTIONS = {np.sum, np.prod, np.dot, np.outer, np.stack, np.concatenate, np.where, np.cumsum,
-                     np.mean}
+                     np.mean, np.reshape}
 
 
 class Traced(np.lib.mixins.NDArrayOperatorsMixin):
@@ -620,7 +622,8 @@ def test_tracer_refuses_forbidden_operations():
     assert isinstance(np.stack([x[0] * 2.0, np.exp(x[1])]) @ x[:2], Traced)
 
 
-ALL = list(MGH) + [scalable(name, small_size(name)) for name in SCALABLE]
+ALL = (list(MGH) + [scalable(name, small_size(name)) for name in SCALABLE]
+       + [bounded(name, 16) for name in BOUNDED])
 
 
 @pytest.mark.parametrize("p", ALL, ids=[f"{p.name}-{p.n}" for p in ALL])
@@ -632,3 +635,202 @@ def test_objectives_are_traceable(p):
     if p.residuals is not None:
         r = p.residuals(Traced(x))
         assert isinstance(r, Traced) and r.shape == (p.m,)
+
+
+# --------------------------------------------------------------------------------------------------
+# Bound-constrained problems: MINPACK-2's Fortran loops, the bounds, the minima over the box
+# --------------------------------------------------------------------------------------------------
+
+def minpack_grid_value(x, side, triangle, edges=None):
+    """The loops of MINPACK-2's DEPTFG, DPJBFG and DMSAFG as scalar Python: the sum of
+    ``triangle(i, upper, dv_x, dv_y, vertices)`` (differences of v across the triangle, not yet
+    divided by the spacing) over the lower triangles (i, j = 0..side) and the upper ones (i, j =
+    1..side + 1), with v = 0 (or the ``edges`` values) on the boundary."""
+    bottom, top, left, right = edges if edges is not None else [[0.0] * (side + 2)] * 4
+
+    def v(i, j):   # the grid value at column i, row j (0 and side + 1: the boundary)
+        if j == 0:
+            return bottom[i]
+        if j == side + 1:
+            return top[i]
+        if i == 0:
+            return left[j]
+        if i == side + 1:
+            return right[j]
+        return float(x[side * (j - 1) + (i - 1)])
+
+    total = 0.0
+    for j in range(side + 1):
+        for i in range(side + 1):
+            c, r, t = v(i, j), v(i + 1, j), v(i, j + 1)
+            total += triangle(i, False, r - c, t - c, (c, r, t))
+    for j in range(1, side + 2):
+        for i in range(1, side + 2):
+            c, l, b = v(i, j), v(i - 1, j), v(i, j - 1)
+            total += triangle(i, True, c - l, c - b, (b, l, c))
+    return total
+
+
+def minpack_torsion(x, side, c):
+    h = 1.0 / (side + 1)
+    return 0.5 * h * h * minpack_grid_value(
+        x, side, lambda i, upper, dx, dy, vs: 0.5 * ((dx / h) ** 2 + (dy / h) ** 2) - c / 3 * sum(vs))
+
+
+def minpack_journal_bearing(x, side, ecc=0.1, b=10.0):
+    hx, hy = 2 * math.pi / (side + 1), 2 * b / (side + 1)
+    p = lambda xi: (1 + ecc * math.cos(xi)) ** 3
+
+    def triangle(i, upper, dx, dy, vs):
+        xi = i * hx
+        trule = hx * hy * (p(xi) + p(xi - hx if upper else xi + hx) + p(xi)) / 6
+        return 0.5 * trule * ((dx / hx) ** 2 + (dy / hy) ** 2)
+
+    linear = sum(math.sin((i + 1) * hx) * float(x[side * j + i]) for j in range(side)
+                 for i in range(side))
+    return minpack_grid_value(x, side, triangle) - ecc * hx * hy * linear
+
+
+def minpack_minimal_surface(x, side, edges):
+    h = 1.0 / (side + 1)
+    return 0.5 * h * h * minpack_grid_value(
+        x, side, lambda i, upper, dx, dy, vs: math.sqrt(1 + (dx / h) ** 2 + (dy / h) ** 2), edges)
+
+
+BOUNDED_IDS = list(BOUNDED)
+
+
+def interior_point(p, seed=0):
+    """A random point strictly inside the box (near x0 where a bound is infinite)."""
+    rng = np.random.default_rng(seed)
+    lower = np.where(np.isfinite(p.lower), p.lower, p.x0 - 1.0)
+    upper = np.where(np.isfinite(p.upper), p.upper, p.x0 + 1.0)
+    return lower + (upper - lower) * rng.uniform(0.1, 0.9, p.n)
+
+
+@pytest.mark.parametrize("side", [3, 4])
+def test_grid_problems_agree_with_minpack_2s_fortran_loops(side):
+    n = side * side
+    from hessopt.problems import _enneper_edges
+    for seed in range(3):
+        x = interior_point(bounded("torsion", n), seed) * 3.0
+        assert bounded("torsion", n).fun(x) == pytest.approx(minpack_torsion(x, side, 5.0), rel=1e-13)
+        assert bounded("obstacle", n).fun(x) == pytest.approx(minpack_torsion(x, side, 1.0), rel=1e-13)
+        assert bounded("journal_bearing", n).fun(x) == pytest.approx(
+            minpack_journal_bearing(x, side), rel=1e-13)
+        edges = [list(e) for e in _enneper_edges(side)]
+        assert bounded("minimal_surface", n).fun(x) == pytest.approx(
+            minpack_minimal_surface(x, side, edges), rel=1e-13)
+
+
+def test_enneper_boundary_values_solve_enneper_s_parametrization():
+    from hessopt.problems import _enneper_edges
+    side = 7
+    t = -0.5 + np.arange(side + 2) / (side + 1)
+    for values, xs, ys in zip(_enneper_edges(side), (t, t, -0.5 + 0 * t, 0.5 + 0 * t),
+                              (-0.5 + 0 * t, 0.5 + 0 * t, t, t)):
+        for value, x, y in zip(values, xs, ys):
+            # recover (u, v) independently with scipy's MINPACK hybrid method: u^2 - v^2 agrees
+            solution = root(lambda w: [w[0] + w[0] * w[1] ** 2 - w[0] ** 3 / 3 - x,
+                                       -w[1] - w[0] ** 2 * w[1] + w[1] ** 3 / 3 - y], [x, -y],
+                            tol=1e-14)
+            u, v = solution.x
+            assert np.max(np.abs(solution.fun)) < 1e-15
+            assert value == pytest.approx(u * u - v * v, abs=1e-14)
+    # Enneper's surface is antisymmetric under x <-> y: the corners (-1/2, 1/2), (1/2, -1/2)
+    bottom, top, left, right = _enneper_edges(side)
+    assert bottom[0] == left[0] and top[-1] == right[-1]
+    np.testing.assert_allclose(bottom, -left, atol=1e-14)
+
+
+def test_bounds_and_starting_points_are_minpack_2s():
+    side, n = 3, 9
+    h = 0.25
+    torsion = bounded("torsion", n)
+    distance = np.array([[1, 1, 1], [1, 2, 1], [1, 1, 1]]).ravel() * h
+    np.testing.assert_array_equal(torsion.upper, distance)
+    np.testing.assert_array_equal(torsion.lower, -distance)
+    np.testing.assert_array_equal(torsion.x0, distance)
+    bearing = bounded("journal_bearing", n)
+    hx = 2 * np.pi / 4
+    np.testing.assert_array_equal(bearing.lower, np.zeros(n))
+    assert np.all(bearing.upper == np.inf)
+    np.testing.assert_allclose(bearing.x0, np.tile(np.maximum(np.sin(hx * np.arange(1, 4)), 0), 3),
+                               atol=1e-15)
+    surface = bounded("minimal_surface", n)
+    # the pyramid: height 2 at the centre (0.5, 0.5), slope 10 in the L1 distance; 4 above
+    assert surface.lower[4] == 2.0 and surface.lower[0] == 2.0 - 10 * 0.5
+    assert np.all(surface.upper == 4.0)
+    obstacle = bounded("obstacle", n)
+    xi, eta = np.tile([h, 2 * h, 3 * h], 3), np.repeat([h, 2 * h, 3 * h], 3)
+    wave = np.sin(9.2 * xi) * np.sin(9.3 * eta)
+    np.testing.assert_allclose(obstacle.lower, wave ** 3, rtol=1e-15)
+    np.testing.assert_allclose(obstacle.upper, wave ** 2 + 0.2, rtol=1e-15)
+    rosen_box = bounded("bounded_rosenbrock", 20)
+    assert rosen_box.lower[5] == 1.1 and rosen_box.upper[10] == 0.9 and rosen_box.lower[1] == 0
+    np.testing.assert_array_equal(rosen_box.x0[:6], [0.0, 1.0, 0.0, 1.0, 0.0, 1.1])
+    assert rosen_box.fun(np.ones(20)) == 0.0 and rosen_box.fun(rosen_box.x0) == rosen(rosen_box.x0)
+    for name in BOUNDED:
+        p = bounded(name, 16)
+        assert np.all(p.lower <= p.x0) and np.all(p.x0 <= p.upper), name
+
+
+def test_membrane_hessians_are_the_five_point_laplacian():
+    """The torsion and obstacle energies are 1/2 v^T L v - force h^2 sum(v), L the 5-point
+    Laplacian stencil (4 on the diagonal, -1 for each grid neighbour)."""
+    side = 4
+    n = side * side
+    laplacian = 4 * np.eye(n)
+    for k in range(n):
+        i, j = k % side, k // side
+        for di, dj in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+            if 0 <= i + di < side and 0 <= j + dj < side:
+                laplacian[k, k + di + side * dj] = -1
+    for name, force in (("torsion", 5.0), ("obstacle", 1.0)):
+        p = bounded(name, n)
+        x = interior_point(p)
+        np.testing.assert_allclose(ad.hessian(p.fun)(x), laplacian, atol=1e-12)
+        assert p.fun(x) == pytest.approx(0.5 * x @ laplacian @ x - force / 25 * x.sum(), rel=1e-13)
+
+
+@pytest.mark.parametrize("name", BOUNDED_IDS)
+def test_bounded_gradients_and_hessians_match_central_differences(name):
+    p = bounded(name, 16)
+    x = interior_point(p, 1)
+    np.testing.assert_allclose(ad.grad(p.fun)(x), fd_gradient(p.fun, x), rtol=1e-6, atol=1e-8)
+    ad.check_grad(p.fun, x, order=2)
+
+
+@pytest.mark.parametrize("name", BOUNDED_IDS)
+def test_bounded_minima_are_reached_by_an_independent_solver(name):
+    """scipy's L-BFGS-B with the exact gradient, from x0, asked for a tight projected gradient,
+    reaches the stored f* at n = 100 (it stops once f no longer changes at working precision,
+    where the projected gradient is still about 1e-7)."""
+    p = bounded(name, 100)
+    value_and_grad = ad.value_and_grad(p.fun)
+    result = minimize(lambda x: tuple(map(np.asarray, value_and_grad(x))), p.x0, jac=True,
+                      method="L-BFGS-B", bounds=Bounds(p.lower, p.upper),
+                      options=dict(maxiter=20000, ftol=0.0, gtol=1e-11))
+    assert result.fun == pytest.approx(p.fmin, rel=1e-10, abs=1e-11)
+    assert p.solved(result.fun) and not p.solved(result.fun + 1e-3 * max(1.0, abs(p.fmin)))
+    g = ad.grad(p.fun)(result.x)
+    projected = np.where(result.x <= p.lower, np.minimum(g, 0), g)
+    projected = np.where(result.x >= p.upper, np.maximum(projected, 0), projected)
+    assert np.max(np.abs(projected)) < 1e-5
+    # bounds bind at the minimizer, and others do not
+    at_bound = (result.x <= p.lower) | (result.x >= p.upper)
+    assert 0 < at_bound.sum() < p.n
+
+
+def test_bounded_problems_evaluate_fast_at_n_10000_and_refuse_bad_sizes():
+    for name in BOUNDED:
+        p = bounded(name, 10_000)
+        start = time.perf_counter()
+        value = p.fun(p.x0)
+        assert np.isfinite(value) and time.perf_counter() - start < 0.1, name
+        assert np.isfinite(p.fmin)
+    assert np.isnan(bounded("torsion", 16).fmin)
+    with pytest.raises(ValueError, match="perfect square"):
+        bounded("torsion", 99)
+    with pytest.raises(KeyError, match="unknown bounded problem"):
+        bounded("nope", 100)
