@@ -49,8 +49,8 @@ API
     curvature (``negative_curvature(d^T A d / ||d||^2, kappa, curvature_margin)``, kappa the
     largest curvature seen): then the iterate stays, the step has ``length = inf`` and
     ``negative_curvature`` is set; what to do is the caller's choice. Stopping is the caller's
-    too. State: ``p``, ``r = A p + g``, ``rr = r^T r``, ``d``, ``value = phi(p)``,
-    ``pAp = p^T A p``, ``iterations``, ``kappa``.
+    too. State: ``p``, ``r = A p + g``, ``rr = r^T r``, ``d``, ``dd = d^T d``, ``value = phi(p)``,
+    ``pAp = p^T A p``, ``iterations``, ``kappa``; ``product(v) = A v``.
 
 ``forcing_term(gnorm)``, ``negative_curvature(rayleigh, scale, margin)`` and the named
 constants below: the thresholds each use needs, with the reasons.
@@ -286,7 +286,12 @@ class CGStep(NamedTuple):
     slope: float        # grad phi(start)^T direction = r^T d
     curvature: float    # direction^T A direction
     length: float       # CG step length; inf when the direction has non-positive curvature
-    end_norm: float     # ||start + length direction|| (inf with non-positive curvature)
+    end: np.ndarray | None   # start + length direction (None with non-positive curvature)
+
+    @property
+    def end_norm(self) -> float:
+        """||start + length direction|| (inf with non-positive curvature)."""
+        return np.inf if self.end is None else norm(self.end)
 
     def model(self, tau: float) -> float:
         return self.value + tau * self.slope + 0.5 * tau * tau * self.curvature
@@ -297,31 +302,30 @@ class ConjugateGradient:
     Algorithm 5.2), one step at a time (see the module docstring for the API).
 
     Starts from ``p0`` when that is a better start than 0 (``phi(p0) < 0`` and ``p0^T A p0 > 0``;
-    one product), else from 0. ``value`` = phi(p) comes from the residual, ``1/2 p^T (r + g)``,
-    and ``pAp`` = p^T A p = ``p^T (r - g)``, at no extra product.
+    one product), else from 0. A step costs one product and eight vector operations, as the
+    textbook recurrence: the model value, the slope ``r^T d`` and ``||d||^2`` follow from the
+    recurrence's scalars (``phi`` falls by ``alpha ||r||^2 / 2``, ``r^T d = -||r||^2`` and
+    ``||d_{k+1}||^2 = ||r_{k+1}||^2 + beta^2 ||d_k||^2`` in exact arithmetic, by the orthogonality
+    of r_{k+1} to d_k; Hestenes & Stiefel 1952, §5), and ``pAp = p^T (r - g)`` is formed only when
+    asked.
     """
 
     def __init__(self, matvec: Callable[[np.ndarray], np.ndarray], g: np.ndarray, *,
                  shift: float = 0.0, p0: np.ndarray | None = None,
                  curvature_margin: float = LINE_SEARCH_CG_MARGIN):
-        self._matvec, self._g, self._shift = matvec, g, shift
-        self._margin = curvature_margin
-        self.p, self.r = np.zeros_like(g), g.copy()
+        self.product = (lambda v: matvec(v) + shift * v) if shift else matvec
+        self._g, self._margin = g, curvature_margin
+        self.p, self.r, self.value = np.zeros_like(g), g.copy(), 0.0
         if p0 is not None and p0.any():
             a_p0 = self.product(p0)
-            if p0 @ a_p0 > 0 and g @ p0 + 0.5 * p0 @ a_p0 < 0:
-                self.p, self.r = p0.copy(), a_p0 + g
+            value = g @ p0 + 0.5 * p0 @ a_p0
+            if p0 @ a_p0 > 0 and value < 0:
+                self.p, self.r, self.value = p0.copy(), a_p0 + g, float(value)
         self.d, self.rr = -self.r, float(self.r @ self.r)
+        self.dd = self.rr
         self.kappa = 0.0    # the largest |d^T A d| / ||d||^2 seen: the operator's scale
         self.iterations = 0
         self.negative_curvature = False
-
-    def product(self, v: np.ndarray) -> np.ndarray:
-        return self._matvec(v) + self._shift * v if self._shift else self._matvec(v)
-
-    @property
-    def value(self) -> float:
-        return 0.5 * float(self.p @ (self.r + self._g))
 
     @property
     def pAp(self) -> float:
@@ -330,17 +334,19 @@ class ConjugateGradient:
     def step(self) -> CGStep:
         if self.negative_curvature:
             raise RuntimeError("CG met non-positive curvature; it cannot step further")
-        p, r, d, rr = self.p, self.r, self.d, self.rr
+        p, r, d, rr, dd = self.p, self.r, self.d, self.rr, self.dd
         ad = self.product(d)
-        dad, dd = float(d @ ad), float(d @ d)
+        dad = float(d @ ad)
         self.kappa = max(self.kappa, abs(dad) / dd)
-        value, slope = self.value, float(r @ d)
         if negative_curvature(dad / dd, self.kappa, self._margin):
             self.negative_curvature = True
-            return CGStep(p, d, value, slope, dad, np.inf, np.inf)
+            return CGStep(p, d, self.value, -rr, dad, np.inf, None)
         alpha = rr / dad
         self.p, self.r = p + alpha * d, r + alpha * ad
         self.rr = float(self.r @ self.r)
-        self.d = (self.rr / rr) * d - self.r  # = -r + beta d, bit for bit, one operation fewer
+        beta = self.rr / rr
+        self.d = beta * d - self.r  # = -r + beta d, bit for bit, one operation fewer
+        self.dd = self.rr + beta * beta * dd
+        value, self.value = self.value, self.value - 0.5 * alpha * rr
         self.iterations += 1
-        return CGStep(p, d, value, slope, dad, alpha, norm(self.p))
+        return CGStep(p, d, value, -rr, dad, alpha, self.p)

@@ -415,7 +415,7 @@ def _truncated_cg(hessp: Callable, g: np.ndarray, *, maxiter: int, shift: float 
     tol = forcing_term(gnorm) * gnorm
     cg = ConjugateGradient(hessp, g, shift=shift, p0=p0)
     model_values = [cg.value]
-    while cg.iterations < maxiter and np.sqrt(cg.rr) > tol:
+    while cg.iterations < maxiter and cg.rr > tol * tol:
         segment = cg.step()
         if cg.negative_curvature:
             d, dd = segment.direction, float(segment.direction @ segment.direction)

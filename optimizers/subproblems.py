@@ -273,7 +273,7 @@ class SteihaugCG:
         estimate, origin = leftmost_curvature(hessp, n, n), np.zeros(n)
         if estimate is not None and negative_curvature(estimate[0], estimate[2],
                                                        ESCAPE_CURVATURE_MARGIN):
-            self._path.append(CGStep(origin, estimate[1], 0.0, 0.0, estimate[0], np.inf, np.inf))
+            self._path.append(CGStep(origin, estimate[1], 0.0, 0.0, estimate[0], np.inf, None))
         self._end = (origin, 0.0)
 
     def _segments(self):
