@@ -17,9 +17,10 @@ API
       under H to ``breakdown * ||H||`` (beta_k at most that, ||H|| estimated by the largest
       ``||H q_j||``); T_k's eigenvalues are then eigenvalues of H to that accuracy, and
       ``extend()`` raises.
-    - ``alpha`` (shape (k,)) and ``beta`` (shape (k-1,)): the diagonal and the off-diagonal of T_k.
-      ``next_beta``: the coupling of the space to the rest (0 when exhausted); it bounds the
-      residuals of Ritz pairs and of Galerkin solutions.
+    - ``alpha`` (shape (k,)) and ``beta`` (shape (k-1,)): the diagonal and the off-diagonal of T_k;
+      ``coefficients(j)``: the scalars ``(alpha_j, beta_{j-1})``. ``next_beta``: the coupling of
+      the space to the rest (0 when exhausted); it bounds the residuals of Ritz pairs and of
+      Galerkin solutions.
     - ``basis``: Q_k^T, the basis vectors as rows, shape (k, n); ``combine(h)``: ``Q_k h`` for
       coordinates h of shape (k,) or (k, m) (the vector, or the m vectors as columns, in R^n).
     - ``ritz()``: ``(theta, Y)``, the Ritz values in ascending order (eigenvalues of T_k) and the
@@ -202,6 +203,11 @@ class Lanczos:
     def beta(self) -> np.ndarray:
         return np.array(self._beta[:-1])
 
+    def coefficients(self, k: int) -> tuple[float, float]:
+        """``(alpha_k, beta_{k-1})``, T's diagonal entry k and its coupling to the entry before (0
+        for k = 0), without building the arrays."""
+        return self._alpha[k], self._beta[k - 1] if k else 0.0
+
     @property
     def next_beta(self) -> float:
         return 0.0 if self.exhausted or not self._beta else self._beta[-1]
@@ -216,15 +222,18 @@ class Lanczos:
         k = self.size
         q = self._basis[k]
         w = self._matvec(q)
-        self._scale = max(self._scale, norm(w))
         alpha = float(q @ w)
         self._alpha.append(alpha)
-        w = w - alpha * q if k == 0 else w - alpha * q - self._beta[-1] * self._basis[k - 1]
+        previous = self._beta[-1] if k else 0.0
+        w = w - alpha * q if k == 0 else w - alpha * q - previous * self._basis[k - 1]
         if self._reorthogonalize:
             basis = self._basis[:k + 1]
             w = w - (basis @ w) @ basis
         beta = norm(w)
         self._beta.append(beta)
+        # ||H q_k||^2 = beta_{k-1}^2 + alpha_k^2 + beta_k^2, as H q_k = beta_{k-1} q_{k-1} +
+        # alpha_k q_k + beta_k q_{k+1} with orthonormal q's: no product norm needed
+        self._scale = max(self._scale, math.sqrt(previous * previous + alpha * alpha + beta * beta))
         if beta <= self._breakdown * self._scale or k + 1 == q.size:
             self.exhausted = True
             return
