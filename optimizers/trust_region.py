@@ -23,13 +23,14 @@ search technique for Newton's method", SIAM J. Numer. Anal. 23 (1986) (nonmonoto
 """
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import Callable, Protocol
 
 import numpy as np
 from scipy.optimize import OptimizeResult
 
-from .krylov import EPS
+from .krylov import EPS, norm
 from .loop import Saddle, Step, Stop, Trial, curvature_check, run
 from .objective import HessianOperator, Iterate, Objective, Status
 from .stopping import noise
@@ -134,7 +135,7 @@ class TrustRegion(Step):
         step_norm = float(np.linalg.norm(step.p))
         if not (np.isfinite(step_norm) and np.isfinite(step.decrease)):  # H(x) is not finite
             return Stop(Status.NONFINITE, _NONFINITE_STEP)
-        if _negligible(step.p, x):
+        if _negligible(step.p, step_norm, x):
             # the radius (or 1/sigma) collapsed: say why no step can be taken
             status = (Status.NONFINITE if not self.finite_trial
                       else Status.NOT_A_MINIMUM if saddle else Status.PRECISION_LOSS)
@@ -186,9 +187,14 @@ def _acceptable(f: float, reference: float, f_trial: float, decrease: float, g: 
             f_trial <= f + tolerance and np.linalg.norm(g_trial) < np.linalg.norm(g)))
 
 
-def _negligible(p: np.ndarray, x: np.ndarray) -> bool:
-    """The step changes no component of x beyond rounding (zero components: beyond eps^2 ||x||)."""
-    floor = EPS * max(1.0, float(np.linalg.norm(x)))
+def _negligible(p: np.ndarray, p_norm: float, x: np.ndarray) -> bool:
+    """The step changes no component of x beyond rounding (zero components: beyond eps^2 ||x||).
+    Componentwise that implies ``||p|| <= eps (||x|| + sqrt(n) floor)``, so a longer step is
+    answered by one norm."""
+    x_norm = norm(x)
+    floor = EPS * max(1.0, x_norm)
+    if p_norm > EPS * (x_norm + math.sqrt(x.size) * floor):
+        return False
     return bool(np.all(np.abs(p) <= EPS * (np.abs(x) + floor)))
 
 
