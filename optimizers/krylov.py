@@ -159,9 +159,12 @@ def negative_curvature(rayleigh: float, scale: float, margin: float) -> bool:
     """The negative-curvature test of every method: a Rayleigh quotient ``u^T H u / u^T u`` counts
     as negative curvature when it is at most ``margin * scale``, ``scale`` an estimate of
     ||H||_2, so the test does not depend on how f is scaled. A negative margin asks for clearly
-    negative curvature; a small positive one also counts curvature within rounding of zero. NaN is
-    not negative curvature."""
-    return bool(rayleigh <= margin * scale)
+    negative curvature, strictly below ``margin * scale``: zero curvature of a zero H (scale 0)
+    is not negative, and a first-order point where H vanishes is a (non-strict) minimum to this
+    test. A small positive margin also counts curvature within rounding of zero (a CG step along
+    it would be rounding blown up). NaN is not negative curvature."""
+    threshold = margin * scale
+    return bool(rayleigh < threshold if margin < 0 else rayleigh <= threshold)
 
 
 def clearly_negative(theta: float, scale: float) -> bool:

@@ -149,8 +149,9 @@ def test_zero_gradient_follows_negative_curvature_to_the_boundary(make):
 @pytest.mark.parametrize("make", [
     lambda g, H: SteihaugCG(g, lambda v: H @ v), lambda g, H: LanczosGLTR(g, lambda v: H @ v),
     MoreSorensen, Dogleg])
-def test_zero_gradient_and_positive_semidefinite_hessian_gives_no_step(make):
-    step = make(np.zeros(3), np.diag([2.0, 0.0, 1.0])).solve(1.0)
+@pytest.mark.parametrize("H", [np.diag([2.0, 0.0, 1.0]), np.zeros((3, 3))], ids=["psd", "zero"])
+def test_zero_gradient_and_positive_semidefinite_hessian_gives_no_step(make, H):
+    step = make(np.zeros(3), H).solve(1.0)
     assert np.all(step.p == 0) and step.decrease == 0
 
 
