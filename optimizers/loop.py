@@ -8,15 +8,16 @@ owns the monitor (history, iteration table, callback), the stopping test (the gr
 with their messages. A step owns everything else, and ends the run itself (:class:`Stop`) when it
 cannot make a trial. The steps:
 
-- line-search descent (Newton, Newton-CG, Hessian-free, Gauss-Newton): a direction from the
-  iterate, a line search along it, every trial accepted (:class:`~optimizers.newton.LineSearchDescent`);
+- line-search descent (Newton, Newton-CG, Hessian-free): a direction from the iterate, a line
+  search along it, every trial accepted (:class:`~optimizers.newton.LineSearchDescent`);
 - trust region with its subproblem solver (trust-ncg, trust-krylov, trust-exact, dogleg): the
   model's step within the radius, accepted or rejected on the reduction ratio, which moves the
   radius (:class:`~optimizers.trust_region.TrustRegion`);
 - cubic regularization (ARC): the same step with the cubic model, its weight sigma in place of
   the radius;
 - Levenberg-Marquardt: a damped trust region, the damping lambda standing for an inverse radius
-  (:class:`~optimizers.least_squares.LevenbergMarquardt`);
+  (:class:`~optimizers.least_squares.LevenbergMarquardt`), and Gauss-Newton, a line search on the
+  Gauss-Newton direction (:class:`~optimizers.least_squares.GaussNewton`);
 - first-order update (gradient descent, Adam): a rule from the gradient, always accepted
   (:class:`~optimizers.first_order.FirstOrderUpdate`).
 
@@ -29,10 +30,10 @@ the second-order check looks only at the free variables (J. J. Moré and G. Tora
 Lin and J. J. Moré, "Newton's method for large bound-constrained optimization problems", SIAM J.
 Optim. 9, 1999). Nothing else in the loop depends on the set x lives in.
 
-Behaviours that follow scipy and may change in one place each: the callback is also called at
-x0 (:meth:`Loop.start`), ``maxiter=None`` is the method's default, and the trust-region
-family reads ``maxiter=0`` as its default too (:func:`iteration_cap`); reaching the cap is
-status 1 without a warning (:meth:`Loop.iterate`).
+Three behaviours that differ from scipy's live in one place each, so they can change there: the
+callback is also called at x0 (:meth:`Loop.start`); the trust-region family reads ``maxiter=0``
+as its default, like None (:func:`iteration_cap`); reaching the cap is status 1 without a
+warning, whatever ``disp`` says (:meth:`Loop.iterate`).
 """
 from __future__ import annotations
 
@@ -71,9 +72,9 @@ class Stop(NamedTuple):
 
 class Trial(NamedTuple):
     """One iteration of a step: the point to move to (``x = None`` when the trial was
-    rejected) with its value ``f``, the method's history ``fields`` of the iteration (in column
-    order), and ``stop`` when the iteration itself ends the run once recorded (least squares'
-    small-change tests)."""
+    rejected; the loop keeps the array, so the step must not change it afterwards) with its value
+    ``f``, the method's history ``fields`` of the iteration (in column order), and ``stop`` when
+    the iteration itself ends the run once recorded (least squares' small-change tests)."""
     x: np.ndarray | None
     f: float
     fields: dict
@@ -147,7 +148,7 @@ class Monitor:
     def record(self, nit: int, x: np.ndarray, f: float, g: np.ndarray, **extra) -> bool:
         """Log one iteration; returns True when the callback asks the run to stop."""
         entry = {"nit": nit, "f": f, "gnorm": gradient_norm(g), **extra}
-        self.history.append(entry, self.counts(), x)
+        self.history.append(entry, self.counts(), x, copy=False)   # iterates are never changed
         if self.disp:
             if nit == 0:
                 print(" ".join(f"{k:>12}" for k in entry))

@@ -88,7 +88,7 @@ class Objective:
         if jac is not True and not callable(jac):
             raise TypeError("jac must be a callable or True (fun returns (f, g)); "
                             "these methods need the gradient")
-        x0 = np.asarray(x0, dtype=float)
+        x0 = np.array(x0, dtype=float)   # the run's own copy: iterates are never changed in place
         if x0.ndim != 1:
             raise ValueError(f"x0 must be a 1-D array, got shape {x0.shape}")
         if not np.all(np.isfinite(x0)):
@@ -117,7 +117,7 @@ class Objective:
 
     def fun(self, x: np.ndarray) -> float:
         """f(x), computed (and counted) only when x is not the last point asked."""
-        if self._fx is not None and np.array_equal(x, self._fx):
+        if _same(x, self._fx):
             return self._f
         if self._jac is True:
             f, g = self._fun(x)
@@ -136,7 +136,7 @@ class Objective:
 
     def grad(self, x: np.ndarray) -> np.ndarray:
         """The gradient at x, computed (and counted) only when x is not the last point asked."""
-        if self._gx is not None and np.array_equal(x, self._gx):
+        if _same(x, self._gx):
             return self._g
         if self._jac is True:
             self.fun(x)
@@ -185,6 +185,11 @@ class Objective:
         else:
             raise ValueError("this method needs second derivatives: pass hess or hessp")
         return 0.5 * (h + h.T)
+
+
+def _same(x: np.ndarray, y: np.ndarray | None) -> bool:
+    """Whether x is the point y (elementwise, without np.array_equal's overhead)."""
+    return y is not None and x.shape == y.shape and bool((x == y).all())
 
 
 class Iterate:
