@@ -61,7 +61,8 @@ class History:
         the iterate ``x``, if iterates are kept: copied, or, with ``copy=False`` (a caller that
         never changes x afterwards, as the optimizers' loop), kept as it is."""
         for name in fields:
-            self._fields.setdefault(name, [None] * self._length)
+            if name not in self._fields:   # a new column: None for the records before it
+                self._fields[name] = [None] * self._length
         for name, values in self._fields.items():
             values.append(fields.get(name))
         for name, count in counts.items():
