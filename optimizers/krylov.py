@@ -42,7 +42,8 @@ API
     at most ``maxiter`` Lanczos steps from a random start; stops early at a converged negative
     Ritz value. ``dense_leftmost_curvature(H)`` answers the same for a dense matrix.
 
-``ConjugateGradient(matvec, g, *, shift=0.0, p0=None, curvature_margin=LINE_SEARCH_CG_MARGIN)``
+``ConjugateGradient(matvec, g, *, shift=0.0, p0=None, curvature_margin=LINE_SEARCH_CG_MARGIN,
+keep_segments=True)``
     Conjugate gradients on the quadratic model ``phi(p) = g^T p + 1/2 p^T A p``, A = H + shift I,
     i.e. on ``A p = -g``, one step (one product) at a time, from 0 or from a better ``p0``.
     ``step()`` returns a :class:`CGStep` (the segment from the iterate along the search direction,
@@ -315,18 +316,20 @@ class ConjugateGradient:
 
     Starts from ``p0`` when that is a better start than 0 (``phi(p0) < 0`` and ``p0^T A p0 > 0``;
     one product), else from 0. A step costs one product and eight vector operations, as the
-    textbook recurrence: the model value, the slope ``r^T d`` and ``||d||^2`` follow from the
-    recurrence's scalars (``phi`` falls by ``alpha ||r||^2 / 2``, ``r^T d = -||r||^2`` and
-    ``||d_{k+1}||^2 = ||r_{k+1}||^2 + beta^2 ||d_k||^2`` in exact arithmetic, by the orthogonality
-    of r_{k+1} to d_k; Hestenes & Stiefel 1952, §5), and ``pAp = p^T (r - g)`` is formed only when
-    asked.
+    textbook recurrence, done in place: the model value, the slope ``r^T d`` and ``||d||^2``
+    follow from the recurrence's scalars (``phi`` falls by ``alpha ||r||^2 / 2``, ``r^T d =
+    -||r||^2`` and ``||d_{k+1}||^2 = ||r_{k+1}||^2 + beta^2 ||d_k||^2`` in exact arithmetic, by
+    the orthogonality of r_{k+1} to d_k; Hestenes & Stiefel 1952, §5), and ``pAp = p^T (r - g)``
+    is formed only when asked. With ``keep_segments=False`` a returned segment's arrays are the
+    live p and d, valid until the next step (for callers that keep no segment).
     """
 
     def __init__(self, matvec: Callable[[np.ndarray], np.ndarray], g: np.ndarray, *,
                  shift: float = 0.0, p0: np.ndarray | None = None,
-                 curvature_margin: float = LINE_SEARCH_CG_MARGIN):
+                 curvature_margin: float = LINE_SEARCH_CG_MARGIN, keep_segments: bool = True):
         self.product = (lambda v: matvec(v) + shift * v) if shift else matvec
-        self._g, self._margin = g, curvature_margin
+        self._g, self._margin, self._keep = g, curvature_margin, keep_segments
+        self._scratch = np.empty_like(g)
         self.p, self.r, self.value = np.zeros_like(g), g.copy(), 0.0
         if p0 is not None and p0.any():
             a_p0 = self.product(p0)
@@ -354,11 +357,17 @@ class ConjugateGradient:
             self.negative_curvature = True
             return CGStep(p, d, self.value, -rr, dad, np.inf, None)
         alpha = rr / dad
-        self.p, self.r = p + alpha * d, r + alpha * ad
-        self.rr = float(self.r @ self.r)
+        segment = p, d
+        if self._keep:   # the segment keeps p and d: update copies
+            p, d = p.copy(), d.copy()
+        # in place, rounded as p + alpha d, r + alpha A d and beta d - r (= -r + beta d)
+        p += np.multiply(d, alpha, out=self._scratch)
+        r += np.multiply(ad, alpha, out=self._scratch)
+        self.p, self.rr = p, float(r @ r)
         beta = self.rr / rr
-        self.d = beta * d - self.r  # = -r + beta d, bit for bit, one operation fewer
-        self.dd = self.rr + beta * beta * dd
+        d *= beta
+        d -= r
+        self.d, self.dd = d, self.rr + beta * beta * dd
         value, self.value = self.value, self.value - 0.5 * alpha * rr
         self.iterations += 1
-        return CGStep(p, d, value, -rr, dad, alpha, self.p)
+        return CGStep(*segment, value, -rr, dad, alpha, p)

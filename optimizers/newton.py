@@ -413,7 +413,7 @@ def _truncated_cg(hessp: Callable, g: np.ndarray, *, maxiter: int, shift: float 
     """
     gnorm = np.linalg.norm(g)
     tol = forcing_term(gnorm) * gnorm
-    cg = ConjugateGradient(hessp, g, shift=shift, p0=p0)
+    cg = ConjugateGradient(hessp, g, shift=shift, p0=p0, keep_segments=False)
     model_values = [cg.value]
     while cg.iterations < maxiter and cg.rr > tol * tol:
         segment = cg.step()
