@@ -38,7 +38,8 @@ SCIPY_ONLY_OPTIONS = {
     "dogleg": _TRUST_REGION,
 }
 # Parameters the face passes itself, never through ``options``.
-_CALL_PARAMETERS = frozenset({"fun", "residuals", "x0", "jac", "hess", "hessp", "callback", "method"})
+_CALL_PARAMETERS = frozenset({"fun", "residuals", "x0", "jac", "hess", "hessp", "operator", "callback",
+                              "method"})
 
 
 def is_tree(x0) -> bool:

@@ -236,10 +236,10 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
         flat_fun, flat_jac = derivatives.value_and_grad, True
     else:
         flat_fun, flat_jac = _first_derivatives(fun, jac, call, derivatives)
-    flat_hess, flat_hessp, user_hessian = _second_derivatives(hess, hessp, call, derivatives)
+    flat_hess, flat_hessp, operator, user_hessian = _second_derivatives(hess, hessp, call, derivatives)
     try:
         result = solver(flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
-                        callback=call.callback, **call.options)
+                        callback=call.callback, operator=operator, **call.options)
     except BaseException:
         if variables is not None:
             derivatives.point(call.x0)
@@ -314,7 +314,9 @@ def _first_derivatives(fun: Callable, jac, call: Call, derivatives: AutodiffDeri
 
 
 def _second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivatives):
-    """(hess, hessp, UserHessian or None) on flat vectors: the user's where given, else autodiff."""
+    """(hess, hessp, operator, UserHessian or None) on flat vectors: the user's where given, else
+    autodiff's operator of each point (``AutodiffDerivatives.at``: its gradient recorded once,
+    each product one sweep of it)."""
     unravel, args = call.unravel, call.args
     if hessp is not None and not callable(hessp):
         raise TypeError(f"hessp must be callable, got {type(hessp).__name__}")
@@ -322,13 +324,13 @@ def _second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivative
         (lambda x, p: ad.ravel(hessp(unravel(x), unravel(p), *args))[0])
     if callable(hess):
         user = UserHessian(hess, unravel, args, call.x0.size)
-        return user.dense, flat_hessp or user.product, user
+        return user.dense, flat_hessp or user.product, None, user
     if not exact_derivatives(hess):
         raise TypeError(f"hess must be a callable, or None for exact Hessians from autodiff; "
                         f"got {hess!r}")
     if flat_hessp is not None:
-        return None, flat_hessp, None
-    return derivatives.hess, derivatives.hessp, None
+        return None, flat_hessp, None, None
+    return None, None, derivatives.at, None
 
 
 def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | None = None,

@@ -1,15 +1,19 @@
 """Second-order optimization algorithms on plain arrays and callables (no autodiff here).
 
-Each method is ``method(fun, x0, jac, hess=None, hessp=None, callback=None, **options)`` returning a
-``scipy.optimize.OptimizeResult`` with a column-wise ``history`` (:class:`History`; the option
-``keep_iterates=False`` leaves the iterates out of it) and a :class:`Status`.
+Each method is ``method(fun, x0, jac, hess=None, hessp=None, callback=None, *, operator=None,
+**options)`` returning a ``scipy.optimize.OptimizeResult`` with a column-wise ``history``
+(:class:`History`; the option ``keep_iterates=False`` leaves the iterates out of it) and a
+:class:`Status`. Every method is a :class:`~optimizers.loop.Step` run by the one loop of
+:mod:`optimizers.loop`.
 
 The parameters every method shares:
 
 - ``fun(x)``: the objective on a 1-D float array; ``x0``: the start point (1-D, finite).
 - ``jac(x)``: the gradient, or ``True`` when ``fun`` returns ``(f, g)`` (scipy's convention).
 - ``hess(x)``: the dense Hessian, and/or ``hessp(x, p)``: the Hessian-vector product; either stands
-  in for the other.
+  in for the other. Or ``operator(x)``: the Hessian at x as an object with ``matvec(v)`` and
+  ``to_dense()`` (``autodiff.hessian_operator``'s interface), asked once per iterate, so that its
+  products need not find out which x they are for.
 - ``callback(intermediate_result)``: called after each iteration with an OptimizeResult; raising
   StopIteration stops the run (status 99).
 - ``gtol``: stop when ``||g||_inf <= gtol``; ``maxiter``: the iteration cap; ``disp``: print the

@@ -6,7 +6,8 @@ optimization. Part I: motivation, convergence and numerical results, Math. Progr
 Each step approximately minimizes the cubic model
 ``m(p) = f + g^T p + 1/2 p^T H p + sigma/3 ||p||^3`` in a Lanczos Krylov space
 (:class:`~optimizers.subproblems.LanczosCubic`); sigma plays the part of an inverse trust radius
-and is updated from the reduction ratio. It runs in the trust-region outer loop.
+and is updated from the reduction ratio. It is the trust-region step
+(:class:`~optimizers.trust_region.TrustRegion`) with that model and sigma for the radius.
 """
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from typing import Callable
 import numpy as np
 from scipy.optimize import OptimizeResult
 
-from .objective import Objective
+from .loop import curvature_check, run
+from .objective import HessianOperator, Objective
 from .subproblems import LanczosCubic, SubproblemSolution
-from .trust_region import default_maxiter, model_builder, trust_region_loop
+from .trust_region import TrustRegion
 
 
 class SigmaControl:
@@ -40,6 +42,7 @@ class SigmaControl:
 
 def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                  hessp: Callable | None = None, callback: Callable | None = None, *,
+                 operator: Callable[[np.ndarray], HessianOperator] | None = None,
                  gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                  initial_sigma: float | None = None, min_sigma: float = 1e-8, eta: float = 0.1,
                  check_second_order: bool = True, keep_iterates: bool = True) -> OptimizeResult:
@@ -53,6 +56,9 @@ def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
         ``(f, g)``), Hessian-vector product ``hessp(x, p)`` (or a dense ``hess(x)``).
     callback
         ``callback(intermediate_result)`` after each iteration; raise StopIteration to stop.
+    operator
+        ``operator(x)``: the Hessian at x as an object with ``matvec`` and ``to_dense`` (as
+        ``autodiff.hessian_operator``); replaces ``hess`` and ``hessp``.
     gtol
         Stop when ``||g||_inf <= gtol`` and no clearly negative curvature is found there; default
         None: the relative gradient ``max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-8``
@@ -93,15 +99,13 @@ def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     >>> result.success, result.x.round(4)
     (True, array([1., 1.]))
     """
-    objective = Objective(fun, x0, jac, hess, hessp)
+    objective = Objective(fun, x0, jac, hess, hessp, operator)
     if not objective.has_hessian:
         raise ValueError("ARC needs second derivatives: pass hessp or hess")
     x0 = objective.x0
     gnorm = float(np.linalg.norm(objective.grad(x0)))
     length = min(gnorm, max(1.0, float(np.linalg.norm(x0)))) or 1.0
     control = SigmaControl(initial_sigma or max(gnorm / length ** 2, min_sigma), min_sigma)
-    make_model = model_builder(objective, LanczosCubic, dense=False)
-    curvature = objective.curvature_probe(dense=False) if check_second_order else None
-    return trust_region_loop(objective, make_model, control, curvature=curvature, gtol=gtol,
-                             maxiter=maxiter or default_maxiter(x0.size), eta=eta,
-                             callback=callback, disp=disp, keep_iterates=keep_iterates)
+    step = TrustRegion(objective, LanczosCubic, control, dense=False, eta=eta)
+    return run(objective, step, probe=curvature_check(check_second_order, dense=False), gtol=gtol,
+               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates)

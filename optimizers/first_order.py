@@ -16,22 +16,24 @@ from typing import Callable
 import numpy as np
 from scipy.optimize import OptimizeResult
 
-from .objective import Monitor, Objective, Status, make_result
-from .stopping import GradientTest
+from .loop import Saddle, Step, Stop, Trial, run
+from .objective import Iterate, Objective, Status
 
 Update = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
 
 
 def minimize_gd(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                 hessp: Callable | None = None, callback: Callable | None = None, *,
+                operator: Callable | None = None,
                 learning_rate: float = 1e-2, momentum: float = 0.0, gtol: float | None = None,
                 maxiter: int = 1000, disp: bool = False, keep_iterates: bool = True) -> OptimizeResult:
     """Gradient descent x <- x + v, v <- momentum v - learning_rate g (plain descent when
-    ``momentum`` is 0; Polyak's heavy ball otherwise). ``hess`` and ``hessp`` are ignored.
+    ``momentum`` is 0; Polyak's heavy ball otherwise). ``hess``, ``hessp`` and ``operator`` are
+    ignored.
 
     Parameters
     ----------
-    fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp, keep_iterates
+    fun, x0, jac, hess, hessp, callback, operator, gtol, maxiter, disp, keep_iterates
         As for every method here (see :mod:`optimizers`).
     learning_rate : float
         The step length factor.
@@ -64,20 +66,24 @@ def minimize_gd(fun: Callable, x0, jac: Callable | bool, hess: Callable | None =
         velocity[:] = momentum * velocity - learning_rate * g
         return x + velocity
 
-    return _first_order_loop(fun, x0, jac, update, callback, disp, gtol, maxiter, keep_iterates)
+    objective = Objective(fun, x0, jac)
+    return run(objective, FirstOrderUpdate(objective, update), gtol=gtol, maxiter=maxiter,
+               callback=callback, disp=disp, keep_iterates=keep_iterates)
 
 
 def minimize_adam(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                   hessp: Callable | None = None, callback: Callable | None = None, *,
+                  operator: Callable | None = None,
                   learning_rate: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999,
                   epsilon: float = 1e-8, gtol: float | None = None, maxiter: int = 1000,
                   disp: bool = False, keep_iterates: bool = True) -> OptimizeResult:
     """Adam (Kingma & Ba 2015, Algorithm 1): steps of ``learning_rate`` m_hat / (sqrt(v_hat) +
-    epsilon) from bias-corrected moving averages of g and g**2. ``hess`` and ``hessp`` are ignored.
+    epsilon) from bias-corrected moving averages of g and g**2. ``hess``, ``hessp`` and
+    ``operator`` are ignored.
 
     Parameters
     ----------
-    fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp, keep_iterates
+    fun, x0, jac, hess, hessp, callback, operator, gtol, maxiter, disp, keep_iterates
         As for every method here (see :mod:`optimizers`).
     learning_rate : float
         The step length (Adam's alpha).
@@ -115,7 +121,9 @@ def minimize_adam(fun: Callable, x0, jac: Callable | bool, hess: Callable | None
         m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
         return x - learning_rate * m_hat / (np.sqrt(v_hat) + epsilon)
 
-    return _first_order_loop(fun, x0, jac, update, callback, disp, gtol, maxiter, keep_iterates)
+    objective = Objective(fun, x0, jac)
+    return run(objective, FirstOrderUpdate(objective, update), gtol=gtol, maxiter=maxiter,
+               callback=callback, disp=disp, keep_iterates=keep_iterates)
 
 
 def _check_positive(**values: float) -> None:
@@ -124,31 +132,24 @@ def _check_positive(**values: float) -> None:
             raise ValueError(f"{name} must be positive, got {value!r}")
 
 
-def _first_order_loop(fun: Callable, x0, jac, update: Update, callback: Callable | None, disp: bool,
-                      gtol: float | None, maxiter: int, keep_iterates: bool) -> OptimizeResult:
-    """The loop both methods share: gradient test, one update, history and callback, status."""
-    if int(maxiter) != maxiter or maxiter < 0:
-        raise ValueError(f"maxiter must be a non-negative integer, got {maxiter!r}")
-    objective = Objective(fun, x0, jac)
-    monitor = Monitor(objective.counts, callback, disp, keep_iterates)
-    converged = GradientTest(gtol)
-    x = objective.x0
-    f, g = objective.fun(x), objective.grad(x)
-    nit, status = 0, Status.CALLBACK_STOP if monitor.record(0, x, f, g, step=0.0) else None
-    while status is None:
-        if not np.all(np.isfinite(g)):
-            status = Status.NONFINITE
-        elif converged(x, f, g):
-            status = Status.SUCCESS
-        elif nit >= maxiter:
-            status = Status.MAXITER
-        else:
-            nit += 1
-            x_new = update(x, g, nit)
-            f, g = objective.fun(x_new), objective.grad(x_new)
-            step, x = float(np.linalg.norm(x_new - x)), x_new
-            if not np.isfinite(f):
-                status = Status.NONFINITE
-            elif monitor.record(nit, x, f, g, step=step):
-                status = Status.CALLBACK_STOP
-    return make_result(objective, x, f, g, status, nit, monitor.history, converged)
+class FirstOrderUpdate(Step):
+    """A first-order step: ``update(x, g, t)`` gives the next iterate (t = 1, 2, ...), always
+    accepted; a NaN/inf value or gradient there ends the run (status 3, the best point seen
+    returned)."""
+
+    def __init__(self, objective: Objective, update: Update):
+        self.objective, self.update, self.t = objective, update, 0
+
+    def default_maxiter(self, n: int) -> int:
+        return 1000
+
+    def start(self, point: Iterate) -> dict:
+        return {"step": 0.0}
+
+    def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
+        self.t += 1
+        x = self.update(point.x, point.g, self.t)
+        f, g = self.objective.fun(x), self.objective.grad(x)
+        if not (np.isfinite(f) and np.all(np.isfinite(g))):
+            return Stop(Status.NONFINITE)
+        return Trial(x, f, {"step": float(np.linalg.norm(x - point.x))})

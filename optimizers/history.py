@@ -56,17 +56,19 @@ class History:
         self._length = 0
         self._arrays: dict[str, np.ndarray] = {}   # columns read since the last append
 
-    def append(self, fields: dict, counts: dict, x: np.ndarray) -> None:
+    def append(self, fields: dict, counts: dict, x: np.ndarray, copy: bool = True) -> None:
         """Add one record: its scalar ``fields``, the cumulative evaluation ``counts`` so far and
-        the iterate ``x`` (copied, if iterates are kept)."""
+        the iterate ``x``, if iterates are kept: copied, or, with ``copy=False`` (a caller that
+        never changes x afterwards, as the optimizers' loop), kept as it is."""
         for name in fields:
-            self._fields.setdefault(name, [None] * self._length)
+            if name not in self._fields:   # a new column: None for the records before it
+                self._fields[name] = [None] * self._length
         for name, values in self._fields.items():
             values.append(fields.get(name))
         for name, count in counts.items():
             self._counters.setdefault(name, []).append(int(count))
         if self._iterates is not None:
-            self._iterates.append(np.array(x, dtype=float).reshape(-1))
+            self._iterates.append(np.array(x, dtype=float, copy=copy or None).reshape(-1))
         self._length += 1
         self._arrays.clear()
 

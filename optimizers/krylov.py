@@ -17,9 +17,10 @@ API
       under H to ``breakdown * ||H||`` (beta_k at most that, ||H|| estimated by the largest
       ``||H q_j||``); T_k's eigenvalues are then eigenvalues of H to that accuracy, and
       ``extend()`` raises.
-    - ``alpha`` (shape (k,)) and ``beta`` (shape (k-1,)): the diagonal and the off-diagonal of T_k.
-      ``next_beta``: the coupling of the space to the rest (0 when exhausted); it bounds the
-      residuals of Ritz pairs and of Galerkin solutions.
+    - ``alpha`` (shape (k,)) and ``beta`` (shape (k-1,)): the diagonal and the off-diagonal of T_k;
+      ``coefficients(j)``: the scalars ``(alpha_j, beta_{j-1})``. ``next_beta``: the coupling of
+      the space to the rest (0 when exhausted); it bounds the residuals of Ritz pairs and of
+      Galerkin solutions.
     - ``basis``: Q_k^T, the basis vectors as rows, shape (k, n); ``combine(h)``: ``Q_k h`` for
       coordinates h of shape (k,) or (k, m) (the vector, or the m vectors as columns, in R^n).
     - ``ritz()``: ``(theta, Y)``, the Ritz values in ascending order (eigenvalues of T_k) and the
@@ -41,7 +42,8 @@ API
     at most ``maxiter`` Lanczos steps from a random start; stops early at a converged negative
     Ritz value. ``dense_leftmost_curvature(H)`` answers the same for a dense matrix.
 
-``ConjugateGradient(matvec, g, *, shift=0.0, p0=None, curvature_margin=LINE_SEARCH_CG_MARGIN)``
+``ConjugateGradient(matvec, g, *, shift=0.0, p0=None, curvature_margin=LINE_SEARCH_CG_MARGIN,
+keep_segments=True)``
     Conjugate gradients on the quadratic model ``phi(p) = g^T p + 1/2 p^T A p``, A = H + shift I,
     i.e. on ``A p = -g``, one step (one product) at a time, from 0 or from a better ``p0``.
     ``step()`` returns a :class:`CGStep` (the segment from the iterate along the search direction,
@@ -49,8 +51,8 @@ API
     curvature (``negative_curvature(d^T A d / ||d||^2, kappa, curvature_margin)``, kappa the
     largest curvature seen): then the iterate stays, the step has ``length = inf`` and
     ``negative_curvature`` is set; what to do is the caller's choice. Stopping is the caller's
-    too. State: ``p``, ``r = A p + g``, ``rr = r^T r``, ``d``, ``value = phi(p)``,
-    ``pAp = p^T A p``, ``iterations``, ``kappa``.
+    too. State: ``p``, ``r = A p + g``, ``rr = r^T r``, ``d``, ``dd = d^T d``, ``value = phi(p)``,
+    ``pAp = p^T A p``, ``iterations``, ``kappa``; ``product(v) = A v``.
 
 ``forcing_term(gnorm)``, ``negative_curvature(rayleigh, scale, margin)`` and the named
 constants below: the thresholds each use needs, with the reasons.
@@ -158,9 +160,12 @@ def negative_curvature(rayleigh: float, scale: float, margin: float) -> bool:
     """The negative-curvature test of every method: a Rayleigh quotient ``u^T H u / u^T u`` counts
     as negative curvature when it is at most ``margin * scale``, ``scale`` an estimate of
     ||H||_2, so the test does not depend on how f is scaled. A negative margin asks for clearly
-    negative curvature; a small positive one also counts curvature within rounding of zero. NaN is
-    not negative curvature."""
-    return bool(rayleigh <= margin * scale)
+    negative curvature, strictly below ``margin * scale``: zero curvature of a zero H (scale 0)
+    is not negative, and a first-order point where H vanishes is a (non-strict) minimum to this
+    test. A small positive margin also counts curvature within rounding of zero (a CG step along
+    it would be rounding blown up). NaN is not negative curvature."""
+    threshold = margin * scale
+    return bool(rayleigh < threshold if margin < 0 else rayleigh <= threshold)
 
 
 def clearly_negative(theta: float, scale: float) -> bool:
@@ -202,6 +207,11 @@ class Lanczos:
     def beta(self) -> np.ndarray:
         return np.array(self._beta[:-1])
 
+    def coefficients(self, k: int) -> tuple[float, float]:
+        """``(alpha_k, beta_{k-1})``, T's diagonal entry k and its coupling to the entry before (0
+        for k = 0), without building the arrays."""
+        return self._alpha[k], self._beta[k - 1] if k else 0.0
+
     @property
     def next_beta(self) -> float:
         return 0.0 if self.exhausted or not self._beta else self._beta[-1]
@@ -216,15 +226,18 @@ class Lanczos:
         k = self.size
         q = self._basis[k]
         w = self._matvec(q)
-        self._scale = max(self._scale, norm(w))
         alpha = float(q @ w)
         self._alpha.append(alpha)
-        w = w - alpha * q if k == 0 else w - alpha * q - self._beta[-1] * self._basis[k - 1]
+        previous = self._beta[-1] if k else 0.0
+        w = w - alpha * q if k == 0 else w - alpha * q - previous * self._basis[k - 1]
         if self._reorthogonalize:
             basis = self._basis[:k + 1]
             w = w - (basis @ w) @ basis
         beta = norm(w)
         self._beta.append(beta)
+        # ||H q_k||^2 = beta_{k-1}^2 + alpha_k^2 + beta_k^2, as H q_k = beta_{k-1} q_{k-1} +
+        # alpha_k q_k + beta_k q_{k+1} with orthonormal q's: no product norm needed
+        self._scale = max(self._scale, math.sqrt(previous * previous + alpha * alpha + beta * beta))
         if beta <= self._breakdown * self._scale or k + 1 == q.size:
             self.exhausted = True
             return
@@ -286,7 +299,12 @@ class CGStep(NamedTuple):
     slope: float        # grad phi(start)^T direction = r^T d
     curvature: float    # direction^T A direction
     length: float       # CG step length; inf when the direction has non-positive curvature
-    end_norm: float     # ||start + length direction|| (inf with non-positive curvature)
+    end: np.ndarray | None   # start + length direction (None with non-positive curvature)
+
+    @property
+    def end_norm(self) -> float:
+        """||start + length direction|| (inf with non-positive curvature)."""
+        return np.inf if self.end is None else norm(self.end)
 
     def model(self, tau: float) -> float:
         return self.value + tau * self.slope + 0.5 * tau * tau * self.curvature
@@ -297,31 +315,32 @@ class ConjugateGradient:
     Algorithm 5.2), one step at a time (see the module docstring for the API).
 
     Starts from ``p0`` when that is a better start than 0 (``phi(p0) < 0`` and ``p0^T A p0 > 0``;
-    one product), else from 0. ``value`` = phi(p) comes from the residual, ``1/2 p^T (r + g)``,
-    and ``pAp`` = p^T A p = ``p^T (r - g)``, at no extra product.
+    one product), else from 0. A step costs one product and eight vector operations, as the
+    textbook recurrence, done in place: the model value, the slope ``r^T d`` and ``||d||^2``
+    follow from the recurrence's scalars (``phi`` falls by ``alpha ||r||^2 / 2``, ``r^T d =
+    -||r||^2`` and ``||d_{k+1}||^2 = ||r_{k+1}||^2 + beta^2 ||d_k||^2`` in exact arithmetic, by
+    the orthogonality of r_{k+1} to d_k; Hestenes & Stiefel 1952, §5), and ``pAp = p^T (r - g)``
+    is formed only when asked. With ``keep_segments=False`` a returned segment's arrays are the
+    live p and d, valid until the next step (for callers that keep no segment).
     """
 
     def __init__(self, matvec: Callable[[np.ndarray], np.ndarray], g: np.ndarray, *,
                  shift: float = 0.0, p0: np.ndarray | None = None,
-                 curvature_margin: float = LINE_SEARCH_CG_MARGIN):
-        self._matvec, self._g, self._shift = matvec, g, shift
-        self._margin = curvature_margin
-        self.p, self.r = np.zeros_like(g), g.copy()
+                 curvature_margin: float = LINE_SEARCH_CG_MARGIN, keep_segments: bool = True):
+        self.product = (lambda v: matvec(v) + shift * v) if shift else matvec
+        self._g, self._margin, self._keep = g, curvature_margin, keep_segments
+        self._scratch = np.empty_like(g)
+        self.p, self.r, self.value = np.zeros_like(g), g.copy(), 0.0
         if p0 is not None and p0.any():
             a_p0 = self.product(p0)
-            if p0 @ a_p0 > 0 and g @ p0 + 0.5 * p0 @ a_p0 < 0:
-                self.p, self.r = p0.copy(), a_p0 + g
+            value = g @ p0 + 0.5 * p0 @ a_p0
+            if p0 @ a_p0 > 0 and value < 0:
+                self.p, self.r, self.value = p0.copy(), a_p0 + g, float(value)
         self.d, self.rr = -self.r, float(self.r @ self.r)
+        self.dd = self.rr
         self.kappa = 0.0    # the largest |d^T A d| / ||d||^2 seen: the operator's scale
         self.iterations = 0
         self.negative_curvature = False
-
-    def product(self, v: np.ndarray) -> np.ndarray:
-        return self._matvec(v) + self._shift * v if self._shift else self._matvec(v)
-
-    @property
-    def value(self) -> float:
-        return 0.5 * float(self.p @ (self.r + self._g))
 
     @property
     def pAp(self) -> float:
@@ -330,17 +349,25 @@ class ConjugateGradient:
     def step(self) -> CGStep:
         if self.negative_curvature:
             raise RuntimeError("CG met non-positive curvature; it cannot step further")
-        p, r, d, rr = self.p, self.r, self.d, self.rr
+        p, r, d, rr, dd = self.p, self.r, self.d, self.rr, self.dd
         ad = self.product(d)
-        dad, dd = float(d @ ad), float(d @ d)
+        dad = float(d @ ad)
         self.kappa = max(self.kappa, abs(dad) / dd)
-        value, slope = self.value, float(r @ d)
         if negative_curvature(dad / dd, self.kappa, self._margin):
             self.negative_curvature = True
-            return CGStep(p, d, value, slope, dad, np.inf, np.inf)
+            return CGStep(p, d, self.value, -rr, dad, np.inf, None)
         alpha = rr / dad
-        self.p, self.r = p + alpha * d, r + alpha * ad
-        self.rr = float(self.r @ self.r)
-        self.d = (self.rr / rr) * d - self.r  # = -r + beta d, bit for bit, one operation fewer
+        segment = p, d
+        if self._keep:   # the segment keeps p and d: update copies
+            p, d = p.copy(), d.copy()
+        # in place, rounded as p + alpha d, r + alpha A d and beta d - r (= -r + beta d)
+        p += np.multiply(d, alpha, out=self._scratch)
+        r += np.multiply(ad, alpha, out=self._scratch)
+        self.p, self.rr = p, float(r @ r)
+        beta = self.rr / rr
+        d *= beta
+        d -= r
+        self.d, self.dd = d, self.rr + beta * beta * dd
+        value, self.value = self.value, self.value - 0.5 * alpha * rr
         self.iterations += 1
-        return CGStep(p, d, value, slope, dad, alpha, norm(self.p))
+        return CGStep(*segment, value, -rr, dad, alpha, p)

@@ -18,8 +18,8 @@ import scipy.linalg
 from scipy.optimize import OptimizeResult
 
 from .linesearch import backtracking
-from .objective import MESSAGES, Monitor, Objective, Status, final_point, with_gradient_norm
-from .stopping import GradientTest
+from .loop import Saddle, Step, Stop, Trial, run
+from .objective import Iterate, Objective, Status
 
 # A Levenberg-Marquardt trial step is taken when its gain ratio exceeds this (Nielsen 1999 takes
 # any decrease, rho > 0; a small positive margin keeps steps that gain only rounding out).
@@ -123,47 +123,15 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
         raise ValueError(f"method must be 'lm' or 'gn', got {method!r}")
     counted = _Residuals(residuals, jac)
     objective = Objective(counted.cost, x0, counted.gradient)
-    x = objective.x0
-    maxiter = default_maxiter(x.size) if maxiter is None else maxiter
-    monitor = Monitor(counted.counts, callback, disp, keep_iterates)
-    converged = GradientTest(gtol)
-    step = _LevenbergMarquardtStep(x.size, damping) if method == "lm" else _GaussNewtonStep(x.size)
-    cost, g = objective.fun(x), objective.grad(x)
-    nit, status, message = 0, None, None
-    if monitor.record(0, x, cost, g, step=0.0, **step.fields()):
-        status = Status.CALLBACK_STOP
-    while status is None:
-        if converged(x, cost, g):
-            status, message = Status.SUCCESS, "The gradient test on J^T r passed."
-            break
-        if nit >= maxiter:
-            status = Status.MAXITER
-            break
-        nit += 1
-        used = step.fields()
-        x_new, cost_new, predicted, failure = step(objective, counted, x, cost, g)
-        if failure is not None:
-            status = failure
-            break
-        moved = size = reduction = 0.0
-        if cost_new < cost:
-            moved = float(np.linalg.norm(step.scale * (x_new - x)))
-            size = float(np.linalg.norm(step.scale * x))
-            reduction, cost_old = cost - cost_new, cost
-            x, cost, g = x_new, cost_new, objective.grad(x_new)
-        if monitor.record(nit, x, cost, g, step=moved, **used):
-            status = Status.CALLBACK_STOP
-        elif reduction > 0 and max(reduction, predicted) <= ftol * cost_old:
-            status, message = Status.SUCCESS, "Relative reduction of the cost below ftol."
-        elif reduction > 0 and moved <= xtol * (size + xtol):
-            status, message = Status.SUCCESS, "Relative step size below xtol."
-    x, cost, g = final_point(objective, x, cost, g, status)
-    return OptimizeResult(x=x, cost=cost, fun=counted.residuals(x), jac=counted.jacobian(x),
-                          grad=g, nit=nit, nfev=counted.nfev, njev=counted.njev, status=status,
-                          success=status == Status.SUCCESS,
-                          message=with_gradient_norm(message or MESSAGES[status], x, cost, g,
-                                                     converged),
-                          history=monitor.history)
+    if method == "lm":
+        step = LevenbergMarquardt(objective, counted, ftol=ftol, xtol=xtol, damping=damping)
+    else:
+        step = GaussNewton(objective, counted, ftol=ftol, xtol=xtol)
+    result = run(objective, step, gtol=gtol, maxiter=maxiter, callback=callback, disp=disp,
+                 keep_iterates=keep_iterates, counts=counted.counts)
+    result.cost, result.grad = result.fun, result.jac
+    result.fun, result.jac = counted.residuals(result.x), counted.jacobian(result.x)
+    return result
 
 
 class NielsenDamping:
@@ -189,61 +157,93 @@ class NielsenDamping:
         return False
 
 
-class _GaussNewtonStep:
-    """Gauss-Newton direction (least-squares solution of J p = -r) and a backtracking search."""
+class _LeastSquaresStep(Step):
+    """What Gauss-Newton and Levenberg-Marquardt share: a trial is taken when it lowers the cost,
+    and a taken step that changes the cost by less than ``ftol`` (relative, actual and predicted)
+    or x by less than ``xtol`` (relative, in the scaled norm ||D x||) ends the run with success."""
 
-    def __init__(self, n: int):
-        self.scale = np.ones(n)   # x is measured unscaled
+    messages = {Status.SUCCESS: "The gradient test on J^T r passed."}
+
+    def __init__(self, objective: Objective, counted: _Residuals, *, ftol: float, xtol: float):
+        self.objective, self.counted, self.ftol, self.xtol = objective, counted, ftol, xtol
+        self.scale = np.ones(objective.x0.size)   # D: x measured unscaled unless a step says so
+
+    def default_maxiter(self, n: int) -> int:
+        return default_maxiter(n)
 
     def fields(self) -> dict:
-        """The step's own history fields: none."""
+        """The step's own history fields, besides the step length."""
         return {}
 
-    def __call__(self, objective: Objective, counted: _Residuals, x: np.ndarray, cost: float,
-                 g: np.ndarray):
-        """Returns (x_new, cost_new, predicted reduction, failure status or None)."""
-        jacobian = counted.jacobian(x)
-        p = scipy.linalg.lstsq(jacobian, -counted.residuals(x))[0]
-        search = backtracking(objective, x, p, cost, g)
+    def start(self, point: Iterate) -> dict:
+        return {"step": 0.0, **self.fields()}
+
+    def taken(self, point: Iterate, x_new: np.ndarray, cost_new: float, predicted: float,
+              fields: dict) -> Trial:
+        """The trial to x_new (``predicted`` its model's reduction): taken when it lowers the
+        cost, with the small-change tests."""
+        if not cost_new < point.f:
+            return Trial(None, point.f, {"step": 0.0, **fields})
+        moved = float(np.linalg.norm(self.scale * (x_new - point.x)))
+        size = float(np.linalg.norm(self.scale * point.x))
+        reduction = point.f - cost_new
+        stop = None
+        if max(reduction, predicted) <= self.ftol * point.f:
+            stop = Stop(Status.SUCCESS, "Relative reduction of the cost below ftol.")
+        elif moved <= self.xtol * (size + self.xtol):
+            stop = Stop(Status.SUCCESS, "Relative step size below xtol.")
+        return Trial(x_new, cost_new, {"step": moved, **fields}, stop)
+
+
+class GaussNewton(_LeastSquaresStep):
+    """Gauss-Newton direction (least-squares solution of J p = -r) and a backtracking search: a
+    line-search descent."""
+
+    def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
+        x, cost, g = point.x, point.f, point.g
+        jacobian = self.counted.jacobian(x)
+        p = scipy.linalg.lstsq(jacobian, -self.counted.residuals(x))[0]
+        search = backtracking(self.objective, x, p, cost, g)
         if not search.success:
-            return x, cost, 0.0, Status.NONFINITE if search.nonfinite else Status.PRECISION_LOSS
+            return Stop(Status.NONFINITE if search.nonfinite else Status.PRECISION_LOSS)
         jp = search.step * (jacobian @ p)
         predicted = -(search.step * (g @ p) + 0.5 * (jp @ jp))
-        return search.x, search.f, predicted, None
+        return self.taken(point, search.x, search.f, predicted, {})
 
 
-class _LevenbergMarquardtStep:
-    """One Levenberg-Marquardt trial: solve the damped, scaled augmented system, compare actual
-    with predicted reduction, update lambda. A NaN/inf trial counts as a failed one (lambda grows,
-    the next step is shorter)."""
+class LevenbergMarquardt(_LeastSquaresStep):
+    """Levenberg-Marquardt as a damped trust region: solve the damped, scaled augmented system,
+    compare actual with predicted reduction, update lambda (:class:`NielsenDamping`) as a trust
+    radius would be. A NaN/inf trial counts as a failed one (lambda grows, the next step is
+    shorter); when lambda overflows, the run ends."""
 
-    def __init__(self, n: int, damping: float):
+    def __init__(self, objective: Objective, counted: _Residuals, *, ftol: float, xtol: float,
+                 damping: float):
+        super().__init__(objective, counted, ftol=ftol, xtol=xtol)
         self.lam = NielsenDamping(damping)
-        self.scale = np.zeros(n)   # Moré's D: the largest column norms of J seen so far
+        self.scale = np.zeros(objective.x0.size)   # Moré's D: the largest column norms of J seen
 
     def fields(self) -> dict:
-        """The step's own history fields: the damping the next trial uses."""
+        """The damping the next trial uses."""
         return {self.lam.name: self.lam.value}
 
-    def __call__(self, objective: Objective, counted: _Residuals, x: np.ndarray, cost: float,
-                 g: np.ndarray):
-        """Returns (x_new, cost_new, predicted reduction, failure status or None); a rejected
-        trial returns x with cost_new = inf."""
-        jacobian, r = counted.jacobian(x), counted.residuals(x)
+    def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
+        x, cost, g = point.x, point.f, point.g
+        fields = self.fields()
+        jacobian, r = self.counted.jacobian(x), self.counted.residuals(x)
         self.scale = np.maximum(self.scale, np.linalg.norm(jacobian, axis=0))
         scale = np.where(self.scale > 0, self.scale, 1.0)
         augmented = np.vstack([jacobian, np.sqrt(self.lam.value) * np.diag(scale)])
         p = scipy.linalg.lstsq(augmented, np.concatenate([-r, np.zeros(x.size)]))[0]
         x_new = x + p
         if np.array_equal(x_new, x):
-            return x, cost, 0.0, Status.PRECISION_LOSS
+            return Stop(Status.PRECISION_LOSS)
         jp = jacobian @ p
         predicted = -(g @ p + 0.5 * (jp @ jp))
-        cost_new = objective.fun(x_new)
+        cost_new = self.objective.fun(x_new)
         rho = (cost - cost_new) / predicted if np.isfinite(cost_new) and predicted > 0 else -np.inf
         if self.lam.update(rho):
-            return x_new, cost_new, predicted, None
+            return self.taken(point, x_new, cost_new, predicted, fields)
         if not np.isfinite(self.lam.value):
-            failure = Status.NONFINITE if not np.isfinite(cost_new) else Status.PRECISION_LOSS
-            return x, cost, 0.0, failure
-        return x, np.inf, predicted, None
+            return Stop(Status.NONFINITE if not np.isfinite(cost_new) else Status.PRECISION_LOSS)
+        return Trial(None, cost, {"step": 0.0, **fields})

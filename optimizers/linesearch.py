@@ -48,9 +48,13 @@ class _Line:
         self.objective, self.x, self.p, self.f0 = objective, x, p, f0
         self.trials: set[float] = set()
         self.nonfinite_trials: set[float] = set()
+        self._last: tuple[float, np.ndarray] | None = None
 
     def point(self, step: float) -> np.ndarray:
-        return self.x + step * self.p
+        """x + step p (formed once per step: value, slope and acceptance ask for it in turn)."""
+        if self._last is None or self._last[0] != step:
+            self._last = step, self.x + step * self.p
+        return self._last[1]
 
     def value(self, step: float) -> float:
         f = self.objective.fun(self.point(step))

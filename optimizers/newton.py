@@ -1,10 +1,10 @@
 """Line-search Newton methods: full-Hessian Newton, truncated Newton (Newton-CG) and Martens'
 Hessian-free optimization.
 
-All three share one loop (:func:`_descent_loop`): stop when the gradient test of
-:mod:`optimizers.stopping` passes (``gtol``), but only after a check for negative curvature at that
-point; if some is found, step along it and carry on, so a saddle point is left rather than reported
-as a minimum.
+All three are line-search descents (:class:`LineSearchDescent`) in the loop of
+:mod:`optimizers.loop`: stop when the gradient test of :mod:`optimizers.stopping` passes
+(``gtol``), but only after a check for negative curvature at that point; if some is found, step
+along it and carry on, so a saddle point is left rather than reported as a minimum.
 
 References: J. Nocedal and S. J. Wright, *Numerical Optimization*, 2nd ed., Springer 2006 (N&W);
 R. S. Dembo, S. C. Eisenstat and T. Steihaug, "Inexact Newton methods", SIAM J. Numer. Anal. 19
@@ -13,6 +13,7 @@ R. S. Dembo, S. C. Eisenstat and T. Steihaug, "Inexact Newton methods", SIAM J. 
 from __future__ import annotations
 
 import functools
+from abc import abstractmethod
 from collections import deque
 from typing import Callable, NamedTuple
 
@@ -20,18 +21,15 @@ import numpy as np
 import scipy.linalg
 from scipy.optimize import OptimizeResult
 
-from .krylov import (HESSIAN_FREE_CG_MAXITER, LINE_SEARCH_CG_MARGIN, ConjugateGradient,
-                     clearly_negative, dense_leftmost_curvature, forcing_term, newton_cg_maxiter)
+from .krylov import (HESSIAN_FREE_CG_MAXITER, LINE_SEARCH_CG_MARGIN, ConjugateGradient, forcing_term,
+                     newton_cg_maxiter)
 from .linesearch import LineSearchResult, backtracking, negative_curvature_search, strong_wolfe
-from .objective import (NONFINITE_HESSIAN_AT_STATIONARY_POINT, Monitor, Objective, Status,
-                        make_result)
-from .stopping import GradientTest
+from .loop import Saddle, Step, Stop, Trial, curvature_check, run
+from .objective import HessianOperator, Iterate, Objective, Status
 
 # Newton-CG's nonmonotone memory: on the MGH set (gtol 1e-8, all 39 solved) memory 1 (monotone)
 # costs ~8700 evaluations, 10 ~5600, 15 ~5700, 20 ~4700, 25 ~3900, 30 and 40 ~3800.
 NONMONOTONE_MEMORY = 30
-
-StepFunction = Callable[[np.ndarray, float, np.ndarray], "tuple[LineSearchResult, dict]"]
 
 
 def default_maxiter(n: int) -> int:
@@ -41,6 +39,7 @@ def default_maxiter(n: int) -> int:
 
 def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                     hessp: Callable | None = None, callback: Callable | None = None, *,
+                    operator: Callable[[np.ndarray], HessianOperator] | None = None,
                     gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                     shift: str = "cholesky", c1: float = 1e-4, c2: float = 0.9,
                     check_second_order: bool = True, keep_iterates: bool = True) -> OptimizeResult:
@@ -53,7 +52,7 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
 
     Parameters
     ----------
-    fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp, keep_iterates
+    fun, x0, jac, hess, hessp, callback, operator, gtol, maxiter, disp, keep_iterates
         As for every method here (see :mod:`optimizers`).
     shift : {"cholesky", "eigen"}
         How an indefinite Hessian is modified.
@@ -83,43 +82,16 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
     """
     if shift not in ("cholesky", "eigen"):
         raise ValueError(f"shift must be 'cholesky' or 'eigen', got {shift!r}")
-    objective = Objective(fun, x0, jac, hess, hessp)
-    newton_direction = _cholesky_shifted_step if shift == "cholesky" else _eigen_shifted_step
-    nonfinite = []   # points where the Hessian had NaN/inf entries
-
-    def finite_hessian(x):
-        """H(x), or None where it is not finite (no factorization can use it)."""
-        h = objective.hess(x)
-        if np.all(np.isfinite(h)):
-            return h
-        nonfinite.append(x)
-        return None
-
-    def step(x, f, g):
-        h = finite_hessian(x)
-        if h is None:
-            return _no_step(x, f), {}
-        return strong_wolfe(objective, x, newton_direction(h, g), f, g, c1=c1, c2=c2), {}
-
-    def probe(x):
-        h = finite_hessian(x)
-        return None if h is None else dense_leftmost_curvature(h)
-
-    def message(status: Status) -> str | None:
-        return _NONFINITE_HESSIAN.get(status) if nonfinite else None
-
-    return _descent_loop(objective, step, probe if check_second_order else None, callback, disp,
-                         gtol, maxiter, keep_iterates, message)
-
-
-_NONFINITE_HESSIAN = {
-    Status.NONFINITE: "The Hessian is not finite at the last iterate: no Newton step (or "
-                      "second-order check) can be computed; returning the best point found",
-}
+    objective = Objective(fun, x0, jac, hess, hessp, operator)
+    step = _NewtonStep(objective, _cholesky_shifted_step if shift == "cholesky" else _eigen_shifted_step,
+                       c1=c1, c2=c2)
+    return run(objective, step, probe=curvature_check(check_second_order, dense=True), gtol=gtol,
+               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates)
 
 
 def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                        hessp: Callable | None = None, callback: Callable | None = None, *,
+                       operator: Callable[[np.ndarray], HessianOperator] | None = None,
                        gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                        cg_maxiter: int | None = None, c1: float = 1e-4, c2: float = 0.5,
                        nonmonotone: int = NONMONOTONE_MEMORY, check_second_order: bool = True,
@@ -142,7 +114,7 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
 
     Parameters
     ----------
-    fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp, keep_iterates
+    fun, x0, jac, hess, hessp, callback, operator, gtol, maxiter, disp, keep_iterates
         As for every method here (see :mod:`optimizers`).
     cg_maxiter : int, optional
         CG steps per iteration.
@@ -168,28 +140,16 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
     >>> result.success, result.x.round(4)
     (True, array([1., 1.]))
     """
-    objective = Objective(fun, x0, jac, hess, hessp)
-    cg_maxiter = cg_maxiter or newton_cg_maxiter(objective.x0.size)
-    bound, recent = _StepBound(), deque(maxlen=nonmonotone)
-
-    def step(x, f, g):
-        cg = _truncated_cg(lambda v: objective.hessp(x, v), g, maxiter=cg_maxiter)
-        info = {"cg": cg.iterations, "negative_curvature": cg.negative_curvature}
-        if not np.all(np.isfinite(cg.p)):   # a Hessian-vector product was not finite
-            return _no_step(x, f), info
-        recent.append(f)
-        step0 = bound.first_step(cg.p)
-        search = strong_wolfe(objective, x, cg.p, f, g, step0=step0, c1=c1, c2=c2,
-                              reference=max(recent))
-        bound.update(search.step, step0, cg.p)
-        return search, info
-
-    probe = objective.curvature_probe(dense=False) if check_second_order else None
-    return _descent_loop(objective, step, probe, callback, disp, gtol, maxiter, keep_iterates)
+    objective = Objective(fun, x0, jac, hess, hessp, operator)
+    step = _NewtonCGStep(objective, cg_maxiter or newton_cg_maxiter(objective.x0.size), c1=c1, c2=c2,
+                         nonmonotone=nonmonotone)
+    return run(objective, step, probe=curvature_check(check_second_order, dense=False), gtol=gtol,
+               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates)
 
 
 def minimize_hessian_free(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                           hessp: Callable | None = None, callback: Callable | None = None, *,
+                          operator: Callable[[np.ndarray], HessianOperator] | None = None,
                           gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                           damping: float = 1.0, cg_maxiter: int = HESSIAN_FREE_CG_MAXITER,
                           warm_start: float = 0.95, c1: float = 1e-4,
@@ -205,7 +165,7 @@ def minimize_hessian_free(fun: Callable, x0, jac: Callable | bool, hess: Callabl
 
     Parameters
     ----------
-    fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp, keep_iterates
+    fun, x0, jac, hess, hessp, callback, operator, gtol, maxiter, disp, keep_iterates
         As for every method here (see :mod:`optimizers`).
     damping : float
         The initial lambda.
@@ -232,10 +192,11 @@ def minimize_hessian_free(fun: Callable, x0, jac: Callable | bool, hess: Callabl
     >>> result.success, result.x.round(4)
     (True, array([1., 1.]))
     """
-    objective = Objective(fun, x0, jac, hess, hessp)
-    step = _HessianFreeStep(objective, MartensDamping(damping), cg_maxiter, warm_start, c1)
-    probe = objective.curvature_probe(dense=False) if check_second_order else None
-    return _descent_loop(objective, step, probe, callback, disp, gtol, maxiter, keep_iterates)
+    objective = Objective(fun, x0, jac, hess, hessp, operator)
+    step = _HessianFreeStep(objective, MartensDamping(damping), cg_maxiter=cg_maxiter,
+                            warm_start=warm_start, c1=c1)
+    return run(objective, step, probe=curvature_check(check_second_order, dense=False), gtol=gtol,
+               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates)
 
 
 class MartensDamping:
@@ -257,28 +218,118 @@ class MartensDamping:
             self.value *= 2.0 / 3.0
 
 
-class _HessianFreeStep:
+class LineSearchDescent(Step):
+    """A line-search descent step: a direction from the iterate, a line search along it
+    (:meth:`search`), the point found accepted. A search that finds no lower point ends the run
+    (status 2, or 3 when every trial was NaN/inf). At a saddle the search runs along the direction
+    of negative curvature instead, turned downhill, trying a step of the size of x first (Moré &
+    Sorensen 1979); when that finds nothing lower the run ends with status 5."""
+
+    def __init__(self, objective: Objective):
+        self.objective = objective
+
+    def default_maxiter(self, n: int) -> int:
+        return default_maxiter(n)
+
+    def start(self, point: Iterate) -> dict:
+        return {"step": 0.0}
+
+    @abstractmethod
+    def search(self, point: Iterate) -> tuple[LineSearchResult, dict] | Stop:
+        """The line search from ``point`` and the method's history fields, or the Stop of a
+        direction that cannot be computed."""
+
+    def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
+        if saddle is None:
+            found = self.search(point)
+            if isinstance(found, Stop):
+                return found
+            search, fields = found
+        else:
+            search, fields = self._escape(point, saddle), {}
+        if not search.success or np.array_equal(search.x, point.x):
+            if search.nonfinite:
+                return Stop(Status.NONFINITE)
+            return Stop(Status.NOT_A_MINIMUM) if saddle else Stop(Status.PRECISION_LOSS,
+                                                                  _LINE_SEARCH_FAILED)
+        return Trial(search.x, search.f, {"step": float(np.linalg.norm(search.x - point.x)),
+                                          **fields})
+
+    def _escape(self, point: Iterate, saddle: Saddle) -> LineSearchResult:
+        direction = -saddle.direction if point.g @ saddle.direction > 0 else saddle.direction
+        step0 = max(1.0, float(np.linalg.norm(point.x)))
+        return negative_curvature_search(self.objective, point.x, direction, point.f, point.g,
+                                         saddle.curvature, step0=step0)
+
+
+_LINE_SEARCH_FAILED = ("Desired accuracy not reached: the line search found no lower value "
+                       "along the step (no progress at working precision)")
+
+
+class _NewtonStep(LineSearchDescent):
+    """Newton's direction on the dense Hessian made positive definite by ``direction(H, g)``,
+    and a strong Wolfe search from the unit step."""
+
+    def __init__(self, objective: Objective, direction: Callable, *, c1: float, c2: float):
+        super().__init__(objective)
+        self.direction, self.c1, self.c2 = direction, c1, c2
+
+    def search(self, point: Iterate) -> tuple[LineSearchResult, dict] | Stop:
+        h = point.hessian
+        if not np.all(np.isfinite(h)):
+            return Stop(Status.NONFINITE, _NONFINITE_HESSIAN)
+        return strong_wolfe(self.objective, point.x, self.direction(h, point.g), point.f, point.g,
+                            c1=self.c1, c2=self.c2), {}
+
+
+_NONFINITE_HESSIAN = ("The Hessian is not finite at the last iterate: no Newton step (or "
+                      "second-order check) can be computed; returning the best point found")
+
+
+class _NewtonCGStep(LineSearchDescent):
+    """Truncated CG on H p = -g (:func:`_truncated_cg`), the first trial capped by
+    :class:`_StepBound` and accepted nonmonotonically, then a strong Wolfe search."""
+
+    def __init__(self, objective: Objective, cg_maxiter: int, *, c1: float, c2: float,
+                 nonmonotone: int):
+        super().__init__(objective)
+        self.cg_maxiter, self.c1, self.c2 = cg_maxiter, c1, c2
+        self.bound, self.recent = _StepBound(), deque(maxlen=nonmonotone)
+
+    def search(self, point: Iterate) -> tuple[LineSearchResult, dict] | Stop:
+        cg = _truncated_cg(point.matvec, point.g, maxiter=self.cg_maxiter)
+        if not np.all(np.isfinite(cg.p)):   # a Hessian-vector product was not finite
+            return Stop(Status.NONFINITE)
+        self.recent.append(point.f)
+        step0 = self.bound.first_step(cg.p)
+        search = strong_wolfe(self.objective, point.x, cg.p, point.f, point.g, step0=step0,
+                              c1=self.c1, c2=self.c2, reference=max(self.recent))
+        self.bound.update(search.step, step0, cg.p)
+        return search, {"cg": cg.iterations, "negative_curvature": cg.negative_curvature}
+
+
+class _HessianFreeStep(LineSearchDescent):
     """One Hessian-free step: damped CG warm-started from the previous step, a backtracking
     search, and the damping update."""
 
-    def __init__(self, objective: Objective, damping: MartensDamping, cg_maxiter: int,
+    def __init__(self, objective: Objective, damping: MartensDamping, *, cg_maxiter: int,
                  warm_start: float, c1: float):
-        self.objective, self.damping = objective, damping
-        self.cg_maxiter, self.warm_start, self.c1 = cg_maxiter, warm_start, c1
+        super().__init__(objective)
+        self.damping, self.cg_maxiter, self.warm_start, self.c1 = damping, cg_maxiter, warm_start, c1
         self.previous = np.zeros_like(objective.x0)
 
-    def __call__(self, x: np.ndarray, f: float, g: np.ndarray) -> tuple[LineSearchResult, dict]:
-        lam = self.damping.value
-        solve = functools.partial(_truncated_cg, lambda v: self.objective.hessp(x, v), g,
-                                  shift=lam, maxiter=self.cg_maxiter, relative_progress=True)
+    def search(self, point: Iterate) -> tuple[LineSearchResult, dict] | Stop:
+        lam, g = self.damping.value, point.g
+        solve = functools.partial(_truncated_cg, point.matvec, g, shift=lam,
+                                  maxiter=self.cg_maxiter, relative_progress=True)
         cg = solve(p0=self.warm_start * self.previous)
         if not g @ cg.p < 0:   # a warm start can, rarely, lead uphill: start from 0 instead
             cg = solve()
         if not np.all(np.isfinite(cg.p)):   # a curvature product was not finite
-            return _no_step(x, f), {self.damping.name: lam, "rho": np.nan, "cg": cg.iterations}
+            return Stop(Status.NONFINITE)
         predicted = g @ cg.p + 0.5 * cg.pBp
-        search = backtracking(self.objective, x, cg.p, f, g, c1=self.c1)
-        rho = (search.f - f) / predicted if search.step == 1.0 and predicted < 0 else 0.0
+        search = backtracking(self.objective, point.x, cg.p, point.f, g, c1=self.c1)
+        rho = (search.f - point.f) / predicted if search.step == 1.0 and predicted < 0 else 0.0
         self.damping.update(rho)
         self.previous = cg.p
         return search, {self.damping.name: lam, "rho": rho, "cg": cg.iterations}
@@ -310,82 +361,6 @@ class _StepBound:
             self.value = length
         elif step > 0:
             self.value = max(self.value, 2.0 * length)
-
-
-def _descent_loop(objective: Objective, step: StepFunction, probe: Callable | None,
-                  callback: Callable | None, disp: bool, gtol: float, maxiter: int | None,
-                  keep_iterates: bool, message: Callable | None = None) -> OptimizeResult:
-    """The loop the three methods share: gradient test, second-order check and escape, step,
-    history and callback, honest status. ``probe(x)`` estimates the leftmost curvature
-    ``(theta, u, scale)`` at a first-order point, or None when it cannot (a ``probe`` of None:
-    no second-order check); ``message(status)``, if given, may replace the status's message."""
-    maxiter = default_maxiter(objective.x0.size) if maxiter is None else maxiter
-    monitor = Monitor(objective.counts, callback, disp, keep_iterates)
-    converged = GradientTest(gtol)
-    x = objective.x0
-    f, g = objective.fun(x), objective.grad(x)
-    if not np.all(np.isfinite(g)):
-        raise ValueError("gradient is not finite at x0")
-    nit, status = 0, Status.CALLBACK_STOP if monitor.record(0, x, f, g, step=0.0) else None
-    special = None
-    while status is None:
-        stationary = converged(x, f, g)
-        estimate = probe(x) if stationary and probe is not None else ()
-        if estimate is None:   # the Hessian is not finite: no second-order check is possible
-            status, special = Status.NONFINITE, NONFINITE_HESSIAN_AT_STATIONARY_POINT
-            break
-        saddle = _saddle(estimate)
-        if stationary and not saddle:
-            status = Status.SUCCESS
-            break
-        if nit >= maxiter:
-            status = Status.MAXITER
-            break
-        if stationary:
-            search, info = _escape(objective, x, f, g, *saddle), {}
-        else:
-            search, info = step(x, f, g)
-        if not search.success or np.array_equal(search.x, x):
-            status = (Status.NONFINITE if search.nonfinite else Status.NOT_A_MINIMUM if stationary
-                      else Status.PRECISION_LOSS)
-            break
-        nit += 1
-        step_length = float(np.linalg.norm(search.x - x))
-        x, f, g = search.x, search.f, objective.grad(search.x)
-        if monitor.record(nit, x, f, g, step=step_length, **info):
-            status = Status.CALLBACK_STOP
-    special = special or (message(status) if message is not None else None)
-    return make_result(objective, x, f, g, status, nit, monitor.history, converged,
-                       special or _LINE_SEARCH_MESSAGES.get(status))
-
-
-_LINE_SEARCH_MESSAGES = {
-    Status.PRECISION_LOSS: "Desired accuracy not reached: the line search found no lower value "
-                           "along the step (no progress at working precision)",
-}
-
-
-def _no_step(x: np.ndarray, f: float) -> LineSearchResult:
-    """The failed search that stops a run whose curvature at x is not finite (status NONFINITE)."""
-    return LineSearchResult(0.0, x, f, False, True)
-
-
-def _saddle(estimate: tuple) -> tuple[np.ndarray, float] | None:
-    """The direction and curvature to leave a first-order point along, if the leftmost-curvature
-    estimate ``(theta, u, scale)`` says it is a saddle (no estimate, ``()``: no check)."""
-    if not estimate:
-        return None
-    theta, u, scale = estimate
-    return (u, theta) if clearly_negative(theta, scale) else None
-
-
-def _escape(objective: Objective, x: np.ndarray, f: float, g: np.ndarray, direction: np.ndarray,
-            curvature: float) -> LineSearchResult:
-    """Step from a stationary point along a unit direction of negative curvature (its sign chosen
-    to go downhill), trying a step of the size of x first."""
-    direction = -direction if g @ direction > 0 else direction
-    step0 = max(1.0, float(np.linalg.norm(x)))
-    return negative_curvature_search(objective, x, direction, f, g, curvature, step0=step0)
 
 
 def _cholesky_shifted_step(hess: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -438,9 +413,9 @@ def _truncated_cg(hessp: Callable, g: np.ndarray, *, maxiter: int, shift: float 
     """
     gnorm = np.linalg.norm(g)
     tol = forcing_term(gnorm) * gnorm
-    cg = ConjugateGradient(hessp, g, shift=shift, p0=p0)
+    cg = ConjugateGradient(hessp, g, shift=shift, p0=p0, keep_segments=False)
     model_values = [cg.value]
-    while cg.iterations < maxiter and np.sqrt(cg.rr) > tol:
+    while cg.iterations < maxiter and cg.rr > tol * tol:
         segment = cg.step()
         if cg.negative_curvature:
             d, dd = segment.direction, float(segment.direction @ segment.direction)

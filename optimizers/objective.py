@@ -1,20 +1,17 @@
-"""The objective wrapper and the result/reporting parts every method shares.
+"""The objective wrapper every method evaluates through, and the statuses of a run.
 
 An :class:`Objective` wraps ``fun``/``jac``/``hess``/``hessp`` on plain arrays with evaluation
 counters and a cache of the last point, so ``f`` and ``g`` at one ``x`` are never computed twice.
 It also remembers the best finite point seen, so a run that fails still returns something useful.
+At an iterate it gives an :class:`Iterate`: x, f, g and the Hessian of x as an operator.
 """
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Callable
+from functools import cached_property
+from typing import Callable, Protocol
 
 import numpy as np
-from scipy.optimize import OptimizeResult
-
-from .history import History
-from .krylov import CURVATURE_PROBE_STEPS, dense_leftmost_curvature, leftmost_curvature
-from .stopping import GradientTest, gradient_norm
 
 
 class Status(IntEnum):
@@ -46,27 +43,24 @@ MESSAGES = {
                           "maximum)",
     Status.CALLBACK_STOP: "`callback` raised `StopIteration`",
 }
-# A first-order point whose Hessian has NaN/inf entries: the gradient test passed, but whether it
-# is a minimum cannot be checked, so it is not reported as one.
-NONFINITE_HESSIAN_AT_STATIONARY_POINT = (
-    "The gradient test passed, but the Hessian is not finite there: the second-order check is "
-    "impossible, so the point is not reported as a minimum")
 
 
-def with_gradient_norm(message: str, x: np.ndarray, f: float, g: np.ndarray,
-                       test: GradientTest) -> str:
-    """``message`` ended with the final gradient norm and the test it was held to, as in
-    "... (||g||_inf = 3.2e-04; test: max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-08, here
-    3.2e-04)."."""
-    return (f"{message.rstrip('.')} (||g||_inf = {gradient_norm(g):.1e}; "
-            f"test: {test.describe(x, f, g)}).")
+class HessianOperator(Protocol):
+    """What an ``operator(x)`` factory returns: the Hessian at x as products and a dense
+    matrix (``autodiff.hessian_operator``'s interface)."""
+
+    def matvec(self, v: np.ndarray) -> np.ndarray: ...
+
+    def to_dense(self) -> np.ndarray: ...
 
 
 class Objective:
     """Counted, cached access to f, its gradient and its Hessian at one point at a time.
 
     ``jac=True`` means ``fun`` returns ``(f, g)``, as in scipy. ``hess`` returns a dense matrix,
-    ``hessp(x, p)`` a Hessian-vector product; either can stand in for the other.
+    ``hessp(x, p)`` a Hessian-vector product; either can stand in for the other. ``operator(x)``
+    (a :class:`HessianOperator` for the point x, e.g. a recorded gradient whose products are
+    cheap) replaces both: every product and dense Hessian at x then comes from it.
 
     Raises
     ------
@@ -87,21 +81,25 @@ class Objective:
     """
 
     def __init__(self, fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
-                 hessp: Callable | None = None):
+                 hessp: Callable | None = None,
+                 operator: Callable[[np.ndarray], HessianOperator] | None = None):
         if not callable(fun):
             raise TypeError(f"fun must be callable, got {type(fun).__name__}")
         if jac is not True and not callable(jac):
             raise TypeError("jac must be a callable or True (fun returns (f, g)); "
                             "these methods need the gradient")
-        x0 = np.asarray(x0, dtype=float)
+        x0 = np.array(x0, dtype=float)   # the run's own copy: iterates are never changed in place
         if x0.ndim != 1:
             raise ValueError(f"x0 must be a 1-D array, got shape {x0.shape}")
         if not np.all(np.isfinite(x0)):
             raise ValueError("x0 contains NaN or inf")
+        if operator is not None and not callable(operator):
+            raise TypeError(f"operator must be callable, got {type(operator).__name__}")
         self._fun, self._jac, self._hess, self._hessp = fun, jac, hess, hessp
+        self._operator = operator
         self.nfev = self.njev = self.nhev = 0
-        self._fx = self._gx = self._hx = None
-        self._f = self._g = self._h = None
+        self._fx = self._gx = None
+        self._f = self._g = None
         self.best_x, self.best_f = x0.copy(), np.inf
         self.x0 = x0
         f0 = self.fun(x0)
@@ -114,12 +112,12 @@ class Objective:
 
     @property
     def has_hessian(self) -> bool:
-        """Whether ``hess`` or ``hessp`` was given."""
-        return self._hess is not None or self._hessp is not None
+        """Whether ``hess``, ``hessp`` or ``operator`` was given."""
+        return any(h is not None for h in (self._hess, self._hessp, self._operator))
 
     def fun(self, x: np.ndarray) -> float:
         """f(x), computed (and counted) only when x is not the last point asked."""
-        if self._fx is not None and np.array_equal(x, self._fx):
+        if _same(x, self._fx):
             return self._f
         if self._jac is True:
             f, g = self._fun(x)
@@ -138,7 +136,7 @@ class Objective:
 
     def grad(self, x: np.ndarray) -> np.ndarray:
         """The gradient at x, computed (and counted) only when x is not the last point asked."""
-        if self._gx is not None and np.array_equal(x, self._gx):
+        if _same(x, self._gx):
             return self._g
         if self._jac is True:
             self.fun(x)
@@ -153,85 +151,73 @@ class Objective:
             raise ValueError(f"gradient has shape {g.shape}, expected {x.shape}")
         self._gx, self._g = x.copy(), g
 
-    def hess(self, x: np.ndarray) -> np.ndarray:
-        """Dense Hessian at x (from ``hess``, or column by column from ``hessp``)."""
-        if self._hx is not None and np.array_equal(x, self._hx):
-            return self._h
-        if self._hess is not None:
+    def at(self, x: np.ndarray) -> Iterate:
+        """The iterate at x: f and g (counted unless already computed there) and the Hessian of x
+        as products and, on demand, a dense matrix."""
+        return Iterate(self, x, self.fun(x), self.grad(x))
+
+    def _products(self, x: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
+        """``v -> H(x) v``, each product counted, from the operator of x or from ``hessp``;
+        None when only the dense Hessian is at hand."""
+        if self._operator is not None:
+            product = self._operator(x).matvec
+        elif self._hessp is not None:
+            hessp = self._hessp
+            product = lambda v: np.asarray(hessp(x, v), dtype=float).reshape(-1)  # noqa: E731
+        else:
+            return None
+
+        def counted(v: np.ndarray) -> np.ndarray:
             self.nhev += 1
-            h = self._hess(x)
+            return product(v)
+        return counted
+
+    def _dense(self, x: np.ndarray) -> np.ndarray:
+        """The dense Hessian at x, symmetrized: one evaluation of ``hess`` or of the operator's
+        ``to_dense``, or n products."""
+        if self._hess is not None or self._operator is not None:
+            self.nhev += 1
+            h = self._hess(x) if self._hess is not None else self._operator(x).to_dense()
             h = h.toarray() if hasattr(h, "toarray") else np.asarray(h, dtype=float)
         elif self._hessp is not None:
-            h = np.column_stack([self.hessp(x, e) for e in np.eye(x.size)])
+            product = self._products(x)
+            h = np.column_stack([product(e) for e in np.eye(x.size)])
         else:
             raise ValueError("this method needs second derivatives: pass hess or hessp")
-        self._hx, self._h = x.copy(), 0.5 * (h + h.T)
-        return self._h
-
-    def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
-        """Hessian-vector product H(x) p (from ``hessp``, or from the dense ``hess``)."""
-        if self._hessp is not None:
-            self.nhev += 1
-            return np.asarray(self._hessp(x, p), dtype=float).reshape(-1)
-        return self.hess(x) @ p
-
-    def curvature_probe(self, dense: bool) -> Callable:
-        """The second-order check's estimate of the leftmost curvature of H(x), ``x -> (theta, u,
-        scale)``: from the dense Hessian's eigendecomposition (``dense``), or from
-        ``CURVATURE_PROBE_STEPS`` Lanczos steps with Hessian-vector products."""
-        if dense:
-            return lambda x: dense_leftmost_curvature(self.hess(x))
-        return lambda x: leftmost_curvature(lambda v: self.hessp(x, v), x.size,
-                                            CURVATURE_PROBE_STEPS)
+        return 0.5 * (h + h.T)
 
 
-def final_point(objective: Objective, x: np.ndarray, f: float, g: np.ndarray,
-                status: Status) -> tuple[np.ndarray, float, np.ndarray]:
-    """``(x, f, g)`` to report: the last iterate, or the best point seen when the run failed and
-    that is better (and finite, with a finite gradient, which is then evaluated)."""
-    if status != Status.SUCCESS and objective.best_f < f:
-        best_g = objective.grad(objective.best_x)
-        if np.all(np.isfinite(best_g)):
-            return objective.best_x, objective.best_f, best_g
-    return x, f, g
+def _same(x: np.ndarray, y: np.ndarray | None) -> bool:
+    """Whether x is the point y (elementwise, without np.array_equal's overhead)."""
+    return y is not None and x.shape == y.shape and bool((x == y).all())
 
 
-def make_result(objective: Objective, x: np.ndarray, f: float, g: np.ndarray, status: Status,
-                nit: int, history: History, test: GradientTest,
-                message: str | None = None) -> OptimizeResult:
-    """The OptimizeResult of a minimization stopped at ``x`` (see :func:`final_point`), with the
-    status's message (or ``message``, when it says more) ended by the final gradient norm and the
-    gradient ``test`` of the run."""
-    x, f, g = final_point(objective, x, f, g, status)
-    return OptimizeResult(x=x, fun=f, jac=g, nit=nit, nfev=objective.nfev, njev=objective.njev,
-                          nhev=objective.nhev, status=status, success=status == Status.SUCCESS,
-                          message=with_gradient_norm(message or MESSAGES[status], x, f, g, test),
-                          history=history)
+class Iterate:
+    """A point of a run as the methods see it: ``x``, ``f``, the gradient ``g``, and the Hessian
+    of x as products ``matvec(v)`` and as a dense matrix ``hessian``, both built on first use and
+    counted. A product goes straight to the operator of x: it never asks which x it is for.
 
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from optimizers.objective import Objective
+    >>> A = np.array([[2.0, 1.0], [1.0, 3.0]])
+    >>> objective = Objective(lambda x: 0.5 * x @ A @ x, np.array([1.0, 0.0]), lambda x: A @ x,
+    ...                       hessp=lambda x, p: A @ p)
+    >>> point = objective.at(np.array([1.0, 0.0]))
+    >>> point.f, point.g, point.matvec(np.array([0.0, 1.0])), objective.counts()
+    (1.0, array([2., 1.]), array([1., 3.]), {'nfev': 1, 'njev': 1, 'nhev': 1})
+    """
 
-class Monitor:
-    """Per-iteration bookkeeping: the history (with the evaluation ``counts()`` so far at each
-    record, and the iterates unless ``keep_iterates`` is False), the optional iteration table and
-    the user callback."""
+    def __init__(self, objective: Objective, x: np.ndarray, f: float, g: np.ndarray):
+        self._objective = objective
+        self.x, self.f, self.g = x, f, g
 
-    def __init__(self, counts: Callable[[], dict], callback: Callable | None = None,
-                 disp: bool = False, keep_iterates: bool = True):
-        self.counts, self.callback, self.disp = counts, callback, disp
-        self.history = History(keep_iterates)
+    @cached_property
+    def matvec(self) -> Callable[[np.ndarray], np.ndarray]:
+        # products with a dense Hessian are not evaluations: not counted
+        return self._objective._products(self.x) or self.hessian.__matmul__
 
-    def record(self, nit: int, x: np.ndarray, f: float, g: np.ndarray, **extra) -> bool:
-        """Log one iteration; returns True when the callback asks the run to stop."""
-        entry = {"nit": nit, "f": f, "gnorm": gradient_norm(g), **extra}
-        self.history.append(entry, self.counts(), x)
-        if self.disp:
-            if nit == 0:
-                print(" ".join(f"{k:>12}" for k in entry))
-            print(" ".join(f"{v:>12.5g}" if isinstance(v, float) else f"{v:>12}"
-                           for v in entry.values()))
-        if self.callback is None:
-            return False
-        try:
-            self.callback(OptimizeResult(x=x.copy(), fun=f, jac=g.copy(), nit=nit))
-        except StopIteration:
-            return True
-        return False
+    @cached_property
+    def hessian(self) -> np.ndarray:
+        return self._objective._dense(self.x)

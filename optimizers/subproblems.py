@@ -273,7 +273,7 @@ class SteihaugCG:
         estimate, origin = leftmost_curvature(hessp, n, n), np.zeros(n)
         if estimate is not None and negative_curvature(estimate[0], estimate[2],
                                                        ESCAPE_CURVATURE_MARGIN):
-            self._path.append(CGStep(origin, estimate[1], 0.0, 0.0, estimate[0], np.inf, np.inf))
+            self._path.append(CGStep(origin, estimate[1], 0.0, 0.0, estimate[0], np.inf, None))
         self._end = (origin, 0.0)
 
     def _segments(self):
@@ -341,16 +341,73 @@ class _LanczosSubproblem:
             lanczos.extend()
 
 
+class _NewtonPoint:
+    """The Newton point ``h_k = -||g|| T_k^{-1} e_1`` of the Lanczos tridiagonal T_k as the space
+    grows, followed without solving: T_k = L_k D_k L_k^T grows by one pivot, and h_k = h_{k-1} +
+    z_k w_k, w_k the last column of L_k^{-T}, so ``last`` (h_k's last entry, z_k) and ``norm2``
+    (||h_k||^2) follow from O(1) recurrences, as the norms of CG iterates do (Steihaug 1983; CGT
+    §7.5.1). ``positive`` turns False for good at the first pivot that is not positive (T_k not
+    positive definite)."""
+
+    def __init__(self, gnorm: float):
+        self.gnorm, self.size, self.positive = gnorm, 0, True
+        self.pivot = self.y = self.last = self.norm2 = 0.0
+        self.s, self.w2 = 0.0, 1.0    # h_{k-1}^T w_k and ||w_k||^2
+
+    def grow(self, alpha: float, beta: float) -> None:
+        """Add the step ``alpha_{k+1}`` with coupling ``beta_k`` to the last one."""
+        if self.size == 0:
+            pivot, y = alpha, -self.gnorm
+        else:
+            ell = beta / self.pivot
+            pivot, y = alpha - ell * beta, -ell * self.y
+            self.s = -ell * (self.s + self.last * self.w2)
+            self.w2 = ell * ell * self.w2 + 1.0
+        self.positive = self.positive and pivot > 0
+        self.pivot, self.y, self.size = pivot, y, self.size + 1
+        self.last = y / pivot
+        self.norm2 += self.last * (2.0 * self.s + self.last * self.w2)
+
+
 class LanczosGLTR(_LanczosSubproblem):
     """Generalized Lanczos trust-region method (GLTR; Gould, Lucidi, Roma & Toint 1999).
 
-    Lanczos tridiagonalization with Hessian-vector products and, at every step, the exact
-    trust-region subproblem on the tridiagonal (Moré-Sorensen with the hard case, see
-    :func:`solve_secular`). Handles indefinite H; memory is the O(n k) Lanczos basis. A smaller
-    radius is first re-solved in the existing Krylov space, without new products.
+    Lanczos tridiagonalization with Hessian-vector products and the exact trust-region
+    subproblem on the tridiagonal (Moré-Sorensen with the hard case, see :func:`solve_secular`).
+    While T_k is positive definite and its Newton point lies inside the region, that point is
+    the solution and is followed by recurrences (:class:`_NewtonPoint`), as GLTR's conjugate
+    gradient phase does; the tridiagonal subproblem is solved once the point is accurate, or at
+    every step once the boundary is reached. Handles indefinite H; memory is the O(n k) Lanczos
+    basis. A smaller radius is first re-solved in the existing Krylov space, without new products.
     """
 
+    def __init__(self, g: np.ndarray, hessp: Callable, rtol: float | None = None,
+                 maxiter: int | None = None, seed: int = 0):
+        super().__init__(g, hessp, rtol, maxiter, seed)
+        self._newton = _NewtonPoint(self.gnorm) if self.gnorm > 0 else None
+
+    def _grow_inside(self, radius: float) -> None:
+        """Extend the Krylov space while T_k's Newton point lies inside the region and is not
+        accurate yet (where the tridiagonal subproblem would give that point and ask for a
+        larger space)."""
+        lanczos, newton = self.lanczos, self._newton
+        if newton is None:
+            return
+        while True:
+            if lanczos.size == 0:
+                lanczos.extend()
+            while newton.size < lanczos.size:
+                newton.grow(*lanczos.coefficients(newton.size))
+            if not (newton.positive and newton.norm2 <= radius * radius):
+                self._newton = None   # past the boundary or not positive definite: for good
+                return
+            accurate = lanczos.next_beta * abs(newton.last) <= self._forcing * self.gnorm
+            if accurate or lanczos.exhausted or lanczos.size >= self._maxiter:
+                return
+            lanczos.extend()
+
     def solve(self, radius: float) -> SubproblemSolution:
+        self._grow_inside(radius)
         h, lam, hth = self._solve_small(radius=radius)
         decrease = -(self.gnorm * h[0] + 0.5 * hth)
         return SubproblemSolution(self.lanczos.combine(h), decrease, lam > 0)

@@ -1,9 +1,10 @@
 """Trust-region methods: one outer loop, four subproblem solvers.
 
-The loop is Nocedal & Wright's Algorithm 4.1 with a pluggable model: at each iterate a subproblem
-solver from :mod:`optimizers.subproblems` is built once and asked for a step for the current
-radius; the reduction ratio rho decides acceptance and the new radius. The same loop runs the
-adaptive cubic regularization of :mod:`optimizers.arc`, with ``sigma`` in place of the radius.
+The step (:class:`TrustRegion`, run by the loop of :mod:`optimizers.loop`) is Nocedal & Wright's
+Algorithm 4.1 with a pluggable model: at each iterate a subproblem solver from
+:mod:`optimizers.subproblems` is built once and asked for a step for the current radius; the
+reduction ratio rho decides acceptance and the new radius. The same step runs the adaptive cubic
+regularization of :mod:`optimizers.arc`, with ``sigma`` in place of the radius.
 
 Compared with scipy's trust-region methods: the radius shrinks to a fraction of the rejected step
 found by interpolating f along it, grows only when a good step hit the boundary, has no small cap
@@ -22,16 +23,17 @@ search technique for Newton's method", SIAM J. Numer. Anal. 23 (1986) (nonmonoto
 """
 from __future__ import annotations
 
+import math
 from collections import deque
-from typing import Callable
+from typing import Callable, Protocol
 
 import numpy as np
 from scipy.optimize import OptimizeResult
 
-from .krylov import EPS, clearly_negative
-from .objective import (NONFINITE_HESSIAN_AT_STATIONARY_POINT, Monitor, Objective, Status,
-                        make_result)
-from .stopping import GradientTest, noise
+from .krylov import EPS, norm
+from .loop import Saddle, Step, Stop, Trial, curvature_check, run
+from .objective import HessianOperator, Iterate, Objective, Status
+from .stopping import noise
 from .subproblems import Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, SubproblemSolution
 
 # Default memory of the nonmonotone Krylov methods: on the MGH set 10 saves a quarter of the
@@ -76,11 +78,25 @@ def reduction_ratio(f: float, f_trial: float, decrease: float) -> float:
     return (f - f_trial + noise(f)) / (decrease + noise(f))
 
 
-def trust_region_loop(objective: Objective, make_model: Callable, control, *,
-                      curvature: Callable | None, gtol: float | None, maxiter: int, eta: float,
-                      callback: Callable | None, disp: bool, memory: int = 1,
-                      keep_iterates: bool = True) -> OptimizeResult:
-    """The outer loop (N&W Alg. 4.1) shared by the trust-region methods and ARC.
+class Control(Protocol):
+    """The quantity that bounds the model's steps, updated from the reduction ratio: the trust
+    radius (:class:`RadiusControl`) or the cubic weight sigma
+    (:class:`~optimizers.arc.SigmaControl`). ``name`` is its history column."""
+
+    name: str
+    value: float
+
+    def update(self, rho: float, step: SubproblemSolution, step_norm: float,
+               backtrack: float) -> None: ...
+
+
+class TrustRegion(Step):
+    """One trial of a trust-region method (N&W Alg. 4.1), or of ARC with sigma for the radius.
+
+    ``make_solver(g, H)`` builds the subproblem solver at an accepted point (H the dense
+    ``point.hessian`` when ``dense``, else the products ``point.matvec``), once per point: a
+    rejected step shrinks the radius and asks the same solver again. ``control`` holds the radius
+    (or sigma) and updates it from rho.
 
     With ``memory > 1`` the reduction ratio is nonmonotone (Toint 1997): the actual decrease from
     the reference f_r = max of the last ``memory`` accepted values over the predicted decrease plus
@@ -88,68 +104,59 @@ def trust_region_loop(objective: Objective, make_model: Callable, control, *,
     (GLL 1986). In the narrow curved valleys of badly scaled problems (Meyer, penalty II, Biggs
     EXP6) the radius then follows the valley instead of collapsing to steps that zigzag across it.
 
-    At a first-order point with clearly negative curvature (a saddle) the model is built without
-    its linear term, so every solver steps along negative curvature; the step is turned downhill.
-    ``make_model(x, g)`` builds the subproblem solver at an accepted point; ``control`` holds the
-    radius (or sigma) and updates it from rho; ``curvature(x)`` estimates the leftmost Hessian
-    eigenpair and a scale, ``(theta, u, scale)``, for the second-order check (None: no check).
+    At a saddle the model is built without its linear term, so every solver steps along negative
+    curvature; the step is turned downhill.
     """
-    x = objective.x0
-    f, g = objective.fun(x), objective.grad(x)
-    if not np.all(np.isfinite(g)):
-        raise ValueError("the gradient is not finite at x0")
-    monitor = Monitor(objective.counts, callback, disp, keep_iterates)
-    converged = GradientTest(gtol)
-    model, finite_trial, nit, message = None, True, 0, None
-    accepted_values = deque([f], maxlen=memory)
 
-    def record(step_norm: float, rho: float) -> bool:
-        return monitor.record(nit, x, f, g, **{control.name: control.value}, step=step_norm,
-                              rho=rho)
+    zero_maxiter_is_default = True
 
-    if record(0.0, np.nan):
-        status, saddle = Status.CALLBACK_STOP, False
-    else:
-        status, saddle = _stationarity(x, f, g, converged, curvature)
-    while status is None:
-        if nit == maxiter:
-            status = Status.MAXITER
-            break
-        model = model or make_model(x, np.zeros_like(g) if saddle else g)
-        step = model.solve(control.value)
+    def __init__(self, objective: Objective, make_solver: Callable, control: Control, *,
+                 dense: bool, eta: float, memory: int = 1):
+        self.objective, self.make_solver, self.control = objective, make_solver, control
+        self.dense, self.eta, self.memory = dense, eta, memory
+        self.model, self.finite_trial = None, True
+        self.accepted_values: deque = deque(maxlen=memory)
+
+    def default_maxiter(self, n: int) -> int:
+        return default_maxiter(n)
+
+    def start(self, point: Iterate) -> dict:
+        self.accepted_values.append(point.f)
+        return {self.control.name: self.control.value, "step": 0.0, "rho": np.nan}
+
+    def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
+        x, f, g, control = point.x, point.f, point.g, self.control
+        if self.model is None:
+            self.model = self.make_solver(np.zeros_like(g) if saddle else g,
+                                          point.hessian if self.dense else point.matvec)
+        step = self.model.solve(control.value)
         if saddle:
             step = _downhill(step, g)
         step_norm = float(np.linalg.norm(step.p))
         if not (np.isfinite(step_norm) and np.isfinite(step.decrease)):  # H(x) is not finite
-            status, message = Status.NONFINITE, _NONFINITE_STEP
-            break
-        if _negligible(step.p, x):
+            return Stop(Status.NONFINITE, _NONFINITE_STEP)
+        if _negligible(step.p, step_norm, x):
             # the radius (or 1/sigma) collapsed: say why no step can be taken
-            status = (Status.NONFINITE if not finite_trial
+            status = (Status.NONFINITE if not self.finite_trial
                       else Status.NOT_A_MINIMUM if saddle else Status.PRECISION_LOSS)
-            message = _COLLAPSED.get(status, "").format(name=control.name, value=control.value)
-            break
-        nit += 1
+            message = _COLLAPSED.get(status)
+            return Stop(status, message and message.format(name=control.name, value=control.value))
         x_trial = x + step.p
-        f_trial = objective.fun(x_trial)
-        reference = max(accepted_values)
+        f_trial = self.objective.fun(x_trial)
+        reference = max(self.accepted_values)
         rho = reduction_ratio(reference, f_trial, step.decrease + (reference - f))
-        g_trial = objective.grad(x_trial) if rho > eta else None
-        finite_trial = bool(np.isfinite(f_trial) and (g_trial is None
-                                                      or np.all(np.isfinite(g_trial))))
-        accepted = rho > eta and _acceptable(f, reference, f_trial, step.decrease, g, g_trial)
+        g_trial = self.objective.grad(x_trial) if rho > self.eta else None
+        self.finite_trial = bool(np.isfinite(f_trial) and (g_trial is None
+                                                           or np.all(np.isfinite(g_trial))))
+        accepted = rho > self.eta and _acceptable(f, reference, f_trial, step.decrease, g, g_trial)
         control.update(rho if accepted else -np.inf, step, step_norm,
                        backtrack_fraction(f, f_trial, g @ step.p))
-        if accepted:
-            x, f, g, model = x_trial, f_trial, objective.grad(x_trial), None
-            accepted_values.append(f)
-        if record(step_norm, rho):
-            status = Status.CALLBACK_STOP
-        elif accepted:
-            status, saddle = _stationarity(x, f, g, converged, curvature)
-    if status == Status.NONFINITE and message is None:   # only _stationarity says so
-        message = NONFINITE_HESSIAN_AT_STATIONARY_POINT
-    return make_result(objective, x, f, g, status, nit, monitor.history, converged, message or None)
+        fields = {control.name: control.value, "step": step_norm, "rho": rho}
+        if not accepted:
+            return Trial(None, f, fields)
+        self.model = None
+        self.accepted_values.append(f_trial)
+        return Trial(x_trial, f_trial, fields)
 
 
 _NONFINITE_STEP = ("The Hessian is not finite at the last iterate: no step can be computed; "
@@ -180,34 +187,15 @@ def _acceptable(f: float, reference: float, f_trial: float, decrease: float, g: 
             f_trial <= f + tolerance and np.linalg.norm(g_trial) < np.linalg.norm(g)))
 
 
-def _negligible(p: np.ndarray, x: np.ndarray) -> bool:
-    """The step changes no component of x beyond rounding (zero components: beyond eps^2 ||x||)."""
-    floor = EPS * max(1.0, float(np.linalg.norm(x)))
+def _negligible(p: np.ndarray, p_norm: float, x: np.ndarray) -> bool:
+    """The step changes no component of x beyond rounding (zero components: beyond eps^2 ||x||).
+    Componentwise that implies ``||p|| <= eps (||x|| + sqrt(n) floor)``, so a longer step is
+    answered by one norm."""
+    x_norm = norm(x)
+    floor = EPS * max(1.0, x_norm)
+    if p_norm > EPS * (x_norm + math.sqrt(x.size) * floor):
+        return False
     return bool(np.all(np.abs(p) <= EPS * (np.abs(x) + floor)))
-
-
-def _stationarity(x, f, g, converged: GradientTest, curvature) -> tuple[Status | None, bool]:
-    """(SUCCESS, False) at a first-order point without clearly negative curvature; (None, True)
-    at a first-order point with it (a saddle to leave); (NONFINITE, False) at a first-order point
-    where the Hessian is not finite (no second-order check is possible); (None, False) otherwise."""
-    if not converged(x, f, g):
-        return None, False
-    if curvature is not None:
-        estimate = curvature(x)
-        if estimate is None:   # the Hessian is not finite: no second-order check is possible
-            return Status.NONFINITE, False
-        theta, _, scale = estimate
-        if clearly_negative(theta, scale):
-            return None, True
-    return Status.SUCCESS, False
-
-
-def model_builder(objective: Objective, make_solver: Callable, dense: bool) -> Callable:
-    """``make_model(x, g)`` for a subproblem solver that takes the dense Hessian (``dense``) or
-    Hessian-vector products."""
-    if dense:
-        return lambda x, g: make_solver(g, objective.hess(x))
-    return lambda x, g: make_solver(g, lambda v: objective.hessp(x, v))
 
 
 def default_maxiter(n: int) -> int:
@@ -216,28 +204,28 @@ def default_maxiter(n: int) -> int:
     return max(1000, 200 * n)
 
 
-def _minimize(make_solver: Callable, dense: bool, fun, x0, jac, hess, hessp, callback, gtol,
-              maxiter, disp, initial_trust_radius, max_trust_radius, eta, check_second_order,
-              keep_iterates, nonmonotone=1) -> OptimizeResult:
-    """The trust-region methods, each with its subproblem solver and its public options in the
-    order of their signatures."""
+def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Callable | bool,
+              hess: Callable | None, hessp: Callable | None, callback: Callable | None,
+              operator: Callable | None, gtol: float | None, maxiter: int | None,
+              disp: bool, initial_trust_radius: float | None, max_trust_radius: float | None,
+              eta: float, check_second_order: bool, keep_iterates: bool,
+              nonmonotone: int = 1) -> OptimizeResult:
+    """A trust-region method with the subproblem solver ``make_solver(g, H)`` (H dense or as
+    products, after ``dense``)."""
     for name, value in [("initial_trust_radius", initial_trust_radius),
                         ("max_trust_radius", max_trust_radius), ("nonmonotone", nonmonotone)]:
         if value is not None and not value > 0:
             raise ValueError(f"{name} must be positive, got {value}")
-    objective = Objective(fun, x0, jac, hess, hessp)
+    objective = Objective(fun, x0, jac, hess, hessp, operator)
     if not objective.has_hessian:
         raise ValueError("trust-region methods need second derivatives: pass hess or hessp")
     x0, g0 = objective.x0, objective.grad(objective.x0)
     xscale = max(1.0, float(np.linalg.norm(x0)))
     radius = initial_trust_radius or min(float(np.linalg.norm(g0)), xscale) or 1.0
     control = RadiusControl(radius, max_trust_radius or 1e10 * xscale)
-    make_model = model_builder(objective, make_solver, dense)
-    curvature = objective.curvature_probe(dense) if check_second_order else None
-    return trust_region_loop(objective, make_model, control, curvature=curvature, gtol=gtol,
-                             maxiter=maxiter or default_maxiter(x0.size), eta=eta,
-                             callback=callback, disp=disp, memory=int(nonmonotone),
-                             keep_iterates=keep_iterates)
+    step = TrustRegion(objective, make_solver, control, dense=dense, eta=eta, memory=int(nonmonotone))
+    return run(objective, step, probe=curvature_check(check_second_order, dense), gtol=gtol,
+               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates)
 
 
 _OPTIONS_DOC = """
@@ -248,6 +236,9 @@ _OPTIONS_DOC = """
         ``(f, g)``), dense Hessian ``hess(x)`` and/or product ``hessp(x, p)``.
     callback
         ``callback(intermediate_result)`` after each iteration; raise StopIteration to stop.
+    operator
+        ``operator(x)``: the Hessian at x as an object with ``matvec`` and ``to_dense`` (as
+        ``autodiff.hessian_operator``); replaces ``hess`` and ``hessp``.
     gtol
         Stop when ``||g||_inf <= gtol`` (and, with ``check_second_order``, no clearly negative
         curvature is found there); default None: the relative gradient
@@ -308,6 +299,7 @@ def _documented(check: str, memory: int = 1, dense: bool = False):
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
 def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                        hessp: Callable | None = None, callback: Callable | None = None, *,
+                       operator: Callable[[np.ndarray], HessianOperator] | None = None,
                        gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                        initial_trust_radius: float | None = None,
                        max_trust_radius: float | None = None, eta: float = 0.15,
@@ -317,14 +309,13 @@ def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
 
     Uses only Hessian-vector products (``hessp``, or products with ``hess``).
     """
-    return _minimize(SteihaugCG, False, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
-                     initial_trust_radius, max_trust_radius, eta, check_second_order,
-                     keep_iterates, nonmonotone)
+    return _minimize(SteihaugCG, dense=False, **locals())   # every parameter, by name
 
 
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
 def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                           hessp: Callable | None = None, callback: Callable | None = None, *,
+                          operator: Callable[[np.ndarray], HessianOperator] | None = None,
                           gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                           initial_trust_radius: float | None = None,
                           max_trust_radius: float | None = None, eta: float = 0.15,
@@ -335,14 +326,13 @@ def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callabl
     Lanczos with Hessian-vector products only; solves the subproblem nearly exactly in the Krylov
     space, so it handles indefinite Hessians well.
     """
-    return _minimize(LanczosGLTR, False, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
-                     initial_trust_radius, max_trust_radius, eta, check_second_order,
-                     keep_iterates, nonmonotone)
+    return _minimize(LanczosGLTR, dense=False, **locals())   # every parameter, by name
 
 
 @_documented("eigenvalues of the dense Hessian", dense=True)
 def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                          hessp: Callable | None = None, callback: Callable | None = None, *,
+                         operator: Callable[[np.ndarray], HessianOperator] | None = None,
                          gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                          initial_trust_radius: float | None = None,
                          max_trust_radius: float | None = None, eta: float = 0.15,
@@ -352,14 +342,13 @@ def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable
 
     Needs the dense Hessian (``hess``; built from ``hessp`` column by column otherwise).
     """
-    return _minimize(MoreSorensen, True, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
-                     initial_trust_radius, max_trust_radius, eta, check_second_order,
-                     keep_iterates)
+    return _minimize(MoreSorensen, dense=True, **locals())   # every parameter, by name
 
 
 @_documented("eigenvalues of the dense Hessian", dense=True)
 def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                     hessp: Callable | None = None, callback: Callable | None = None, *,
+                    operator: Callable[[np.ndarray], HessianOperator] | None = None,
                     gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                     initial_trust_radius: float | None = None,
                     max_trust_radius: float | None = None, eta: float = 0.15,
@@ -370,6 +359,4 @@ def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
     Needs the dense Hessian. Where it is not positive definite the step is the better of the
     Cauchy point and the negative-curvature eigenpoint (see :class:`subproblems.Dogleg`).
     """
-    return _minimize(Dogleg, True, fun, x0, jac, hess, hessp, callback, gtol, maxiter, disp,
-                     initial_trust_radius, max_trust_radius, eta, check_second_order,
-                     keep_iterates)
+    return _minimize(Dogleg, dense=True, **locals())   # every parameter, by name

@@ -48,6 +48,14 @@ def test_every_method_finds_the_rosenbrock_minimum(method):
     assert result.history[-1]["f"] == pytest.approx(result.fun)
 
 
+@pytest.mark.parametrize("method", METHODS + ["adam", "gd"])
+def test_started_at_a_minimizer_where_the_hessian_vanishes_every_method_stays(method):
+    """sum((x - 1)^4) at ones: g = 0 and H = 0 (exact, from autodiff), a non-strict minimum."""
+    result = hessopt.minimize(lambda x: np.sum((x - 1.0) ** 4), np.ones(4), method=method)
+    assert result.status == 0 and result.success and result.nit == 0
+    np.testing.assert_array_equal(result.x, np.ones(4))
+
+
 @pytest.mark.parametrize("method", ["newton-cg", "trust-ncg"])
 def test_the_default_call_is_honest_where_scipys_test_is_not(method):
     """Watson, n = 9 (minimum 1.39976e-6): scipy's ||g||_inf <= 1e-5, asked for with ``tol`` or

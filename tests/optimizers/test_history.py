@@ -79,6 +79,16 @@ def test_columns_are_read_only_and_iterates_are_copied():
         history["f"][0] = 0.0
 
 
+def test_an_iterate_appended_without_copy_is_kept_as_it_is():
+    history = History()
+    x = np.array([1.0, 2.0])
+    history.append({"f": 1.0}, {"nfev": 1}, x, copy=False)
+    x[0] = 99.0   # the caller promised not to do this: the record shows it
+    assert history["x"][0, 0] == 99.0
+    history.append({"f": 1.0}, {"nfev": 1}, [3, 4], copy=False)   # a list is still converted
+    np.testing.assert_array_equal(history["x"][1], [3.0, 4.0])
+
+
 def test_bad_index_is_a_type_error():
     with pytest.raises(TypeError, match="column name, an integer or a slice"):
         three_records()[1.5]

@@ -136,6 +136,19 @@ def test_cg_solves_a_positive_definite_system_in_n_steps(shift):
     assert cg.iterations == 7 and not cg.negative_curvature
 
 
+def test_cg_without_kept_segments_updates_in_place_with_the_same_iterates():
+    H, g = symmetric(12, seed=9, definite=True)
+    kept, live = (ConjugateGradient(lambda v: H @ v, g, keep_segments=keep) for keep in (True, False))
+    segments = [kept.step() for _ in range(6)]
+    for _ in range(6):
+        live.step()
+    np.testing.assert_array_equal(live.p, kept.p)    # bit for bit
+    np.testing.assert_array_equal(live.d, kept.d)
+    for a, b in zip(segments, segments[1:]):         # kept segments still chain up
+        assert b.start is a.end
+        np.testing.assert_allclose(a.start + a.length * a.direction, b.start)
+
+
 def test_cg_decreases_the_model_at_every_step():
     H, g = symmetric(20, seed=7, definite=True)
     cg = ConjugateGradient(lambda v: H @ v, g)

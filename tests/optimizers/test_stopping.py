@@ -81,6 +81,27 @@ def test_default_success_means_the_relative_gradient_is_below_1e_8(method):
 
 # --- honest statuses -----------------------------------------------------------------------------
 
+FLAT = {   # first-order points where the Hessian vanishes: (non-strict) minima
+    "quartic at its minimizer": (lambda x: np.sum((x - 1) ** 4), lambda x: 4 * (x - 1) ** 3,
+                                 lambda x: np.diag(12 * (x - 1) ** 2), np.ones(3)),
+    "constant": (lambda x: 3.0, np.zeros_like, lambda x: np.zeros((x.size, x.size)),
+                 np.array([0.5, -2.0, 1.0])),
+}
+
+
+@pytest.mark.parametrize("method", sorted(SECOND_ORDER) + ["gd", "adam"])
+@pytest.mark.parametrize("flat", sorted(FLAT))
+@pytest.mark.parametrize("second", ["hess", "hessp"])
+def test_a_vanishing_hessian_at_a_first_order_point_is_a_minimum(method, flat, second):
+    """Zero curvature is not negative curvature: the run stops at x0 with success (the
+    second-order check took H = 0 for a saddle, 0 <= -c * 0, and ended with status 5)."""
+    fun, jac, hess, x0 = FLAT[flat]
+    derivative = hess if second == "hess" else lambda x, p: hess(x) @ p
+    minimize = SECOND_ORDER.get(method) or getattr(optimizers, f"minimize_{method}")
+    result = minimize(fun, x0.copy(), jac, **{second: derivative})
+    assert result.status == Status.SUCCESS and result.success and result.nit == 0
+    np.testing.assert_array_equal(result.x, x0)
+
 @pytest.mark.parametrize("method", sorted(SECOND_ORDER))
 def test_maxiter_is_not_success_and_says_the_gradient_norm(method):
     result = SECOND_ORDER[method](rosen, [-1.2, 1.0], rosen_der, hess=rosen_hess, maxiter=3)

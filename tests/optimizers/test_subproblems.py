@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from optimizers.krylov import leftmost_curvature
+from optimizers.krylov import Lanczos, leftmost_curvature
 from optimizers.subproblems import (Dogleg, LanczosCubic, LanczosGLTR, MoreSorensen, SteihaugCG,
-                                    boundary_steps)
+                                    _NewtonPoint, boundary_steps)
 
 
 def model(H, g, p):
@@ -149,8 +149,9 @@ def test_zero_gradient_follows_negative_curvature_to_the_boundary(make):
 @pytest.mark.parametrize("make", [
     lambda g, H: SteihaugCG(g, lambda v: H @ v), lambda g, H: LanczosGLTR(g, lambda v: H @ v),
     MoreSorensen, Dogleg])
-def test_zero_gradient_and_positive_semidefinite_hessian_gives_no_step(make):
-    step = make(np.zeros(3), np.diag([2.0, 0.0, 1.0])).solve(1.0)
+@pytest.mark.parametrize("H", [np.diag([2.0, 0.0, 1.0]), np.zeros((3, 3))], ids=["psd", "zero"])
+def test_zero_gradient_and_positive_semidefinite_hessian_gives_no_step(make, H):
+    step = make(np.zeros(3), H).solve(1.0)
     assert np.all(step.p == 0) and step.decrease == 0
 
 
@@ -196,6 +197,29 @@ def test_gltr_reuses_its_krylov_space_for_a_smaller_radius():
     assert len(products) <= g.size and used <= g.size
     best = model(H, g, trs_reference(H, g, radius / 10))
     assert model(H, g, smaller.p) == pytest.approx(best, rel=1e-8, abs=1e-12)
+
+
+@pytest.mark.parametrize("definite", [True, False])
+def test_newton_point_recurrences_match_the_solution_of_the_tridiagonal(definite):
+    """h_k = -||g|| T_k^{-1} e_1 at every k: its last entry and norm from the recurrences equal
+    those of a dense solve; positive definiteness is lost exactly where T_k's is (for good: the
+    leftmost Ritz value only falls as the space grows)."""
+    rng = np.random.default_rng(11)
+    Q = np.linalg.qr(rng.standard_normal((9, 9)))[0]
+    H = Q @ np.diag(np.linspace(0.5 if definite else -0.5, 4.0, 9)) @ Q.T
+    g = rng.standard_normal(9)
+    lanczos = Lanczos(lambda v: H @ v, g).run(9)
+    point = _NewtonPoint(np.linalg.norm(g))
+    for k in range(lanczos.size):
+        point.grow(*lanczos.coefficients(k))
+        beta = lanczos.beta[:k]
+        T = np.diag(lanczos.alpha[:k + 1]) + np.diag(beta, 1) + np.diag(beta, -1)
+        assert point.positive == (np.linalg.eigvalsh(T)[0] > 0)
+        if point.positive:
+            h = np.linalg.solve(T, -np.linalg.norm(g) * np.eye(k + 1)[0])
+            assert point.last == pytest.approx(h[-1], rel=1e-10)
+            assert point.norm2 == pytest.approx(h @ h, rel=1e-10)
+    assert point.positive == definite
 
 
 def cubic(H, g, sigma, p):
