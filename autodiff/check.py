@@ -6,7 +6,7 @@ from typing import Callable
 import numpy as np
 
 from .core import Tensor, constant
-from .functional import grad, hessian
+from .transforms import grad, hessian
 
 
 def _scalar(f: Callable, weights_seed: int = 0) -> Callable:

@@ -18,13 +18,25 @@ _next_id = itertools.count().__next__
 
 
 class _State(threading.local):
-    """Per-thread engine state: the recording tapes, active forward accumulators, and the traces of
-    ``autodiff.function`` in progress (each has a ``tape`` and a ``read(tensor, how)`` method)."""
+    """Per-thread engine state: the recording tapes, the active forward accumulators, and the
+    observers (the traces of ``autodiff.jit`` in progress).
+
+    An observer sees the engine run without taking part in differentiation: pausing does not
+    pause it, and it does not count as tracking a Tensor. It has three methods:
+
+    - ``record(prim, args, raw, kwargs, out, parents)``: every op on Tensors (the record format of
+      ``GradientTape.record``), and every op with no derivative that a rule or ``nondiff`` applies
+      to Tensors (so that a replay recomputes a mask);
+    - ``read(tensor, how)``: a Tensor's value was read to compute with outside the engine (``how``:
+      "bool", "numpy", "item", "float", "int", "value", ...);
+    - ``raw_sweep(active)``: a reverse sweep that eager code runs on raw arrays (no tape records it)
+      starts (True) or ends (False); it runs on Tensors here so that the observer sees its ops.
+    """
 
     def __init__(self):
         self.tapes = []
         self.accumulators = []
-        self.traces = []
+        self.observers = []
 
 
 state = _State()
@@ -56,8 +68,8 @@ class paused:
 
 def _without(active: list, which) -> list:
     """A new list of the recorders of ``active`` that ``which`` (True: all) does not pause."""
-    if which is True:  # a trace's tape records everything, paused or not (see autodiff.function)
-        return [tape for tape in active if getattr(tape, "records_paused", False)]
+    if which is True:
+        return []
     kept = active[:]
     for recorder in which:
         if recorder in kept:
@@ -97,7 +109,7 @@ class Tensor:
     # Tensor that is being differentiated: its gradient would be lost without a word.
     def numpy(self) -> np.ndarray:
         """The value as an ndarray: leaves the engine on purpose (no gradient flows through it)."""
-        if state.traces:
+        if state.observers:
             note_read(self, "numpy")
         return np.asarray(self._value)
 
@@ -113,7 +125,7 @@ class Tensor:
     size = property(lambda self: self._value.size)
 
     def item(self):
-        if state.traces:
+        if state.observers:
             note_read(self, "item")
         return np.asarray(self._value).item()
 
@@ -134,7 +146,7 @@ class Tensor:
         return np.asarray(self._value).__index__()
 
     def __bool__(self):  # control flow on a value (``if x > 0``) is fine: a branch has no gradient
-        if state.traces:  # but a trace must check the branch when it replays (autodiff.function)
+        if state.observers:  # but a trace must check the branch when it replays (autodiff.jit)
             note_read(self, "bool")
         return bool(self._value)
 
@@ -214,14 +226,14 @@ class Variable(Tensor):
 
 def trackers(t: Tensor) -> list:
     """The recording tapes that watch ``t`` and the active accumulators that carry its tangent."""
-    return [tape for tape in state.tapes if t._id in tape._watched] + \
+    return [tape for tape in state.tapes if tape.watches(t)] + \
         [accumulator for accumulator in state.accumulators if accumulator.watches((t,))]
 
 
 def tracked(t: Tensor) -> bool:
     """Whether an active tape or accumulator tracks ``t`` (see ``trackers``); a trainable Variable
     also counts while a recording tape watches the variables it reads."""
-    if isinstance(t, Variable) and t.trainable and any(tape._watch_accessed for tape in state.tapes):
+    if isinstance(t, Variable) and t.trainable and any(tape.watches_reads for tape in state.tapes):
         return True
     return bool(trackers(t))
 
@@ -229,9 +241,9 @@ def tracked(t: Tensor) -> bool:
 def _check_untracked(t: Tensor, conversion: str) -> None:
     """Refuse to turn a tracked Tensor into a plain value implicitly (as JAX and PyTorch refuse).
 
-    A trace of ``autodiff.function`` is told instead (it refuses float reads itself) when only its
-    own tape tracks ``t``."""
-    if (state.tapes or state.accumulators) and (_tracked_outside_traces(t) if state.traces else tracked(t)):
+    Observers (traces) are told of the read instead: they decide themselves (a trace refuses a
+    float read)."""
+    if (state.tapes or state.accumulators) and tracked(t):
         raise TypeError(
             f"autodiff: {conversion}() would turn a Tensor that a GradientTape or ForwardAccumulator "
             "is tracking into a plain value, losing its gradient without a word. NumPy does this too "
@@ -239,15 +251,8 @@ def _check_untracked(t: Tensor, conversion: str) -> None:
             "To build an array from Tensors and keep the gradient, use np.stack([...]), "
             "np.concatenate or autodiff.numpy.array([...]); to leave the engine on purpose, use "
             "t.numpy() (or t.item()) for the value, or autodiff.stop_gradient(t).")
-    if state.traces:
+    if state.observers:
         note_read(t, conversion)
-
-
-def _tracked_outside_traces(t: Tensor) -> bool:
-    """``tracked(t)``, not counting the tapes of traces in progress."""
-    with paused(tapes=[tape for tape in state.tapes if getattr(tape, "records_paused", False)],
-                accumulators=False):
-        return tracked(t)
 
 
 def _as_float_array(value, dtype=None) -> np.ndarray:
@@ -295,32 +300,30 @@ def value_of(x):
 def concrete(x):
     """The raw value of ``x`` read to compute with outside the engine (a mask, an index, a branch).
 
-    Unlike ``value_of`` (for shapes and dtypes), the read is reported to the traces of
-    ``autodiff.function`` in progress: a replay must check it (or the trace refuses).
+    Unlike ``value_of`` (for shapes and dtypes), the read is reported to the observers (the traces
+    of ``autodiff.jit`` in progress): a replay must check it (or the trace refuses).
     """
     if isinstance(x, Tensor):
-        if state.traces:
+        if state.observers:
             note_read(x, "value")
         return x._value
     return x
 
 
 def note_read(t: Tensor, how: str) -> None:
-    """Tell each trace in progress that ``t``'s value was read (``how``: "bool", "numpy", ...)."""
-    for trace in state.traces:
-        trace.read(t, how)
+    """Tell each observer that ``t``'s value was read (``how``: "bool", "numpy", ...)."""
+    for observer in state.observers:
+        observer.read(t, how)
 
 
 def record_constant(fun, args: tuple, kwargs: dict, out: Tensor) -> None:
-    """Record ``out = fun(*values of args, **kwargs)``, an op with no derivative, on the tapes of the
-    traces in progress (only there: no gradient flows through it), so that a replay recomputes it."""
-    parents = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+    """Show the observers ``out = fun(*values of args, **kwargs)``, an op with no derivative (only
+    them: no gradient flows through it), so that a replay recomputes it."""
+    parents = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+    prim = Primitive(fun, getattr(fun, "__name__", "nondiff"))
     raw = [value_of(a) for a in args]
-    for trace in state.traces:
-        if any(args[i]._id in trace.tape._watched for i in parents):
-            trace.tape._records.append((Primitive(fun, getattr(fun, "__name__", "nondiff")), args, raw,
-                                        kwargs, out, parents))
-            trace.tape._watched.add(out._id)
+    for observer in state.observers:
+        observer.record(prim, args, raw, kwargs, out, parents)
 
 
 def shape_of(x) -> tuple:
@@ -442,9 +445,8 @@ def _output(prim, args, raw, kwargs, parents, value):
         raise TypeError(f"autodiff: {prim.name} produced an object array (an operand holds Python "
                         "objects); use numeric arrays")
     out = Tensor(value)
-    tapes = state.tapes
-    if tapes:
-        record(prim, args, raw, kwargs, out, parents, tapes)
+    if state.tapes or state.observers:
+        record(prim, args, raw, kwargs, out, parents)
     if state.accumulators:
         for accumulator in state.accumulators:
             accumulator.push(prim, args, kwargs, out, parents)
@@ -464,32 +466,13 @@ class _Rules(dict):
         return missing
 
 
-def record(prim, args, raw, kwargs, out, parents, tapes):
-    """Append the op to each of ``tapes`` (the recording ones) that watches one of its inputs.
-
-    A tape that watches accessed Variables starts watching every trainable Variable the op reads (all
-    of them, not just the first: ``watched_variables`` must list each one); a trace's tape
-    (``_watch_accessed == "all"``) every Variable, trainable or not.
-
-    Each tape keeps only the parents it watches: its sweeps never compute a cotangent that cannot
-    reach one of its sources (an input-gradient tape that watches ``x`` skips the kernels of ``x @ W``).
-    """
-    for tape in tapes:
-        watched = tape._watched
-        tracked = parents
-        for i in parents:
-            a = args[i]
-            if not (a._id in watched or (tape._watch_accessed and type(a) is Variable
-                                         and (a.trainable or tape._watch_accessed == "all")
-                                         and tape._watch_one(a))):
-                tracked = tuple(j for j in tracked if j != i)
-        if not tracked:
-            continue
-        tape._records.append((prim, args, raw, kwargs, out, tracked))
-        if type(out) is tuple:
-            watched.update(o._id for o in out)
-        else:
-            watched.add(out._id)
+def record(prim, args, raw, kwargs, out, parents) -> None:
+    """Show an op to the recording tapes (each keeps it if it watches an input, see
+    ``GradientTape.record``) and to the observers."""
+    for tape in state.tapes:
+        tape.record(prim, args, raw, kwargs, out, parents)
+    for observer in state.observers:
+        observer.record(prim, args, raw, kwargs, out, parents)
 
 
 def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:

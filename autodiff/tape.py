@@ -119,6 +119,41 @@ class GradientTape:
                 warnings.warn(f"The dtype of the watched tensor must be floating (e.g. float64), "
                               f"got {item.dtype}: it is not watched.", stacklevel=2)
 
+    def watches(self, tensor: Tensor) -> bool:
+        """Whether this tape watches ``tensor`` (a source, or computed from one on this tape)."""
+        return tensor._id in self._watched
+
+    @property
+    def watches_reads(self) -> bool:
+        """Whether trainable Variables are watched as soon as an op reads them
+        (``watch_accessed_variables``)."""
+        return self._watch_accessed
+
+    def record(self, prim, args: tuple, raw: list, kwargs: dict, out, parents: tuple) -> None:
+        """Keep an op (``out = prim(*args, **kwargs)``; ``raw`` the values of ``args``, ``parents``
+        the positions of its Tensor arguments) if it reads a Tensor this tape watches.
+
+        A tape that watches accessed Variables starts watching every trainable Variable the op
+        reads (all of them, not just the first: ``watched_variables`` must list each one). The
+        record keeps only the parents this tape watches: its sweeps never compute a cotangent
+        that cannot reach one of its sources (an input-gradient tape that watches ``x`` skips the
+        kernels of ``x @ W``).
+        """
+        watched = self._watched
+        tracked = parents
+        for i in parents:
+            a = args[i]
+            if not (a._id in watched or (self._watch_accessed and type(a) is Variable and a.trainable
+                                         and self._watch_one(a))):
+                tracked = tuple(j for j in tracked if j != i)
+        if not tracked:
+            return
+        self._records.append((prim, args, raw, kwargs, out, tracked))
+        if type(out) is tuple:
+            watched.update(o._id for o in out)
+        else:
+            watched.add(out._id)
+
     def _watch_one(self, tensor: Tensor) -> bool:
         """Watch one Tensor; returns False (and does nothing) if it is not floating-point."""
         if tensor.dtype.kind not in "fc":
@@ -357,8 +392,23 @@ class GradientTape:
         target.shape``. The cotangents are Tensors when a tape or accumulator is active (so it
         records the sweep), arrays otherwise. Unlike ``gradient``, it neither checks nor uses up a
         non-persistent tape.
+
+        With observers (traces) and nothing recording, the sweep runs on Tensors for them to see,
+        and they are told that eager code would run it on raw arrays (``raw_sweep``).
         """
         use_tensors = bool(state.tapes or state.accumulators)
+        if not use_tensors and state.observers:
+            observers = list(state.observers)
+            for observer in observers:
+                observer.raw_sweep(True)
+            try:
+                return self._sweep(targets, seeds, sources, batch_shape, True)
+            finally:
+                for observer in observers:
+                    observer.raw_sweep(False)
+        return self._sweep(targets, seeds, sources, batch_shape, use_tensors)
+
+    def _sweep(self, targets: list, seeds: list, sources: list, batch_shape: tuple, use_tensors: bool) -> list:
         initial = {}
         for target, seed in zip(targets, seeds):
             if not isinstance(target, Tensor):
@@ -462,9 +512,9 @@ def _record_node(name: str, backward: Callable, inputs: list, variables: list, y
     fresh = tuple(Tensor(np.asarray(core.value_of(o))) for o in outputs)
     args = tuple(inputs) + tuple(variables)
     out = fresh if len(fresh) > 1 else fresh[0]
-    if state.tapes:
+    if state.tapes or state.observers:
         core.record(_Node(name, backward), args, [a._value for a in args], {}, out,
-                    list(range(len(args))), state.tapes)
+                    tuple(range(len(args))))
     return rebuild(list(fresh))
 
 
