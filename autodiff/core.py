@@ -445,8 +445,11 @@ def _output(prim, args, raw, kwargs, parents, value):
         raise TypeError(f"autodiff: {prim.name} produced an object array (an operand holds Python "
                         "objects); use numeric arrays")
     out = Tensor(value)
-    if state.tapes or state.observers:
-        record(prim, args, raw, kwargs, out, parents)
+    for tape in state.tapes:  # as ``record``, inline: this runs for every op
+        tape.record(prim, args, raw, kwargs, out, parents)
+    if state.observers:
+        for observer in state.observers:
+            observer.record(prim, args, raw, kwargs, out, parents)
     if state.accumulators:
         for accumulator in state.accumulators:
             accumulator.push(prim, args, kwargs, out, parents)
