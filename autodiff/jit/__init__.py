@@ -10,10 +10,9 @@
 
 This package knows no transform and no operator: a derivative is recorded like any computation.
 """
-from .program import Program, Retrace, split
-from .signature import signature
+from .program import Program, split
 from .traced import CACHE_SIZE, MAX_TRACES_PER_SIGNATURE, Late, Traced
-from .tracing import Recording, Trace, UntraceableError, trace
+from .tracing import Recording, UntraceableError, trace
 
-__all__ = ["trace", "Recording", "Trace", "Program", "split", "Retrace", "signature", "Traced", "Late",
-           "UntraceableError", "MAX_TRACES_PER_SIGNATURE", "CACHE_SIZE"]
+__all__ = ["trace", "Recording", "Program", "split", "Traced", "Late", "UntraceableError",
+           "MAX_TRACES_PER_SIGNATURE", "CACHE_SIZE"]

@@ -133,7 +133,7 @@ class Program:
         lines.append(f"    return {results[0]}" if single else f"    return [{', '.join(results)}]")
         source = "\n".join(lines)
         exec(compile(source, "<autodiff.function program>", "exec"), constants)
-        return source, constants["program"]
+        return source, constants.pop("program")  # its globals do not hold it: no cycle to collect
 
 
 def _fixed(output):
@@ -333,6 +333,19 @@ def split(records: list, inputs: list, late: list, outputs: list, guards: list =
     ------
     UntraceableError
         If a guard depends on a late input: each late call would have to be able to trace again.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from autodiff.jit import split, trace
+    >>> recording = trace(lambda x, v: (np.sum(np.exp(x)), np.exp(x) * v), np.zeros(2), np.ones(2))
+    >>> x, v = recording.inputs
+    >>> before, after, n_saved, late_positions = split(recording.records, [x], [v], recording.outputs)
+    >>> value, *saved = before.run(np.array([0.0, 1.0]))    # exp(x) is computed once, and saved
+    >>> float(value), n_saved, late_positions
+    (3.718281828459045, 1, [1])
+    >>> after.run(*saved, np.array([2.0, 3.0]))             # each call: one multiplication
+    array([2.        , 8.15484549])
     """
     dependent = _depends_on(records, {t._id for t in late})
     early = [r for r in records if _outs(r)[0]._id not in dependent]

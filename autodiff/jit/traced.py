@@ -280,11 +280,11 @@ class _Staged:
         self.out_structure, self.result_structure = out_structure, result_structure
         self.late_positions = [k - self.n_out for k in late_positions]  # among the result's leaves
         self.late_key = signature(tuple(late_structure([value_of(t) for t in late_tensors])))[0]
-        only = result_structure.num_leaves == 1 and self.late_positions == [0]
-        result = recording.outputs[self.n_out] if only else None
-        # the fast path: one array in, one array (not 0-d) out
-        self.fast = (len(late_tensors) == 1 and late_structure([0]) == (0,) and result.ndim > 0
-                     and (late_tensors[0].shape, late_tensors[0].dtype)) if only else None
+        # the fast path: one array in (the only late argument), one array (not 0-d) out, unwrapped
+        result = recording.outputs[-1]
+        self.fast = ((late_tensors[0].shape, late_tensors[0].dtype)
+                     if result_structure([0]) == 0 and self.late_positions == [0] and result.ndim > 0
+                     and late_structure([0]) == (0,) else None)
 
     def start(self, staging: _Staging, values: list, tensors_in: bool):
         """Run ``before`` at ``values``: the value and the late function (a ``Late``)."""
@@ -315,6 +315,14 @@ class Late:
 
     Late arguments of the signature of the trace take the fast path (one array: straight to the
     program); another signature (a batch of vectors) splits the pair again at the same point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> y, pullback = ad.vjp(ad.function(np.sin), np.array([0.0, np.pi]))
+    >>> type(pullback).__name__, pullback(np.array([1.0, 1.0]))     # cos(x) * cotangent
+    ('Late', (array([ 1., -1.]),))
     """
 
     def __init__(self, staging: _Staging, staged: _Staged, values: list, snapshot: dict, results: list,

@@ -88,6 +88,7 @@ class Trace:
 
     # --- the observer interface (core._State) ---------------------------------------------------
     def record(self, prim, args: tuple, raw: list, kwargs: dict, out, parents: tuple) -> None:
+        """Keep an op that reads an input (a Variable read becomes one)."""
         tracked = tuple(i for i in parents if self._is_input(args[i]))
         if not tracked:
             return  # an op on constants: its value is a constant of the program
@@ -98,6 +99,7 @@ class Trace:
             self.raw.update(o._id for o in outs)
 
     def read(self, t: Tensor, how: str) -> None:
+        """Guard a branch or an integer read of an input; refuse a float read (UntraceableError)."""
         if not self._is_input(t):
             return  # a constant: nothing to check
         value = np.asarray(value_of(t))
@@ -113,6 +115,7 @@ class Trace:
                 "call the function without autodiff.function.")
 
     def raw_sweep(self, active: bool) -> None:
+        """Mark the records of a sweep that eager code runs on raw arrays (``Recording.raw``)."""
         self._raw_depth += 1 if active else -1
 
 
@@ -143,6 +146,19 @@ class Recording:
         must check to be valid.
     raw : set
         Ids of records' outputs computed during a sweep that eager code runs on raw arrays.
+
+    Examples
+    --------
+    The gradient of sin(x) . x as a straight-line program: the forward ops, then the sweep's.
+
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> from autodiff.jit import trace
+    >>> recording = trace(ad.grad(lambda x: np.sum(np.sin(x) * x)), np.ones(2))
+    >>> [prim.name for prim, args, raw, kwargs, out, parents in recording.records]
+    ['sin', 'multiply', 'sum', 'multiply', 'multiply', 'cos', 'multiply', 'add']
+    >>> len(recording.inputs), recording.outputs[0] is recording.records[-1][4]
+    (1, True)
     """
 
     records: list
