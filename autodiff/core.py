@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,7 @@ class Tensor:
     ndim = property(lambda self: self._value.ndim)
     size = property(lambda self: self._value.size)
 
-    def item(self):
+    def item(self) -> Any:
         if state.observers:
             note_read(self, "item")
         return np.asarray(self._value).item()
@@ -198,7 +199,7 @@ class Variable(Tensor):
         self.trainable = bool(trainable)
         self.name = name
 
-    def assign(self, value):
+    def assign(self, value: Any) -> "Variable":
         """Replace the value (same shape; cast to this Variable's dtype). Returns the Variable."""
         value = np.asarray(value._value if isinstance(value, Tensor) else value,
                            dtype=self._value.dtype)
@@ -208,11 +209,11 @@ class Variable(Tensor):
         self._value = value.copy()
         return self
 
-    def assign_add(self, delta):
+    def assign_add(self, delta: Any) -> "Variable":
         """Add ``delta`` to the value in place. Returns the Variable."""
         return self.assign(self._value + np.asarray(getattr(delta, "_value", delta)))
 
-    def assign_sub(self, delta):
+    def assign_sub(self, delta: Any) -> "Variable":
         """Subtract ``delta`` from the value in place. Returns the Variable."""
         return self.assign(self._value - np.asarray(getattr(delta, "_value", delta)))
 
@@ -292,12 +293,12 @@ def constant(value, dtype=None) -> Tensor:
     return Tensor(_as_float_array(value, dtype))
 
 
-def value_of(x):
+def value_of(x: Any) -> Any:
     """The raw ndarray behind a Tensor; anything else unchanged."""
     return x._value if isinstance(x, Tensor) else x
 
 
-def concrete(x):
+def concrete(x: Any) -> Any:
     """The raw value of ``x`` read to compute with outside the engine (a mask, an index, a branch).
 
     Unlike ``value_of`` (for shapes and dtypes), the read is reported to the observers (the traces
@@ -368,13 +369,13 @@ class Primitive:
                 return apply(self, args, kwargs)
         return self.fun(*args, **kwargs)  # plain NumPy, as rules run in raw sweeps
 
-    def backward(self, g, ans, args, kwargs, parents):
+    def backward(self, g: Any, ans: Any, args: Any, kwargs: dict, parents: tuple) -> list:
         """The cotangents of the Tensor arguments ``parents``, given the output cotangent ``g``."""
         if self.variadic:
             return [self.vjps[0](g, ans, *args, argnum=i, **kwargs) for i in parents]
         return [self.vjps[i](g, ans, *args, **kwargs) for i in parents]
 
-    def forward(self, tangents: dict, ans, args, kwargs):
+    def forward(self, tangents: dict, ans: Any, args: Any, kwargs: dict) -> Any:
         """The output tangent, given ``{argnum: tangent}`` for the arguments that have one."""
         total = None
         for i, t in tangents.items():
@@ -388,7 +389,7 @@ _FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)  # the parents of one- and two-argum
 _NO_KWARGS: dict = {}
 
 
-def apply(prim: Primitive, args: tuple, kwargs: dict = _NO_KWARGS):
+def apply(prim: Primitive, args: tuple, kwargs: dict = _NO_KWARGS) -> Any:
     """Run ``prim`` on ``args``: plain NumPy when no Tensor is among them, else a recorded Tensor.
 
     A module-level function, so Tensor operators call it without going through ``__call__``. A list
@@ -415,13 +416,13 @@ def apply(prim: Primitive, args: tuple, kwargs: dict = _NO_KWARGS):
     return _output(prim, args, raw, kwargs, parents, value)
 
 
-def apply_unary(prim: Primitive, x: Tensor):
+def apply_unary(prim: Primitive, x: Tensor) -> Tensor:
     """``apply(prim, (x,), {})`` for a Tensor ``x``, without the loop."""
     raw = (x._value,)
     return _output(prim, (x,), raw, _NO_KWARGS, _FIRST, prim.tensor_fun(*raw))
 
 
-def apply_binary(prim: Primitive, x, y):
+def apply_binary(prim: Primitive, x: Any, y: Any) -> Tensor:
     """``apply(prim, (x, y), {})`` for Tensor operators (one of x, y is a Tensor), without the loop.
 
     Both arguments are operands: a list or tuple becomes an ndarray (as in ``apply``)."""
@@ -549,7 +550,7 @@ class SlicedCotangent:
 
     __radd__ = __add__
 
-    def dense(self, base=None):
+    def dense(self, base: Any = None) -> Any:
         """The pieces added into zeros, or into ``base``.
 
         A Tensor base (a cotangent an outer tape records) gets the pieces, which are constants to

@@ -18,7 +18,7 @@ array([[ 6.,  0.],
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -163,7 +163,7 @@ def _summed_to_argument(rule, i):
     return rule_then_unbroadcast
 
 
-def unbroadcast(g, shape: tuple, nb: int):
+def unbroadcast(g: Any, shape: tuple, nb: int) -> Any:
     """Sum ``g`` (``nb`` batch axes, then a broadcast of ``shape``) back to ``batch + shape``.
 
     The batch axes are never summed. ``g`` is an array, or a Tensor when an outer tape records the

@@ -57,7 +57,7 @@ class HessianOperator:
     """
 
     def __init__(self, value: Any, gradient: Any, product: Callable, chunk_size: int | None = None,
-                 point: Any = None):
+                 point: Any = None) -> None:
         self.value = float(value_of(value))
         self.gradient = np.asarray(value_of(gradient)).reshape(-1)
         self.product = product
@@ -75,14 +75,14 @@ class HessianOperator:
             self._unravel = ravel(self._point)[1] if self._point is not None else (lambda v: v)
         return self._unravel
 
-    def matvec(self, v) -> np.ndarray:
+    def matvec(self, v: Any) -> np.ndarray:
         """The product with one vector: one sweep (a replayed program for ``autodiff.function``)."""
         v = np.asarray(v, dtype=self.dtype).reshape(-1)
         if v.size != self.shape[0]:
             raise ValueError(f"vector of length {v.size} for an operator of shape {self.shape}")
         return self.product(v)
 
-    def matmat(self, V) -> np.ndarray:
+    def matmat(self, V: Any) -> np.ndarray:
         """The product with the columns of V (n, k), in batched sweeps of ``chunk_size`` columns.
 
         Examples
@@ -105,11 +105,11 @@ class HessianOperator:
         """The full matrix, in one batched sweep (or chunks)."""
         return self.matmat(np.eye(self.shape[0], dtype=self.dtype))
 
-    def __matmul__(self, other):
+    def __matmul__(self, other: Any) -> np.ndarray:
         other = np.asarray(other)
         return self.matvec(other) if other.ndim == 1 else self.matmat(other)
 
-    def as_linear_operator(self):
+    def as_linear_operator(self) -> Any:
         """A symmetric ``scipy.sparse.linalg.LinearOperator`` (for cg, minres, eigsh, ...).
 
         Examples
@@ -128,7 +128,7 @@ class HessianOperator:
         return LinearOperator(self.shape, matvec=self.matvec, rmatvec=self.matvec,
                               matmat=self.matmat, dtype=self.dtype)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}(shape={self.shape}, value={self.value:.6g})"
 
 
@@ -193,7 +193,7 @@ def hessian_operator(f: Callable, x: Any, chunk_size: int | None = None) -> Hess
     return HessianOperator(value, gradient, product, chunk_size, x)
 
 
-def _flat_vector_like_gradient(out) -> tuple:
+def _flat_vector_like_gradient(out: tuple) -> tuple:
     """The late argument of a curvature product: one flat vector, shaped like the gradient."""
     gradient = value_of(out[1])
     return (np.zeros(np.shape(gradient), gradient.dtype),)
@@ -257,7 +257,7 @@ def gauss_newton(predict: Callable, loss: Callable, x: Any) -> tuple:
     shapes = [np.shape(value_of(leaf)) for leaf in leaves]
     rebuild = flatten(x)[1]
 
-    def predictions(point):
+    def predictions(point: Any) -> Tensor:
         z = predict() if reads_variables else predict(point)
         if not isinstance(z, Tensor) or z.dtype.kind != "f":
             raise TypeError(f"ggn_operator: predict returned {type(z).__name__}, not a floating "
@@ -274,7 +274,7 @@ def gauss_newton(predict: Callable, loss: Callable, x: Any) -> tuple:
         z_shape = np.shape(value_of(z))
         gradient = flat_cotangent(pullback(anp.reshape(loss_gradient, z_shape))[0], sizes, ())
 
-    def product(seeds):
+    def product(seeds: Any) -> Any:
         batch_shape = np.shape(value_of(seeds))[:-1]
         with paused():
             offsets = np.cumsum([0] + sizes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import functools
 import warnings
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -70,7 +70,7 @@ class GradientTape:
     (Tensor(array(27.)), Tensor(array(18.)))
     """
 
-    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True) -> None:
         self._persistent = persistent
         self._watch_accessed = watch_accessed_variables
         self._records: list = []
@@ -89,7 +89,7 @@ class GradientTape:
         state.tapes.remove(self)
         return False
 
-    def watch(self, tensor) -> None:
+    def watch(self, tensor: Any) -> None:
         """Watch a Tensor, a Variable (trainable or not) or a nested structure of them.
 
         As in TensorFlow, only floating-point tensors can be watched: an integer one is skipped with
@@ -129,7 +129,7 @@ class GradientTape:
         (``watch_accessed_variables``)."""
         return self._watch_accessed
 
-    def record(self, prim, args: tuple, raw: list, kwargs: dict, out, parents: tuple) -> None:
+    def record(self, prim: Primitive, args: tuple, raw: list, kwargs: dict, out: Any, parents: tuple) -> None:
         """Keep an op (``out = prim(*args, **kwargs)``; ``raw`` the values of ``args``, ``parents``
         the positions of its Tensor arguments) if it reads a Tensor this tape watches.
 
@@ -224,8 +224,8 @@ class GradientTape:
         self._used = False
 
     # --- differentiation ------------------------------------------------------------------------
-    def gradient(self, target, sources, output_gradients=None,
-                 unconnected_gradients=UnconnectedGradients.NONE):
+    def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
+                 unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE) -> Any:
         """d(sum of target * output_gradients)/d(sources), in the structure of ``sources``.
 
         Parameters
@@ -274,8 +274,10 @@ class GradientTape:
         self._consume()
         return rebuild([_finish(g, s, unconnected, ()) for g, s in zip(grads, source_list)])
 
-    def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
-                 parallel_iterations=None, experimental_use_pfor=True, chunk_size: int | None = None):
+    def jacobian(self, target: Any, sources: Any,
+                 unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE,
+                 parallel_iterations: int | None = None, experimental_use_pfor: bool = True,
+                 chunk_size: int | None = None) -> Any:
         """d target / d source for each source, shape ``target.shape + source.shape``.
 
         One batched sweep with the rows of the identity as cotangents (in chunks of ``chunk_size``
@@ -329,8 +331,9 @@ class GradientTape:
                                    unconnected, ()))
         return results
 
-    def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
-                       parallel_iterations=None, experimental_use_pfor=True):
+    def batch_jacobian(self, target: Tensor, source: Tensor,
+                       unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE,
+                       parallel_iterations: int | None = None, experimental_use_pfor: bool = True) -> Tensor | None:
         """Per-example Jacobians, shape ``(batch,) + target.shape[1:] + source.shape[1:]``.
 
         Assumes example b of the target depends only on example b of the source: the sweep seeds

@@ -119,7 +119,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
 
 def _value_and_grad(f: Callable, argnums, what: str = "grad") -> Callable:
-    def value_and_grad_f(*args, **kwargs):
+    def value_and_grad_f(*args: Any, **kwargs: Any) -> tuple:
         new_args, sources, tensors_in = _watched_args(args, argnums)
         with GradientTape() as tape:
             tape.watch(sources)
@@ -159,7 +159,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 def _grad(f: Callable, argnums) -> Callable:
     value_and_grad_f = _value_and_grad(f, argnums)
 
-    def grad_f(*args, **kwargs):
+    def grad_f(*args: Any, **kwargs: Any) -> Any:
         return value_and_grad_f(*args, **kwargs)[1]
     return grad_f
 
@@ -197,7 +197,7 @@ def jacobian(f: Callable, argnums: int | Sequence[int] = 0, chunk_size: int | No
 
 
 def _jacobian(f: Callable, argnums, chunk_size) -> Callable:
-    def jacobian_f(*args, **kwargs):
+    def jacobian_f(*args: Any, **kwargs: Any) -> Any:
         new_args, sources, tensors_in = _watched_args(args, argnums)
         with GradientTape() as tape:
             tape.watch(sources)
@@ -243,7 +243,7 @@ def hessian(f: Callable, argnums: int = 0, chunk_size: int | None = None) -> Cal
 
 
 def _hessian(f: Callable, argnums, chunk_size) -> Callable:
-    def hessian_f(*args, **kwargs):
+    def hessian_f(*args: Any, **kwargs: Any) -> Any:
         if isinstance(args[argnums], (list, tuple, dict)):
             flat, unravel = _ravel_mirrored(args[argnums])
             return _hessian(lambda v: f(*_insert(args, argnums, unravel(v)), **kwargs), 0, chunk_size)(flat)
@@ -267,7 +267,7 @@ def _insert(args, k, value):
 
 # --- products -------------------------------------------------------------------------------------
 
-def cached_hvp(f: Callable, x) -> tuple:
+def cached_hvp(f: Callable, x: Any) -> tuple:
     """``((f(x), flat gradient), product)``: f and its gradient recorded once at x; ``product(V)``
     is H V for V of shape (n,) or (k, n), one backward sweep of the recording seeded with V (the
     VJP of the gradient: H is symmetric; Pearlmutter 1994). Nothing is recorded per product, on
@@ -280,14 +280,14 @@ def cached_hvp(f: Callable, x) -> tuple:
     (value, gradient), pullback = _vjp(_value_and_flat_gradient(call), x)
     sizes = [int(np.size(value_of(leaf))) for leaf in leaves]
 
-    def product(seeds):
+    def product(seeds: Any) -> Any:
         with paused():
             result = flat_cotangent(pullback((None, seeds))[0], sizes, np.shape(value_of(seeds))[:-1])
         return result if isinstance(seeds, Tensor) else value_of(result)
     return (value, gradient), product
 
 
-def flat_cotangent(tree, sizes: list, batch_shape: tuple):
+def flat_cotangent(tree: Any, sizes: list, batch_shape: tuple) -> Any:
     """A cotangent of a point (a tree whose leaves have ``sizes`` elements after ``batch_shape``),
     its leaves raveled and concatenated: ``batch_shape + (n,)``."""
     return anp.concatenate([anp.reshape(p, batch_shape + (size,)) for p, size in zip(flatten(tree)[0], sizes)],
@@ -298,14 +298,14 @@ def _value_and_flat_gradient(f: Callable) -> Callable:
     """x -> (f(x), the gradient raveled and concatenated in ``flatten`` order), on the tape."""
     value_and_grad_f = _value_and_grad(f, 0, "hessian_operator")
 
-    def value_and_flat_gradient(x):
+    def value_and_flat_gradient(x: Any) -> tuple:
         value, gradient = value_and_grad_f(x)
         flat = [anp.ravel(g) for g in flatten(gradient)[0]]
         return value, flat[0] if len(flat) == 1 else anp.concatenate(flat)
     return value_and_flat_gradient
 
 
-def hvp(f: Callable, x, v):
+def hvp(f: Callable, x: Any, v: Any) -> Any:
     """H(x) @ v for a scalar f, shaped like x (a flat vector for a pytree x, as ``hessian``).
 
     One backward sweep over the recorded gradient. Inside an enclosing tape or accumulator, it is
@@ -337,7 +337,7 @@ def hvp(f: Callable, x, v):
 
 
 def _hvp(f: Callable) -> Callable:
-    def hvp_f(x, v):
+    def hvp_f(x: Any, v: Any) -> Any:
         tree = isinstance(x, (list, tuple, dict))
         if _recording() and tree and _has_tensors(x):
             flat, unravel = _ravel_mirrored(x)
@@ -356,7 +356,7 @@ def _hvp(f: Callable) -> Callable:
     return hvp_f
 
 
-def jvp(f: Callable, primals: Sequence, tangents: Sequence):
+def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
     """``(f(*primals), J @ tangents)`` in forward mode; ``tangents`` mirrors ``primals``, whose
     entries may be pytrees (as in ``jax.jvp``).
 
@@ -372,7 +372,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
 
 
 def _jvp(f: Callable) -> Callable:
-    def jvp_f(primals: tuple, tangents: tuple):
+    def jvp_f(primals: tuple, tangents: tuple) -> tuple:
         tangent_leaves = flatten_like(tangents, primals)
         watched, _, tensors_in = _watched_args(primals, tuple(range(len(primals))))
         with ForwardAccumulator(flatten(watched)[0], tangent_leaves) as accumulator:
@@ -412,7 +412,7 @@ def _vjp(f: Callable, *primals) -> tuple:
     targets, sources = flatten(y)[0], flatten(watched)[0]
     rebuild = flatten(tuple(watched))[1]
 
-    def vjp_fn(cotangent):
+    def vjp_fn(cotangent: Any) -> tuple:
         pairs = [(t, c) for t, c in zip(targets, flatten_like(cotangent, y)) if c is not None]
         batch_shape = _batch_shape(pairs)
         grads = tape.sweep([t for t, _ in pairs], [c for _, c in pairs], sources, batch_shape)
@@ -463,6 +463,6 @@ def _linearize(f: Callable, *primals) -> tuple:
     y, pullback = _vjp(f, *primals)
     _, push = _vjp(pullback, _zeros_like(y))  # the VJP of u -> J^T u, linear in u, is v -> J v
 
-    def f_jvp(*tangents):
+    def f_jvp(*tangents: Any) -> Any:
         return push(tangents)[0]
     return y, f_jvp

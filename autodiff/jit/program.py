@@ -95,15 +95,15 @@ class Program:
         lines = [f"def program({', '.join(parameters)}):"]
         lines += _guard_lines(guards_of, [t._id for t in inputs], names, constant)
         seen: dict = {}
-        for prim, args, raw, kwargs, out, parents in live:
+        for prim, args, values, kwargs, out, parents in live:
             operands, keys = [], []
             for i in range(len(args)):
                 if i in parents and args[i]._id in names:
                     operands.append(names[args[i]._id])
                     keys.append(names[args[i]._id])
                 else:
-                    operands.append(constant(raw[i]))
-                    keys.append(_const_key(raw[i]))
+                    operands.append(constant(values[i]))
+                    keys.append(_const_key(values[i]))
             outs = out if type(out) is tuple else (out,)
             if prim is _ALIAS:
                 names[out._id] = operands[0]
@@ -156,7 +156,7 @@ def live_records(records: list, outputs: list, guards: list, produced: set) -> l
     needed = {o._id for o in outputs if isinstance(o, Tensor)} | {t._id for t, _, _ in guards}
     live = []
     for record in reversed(records):
-        prim, args, raw, kwargs, out, parents = record
+        _, args, _, _, out, parents = record
         outs = out if type(out) is tuple else (out,)
         if not any(o._id in needed for o in outs):
             continue

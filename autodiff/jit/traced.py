@@ -363,12 +363,10 @@ class Late:
         return self._eager
 
 
-def _halves(structure, outputs: list):
+def _halves(structure: Callable, outputs: list) -> tuple:
     """The structures of the two halves of ``(value, result)``, from the structure of the pair."""
     pair = structure(list(range(len(outputs))))
-    out_leaves, out_structure = flatten(pair[0])
-    result_leaves, result_structure = flatten(pair[1])
-    return out_structure, result_structure
+    return flatten(pair[0])[1], flatten(pair[1])[1]
 
 
 @contextlib.contextmanager
