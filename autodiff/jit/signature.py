@@ -118,7 +118,7 @@ def _single_array(tree):
     if type(tree) is tuple and len(tree) == 1:
         x = tree[0]
         if type(x) is np.ndarray and x.dtype.kind in "fc":
-            return (kind, x.shape, x.dtype.str), [x], _rebuilder(kind), False
+            return (kind, x.shape, x.dtype), [x], _rebuilder(kind), False
     return None
 
 

@@ -18,7 +18,7 @@ import collections
 import contextlib
 import functools
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -105,25 +105,25 @@ class Traced:
         if state.tapes or state.accumulators or state.observers:  # recorded: f's own ops
             return self.f(*args, **kwargs)
         key, values, rebuild, tensors_in = signature((args, kwargs))
-
-        def call(tensors):
-            call_args, call_kwargs = rebuild(tensors)
-            return self.f(*call_args, **call_kwargs)
         entry = self._entry(key)
         while True:
             if entry is _EAGER:
-                return _mirror(call([Tensor(v) for v in values]), tensors_in)
+                return _mirror(self._call(rebuild, [Tensor(v) for v in values]), tensors_in)
             for program in entry or ():
                 try:
                     return _mirror(program.run(values), tensors_in)
                 except Retrace:
                     continue
-            entry = self._trace_call(key, call, values)
+            entry = self._trace_call(key, rebuild, values)
 
-    def _trace_call(self, key, call: Callable, values: list):
+    def _call(self, rebuild: Callable, leaves: list) -> Any:
+        call_args, call_kwargs = rebuild(leaves)
+        return self.f(*call_args, **call_kwargs)
+
+    def _trace_call(self, key: Any, rebuild: Callable, values: list) -> Any:
         tensors = [Tensor(v) for v in values]
         try:
-            recording = record(lambda: call(tensors), tensors)
+            recording = record(lambda: self._call(rebuild, tensors), tensors)
             program = _Replay(recording)
         except Exception as error:
             return self._refuse(error, key)
