@@ -281,10 +281,10 @@ class _Staged:
         self.late_positions = [k - self.n_out for k in late_positions]  # among the result's leaves
         self.late_key = signature(tuple(late_structure([value_of(t) for t in late_tensors])))[0]
         # the fast path: one array in (the only late argument), one array (not 0-d) out, unwrapped
-        result = recording.outputs[-1]
+        one_in = len(late_tensors) == 1 and late_structure([0]) == (0,)
+        one_out = result_structure.num_leaves == 1 and result_structure([0]) == 0 and self.late_positions == [0]
         self.fast = ((late_tensors[0].shape, late_tensors[0].dtype)
-                     if result_structure([0]) == 0 and self.late_positions == [0] and result.ndim > 0
-                     and late_structure([0]) == (0,) else None)
+                     if one_in and one_out and recording.outputs[-1].ndim > 0 else None)
 
     def start(self, staging: _Staging, values: list, tensors_in: bool):
         """Run ``before`` at ``values``: the value and the late function (a ``Late``)."""
