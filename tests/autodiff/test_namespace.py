@@ -171,9 +171,8 @@ def _assert_same(result, expected, name: str):
         assert value.shape == expected_value.shape
         if name in ARBITRARY_VALUES:
             continue
-        if value.dtype.kind in "fc":  # a near-zero entry is as exact as the scale of its neighbours
-            scale = max(1.0, float(np.max(np.abs(expected_value), initial=0.0)))
-            np.testing.assert_allclose(value, expected_value, rtol=1e-12, atol=1e-14 * scale)
+        if value.dtype.kind in "fc":
+            np.testing.assert_allclose(value, expected_value, rtol=1e-12, atol=1e-15)
         else:
             np.testing.assert_array_equal(value, expected_value)
 
