@@ -43,6 +43,9 @@ class HessianOperator:
         The flat gradient of f there.
     shape : tuple
         ``(n, n)``.
+    x : array_like, Variable, or pytree of them
+        The point as given (Variables stay Variables, so their current values may have moved on),
+        so that a block of the operator can be named by its Variable, its name or its key path.
     unravel : callable
         Flat vectors -> the structure of the point (blocks of the matrix).
 
@@ -65,14 +68,14 @@ class HessianOperator:
         n = self.gradient.size
         self.shape = (n, n)
         self.dtype = self.gradient.dtype
-        self._point, self._unravel = point, None
+        self.x, self._unravel = point, None
 
     @property
     def unravel(self) -> Callable:
         """Flat vectors -> the structure of the point, made on first use (ravel copies the point:
         an optimizer taking one operator per iterate never asks)."""
         if self._unravel is None:
-            self._unravel = ravel(self._point)[1] if self._point is not None else (lambda v: v)
+            self._unravel = ravel(self.x)[1] if self.x is not None else (lambda v: v)
         return self._unravel
 
     def matvec(self, v: Any) -> np.ndarray:
