@@ -11,9 +11,8 @@ from .check import check_grad
 from .core import Tensor, Variable, constant
 from .forward import ForwardAccumulator
 from .function import Function, UntraceableError, function
-from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
-from .hessian_operator import HessianOperator, hessian_operator
-from .ggn import GGNOperator, ggn_operator
+from .transforms import grad, hessian, hvp, jacobian, jvp, linearize, value_and_grad, vjp
+from .operators import GGNOperator, HessianOperator, ggn_operator, hessian_operator
 from .sparsity import (SparseHessian, SparseJacobian, SparsityPattern, hessian_sparsity, jacobian_sparsity,
                        sparse_hessian, sparse_jacobian)
 from .numpy import stop_gradient
@@ -23,7 +22,7 @@ from .tape import GradientTape, UnconnectedGradients, custom_gradient, recompute
 
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "UnconnectedGradients",
            "stop_gradient", "custom_gradient", "recompute_grad", "ForwardAccumulator", "grad",
-           "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp", "hessian_operator",
+           "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp", "linearize", "hessian_operator",
            "HessianOperator", "ggn_operator", "GGNOperator", "ravel", "tree", "check_grad", "numpy", "extend",
            "function", "Function", "UntraceableError", "hessian_sparsity", "jacobian_sparsity",
            "SparsityPattern", "sparse_hessian", "sparse_jacobian", "SparseHessian", "SparseJacobian"]

@@ -6,7 +6,7 @@ from typing import Callable
 import numpy as np
 
 from .core import Tensor, constant
-from .functional import grad, hessian
+from .transforms import grad, hessian
 
 
 def _scalar(f: Callable, weights_seed: int = 0) -> Callable:
@@ -20,7 +20,7 @@ def _scalar(f: Callable, weights_seed: int = 0) -> Callable:
     return scalar_f
 
 
-def central_differences(fun: Callable, x, eps: float = 1e-6) -> np.ndarray:
+def central_differences(fun: Callable, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     """d fun / dx by central differences (float64), shape ``fun(x).shape + x.shape``."""
     columns = []
     for k in range(x.size):
@@ -32,7 +32,7 @@ def central_differences(fun: Callable, x, eps: float = 1e-6) -> np.ndarray:
     return out.reshape(np.shape(fun(x)) + x.shape)
 
 
-def check_grad(f: Callable, x, order: int = 2, eps: float = 1e-6, rtol: float = 1e-5,
+def check_grad(f: Callable, x: np.ndarray, order: int = 2, eps: float = 1e-6, rtol: float = 1e-5,
                atol: float = 1e-6) -> dict:
     """Compare autodiff derivatives of ``f`` at ``x`` with central finite differences (float64).
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -19,13 +20,25 @@ _next_id = itertools.count().__next__
 
 
 class _State(threading.local):
-    """Per-thread engine state: the recording tapes, active forward accumulators, and the traces of
-    ``autodiff.function`` in progress (each has a ``tape`` and a ``read(tensor, how)`` method)."""
+    """Per-thread engine state: the recording tapes, the active forward accumulators, and the
+    observers (the traces of ``autodiff.jit`` in progress).
+
+    An observer sees the engine run without taking part in differentiation: pausing does not
+    pause it, and it does not count as tracking a Tensor. It has three methods:
+
+    - ``record(prim, args, raw, kwargs, out, parents)``: every op on Tensors (the record format of
+      ``GradientTape.record``), and every op with no derivative that a rule or ``nondiff`` applies
+      to Tensors (so that a replay recomputes a mask);
+    - ``read(tensor, how)``: a Tensor's value was read to compute with outside the engine (``how``:
+      "bool", "numpy", "item", "float", "int", "value", ...);
+    - ``raw_sweep(active)``: a reverse sweep that eager code runs on raw arrays (no tape records it)
+      starts (True) or ends (False); it runs on Tensors here so that the observer sees its ops.
+    """
 
     def __init__(self):
         self.tapes = []
         self.accumulators = []
-        self.traces = []
+        self.observers = []
 
 
 state = _State()
@@ -57,8 +70,8 @@ class paused:
 
 def _without(active: list, which) -> list:
     """A new list of the recorders of ``active`` that ``which`` (True: all) does not pause."""
-    if which is True:  # a trace's tape records everything, paused or not (see autodiff.function)
-        return [tape for tape in active if getattr(tape, "records_paused", False)]
+    if which is True:
+        return []
     kept = active[:]
     for recorder in which:
         if recorder in kept:
@@ -98,7 +111,7 @@ class Tensor:
     # Tensor that is being differentiated: its gradient would be lost without a word.
     def numpy(self) -> np.ndarray:
         """The value as an ndarray: leaves the engine on purpose (no gradient flows through it)."""
-        if state.traces:
+        if state.observers:
             note_read(self, "numpy")
         return np.asarray(self._value)
 
@@ -113,8 +126,8 @@ class Tensor:
     ndim = property(lambda self: self._value.ndim)
     size = property(lambda self: self._value.size)
 
-    def item(self):
-        if state.traces:
+    def item(self) -> Any:
+        if state.observers:
             note_read(self, "item")
         return np.asarray(self._value).item()
 
@@ -135,7 +148,7 @@ class Tensor:
         return np.asarray(self._value).__index__()
 
     def __bool__(self):  # control flow on a value (``if x > 0``) is fine: a branch has no gradient
-        if state.traces:  # but a trace must check the branch when it replays (autodiff.function)
+        if state.observers:  # but a trace must check the branch when it replays (autodiff.jit)
             note_read(self, "bool")
         return bool(self._value)
 
@@ -187,7 +200,7 @@ class Variable(Tensor):
         self.trainable = bool(trainable)
         self.name = name
 
-    def assign(self, value):
+    def assign(self, value: Any) -> "Variable":
         """Replace the value (same shape; cast to this Variable's dtype). Returns the Variable."""
         value = np.asarray(value._value if isinstance(value, Tensor) else value,
                            dtype=self._value.dtype)
@@ -197,11 +210,11 @@ class Variable(Tensor):
         self._value = value.copy()
         return self
 
-    def assign_add(self, delta):
+    def assign_add(self, delta: Any) -> "Variable":
         """Add ``delta`` to the value in place. Returns the Variable."""
         return self.assign(self._value + np.asarray(getattr(delta, "_value", delta)))
 
-    def assign_sub(self, delta):
+    def assign_sub(self, delta: Any) -> "Variable":
         """Subtract ``delta`` from the value in place. Returns the Variable."""
         return self.assign(self._value - np.asarray(getattr(delta, "_value", delta)))
 
@@ -215,14 +228,14 @@ class Variable(Tensor):
 
 def trackers(t: Tensor) -> list:
     """The recording tapes that watch ``t`` and the active accumulators that carry its tangent."""
-    return [tape for tape in state.tapes if t._id in tape._watched] + \
+    return [tape for tape in state.tapes if tape.watches(t)] + \
         [accumulator for accumulator in state.accumulators if accumulator.watches((t,))]
 
 
 def tracked(t: Tensor) -> bool:
     """Whether an active tape or accumulator tracks ``t`` (see ``trackers``); a trainable Variable
     also counts while a recording tape watches the variables it reads."""
-    if isinstance(t, Variable) and t.trainable and any(tape._watch_accessed for tape in state.tapes):
+    if isinstance(t, Variable) and t.trainable and any(tape.watches_reads for tape in state.tapes):
         return True
     return bool(trackers(t))
 
@@ -230,9 +243,9 @@ def tracked(t: Tensor) -> bool:
 def _check_untracked(t: Tensor, conversion: str) -> None:
     """Refuse to turn a tracked Tensor into a plain value implicitly (as JAX and PyTorch refuse).
 
-    A trace of ``autodiff.function`` is told instead (it refuses float reads itself) when only its
-    own tape tracks ``t``."""
-    if (state.tapes or state.accumulators) and (_tracked_outside_traces(t) if state.traces else tracked(t)):
+    Observers (traces) are told of the read instead: they decide themselves (a trace refuses a
+    float read)."""
+    if (state.tapes or state.accumulators) and tracked(t):
         raise TypeError(
             f"autodiff: {conversion}() would turn a Tensor that a GradientTape or ForwardAccumulator "
             "is tracking into a plain value, losing its gradient without a word. NumPy does this too "
@@ -241,7 +254,7 @@ def _check_untracked(t: Tensor, conversion: str) -> None:
             "np.concatenate or autodiff.numpy.array([...]); to leave the engine on purpose, use "
             "t.numpy() (or t.item()) for the value, or autodiff.stop_gradient(t)."
             + _converting_scipy_function())
-    if state.traces:
+    if state.observers:
         note_read(t, conversion)
 
 
@@ -260,19 +273,13 @@ def _converting_scipy_function() -> str:
         return ""
     module = ".".join(p for p in entry.f_globals["__name__"].split(".") if not p.startswith("_"))
     name = entry.f_code.co_name
-    from .numpy import special  # the package imports core: a late import
-    ours = f"autodiff.numpy.special.{name}" if module == "scipy.special" and name in special.__all__ else None
+    special = sys.modules.get(f"{__package__}.numpy.special")  # loaded with autodiff (no import cycle)
+    ours = f"autodiff.numpy.special.{name}" if module == "scipy.special" and special is not None \
+        and name in special.__all__ else None
     return (f" Here {module}.{name} converted it: scipy's Python functions turn their inputs into "
             "ndarrays, so no autodiff engine can see through them; "
             + (f"{ours} is its differentiable version." if ours else
                "write that step with NumPy operations on the Tensor."))
-
-
-def _tracked_outside_traces(t: Tensor) -> bool:
-    """``tracked(t)``, not counting the tapes of traces in progress."""
-    with paused(tapes=[tape for tape in state.tapes if getattr(tape, "records_paused", False)],
-                accumulators=False):
-        return tracked(t)
 
 
 def _as_float_array(value, dtype=None) -> np.ndarray:
@@ -312,40 +319,38 @@ def constant(value, dtype=None) -> Tensor:
     return Tensor(_as_float_array(value, dtype))
 
 
-def value_of(x):
+def value_of(x: Any) -> Any:
     """The raw ndarray behind a Tensor; anything else unchanged."""
     return x._value if isinstance(x, Tensor) else x
 
 
-def concrete(x):
+def concrete(x: Any) -> Any:
     """The raw value of ``x`` read to compute with outside the engine (a mask, an index, a branch).
 
-    Unlike ``value_of`` (for shapes and dtypes), the read is reported to the traces of
-    ``autodiff.function`` in progress: a replay must check it (or the trace refuses).
+    Unlike ``value_of`` (for shapes and dtypes), the read is reported to the observers (the traces
+    of ``autodiff.jit`` in progress): a replay must check it (or the trace refuses).
     """
     if isinstance(x, Tensor):
-        if state.traces:
+        if state.observers:
             note_read(x, "value")
         return x._value
     return x
 
 
 def note_read(t: Tensor, how: str) -> None:
-    """Tell each trace in progress that ``t``'s value was read (``how``: "bool", "numpy", ...)."""
-    for trace in state.traces:
-        trace.read(t, how)
+    """Tell each observer that ``t``'s value was read (``how``: "bool", "numpy", ...)."""
+    for observer in state.observers:
+        observer.read(t, how)
 
 
 def record_constant(fun, args: tuple, kwargs: dict, out: Tensor) -> None:
-    """Record ``out = fun(*values of args, **kwargs)``, an op with no derivative, on the tapes of the
-    traces in progress (only there: no gradient flows through it), so that a replay recomputes it."""
-    parents = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+    """Show the observers ``out = fun(*values of args, **kwargs)``, an op with no derivative (only
+    them: no gradient flows through it), so that a replay recomputes it."""
+    parents = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+    prim = Primitive(fun, getattr(fun, "__name__", "nondiff"))
     raw = [value_of(a) for a in args]
-    for trace in state.traces:
-        if any(args[i]._id in trace.tape._watched for i in parents):
-            trace.tape._records.append((Primitive(fun, getattr(fun, "__name__", "nondiff")), args, raw,
-                                        kwargs, out, parents))
-            trace.tape._watched.add(out._id)
+    for observer in state.observers:
+        observer.record(prim, args, raw, kwargs, out, parents)
 
 
 def shape_of(x) -> tuple:
@@ -379,8 +384,7 @@ def list_operand(a):
     """A list (or tuple) in an operand's place: an ndarray, or the Tensors it holds stacked (differentiably)."""
     if not _holds_tensor(a):
         return np.asarray(a)
-    from .numpy import array  # the package imports core: a late import
-    return array(a)
+    return sys.modules[f"{__package__}.numpy"].array(a)  # loaded with autodiff (no import cycle)
 
 
 def _holds_tensor(obj) -> bool:
@@ -419,13 +423,13 @@ class Primitive:
                 return apply(self, args, kwargs)
         return self.fun(*args, **kwargs)  # plain NumPy, as rules run in raw sweeps
 
-    def backward(self, g, ans, args, kwargs, parents):
+    def backward(self, g: Any, ans: Any, args: Any, kwargs: dict, parents: tuple) -> list:
         """The cotangents of the Tensor arguments ``parents``, given the output cotangent ``g``."""
         if self.variadic:
             return [self.vjps[0](g, ans, *args, argnum=i, **kwargs) for i in parents]
         return [self.vjps[i](g, ans, *args, **kwargs) for i in parents]
 
-    def forward(self, tangents: dict, ans, args, kwargs):
+    def forward(self, tangents: dict, ans: Any, args: Any, kwargs: dict) -> Any:
         """The output tangent, given ``{argnum: tangent}`` for the arguments that have one."""
         if not self.complex_ok:
             refuse_complex(self, [value_of(a) for a in args], ans)
@@ -441,7 +445,7 @@ _FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)  # the parents of one- and two-argum
 _NO_KWARGS: dict = {}
 
 
-def apply(prim: Primitive, args: tuple, kwargs: dict = _NO_KWARGS):
+def apply(prim: Primitive, args: tuple, kwargs: dict = _NO_KWARGS) -> Any:
     """Run ``prim`` on ``args``: plain NumPy when no Tensor is among them, else a recorded Tensor.
 
     A module-level function, so Tensor operators call it without going through ``__call__``. A list
@@ -470,13 +474,13 @@ def apply(prim: Primitive, args: tuple, kwargs: dict = _NO_KWARGS):
     return _output(prim, args, raw, kwargs, parents, value)
 
 
-def apply_unary(prim: Primitive, x: Tensor):
+def apply_unary(prim: Primitive, x: Tensor) -> Tensor:
     """``apply(prim, (x,), {})`` for a Tensor ``x``, without the loop."""
     raw = (x._value,)
     return _output(prim, (x,), raw, _NO_KWARGS, _FIRST, prim.tensor_fun(*raw))
 
 
-def apply_binary(prim: Primitive, x, y):
+def apply_binary(prim: Primitive, x: Any, y: Any) -> Tensor:
     """``apply(prim, (x, y), {})`` for Tensor operators (one of x, y is a Tensor), without the loop.
 
     Both arguments are operands: a list or tuple becomes an ndarray (as in ``apply``)."""
@@ -503,9 +507,11 @@ def _output(prim, args, raw, kwargs, parents, value):
     elif type(value) is complex:  # Python's complex * np.float64 is a Python complex: keep NumPy types
         value = np.complex128(value)
     out = Tensor(value)
-    tapes = state.tapes
-    if tapes:
-        record(prim, args, raw, kwargs, out, parents, tapes)
+    for tape in state.tapes:  # as ``record``, inline: this runs for every op
+        tape.record(prim, args, raw, kwargs, out, parents)
+    if state.observers:
+        for observer in state.observers:
+            observer.record(prim, args, raw, kwargs, out, parents)
     if state.accumulators:
         for accumulator in state.accumulators:
             accumulator.push(prim, args, kwargs, out, parents)
@@ -525,34 +531,13 @@ class _Rules(dict):
         return missing
 
 
-def record(prim, args, raw, kwargs, out, parents, tapes):
-    """Append the op to each of ``tapes`` (the recording ones) that watches one of its inputs.
-
-    A tape that watches accessed Variables starts watching every trainable Variable the op reads (all
-    of them, not just the first: ``watched_variables`` must list each one); a trace's tape
-    (``_watch_accessed == "all"``) every Variable, trainable or not.
-
-    Each tape keeps only the parents it watches: its sweeps never compute a cotangent that cannot
-    reach one of its sources (an input-gradient tape that watches ``x`` skips the kernels of ``x @ W``).
-    """
-    for tape in tapes:
-        watched = tape._watched
-        tracked = parents
-        for i in parents:
-            a = args[i]
-            if not (a._id in watched or (tape._watch_accessed and type(a) is Variable
-                                         and (a.trainable or tape._watch_accessed == "all")
-                                         and tape._watch_one(a))):
-                tracked = tuple(j for j in tracked if j != i)
-        if not tracked:
-            continue
-        if not prim.complex_ok:
-            refuse_complex(prim, raw, out)
-        tape._records.append((prim, args, raw, kwargs, out, tracked))
-        if type(out) is tuple:
-            watched.update(o._id for o in out)
-        else:
-            watched.add(out._id)
+def record(prim, args, raw, kwargs, out, parents) -> None:
+    """Show an op to the recording tapes (each keeps it if it watches an input, see
+    ``GradientTape.record``) and to the observers."""
+    for tape in state.tapes:
+        tape.record(prim, args, raw, kwargs, out, parents)
+    for observer in state.observers:
+        observer.record(prim, args, raw, kwargs, out, parents)
 
 
 def refuse_complex(prim, raw, out) -> None:
@@ -650,7 +635,7 @@ class SlicedCotangent:
 
     __radd__ = __add__
 
-    def dense(self, base=None):
+    def dense(self, base: Any = None) -> Any:
         """The pieces added into zeros, or into ``base``.
 
         A Tensor base (a cotangent an outer tape records) gets the pieces, which are constants to

@@ -18,7 +18,7 @@ array([[ 6.,  0.],
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -163,7 +163,7 @@ def _summed_to_argument(rule, i):
     return rule_then_unbroadcast
 
 
-def unbroadcast(g, shape: tuple, nb: int):
+def unbroadcast(g: Any, shape: tuple, nb: int) -> Any:
     """Sum ``g`` (``nb`` batch axes, then a broadcast of ``shape``) back to ``batch + shape``.
 
     The batch axes are never summed. ``g`` is an array, or a Tensor when an outer tape records the
@@ -195,7 +195,7 @@ def nondiff(fun: Callable, wrap: bool = True) -> Callable:
     is a Tensor again (that no tape watches).
     """
     def call(*args, **kwargs):
-        if not state.traces:
+        if not state.observers:
             result = fun(*[value_of(a) for a in args], **{k: value_of(v) for k, v in kwargs.items()})
             if wrap and any(isinstance(a, Tensor) for a in args) and isinstance(result, (np.ndarray, np.generic)):
                 return Tensor(result)
@@ -211,7 +211,7 @@ _METADATA = {np.shape, np.ndim, np.size, np.result_type, np.zeros_like, np.ones_
 
 
 def _traced_nondiff(fun: Callable, wrap: bool, args: tuple, kwargs: dict):
-    """``nondiff``'s call while ``autodiff.function`` traces: a wrapped result is recorded on the
+    """``nondiff``'s call while a trace observes (autodiff.jit): a wrapped result is recorded on the
     trace's tape, so that a replay recomputes it; a plain result (an index array, a Python value)
     leaves the engine, a read the trace checks."""
     kwargs = {k: concrete(v) for k, v in kwargs.items()}

@@ -6,10 +6,11 @@ and reverse-over-forward Hessian-vector products) and with other accumulators.
 from __future__ import annotations
 
 import weakref
+from typing import Any
 
 import numpy as np
 
-from .core import Tensor, paused, shape_of, state, value_of
+from .core import Primitive, Tensor, paused, shape_of, state, value_of
 from .tree import flatten
 from .numpy import broadcast_to
 from .tape import UnconnectedGradients, _unconnected
@@ -63,7 +64,7 @@ class ForwardAccumulator:
     Tensor(array([3., 0.]))
     """
 
-    def __init__(self, primals, tangents):
+    def __init__(self, primals: Any, tangents: Any) -> None:
         primal_list, _ = flatten(primals)
         tangent_list, _ = flatten(tangents)
         if len(primal_list) != len(tangent_list):
@@ -93,7 +94,7 @@ class ForwardAccumulator:
         del self._paused  # it refers to self: no reference cycle outlives the context
         return False
 
-    def push(self, prim, args, kwargs, out, parents):
+    def push(self, prim: Primitive, args: tuple, kwargs: dict, out: Tensor, parents: tuple) -> None:
         """Called by every op while active: compute the output's tangent from the inputs' ones."""
         known, tangents = self._tangents, {}
         for i in parents:
@@ -108,11 +109,11 @@ class ForwardAccumulator:
             tangent = broadcast_to(tangent, out.shape)
         self._tangents.put(out, tangent)
 
-    def watches(self, tensors) -> bool:
+    def watches(self, tensors: Any) -> bool:
         """Whether any of ``tensors`` carries a tangent here."""
         return any(isinstance(t, Tensor) and t._id in self._tangents for t in tensors)
 
-    def jvp(self, primals, unconnected_gradients=UnconnectedGradients.NONE):
+    def jvp(self, primals: Any, unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE) -> Any:
         """The tangent of each of ``primals`` (None, or zeros, where none reached it).
 
         Examples

@@ -33,6 +33,7 @@ import numpy as np
 from . import coloring as coloring_
 from ._propagation import propagate
 from .core import Tensor, constant, value_of
+from .operators import hessian_operator
 from .tape import GradientTape, UnconnectedGradients, _require_scalar, _require_tensors
 
 __all__ = ["SparsityPattern", "hessian_sparsity", "jacobian_sparsity", "sparse_hessian", "sparse_jacobian"]
@@ -150,7 +151,9 @@ def _record(f: Callable, x: np.ndarray, hessian: bool) -> _Recording:
     say when another x would run another program; a function it refuses (one reading float values)
     is recorded eagerly on a tape, and its pattern holds at this x only.
     """
-    from .function import Program, UntraceableError, _Retrace, _trace
+    from .jit import Program, UntraceableError
+    from .jit.program import Retrace
+    from .jit.tracing import record
     source = constant(x)
 
     def build():
@@ -161,21 +164,23 @@ def _record(f: Callable, x: np.ndarray, hessian: bool) -> _Recording:
             y = _require_scalar(f(source), "hessian_sparsity")
         return inner.gradient(y, source, unconnected_gradients=ZERO)
     try:
-        records, variables, guards, target, _ = _trace(build, [source])
+        recording = record(build, [source])
     except UntraceableError:
         with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
             tape.watch(source)
             target = build()
         return _Recording(tape._records, source, target, None)
-    if not guards:
+    records, target = recording.records, recording.structure(recording.outputs)
+    if not recording.guards:
         return _Recording(records, source, target, lambda x: True)
-    check = Program(records, [source] + variables, [], guards).run
+    check = Program(records, recording.inputs, [], recording.guards).run
+    variables = recording.inputs[1:]
 
     def same_program(x):
         try:
-            check(x, *[v._value for v in variables])
+            check(x, *[value_of(v) for v in variables])
             return True
-        except _Retrace:
+        except Retrace:
             return False
     return _Recording(records, source, target, same_program)
 
@@ -332,7 +337,6 @@ class SparseHessian(_Sparse):
     _hessian = True
 
     def __call__(self, x):
-        from . import hessian_operator  # the function (autodiff's public name)
         x = _as_point(x)
         compression = self.compression(x)
         if not compression.k:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import functools
 import warnings
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -70,7 +70,7 @@ class GradientTape:
     (Tensor(array(27.)), Tensor(array(18.)))
     """
 
-    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True) -> None:
         self._persistent = persistent
         self._watch_accessed = watch_accessed_variables
         self._records: list = []
@@ -89,7 +89,7 @@ class GradientTape:
         state.tapes.remove(self)
         return False
 
-    def watch(self, tensor) -> None:
+    def watch(self, tensor: Any) -> None:
         """Watch a Tensor, a Variable (trainable or not) or a nested structure of them.
 
         As in TensorFlow, only floating-point tensors can be watched: an integer one is skipped with
@@ -118,6 +118,43 @@ class GradientTape:
             if not self._watch_one(item):
                 warnings.warn(f"The dtype of the watched tensor must be floating (e.g. float64), "
                               f"got {item.dtype}: it is not watched.", stacklevel=2)
+
+    def watches(self, tensor: Tensor) -> bool:
+        """Whether this tape watches ``tensor`` (a source, or computed from one on this tape)."""
+        return tensor._id in self._watched
+
+    @property
+    def watches_reads(self) -> bool:
+        """Whether trainable Variables are watched as soon as an op reads them
+        (``watch_accessed_variables``)."""
+        return self._watch_accessed
+
+    def record(self, prim: Primitive, args: tuple, raw: list, kwargs: dict, out: Any, parents: tuple) -> None:
+        """Keep an op (``out = prim(*args, **kwargs)``; ``raw`` the values of ``args``, ``parents``
+        the positions of its Tensor arguments) if it reads a Tensor this tape watches.
+
+        A tape that watches accessed Variables starts watching every trainable Variable the op
+        reads (all of them, not just the first: ``watched_variables`` must list each one). The
+        record keeps only the parents this tape watches: its sweeps never compute a cotangent
+        that cannot reach one of its sources (an input-gradient tape that watches ``x`` skips the
+        kernels of ``x @ W``).
+        """
+        watched = self._watched
+        tracked = parents
+        for i in parents:
+            a = args[i]
+            if not (a._id in watched or (self._watch_accessed and type(a) is Variable and a.trainable
+                                         and self._watch_one(a))):
+                tracked = tuple(j for j in tracked if j != i)
+        if not tracked:
+            return
+        if not prim.complex_ok:
+            core.refuse_complex(prim, raw, out)
+        self._records.append((prim, args, raw, kwargs, out, tracked))
+        if type(out) is tuple:
+            watched.update(o._id for o in out)
+        else:
+            watched.add(out._id)
 
     def _watch_one(self, tensor: Tensor) -> bool:
         """Watch one Tensor; returns False (and does nothing) if it is not floating-point."""
@@ -189,8 +226,8 @@ class GradientTape:
         self._used = False
 
     # --- differentiation ------------------------------------------------------------------------
-    def gradient(self, target, sources, output_gradients=None,
-                 unconnected_gradients=UnconnectedGradients.NONE):
+    def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
+                 unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE) -> Any:
         """d(sum of target * output_gradients)/d(sources), in the structure of ``sources``.
 
         Parameters
@@ -239,8 +276,10 @@ class GradientTape:
         self._consume()
         return rebuild([_finish(g, s, unconnected, ()) for g, s in zip(grads, source_list)])
 
-    def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
-                 parallel_iterations=None, experimental_use_pfor=True, chunk_size: int | None = None):
+    def jacobian(self, target: Any, sources: Any,
+                 unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE,
+                 parallel_iterations: int | None = None, experimental_use_pfor: bool = True,
+                 chunk_size: int | None = None) -> Any:
         """d target / d source for each source, shape ``target.shape + source.shape``.
 
         One batched sweep with the rows of the identity as cotangents (in chunks of ``chunk_size``
@@ -294,8 +333,9 @@ class GradientTape:
                                    unconnected, ()))
         return results
 
-    def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
-                       parallel_iterations=None, experimental_use_pfor=True):
+    def batch_jacobian(self, target: Tensor, source: Tensor,
+                       unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE,
+                       parallel_iterations: int | None = None, experimental_use_pfor: bool = True) -> Tensor | None:
         """Per-example Jacobians, shape ``(batch,) + target.shape[1:] + source.shape[1:]``.
 
         Assumes example b of the target depends only on example b of the source: the sweep seeds
@@ -357,8 +397,23 @@ class GradientTape:
         target.shape``. The cotangents are Tensors when a tape or accumulator is active (so it
         records the sweep), arrays otherwise. Unlike ``gradient``, it neither checks nor uses up a
         non-persistent tape.
+
+        With observers (traces) and nothing recording, the sweep runs on Tensors for them to see,
+        and they are told that eager code would run it on raw arrays (``raw_sweep``).
         """
         use_tensors = bool(state.tapes or state.accumulators)
+        if not use_tensors and state.observers:
+            observers = list(state.observers)
+            for observer in observers:
+                observer.raw_sweep(True)
+            try:
+                return self._sweep(targets, seeds, sources, batch_shape, True)
+            finally:
+                for observer in observers:
+                    observer.raw_sweep(False)
+        return self._sweep(targets, seeds, sources, batch_shape, use_tensors)
+
+    def _sweep(self, targets: list, seeds: list, sources: list, batch_shape: tuple, use_tensors: bool) -> list:
         initial = {}
         for target, seed in zip(targets, seeds):
             if not isinstance(target, Tensor):
@@ -465,9 +520,9 @@ def _record_node(name: str, backward: Callable, inputs: list, variables: list, y
     fresh = tuple(Tensor(np.asarray(core.value_of(o))) for o in outputs)
     args = tuple(inputs) + tuple(variables)
     out = fresh if len(fresh) > 1 else fresh[0]
-    if state.tapes:
+    if state.tapes or state.observers:
         core.record(_Node(name, backward), args, [a._value for a in args], {}, out,
-                    list(range(len(args))), state.tapes)
+                    tuple(range(len(args))))
     return rebuild(list(fresh))
 
 

@@ -33,11 +33,11 @@ class TreeDef:
     def __init__(self, build: Callable[[list], Any], num_leaves: int):
         self._build, self.num_leaves = build, num_leaves
 
-    def __call__(self, leaves) -> Any:
+    def __call__(self, leaves: Any) -> Any:
         return self._build(list(leaves))
 
 
-def flatten(tree) -> tuple[list, TreeDef]:
+def flatten(tree: Any) -> tuple[list, TreeDef]:
     """The leaves of ``tree`` in order, and its structure.
 
     Dicts keep their insertion order, lists and tuples (namedtuples too) theirs; anything else is a
@@ -59,7 +59,7 @@ def flatten(tree) -> tuple[list, TreeDef]:
     return _join([flatten(item) for item in tree], build)
 
 
-def flatten_like(tree, template) -> list:
+def flatten_like(tree: Any, template: Any) -> list:
     """The leaves of ``tree`` in the order of ``template``'s leaves; the two must have the same
     structure (dict entries are matched by key, so their order may differ). Tangents and cotangents
     are paired with their primals this way.
@@ -88,7 +88,7 @@ def flatten_like(tree, template) -> list:
     return [tree]
 
 
-def unflatten(treedef: TreeDef, leaves) -> Any:
+def unflatten(treedef: TreeDef, leaves: Any) -> Any:
     """The tree of structure ``treedef`` holding ``leaves``.
 
     Examples
@@ -116,7 +116,7 @@ def _join(parts: list, build: Callable) -> tuple[list, TreeDef]:
     return leaves, TreeDef(rebuild, len(leaves))
 
 
-def ravel(tree) -> tuple[Any, Callable]:
+def ravel(tree: Any) -> tuple[Any, Callable]:
     """Flatten a tree of arrays to one float vector, and the way back.
 
     ``unravel`` is differentiable: given a Tensor it returns Tensors (slices and reshapes). As JAX's
@@ -145,7 +145,7 @@ def ravel(tree) -> tuple[Any, Callable]:
     flat = np.concatenate([np.ravel(value_of(leaf)).astype(float) for leaf in leaves]) \
         if leaves else np.zeros(0)
 
-    def unravel(vector):
+    def unravel(vector: Any) -> Any:
         if treedef is _LEAF:
             return anp.reshape(vector, shapes[0])
         return treedef([anp.reshape(vector[offsets[k]:offsets[k + 1]], shape)

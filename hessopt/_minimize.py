@@ -44,9 +44,9 @@ class AutodiffDerivatives:
     With ``variables`` (a list of Variables), ``f`` takes no argument and reads them: each point is
     assigned to the Variables before ``f`` runs. With ``ggn=(predict, loss)`` the operator is the
     generalized Gauss-Newton one of loss(predict(...)), ``predict`` called like ``f``. With
-    ``trace`` the operators are replayed programs of ``autodiff.function(f)`` (f eagerly where it
-    cannot be traced: ``untraced_reason`` then says why); plain values are NumPy calls of f
-    either way.
+    ``trace`` every derivative (gradients, products, dense Hessians, Gauss-Newton products) is a
+    replayed program of ``autodiff.function`` (f eagerly where it cannot be traced:
+    ``untraced_reason`` then says why); plain values are NumPy calls of f either way.
     """
 
     def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
@@ -54,12 +54,26 @@ class AutodiffDerivatives:
         self.f = f                      # a function of the structure unravel(x) (or of x itself)
         self.unravel = unravel or (lambda x: x)
         self.variables = variables
-        self.traced = ad.function(f, eager_fallback=True) if trace and ggn is None else None
-        hessian_of = self.traced or f
-        self._operator_at = (lambda point: ad.hessian_operator(hessian_of, point)) if ggn is None else \
-            (lambda point: ad.ggn_operator(*ggn, point))
+        self._traced: list = []         # the autodiff.functions made here (untraced_reason)
+        objective = self._replayed(f, trace)
+        if ggn is None:
+            self._operator_at = lambda point: ad.hessian_operator(objective, point)
+        else:
+            predict, loss = self._replayed(ggn[0], trace), ggn[1]
+            self._operator_at = lambda point: ad.ggn_operator(predict, loss, point)
+        # first-order methods: the value and gradient alone, of f of the point (the Variables' values)
+        self._value_and_grad = ad.value_and_grad(objective if variables is None else
+                                                 self._replayed(lambda _: f(), trace))
         self._x = None
         self._operator = None
+
+    def _replayed(self, g: Callable, trace: bool) -> Callable:
+        """``autodiff.function(g)`` when tracing (eagerly where it cannot be traced), else g."""
+        if not trace:
+            return g
+        traced = ad.function(g, eager_fallback=True)
+        self._traced.append(traced)
+        return traced
 
     def point(self, x: np.ndarray):
         """What ``f`` and the operators take at x: the structure ``unravel(x)``, or the Variables
@@ -73,7 +87,7 @@ class AutodiffDerivatives:
     @property
     def untraced_reason(self) -> str | None:
         """Why the objective runs eagerly (None: traced, or tracing off)."""
-        return None if self.traced is None else self.traced.fallback_reason
+        return next((t.fallback_reason for t in self._traced if t.fallback_reason is not None), None)
 
     def call(self, x: np.ndarray):
         point = self.point(x)
@@ -96,18 +110,9 @@ class AutodiffDerivatives:
         return np.asarray(_value(self.call(x)))
 
     def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        """f(x) and its gradient from one plain tape (no recording kept: first-order methods)."""
-        point = self.point(x)
-        leaves, rebuild = ad.tree.flatten(point)
-        sources = leaves if self.variables is not None else [ad.constant(leaf) for leaf in leaves]
-        with ad.GradientTape() as tape:
-            tape.watch(sources)
-            y = self.f() if self.variables is not None else self.f(rebuild(sources))
-        if not isinstance(y, ad.Tensor):
-            raise TypeError(f"the objective returned a plain {type(y).__name__}, not a Tensor: it must "
-                            "be computed with autodiff operations for exact gradients")
-        grads = tape.gradient(y, sources, unconnected_gradients="zero")
-        return y.numpy(), np.concatenate([np.ravel(g.numpy()) for g in grads])
+        """f(x) and its gradient, with no recording kept (first-order methods)."""
+        value, gradient = self._value_and_grad(self.point(x))
+        return np.asarray(_value(value)), np.concatenate([np.ravel(_value(g)) for g in ad.tree.flatten(gradient)[0]])
 
     def jac(self, x: np.ndarray) -> np.ndarray:
         return self.at(x).gradient
@@ -148,10 +153,11 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     (``optimizers.History``): ``history["f"]``, ``["gnorm"]``, the cumulative ``["nfev"]``,
     ``["njev"]``, ``["nhev"]``, the method's own columns, and ``["x"]``, the iterates as flat
     vectors (a pytree x0 in ``ad.ravel`` order), unless ``options={"keep_iterates": False}``.
-    ``options={"trace": False}`` turns off tracing: by default the objective's gradient and
-    Hessian-vector products are replayed programs of ``autodiff.function(fun)``, with the same
-    iterates as eager evaluation; a ``fun`` that cannot be traced (say, it calls ``.numpy()``) runs
-    eagerly, and ``result.untraced_reason`` says why.
+    ``options={"trace": False}`` turns off tracing: by default every derivative (gradients,
+    Hessian-vector products, dense Hessians, Gauss-Newton products, the first-order methods'
+    gradients) is a replayed program of ``autodiff.function(fun)``, with the same iterates as eager
+    evaluation; a ``fun`` that cannot be traced (say, it calls ``.numpy()``) runs eagerly, and
+    ``result.untraced_reason`` says why.
 
     Models: when ``x0`` is a list of Variables (``model.trainable_variables``), ``fun(*args)`` takes
     no parameters and reads the Variables, as Keras' ``minimize(loss, var_list)``; at the end the
@@ -338,8 +344,10 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
                   options: dict | None = None) -> OptimizeResult:
     """Minimize 0.5 ||r(x)||^2 by Levenberg-Marquardt (``"lm"``) or Gauss-Newton (``"gn"``).
 
-    The Jacobian comes from autodiff in one vectorized sweep unless ``jac`` is given. ``x0``,
-    ``args``, ``callback`` and ``options`` are taken as by :func:`minimize`; residuals of any shape
+    The Jacobian comes from autodiff in one vectorized sweep unless ``jac`` is given: a replayed
+    program of ``autodiff.function`` (``options={"trace": False}``: eager; residuals that cannot
+    be traced run eagerly, and ``result.untraced_reason`` says why). ``x0``, ``args``,
+    ``callback`` and ``options`` are taken as by :func:`minimize`; residuals of any shape
     are raveled (``result.fun`` and the rows of ``result.jac`` follow that order), and ``result.x``
     and ``result.grad`` have the form of ``x0``. Gauss-Newton uses J^T J as the Hessian, with no
     second derivatives (Nocedal & Wright, 2006, ch. 10; Moré 1978 for the Levenberg-Marquardt
@@ -385,22 +393,27 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
         raise TypeError(f"residuals must be callable, got {type(residuals).__name__}")
     if method not in ("lm", "gn"):
         raise ValueError(f"unknown least-squares method {method!r}; choose 'lm' or 'gn'")
+    options = dict(options or {})
+    trace = bool(options.pop("trace", True))
     call = normalize(x0, args, callback, options, optimizers.least_squares_lm, "least_squares")
     unravel, args, n = call.unravel, call.args, call.x0.size
 
     def flat_residuals(x):
         return residual_vector(residuals(unravel(x), *args))
 
+    traced = ad.function(flat_residuals, eager_fallback=True) if trace else None
     if callable(jac):
         jacobian = lambda x: real_array(_value(jac(unravel(x), *args)),  # noqa: E731
                                         "the value of jac").reshape(-1, n)
     elif exact_derivatives(jac):
-        jacobian = ad.jacobian(flat_residuals)
+        jacobian = ad.jacobian(traced or flat_residuals)
     else:
         raise ValueError(f"jac must be a callable or None (exact, from autodiff); got {jac!r}")
     result = optimizers.least_squares_lm(lambda x: np.asarray(_value(flat_residuals(x)), dtype=float),
                                          call.x0, jacobian, callback=call.callback, method=method,
                                          **call.options)
+    if traced is not None and traced.fallback_reason is not None:
+        result.untraced_reason = traced.fallback_reason
     return call.finish(result, ("x", "grad"))
 
 

@@ -4,6 +4,7 @@ and keep memory flat."""
 from __future__ import annotations
 
 import doctest
+import pickle
 import sys
 import tracemalloc
 
@@ -13,7 +14,8 @@ from hypothesis import given, settings, strategies as st
 
 import autodiff as ad
 import autodiff.numpy as anp
-from autodiff.function import MAX_TRACES_PER_SIGNATURE
+from autodiff.function import CACHE_SIZE, MAX_TRACES_PER_SIGNATURE
+from autodiff.jit import Late
 from test_ops import CASES
 
 ONCE = settings(max_examples=2, deadline=None)
@@ -36,7 +38,7 @@ def assert_replays_exactly(f, points):
         value, gradient = traced_reduced.value_and_grad()(x)
         eager_operator = ad.hessian_operator(reduced, x)
         operator = traced_reduced.hessian_operator(x)
-        assert isinstance(operator, ad.hessian_operator.__globals__["ReplayedHessianOperator"])
+        assert isinstance(operator.product, Late)  # the products are a replayed program
         np.testing.assert_array_equal(operator.gradient, eager_operator.gradient)
         assert operator.value == eager_operator.value
         v = np.random.default_rng(1).standard_normal(x.size)
@@ -300,3 +302,73 @@ def test_guard_alternatives_are_bounded():
 def test_docstring_examples_run():
     failures, _ = doctest.testmod(sys.modules["autodiff.function"], optionflags=doctest.NORMALIZE_WHITESPACE)
     assert failures == 0
+
+
+# --- static arguments, the cache's size, pickling (issue 20) ------------------------------------------
+
+def test_an_unhashable_static_argument_is_refused_by_name():
+    f = ad.function(lambda x, indices, scale=1.0: x * len(indices) * scale)
+    with pytest.raises(TypeError, match=r"static argument argument 1 is an unhashable set"):
+        f(np.ones(2), set(range(3)))
+    with pytest.raises(TypeError, match=r"keyword argument 'scale'\['a'\] is an unhashable set"):
+        f(np.ones(2), (1, 2), scale={"a": {1.0}})
+
+    class Point:  # equality without a hash: Python makes it unhashable
+        def __eq__(self, other):
+            return True
+    with pytest.raises(TypeError, match=r"argument 1 is an unhashable Point"):
+        f(np.ones(2), Point())
+    for k in range(4):  # by value, never by identity: a frozenset per k, each with its own answer
+        np.testing.assert_array_equal(f(np.ones(2), frozenset(range(k))), [k, k])
+
+
+def test_zero_and_negative_zero_are_two_signatures_and_nan_is_one():
+    divide = ad.function(lambda x, d: x / d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(divide(np.ones(2), 0.0), [np.inf, np.inf])
+        np.testing.assert_array_equal(divide(np.ones(2), -0.0), [-np.inf, -np.inf])
+        assert divide.traces == 2
+        for _ in range(3):
+            assert np.all(np.isnan(divide(np.ones(2), float("nan"))))
+        assert divide.traces == 3  # NaN equals itself as a static argument: one trace
+    opposite = ad.function(lambda x: (1.0 / (x * 0.0), 1.0 / (x * -0.0)))  # two constants, not one
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(opposite(np.ones(1)), ([np.inf], [-np.inf]))
+
+
+def test_the_cache_keeps_the_most_recent_signatures_and_memory_stays_bounded():
+    f = ad.function(lambda x: np.sum(x * x), cache_size=16)
+
+    def trace_shapes(shapes):
+        for n in shapes:
+            assert f(np.ones(n)) == n
+    trace_shapes(range(1, 701))
+    tracemalloc.start()
+    trace_shapes(range(701, 801))  # the cache now holds traces tracemalloc saw made
+    early = tracemalloc.get_traced_memory()[0]
+    trace_shapes(range(801, 1001))
+    late = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert len(f._cache) == 16 and f.traces == 1000
+    # 200 more traces kept would be a megabyte: a program (code, constants, cache entry) is kilobytes
+    assert late - early < 30_000, f"memory grew by {late - early} bytes over 200 evicted traces"
+    f(np.ones(1000))           # the most recent signature is kept ...
+    f(np.ones(1))              # ... the least recent one was evicted: traced again
+    assert f.traces == 1001
+    assert ad.function(np.sin).cache_size == CACHE_SIZE == 64
+
+
+@ad.function
+def module_level_objective(x):
+    return np.sum(x ** 2)
+
+
+def test_a_module_level_function_pickles_by_reference():
+    x = np.array([1.0, 2.0])
+    module_level_objective.grad()(x)
+    assert pickle.loads(pickle.dumps(module_level_objective)) is module_level_objective
+    copy = pickle.loads(pickle.dumps(ad.function(np.sin, eager_fallback=True, cache_size=3)))
+    assert isinstance(copy, ad.Function) and copy.f is np.sin and copy.cache_size == 3 and copy.eager_fallback
+    np.testing.assert_array_equal(copy(x), np.sin(x))
+    with pytest.raises((pickle.PicklingError, AttributeError)):
+        pickle.dumps(ad.function(lambda x: x))

@@ -488,6 +488,43 @@ def test_vjp_of_a_function_with_several_outputs_takes_one_cotangent_each():
     np.testing.assert_array_equal(cotangent, 2 * x * [1.0, -1.0] + 2.0)
 
 
+def test_a_batch_of_cotangents_is_one_sweep_and_a_none_cotangent_is_zero():
+    _, vjp_fn = ad.vjp(two_input_map, X3, Y2)
+    jx, jy = ad.jacobian(two_input_map, argnums=(0, 1))(X3, Y2)
+    cotangents = np.random.default_rng(4).normal(size=(2, 3, 4))   # batch axes (2, 3)
+    cx, cy = vjp_fn(cotangents)
+    assert cx.shape == (2, 3, 3) and cy.shape == (2, 3, 2)
+    np.testing.assert_allclose(cx, cotangents @ jx, rtol=1e-13)
+    np.testing.assert_allclose(cy, cotangents @ jy, rtol=1e-13)
+    x = np.array([1.0, 2.0])
+    _, pair_vjp = ad.vjp(lambda z: (z ** 2, anp.sum(z ** 3)), x)
+    np.testing.assert_array_equal(pair_vjp((None, 2.0))[0], 6 * x ** 2)      # only the sum swept
+    np.testing.assert_array_equal(pair_vjp((np.ones(2), None))[0], 2 * x)
+
+
+def test_linearize_is_the_jacobian_times_the_tangents_recorded_once(counted):
+    function = counted("map", two_input_map)
+    value, f_jvp = ad.linearize(function, X3, Y2)
+    np.testing.assert_allclose(value, np.asarray(two_input_map(X3, Y2)), rtol=1e-15)
+    jx, jy = ad.jacobian(two_input_map, argnums=(0, 1))(X3, Y2)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        tx, ty = rng.normal(size=3), rng.normal(size=2)
+        np.testing.assert_allclose(f_jvp(tx, ty), jx @ tx + jy @ ty, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(f_jvp(tx, ty), ad.jvp(two_input_map, (X3, Y2), (tx, ty))[1], rtol=1e-13)
+    TX, TY = rng.normal(size=(5, 3)), rng.normal(size=(5, 2))             # a batch: one sweep
+    np.testing.assert_allclose(f_jvp(TX, TY), TX @ jx.T + TY @ jy.T, rtol=1e-13, atol=1e-15)
+    assert counted.calls["map"] == 1
+
+
+def test_the_linearization_of_the_gradient_is_the_hessian_times_the_tangent():
+    x, v = PROBLEMS["mlp"][1], PROBLEMS["mlp"][2]
+    gradient, hvp = ad.linearize(ad.grad(mlp_loss), x)
+    np.testing.assert_allclose(gradient, ad.grad(mlp_loss)(x), rtol=1e-14)
+    np.testing.assert_allclose(hvp(v), ad.hessian(mlp_loss)(x) @ v, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(hvp(v), central_difference(ad.grad(mlp_loss), x) @ v, rtol=1e-5, atol=1e-8)
+
+
 def test_nested_accumulators_give_the_second_directional_derivative():
     x_value = np.array([0.4, -0.9, 1.3])
     u, v = np.array([1.0, 2.0, -1.0]), np.array([0.5, 0.0, 3.0])

@@ -48,3 +48,56 @@ def test_variables_as_x0_give_the_same_iterates_traced_and_eager():
     (traced, w_traced), (eager, w_eager) = run(True), run(False)
     np.testing.assert_array_equal(traced.history["x"], eager.history["x"])
     np.testing.assert_array_equal(w_traced, w_eager)
+
+
+@pytest.mark.parametrize("method", ["lm", "gn"])
+@pytest.mark.parametrize("name", ["helical_valley", "brown_dennis", "biggs_exp6"])
+def test_least_squares_traced_and_eager_have_identical_iterates(name, method):
+    problem = problems.get(name)
+    traced = hessopt.least_squares(problem.residuals, problem.x0, method=method, options={"maxiter": 40})
+    eager = hessopt.least_squares(problem.residuals, problem.x0, method=method,
+                                  options={"maxiter": 40, "trace": False})
+    np.testing.assert_array_equal(traced.history["x"], eager.history["x"])
+    np.testing.assert_array_equal(traced.jac, eager.jac)
+    assert "untraced_reason" not in traced
+
+
+@pytest.mark.parametrize("method", ["adam", "gd"])
+def test_first_order_runs_traced_and_eager_have_identical_iterates(method):
+    problem = problems.get("trigonometric")
+    traced, eager = both_modes(problem.fun, problem.x0, method, maxiter=50)
+    np.testing.assert_array_equal(traced.history["x"], eager.history["x"])
+    assert traced.fun < problem.fun(problem.x0)
+    assert "untraced_reason" not in traced
+
+
+def test_gauss_newton_runs_traced_and_eager_have_identical_iterates():
+    rng = np.random.default_rng(2)
+    features, targets = rng.normal(size=(20, 3)), rng.normal(size=20)
+
+    def predict(p):
+        return np.tanh(features @ p["w"] + p["b"]) @ p["v"]
+
+    def loss(z):
+        return 0.5 * np.mean((z - targets) ** 2)
+
+    x0 = {"w": rng.normal(size=(3, 4)), "b": np.zeros(4), "v": rng.normal(size=4)}
+    traced, eager = both_modes(lambda p: loss(predict(p)), x0, "hessian-free", ggn=(predict, loss), maxiter=15)
+    np.testing.assert_array_equal(traced.history["x"], eager.history["x"])
+    assert traced.nhev == eager.nhev > 0
+    assert "untraced_reason" not in traced
+
+
+def test_gauss_newton_runs_over_variables_traced_and_eager_have_identical_iterates():
+    def run(trace):
+        rng = np.random.default_rng(3)
+        features, targets = rng.normal(size=(12, 2)), rng.normal(size=12)
+        w, v = ad.Variable(rng.normal(size=(2, 3))), ad.Variable(rng.normal(size=3))
+        predict = lambda: np.tanh(features @ w) @ v  # noqa: E731
+        loss = lambda z: 0.5 * np.mean((z - targets) ** 2)  # noqa: E731
+        result = hessopt.minimize(lambda: loss(predict()), [w, v], method="hessian-free",
+                                  options={"ggn": (predict, loss), "maxiter": 10, "trace": trace})
+        return result, w.numpy()
+    (traced, w_traced), (eager, w_eager) = run(True), run(False)
+    np.testing.assert_array_equal(traced.history["x"], eager.history["x"])
+    np.testing.assert_array_equal(w_traced, w_eager)

@@ -1,0 +1,18 @@
+"""``autodiff.jit``: trace a function once per signature and replay it as a NumPy program.
+
+- ``tracing``: ``trace(f, *args)`` records what f computes (a ``Recording``: records in order,
+  inputs, outputs), by observing the engine (``core.state.observers``);
+- ``program``: ``Program`` turns records into a straight-line Python function of arrays, through
+  passes that keep every floating-point operation and its order (dead code, simplification), and
+  ``split`` is partial evaluation at late inputs;
+- ``traced``: ``Traced``, the cache of programs by signature (``signature``) that
+  ``autodiff.function`` returns, and the transform protocol through which transforms of it replay.
+
+This package knows no transform and no operator: a derivative is recorded like any computation.
+"""
+from .program import Program, split
+from .traced import CACHE_SIZE, MAX_TRACES_PER_SIGNATURE, Late, Traced
+from .tracing import Recording, UntraceableError, trace
+
+__all__ = ["trace", "Recording", "Program", "split", "Traced", "Late", "UntraceableError",
+           "MAX_TRACES_PER_SIGNATURE", "CACHE_SIZE"]

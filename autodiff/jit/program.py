@@ -1,0 +1,376 @@
+"""Programs: a recording turned into a straight-line Python function of NumPy arrays, and the
+passes that make it (dead code, simplification, partial evaluation).
+
+A pass keeps the floating-point operations of the recording and their order, so a program's results
+are the eager ones bit for bit: dead ops are dropped, repeated ones computed once, multiplications
+by constant ones and no-op reshapes skipped, and a sum of slice cotangents written into one buffer,
+as the eager sweep does. ``split`` is partial evaluation: the part of a program that does not depend
+on some late inputs runs once, the rest at each call.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from .. import numpy as anp
+from ..core import Primitive, Tensor, add_piece
+from .tracing import UntraceableError
+
+
+class Retrace(Exception):
+    """A guard failed: the replay took another branch than its trace."""
+
+
+def _const_key(value):
+    """A key under which equal constants are one (for merging repeated ops), else their identity.
+    Floats are keyed by their bits: 0.0 and -0.0 are two constants, and a NaN is one."""
+    if type(value) is float:
+        return (float, value.hex())
+    if value is None or type(value) in (bool, int, str):
+        return (type(value), value)
+    if type(value) is slice:
+        return (slice, _const_key(value.start), _const_key(value.stop), _const_key(value.step))
+    if type(value) is tuple:
+        return (tuple,) + tuple(_const_key(v) for v in value)
+    return ("id", id(value))
+
+
+class Program:
+    """A recording turned into a straight-line Python function of NumPy arrays: ``run(*values)``.
+
+    ``inputs`` are Tensors of the recording whose values the caller passes in order; ``outputs``
+    are Tensors of the recording or constants; ``guards`` (see ``tracing.Recording``) raise
+    ``Retrace`` when a replay takes another branch. Ops that the outputs and guards do not need
+    are dropped, and an op applied again to the same operands reuses the first result.
+
+    ``run`` returns the list of outputs, or with ``single`` the one output. With ``fresh`` an output
+    is never an input or a view (it may be changed in place by the caller; eager sweeps give fresh
+    arrays too). ``source`` is the generated Python code.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from autodiff.jit import Program, trace
+    >>> recording = trace(lambda x: np.sin(x) * 1.0 + x, np.zeros(2))
+    >>> program = Program(recording.records, recording.inputs, recording.outputs, single=True)
+    >>> print(program.source)                  # the product by 1.0 is dropped: same bits
+    def program(a0):
+        t1 = c0(a0)
+        t3 = c1(t1, a0)
+        return t3
+    >>> program.run(np.array([0.0, np.pi / 2]))
+    array([0.        , 2.57079633])
+    """
+
+    def __init__(self, records: list, inputs: list, outputs: list, guards: list = (),
+                 raw: set = frozenset(), single: bool = False, fresh: bool = False):
+        self.source, self.run = self._generate(records, inputs, outputs, guards, raw, single, fresh)
+
+    @staticmethod
+    def _generate(records, inputs, outputs, guards, raw, single, fresh):
+        names = {t._id: f"a{k}" for k, t in enumerate(inputs)}
+        produced = set(names)
+        for _, _, _, _, out, _ in records:
+            produced.update(o._id for o in (out if type(out) is tuple else (out,)))
+        live = live_records(records, outputs, guards, produced)
+        live = live_records(simplified(live, outputs, guards, raw), outputs, guards, produced)
+        constants: dict = {"_Retrace": Retrace, "_equal": np.array_equal, "_ndarray": np.ndarray}
+        by_id: dict = {}
+
+        def constant(value) -> str:
+            if value is None or type(value) in (bool, int) or (type(value) is float and math.isfinite(value)):
+                return repr(value)
+            key = id(value)
+            if key not in by_id:
+                by_id[key] = f"c{len(by_id)}"
+                constants[by_id[key]] = value
+            return by_id[key]
+
+        guards_of: dict = {}
+        for tensor, kind, value in guards:
+            guards_of.setdefault(tensor._id, []).append((kind, value))
+        parameters = [names[t._id] for t in inputs]
+        lines = [f"def program({', '.join(parameters)}):"]
+        lines += _guard_lines(guards_of, [t._id for t in inputs], names, constant)
+        seen: dict = {}
+        for prim, args, values, kwargs, out, parents in live:
+            operands, keys = [], []
+            for i in range(len(args)):
+                if i in parents and args[i]._id in names:
+                    operands.append(names[args[i]._id])
+                    keys.append(names[args[i]._id])
+                else:
+                    operands.append(constant(values[i]))
+                    keys.append(_const_key(values[i]))
+            outs = out if type(out) is tuple else (out,)
+            if prim is _ALIAS:
+                names[out._id] = operands[0]
+                lines += _guard_lines(guards_of, [out._id], names, constant)
+                continue
+            key = (id(prim.tensor_fun), tuple(keys), tuple(sorted((k, _const_key(v)) for k, v in kwargs.items())))
+            if key in seen and all(o._id not in guards_of for o in outs):
+                for o, name in zip(outs, seen[key]):
+                    names[o._id] = name
+                continue
+            targets = [f"t{len(names) + k}" for k in range(len(outs))]
+            for o, name in zip(outs, targets):
+                names[o._id] = name
+            seen[key] = targets
+            call = f"{constant(prim.tensor_fun)}({', '.join(operands)}"
+            call += f", **{constant(kwargs)})" if kwargs else ")"
+            lines.append(f"    {', '.join(targets)}{',' if type(out) is tuple and len(outs) == 1 else ''} = {call}")
+            lines += _guard_lines(guards_of, [o._id for o in outs], names, constant)
+        results = [names[o._id] if isinstance(o, Tensor) and o._id in names else constant(_fixed(o))
+                   for o in outputs]
+        # a constant result is the caller's to change: a copy, so the program's stays as traced
+        results = [f"{r}.copy()" if isinstance(constants.get(r), np.ndarray) or (fresh and r in parameters)
+                   else r for r in results]
+        if fresh:  # a view (of an input, say) is copied: a fresh array, as the eager sweep gives
+            lines += [f"    if type({r}) is _ndarray and {r}.base is not None: {r} = {r}.copy()"
+                      for r in dict.fromkeys(results) if r.startswith("t")]
+        lines.append(f"    return {results[0]}" if single else f"    return [{', '.join(results)}]")
+        source = "\n".join(lines)
+        exec(compile(source, "<autodiff.function program>", "exec"), constants)
+        return source, constants.pop("program")  # its globals do not hold it: no cycle to collect
+
+
+def _fixed(output):
+    """An output that does not depend on the inputs: its value (a Tensor's array)."""
+    return output._value if isinstance(output, Tensor) else output
+
+
+def _guard_lines(guards_of: dict, ids: list, names: dict, constant) -> list:
+    lines = []
+    for i in ids:
+        for kind, value in guards_of.get(i, ()):
+            test = names[i] if kind == "bool" else f"_equal({names[i]}, {constant(value)})"
+            negate = "not " if kind != "bool" or value else ""
+            lines.append(f"    if {negate}{test}: raise _Retrace")
+    return lines
+
+
+def live_records(records: list, outputs: list, guards: list, produced: set) -> list:
+    """The records the outputs and guards need, in order (dead code removed)."""
+    needed = {o._id for o in outputs if isinstance(o, Tensor)} | {t._id for t, _, _ in guards}
+    live = []
+    for record in reversed(records):
+        _, args, _, _, out, parents = record
+        outs = out if type(out) is tuple else (out,)
+        if not any(o._id in needed for o in outs):
+            continue
+        live.append(record)
+        needed.update(args[i]._id for i in parents if args[i]._id in produced)
+    live.reverse()
+    return live
+
+
+# --- simplification: same floating-point operations, fewer of them ---------------------------------
+
+_ALIAS = object()  # a pseudo-primitive: the output is its one argument
+
+
+def _accumulate(shape: tuple, dtype, *items):
+    """The left-to-right sum of ``items`` ((index, value) pairs, flat): a value with index None is
+    a dense cotangent, any other one is zero outside its slice. Each position sees the additions
+    of the recorded adds, in their order, without their full-size zeros."""
+    total, owned = None, False
+    for k in range(0, len(items), 2):
+        index, value = items[k], items[k + 1]
+        if total is None:
+            if index is None:
+                total = value
+            else:
+                total, owned = np.zeros(shape, dtype), True
+                total[index] = value
+        elif index is None:
+            total, owned = total + value, True
+        else:
+            if not owned:
+                total, owned = total.copy(), True
+            total[index] += value
+    return total
+
+
+def _accumulate_sliced(shape: tuple, dtype, *items):
+    """``_accumulate`` as a raw sweep adds ``SlicedCotangent``s: pieces of one index are summed
+    first, and the pieces go into the first dense cotangent (or zeros) in order."""
+    pieces: list = []
+    total = None
+    for k in range(0, len(items), 2):
+        index, value = items[k], items[k + 1]
+        if index is None:
+            if total is not None:
+                total = total + value
+            elif pieces:
+                total = value.copy()
+                for known, piece in pieces:
+                    total[known] += piece
+                pieces = []
+            else:
+                total = value
+        elif total is not None:
+            total = total.copy()
+            total[index] += value
+        else:
+            add_piece(pieces, index, value)
+    if total is None:
+        total = np.zeros(shape, dtype)
+        total[pieces[0][0]] = pieces[0][1]
+        for known, piece in pieces[1:]:
+            total[known] += piece
+    return total
+
+
+_ACCUMULATE = Primitive(_accumulate, "accumulate")
+_GETITEM = Primitive(operator.getitem, "getitem")  # what getitem's NumPy function does unbatched
+_ACCUMULATE_SLICED = Primitive(_accumulate_sliced, "accumulate_sliced")
+
+
+def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
+    """``live`` with multiplications by constant ones dropped (x * 1 is x, bit for bit) and each
+    left-to-right sum of slice cotangents (``scatter_add`` records, as a traced sweep writes them)
+    done without full-size zeros: as the traced adds do, or, for the records of a sweep that eager
+    code runs raw (ids in ``raw``), as ``SlicedCotangent`` does. Same operations, same order."""
+    uses: dict = {}
+    for o in outputs:
+        if isinstance(o, Tensor):
+            uses[o._id] = uses.get(o._id, 0) + 2  # an output is never absorbed
+    for t, _, _ in guards:
+        uses[t._id] = uses.get(t._id, 0) + 2
+    for _, args, _, _, _, parents in live:
+        for i in parents:
+            uses[args[i]._id] = uses.get(args[i]._id, 0) + 1
+    producers = {r[4]._id: r for r in live if type(r[4]) is not tuple}
+    chains: dict = {}  # id of a fused add's output -> its items
+    result = []
+    for record in live:
+        prim, args, raw_args, kwargs, out, parents = record
+        if prim is anp.ops.multiply and len(parents) == 1 and not kwargs:
+            other = args[parents[0]]
+            constant = raw_args[1 - parents[0]]
+            if (type(other._value) is np.ndarray and out.shape == other.shape and out.dtype == other.dtype
+                    and isinstance(constant, (np.ndarray, np.generic, float, int)) and np.all(constant == 1)):
+                result.append((_ALIAS, (other,), [other._value], {}, out, (0,)))
+                continue
+        if prim is anp.ops._gather and raw_args[2] == 0 and not kwargs:  # x[index], no batch axes
+            result.append((_GETITEM, args[:2], raw_args[:2], {}, out, tuple(i for i in parents if i < 2)))
+            continue
+        if prim.name in _SAME_VALUES and list(parents) == [0] and _same_array(args[0], out):
+            result.append((_ALIAS, (args[0],), [args[0]._value], {}, out, (0,)))
+            continue
+        if prim is anp.ops.add and tuple(parents) == (0, 1) and type(out._value) is np.ndarray:
+            items = _sum_items(args, out, uses, producers, chains)
+            if items is not None:
+                chains[out._id] = items
+                call_args = (out.shape, out.dtype) + tuple(items)
+                fused = _ACCUMULATE_SLICED if out._id in raw else _ACCUMULATE
+                result.append((fused, call_args, [a._value if isinstance(a, Tensor) else a for a in call_args],
+                               {}, out, tuple(k for k, a in enumerate(call_args) if isinstance(a, Tensor))))
+                continue
+        result.append(record)
+    return result
+
+
+# Ops whose output holds the values of their first argument when shapes and dtypes agree (a
+# reshape or broadcast to its own shape, a concatenation of one array): the argument itself.
+_SAME_VALUES = {"reshape", "broadcast_to", "concatenate"}
+
+
+def _same_array(a: Tensor, out: Tensor) -> bool:
+    return (type(a._value) is np.ndarray and type(out._value) is np.ndarray and a.shape == out.shape
+            and a.dtype == out.dtype)
+
+
+def _items_of(t: Tensor, out: Tensor, uses: dict, producers: dict, chains: dict):
+    """``t`` as items of a sum into ``out``: a fused sum's items, [index, piece] for a scatter of
+    ``piece`` into a basic slice of ``out``'s shape, [None, t] for a dense array; used only here
+    (a dense one any number of times); else None."""
+    if t._id in chains and uses.get(t._id) == 1:
+        return chains[t._id]
+    record = producers.get(t._id)
+    if record is not None and record[0] is anp.ops._scatter and uses.get(t._id) == 1:
+        _, args, raw, _, result, parents = record
+        if (list(parents) == [0] and raw[3] == 0 and anp.ops._is_basic(raw[1])
+                and result.shape == out.shape and result.dtype == out.dtype):
+            return [raw[1], args[0]]
+    if type(t._value) is np.ndarray and t.shape == out.shape and t.dtype == out.dtype:
+        return [None, t]
+    return None
+
+
+def _sum_items(args, out, uses, producers, chains):
+    """The items of ``out = args[0] + args[1]`` when at least one side is a slice or a fused sum."""
+    left = _items_of(args[0], out, uses, producers, chains)
+    right = _items_of(args[1], out, uses, producers, chains)
+    if left is None or right is None or len(right) != 2 or (left[0] is None and right[0] is None):
+        return None  # only prev + one cotangent, as the sweep adds them
+    return left + right
+
+
+def _depends_on(records: list, sources: set) -> set:
+    """The ids of the tensors computed from ``sources`` (ids), the sources included."""
+    dependent = set(sources)
+    for prim, args, raw, kwargs, out, parents in records:
+        if any(args[i]._id in dependent for i in parents):
+            dependent.update(o._id for o in (out if type(out) is tuple else (out,)))
+    return dependent
+
+
+def split(records: list, inputs: list, late: list, outputs: list, guards: list = (),
+          raw: set = frozenset()) -> tuple:
+    """Partial evaluation: the program of ``records`` split at the ``late`` inputs.
+
+    Returns ``(before, after, n_saved, late_positions)``: ``before.run(*inputs)`` computes the
+    ``outputs`` that do not depend on the late inputs, then the ``n_saved`` values that the rest
+    needs; ``after.run(*saved, *late)`` computes the outputs that do, at ``late_positions`` among
+    ``outputs`` (``after`` is ``single`` when there is one, and ``fresh``). The cached Hessian-vector product is this split of
+    ``(x, v) -> (f, gradient, H v)``: once per x, f, its gradient and every part of the second
+    sweep that does not involve v; each product, only the rest.
+
+    Raises
+    ------
+    UntraceableError
+        If a guard depends on a late input: each late call would have to be able to trace again.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from autodiff.jit import split, trace
+    >>> recording = trace(lambda x, v: (np.sum(np.exp(x)), np.exp(x) * v), np.zeros(2), np.ones(2))
+    >>> x, v = recording.inputs
+    >>> before, after, n_saved, late_positions = split(recording.records, [x], [v], recording.outputs)
+    >>> value, *saved = before.run(np.array([0.0, 1.0]))    # exp(x) is computed once, and saved
+    >>> float(value), n_saved, late_positions
+    (3.718281828459045, 1, [1])
+    >>> after.run(*saved, np.array([2.0, 3.0]))             # each call: one multiplication
+    array([2.        , 8.15484549])
+    """
+    dependent = _depends_on(records, {t._id for t in late})
+    early = [r for r in records if _outs(r)[0]._id not in dependent]
+    late_records = [r for r in records if _outs(r)[0]._id in dependent]
+    if any(g[0]._id in dependent for g in guards):
+        raise UntraceableError("autodiff.function: a branch or read depends on the vector of a "
+                               "Hessian-vector product")
+    late_positions = [k for k, o in enumerate(outputs) if isinstance(o, Tensor) and o._id in dependent]
+    outputs_after = [outputs[k] for k in late_positions]
+    outputs_before = [o for k, o in enumerate(outputs) if k not in late_positions]
+    produced = {t._id for t in inputs}
+    for r in early:
+        produced.update(o._id for o in _outs(r))
+    saved: dict = {}
+    for _, args, _, _, _, parents in live_records(late_records, outputs_after, (), dependent | produced):
+        for i in parents:
+            if args[i]._id in produced:
+                saved.setdefault(args[i]._id, args[i])
+    saved_list = list(saved.values())
+    before = Program(early, inputs, outputs_before + saved_list, guards, raw)
+    after = Program(late_records, saved_list + list(late), outputs_after, (), raw,
+                    single=len(outputs_after) == 1, fresh=True)
+    return before, after, len(saved_list), late_positions
+
+
+def _outs(record) -> tuple:
+    out = record[4]
+    return out if type(out) is tuple else (out,)

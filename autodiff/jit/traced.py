@@ -1,0 +1,414 @@
+"""``Traced``: a callable traced once per input signature and replayed as a NumPy program.
+
+The first call with a given signature (the structure of the arguments, the shape and dtype of each
+floating-point array, the value of everything else) runs f under a ``Trace``; later calls run the
+program made from its recording. A program has guards (the branches f took); a replay that fails
+one traces again, and up to ``MAX_TRACES_PER_SIGNATURE`` alternatives are kept per signature.
+At most ``cache_size`` signatures are kept (default ``CACHE_SIZE``), the least recently used
+going first.
+
+Transforms apply to a Traced through the protocol of ``autodiff.transforms``: a transform of it is
+a Traced of the transformed function (``__autodiff_transform__``), and a pair (value, function of
+late arguments), such as a VJP or a Hessian operator's product, is one traced program split at the
+late arguments (``__autodiff_partial__``: partial evaluation). Nothing here knows which transform.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core import Tensor, Variable, state, value_of
+from ..tree import flatten
+from .program import Program, Retrace, split
+from .signature import signature
+from .tracing import UntraceableError, record
+
+MAX_TRACES_PER_SIGNATURE = 8  # guarded alternatives kept per signature (least recently used go)
+CACHE_SIZE = 64               # signatures kept per function (least recently used go)
+_EAGER = "eager"              # a cache entry: the trace was refused, f runs eagerly
+
+
+class _Counts:
+    """What a function and the functions derived from it (its transforms) count together."""
+
+    __slots__ = ("traces", "fallback_reason")
+
+    def __init__(self):
+        self.traces = 0
+        self.fallback_reason: str | None = None
+
+
+class Traced:
+    """f, traced once per signature and replayed (see the module docstring).
+
+    ``traces`` counts the traces taken for f and its transforms (a retrace after a failed guard
+    included); ``fallback_reason`` says why the last refused trace was refused (with
+    ``eager_fallback``, f then runs eagerly for that signature). Called while a tape, an
+    accumulator or a trace records, f runs as it is (its ops are recorded).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from autodiff.jit import Traced
+    >>> f = Traced(lambda x: np.sum(np.sin(x)))
+    >>> float(f(np.zeros(3))), float(f(np.ones(3)).round(6)), f.traces
+    (0.0, 2.524413, 1)
+    """
+
+    def __init__(self, f: Callable, eager_fallback: bool = False, cache_size: int = CACHE_SIZE,
+                 _counts: _Counts | None = None):
+        if not callable(f):
+            raise TypeError(f"autodiff.function needs a callable, got {type(f).__name__}")
+        if type(cache_size) is not int or cache_size < 1:
+            raise ValueError(f"cache_size must be a positive int, got {cache_size!r}")
+        functools.update_wrapper(self, f)
+        self.f = f
+        self.eager_fallback = eager_fallback
+        self.cache_size = cache_size
+        self._counts = _counts or _Counts()
+        self._cache: collections.OrderedDict = collections.OrderedDict()
+        self._derived: dict = {}
+
+    @property
+    def traces(self) -> int:
+        """Traces taken for f and its transforms."""
+        return self._counts.traces
+
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why the last refused trace was refused (None: none was)."""
+        return self._counts.fallback_reason
+
+    def __repr__(self):
+        return f"<autodiff.function {getattr(self.f, '__name__', self.f)!r}>"
+
+    def __get__(self, instance, owner):  # decorating a method: bind like a function
+        return self if instance is None else functools.partial(self, instance)
+
+    def __reduce__(self):
+        """By reference when this object is a module-level name (``@ad.function`` on a function),
+        else as a new one of f (pickled as usual). Traces are not pickled: they are made again."""
+        found = sys.modules.get(getattr(self, "__module__", None) or "")
+        for part in getattr(self, "__qualname__", "<>").split("."):
+            found = getattr(found, part, None)
+        if found is self:
+            return self.__qualname__
+        return (type(self), (self.f, self.eager_fallback, self.cache_size))
+
+    # --- calls -----------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if state.tapes or state.accumulators or state.observers:  # recorded: f's own ops
+            return self.f(*args, **kwargs)
+        key, values, rebuild, tensors_in = signature((args, kwargs))
+        entry = self._entry(key)
+        while True:
+            if entry is _EAGER:
+                return _mirror(self._call(rebuild, [Tensor(v) for v in values]), tensors_in)
+            for program in entry or ():
+                try:
+                    return _mirror(program.run(values), tensors_in)
+                except Retrace:
+                    continue
+            entry = self._trace_call(key, rebuild, values)
+
+    def _call(self, rebuild: Callable, leaves: list) -> Any:
+        call_args, call_kwargs = rebuild(leaves)
+        return self.f(*call_args, **call_kwargs)
+
+    def _trace_call(self, key: Any, rebuild: Callable, values: list) -> Any:
+        tensors = [Tensor(v) for v in values]
+        try:
+            recording = record(lambda: self._call(rebuild, tensors), tensors)
+            program = _Replay(recording)
+        except Exception as error:
+            return self._refuse(error, key)
+        return self._keep(key, program)
+
+    # --- the cache -------------------------------------------------------------------------------
+    def _entry(self, key):
+        """The cache entry of ``key`` (alternatives, ``_EAGER`` or None), made the most recent."""
+        entry = self._cache.get(key)
+        if entry is not None:
+            self._cache.move_to_end(key)
+        return entry
+
+    def _refuse(self, error: Exception, key) -> str:
+        """Re-raise ``error`` unless it is (or comes from) a refusal and ``eager_fallback`` is set;
+        then the entry of ``key`` is ``_EAGER``."""
+        refusal = _refusal(error)  # NumPy may wrap it (r[i] = t raises ValueError from it)
+        if refusal is None or not self.eager_fallback:
+            raise error
+        self._counts.fallback_reason = str(refusal)
+        self._store(key, _EAGER)
+        return _EAGER
+
+    def _keep(self, key, traced) -> list:
+        """Add a trace to the alternatives of ``key`` (first: the newest is the likeliest)."""
+        self._counts.traces += 1
+        entry = self._cache.get(key)
+        entry = [traced] + (entry if isinstance(entry, list) else [])
+        self._store(key, entry[:MAX_TRACES_PER_SIGNATURE])
+        return self._cache[key]
+
+    def _store(self, key, entry) -> None:
+        self._cache[key] = entry
+        self._cache.move_to_end(key)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+
+    # --- the transform protocol (autodiff.transforms) ----------------------------------------------
+    def __autodiff_transform__(self, transform: Callable, *args):
+        """``transform(f, *args)`` as a Traced that shares this one's counts (made once)."""
+        key = (transform, _hashable(args))
+        derived = self._derived.get(key)
+        if derived is None:
+            derived = self._derived[key] = type(self)(transform(self.f, *args), self.eager_fallback,
+                                                      self.cache_size, self._counts)
+        return derived
+
+    def __autodiff_partial__(self, build: Callable, args: tuple, late: Callable):
+        """``build(f, *args)``, a value and a function of late arguments, replayed.
+
+        ``(args, late args) -> (value, function(*late args))`` is traced once, with the late
+        arguments ``late(value)`` returns (examples: their shapes and dtypes count), and split
+        there (partial evaluation, ``program.split``): the value and what the late part needs are
+        computed now; each call of the function runs only the rest. Late arguments of another
+        signature get their own split, at the same point (the Variables' values of now).
+        """
+        if state.tapes or state.accumulators or state.observers:
+            return build(self.f, *args)
+        key, values, rebuild, tensors_in = signature(args)
+        staging = _Staging(self, build, key, rebuild, late)
+        entry = self._entry(staging.cache_key(None))
+        while True:
+            if entry is _EAGER:
+                return build(self.f, *args)
+            for staged in entry or ():
+                try:
+                    return staged.start(staging, values, tensors_in)
+                except Retrace:
+                    continue
+            entry = staging.trace(values, None, None)
+
+
+class _Replay:
+    """A program of a call: its inputs are the traced leaves, then the Variables it reads."""
+
+    __slots__ = ("run_program", "variables", "structure")
+
+    def __init__(self, recording):
+        program = Program(recording.records, recording.inputs, recording.outputs, recording.guards,
+                          recording.raw)
+        self.run_program, self.structure = program.run, recording.structure
+        self.variables = [t for t in recording.inputs if isinstance(t, Variable)]
+
+    def run(self, values: list):
+        if self.variables:
+            return self.structure(self.run_program(*values, *[value_of(v) for v in self.variables]))
+        return self.structure(self.run_program(*values))
+
+
+# --- partial evaluation ---------------------------------------------------------------------------
+
+class _Staging:
+    """The split pairs of ``build`` for one early signature (``Traced.__autodiff_partial__``),
+    cached in the owner's cache by late signature (None: the default one, of ``late(value)``)."""
+
+    def __init__(self, owner: Traced, build: Callable, key, rebuild: Callable, late: Callable):
+        self.owner, self.build, self.key, self.rebuild, self.late = owner, build, key, rebuild, late
+
+    def cache_key(self, late_key):
+        return ("partial", self.build, self.key, late_key)
+
+    def trace(self, values: list, late_args: tuple | None, snapshot: dict | None):
+        """Trace ``(args, late) -> (value, function(*late))`` and split it at the late arguments
+        (``late_args``, or ``late(value)``); Variables read at their ``snapshot`` values."""
+        owner = self.owner
+        made: list = []
+
+        def body(tensors):
+            out, function = self.build(owner.f, *self.rebuild(tensors))
+            example = self.late(out) if late_args is None else late_args
+            leaves, structure = flatten(tuple(example))
+            late_tensors = [Tensor(np.array(value_of(leaf))) for leaf in leaves]
+            state.observers[-1].watch(late_tensors)
+            made.append((late_tensors, structure))
+            return out, function(*structure(late_tensors))
+
+        tensors = [Tensor(v) for v in values]
+        late_key = None if late_args is None else signature(tuple(late_args))[0]
+        try:
+            with _variables_at(snapshot):
+                recording = record(lambda: body(tensors), tensors)
+            staged = _Staged(recording, len(tensors), *made[0])
+        except Exception as error:
+            return owner._refuse(error, self.cache_key(late_key))
+        return owner._keep(self.cache_key(late_key), staged)
+
+    def staged_at(self, values: list, snapshot: dict, late_args: tuple, late_key):
+        """(the split for ``late_key``, its ``before`` results) at the point of ``values`` and
+        ``snapshot``; ``_EAGER`` if its trace was refused."""
+        entry = self.owner._entry(self.cache_key(late_key))
+        while True:
+            if entry is _EAGER:
+                return _EAGER
+            for staged in entry or ():
+                try:
+                    return staged, staged.before.run(*values, *[snapshot.get(id(v), (v, value_of(v)))[1]
+                                                                for v in staged.variables])
+                except Retrace:
+                    continue
+            entry = self.trace(values, late_args, snapshot)
+
+
+class _Staged:
+    """One split recording: ``before`` computes the value's leaves, the late function's leaves that
+    do not depend on the late arguments, and the saved values; ``after`` the rest."""
+
+    def __init__(self, recording, n_early: int, late_tensors: list, late_structure):
+        self.variables = recording.inputs[n_early:]
+        self.before, self.after, self.n_saved, late_positions = split(
+            recording.records, recording.inputs, late_tensors, recording.outputs, recording.guards,
+            recording.raw)
+        out_structure, result_structure = _halves(recording.structure, recording.outputs)
+        self.n_out = out_structure.num_leaves
+        self.out_structure, self.result_structure = out_structure, result_structure
+        self.late_positions = [k - self.n_out for k in late_positions]  # among the result's leaves
+        self.late_key = signature(tuple(late_structure([value_of(t) for t in late_tensors])))[0]
+        # the fast path: one array in (the only late argument), one array (not 0-d) out, unwrapped
+        one_in = len(late_tensors) == 1 and late_structure([0]) == (0,)
+        one_out = result_structure.num_leaves == 1 and result_structure([0]) == 0 and self.late_positions == [0]
+        self.fast = ((late_tensors[0].shape, late_tensors[0].dtype)
+                     if one_in and one_out and recording.outputs[-1].ndim > 0 else None)
+
+    def start(self, staging: _Staging, values: list, tensors_in: bool):
+        """Run ``before`` at ``values``: the value and the late function (a ``Late``)."""
+        snapshot = [value_of(v) for v in self.variables]
+        results = self.before.run(*values, *snapshot)
+        head = results[:len(results) - self.n_saved]
+        value = _mirror(self.out_structure(head[:self.n_out]), tensors_in)
+        late = Late(staging, self, [np.array(v) for v in values],
+                    {id(v): (v, s) for v, s in zip(self.variables, snapshot)}, results, tensors_in)
+        return value, late
+
+    def result(self, results: list, late_results) -> object:
+        """The late function's result from ``before``'s results and ``after``'s."""
+        fixed = iter(results[self.n_out:len(results) - self.n_saved])
+        late = iter([late_results] if self.after_single else late_results)
+        positions = set(self.late_positions)
+        return self.result_structure([next(late) if k in positions else next(fixed)
+                                      for k in range(self.result_structure.num_leaves)])
+
+    @property
+    def after_single(self) -> bool:
+        return len(self.late_positions) == 1
+
+
+class Late:
+    """The function of the late arguments of a replayed pair (a VJP, a Hessian operator's
+    product): each call runs only the program's part that depends on them.
+
+    Late arguments of the signature of the trace take the fast path (one array: straight to the
+    program); another signature (a batch of vectors) splits the pair again at the same point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> y, pullback = ad.vjp(ad.function(np.sin), np.array([0.0, np.pi]))
+    >>> type(pullback).__name__, pullback(np.array([1.0, 1.0]))     # cos(x) * cotangent
+    ('Late', (array([ 1., -1.]),))
+    """
+
+    def __init__(self, staging: _Staging, staged: _Staged, values: list, snapshot: dict, results: list,
+                 tensors_in: bool):
+        self._staging, self._values, self._snapshot, self._tensors_in = staging, values, snapshot, tensors_in
+        self._splits = {staged.late_key: (staged, results)}
+        saved = results[len(results) - staged.n_saved:]
+        if staged.fast and not tensors_in:
+            self._shape, self._dtype = staged.fast
+            self._product = functools.partial(staged.after.run, *saved)
+        else:
+            self._shape = None
+        self._eager = None
+
+    def __call__(self, *late):
+        if self._shape is not None and len(late) == 1:
+            v = late[0]
+            if type(v) is np.ndarray and v.shape == self._shape and v.dtype == self._dtype:
+                return self._product(v)
+        key, late_values, _, late_tensors_in = signature(late)
+        found = self._splits.get(key)
+        if found is None:
+            found = self._staging.staged_at(self._values, self._snapshot, late, key)
+            self._splits[key] = found
+        if found is _EAGER:
+            return self._eager_function()(*late)
+        staged, results = found
+        saved = results[len(results) - staged.n_saved:]
+        late_results = staged.after.run(*saved, *late_values)
+        return _mirror(staged.result(results, late_results), self._tensors_in or late_tensors_in)
+
+    def _eager_function(self) -> Callable:
+        """The pair built eagerly at the point (a late signature whose trace was refused)."""
+        if self._eager is None:
+            staging = self._staging
+            with _variables_at(self._snapshot):
+                self._eager = staging.build(staging.owner.f, *staging.rebuild(self._values))[1]
+        return self._eager
+
+
+def _halves(structure: Callable, outputs: list) -> tuple:
+    """The structures of the two halves of ``(value, result)``, from the structure of the pair."""
+    pair = structure(list(range(len(outputs))))
+    return flatten(pair[0])[1], flatten(pair[1])[1]
+
+
+@contextlib.contextmanager
+def _variables_at(snapshot: dict | None):
+    """Inside: the Variables of ``snapshot`` ({id: (Variable, value)}) hold those values."""
+    changed = []
+    try:
+        for variable, value in (snapshot or {}).values():
+            if value_of(variable) is not value:
+                changed.append((variable, value_of(variable)))
+                variable.assign(value)
+        yield
+    finally:
+        for variable, value in reversed(changed):
+            variable.assign(value)
+
+
+# --- helpers ----------------------------------------------------------------------------------------
+
+def _mirror(result, tensors_in: bool):
+    """Tensors in, Tensors out; arrays in, NumPy out (0-d results as NumPy scalars)."""
+    if not tensors_in and type(result) is tuple and all(type(r) is np.ndarray or isinstance(r, np.generic)
+                                                        for r in result):
+        return tuple(r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in result)  # no tree walk
+    if not tensors_in and type(result) is np.ndarray:
+        return result[()] if result.ndim == 0 else result
+    leaves, treedef = flatten(result)
+    if tensors_in:
+        return treedef([Tensor(r) if isinstance(r, (np.ndarray, np.generic)) else r for r in leaves])
+    values = [value_of(r) for r in leaves]
+    return treedef([r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in values])
+
+
+def _refusal(error: BaseException) -> UntraceableError | None:
+    """The UntraceableError that ``error`` is, or was raised from, if any."""
+    while error is not None:
+        if isinstance(error, UntraceableError):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _hashable(args: tuple) -> tuple:
+    """``args`` with lists as tuples (argnums may be a list), to key the transforms of a function."""
+    return tuple(tuple(a) if isinstance(a, list) else a for a in args)

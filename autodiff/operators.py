@@ -1,0 +1,290 @@
+"""Curvature operators: the Hessian with its gradient recorded once, and the generalized Gauss-Newton
+matrix, as linear operators on flat vectors.
+
+Newton-CG and curvature analysis ask many Hessian-vector products at one point. The textbook
+nested-tape HVP re-runs f and its gradient for every vector. Here f and its gradient are recorded
+once; each product H v is then one backward sweep over that recording seeded with v
+(``transforms.cached_hvp``). Nothing new is recorded per product, so memory stays flat however
+many products are taken; H V for many vectors, and the dense Hessian, are one batched sweep.
+
+One operator class serves every curvature: ``HessianOperator(value, gradient, product)``. For an
+``autodiff.function``, the pair (value and gradient, product) is a replayed program split at the
+vector (see ``transforms.partially_evaluated``).
+
+References: B. A. Pearlmutter, "Fast exact multiplication by the Hessian", Neural Computation 6
+(1994); N. N. Schraudolph, "Fast curvature matrix-vector products for second-order gradient
+descent", Neural Computation 14 (2002); J. Martens, "Deep learning via Hessian-free optimization",
+ICML 2010.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from . import numpy as anp
+from .core import Tensor, Variable, paused, value_of
+from .transforms import _vjp, _zeros_like, cached_hvp, flat_cotangent, partially_evaluated
+from .tree import flatten, ravel
+
+
+class HessianOperator:
+    """A symmetric curvature matrix at a point, as a linear operator on flat vectors of length n.
+
+    Made of ``value`` (f at the point), ``gradient`` (flat) and ``product``, the function that
+    maps vectors V of shape (n,) or (k, n) to their products with the matrix. Build it with
+    :func:`hessian_operator` (the Hessian) or :func:`ggn_operator` (the Gauss-Newton matrix).
+
+    Attributes
+    ----------
+    value : float
+        f at the point.
+    gradient : ndarray, shape (n,)
+        The flat gradient of f there.
+    shape : tuple
+        ``(n, n)``.
+    x : array_like, Variable, or pytree of them
+        The point as given (Variables stay Variables, so their current values may have moved on),
+        so that a block of the operator can be named by its Variable, its name or its key path.
+    unravel : callable
+        Flat vectors -> the structure of the point (blocks of the matrix).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> op = ad.HessianOperator(1.0, np.zeros(2), lambda V: V @ np.diag([2.0, 3.0]))
+    >>> op @ np.array([1.0, 1.0]), op.to_dense()
+    (array([2., 3.]), array([[2., 0.],
+           [0., 3.]]))
+    """
+
+    def __init__(self, value: Any, gradient: Any, product: Callable, chunk_size: int | None = None,
+                 point: Any = None) -> None:
+        self.value = float(value_of(value))
+        self.gradient = np.asarray(value_of(gradient)).reshape(-1)
+        self.product = product
+        self.chunk_size = chunk_size
+        n = self.gradient.size
+        self.shape = (n, n)
+        self.dtype = self.gradient.dtype
+        self.x, self._unravel = point, None
+
+    @property
+    def unravel(self) -> Callable:
+        """Flat vectors -> the structure of the point, made on first use (ravel copies the point:
+        an optimizer taking one operator per iterate never asks)."""
+        if self._unravel is None:
+            self._unravel = ravel(self.x)[1] if self.x is not None else (lambda v: v)
+        return self._unravel
+
+    def matvec(self, v: Any) -> np.ndarray:
+        """The product with one vector: one sweep (a replayed program for ``autodiff.function``)."""
+        v = np.asarray(v, dtype=self.dtype).reshape(-1)
+        if v.size != self.shape[0]:
+            raise ValueError(f"vector of length {v.size} for an operator of shape {self.shape}")
+        return self.product(v)
+
+    def matmat(self, V: Any) -> np.ndarray:
+        """The product with the columns of V (n, k), in batched sweeps of ``chunk_size`` columns.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import autodiff as ad
+        >>> op = ad.hessian_operator(lambda x: x[0] ** 2 * x[1], np.array([1.0, 2.0]))
+        >>> op.matmat(np.array([[1.0, 0.0], [0.0, 1.0]]))
+        array([[4., 2.],
+               [2., 0.]])
+        """
+        V = np.asarray(V, dtype=self.dtype)
+        if V.ndim != 2 or V.shape[0] != self.shape[0]:
+            raise ValueError(f"matrix of shape {V.shape} for an operator of shape {self.shape}")
+        step = self.chunk_size or max(V.shape[1], 1)
+        rows = [self.product(np.ascontiguousarray(V[:, i:i + step].T)) for i in range(0, V.shape[1], step)]
+        return np.concatenate(rows, axis=0).T if rows else np.zeros(V.shape)
+
+    def to_dense(self) -> np.ndarray:
+        """The full matrix, in one batched sweep (or chunks)."""
+        return self.matmat(np.eye(self.shape[0], dtype=self.dtype))
+
+    def __matmul__(self, other: Any) -> np.ndarray:
+        other = np.asarray(other)
+        return self.matvec(other) if other.ndim == 1 else self.matmat(other)
+
+    def as_linear_operator(self) -> Any:
+        """A symmetric ``scipy.sparse.linalg.LinearOperator`` (for cg, minres, eigsh, ...).
+
+        Examples
+        --------
+        A Newton step by conjugate gradients, from Hessian-vector products only:
+
+        >>> import numpy as np
+        >>> from scipy.sparse.linalg import cg
+        >>> import autodiff as ad
+        >>> op = ad.hessian_operator(lambda x: x[0] ** 2 * x[1] + np.sum(x ** 4), np.array([1.0, 2.0]))
+        >>> step, info = cg(op.as_linear_operator(), -op.gradient)
+        >>> np.allclose(op @ step, -op.gradient), info
+        (True, 0)
+        """
+        from scipy.sparse.linalg import LinearOperator
+        return LinearOperator(self.shape, matvec=self.matvec, rmatvec=self.matvec,
+                              matmat=self.matmat, dtype=self.dtype)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(shape={self.shape}, value={self.value:.6g})"
+
+
+class GGNOperator(HessianOperator):
+    """The generalized Gauss-Newton matrix G = J^T H_L J of loss(predict(x)) at x, with
+    HessianOperator's interface (``value`` and ``gradient`` are those of loss(predict(x))). Build it
+    with :func:`ggn_operator`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> W = np.array([[1.0, 1.0], [0.0, 1.0]])
+    >>> G = ad.ggn_operator(lambda x: W @ x, lambda z: 0.5 * np.sum(z ** 2), np.array([1.0, 2.0]))
+    >>> isinstance(G, ad.GGNOperator), G.to_dense()   # W^T W: the loss's Hessian is the identity
+    (True, array([[1., 1.],
+           [1., 2.]]))
+    """
+
+
+def hessian_operator(f: Callable, x: Any, chunk_size: int | None = None) -> HessianOperator:
+    """Record f and its gradient at x once; return the Hessian as an operator.
+
+    Each product ``op @ v`` is then one backward sweep over the recorded gradient, with no new
+    evaluation of f and no memory growth: the pattern Newton-CG, Lanczos and Hutchinson estimators
+    need (Pearlmutter 1994). For an ``autodiff.function`` f, the products are a replayed program:
+    f, its gradient and every part of the second sweep that does not involve v run once, at x;
+    each product runs only the rest (unless a tape or accumulator is recording).
+
+    Parameters
+    ----------
+    f : callable
+        A scalar function of x (of no argument when x holds Variables).
+    x : array_like, Variable, or pytree of them
+        The point.
+    chunk_size : int, optional
+        How many vectors each batched sweep of ``matmat`` and ``to_dense`` takes (default: all).
+
+    Returns
+    -------
+    HessianOperator
+        With ``value``, ``gradient``, ``matvec``, ``matmat``, ``@``, ``to_dense``, ``shape``,
+        ``dtype`` and ``as_linear_operator()`` (for scipy's ``cg``, ``eigsh``).
+
+    Raises
+    ------
+    TypeError
+        If f does not return a scalar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> op = ad.hessian_operator(lambda x: x[0] ** 2 * x[1] + np.sum(x ** 4), np.array([1.0, 2.0]))
+    >>> op
+    HessianOperator(shape=(2, 2), value=19)
+    >>> op.matvec([1.0, 0.0]), op.to_dense()
+    (array([16.,  2.]), array([[16.,  2.],
+           [ 2., 48.]]))
+    """
+    (value, gradient), product = partially_evaluated(cached_hvp, f, (x,), _flat_vector_like_gradient)
+    return HessianOperator(value, gradient, product, chunk_size, x)
+
+
+def _flat_vector_like_gradient(out: tuple) -> tuple:
+    """The late argument of a curvature product: one flat vector, shaped like the gradient."""
+    gradient = value_of(out[1])
+    return (np.zeros(np.shape(gradient), gradient.dtype),)
+
+
+def ggn_operator(predict: Callable, loss: Callable, x: Any, chunk_size: int | None = None) -> GGNOperator:
+    """The generalized Gauss-Newton matrix of loss(predict(x)) at x as an operator.
+
+    G = J^T H_L J, with J the Jacobian of the predictions z = predict(x) and H_L the Hessian of
+    the loss at z (Schraudolph 2002). It drops the term sum_k (dL/dz_k) Hess(z_k) of the Hessian,
+    so it is positive semi-definite whenever the loss is convex in the predictions (squared error,
+    cross-entropies), as damped-CG methods such as Hessian-free optimization need (Martens 2010).
+
+    No Jacobian is formed. predict is recorded once, and so is its VJP u -> J^T u (linear in u);
+    a product G v is J v (the transpose of that VJP: one sweep), H_L (J v) (the loss's cached
+    Hessian product) and J^T (H_L J v) (one sweep over predict's recording), none re-running
+    predict; k vectors are one batched sweep each. For an ``autodiff.function`` predict, the
+    products are a replayed program, as in :func:`hessian_operator`.
+
+    Parameters
+    ----------
+    predict : callable
+        x -> predictions (a Tensor of any shape); with Variables in x, a function of no argument.
+    loss : callable
+        predictions -> scalar loss.
+    x : array_like, Variable, or pytree of them
+        The point.
+    chunk_size : int, optional
+        How many vectors each batched sweep takes (default: all).
+
+    Returns
+    -------
+    GGNOperator
+        The interface of :class:`HessianOperator`.
+
+    Raises
+    ------
+    TypeError
+        If predict does not return a floating Tensor computed from x, or loss not a scalar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> G = ad.ggn_operator(np.tanh, lambda z: 0.5 * np.sum(z ** 2), np.array([0.0, 1.0]))
+    >>> G.to_dense().round(4)                  # diag(1 - tanh(x)^2)^2
+    array([[1.    , 0.    ],
+           [0.    , 0.1764]])
+    """
+    (value, gradient), product = partially_evaluated(gauss_newton, predict, (loss, x),
+                                                     _flat_vector_like_gradient)
+    return GGNOperator(value, gradient, product, chunk_size, x)
+
+
+def gauss_newton(predict: Callable, loss: Callable, x: Any) -> tuple:
+    """``((value, flat gradient), product)`` of the GGN of loss(predict(x)) at x (see
+    :func:`ggn_operator`); nothing is recorded on the caller's tapes."""
+    leaves = flatten(x)[0]
+    reads_variables = bool(leaves) and all(isinstance(leaf, Variable) for leaf in leaves)
+    sizes = [int(np.size(value_of(leaf))) for leaf in leaves]
+    shapes = [np.shape(value_of(leaf)) for leaf in leaves]
+    rebuild = flatten(x)[1]
+
+    def predictions(point: Any) -> Tensor:
+        z = predict() if reads_variables else predict(point)
+        if not isinstance(z, Tensor) or z.dtype.kind != "f":
+            raise TypeError(f"ggn_operator: predict returned {type(z).__name__}, not a floating "
+                            "Tensor computed from x with autodiff operations")
+        return z
+
+    with paused():
+        z, pullback = _vjp(predictions, x)
+        try:
+            (value, loss_gradient), loss_product = cached_hvp(loss, z)
+        except TypeError as error:
+            raise TypeError(f"ggn_operator: the loss of the predictions: {error}") from None
+        _, push = _vjp(pullback, _zeros_like(z))  # the VJP of u -> J^T u is v -> J v
+        z_shape = np.shape(value_of(z))
+        gradient = flat_cotangent(pullback(anp.reshape(loss_gradient, z_shape))[0], sizes, ())
+
+    def product(seeds: Any) -> Any:
+        batch_shape = np.shape(value_of(seeds))[:-1]
+        with paused():
+            offsets = np.cumsum([0] + sizes)
+            tangent = rebuild([anp.reshape(seeds[..., offsets[k]:offsets[k + 1]], batch_shape + shape)
+                               for k, shape in enumerate(shapes)])
+            jv = push((tangent,))[0]
+            hjv = loss_product(anp.reshape(jv, batch_shape + (-1,)))
+            result = flat_cotangent(pullback(anp.reshape(hjv, batch_shape + z_shape))[0], sizes, batch_shape)
+        return result if isinstance(seeds, Tensor) else value_of(result)
+    return (value, gradient), product
