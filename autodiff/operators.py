@@ -83,7 +83,7 @@ class HessianOperator:
         v = np.asarray(v, dtype=self.dtype).reshape(-1)
         if v.size != self.shape[0]:
             raise ValueError(f"vector of length {v.size} for an operator of shape {self.shape}")
-        return self.product(v)
+        return _array(self.product(v))
 
     def matmat(self, V: Any) -> np.ndarray:
         """The product with the columns of V (n, k), in batched sweeps of ``chunk_size`` columns.
@@ -101,7 +101,8 @@ class HessianOperator:
         if V.ndim != 2 or V.shape[0] != self.shape[0]:
             raise ValueError(f"matrix of shape {V.shape} for an operator of shape {self.shape}")
         step = self.chunk_size or max(V.shape[1], 1)
-        rows = [self.product(np.ascontiguousarray(V[:, i:i + step].T)) for i in range(0, V.shape[1], step)]
+        rows = [_array(self.product(np.ascontiguousarray(V[:, i:i + step].T)))
+                for i in range(0, V.shape[1], step)]
         return np.concatenate(rows, axis=0).T if rows else np.zeros(V.shape)
 
     def to_dense(self) -> np.ndarray:
@@ -133,6 +134,12 @@ class HessianOperator:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(shape={self.shape}, value={self.value:.6g})"
+
+
+def _array(product: Any) -> np.ndarray:
+    """A product as an ndarray: vectors in are arrays, so products out are, whatever the point holds
+    (a replayed product at a point of Variables or Tensors mirrors that point)."""
+    return product if type(product) is np.ndarray else np.asarray(value_of(product))
 
 
 class GGNOperator(HessianOperator):

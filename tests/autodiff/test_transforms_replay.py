@@ -168,3 +168,16 @@ def test_a_transform_inside_a_tape_runs_eagerly_and_is_differentiated():
     expected = 2 * ad.hessian(rosenbrock)(X[0]) @ ad.grad(rosenbrock)(X[0])
     np.testing.assert_allclose(tape.gradient(y, x).numpy(), expected, rtol=1e-12)
     assert traced.traces == 0
+
+
+def test_operator_products_are_arrays_whatever_the_point_holds():
+    w = ad.Variable(np.array([1.0, 2.0, 3.0]))
+    x = ad.constant(np.array([1.0, 2.0, 3.0]))
+    cubes = lambda: np.sum(w ** 3)  # noqa: E731
+    for op in [ad.hessian_operator(cubes, [w]), ad.hessian_operator(ad.function(cubes), [w]),
+               ad.hessian_operator(ad.function(lambda z: np.sum(z ** 3)), x),
+               ad.ggn_operator(ad.function(lambda: w ** 2), lambda z: 0.5 * np.sum(z ** 2), [w])]:
+        product, dense = op.matvec(np.ones(3)), op.to_dense()
+        assert type(product) is np.ndarray and type(dense) is np.ndarray
+        np.testing.assert_allclose(product, dense.sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(ad.hessian_operator(cubes, [w]).to_dense(), np.diag(6 * w.numpy()), rtol=1e-12)
