@@ -18,6 +18,7 @@ ICML 2010.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -59,8 +60,17 @@ class HessianOperator:
            [0., 3.]]))
     """
 
-    def __init__(self, value: Any, gradient: Any, product: Callable, chunk_size: int | None = None,
-                 point: Any = None) -> None:
+    def __init__(self, value: Any, gradient: Any, product: Callable | None = None,
+                 chunk_size: int | None = None, point: Any = None) -> None:
+        if callable(value) and not callable(product):  # the former HessianOperator(f, x[, chunk_size])
+            warnings.warn("HessianOperator(f, x) is deprecated: use autodiff.hessian_operator(f, x)",
+                          DeprecationWarning, stacklevel=2)
+            built = hessian_operator(value, gradient, product if product is not None else chunk_size)
+            value, gradient, product, chunk_size, point = (built.value, built.gradient, built.product,
+                                                           built.chunk_size, built.x)
+        if not callable(product):
+            raise TypeError("HessianOperator(value, gradient, product): product must be a function of "
+                            "vectors")
         self.value = float(value_of(value))
         self.gradient = np.asarray(value_of(gradient)).reshape(-1)
         self.product = product

@@ -181,3 +181,16 @@ def test_operator_products_are_arrays_whatever_the_point_holds():
         assert type(product) is np.ndarray and type(dense) is np.ndarray
         np.testing.assert_allclose(product, dense.sum(axis=1), rtol=1e-12)
     np.testing.assert_allclose(ad.hessian_operator(cubes, [w]).to_dense(), np.diag(6 * w.numpy()), rtol=1e-12)
+
+
+def test_the_former_constructor_from_f_and_x_still_works_with_a_deprecation_warning():
+    f = lambda x: x[0] ** 2 * x[1]  # noqa: E731
+    x = np.array([1.0, 2.0])
+    with pytest.warns(DeprecationWarning, match="hessian_operator"):
+        op = ad.HessianOperator(f, x)
+    np.testing.assert_array_equal(op.to_dense(), np.array([[4.0, 2.0], [2.0, 0.0]]))
+    assert (op.value, list(op.gradient)) == (2.0, [4.0, 1.0])
+    with pytest.warns(DeprecationWarning):
+        assert ad.HessianOperator(f, x, 1).chunk_size == 1
+    with pytest.raises(TypeError, match="product must be a function"):
+        ad.HessianOperator(1.0, np.zeros(2), "not a function")
