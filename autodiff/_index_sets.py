@@ -77,20 +77,27 @@ class Sets:
 def gather(sets: Sets, index: np.ndarray) -> Sets:
     """Row j of the result is row ``index[j]`` of ``sets`` (empty where ``index[j]`` is -1)."""
     index = np.asarray(index, np.int64).ravel()
-    missing = index < 0
-    has_missing = bool(missing.any())
     width = sets.width()
-    if width is not None and not has_missing:  # every row equally long: one fancy index
+    if width is not None and not (index.size and index.min() < 0):  # rows equally long: one fancy index
         indices = sets.indices.reshape(sets.rows, width)[index].ravel()
         return Sets(np.arange(index.size + 1) * width, indices, sets.n, width)
+    indptr, where = segments(sets, index)
+    return Sets(indptr, sets.indices[where], sets.n)
+
+
+def segments(sets: Sets, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ``index`` of ``sets`` one after the other (none where ``index[j]`` is -1): the
+    bounds of each (an indptr) and the positions of their entries in ``sets.indices``, so that
+    arrays aligned with the entries can be gathered alike."""
+    index = np.asarray(index, np.int64).ravel()
     lengths = sets.lengths()[index]
-    if has_missing:
+    missing = index < 0
+    if missing.any():
         lengths[missing] = 0
     indptr = np.zeros(index.size + 1, np.int64)
     np.cumsum(lengths, out=indptr[1:])
     total = int(indptr[-1])
-    positions = np.repeat(sets.indptr[index] - indptr[:-1], lengths) + np.arange(total)
-    return Sets(indptr, sets.indices[positions], sets.n)
+    return indptr, np.repeat(sets.indptr[index] - indptr[:-1], lengths) + np.arange(total)
 
 
 def union(parts: list) -> Sets:

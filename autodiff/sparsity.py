@@ -93,8 +93,8 @@ class SparsityPattern:
         array([0, 0, 0, 0, 0, 1])
         """
         if self._coloring is None:
-            if self.symmetric:
-                self._coloring = coloring_.star_coloring(self.rows, self.cols, self.shape[0])
+            if self.symmetric:  # symmetric by construction
+                self._coloring = coloring_._star(coloring_._csr(self.rows, self.cols, self.shape[0]))
             else:
                 self._coloring = coloring_.column_coloring(self.rows, self.cols, self.shape)
         return self._coloring
@@ -195,7 +195,7 @@ def _pattern(recording: _Recording, hessian: bool) -> SparsityPattern:
     found = propagate(recording.records, recording.source, target)
     rows, cols = found.row_of_entries(), found.indices
     if hessian:  # the gradient program's pattern, made symmetric (a superset, never a subset)
-        both = coloring_._csr(np.concatenate([rows, cols]), np.concatenate([cols, rows]), n)
+        both = coloring_._symmetric(found)
         return SparsityPattern((n, n), both.row_of_entries(), both.indices, symmetric=True)
     return SparsityPattern((target.size, n), rows, cols)
 
