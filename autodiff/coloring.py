@@ -49,6 +49,7 @@ _WORD = 64                          # colours looked at per pass, one bit each i
 _LAST = np.iinfo(np.int64).max      # the priority of a vertex no longer waiting
 _BIT = np.append(np.left_shift(np.uint64(1), np.arange(_WORD, dtype=np.uint64)), np.uint64(0))
 _SAMPLE = 1000                      # vertices whose conflicts choose the period p
+_PAIRS = 1 << 14                    # conflicting pairs of theirs looked at, at most
 _PERIODS = 64                       # the largest period p tried
 _LENGTHS = 32                       # row lengths L tried (the most frequent spans)
 _RECOLOURINGS = 3                   # iterated greedy passes at most
@@ -262,7 +263,10 @@ def _periodic(rows: _Rows, dense: np.ndarray) -> np.ndarray | None:
     for period in range(2, _PERIODS + 1):
         b = np.arange(period)[:, None]
         for length, (down, across) in steps:
-            fits = np.all((b * down + across) % period != 0, axis=1)
+            seen = np.zeros(period * period, bool)               # the shifts modulo p, at most p^2
+            seen[(down % period) * period + across % period] = True
+            down_p, across_p = np.divmod(np.flatnonzero(seen), period)
+            fits = np.all((b * down_p + across_p) % period != 0, axis=1)
             if fits.any():
                 i = np.arange(count)
                 return (int(np.argmax(fits)) * (i // length) + i % length) % period
@@ -290,7 +294,11 @@ def _sampled_conflicts(rows: _Rows, dense: np.ndarray) -> tuple[np.ndarray, np.n
         keep = ~dense[other] & (other != first)
         firsts.append(first[keep])
         seconds.append(other[keep])
-    return np.concatenate(firsts), np.concatenate(seconds)
+    first, second = np.concatenate(firsts), np.concatenate(seconds)
+    if first.size > _PAIRS:                                     # a dense pattern: a spread of them
+        kept = np.linspace(0, first.size - 1, _PAIRS).astype(np.int64)
+        first, second = first[kept], second[kept]
+    return first, second
 
 
 def _recoloured(rows: _Rows, colours: np.ndarray) -> np.ndarray:
