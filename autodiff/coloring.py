@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._index_sets import Sets, segments, union
+from ._index_sets import Sets, _distinct_sorted, segments, union
 
 __all__ = ["star_coloring", "column_coloring", "star_recovery", "column_recovery"]
 
@@ -60,9 +60,7 @@ def _csr(rows: np.ndarray, cols: np.ndarray, count: int) -> Sets:
     rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
     keys = rows * count + cols
     if keys.size > 1 and not np.all(keys[1:] > keys[:-1]):
-        keys = np.sort(keys, kind="stable")
-        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
-        return Sets.from_keys(keys, count, count)
+        return Sets.from_keys(_distinct_sorted(np.sort(keys, kind="stable")), count, count)
     indptr = np.zeros(count + 1, np.int64)
     np.cumsum(np.bincount(rows, minlength=count), out=indptr[1:])
     return Sets(indptr, cols, count)
@@ -363,11 +361,15 @@ def _star(graph: Sets) -> np.ndarray:
 
 
 def _symmetric(graph: Sets) -> Sets:
-    """The pattern joined with its transpose (itself when it is symmetric)."""
-    transposed = _transposed(graph, graph.rows)
-    if np.array_equal(transposed.indptr, graph.indptr) and np.array_equal(transposed.indices, graph.indices):
+    """The pattern joined with its transpose (itself when it is symmetric): the keys of the
+    transposed entries sorted (a stable sort, which finds their runs) and compared, or merged."""
+    n = graph.rows
+    rows = graph.row_of_entries()
+    keys = rows * n + graph.indices
+    mirrored = np.sort(graph.indices * n + rows, kind="stable")
+    if np.array_equal(mirrored, keys):
         return graph
-    return union([graph, transposed])
+    return Sets.from_keys(_distinct_sorted(np.sort(np.concatenate([keys, mirrored]), kind="stable")), n, n)
 
 
 def column_coloring(rows: np.ndarray, cols: np.ndarray, shape: tuple) -> np.ndarray:

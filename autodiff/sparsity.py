@@ -40,6 +40,7 @@ __all__ = ["SparsityPattern", "hessian_sparsity", "jacobian_sparsity", "sparse_h
 
 ZERO = UnconnectedGradients.ZERO
 _ALTERNATIVES = 8  # patterns kept per input signature (one per branch the program took)
+_SEED_ENTRIES = 1 << 16  # seeds per sweep times n: a batch of products stays in cache
 
 
 class SparsityPattern:
@@ -311,35 +312,32 @@ class _Compression:
 
 class _Sparse:
     """The shared part of sparse_hessian and sparse_jacobian. Per input signature: the
-    compressions of the programs f ran (one per set of branches), found once, and the k products
-    as an ``autodiff.function`` of (x, seeds), traced once and replayed (run eagerly when the
-    tracer refuses f: ``untraced_reason`` says why)."""
+    compressions of the programs f ran (one per set of branches), found once, and the program of
+    the k products, an ``autodiff.function`` traced once and replayed (run eagerly when the tracer
+    refuses f: ``untraced_reason`` says why)."""
 
     _hessian: bool
 
     def __init__(self, f: Callable):
         self.f = f
         self._cache: dict = {}      # signature -> compressions, the latest first
-        self._products: dict = {}   # signature -> the products, traced
+        self._traced: dict = {}     # signature -> the traced program of the products
 
     @property
     def untraced_reason(self) -> str | None:
         """Why the products run eagerly (the tracer refused f), or None."""
-        reasons = [products.fallback_reason for products in self._products.values()]
+        reasons = [traced.fallback_reason for traced in self._traced.values()]
         return next((reason for reason in reasons[::-1] if reason), None)
 
     def __call__(self, x):
-        from . import function  # autodiff's public name
         signature, point, f = _prepared(self.f, x)
         compression = self.compression(point, signature, f)
-        if signature not in self._products:
-            rule = _hessian_products if self._hessian else _jacobian_products
-            self._products[signature] = function(lambda at, seeds: rule(f, at, seeds), eager_fallback=True)
-        m = compression.pattern.shape[0]
+        if signature not in self._traced:
+            self._traced[signature] = self._program(f)
         if not compression.k:
-            return compression.matrix(np.zeros((0, m)))
-        seeds = compression.seeds.reshape((compression.k,) + point.shape)
-        return compression.matrix(np.reshape(self._products[signature](point, seeds), (compression.k, m)))
+            return compression.matrix(np.zeros((0, compression.pattern.shape[0])))
+        chunk = max(1, _SEED_ENTRIES // max(point.size, 1))
+        return compression.matrix(self._products(self._traced[signature], point, compression.seeds, chunk))
 
     def compression(self, x: np.ndarray, signature: tuple, f: Callable) -> _Compression:
         """The pattern and colouring for x, from the cache when x runs a program seen before."""
@@ -372,6 +370,17 @@ class SparseHessian(_Sparse):
 
     _hessian = True
 
+    @staticmethod
+    def _program(f: Callable):
+        from . import function  # autodiff's public name
+        return function(f, eager_fallback=True)
+
+    @staticmethod
+    def _products(traced, x: np.ndarray, seeds: np.ndarray, chunk: int) -> np.ndarray:
+        """H S (k x n) from the replayed gradient, ``chunk`` seeds per sweep."""
+        from . import hessian_operator  # autodiff's public name
+        return hessian_operator(traced, x, chunk_size=chunk).matmat(seeds.T).T
+
 
 class SparseJacobian(_Sparse):
     """``sparse_jacobian(f)``: x -> the Jacobian of f (f(x).size x x.size) as a CSC matrix.
@@ -388,30 +397,24 @@ class SparseJacobian(_Sparse):
 
     _hessian = False
 
+    @staticmethod
+    def _program(f: Callable):
+        from . import function  # autodiff's public name
+        return function(lambda x, seeds: _jacobian_products(f, x, seeds), eager_fallback=True)
 
-def _source(x) -> Tensor:
-    return x if isinstance(x, Tensor) else constant(x)
-
-
-def _hessian_products(f: Callable, x, seeds):
-    """H S for the k seeds (k,) + x.shape in one batched sweep: the gradient recorded once, and
-    its own reverse sweep with the seeds as cotangents."""
-    source = _source(x)
-    with GradientTape(persistent=True) as outer:
-        outer.watch(source)
-        with GradientTape() as inner:
-            inner.watch(source)
-            y = _require_scalar(f(source), "sparse_hessian")
-        gradient = inner.gradient(y, source, unconnected_gradients=ZERO)
-    (products,) = outer.sweep([gradient], [seeds], [source], (seeds.shape[0],))
-    return np.zeros(seeds.shape) if products is None else products
+    @staticmethod
+    def _products(traced, x: np.ndarray, seeds: np.ndarray, chunk: int) -> np.ndarray:
+        """(J S)^T (k x m), ``chunk`` seeds per replay."""
+        k = seeds.shape[0]
+        return np.concatenate([np.reshape(traced(x, seeds[i:i + chunk].reshape((-1,) + x.shape)),
+                                          (min(chunk, k - i), -1)) for i in range(0, k, chunk)])
 
 
 def _jacobian_products(f: Callable, x, seeds):
-    """(J S)^T for the k seeds (k,) + x.shape in one batched sweep: the VJP u -> J^T u is
-    recorded once, linear in u, and its own reverse sweep with the seeds as cotangents gives the
-    rows of (J S)^T."""
-    source = _source(x)
+    """(J S)^T for seeds (c,) + x.shape in one batched sweep: the VJP u -> J^T u is recorded
+    once, linear in u, and its own reverse sweep with the seeds as cotangents gives the rows of
+    (J S)^T."""
+    source = x if isinstance(x, Tensor) else constant(x)
     with GradientTape(persistent=True) as outer:
         with GradientTape() as inner:
             inner.watch(source)
