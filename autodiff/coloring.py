@@ -361,14 +361,21 @@ def _star(graph: Sets) -> np.ndarray:
 
 
 def _symmetric(graph: Sets) -> Sets:
-    """The pattern joined with its transpose (itself when it is symmetric): the keys of the
-    transposed entries sorted (a stable sort, which finds their runs) and compared, or merged."""
+    """The pattern joined with its transpose (itself when it is symmetric). Symmetric: every row's
+    length is its column's count, and the keys of the transposed entries, sorted, are the keys;
+    long columns (a dense one) and the others are compared apart, so that each part of the
+    transposed keys comes in a few sorted runs, which a stable sort merges in linear time."""
     n = graph.rows
-    rows = graph.row_of_entries()
+    rows, lengths = graph.row_of_entries(), graph.lengths()
     keys = rows * n + graph.indices
+    if np.array_equal(np.bincount(graph.indices, minlength=n), lengths):
+        long = lengths > 4 * max(float(np.median(lengths)), 1.0) if n else lengths > 0
+        mirrored = graph.indices * n + rows
+        in_long = long[graph.indices]
+        if all(np.array_equal(np.sort(mirrored[part], kind="stable"), keys[long[rows] == side])
+               for part, side in ((in_long, True), (~in_long, False))):
+            return graph
     mirrored = np.sort(graph.indices * n + rows, kind="stable")
-    if np.array_equal(mirrored, keys):
-        return graph
     return Sets.from_keys(_distinct_sorted(np.sort(np.concatenate([keys, mirrored]), kind="stable")), n, n)
 
 

@@ -347,6 +347,20 @@ def test_index_set_operations_against_python_sets(monkeypatch, seed, chunk, long
         sorted(set().union(*[as_lists(a)[r] for r in range(9) if groups[r] == g])) for g in range(4)]
 
 
+@pytest.mark.parametrize("dense_row", [False, True])
+def test_patterns_are_symmetrized_exactly(dense_row):
+    n = 12
+    pattern = np.eye(n, dtype=bool) | np.roll(np.eye(n, dtype=bool), 1, axis=1)   # a cycle: row and
+    if dense_row:                                                                # column counts agree
+        pattern[-1] = pattern[:, -1] = True
+    rows, cols = np.nonzero(pattern)
+    symmetric = coloring._symmetric(coloring._csr(rows, cols, n))
+    assert as_lists(symmetric) == [np.flatnonzero(r).tolist() for r in pattern | pattern.T]
+    rows, cols = np.nonzero(pattern | pattern.T)
+    graph = coloring._csr(rows, cols, n)
+    assert coloring._symmetric(graph) is graph
+
+
 # --- caching per signature and branch ---------------------------------------------------------------
 
 def test_the_pattern_is_found_once_per_signature_and_branch():
