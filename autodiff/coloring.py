@@ -17,16 +17,20 @@ smaller index), so an arrowhead's dense row reads nothing and its short rows rea
 column; the rule gives every edge distinct colours and leaves no path a-b-c-d two-coloured (the
 edge b-c is read at b or at c, and a or d would share the read colour there).
 
-The colouring is greedy in vectorized rounds (Jones & Plassmann 1993): a vertex takes the smallest
-colour not used around it as soon as every vertex of higher priority around it is coloured, which
-gives exactly the sequential greedy colouring in priority order. The colours around a vertex are
-found per row as bitmasks of 64 colours (one OR per row and one per vertex), so a round costs what
-the rows of its vertices hold. Priorities open the vertices in a few classes: dense vertices first,
-then the others by their index modulo p, the smallest p that divides no index offset between two
-conflicting vertices in a sample. Each class is then coloured in one round, p rounds in all, and on
-a band of half-bandwidth b (p = 2b + 1) this is the natural greedy order. A few passes of iterated
-greedy recolouring (Culberson 1992: the classes of the last colouring, largest colour first, each
-in one round) then remove colours where they can; a pass never adds one.
+The colouring is greedy, in an order opened class by class: dense vertices (in many rows) first,
+then the classes ``(b * (i // L) + i % L) % p`` of a periodic colouring of the vertex indices i,
+with the smallest p under which no two conflicting vertices of a sample share a class. On a band
+of half-bandwidth h that is i % (2h + 1), the natural greedy order; on a grid stored row by row
+(rows of length L) a lattice colouring (p = 7 on a 7-point stencil: a perfect distance-2
+colouring). When the classes have no conflict, each is coloured in one round: a vertex takes the
+smallest colour absent from per-row bitmasks of 64 colours (one OR per row it is in, kept up to
+date), so the whole colouring costs a few passes over the rows, and the result is checked. When
+no period fits (an irregular pattern), or the check fails, the greedy colouring runs in
+Jones-Plassmann rounds (Jones & Plassmann 1993: a vertex is coloured once every conflicting
+vertex before it in the order is, which gives exactly the sequential greedy colouring) and is
+then recoloured by iterated greedy (Culberson 1992: the classes of the last colouring, largest
+colour first, each in one round; a pass never adds a colour). No step loops over vertices in
+Python.
 
 Examples
 --------
@@ -53,6 +57,7 @@ _PAIRS = 1 << 14                    # conflicting pairs of theirs looked at, at 
 _PERIODS = 64                       # the largest period p tried
 _LENGTHS = 32                       # row lengths L tried (the most frequent spans)
 _RECOLOURINGS = 3                   # iterated greedy passes at most
+_BLOCK = 1 << 15                    # vertices of a class coloured at a time
 
 
 def _csr(rows: np.ndarray, cols: np.ndarray, count: int) -> Sets:
@@ -152,8 +157,9 @@ def _by_classes(rows: _Rows, order: np.ndarray, starts: np.ndarray) -> np.ndarra
     colours = np.full(incidence.rows, -1, np.int64)
     of_members = np.zeros(rows.members.rows, np.uint64)
     of_read = np.zeros(rows.members.rows, np.uint64)
-    for k in range(starts.size - 1):
-        vertices = order[starts[k]:starts[k + 1]]
+    bounds = [range(starts[k], starts[k + 1], _BLOCK) for k in range(starts.size - 1)]
+    for low, high in ((low, min(low + _BLOCK, starts[k + 1])) for k, block in enumerate(bounds) for low in block):
+        vertices = order[low:high]            # a class, in blocks that stay in cache
         indptr, where = segments(incidence, vertices)
         row = incidence.indices[where]
         reading = rows.read_at[where]
@@ -164,7 +170,7 @@ def _by_classes(rows: _Rows, order: np.ndarray, starts: np.ndarray) -> np.ndarra
         if full.any():
             found[full] = _beyond(rows, vertices[full], colours)
         colours[vertices] = found
-        bits = _bits(np.repeat(found, np.diff(indptr)), 0)
+        bits = np.repeat(_bits(found, 0), np.diff(indptr))
         np.bitwise_or.at(of_members, row, bits)
         np.bitwise_or.at(of_read, row[reading], bits[reading])
     return colours
