@@ -432,9 +432,10 @@ def sparse_hessian(f: Callable) -> SparseHessian:
     At the first x of a signature (shape and dtype, or pytree structure) the pattern is found in
     the recorded program and star-coloured with k colours; every call then takes one batched sweep
     of k Hessian-vector products and reads each entry from them. The products are an
-    ``autodiff.function`` of (x, seeds), traced at the first call and replayed after; a function
-    the tracer refuses (one reading float values) runs eagerly, and ``untraced_reason`` says why.
-    An x that takes other branches than the recorded program gets its own pattern.
+    ``autodiff.function``, traced at the first call and replayed after; a function the tracer
+    refuses (one reading float values) runs eagerly, ``untraced_reason`` says why, and its pattern
+    is found again at every call (what it reads may change it). An x that takes other branches
+    than the recorded program gets its own pattern.
 
     Parameters
     ----------
