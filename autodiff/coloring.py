@@ -157,9 +157,8 @@ def _by_classes(rows: _Rows, order: np.ndarray, starts: np.ndarray) -> np.ndarra
     colours = np.full(incidence.rows, -1, np.int64)
     of_members = np.zeros(rows.members.rows, np.uint64)
     of_read = np.zeros(rows.members.rows, np.uint64)
-    bounds = [range(starts[k], starts[k + 1], _BLOCK) for k in range(starts.size - 1)]
-    for low, high in ((low, min(low + _BLOCK, starts[k + 1])) for k, block in enumerate(bounds) for low in block):
-        vertices = order[low:high]            # a class, in blocks that stay in cache
+    for low, high in _blocks(starts):
+        vertices = order[low:high]
         indptr, where = segments(incidence, vertices)
         row = incidence.indices[where]
         reading = rows.read_at[where]
@@ -174,6 +173,20 @@ def _by_classes(rows: _Rows, order: np.ndarray, starts: np.ndarray) -> np.ndarra
         np.bitwise_or.at(of_members, row, bits)
         np.bitwise_or.at(of_read, row[reading], bits[reading])
     return colours
+
+
+def _blocks(starts: np.ndarray):
+    """Each class bounded by ``starts`` in blocks of at most ``_BLOCK`` vertices, which keep the
+    arrays of a round in cache (a class has no conflict inside, so its blocks may follow one
+    another): (low, high) bounds."""
+    for k in range(starts.size - 1):
+        for low in range(starts[k], starts[k + 1], _BLOCK):
+            yield low, min(low + _BLOCK, starts[k + 1])
+
+
+def _outlying(lengths: np.ndarray) -> np.ndarray:
+    """Which lengths stand far above the typical one (4 x the median): dense rows and columns."""
+    return lengths > 4 * max(float(np.median(lengths)), 1.0) if lengths.size else lengths > 0
 
 
 def _jones_plassmann(rows: _Rows, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -233,8 +246,7 @@ def _order(rows: _Rows) -> tuple[np.ndarray, np.ndarray, bool]:
     then the others by the class of a periodic colouring that fits a sample of the conflicts (see
     ``_periodic``), by index within a class; random when none fits."""
     count = rows.incidence.rows
-    weight = rows.incidence.lengths()
-    dense = weight > 4 * max(float(np.median(weight)), 1.0) if count else np.zeros(0, bool)
+    dense = _outlying(rows.incidence.lengths())
     classes = _periodic(rows, dense)
     if classes is None:
         order = np.random.default_rng(0).permutation(np.flatnonzero(~dense))
@@ -283,8 +295,7 @@ def _sampled_conflicts(rows: _Rows, dense: np.ndarray) -> tuple[np.ndarray, np.n
     count = dense.size
     sample = np.unique(np.linspace(0, count - 1, min(count, _SAMPLE)).astype(np.int64))
     sample = sample[~dense[sample]]
-    lengths = rows.members.lengths()
-    long_rows = lengths > 4 * max(float(np.median(lengths)), 1.0)
+    long_rows = _outlying(rows.members.lengths())
     indptr, where = segments(rows.incidence, sample)
     row = rows.incidence.indices[where]
     kept = ~long_rows[row]
@@ -375,7 +386,7 @@ def _symmetric(graph: Sets) -> Sets:
     rows, lengths = graph.row_of_entries(), graph.lengths()
     keys = rows * n + graph.indices
     if np.array_equal(np.bincount(graph.indices, minlength=n), lengths):
-        long = lengths > 4 * max(float(np.median(lengths)), 1.0) if n else lengths > 0
+        long = _outlying(lengths)
         mirrored = graph.indices * n + rows
         in_long = long[graph.indices]
         if all(np.array_equal(np.sort(mirrored[part], kind="stable"), keys[long[rows] == side])
