@@ -192,12 +192,16 @@ def test_no_nonzero_of_the_dense_hessian_falls_outside_the_pattern(steps, seed):
 
 # --- colourings ---------------------------------------------------------------------------------------
 
+def random_symmetric(rng, n: int, density: float) -> np.ndarray:
+    dense = rng.random((n, n)) < density
+    return dense | dense.T | np.eye(n, dtype=bool)
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(2, 40), st.floats(0.02, 0.5), st.integers(0, 2 ** 16))
 def test_star_and_column_colourings_recover_every_entry(n, density, seed):
     rng = np.random.default_rng(seed)
-    dense = rng.random((n, n)) < density
-    dense = dense | dense.T | np.eye(n, dtype=bool)
+    dense = random_symmetric(rng, n, density)
     rows, cols = np.nonzero(dense)
     star = coloring.star_coloring(rows, cols, n)
     check_star(dense, star)
@@ -295,9 +299,7 @@ def test_a_periodic_order_that_misses_a_conflict_is_repaired(monkeypatch):
 @settings(max_examples=8, deadline=None)
 @given(st.integers(100, 200), st.floats(0.01, 0.05), st.integers(0, 2 ** 16))
 def test_irregular_patterns_are_coloured_in_rounds_then_recoloured(n, density, seed):
-    rng = np.random.default_rng(seed)
-    dense = rng.random((n, n)) < density
-    dense = dense | dense.T | np.eye(n, dtype=bool)
+    dense = random_symmetric(np.random.default_rng(seed), n, density)
     check_star(dense, coloring.star_coloring(*np.nonzero(dense), n))
     check_columns(dense[: n // 2], coloring.column_coloring(*np.nonzero(dense[: n // 2]), (n // 2, n)))
 
