@@ -151,14 +151,15 @@ def segments(sets: Sets, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bounds of each (an indptr) and the positions of their entries in ``sets.indices``, so that
     arrays aligned with the entries can be gathered alike."""
     index = np.asarray(index, np.int64).ravel()
-    lengths = sets.lengths()[index]
+    first = sets.indptr[index]
+    lengths = sets.indptr[index + 1] - first       # of these rows only: a round may ask for a few
     missing = index < 0
     if missing.any():
         lengths[missing] = 0
     indptr = np.zeros(index.size + 1, np.int64)
     np.cumsum(lengths, out=indptr[1:])
     total = int(indptr[-1])
-    return indptr, np.repeat(sets.indptr[index] - indptr[:-1], lengths) + np.arange(total)
+    return indptr, np.repeat(first - indptr[:-1], lengths) + np.arange(total)
 
 
 def union(parts: list) -> Sets:
