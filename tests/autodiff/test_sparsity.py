@@ -260,7 +260,8 @@ def test_the_star_colouring_of_a_p4_refuses_two_colours():
     (band(300, 3) | (np.arange(300) == 299)[:, None] | (np.arange(300) == 299)[None, :], 8),
     (triangular_grid(20), 7),                              # a lattice colouring: perfect distance-2
 ])
-def test_structured_star_colourings(structure, colours):
+def test_structured_star_colourings(monkeypatch, structure, colours):
+    monkeypatch.setattr(coloring, "_BLOCK", 37)             # classes and checks in several blocks
     found = coloring.star_coloring(*np.nonzero(structure), len(structure))
     check_star(structure, found)
     assert found.max() + 1 == colours
@@ -290,6 +291,7 @@ def test_a_periodic_order_that_misses_a_conflict_is_repaired(monkeypatch):
     dense = band(60, 1)
     dense[10, 40] = dense[40, 10] = True                  # same class mod 3, and unsampled
     monkeypatch.setattr(coloring, "_SAMPLE", 5)
+    monkeypatch.setattr(coloring, "_BLOCK", 7)
     rounds = spy(monkeypatch, "_jones_plassmann")
     found = coloring.star_coloring(*np.nonzero(dense), 60)
     check_star(dense, found)
