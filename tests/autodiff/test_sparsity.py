@@ -289,7 +289,7 @@ def spy(monkeypatch, name: str) -> list:
 
 def test_a_periodic_order_that_misses_a_conflict_is_repaired(monkeypatch):
     dense = band(60, 1)
-    dense[10, 40] = dense[40, 10] = True                  # same class mod 3, and unsampled
+    dense[4, 16] = dense[16, 4] = True                    # same class mod 3 and block, unsampled
     monkeypatch.setattr(coloring, "_SAMPLE", 5)
     monkeypatch.setattr(coloring, "_BLOCK", 7)
     rounds = spy(monkeypatch, "_jones_plassmann")
