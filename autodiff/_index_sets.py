@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 _ELL_WIDTH = 32      # rows this short (all parts together) are sorted side by side in a block
-_CHUNK = 1 << 16     # rows merged at a time (a block stays in cache; a dense row sorts only its chunk)
+_CHUNK = 1 << 15     # rows merged or gathered at a time (their arrays stay in cache; a dense row
+                     # sorts only its chunk)
 _DEFERRED = 8        # parts a union keeps unmerged at most
 
 
@@ -124,8 +125,15 @@ def gather(sets: Sets, index: np.ndarray) -> Sets:
     if width is not None and not (index.size and index.min() < 0):  # rows equally long: one fancy index
         indices = sets.indices.reshape(sets.rows, width)[index].ravel()
         return Sets(np.arange(index.size + 1) * width, indices, sets.n, width)
-    indptr, where = segments(sets, index)
-    return Sets(indptr, sets.indices[where], sets.n)
+    lengths, pieces = [], []
+    for low in range(0, index.size, _CHUNK):  # in chunks: the positions stay in cache
+        bounds, where = segments(sets, index[low:low + _CHUNK])
+        lengths.append(np.diff(bounds))
+        pieces.append(sets.indices[where])
+    indptr = np.zeros(index.size + 1, np.int64)
+    if index.size:
+        np.cumsum(np.concatenate(lengths), out=indptr[1:])
+    return Sets(indptr, np.concatenate(pieces) if pieces else np.zeros(0, np.int64), sets.n)
 
 
 def _shifted(sets: Sets, index: np.ndarray) -> Sets | None:

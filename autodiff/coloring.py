@@ -393,10 +393,14 @@ def _symmetric(graph: Sets) -> Sets:
     if np.array_equal(np.bincount(graph.indices, minlength=n), lengths):
         long = _outlying(lengths)
         mirrored = graph.indices * n + rows
-        in_long = long[graph.indices]
-        if all(np.array_equal(np.sort(mirrored[part], kind="stable"), keys[long[rows] == side])
-               for part, side in ((in_long, True), (~in_long, False))):
-            return graph
+        if not long.any():
+            if np.array_equal(np.sort(mirrored, kind="stable"), keys):
+                return graph
+        else:
+            in_long = long[graph.indices]
+            if all(np.array_equal(np.sort(mirrored[part], kind="stable"), keys[long[rows] == side])
+                   for part, side in ((in_long, True), (~in_long, False))):
+                return graph
     mirrored = np.sort(graph.indices * n + rows, kind="stable")
     return Sets.from_keys(_distinct_sorted(np.sort(np.concatenate([keys, mirrored]), kind="stable")), n, n)
 
