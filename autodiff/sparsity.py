@@ -33,6 +33,8 @@ import numpy as np
 from . import coloring as coloring_
 from ._propagation import propagate
 from .core import Tensor, constant, value_of
+from .function import function as replayed
+from .hessian_operator import hessian_operator
 from .tape import GradientTape, UnconnectedGradients, _require_scalar, _require_tensors
 from .tree import ravel
 
@@ -326,7 +328,7 @@ class _Sparse:
     @property
     def untraced_reason(self) -> str | None:
         """Why the products run eagerly (the tracer refused f), or None."""
-        reasons = [traced.fallback_reason for traced in self._traced.values()]
+        reasons = [program.fallback_reason for program in self._traced.values()]
         return next((reason for reason in reasons[::-1] if reason), None)
 
     def __call__(self, x):
@@ -372,14 +374,12 @@ class SparseHessian(_Sparse):
 
     @staticmethod
     def _program(f: Callable):
-        from . import function  # autodiff's public name
-        return function(f, eager_fallback=True)
+        return replayed(f, eager_fallback=True)
 
     @staticmethod
-    def _products(traced, x: np.ndarray, seeds: np.ndarray, chunk: int) -> np.ndarray:
+    def _products(program, x: np.ndarray, seeds: np.ndarray, chunk: int) -> np.ndarray:
         """H S (k x n) from the replayed gradient, ``chunk`` seeds per sweep."""
-        from . import hessian_operator  # autodiff's public name
-        return hessian_operator(traced, x, chunk_size=chunk).matmat(seeds.T).T
+        return hessian_operator(program, x, chunk_size=chunk).matmat(seeds.T).T
 
 
 class SparseJacobian(_Sparse):
@@ -399,14 +399,13 @@ class SparseJacobian(_Sparse):
 
     @staticmethod
     def _program(f: Callable):
-        from . import function  # autodiff's public name
-        return function(lambda x, seeds: _jacobian_products(f, x, seeds), eager_fallback=True)
+        return replayed(lambda x, seeds: _jacobian_products(f, x, seeds), eager_fallback=True)
 
     @staticmethod
-    def _products(traced, x: np.ndarray, seeds: np.ndarray, chunk: int) -> np.ndarray:
+    def _products(program, x: np.ndarray, seeds: np.ndarray, chunk: int) -> np.ndarray:
         """(J S)^T (k x m), ``chunk`` seeds per replay."""
         k = seeds.shape[0]
-        return np.concatenate([np.reshape(traced(x, seeds[i:i + chunk].reshape((-1,) + x.shape)),
+        return np.concatenate([np.reshape(program(x, seeds[i:i + chunk].reshape((-1,) + x.shape)),
                                           (min(chunk, k - i), -1)) for i in range(0, k, chunk)])
 
 
