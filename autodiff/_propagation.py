@@ -35,18 +35,18 @@ def propagate(records: list, source, target) -> Sets:
         operands = [None] * len(args)
         for i in parents:
             found = known.get(args[i]._id)
-            if found is not None and found.nnz and (prim.joint or i in prim.vjps):
+            if found is not None and not found.empty and (prim.joint or i in prim.vjps):
                 operands[i] = found
         if any(o is not None for o in operands):
             result = rule_for(prim)(operands, raw, kwargs, out)
             for o, s in zip(out if type(out) is tuple else (out,), result if type(out) is tuple else (result,)):
-                if s.nnz:
+                if not s.empty:
                     known[o._id] = s
         for i in parents:
             key = args[i]._id
             if last_use.get(key) == k and key != target._id:
                 known.pop(key, None)
-    return known.get(target._id) or Sets.empty(int(target.size), n)
+    return known.get(target._id) or Sets.empty_rows(int(target.size), n)
 
 
 def _live(records: list, target) -> list:

@@ -8,15 +8,29 @@ color is your Jacobian? Graph coloring for computing derivatives", SIAM Review 2
 colouring in which every path on four vertices uses three colours, which is exactly what makes
 every entry readable directly from H S, at row i or, by symmetry, at row j.
 
-Both are built as a conflict graph (two columns that may not share a colour) coloured greedily.
-For the star colouring each off-diagonal entry is assigned beforehand to the row of its endpoint
-of smaller degree (an arrowhead's dense row reads nothing, its short rows read the dense column),
-and the colour of the entry's column must be unique in that row. The greedy colouring runs in
-vectorized rounds (Jones & Plassmann 1993): a vertex takes the smallest colour its coloured
-neighbours leave free as soon as its neighbours of higher priority are coloured. Priorities follow
-the vertex order, taken modulo the bandwidth on a narrow band (the natural greedy colouring, 3
-colours for a tridiagonal Hessian, in a few rounds instead of n). Everything is linear in the
-vertices and the conflicts, with no Python loop per vertex.
+Both are stated row by row, never as a list of conflicting pairs (a distance-2 list holds about
+the sum of the squared row lengths; an arrowhead's dense row alone would make it n^2): in each row
+some members are *read* there, and a read member's colour must differ from those of all the
+row's other members. For a column colouring every member of every row is read. For a star
+colouring each off-diagonal entry is read at the row of its endpoint of smaller degree (ties: the
+smaller index), so an arrowhead's dense row reads nothing and its short rows read the dense
+column; the rule gives every edge distinct colours and leaves no path a-b-c-d two-coloured (the
+edge b-c is read at b or at c, and a or d would share the read colour there).
+
+The colouring is greedy, in an order opened class by class: dense vertices (in many rows) first,
+then the classes ``(b * (i // L) + i % L) % p`` of a periodic colouring of the vertex indices i,
+with the smallest p under which no two conflicting vertices of a sample share a class. On a band
+of half-bandwidth h that is i % (2h + 1), the natural greedy order; on a grid stored row by row
+(rows of length L) a lattice colouring (p = 7 on a 7-point stencil: a perfect distance-2
+colouring). When the classes have no conflict, each is coloured in one round: a vertex takes the
+smallest colour absent from per-row bitmasks of 64 colours (one OR per row it is in, kept up to
+date), so the whole colouring costs a few passes over the rows, and the result is checked. When
+no period fits (an irregular pattern), or the check fails, the greedy colouring runs in
+Jones-Plassmann rounds (Jones & Plassmann 1993: a vertex is coloured once every conflicting
+vertex before it in the order is, which gives exactly the sequential greedy colouring) and is
+then recoloured by iterated greedy (Culberson 1992: the classes of the last colouring, largest
+colour first, each in one round; a pass never adds a colour). No step loops over vertices in
+Python.
 
 Examples
 --------
@@ -31,23 +45,307 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._index_sets import Sets, gather
+from ._index_sets import Sets, _distinct_sorted, segments, union
 
 __all__ = ["star_coloring", "column_coloring", "star_recovery", "column_recovery"]
 
+_WORD = 64                          # colours looked at per pass, one bit each in a uint64
+_LAST = np.iinfo(np.int64).max      # the priority of a vertex no longer waiting
+_BIT = np.append(np.left_shift(np.uint64(1), np.arange(_WORD, dtype=np.uint64)), np.uint64(0))
+_SAMPLE = 1000                      # vertices whose conflicts choose the period p
+_PAIRS = 1 << 14                    # conflicting pairs of theirs looked at, at most
+_PERIODS = 64                       # the largest period p tried
+_LENGTHS = 32                       # row lengths L tried (the most frequent spans)
+_RECOLOURINGS = 3                   # iterated greedy passes at most
+_BLOCK = 1 << 15                    # vertices of a class coloured at a time
+
+
 def _csr(rows: np.ndarray, cols: np.ndarray, count: int) -> Sets:
-    """Rows of sorted, distinct column indices from (row, col) pairs."""
-    keys = np.sort(rows.astype(np.int64) * count + cols, kind="stable")
-    if keys.size > 1:
-        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
-    return Sets.from_keys(keys, count, count)
+    """Rows of sorted, distinct column indices from (row, col) pairs (no sort when they come so)."""
+    rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+    keys = rows * count + cols
+    if keys.size > 1 and not np.all(keys[1:] > keys[:-1]):
+        return Sets.from_keys(_distinct_sorted(np.sort(keys, kind="stable")), count, count)
+    indptr = np.zeros(count + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=count), out=indptr[1:])
+    return Sets(indptr, cols, count)
 
 
-def _adjacency(u: np.ndarray, v: np.ndarray, count: int) -> Sets:
-    """The symmetric graph of the pairs (u, v), without self-loops."""
-    off = u != v
-    u, v = u[off], v[off]
-    return _csr(np.concatenate([u, v]), np.concatenate([v, u]), count)
+def _transposed(matrix: Sets, columns: int) -> Sets:
+    """The column-wise layout of a row-wise pattern."""
+    order = np.argsort(matrix.indices, kind="stable")   # a stable sort: rows stay sorted per column
+    indptr = np.zeros(columns + 1, np.int64)
+    np.cumsum(np.bincount(matrix.indices, minlength=columns), out=indptr[1:])
+    return Sets(indptr, matrix.row_of_entries()[order], matrix.rows)
+
+
+class _Rows:
+    """Colouring constraints by rows: a member that a row reads differs in colour from every other
+    member of the row. ``members``: row -> vertices; ``reads``: per member entry, whether the row
+    reads it; ``incidence``: vertex -> the rows it is a member of; ``read_at``: per incidence entry,
+    whether that row reads the vertex."""
+
+    def __init__(self, members: Sets, reads: np.ndarray, incidence: Sets, read_at: np.ndarray):
+        self.members, self.incidence, self.read_at = members, incidence, read_at
+        self.reads = reads
+        if reads.all():
+            self.read = members
+        else:
+            indptr = np.zeros(members.rows + 1, np.int64)
+            np.cumsum(np.bincount(members.row_of_entries()[reads], minlength=members.rows), out=indptr[1:])
+            self.read = Sets(indptr, members.indices[reads], members.n)
+
+    def around(self, vertices: np.ndarray, colours: np.ndarray, waiting: np.ndarray, window: int):
+        """For each vertex, the colours in ``window`` (64 of them) that the vertices it conflicts
+        with have taken, as a bitmask, and the smallest ``waiting`` priority among them (itself
+        included)."""
+        indptr, where = segments(self.incidence, vertices)
+        rows = self.incidence.indices[where]
+        mask, low = _over(self.read, rows, colours, waiting, window)      # a row's read members
+        reading = self.read_at[where]
+        if self.read is self.members:
+            return _fold(mask, low, indptr)
+        whole, whole_low = _over(self.members, rows[reading], colours, waiting, window)
+        mask[reading] |= whole                                             # all members of a reading row
+        low[reading] = np.minimum(low[reading], whole_low)
+        return _fold(mask, low, indptr)
+
+
+def _over(sets: Sets, rows: np.ndarray, colours: np.ndarray, waiting: np.ndarray, window: int):
+    """Per row in ``rows``: the bitmask of its members' colours in ``window`` and their smallest
+    waiting priority."""
+    indptr, where = segments(sets, rows)
+    members = sets.indices[where]
+    return _fold(_bits(colours[members], window), waiting[members], indptr)
+
+
+def _fold(mask: np.ndarray, low: np.ndarray | None, indptr: np.ndarray):
+    """Bitwise OR and minimum (unless ``low`` is None) over consecutive segments (empty ones: 0
+    and no priority)."""
+    count = indptr.size - 1
+    mask_out = np.zeros(count, np.uint64)
+    low_out = None if low is None else np.full(count, _LAST, np.int64)
+    filled = indptr[:-1] < indptr[1:]
+    if mask.size:
+        starts = indptr[:-1][filled]
+        mask_out[filled] = np.bitwise_or.reduceat(mask, starts)
+        if low is not None:
+            low_out[filled] = np.minimum.reduceat(low, starts)
+    return mask_out, low_out
+
+
+def _bits(colours: np.ndarray, window: int) -> np.ndarray:
+    """One bit per colour inside ``window`` (colours window*64 .. window*64 + 63); 0 otherwise
+    (uncoloured: -1)."""
+    return _BIT[np.minimum((colours - window * _WORD).astype(np.uint64), _WORD)]
+
+
+def _first_free(mask: np.ndarray) -> np.ndarray:
+    """The lowest clear bit of each mask (-1 where all 64 are set)."""
+    free = ~mask
+    lowest = free & (~free + np.uint64(1))
+    found = np.frexp(lowest.astype(np.float64))[1] - 1     # exact: a power of two
+    return np.where(free == 0, -1, found).astype(np.int64)
+
+
+def _by_classes(rows: _Rows, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The greedy colouring in ``order`` when no two vertices of a class (bounded by ``starts``)
+    conflict: one round per class, reading the colours around each vertex from bitmasks per row
+    kept up to date (the colours of its members and of its read members), so the whole colouring
+    costs a few passes over the rows."""
+    incidence = rows.incidence
+    colours = np.full(incidence.rows, -1, np.int64)
+    of_members = np.zeros(rows.members.rows, np.uint64)
+    of_read = np.zeros(rows.members.rows, np.uint64)
+    for low, high in _blocks(starts):
+        vertices = order[low:high]
+        indptr, where = segments(incidence, vertices)
+        row = incidence.indices[where]
+        reading = rows.read_at[where]
+        around = of_read[row]
+        around[reading] |= of_members[row[reading]]
+        found = _first_free(_fold(around, None, indptr)[0])
+        full = found < 0
+        if full.any():
+            found[full] = _beyond(rows, vertices[full], colours)
+        colours[vertices] = found
+        bits = np.repeat(_bits(found, 0), np.diff(indptr))
+        np.bitwise_or.at(of_members, row, bits)
+        np.bitwise_or.at(of_read, row[reading], bits[reading])
+    return colours
+
+
+def _blocks(starts: np.ndarray):
+    """Each class bounded by ``starts`` in blocks of at most ``_BLOCK`` vertices, which keep the
+    arrays of a round in cache (a class has no conflict inside, so its blocks may follow one
+    another): (low, high) bounds."""
+    for k in range(starts.size - 1):
+        for low in range(starts[k], starts[k + 1], _BLOCK):
+            yield low, min(low + _BLOCK, starts[k + 1])
+
+
+def _outlying(lengths: np.ndarray) -> np.ndarray:
+    """Which lengths stand far above the typical one (4 x the median): dense rows and columns."""
+    return lengths > 4 * max(float(np.median(lengths)), 1.0) if lengths.size else lengths > 0
+
+
+def _jones_plassmann(rows: _Rows, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The greedy colouring in ``order``, in Jones-Plassmann rounds; ``starts`` bounds the classes
+    of ``order`` opened one per round (a vertex waits while a conflicting one before it in
+    ``order`` is uncoloured, so a round colours what is ready of what is open)."""
+    count = rows.incidence.rows
+    colours = np.full(count, -1, np.int64)
+    rank = np.empty(count, np.int64)
+    rank[order] = np.arange(count)
+    waiting = np.full(count, _LAST, np.int64)
+    pending = np.zeros(0, np.int64)
+    opened = 0
+    while opened < starts.size - 1 or pending.size:
+        if opened < starts.size - 1:
+            new = order[starts[opened]:starts[opened + 1]]
+            waiting[new] = rank[new]
+            pending = np.concatenate([pending, new])
+            opened += 1
+        mask, low = rows.around(pending, colours, waiting, 0)
+        ready = low >= rank[pending]
+        vertices = pending[ready]
+        found = _first_free(mask[ready])
+        full = found < 0
+        if full.any():
+            found[full] = _beyond(rows, vertices[full], colours)
+        colours[vertices] = found
+        waiting[vertices] = _LAST
+        pending = pending[~ready]
+    return colours
+
+
+def _beyond(rows: _Rows, vertices: np.ndarray, colours: np.ndarray) -> np.ndarray:
+    """For vertices no two of which conflict, all of whose first 64 colours are taken around
+    them: the smallest colour not taken, looking 64 colours further at a time."""
+    found = np.full(vertices.size, -1, np.int64)
+    waiting = np.full(colours.size, _LAST, np.int64)
+    window, full = 0, np.arange(vertices.size)
+    while full.size:
+        window += 1
+        further = _first_free(rows.around(vertices[full], colours, waiting, window)[0])
+        found[full] = np.where(further < 0, -1, further + window * _WORD)
+        full = full[further < 0]
+    return found
+
+
+def _valid(rows: _Rows, colours: np.ndarray) -> bool:
+    """Whether every member a row reads has a colour no other member of the row has: the colours
+    counted per row, in blocks of rows whose tables stay in cache."""
+    members, k = rows.members, int(colours.max()) + 1
+    for low in range(0, members.rows, _BLOCK):
+        bounds = members.indptr[low:low + _BLOCK + 1]
+        entries = slice(bounds[0], bounds[-1])
+        keys = np.repeat(np.arange(bounds.size - 1) * k, np.diff(bounds)) + colours[members.indices[entries]]
+        if not np.all(np.bincount(keys, minlength=(bounds.size - 1) * k)[keys[rows.reads[entries]]] == 1):
+            return False
+    return True
+
+
+def _order(rows: _Rows) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The priority order, in classes opened one per round: dense vertices (in many rows) first,
+    then the others by the class of a periodic colouring that fits a sample of the conflicts (see
+    ``_periodic``), by index within a class; random when none fits."""
+    count = rows.incidence.rows
+    dense = _outlying(rows.incidence.lengths())
+    classes = _periodic(rows, dense)
+    if classes is None:
+        order = np.random.default_rng(0).permutation(np.flatnonzero(~dense))
+        return np.concatenate([np.flatnonzero(dense), order]), np.array([0, dense.sum(), count]), False
+    classes = np.where(dense, 0, classes + 1).astype(np.uint16)
+    order = np.argsort(classes, kind="stable")                  # a radix sort: linear
+    return order, np.concatenate([[0], np.cumsum(np.bincount(classes))]), True
+
+
+def _periodic(rows: _Rows, dense: np.ndarray) -> np.ndarray | None:
+    """Classes ``(b * (i // L) + i % L) % p`` for vertex i, with the smallest p (then L and b)
+    under which no two conflicting ordinary vertices in a sample share a class, or None if no
+    p up to 64 does. On a band L is n (the class is i % p, p = 2 x half-bandwidth + 1: the natural
+    greedy order); on a grid of rows of length L it is a lattice colouring (p = 7 on a 7-point
+    stencil, a perfect distance-2 colouring)."""
+    count = dense.size
+    first, second = _sampled_conflicts(rows, dense)
+    if not first.size:
+        return np.zeros(count, np.int64)
+    spans = np.abs(second - first)
+    spans = spans[spans > 1]
+    distinct, times = np.unique(spans, return_counts=True)
+    steps = []
+    for length in [count] + list(distinct[np.argsort(-times, kind="stable")][:_LENGTHS]):
+        down = second // length - first // length
+        across = second % length - first % length
+        key = np.unique(down * (2 * count + 1) + across + count)
+        down = key // (2 * count + 1)
+        steps.append((int(length), (down, key - down * (2 * count + 1) - count)))
+    for period in range(2, _PERIODS + 1):
+        b = np.arange(period)[:, None]
+        for length, (down, across) in steps:
+            seen = np.zeros(period * period, bool)               # the shifts modulo p, at most p^2
+            seen[(down % period) * period + across % period] = True
+            down_p, across_p = np.divmod(np.flatnonzero(seen), period)
+            fits = np.all((b * down_p + across_p) % period != 0, axis=1)
+            if fits.any():
+                i = np.arange(count)
+                return (int(np.argmax(fits)) * (i // length) + i % length) % period
+    return None
+
+
+def _sampled_conflicts(rows: _Rows, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs of conflicting ordinary vertices through ordinary rows, from a sample spread evenly
+    over the vertices."""
+    count = dense.size
+    sample = np.unique(np.linspace(0, count - 1, min(count, _SAMPLE)).astype(np.int64))
+    sample = sample[~dense[sample]]
+    long_rows = _outlying(rows.members.lengths())
+    indptr, where = segments(rows.incidence, sample)
+    row = rows.incidence.indices[where]
+    kept = ~long_rows[row]
+    owner = np.repeat(sample, np.diff(indptr))[kept]
+    row, reading = row[kept], rows.read_at[where][kept]
+    firsts, seconds = [], []
+    for sets, chosen in ((rows.read, slice(None)), (rows.members, reading)):
+        bounds, at = segments(sets, row[chosen])
+        other = sets.indices[at]
+        first = np.repeat(owner[chosen], np.diff(bounds))
+        keep = ~dense[other] & (other != first)
+        firsts.append(first[keep])
+        seconds.append(other[keep])
+    first, second = np.concatenate(firsts), np.concatenate(seconds)
+    if first.size > _PAIRS:                                     # a dense pattern: a spread of them
+        kept = np.linspace(0, first.size - 1, _PAIRS).astype(np.int64)
+        first, second = first[kept], second[kept]
+    return first, second
+
+
+def _recoloured(rows: _Rows, colours: np.ndarray) -> np.ndarray:
+    """Iterated greedy (Culberson 1992): recolour class by class, the last colour's class first;
+    each class is independent, so each is one round, and the colours never grow."""
+    for _ in range(_RECOLOURINGS):
+        k = int(colours.max()) + 1
+        later = (k - 1 - colours).astype(np.uint16 if k <= 1 << 16 else np.int64)
+        again = _by_classes(rows, np.argsort(later, kind="stable"),
+                            np.concatenate([[0], np.cumsum(np.bincount(later, minlength=k))]))
+        if again.max() >= colours.max():
+            break
+        colours = again
+    return colours
+
+
+def _colour(rows: _Rows) -> np.ndarray:
+    """The greedy colouring in the order of ``_order``: class by class when its classes fit (the
+    result checked), else in Jones-Plassmann rounds and then recoloured."""
+    if not rows.incidence.rows:
+        return np.zeros(0, np.int64)
+    order, starts, fitted = _order(rows)
+    if fitted:
+        colours = _by_classes(rows, order, starts)
+        if _valid(rows, colours):
+            return colours
+    return _recoloured(rows, _jones_plassmann(rows, order, starts))
 
 
 def star_coloring(rows: np.ndarray, cols: np.ndarray, n: int) -> np.ndarray:
@@ -65,17 +363,46 @@ def star_coloring(rows: np.ndarray, cols: np.ndarray, n: int) -> np.ndarray:
     >>> star_coloring(rows, cols, n)
     array([0, 0, 0, 0, 0, 1])
     """
-    graph = _adjacency(np.asarray(rows), np.asarray(cols), n)
-    degree = graph.lengths()
+    return _star(_symmetric(_csr(rows, cols, n)))
+
+
+def _star(graph: Sets) -> np.ndarray:
+    """A star colouring of a symmetric pattern: each off-diagonal entry read at the row of its
+    endpoint of smaller degree (ties: smaller index), every row holding its own vertex."""
+    n = graph.rows
     owner = graph.row_of_entries()
-    other = graph.indices
-    reads = (degree[owner] < degree[other]) | ((degree[owner] == degree[other]) & (owner < other))
-    reader, column = owner[reads], other[reads]          # entry (reader, column) is read at its row
-    neighbours = gather(graph, reader)                    # the rest of the reading row
-    repeated = np.repeat(column, neighbours.lengths())
-    conflicts_u = np.concatenate([column, repeated])
-    conflicts_v = np.concatenate([reader, neighbours.indices])
-    return _greedy(_adjacency(conflicts_u, conflicts_v, n))
+    if not np.array_equal(np.bincount(owner[graph.indices == owner], minlength=n), np.ones(n, np.int64)):
+        graph = union([graph, Sets.identity(n)])
+        owner = graph.row_of_entries()
+    degree = graph.lengths()
+    member = graph.indices
+    mine, theirs = np.repeat(degree, degree), degree[member]
+    off_diagonal = owner != member
+    reads = off_diagonal & ((mine < theirs) | ((mine == theirs) & (owner < member)))
+    return _colour(_Rows(graph, reads, graph, off_diagonal & ~reads))   # the other end reads the rest
+
+
+def _symmetric(graph: Sets) -> Sets:
+    """The pattern joined with its transpose (itself when it is symmetric). Symmetric: every row's
+    length is its column's count, and the keys of the transposed entries, sorted, are the keys;
+    long columns (a dense one) and the others are compared apart, so that each part of the
+    transposed keys comes in a few sorted runs, which a stable sort merges in linear time."""
+    n = graph.rows
+    rows, lengths = graph.row_of_entries(), graph.lengths()
+    keys = rows * n + graph.indices
+    if np.array_equal(np.bincount(graph.indices, minlength=n), lengths):
+        long = _outlying(lengths)
+        mirrored = graph.indices * n + rows
+        if not long.any():
+            if np.array_equal(np.sort(mirrored, kind="stable"), keys):
+                return graph
+        else:
+            in_long = long[graph.indices]
+            if all(np.array_equal(np.sort(mirrored[part], kind="stable"), keys[long[rows] == side])
+                   for part, side in ((in_long, True), (~in_long, False))):
+                return graph
+    mirrored = np.sort(graph.indices * n + rows, kind="stable")
+    return Sets.from_keys(_distinct_sorted(np.sort(np.concatenate([keys, mirrored]), kind="stable")), n, n)
 
 
 def column_coloring(rows: np.ndarray, cols: np.ndarray, shape: tuple) -> np.ndarray:
@@ -91,82 +418,11 @@ def column_coloring(rows: np.ndarray, cols: np.ndarray, shape: tuple) -> np.ndar
     array([0, 1, 0, 1])
     """
     m, n = shape
-    by_row = _csr(np.asarray(rows), np.asarray(cols), max(m, n))
-    column = by_row.indices
-    sharing = gather(by_row, by_row.row_of_entries())     # for each entry, the columns of its row
-    return _greedy(_adjacency(np.repeat(column, sharing.lengths()), sharing.indices, n))
-
-
-def _greedy(graph: Sets) -> np.ndarray:
-    """Greedy colouring in vectorized rounds (Jones & Plassmann 1993) in the order of ``_priority``."""
-    return _jones_plassmann(graph, _priority(graph))
-
-
-def _priority(graph: Sets) -> np.ndarray:
-    """A rank per vertex. A narrow band (the 99th percentile of the spans of the edges between
-    vertices of ordinary degree, b, below sqrt(n)) is ranked by the vertex order modulo b + 1: each
-    residue class is independent, so b + 1 rounds give the natural greedy colouring (3 colours for
-    a tridiagonal Hessian) where the natural order would take n rounds. Otherwise (grids, irregular
-    graphs) the natural order, whose chains of dependent vertices are short there."""
-    count = graph.rows
-    if not count:
-        return np.zeros(0, np.int64)
-    degree = graph.lengths()
-    owner = graph.row_of_entries()
-    ordinary = degree <= 4 * max(np.median(degree), 1)
-    typical = ordinary[owner] & ordinary[graph.indices]
-    spans = np.abs(owner[typical] - graph.indices[typical])
-    period = int(np.percentile(spans, 99)) + 1 if spans.size else 1
-    vertices = np.arange(count)
-    if period * period > count:
-        return vertices
-    rank = np.empty(count, np.int64)
-    rank[np.lexsort((vertices, vertices % period))] = vertices
-    return rank
-
-
-def _jones_plassmann(graph: Sets, rank: np.ndarray) -> np.ndarray:
-    count = graph.rows
-    owner = graph.row_of_entries()
-    earlier = rank[graph.indices] < rank[owner]
-    waiting = np.bincount(owner[earlier], minlength=count)
-    colours = np.full(count, -1, np.int64)
-    ready = np.flatnonzero(waiting == 0)
-    while ready.size:
-        around = gather(graph, ready)
-        whose = around.row_of_entries()
-        coloured = colours[around.indices]
-        done = coloured >= 0
-        colours[ready] = _smallest_free(whose[done], coloured[done], ready.size)
-        released, times = _counted(around.indices[~done], count)
-        waiting[released] -= times
-        ready = released[waiting[released] == 0]
-    return colours
-
-
-def _counted(values: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values (all in range(count)) and how often each occurs: by a sort when there
-    are few of them, so a round costs what its vertices touch, not the whole graph."""
-    if values.size * 16 >= count:
-        times = np.bincount(values, minlength=count)
-        distinct = np.flatnonzero(times)
-        return distinct, times[distinct]
-    values = np.sort(values)
-    starts = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1]))) if values.size else values
-    return values[starts], np.diff(np.append(starts, values.size))
-
-
-def _smallest_free(group: np.ndarray, colour: np.ndarray, count: int) -> np.ndarray:
-    """For each group 0..count-1, the smallest colour >= 0 not among its ``colour`` entries."""
-    if not group.size:
-        return np.zeros(count, np.int64)
-    span = int(colour.max()) + 2
-    keys = np.sort(group * span + colour, kind="stable")
-    keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
-    group, colour = keys // span, keys % span
-    first = np.searchsorted(group, np.arange(count))
-    consecutive = colour == np.arange(keys.size) - first[group]  # 0, 1, 2, ... from the start
-    return np.bincount(group[consecutive], minlength=count)
+    by_row = _csr(rows, cols, max(m, n))
+    by_column = _transposed(by_row, max(m, n))
+    everywhere = np.ones(by_row.nnz, bool)
+    colours = _colour(_Rows(by_row, everywhere, by_column, everywhere))
+    return colours[:n]
 
 
 def star_recovery(rows: np.ndarray, cols: np.ndarray, colours: np.ndarray) -> np.ndarray:
@@ -189,12 +445,13 @@ def star_recovery(rows: np.ndarray, cols: np.ndarray, colours: np.ndarray) -> np
     array([0, 1, 1, 3])
     """
     k = int(colours.max()) + 1 if colours.size else 1
-    counts = np.bincount(rows.astype(np.int64) * k + colours[cols], minlength=colours.size * k)
     low, high = np.minimum(rows, cols), np.maximum(rows, cols)
     at_low = low * k + colours[high]
     at_high = high * k + colours[low]
-    readable_low = counts[at_low] == 1
-    if not np.all(readable_low | (counts[at_high] == 1)):
+    counts = _occurrences(rows.astype(np.int64) * k + colours[cols], np.concatenate([at_low, at_high]),
+                          colours.size * k)
+    readable_low = counts[:rows.size] == 1
+    if not np.all(readable_low | (counts[rows.size:] == 1)):
         raise ValueError("autodiff: the colouring is not a star colouring of the pattern")
     return np.where(readable_low, at_low, at_high)
 
@@ -223,4 +480,13 @@ def column_recovery(rows: np.ndarray, cols: np.ndarray, colours: np.ndarray) -> 
 def _unique_in_row(rows: np.ndarray, colour: np.ndarray, k: int, count: int) -> np.ndarray:
     """For each entry, whether its colour occurs once in its row."""
     keys = rows.astype(np.int64) * k + colour
-    return np.bincount(keys, minlength=count * k)[keys] == 1
+    return _occurrences(keys, keys, count * k) == 1
+
+
+def _occurrences(keys: np.ndarray, queries: np.ndarray, size: int) -> np.ndarray:
+    """How often each query occurs among ``keys`` (all in range(size)): counted in a table when it
+    is not much larger than the keys, else found by a sort."""
+    if size <= 4 * keys.size + (1 << 20):
+        return np.bincount(keys, minlength=size)[queries]
+    ordered = np.sort(keys)
+    return np.searchsorted(ordered, queries, "right") - np.searchsorted(ordered, queries, "left")

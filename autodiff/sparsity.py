@@ -33,13 +33,16 @@ import numpy as np
 from . import coloring as coloring_
 from ._propagation import propagate
 from .core import Tensor, constant, value_of
+from .function import function as replayed
 from .operators import hessian_operator
 from .tape import GradientTape, UnconnectedGradients, _require_scalar, _require_tensors
+from .tree import ravel
 
 __all__ = ["SparsityPattern", "hessian_sparsity", "jacobian_sparsity", "sparse_hessian", "sparse_jacobian"]
 
 ZERO = UnconnectedGradients.ZERO
 _ALTERNATIVES = 8  # patterns kept per input signature (one per branch the program took)
+_SEED_ENTRIES = 1 << 16  # seeds per sweep times n: a batch of products stays in cache
 
 
 class SparsityPattern:
@@ -94,8 +97,8 @@ class SparsityPattern:
         array([0, 0, 0, 0, 0, 1])
         """
         if self._coloring is None:
-            if self.symmetric:
-                self._coloring = coloring_.star_coloring(self.rows, self.cols, self.shape[0])
+            if self.symmetric:  # symmetric by construction
+                self._coloring = coloring_._star(coloring_._csr(self.rows, self.cols, self.shape[0]))
             else:
                 self._coloring = coloring_.column_coloring(self.rows, self.cols, self.shape)
         return self._coloring
@@ -185,11 +188,24 @@ def _record(f: Callable, x: np.ndarray, hessian: bool) -> _Recording:
     return _Recording(records, source, target, same_program)
 
 
-def _as_point(x) -> np.ndarray:
-    x = np.asarray(value_of(x))
-    if x.dtype.kind not in "fc":
-        x = x.astype(np.float64)
-    return x
+def _prepared(f: Callable, x) -> tuple[tuple, np.ndarray, Callable]:
+    """(signature, point, function of the point): an array as it is; a pytree (dicts, lists,
+    tuples of arrays) as ``ravel(x)``'s flat vector, with f of the tree it unravels to."""
+    if isinstance(x, (np.ndarray, np.generic, Tensor, int, float, complex)):
+        point = np.asarray(value_of(x))
+        point = point if point.dtype.kind in "fc" else point.astype(np.float64)
+        return ("array", point.shape, point.dtype.str), point, f
+    point, unravel = ravel(x)
+    return ("tree", _structure(x)), point, lambda flat: f(unravel(flat))
+
+
+def _structure(tree):
+    """What makes two pytrees ravel alike: containers, keys, leaf shapes."""
+    if isinstance(tree, dict):
+        return dict, tuple((key, _structure(value)) for key, value in tree.items())
+    if isinstance(tree, (list, tuple)):
+        return type(tree), tuple(_structure(item) for item in tree)
+    return np.shape(value_of(tree))
 
 
 def _pattern(recording: _Recording, hessian: bool) -> SparsityPattern:
@@ -200,7 +216,7 @@ def _pattern(recording: _Recording, hessian: bool) -> SparsityPattern:
     found = propagate(recording.records, recording.source, target)
     rows, cols = found.row_of_entries(), found.indices
     if hessian:  # the gradient program's pattern, made symmetric (a superset, never a subset)
-        both = coloring_._csr(np.concatenate([rows, cols]), np.concatenate([cols, rows]), n)
+        both = coloring_._symmetric(found)
         return SparsityPattern((n, n), both.row_of_entries(), both.indices, symmetric=True)
     return SparsityPattern((target.size, n), rows, cols)
 
@@ -215,9 +231,10 @@ def hessian_sparsity(f: Callable, x) -> SparsityPattern:
     Parameters
     ----------
     f : callable
-        A scalar function of one array.
-    x : array_like
-        A point; the Hessian is over ``x.ravel()`` (n = x.size).
+        A scalar function of one array (or pytree).
+    x : array_like or pytree
+        A point; the Hessian is over ``x.ravel()`` (n = x.size), or over ``ad.ravel(x)``'s flat
+        vector for a pytree (dicts, lists, tuples of arrays).
 
     Returns
     -------
@@ -233,7 +250,8 @@ def hessian_sparsity(f: Callable, x) -> SparsityPattern:
            [ True, False,  True],
            [False,  True, False]])
     """
-    return _pattern(_record(f, _as_point(x), hessian=True), hessian=True)
+    _, point, function = _prepared(f, x)
+    return _pattern(_record(function, point, hessian=True), hessian=True)
 
 
 def jacobian_sparsity(f: Callable, x) -> SparsityPattern:
@@ -245,9 +263,9 @@ def jacobian_sparsity(f: Callable, x) -> SparsityPattern:
     Parameters
     ----------
     f : callable
-        A function of one array returning an array.
-    x : array_like
-        A point.
+        A function of one array (or pytree) returning an array.
+    x : array_like or pytree
+        A point (a pytree: columns over ``ad.ravel(x)``'s flat vector).
 
     Returns
     -------
@@ -263,7 +281,8 @@ def jacobian_sparsity(f: Callable, x) -> SparsityPattern:
            [ True,  True, False],
            [ True,  True,  True]])
     """
-    return _pattern(_record(f, _as_point(x), hessian=False), hessian=False)
+    _, point, function = _prepared(f, x)
+    return _pattern(_record(function, point, hessian=False), hessian=False)
 
 
 # --- the matrices ------------------------------------------------------------------------------------
@@ -277,43 +296,62 @@ class _Compression:
         colours = pattern.coloring()
         n = pattern.shape[1]
         self.k = int(colours.max()) + 1 if n else 0
-        self.seeds = np.zeros((n, self.k))
-        self.seeds[np.arange(n), colours] = 1.0
+        self.seeds = np.zeros((self.k, n))            # one row per colour
+        self.seeds[colours, np.arange(n)] = 1.0
         rows, cols = pattern.rows, pattern.cols
         if pattern.symmetric:  # CSC of a symmetric pattern: the CSR arrays
             read = coloring_.star_recovery(rows, cols, colours)
             self.indices, order = cols, slice(None)
         else:
             read = coloring_.column_recovery(rows, cols, colours)
-            order = np.lexsort((rows, cols))
+            order = np.argsort(cols, kind="stable")    # rows stay sorted within a column
             self.indices = rows[order]
         self.indptr = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(cols if not pattern.symmetric else rows, minlength=n), out=self.indptr[1:])
         self.read = read[order]
 
     def matrix(self, products: np.ndarray):
-        """The sparse matrix from the products (m x k)."""
+        """The sparse matrix from the products (k x m: one row per colour)."""
         from scipy.sparse import csc_matrix
-        return csc_matrix((products.ravel()[self.read], self.indices, self.indptr), shape=self.pattern.shape)
+        return csc_matrix((products.T.ravel()[self.read], self.indices, self.indptr), shape=self.pattern.shape)
 
 
 class _Sparse:
-    """The shared part of sparse_hessian and sparse_jacobian: per input signature, the compressions
-    of the programs f ran (one per set of branches), found once."""
+    """The shared part of sparse_hessian and sparse_jacobian. Per input signature: the
+    compressions of the programs f ran (one per set of branches), found once, and the program of
+    the k products, an ``autodiff.function`` traced once and replayed (run eagerly when the tracer
+    refuses f: ``untraced_reason`` says why)."""
 
     _hessian: bool
 
     def __init__(self, f: Callable):
         self.f = f
-        self._cache: dict = {}
+        self._cache: dict = {}      # signature -> compressions, the latest first
+        self._traced: dict = {}     # signature -> the traced program of the products
 
-    def compression(self, x: np.ndarray) -> _Compression:
+    @property
+    def untraced_reason(self) -> str | None:
+        """Why the products run eagerly (the tracer refused f), or None."""
+        reasons = [program.fallback_reason for program in self._traced.values()]
+        return next((reason for reason in reasons[::-1] if reason), None)
+
+    def __call__(self, x):
+        signature, point, f = _prepared(self.f, x)
+        compression = self.compression(point, signature, f)
+        if signature not in self._traced:
+            self._traced[signature] = self._program(f)
+        if not compression.k:
+            return compression.matrix(np.zeros((0, compression.pattern.shape[0])))
+        chunk = max(1, _SEED_ENTRIES // max(point.size, 1))
+        return compression.matrix(self._products(self._traced[signature], point, compression.seeds, chunk))
+
+    def compression(self, x: np.ndarray, signature: tuple, f: Callable) -> _Compression:
         """The pattern and colouring for x, from the cache when x runs a program seen before."""
-        known = self._cache.setdefault((x.shape, x.dtype.str), [])
+        known = self._cache.setdefault(signature, [])
         for compression in known:
             if compression.recording.same_program(x):
                 return compression
-        recording = _record(self.f, x, self._hessian)
+        recording = _record(f, x, self._hessian)
         compression = _Compression(_pattern(recording, self._hessian), recording)
         known.insert(0, compression)
         del known[_ALTERNATIVES:]
@@ -332,16 +370,20 @@ class SparseHessian(_Sparse):
     array([[4., 2., 0.],
            [2., 6., 4.],
            [0., 4., 0.]])
+    >>> hessian.untraced_reason is None          # its products are a replayed program
+    True
     """
 
     _hessian = True
 
-    def __call__(self, x):
-        x = _as_point(x)
-        compression = self.compression(x)
-        if not compression.k:
-            return compression.matrix(np.zeros((x.size, 0)))
-        return compression.matrix(hessian_operator(self.f, x).matmat(compression.seeds))
+    @staticmethod
+    def _program(f: Callable):
+        return replayed(f, eager_fallback=True)
+
+    @staticmethod
+    def _products(program, x: np.ndarray, seeds: np.ndarray, chunk: int) -> np.ndarray:
+        """H S (k x n) from the replayed gradient, ``chunk`` seeds per sweep."""
+        return hessian_operator(program, x, chunk_size=chunk).matmat(seeds.T).T
 
 
 class SparseJacobian(_Sparse):
@@ -359,19 +401,23 @@ class SparseJacobian(_Sparse):
 
     _hessian = False
 
-    def __call__(self, x):
-        x = _as_point(x)
-        compression = self.compression(x)
-        m = compression.pattern.shape[0]
-        if not compression.k:
-            return compression.matrix(np.zeros((m, 0)))
-        return compression.matrix(_jacobian_products(self.f, x, compression.seeds).reshape(compression.k, m).T)
+    @staticmethod
+    def _program(f: Callable):
+        return replayed(lambda x, seeds: _jacobian_products(f, x, seeds), eager_fallback=True)
+
+    @staticmethod
+    def _products(program, x: np.ndarray, seeds: np.ndarray, chunk: int) -> np.ndarray:
+        """(J S)^T (k x m), ``chunk`` seeds per replay."""
+        k = seeds.shape[0]
+        return np.concatenate([np.reshape(program(x, seeds[i:i + chunk].reshape((-1,) + x.shape)),
+                                          (min(chunk, k - i), -1)) for i in range(0, k, chunk)])
 
 
-def _jacobian_products(f: Callable, x: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-    """J S for the n x k seeds in one batched sweep: the VJP u -> J^T u is recorded once, linear
-    in u, and its own reverse sweep with the k columns of S as cotangents gives the rows of (J S)^T."""
-    source = constant(x)
+def _jacobian_products(f: Callable, x, seeds):
+    """(J S)^T for seeds (c,) + x.shape in one batched sweep: the VJP u -> J^T u is recorded
+    once, linear in u, and its own reverse sweep with the seeds as cotangents gives the rows of
+    (J S)^T."""
+    source = x if isinstance(x, Tensor) else constant(x)
     with GradientTape(persistent=True) as outer:
         with GradientTape() as inner:
             inner.watch(source)
@@ -379,24 +425,26 @@ def _jacobian_products(f: Callable, x: np.ndarray, seeds: np.ndarray) -> np.ndar
         cotangent = constant(np.zeros(y.shape, y.dtype))
         outer.watch(cotangent)
         pulled = inner.gradient(y, source, output_gradients=cotangent, unconnected_gradients=ZERO)
-    k = seeds.shape[1]
-    (products,) = outer.sweep([pulled], [seeds.T.reshape((k,) + x.shape)], [cotangent], (k,))
-    return np.zeros((k,) + y.shape) if products is None else np.asarray(value_of(products))
+    (products,) = outer.sweep([pulled], [seeds], [cotangent], (seeds.shape[0],))
+    return np.zeros((seeds.shape[0],) + y.shape) if products is None else products
 
 
 def sparse_hessian(f: Callable) -> SparseHessian:
     """The Hessian of a scalar f as a function returning ``scipy.sparse`` CSC matrices.
 
-    At the first x of a signature (shape and dtype) the pattern is found in the recorded program
-    and star-coloured with k colours; every call then takes one batched sweep of k Hessian-vector
-    products (``hessian_operator(f, x).matmat``) and reads each entry from them. An x that takes
-    other branches than the recorded program gets its own pattern. For replayed products, pass an
-    ``autodiff.function``.
+    At the first x of a signature (shape and dtype, or pytree structure) the pattern is found in
+    the recorded program and star-coloured with k colours; every call then takes one batched sweep
+    of k Hessian-vector products and reads each entry from them. The products are an
+    ``autodiff.function``, traced at the first call and replayed after; a function the tracer
+    refuses (one reading float values) runs eagerly, ``untraced_reason`` says why, and its pattern
+    is found again at every call (what it reads may change it). An x that takes other branches
+    than the recorded program gets its own pattern.
 
     Parameters
     ----------
     f : callable
-        A scalar function of one array; the Hessian is over ``x.ravel()``.
+        A scalar function of one array, or of a pytree (dicts, lists, tuples of arrays): the
+        Hessian is over ``x.ravel()``, or over ``ad.ravel(x)``'s flat vector.
 
     Returns
     -------
@@ -407,11 +455,15 @@ def sparse_hessian(f: Callable) -> SparseHessian:
     --------
     >>> import numpy as np
     >>> import autodiff as ad
-    >>> rosen = ad.function(lambda x: np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2))
+    >>> rosen = lambda x: np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
     >>> hessian = ad.sparse_hessian(rosen)
     >>> H = hessian(np.ones(100_000))                  # 3 products, not 100,000
     >>> H.shape, H.nnz, float(H[0, 0]), float(H[0, 1])
     ((100000, 100000), 299998, 802.0, -400.0)
+    >>> ad.sparse_hessian(lambda p: np.sum(p["a"] ** 2 * p["b"]))({"a": np.ones(2), "b": 3.0}).toarray()
+    array([[6., 0., 2.],
+           [0., 6., 2.],
+           [2., 2., 0.]])
     """
     return SparseHessian(f)
 
@@ -421,12 +473,13 @@ def sparse_jacobian(f: Callable) -> SparseJacobian:
 
     At the first x of a signature the pattern is found in the recorded program and column-coloured
     with k colours (Curtis, Powell & Reid 1974); every call then takes one batched sweep of k
-    Jacobian-vector products and reads each entry from them.
+    Jacobian-vector products (traced and replayed, as for ``sparse_hessian``) and reads each
+    entry from them.
 
     Parameters
     ----------
     f : callable
-        A function of one array returning an array.
+        A function of one array (or pytree: columns over ``ad.ravel(x)``) returning an array.
 
     Returns
     -------

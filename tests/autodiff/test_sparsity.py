@@ -12,11 +12,12 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import autodiff as ad
 import autodiff.numpy as anp
-from autodiff import coloring
+from autodiff import _index_sets as index_sets, coloring
+from autodiff._index_sets import Sets
 from autodiff.extend import defvjp, primitive
 
 
@@ -191,22 +192,118 @@ def test_no_nonzero_of_the_dense_hessian_falls_outside_the_pattern(steps, seed):
 
 # --- colourings ---------------------------------------------------------------------------------------
 
+def random_symmetric(rng, n: int, density: float) -> np.ndarray:
+    dense = rng.random((n, n)) < density
+    return dense | dense.T | np.eye(n, dtype=bool)
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(2, 40), st.floats(0.02, 0.5), st.integers(0, 2 ** 16))
 def test_star_and_column_colourings_recover_every_entry(n, density, seed):
     rng = np.random.default_rng(seed)
-    dense = rng.random((n, n)) < density
-    dense = dense | dense.T | np.eye(n, dtype=bool)
+    dense = random_symmetric(rng, n, density)
     rows, cols = np.nonzero(dense)
     star = coloring.star_coloring(rows, cols, n)
+    check_star(dense, star)
     read = coloring.star_recovery(rows, cols, star)
     values = np.where(dense, rng.normal(size=(n, n)), 0.0)
     values = values + values.T
     products = values @ np.eye(star.max() + 1)[star]        # H S
     assert np.array_equal(products.ravel()[read], values[rows, cols])
     column = coloring.column_coloring(rows, cols, (n, n))
+    check_columns(dense, column)
     products = values @ np.eye(column.max() + 1)[column]
     assert np.array_equal(products.ravel()[coloring.column_recovery(rows, cols, column)], values[rows, cols])
+
+
+def star_violations(dense: np.ndarray, colours: np.ndarray) -> tuple[int, int]:
+    """(edges whose ends share a colour, edges b-c in a two-coloured path a-b-c-d)."""
+    adjacent = (dense & ~np.eye(len(dense), dtype=bool)).astype(int)
+    same = (colours[:, None] == colours[None, :]).astype(int)
+    like = adjacent @ same - adjacent          # [b, c]: neighbours a != c of b coloured like c
+    return int(np.sum(np.triu(adjacent * same))), int(np.sum(np.triu(adjacent * (like > 0) * (like.T > 0))))
+
+
+def check_star(dense: np.ndarray, colours: np.ndarray) -> None:
+    assert star_violations(dense, colours) == (0, 0)
+    rows, cols = np.nonzero(dense)
+    coloring.star_recovery(rows, cols, colours)          # every entry readable
+
+
+def check_columns(dense: np.ndarray, colours: np.ndarray) -> None:
+    k = colours.max() + 1
+    per_row = dense.astype(int) @ np.eye(k, dtype=int)[colours]
+    assert per_row.max() <= 1                            # structurally orthogonal within a colour
+
+
+def band(n: int, half: int) -> np.ndarray:
+    i = np.arange(n)
+    return np.abs(i[:, None] - i[None, :]) <= half
+
+
+def triangular_grid(m: int) -> np.ndarray:
+    """The 7-point coupling of the minimal-surface Hessian on an m x m grid."""
+    r, c = np.divmod(np.arange(m * m), m)
+    dr, dc = r[:, None] - r[None, :], c[:, None] - c[None, :]
+    return (np.abs(dr) + np.abs(dc) <= 1) | (dr * dc == -1)
+
+
+def test_the_star_colouring_of_a_p4_refuses_two_colours():
+    dense = band(4, 1)                                    # the path 0-1-2-3
+    assert star_violations(dense, np.array([0, 1, 0, 1])) == (0, 1)
+    assert star_violations(dense, np.array([0, 0, 1, 2])) == (1, 0)
+    check_star(dense, coloring.star_coloring(*np.nonzero(dense), 4))
+
+
+@pytest.mark.parametrize("structure, colours", [
+    (band(300, 1), 3), (band(300, 3), 7),                 # a band of half-bandwidth b: 2b + 1
+    (band(300, 3) | (np.arange(300) == 299)[:, None] | (np.arange(300) == 299)[None, :], 8),
+    (triangular_grid(20), 7),                              # a lattice colouring: perfect distance-2
+])
+def test_structured_star_colourings(monkeypatch, structure, colours):
+    monkeypatch.setattr(coloring, "_BLOCK", 37)             # classes and checks in several blocks
+    found = coloring.star_coloring(*np.nonzero(structure), len(structure))
+    check_star(structure, found)
+    assert found.max() + 1 == colours
+
+
+def test_more_than_64_colours():
+    dense = np.ones((70, 70), bool)
+    star = coloring.star_coloring(*np.nonzero(dense), 70)
+    check_star(dense, star)
+    assert star.max() + 1 == 70
+    block = np.zeros((80, 150), bool)
+    block[:, :70] = True                                 # 70 columns share every row
+    block[np.arange(80), 70 + np.arange(80)] = True
+    columns = coloring.column_coloring(*np.nonzero(block), block.shape)
+    check_columns(block, columns)
+    assert columns.max() + 1 == 71
+
+
+def spy(monkeypatch, name: str) -> list:
+    calls = []
+    original = getattr(coloring, name)
+    monkeypatch.setattr(coloring, name, lambda *args: calls.append(name) or original(*args))
+    return calls
+
+
+def test_a_periodic_order_that_misses_a_conflict_is_repaired(monkeypatch):
+    dense = band(60, 1)
+    dense[4, 16] = dense[16, 4] = True                    # same class mod 3 and block, unsampled
+    monkeypatch.setattr(coloring, "_SAMPLE", 5)
+    monkeypatch.setattr(coloring, "_BLOCK", 7)
+    rounds = spy(monkeypatch, "_jones_plassmann")
+    found = coloring.star_coloring(*np.nonzero(dense), 60)
+    check_star(dense, found)
+    assert rounds == ["_jones_plassmann"]                 # the class-by-class colouring was invalid
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(100, 200), st.floats(0.01, 0.05), st.integers(0, 2 ** 16))
+def test_irregular_patterns_are_coloured_in_rounds_then_recoloured(n, density, seed):
+    dense = random_symmetric(np.random.default_rng(seed), n, density)
+    check_star(dense, coloring.star_coloring(*np.nonzero(dense), n))
+    check_columns(dense[: n // 2], coloring.column_coloring(*np.nonzero(dense[: n // 2]), (n // 2, n)))
 
 
 def test_a_colouring_that_does_not_fit_is_refused():
@@ -216,6 +313,56 @@ def test_a_colouring_that_does_not_fit_is_refused():
     coloring.star_recovery(rows, cols, np.array([0, 1, 2, 0]))
     with pytest.raises(ValueError, match="share a row"):
         coloring.column_recovery(rows, cols, np.array([0, 0, 1, 2]))
+
+
+# --- index sets ---------------------------------------------------------------------------------------
+
+def random_sets(rng, rows: int, n: int, long_row: int | None = None) -> Sets:
+    """Rows of 0-4 random distinct indices (``long_row``: all n of them)."""
+    found = [np.unique(rng.integers(0, n, rng.integers(0, 5))) for _ in range(rows)]
+    if long_row is not None:
+        found[long_row] = np.arange(n)
+    return Sets(np.concatenate([[0], np.cumsum([len(r) for r in found])]),
+                np.concatenate(found).astype(np.int64), n)
+
+
+def as_lists(sets: Sets) -> list:
+    return [sets.indices[sets.indptr[r]:sets.indptr[r + 1]].tolist() for r in range(sets.rows)]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 2 ** 16), st.integers(1, 4), st.booleans())
+def test_index_set_operations_against_python_sets(monkeypatch, seed, chunk, long_row):
+    monkeypatch.setattr(index_sets, "_CHUNK", chunk)        # merges cross chunk bounds
+    monkeypatch.setattr(index_sets, "_ELL_WIDTH", 6)         # and take both merge paths
+    rng = np.random.default_rng(seed)
+    a, b, c = (random_sets(rng, 9, 12, 4 if long_row and k == 0 else None) for k in range(3))
+    reference = [sorted(set(x) | set(y) | set(z)) for x, y, z in zip(as_lists(a), as_lists(b), as_lists(c))]
+    chained = index_sets.union([index_sets.union([a, b]), c])      # a deferred union, extended
+    assert chained._parts is not None and as_lists(chained) == reference
+    assert index_sets.union([chained, b, a]) is chained                # already holds them: itself
+    assert as_lists(index_sets.union([a, b, c, a])) == reference
+    index = rng.integers(-1, 9, 7)
+    assert as_lists(index_sets.gather(a, index)) == [as_lists(a)[i] if i >= 0 else [] for i in index]
+    shifted = np.r_[-1, -1, np.arange(3, 8), -1]                    # a slice's scatter: a view
+    assert as_lists(index_sets.gather(a, shifted)) == [as_lists(a)[i] if i >= 0 else [] for i in shifted]
+    groups = rng.integers(-1, 4, 9)
+    assert as_lists(index_sets.reduce(a, groups, 4)) == [
+        sorted(set().union(*[as_lists(a)[r] for r in range(9) if groups[r] == g])) for g in range(4)]
+
+
+@pytest.mark.parametrize("dense_row", [False, True])
+def test_patterns_are_symmetrized_exactly(dense_row):
+    n = 12
+    pattern = np.eye(n, dtype=bool) | np.roll(np.eye(n, dtype=bool), 1, axis=1)   # a cycle: row and
+    if dense_row:                                                                # column counts agree
+        pattern[-1] = pattern[:, -1] = True
+    rows, cols = np.nonzero(pattern)
+    symmetric = coloring._symmetric(coloring._csr(rows, cols, n))
+    assert as_lists(symmetric) == [np.flatnonzero(r).tolist() for r in pattern | pattern.T]
+    rows, cols = np.nonzero(pattern | pattern.T)
+    graph = coloring._csr(rows, cols, n)
+    assert coloring._symmetric(graph) is graph
 
 
 # --- caching per signature and branch ---------------------------------------------------------------
@@ -235,15 +382,47 @@ def test_the_pattern_is_found_once_per_signature_and_branch():
     assert len(hessian._cache) == 2
 
 
-def test_replayed_products_through_a_function():
-    traced = ad.function(rosen)
-    hessian = ad.sparse_hessian(traced)
+@pytest.mark.parametrize("f", [rosen, ad.function(rosen)], ids=["plain", "autodiff.function"])
+def test_products_are_traced_once_and_replayed(f):
+    hessian = ad.sparse_hessian(f)
     x = np.random.default_rng(5).normal(size=30)
     hessian(x)
-    traces = traced.traces                              # the gradient and the k products
-    for point in (x, x + 1.0):
+    (program,) = hessian._traced.values()
+    traces = program.traces                             # the gradient and the products, once
+    for point in (x, x + 1.0, 2 * x):
         np.testing.assert_allclose(hessian(point).toarray(), ad.hessian(rosen)(point), rtol=1e-12, atol=1e-9)
-    assert traced.traces == traces                      # replayed, not traced again
+    assert program.traces == traces and hessian.untraced_reason is None
+
+
+def test_a_function_the_tracer_refuses_runs_eagerly_and_says_why():
+    def f(x):  # a sort reads float values: its trace is refused
+        return np.sum(np.sort(x)[::2] * x[:5] ** 2) + np.sum(x[1:] * x[:-1] ** 2)
+    hessian, jacobian = ad.sparse_hessian(f), ad.sparse_jacobian(lambda x: np.sort(x) * x ** 2)
+    for seed in range(2):
+        x = np.random.default_rng(seed).permutation(10) + 1.0
+        dense = ad.hessian(f)(x)
+        np.testing.assert_allclose(hessian(x).toarray(), dense, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
+        dense = ad.jacobian(lambda x: np.sort(x) * x ** 2)(x)
+        np.testing.assert_allclose(jacobian(x).toarray(), dense, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
+    assert "sort" in hessian.untraced_reason and "sort" in jacobian.untraced_reason
+
+
+def test_pytree_inputs_are_raveled():
+    def f(p):
+        return np.sum(p["w"][1:] * p["w"][:-1] ** 2) + p["b"][0] ** 3 * np.sum(p["w"])
+    tree = {"w": np.random.default_rng(6).normal(size=(2, 3)), "b": np.array([0.5, 2.0])}
+    flat, unravel = ad.ravel(tree)
+    dense = ad.hessian(lambda v: f(unravel(v)))(flat)
+    hessian = ad.sparse_hessian(f)
+    np.testing.assert_allclose(hessian(tree).toarray(), dense, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
+    assert np.array_equal(ad.hessian_sparsity(f, tree).to_dense(), nonzeros(dense))
+    np.testing.assert_allclose(hessian({"w": tree["w"] + 1, "b": tree["b"]}).toarray(),
+                               ad.hessian(lambda v: f(unravel(v)))(flat + np.r_[np.ones(6), 0, 0]), rtol=1e-12)
+    assert len(hessian._cache) == 1                     # one structure, one pattern
+    residuals = lambda p: p["w"].ravel()[1:] * p["b"][1] - p["w"].ravel()[:-1]  # noqa: E731
+    dense = ad.jacobian(lambda v: residuals(unravel(v)))(flat)
+    np.testing.assert_allclose(ad.sparse_jacobian(residuals)(tree).toarray(), dense, rtol=1e-12)
+    assert ad.jacobian_sparsity(residuals, tree).shape == (5, 8)
 
 
 # --- refusals and layering ----------------------------------------------------------------------------
