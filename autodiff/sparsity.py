@@ -172,7 +172,7 @@ def _record(f: Callable, x: np.ndarray, hessian: bool) -> _Recording:
         with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
             tape.watch(source)
             target = build()
-        return _Recording(tape._records, source, target, None)
+        return _Recording(tape.records, source, target, None)
     records, target = recording.records, recording.structure(recording.outputs)
     if not recording.guards:
         return _Recording(records, source, target, lambda x: True)

@@ -179,6 +179,23 @@ class GradientTape:
         """
         return tuple(self._variables.values())
 
+    @property
+    def records(self) -> tuple:
+        """What the tape recorded, in execution order: ``(primitive, args, raw values, kwargs, output,
+        tracked argument positions)`` per op (the format of ``autodiff.jit.trace``'s records).
+
+        Examples
+        --------
+        >>> import autodiff as ad
+        >>> x = ad.constant(3.0)
+        >>> with ad.GradientTape() as tape:
+        ...     tape.watch(x)
+        ...     y = x * x + 1.0
+        >>> [record[0].name for record in tape.records]
+        ['multiply', 'add']
+        """
+        return tuple(self._records)
+
     def stop_recording(self) -> paused:
         """Temporarily pause recording on this tape (a context manager).
 
