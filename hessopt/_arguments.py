@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import numbers
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
@@ -113,6 +114,13 @@ def scipy_rosen_derivatives(fun: Callable, jac, hess, hessp) -> tuple:
     if exact_derivatives(hess) and hessp is None:
         hess, hessp = scipy.optimize.rosen_hess, scipy.optimize.rosen_hess_prod
     return jac, hess, hessp
+
+
+def as_options(options) -> dict:
+    """A copy of the ``options`` dict (None: no options), or a TypeError naming what it got."""
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"options must be a dict of option names and values, got {type(options).__name__}")
+    return dict(options or {})
 
 
 def as_args(args) -> tuple:
@@ -258,7 +266,7 @@ def normalize(x0, args: Any, callback: Callable | None, options: dict | None, so
     Unknown options are dropped with scipy's OptimizeWarning ("Unknown solver options: ...").
     """
     flat, unravel = flatten_x0(x0)
-    options = dict(options or {})
+    options = as_options(options)
     return_all = options.pop("return_all", False)
     check_option("return_all", return_all)
     allvecs = [unravel(flat)] if return_all else None   # x0, then one per iteration (scipy's)
@@ -349,6 +357,7 @@ OPTION_RULES: dict = {
     "trace": _FLAG,
     "cg_maxiter": _number("a positive integer or None (the default)", lambda v: v >= 1, integer=True,
                           none=True),
+    ("hessian-free", "cg_maxiter"): _number("a positive integer", lambda v: v >= 1, integer=True),
     "nonmonotone": _number("a positive integer (1: monotone)", lambda v: v >= 1, integer=True),
     "c1": _OPEN_FRACTION, "c2": _OPEN_FRACTION,
     "warm_start": _number("a number in [0, 1]", lambda v: 0 <= v <= 1),

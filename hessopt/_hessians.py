@@ -15,7 +15,7 @@ and says what it is in ``name`` (the run's ``result.hessian_source``):
   ``dot``, ``get_matrix``.
 
 Both need the gradient at x, which the run has just computed there: :class:`LastGradient` keeps
-it, so asking again costs nothing, and counts the gradient evaluations made for the Hessian alone.
+it, so asking again costs nothing, and counts the evaluations made when it was not at hand.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _same(x: np.ndarray, y: np.ndarray | None) -> bool:
 class LastGradient:
     """The run's gradient function (``pair``: one returning ``(f, g)``, as with ``jac=True``),
     keeping its last point and gradient; :meth:`at` serves the Hessian sources from them, and
-    ``extra`` counts the evaluations they made at other points."""
+    ``extra`` counts the evaluations it made at other points."""
 
     def __init__(self, function: Callable, pair: bool = False):
         self._function, self._pair = function, pair
@@ -166,15 +166,7 @@ class GradientDerivative:
 
     def _finite_differences(self, x: np.ndarray):
         self._differenced += 1
-        g0 = self._last.at(x)
-        calls = [0]
-
-        def gradient(point):
-            calls[0] += 1
-            return self._plain(point)
-
-        h = np.atleast_2d(approx_derivative(gradient, x, method=self._scheme, f0=g0))
-        self._last.extra += calls[0]
+        h = np.atleast_2d(approx_derivative(self._plain, x, method=self._scheme, f0=self._last.at(x)))
         return _Dense(0.5 * (h + h.T))
 
 

@@ -16,9 +16,9 @@ from scipy.optimize import HessianUpdateStrategy, OptimizeResult
 import autodiff as ad
 import optimizers
 
-from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, check_option, exact_derivatives,
-                         gradient_vector, normalize, real_array, residual_vector, scalar_value,
-                         scipy_rosen_derivatives, value_and_gradient)
+from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, as_options, check_option,
+                         exact_derivatives, gradient_vector, normalize, real_array, residual_vector,
+                         scalar_value, scipy_rosen_derivatives, value_and_gradient)
 from ._hessians import GradientDerivative, LastGradient, QuasiNewton
 
 DEFAULT_METHOD = "newton-cg"
@@ -240,7 +240,7 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     solver = _method(method)
     _refuse_constraints(bounds, constraints)
     jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
-    options = dict(options or {})
+    options = as_options(options)
     if tol is not None:
         check_option("gtol", tol, label="tol")
         options.setdefault("gtol", tol)
@@ -262,16 +262,17 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         _check_split(derivatives, call.x0)
     first_order = solver in FIRST_ORDER.values()
     if first_order and exact_derivatives(jac):
-        flat_fun, flat_jac, gradient = derivatives.value_and_grad, True, None
+        flat_fun, flat_jac, gradient, counted = derivatives.value_and_grad, True, None, None
     else:
-        flat_fun, flat_jac, gradient = _first_derivatives(fun, jac, call, derivatives)
+        flat_fun, flat_jac, gradient, counted = _first_derivatives(fun, jac, call, derivatives)
     last = LastGradient(flat_fun, pair=True) if flat_jac is True else LastGradient(flat_jac)
-    flat_fun, flat_jac = (last, True) if flat_jac is True else (flat_fun, last)
     if first_order:
         flat_hess = flat_hessp = operator = source = None
     else:
         flat_hess, flat_hessp, operator, source = _second_derivatives(
             hess, hessp, call, derivatives, gradient=gradient, last=last, trace=trace, ggn=ggn is not None)
+    if isinstance(source, (QuasiNewton, GradientDerivative)):   # they read the run's last gradient
+        flat_fun, flat_jac = (last, True) if flat_jac is True else (flat_fun, last)
     try:
         result = solver(flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
                         callback=call.callback, operator=operator, **call.options)
@@ -282,7 +283,13 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     if variables is not None:
         derivatives.point(result.x)
     if source is not None:
-        _report_hessian(result, source, last, pair=flat_jac is True)
+        _report_hessian(result, source)
+    if counted is None:
+        result.njev += last.extra
+    else:   # every call of the user's gradient, the Hessian's recordings and differences too
+        result.njev = counted.calls
+        if flat_jac is True:
+            result.nfev = counted.calls   # jac=True: each gradient is a call of fun
     if derivatives.untraced_reason is not None:
         result.untraced_reason = derivatives.untraced_reason
     return call.finish(result)
@@ -328,22 +335,33 @@ def _check_split(derivatives: AutodiffDerivatives, x0: np.ndarray) -> None:
                          "they must describe the same objective")
 
 
+class _Counted:
+    """A function with every call counted."""
+
+    def __init__(self, function: Callable):
+        self._function, self.calls = function, 0
+
+    def __call__(self, x):
+        self.calls += 1
+        return self._function(x)
+
+
 def _first_derivatives(fun: Callable, jac, call: Call, derivatives: AutodiffDerivatives):
-    """(f, gradient, the user's gradient) on flat vectors for the optimizers (gradient True: f
-    returns the pair). The user's gradient (None without one) maps flat x, ndarray or Tensor, to
-    the flat gradient: second derivatives are its derivative."""
+    """(f, gradient, the user's gradient, the user's counted function) on flat vectors for the
+    optimizers (gradient True: f returns the pair). The user's gradient (None without one) maps
+    flat x, ndarray or Tensor, to the flat gradient: second derivatives are its derivative."""
     unravel, args, n = call.unravel, call.args, call.x0.size
     if callable(jac):
-        def gradient(x):
-            return gradient_vector(jac(unravel(x), *args), n, "jac")
-        return lambda x: scalar_value(fun(unravel(x), *args)), gradient, gradient
+        gradient = _Counted(lambda x: gradient_vector(jac(unravel(x), *args), n, "jac"))
+        return lambda x: scalar_value(fun(unravel(x), *args)), gradient, gradient, gradient
     if jac is True:
-        def pair(x):
+        def values(x):
             value, g = value_and_gradient(fun(unravel(x), *args))
             return value, gradient_vector(g, n, "fun's gradient (jac=True)")
-        return pair, True, lambda x: pair(x)[1]
+        pair = _Counted(values)
+        return pair, True, lambda x: pair(x)[1], pair
     if exact_derivatives(jac):
-        return derivatives.fun, derivatives.jac, None
+        return derivatives.fun, derivatives.jac, None, None
     raise ValueError(f"jac must be a callable, True (fun returns (f, g)), or None/False/"
                      f"{'/'.join(FINITE_DIFFERENCES)} (exact, from autodiff); got {jac!r}")
 
@@ -388,18 +406,15 @@ def _second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivative
     return None, None, derivatives.at, _Named("autodiff (generalized Gauss-Newton)" if ggn else "autodiff")
 
 
-def _report_hessian(result: OptimizeResult, source, last: LastGradient, pair: bool) -> None:
+def _report_hessian(result: OptimizeResult, source) -> None:
     """``result.hessian_source``, a sentence in the message when the Hessian was approximated by
-    finite differences, and the gradient evaluations made for the Hessian in the counts."""
+    finite differences, and nhev as the source counts it."""
     result.hessian_source = source.name
     if source.note is not None:
         result.message += (f" Second derivatives: finite differences of the gradient (jac), which "
                            f"autodiff could not follow ({source.note}).")
     if source.evaluations is not None:
         result.nhev = source.evaluations
-    result.njev += last.extra
-    if pair:
-        result.nfev += last.extra   # jac=True: each gradient is a call of fun
 
 
 def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | None = None,
@@ -456,7 +471,7 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
         raise TypeError(f"residuals must be callable, got {type(residuals).__name__}")
     if method not in ("lm", "gn"):
         raise ValueError(f"unknown least-squares method {method!r}; choose 'lm' or 'gn'")
-    options = dict(options or {})
+    options = as_options(options)
     trace = bool(options.pop("trace", True))
     call = normalize(x0, args, callback, options, optimizers.least_squares_lm, "least_squares")
     unravel, args, n = call.unravel, call.args, call.x0.size
