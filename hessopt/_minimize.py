@@ -392,6 +392,9 @@ def _second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivative
         # products with its matrix are not evaluations: nhev counts the calls of hess
         return user.dense, flat_hessp or user.product, None, user if flat_hessp is None else _Named("hess")
     if isinstance(hess, HessianUpdateStrategy):
+        if hessp is not None:   # scipy drops hessp silently here
+            raise ValueError(f"hess={type(hess).__name__}() approximates the Hessian from gradients; "
+                             "hessp would go unused: pass one of them")
         source = QuasiNewton(hess, last, n)
         return None, None, source, source
     if not exact_derivatives(hess):

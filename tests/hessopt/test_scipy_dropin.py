@@ -335,6 +335,7 @@ def test_every_option_is_checked_before_anything_runs(method, name):
     (dict(method="trust-ncg", hessp=lambda x, p: np.ones(3)), ValueError,
      r"hessp returned 3 numbers of shape \(3,\), expected 2"),
     (dict(method="trust-ncg", hessp=lambda x, p: None), TypeError, "hessp returned None"),
+    (dict(hess=BFGS(), hessp=lambda x, p: p), ValueError, r"hess=BFGS\(\) approximates .* pass one of them"),
 ])
 def test_bad_input_from_the_issue_is_named(call, error, match):
     with pytest.raises(error, match=match):
