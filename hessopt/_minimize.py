@@ -414,8 +414,9 @@ def _report_hessian(result: OptimizeResult, source) -> None:
     finite differences, and nhev as the source counts it."""
     result.hessian_source = source.name
     if source.note is not None:
-        result.message += (f" Second derivatives: finite differences of the gradient (jac), which "
-                           f"autodiff could not follow ({source.note}).")
+        note = source.note if source.note.endswith(".") else source.note + "."
+        result.message += (" Second derivatives came from finite differences of the gradient (jac), "
+                           f"which autodiff could not follow: {note}")
     if source.evaluations is not None:
         result.nhev = source.evaluations
 

@@ -117,7 +117,8 @@ def test_a_nan_start_is_a_failed_result_as_in_scipy(method):
     assert result.status == 3 and not result.success and result.nit == 0
     np.testing.assert_array_equal(result.x, x0)
     assert np.isnan(result.fun) and "f(x0) = nan" in result.message
-    log = hessopt.minimize(lambda x: np.sum(np.log(x)), -np.ones(3), method=method)   # exact derivatives
+    with np.errstate(invalid="ignore"):
+        log = hessopt.minimize(lambda x: np.sum(np.log(x)), -np.ones(3), method=method)   # exact derivatives
     assert log.status == 3 and not log.success and "f(x0) = nan" in log.message
     if method in SCIPY_METHODS:   # scipy's test_nan_values: a failed result, no exception
         with np.errstate(invalid="ignore"):
@@ -143,7 +144,8 @@ def test_values_turning_nan_after_two_calls_never_give_success(method):
 
 def test_a_nan_start_is_one_failed_run_of_a_batch():
     starts = [np.array([2.0, 2.0]), np.array([-1.0, 2.0]), np.array([0.5, 3.0])]
-    results = hessopt.minimize_many(lambda x: np.sum(np.log(x) ** 2), starts, method="trust-exact")
+    with np.errstate(invalid="ignore"):
+        results = hessopt.minimize_many(lambda x: np.sum(np.log(x) ** 2), starts, method="trust-exact")
     assert [r.success for r in results] == [True, False, True]
     assert results[1].status == 3 and "f(x0) = nan" in results[1].message   # a run's own status
     assert results[1].status not in {s.value for s in hessopt.BatchStatus}
@@ -215,8 +217,8 @@ def test_an_opaque_jac_is_differenced_and_the_message_says_so(counted):
     jac = counted("jac", lambda x: rosen_der(x))     # np.asarray inside: autodiff refuses it
     result = hessopt.minimize(opaque_rosen, X0, method="trust-exact", jac=jac)
     assert result.success and result.hessian_source == "finite differences of the gradient"
-    assert re.search(r"Second derivatives: finite differences of the gradient \(jac\), which autodiff "
-                     r"could not follow \(autodiff: np\.asarray\(\)", result.message)
+    assert re.search(r"\. Second derivatives came from finite differences of the gradient \(jac\), which "
+                     r"autodiff could not follow: autodiff: np\.asarray\(\) would turn a Tensor", result.message)
     np.testing.assert_allclose(result.x, [1.0, 1.0], atol=1e-6)
     assert result.njev == counted.calls["jac"]           # the differences' calls are counted
     assert 0 < result.nhev <= result.nit + 1             # one differenced Hessian per point
