@@ -15,6 +15,8 @@ from scipy.optimize import HessianUpdateStrategy, OptimizeResult
 
 import autodiff as ad
 import optimizers
+from optimizers.krylov import CURVATURE_PROBE_STEPS, clearly_negative, leftmost_curvature
+from optimizers.objective import MESSAGES, Status
 
 from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, as_options, check_option,
                          exact_derivatives, gradient_vector, normalize, real_array, residual_vector,
@@ -284,6 +286,9 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         derivatives.point(result.x)
     if source is not None:
         _report_hessian(result, source)
+    if isinstance(source, QuasiNewton) and result.success and call.options.get("check_second_order", True):
+        exact = GradientDerivative(gradient, last, trace=trace) if gradient is not None else derivatives.at
+        _check_curvature(result, exact(result.x).matvec)
     if counted is None:
         result.njev += last.extra
     else:   # every call of the user's gradient, the Hessian's recordings and differences too
@@ -407,6 +412,18 @@ def _second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivative
         source = GradientDerivative(gradient, last, "3-point" if hess == "3-point" else "2-point", trace)
         return None, None, source, source
     return None, None, derivatives.at, _Named("autodiff (generalized Gauss-Newton)" if ggn else "autodiff")
+
+
+def _check_curvature(result: OptimizeResult, matvec: Callable) -> None:
+    """A quasi-Newton run's success, checked with true second derivatives at its end: the
+    strategy's matrix (positive definite for BFGS) cannot tell a saddle point from a minimum, the
+    loop's own Krylov check with ``matvec`` can. Clearly negative curvature turns the result into
+    status 5 (no false success)."""
+    estimate = leftmost_curvature(matvec, result.x.size, CURVATURE_PROBE_STEPS)
+    if estimate is not None and clearly_negative(estimate[0], estimate[2]):
+        result.update(status=Status.NOT_A_MINIMUM, success=False, message=(
+            f"{MESSAGES[Status.NOT_A_MINIMUM]}: the gradient test passed, but the true Hessian has "
+            f"curvature {estimate[0]:.1e} there, which the quasi-Newton matrix does not show."))
 
 
 def _report_hessian(result: OptimizeResult, source) -> None:

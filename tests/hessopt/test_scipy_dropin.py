@@ -177,6 +177,34 @@ def test_hessian_update_strategies_are_updated_at_each_iterate(method, strategy)
     np.testing.assert_array_equal(hess.get_matrix(), replay.get_matrix())
 
 
+def saddle(x):
+    """A saddle point at 0 that the iterates from (1, 0) reach (the y-gradient stays 0); minima at
+    y = +-1/sqrt(2)."""
+    return x[0] ** 2 - x[1] ** 2 + x[1] ** 4
+
+
+def saddle_grad(x):
+    return np.stack([2 * x[0], -2 * x[1] + 4 * x[1] ** 3])
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("strategy", [BFGS, SR1])
+@pytest.mark.parametrize("jac", [saddle_grad, None], ids=["jac", "autodiff"])
+def test_a_quasi_newton_run_ending_at_a_saddle_is_not_a_success(method, strategy, jac):
+    """The strategy's matrix cannot tell a saddle from a minimum (scipy reports success there); the
+    final check with the true Hessian can: status 5 (no false success)."""
+    result = hessopt.minimize(saddle, [1.0, 0.0], method=method, jac=jac, hess=strategy())
+    assert result.status == 5 and not result.success
+    np.testing.assert_allclose(result.x, [0.0, 0.0], atol=1e-8)
+    assert "the true Hessian has curvature -2.0e+00" in result.message
+    unchecked = hessopt.minimize(saddle, [1.0, 0.0], method=method, jac=jac, hess=strategy(),
+                                 options={"check_second_order": False})
+    assert unchecked.success
+    if method in ("newton-cg", "trust-ncg", "trust-krylov"):
+        theirs = scipy.optimize.minimize(saddle, [1.0, 0.0], method=method, jac=saddle_grad, hess=strategy())
+        assert theirs.success and np.allclose(theirs.x, 0.0)
+
+
 def test_bfgs_with_newton_cg_matches_scipys_test():
     """scipy's TestNewtonCg.test_hessian_update_strategy, compared with scipy's own run."""
     ours = hessopt.minimize(scipy.optimize.rosen, X0, jac=rosen_der, hess=BFGS(), tol=1e-5, method="Newton-CG")
