@@ -493,7 +493,8 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
     if method not in ("lm", "gn"):
         raise ValueError(f"unknown least-squares method {method!r}; choose 'lm' or 'gn'")
     options = as_options(options)
-    trace = bool(options.pop("trace", True))
+    trace = options.pop("trace", True)
+    check_option("trace", trace)
     call = normalize(x0, args, callback, options, optimizers.least_squares_lm, "least_squares")
     unravel, args, n = call.unravel, call.args, call.x0.size
 
