@@ -200,7 +200,7 @@ def test_args_reach_user_derivatives():
 # --- jac --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("method", METHODS)
-def test_jac_true_without_hess_takes_second_derivatives_from_fun(method):
+def test_jac_true_without_hess_takes_second_derivatives_from_funs_gradient(method):
     gradients = []
 
     def fun(x):
@@ -211,6 +211,7 @@ def test_jac_true_without_hess_takes_second_derivatives_from_fun(method):
     result = hessopt.minimize(fun, X0, jac=True, method=method, options={"gtol": 1e-8})
     assert_minimum(result, atol=1e-6)
     assert result.nfev == result.njev and result.nhev > 0
+    assert result.hessian_source == "autodiff of the gradient"
     np.testing.assert_array_equal(result.jac, rosen_grad(result.x))   # the user's gradient
     reference = hessopt.minimize(rosen, X0, method=method, options={"gtol": 1e-8})
     np.testing.assert_allclose(result.x, reference.x, atol=1e-8)
