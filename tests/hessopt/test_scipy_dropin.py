@@ -124,7 +124,7 @@ def test_a_nan_start_is_a_failed_result_as_in_scipy(method):
         with np.errstate(invalid="ignore"):
             theirs = scipy.optimize.minimize(lambda x: np.nan, x0, method=method, jac=lambda x: np.ones(1),
                                              hess=lambda x: np.eye(1), options={"maxiter": 20})
-        assert not theirs.success
+        assert not theirs.success and theirs.nit == 20   # it iterates on NaN up to maxiter
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -225,6 +225,9 @@ def test_a_numpy_jac_is_differentiated_exactly_even_when_fun_cannot_be(method):
     assert result.nit == exact.nit                      # the same Hessians: the same run
     np.testing.assert_allclose(result.x, exact.x, rtol=1e-12)
     np.testing.assert_allclose(result.x, [1.0, 1.0], atol=1e-6)
+    if method in SCIPY_METHODS[1:]:   # a deliberate difference: scipy refuses to run without hess
+        with pytest.raises(ValueError, match="(Hessian|Hessian matrix|Hessian-vector product) is .*required"):
+            scipy.optimize.minimize(opaque_rosen, X0, method=method, jac=rosen_grad)
 
 
 @pytest.mark.parametrize("jac, source", [(lambda x: x - 1.0, "autodiff of the gradient"),
@@ -316,6 +319,10 @@ def test_maxiter_0_or_less_makes_no_iteration(method, maxiter):
     np.testing.assert_array_equal(result.x, X0)
     at_minimum = hessopt.minimize(rosen, np.ones(2), method=method, options={"maxiter": maxiter})
     assert at_minimum.success and at_minimum.nit == 0
+    if method in SCIPY_METHODS:   # scipy's Newton-CG makes none too; its trust-region methods one
+        theirs = scipy.optimize.minimize(scipy.optimize.rosen, X0, method=method, options={"maxiter": maxiter},
+                                         **SCIPY_DERIVATIVES)
+        assert theirs.status == 1 and theirs.nit == (0 if method == "newton-cg" else 1)
 
 
 def solver_options():
