@@ -6,9 +6,12 @@ wheel. This script runs them twice with pytest (``--pyargs``, nothing copied): o
 once with this file loaded as a pytest plugin, which replaces ``scipy.optimize.minimize`` by a
 function that sends Newton-CG, trust-ncg, trust-krylov, trust-exact and dogleg to
 ``hessopt.minimize`` (every other method goes to scipy, untouched). A test counts when it calls
-``minimize`` with one of those five methods; the table lists each such test's outcome under both.
+``minimize`` with one of those five methods; the table lists each such test's outcome under both,
+and the reason for each failure that is known and deliberate (:data:`KNOWN_DIFFERENCES`: tests that
+pin scipy's own iteration counts or evaluation points, or that expect scipy to refuse what hessopt
+does). The exit status is 1 when any other test fails under hessopt.
 
-Run: python benchmarks/scipy_suite.py [-k EXPR]   (about a minute)
+Run: python benchmarks/scipy_suite.py [-k EXPR]   (about two minutes: two pytest runs)
 """
 from __future__ import annotations
 
@@ -22,6 +25,24 @@ from pathlib import Path
 MODULES = ["scipy.optimize.tests.test_optimize", "scipy.optimize.tests.test_trustregion"]
 SECOND_ORDER = {"newton-cg", "trust-ncg", "trust-krylov", "trust-exact", "dogleg"}
 REPORT = "HESSOPT_SCIPY_SUITE_REPORT"  # where each process writes {test id: [reached, outcome]}
+
+KNOWN_DIFFERENCES = {
+    "test_optimize.py::TestOptimizeWrapperDisp::test_ncg":
+        "pins scipy's evaluation points (trace.t[3:5], from scipy 0.7) and funccalls == 7 (hessopt: 6)",
+    "test_optimize.py::TestOptimizeWrapperNoDisp::test_ncg":
+        "pins scipy's evaluation points (trace.t[3:5], from scipy 0.7) and funccalls == 7 (hessopt: 6)",
+    "test_trustregion.py::TestTrustRegionSolvers::test_solver_concordance":
+        "pins scipy's iteration counts: dogleg fewer than Newton-CG on Rosenbrock (hessopt's newton-cg "
+        "takes 14 and 26 iterations where its dogleg takes 27 and 25; scipy's Newton-CG 24 and 85)",
+    "test_optimize.py::TestOptimizeSimple::test_finite_differences_hess":
+        "expects a ValueError for trust-ncg, trust-krylov, dogleg and trust-exact with jac and no hess; "
+        "hessopt differentiates that jac instead (deliberate: exact Hessians where scipy refuses); "
+        "the part before, FD and BFGS() Hessians, passes",
+    "test_optimize.py::TestOptimizeSimple::test_minimize_tol_parameter":
+        "pins evaluation points: asserts f(x) with tol=1e-10 < f(x) with tol=1.0 for Newton-CG; scipy "
+        "reads tol as xtol and stops after one iteration, hessopt reads it as gtol and both runs end at "
+        "f = 1.0, the minimum value, to the last bit",
+}
 
 
 # --- the plugin (loaded by pytest with -p scipy_suite) ----------------------------------------------
@@ -102,9 +123,14 @@ def main(argv: list[str]) -> int:
     for k in reached:
         print(f"{k:<100} {shipped.get(k, (0, '?'))[1]:>8} {patched[k][1]:>8}")
     scipy_passed = sum(shipped.get(k, (0, None))[1] == "passed" for k in reached)
+    failed = [k for k in reached if k not in passed]
+    unexpected = [k for k in failed if k not in KNOWN_DIFFERENCES]
     print(f"\n{len(reached)} tests reach the five methods: hessopt passes {len(passed)}, "
-          f"scipy passes {scipy_passed}")
-    return 0
+          f"scipy passes {scipy_passed}; known differences {len(failed) - len(unexpected)}, "
+          f"unexpected failures {len(unexpected)}")
+    for k in failed:
+        print(f"- {k}: {KNOWN_DIFFERENCES.get(k, 'UNEXPECTED')}")
+    return 1 if unexpected else 0
 
 
 if __name__ == "__main__":

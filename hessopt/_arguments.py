@@ -4,15 +4,18 @@ What scipy users write goes in as it does in scipy: ``x0`` as a list of numbers,
 single value, an old-style ``callback(xk)``, scipy's own option names, size-1 arrays as function
 values, a ``hess`` that returns a sparse matrix or a ``LinearOperator``. Everything is turned into
 what the optimizers take (flat float vectors, plain callables, their own options) in one step, and
-bad input is refused there with an error that names it.
+bad input is refused there with an error that names it: every option is checked against
+:data:`OPTION_RULES` before anything is evaluated. As in scipy (gh-13740), user functions get a copy
+of the iterate, so one that changes its argument in place cannot corrupt the run.
 """
 from __future__ import annotations
 
 import inspect
 import numbers
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import scipy.optimize
@@ -59,7 +62,9 @@ def flatten_x0(x0) -> tuple[np.ndarray, Callable]:
     """x0 as a flat float vector, and the way back to x0's form (differentiable, as ``ad.ravel``).
 
     Array-likes become float arrays of at least one dimension, as in scipy (ints become floats; a
-    2-D x0 keeps its shape); pytrees keep their structure and leaf shapes.
+    2-D x0 keeps its shape); pytrees keep their structure and leaf shapes. The way back copies a
+    flat ndarray first: what it returns shares no memory with the optimizer's iterate (scipy copies
+    x before every user call, gh-13740).
     """
     if is_tree(x0):
         for leaf in ad.tree.flatten(x0)[0]:
@@ -71,7 +76,7 @@ def flatten_x0(x0) -> tuple[np.ndarray, Callable]:
         raise ValueError("x0 is empty: there is nothing to minimize over")
     if not np.all(np.isfinite(flat)):
         raise ValueError("x0 contains NaN or inf")
-    return flat, unravel
+    return flat, lambda vector: unravel(vector.copy() if isinstance(vector, np.ndarray) else vector)
 
 
 def real_array(value, name: str) -> np.ndarray:
@@ -111,6 +116,13 @@ def scipy_rosen_derivatives(fun: Callable, jac, hess, hessp) -> tuple:
     return jac, hess, hessp
 
 
+def as_options(options) -> dict:
+    """A copy of the ``options`` dict (None: no options), or a TypeError naming what it got."""
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"options must be a dict of option names and values, got {type(options).__name__}")
+    return dict(options or {})
+
+
 def as_args(args) -> tuple:
     """scipy's rule: extra arguments that are not a tuple are one argument."""
     return args if isinstance(args, tuple) else (args,)
@@ -145,6 +157,23 @@ def _real_value(value, name: str, expected: str):
     return real_array(value, f"the value of {name}")
 
 
+def gradient_vector(value, n: int, name: str = "jac"):
+    """What ``name`` returned for the gradient (or a Hessian product): an array of x0's size or a
+    pytree of x0's form, as one flat vector of n entries (Tensors stay Tensors, so the raveling is
+    differentiable), or an error naming ``name``."""
+    leaves = ad.tree.flatten(value)[0] if is_tree(value) else [value]
+    if value is None or not leaves or any(leaf is None for leaf in leaves):
+        raise TypeError(f"{name} returned None where x0's {n} numbers were expected (is a `return` "
+                        "missing?)")
+    arrays = [_real_value(leaf, name, f"{n} numbers") for leaf in leaves]
+    flat = arrays[0].reshape(-1) if len(arrays) == 1 else np.concatenate([a.reshape(-1) for a in arrays])
+    if flat.shape[0] != n:
+        shape = f" of shape {tuple(arrays[0].shape)}" if len(arrays) == 1 else ""
+        raise ValueError(f"{name} returned {flat.shape[0]} numbers{shape}, expected {n}: x0's shape "
+                         "(or its pytree form)")
+    return flat
+
+
 def value_and_gradient(pair, name: str = "fun") -> tuple:
     """``jac=True``: fun returns (f, g)."""
     if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
@@ -166,12 +195,20 @@ def takes_intermediate_result(callback: Callable) -> bool:
 class UserHessian:
     """The user's ``hess(x, *args)``, called once per point: a dense array (of any shape with n^2
     entries), a scipy sparse matrix or a ``LinearOperator``. Serves products (with the object as
-    it is) and dense matrices (only where a method needs one); ``calls`` counts evaluations."""
+    it is) and dense matrices (only where a method needs one); ``calls`` counts evaluations.
+    As a Hessian source of ``minimize`` it is named "hess"."""
+
+    name, note = "hess", None
 
     def __init__(self, hess: Callable, unravel: Callable, args: tuple, n: int):
         self._hess, self._unravel, self._args, self._n = hess, unravel, args, n
         self._x = self._h = None
         self.calls = 0
+
+    @property
+    def evaluations(self) -> int:
+        """The calls of hess (products with its matrix are not evaluations)."""
+        return self.calls
 
     def at(self, x: np.ndarray):
         if self._x is None or not np.array_equal(x, self._x):
@@ -229,8 +266,10 @@ def normalize(x0, args: Any, callback: Callable | None, options: dict | None, so
     Unknown options are dropped with scipy's OptimizeWarning ("Unknown solver options: ...").
     """
     flat, unravel = flatten_x0(x0)
-    options = dict(options or {})
-    allvecs = [] if options.pop("return_all", False) else None
+    options = as_options(options)
+    return_all = options.pop("return_all", False)
+    check_option("return_all", return_all)
+    allvecs = [unravel(flat)] if return_all else None   # x0, then one per iteration (scipy's)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     return Call(flat, unravel, as_args(args), _flat_callback(callback, unravel, allvecs),
@@ -269,4 +308,87 @@ def _solver_options(solver: Callable, method: str, options: dict) -> dict:
         # stacklevel 4: _solver_options, normalize, minimize (or least_squares), the user's call
         warnings.warn(f"Unknown solver options: {', '.join(map(str, unknown))}", OptimizeWarning,
                       stacklevel=4)
-    return {name: value for name, value in options.items() if name in known}
+    taken = {name: value for name, value in options.items() if name in known}
+    for name, value in taken.items():
+        check_option(name, value, method)
+    return taken
+
+
+class OptionRule(NamedTuple):
+    """What an option takes: ``accepted`` in words, ``kind`` (is the value of the right kind: a
+    number, a flag, a string) and ``within`` (is a value of that kind acceptable); ``none``: None
+    is accepted (the method's default)."""
+    accepted: str
+    kind: Callable[[Any], bool]
+    within: Callable[[Any], bool]
+    none: bool = False
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _number(accepted: str, within: Callable[[float], bool], integer: bool = False,
+            none: bool = False) -> OptionRule:
+    return OptionRule(accepted, _is_number,
+                      lambda v: (not integer or float(v).is_integer()) and bool(within(float(v))), none)
+
+
+def _choice(*values: str) -> OptionRule:
+    return OptionRule(" or ".join(map(repr, values)), lambda v: isinstance(v, str), lambda v: v in values)
+
+
+_FLAG = OptionRule("True or False", lambda v: isinstance(v, (bool, np.bool_, numbers.Integral)),
+                   lambda v: v in (0, 1))
+_POSITIVE = _number("a positive number", lambda v: 0 < v < np.inf)
+_POSITIVE_OR_NONE = _number("a positive number or None (the default)", lambda v: 0 < v < np.inf, none=True)
+_NONNEGATIVE = _number("a non-negative number", lambda v: 0 <= v < np.inf)
+_FRACTION = _number("a number in [0, 1)", lambda v: 0 <= v < 1)
+_OPEN_FRACTION = _number("a number in (0, 1)", lambda v: 0 < v < 1)
+
+#: The rule of each option of the methods (and of ``return_all`` and ``trace``); an option that a
+#: method reads differently has its own under ``(method, name)``.
+OPTION_RULES: dict = {
+    "maxiter": _number("an integer (0 or less: no iteration) or None (the method's default)",
+                       lambda v: True, integer=True, none=True),
+    "gtol": _number("a non-negative number or None (the default relative test)",
+                    lambda v: 0 <= v < np.inf, none=True),
+    "disp": _FLAG, "keep_iterates": _FLAG, "check_second_order": _FLAG, "return_all": _FLAG,
+    "trace": _FLAG,
+    "cg_maxiter": _number("a positive integer or None (the default)", lambda v: v >= 1, integer=True,
+                          none=True),
+    ("hessian-free", "cg_maxiter"): _number("a positive integer", lambda v: v >= 1, integer=True),
+    "nonmonotone": _number("a positive integer (1: monotone)", lambda v: v >= 1, integer=True),
+    "c1": _OPEN_FRACTION, "c2": _OPEN_FRACTION,
+    "warm_start": _number("a number in [0, 1]", lambda v: 0 <= v <= 1),
+    "initial_trust_radius": _POSITIVE_OR_NONE, "max_trust_radius": _POSITIVE_OR_NONE,
+    "initial_sigma": _POSITIVE_OR_NONE, "min_sigma": _POSITIVE,
+    "eta": _number("a number in [0, 0.25)", lambda v: 0 <= v < 0.25),
+    "shift": _choice("cholesky", "eigen"),
+    "damping": _NONNEGATIVE, ("least_squares", "damping"): _POSITIVE,
+    "learning_rate": _POSITIVE, "momentum": _FRACTION, "beta1": _FRACTION, "beta2": _FRACTION,
+    "epsilon": _NONNEGATIVE, "ftol": _NONNEGATIVE, "xtol": _NONNEGATIVE,
+}
+
+
+def check_option(name: str, value, method: str | None = None, label: str | None = None) -> None:
+    """Refuse a value of option ``name`` that its :data:`OPTION_RULES` entry does not accept, with
+    an error naming the option (or ``label``) and what it takes: TypeError for a value of the wrong
+    kind (a string for a number), ValueError for one out of range.
+
+    Examples
+    --------
+    >>> from hessopt._arguments import check_option
+    >>> check_option("maxiter", 10)
+    >>> check_option("gtol", "a")
+    Traceback (most recent call last):
+    TypeError: options['gtol'] must be a non-negative number or None (the default relative test); got 'a'
+    """
+    rule = OPTION_RULES.get((method, name)) or OPTION_RULES.get(name)
+    if rule is None or (value is None and rule.none):   # tests/hessopt: every option has a rule
+        return
+    right_kind = value is not None and rule.kind(value)
+    if right_kind and rule.within(value):
+        return
+    raise (ValueError if right_kind else TypeError)(
+        f"{label or f'options[{name!r}]'} must be {rule.accepted}; got {value!r}")

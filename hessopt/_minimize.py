@@ -8,17 +8,24 @@ objective that cannot be traced runs eagerly, with the same results.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
-from scipy.optimize import OptimizeResult
+from scipy.optimize import HessianUpdateStrategy, OptimizeResult
 
 import autodiff as ad
 import optimizers
+from optimizers.krylov import CURVATURE_PROBE_STEPS, clearly_negative, leftmost_curvature
+from optimizers.objective import MESSAGES, Status
 
-from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, exact_derivatives, normalize,
-                         real_array, residual_vector, scalar_value, scipy_rosen_derivatives,
-                         value_and_gradient)
+from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, as_options, check_option,
+                         exact_derivatives, gradient_vector, normalize, real_array, residual_vector,
+                         scalar_value, scipy_rosen_derivatives, value_and_gradient)
+from ._hessians import GradientDerivative, LastGradient, QuasiNewton
+
+DEFAULT_METHOD = "newton-cg"
+# The methods that will take bounds (issue 22: projected Newton-CG, TRON's bounded trust region).
+BOUNDED_METHODS = ("newton-cg", "trust-ncg")
 
 METHODS: dict[str, Callable] = {
     "newton": optimizers.minimize_newton,
@@ -132,24 +139,32 @@ def _method(method: str) -> Callable:
             from None
 
 
-def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
-             jac: Callable | bool | None = None, hess: Callable | None = None,
-             hessp: Callable | None = None, tol: float | None = None,
+def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
+             jac: Callable | bool | None = None, hess=None,
+             hessp: Callable | None = None, bounds=None, constraints=(), tol: float | None = None,
              callback: Callable | None = None, options: dict | None = None) -> OptimizeResult:
     """Minimize ``fun(x, *args)`` with a second-order method; scipy.optimize.minimize's interface.
 
     Derivatives default to exact ones from autodiff (``fun`` is plain NumPy code); ``jac=None``,
     ``False`` or a finite-difference scheme ("2-point", ...) all mean exact derivatives.
-    User-supplied ``jac`` (or ``jac=True``: fun returns (f, g)), ``hess`` (an array, a sparse matrix
-    or a LinearOperator) and ``hessp`` are honoured; what is not supplied comes from autodiff
-    (with ``jac=True``, from ``fun(x)[0]``). ``x0`` may be an array-like (a list of numbers is a
+    User-supplied ``jac`` (or ``jac=True``: fun returns (f, g)), ``hess`` (returning an array, a
+    sparse matrix or a LinearOperator; or a ``scipy.optimize.HessianUpdateStrategy`` such as
+    ``BFGS()``, updated at each iterate) and ``hessp`` are honoured. With a user gradient and no
+    ``hess``/``hessp``, second derivatives are the derivative of that gradient: autodiff of it when
+    it is NumPy code, else its finite differences, as scipy's (the message then says so);
+    ``result.hessian_source`` names the source. User functions get a copy of x, as in scipy.
+    ``bounds=None`` and empty ``constraints`` are accepted; anything else is refused by name.
+    ``x0`` may be an array-like (a list of numbers is a
     vector, as in scipy; any shape is kept) or a pytree (dict, namedtuple, or list/tuple holding
     arrays): ``result.x`` and ``result.jac`` have its form, and so do ``jac``'s and ``hessp``'s
-    arguments. ``tol`` sets ``gtol``. ``callback(xk)`` gets the iterate, a callback whose one
-    parameter is named ``intermediate_result`` the OptimizeResult (scipy's rule). Options: each
-    method's own and scipy's names for its counterpart (those without effect here are listed in
-    README "scipy habits"); ``return_all`` gives ``result.allvecs``; unknown options warn and are
-    ignored, as in scipy. The result has scipy's fields plus ``history``, column-wise
+    arguments. ``tol`` sets ``gtol``. ``callback(xk)`` gets the iterate after each iteration, a
+    callback whose one parameter is named ``intermediate_result`` the OptimizeResult (scipy's
+    rule). Options: each method's own and scipy's names for its counterpart (those without effect
+    here are listed in README "scipy habits"), each checked before anything is evaluated;
+    ``maxiter`` 0 or less makes no iteration; ``disp`` prints the iteration table and warns when
+    the run fails (scipy's categories); ``return_all`` gives ``result.allvecs``; unknown options
+    warn and are ignored, as in scipy. A start point where f or the gradient is not finite gives
+    a failed result (status 3), not an exception. The result has scipy's fields plus ``history``, column-wise
     (``optimizers.History``): ``history["f"]``, ``["gnorm"]``, the cumulative ``["nfev"]``,
     ``["njev"]``, ``["nhev"]``, the method's own columns, and ``["x"]``, the iterates as flat
     vectors (a pytree x0 in ``ad.ravel`` order), unless ``options={"keep_iterates": False}``.
@@ -175,11 +190,13 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
         The starting point.
     args : tuple, optional
         Extra arguments of fun, jac, hess and hessp.
-    method : str, default "newton-cg"
+    method : str, optional
         One of ``hessopt.METHODS`` (newton, newton-cg, trust-ncg, trust-krylov, trust-exact,
-        dogleg, arc, hessian-free), or "adam", "gd"; case-insensitive.
+        dogleg, arc, hessian-free), or "adam", "gd"; case-insensitive. None: "newton-cg".
     jac, hess, hessp : optional
         User derivatives, as in scipy; exact ones from autodiff where not given.
+    bounds, constraints : optional
+        Only None and () (scipy's defaults): these methods are unconstrained.
     tol : float, optional
         Sets ``gtol``.
     callback : callable, optional
@@ -191,14 +208,17 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     -------
     scipy.optimize.OptimizeResult
         ``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``njev``, ``nhev``, ``status``, ``success``,
-        ``message``, ``history``.
+        ``message``, ``history``, and for the second-order methods ``hessian_source``
+        ("autodiff", "autodiff of the gradient", "finite differences of the gradient", "hess",
+        "hessp", "quasi-Newton (BFGS updates)", ...).
 
     Raises
     ------
     TypeError
-        If fun is not callable, or derivatives have the wrong type.
+        If fun is not callable, derivatives have the wrong type, or an option is of the wrong kind.
     ValueError
-        For an unknown method, bad options, or jac/hess/hessp with Variables.
+        For an unknown method, an option out of range, bounds or constraints, or jac/hess/hessp
+        with Variables.
 
     Examples
     --------
@@ -218,18 +238,22 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
+    method = DEFAULT_METHOD if method is None else method
     solver = _method(method)
+    _refuse_constraints(bounds, constraints)
     jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
-    options = dict(options or {})
+    options = as_options(options)
     if tol is not None:
+        check_option("gtol", tol, label="tol")
         options.setdefault("gtol", tol)
     ggn = _ggn_option(options, method)
-    trace = bool(options.pop("trace", True))
+    trace = options.pop("trace", True)
+    check_option("trace", trace)
     call = normalize(x0, args, callback, options, solver, method.lower())
     variables = _variables(x0)
     if variables is None:
-        derivatives = AutodiffDerivatives(_scalar_objective(fun, call.args, jac), call.unravel, ggn=ggn,
-                                          trace=trace)
+        derivatives = AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel,
+                                          ggn=ggn, trace=trace)
     elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
         derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn,
                                           trace)
@@ -238,11 +262,19 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
                          "hessp unset")
     if ggn is not None:
         _check_split(derivatives, call.x0)
-    if solver in FIRST_ORDER.values() and exact_derivatives(jac):
-        flat_fun, flat_jac = derivatives.value_and_grad, True
+    first_order = solver in FIRST_ORDER.values()
+    if first_order and exact_derivatives(jac):
+        flat_fun, flat_jac, gradient, counted = derivatives.value_and_grad, True, None, None
     else:
-        flat_fun, flat_jac = _first_derivatives(fun, jac, call, derivatives)
-    flat_hess, flat_hessp, operator, user_hessian = _second_derivatives(hess, hessp, call, derivatives)
+        flat_fun, flat_jac, gradient, counted = _first_derivatives(fun, jac, call, derivatives)
+    last = LastGradient(flat_fun, pair=True) if flat_jac is True else LastGradient(flat_jac)
+    if first_order:
+        flat_hess = flat_hessp = operator = source = None
+    else:
+        flat_hess, flat_hessp, operator, source = _second_derivatives(
+            hess, hessp, call, derivatives, gradient=gradient, last=last, trace=trace, ggn=ggn is not None)
+    if isinstance(source, (QuasiNewton, GradientDerivative)):   # they read the run's last gradient
+        flat_fun, flat_jac = (last, True) if flat_jac is True else (flat_fun, last)
     try:
         result = solver(flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
                         callback=call.callback, operator=operator, **call.options)
@@ -252,11 +284,33 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
         raise
     if variables is not None:
         derivatives.point(result.x)
-    if user_hessian is not None and hessp is None:
-        result.nhev = user_hessian.calls   # products with its matrix are not evaluations
+    if source is not None:
+        _report_hessian(result, source)
+    if isinstance(source, QuasiNewton) and result.success and call.options.get("check_second_order", True):
+        exact = GradientDerivative(gradient, last, trace=trace) if gradient is not None else derivatives.at
+        _check_curvature(result, exact(result.x).matvec)
+    if counted is None:
+        result.njev += last.extra
+    else:   # every call of the user's gradient, the Hessian's recordings and differences too
+        result.njev = counted.calls
+        if flat_jac is True:
+            result.nfev = counted.calls   # jac=True: each gradient is a call of fun
     if derivatives.untraced_reason is not None:
         result.untraced_reason = derivatives.untraced_reason
     return call.finish(result)
+
+
+def _refuse_constraints(bounds, constraints) -> None:
+    """scipy's ``bounds=None`` and empty ``constraints`` are accepted; anything else is refused by
+    name, never ignored (scipy's Newton-CG and trust-region methods warn and drop them)."""
+    if bounds is not None:
+        raise ValueError(f"bounds are not supported yet: they are coming to {' and '.join(BOUNDED_METHODS)} "
+                         "(until then, scipy.optimize.minimize with L-BFGS-B, TNC or trust-constr "
+                         "takes them); pass bounds=None")
+    if constraints is not None and not (isinstance(constraints, (tuple, list)) and len(constraints) == 0):
+        raise ValueError("constraints are not supported: hessopt's methods are unconstrained "
+                         "(scipy.optimize.minimize with SLSQP or trust-constr takes them); pass "
+                         "constraints=()")
 
 
 def _variables(x0) -> list | None:
@@ -286,57 +340,102 @@ def _check_split(derivatives: AutodiffDerivatives, x0: np.ndarray) -> None:
                          "they must describe the same objective")
 
 
-def _scalar_objective(fun: Callable, args: tuple, jac) -> Callable:
-    """f as a checked scalar function of the user's x, for autodiff (with ``jac=True`` the value
-    part of fun's pair, so second derivatives still come from autodiff)."""
-    if jac is True:
-        def value(tree):   # called with Tensors only: values come from fun's pair
-            f = value_and_gradient(fun(tree, *args))[0]
-            if not isinstance(f, ad.Tensor):
-                raise TypeError(f"with jac=True and no hess or hessp, second derivatives come from "
-                                f"autodiff on fun(x)[0], but fun returned a plain "
-                                f"{type(f).__name__} for Tensor input (not traceable NumPy code): "
-                                f"pass hess or hessp")
-            return f
-        return value
-    return lambda tree: scalar_value(fun(tree, *args))
+class _Counted:
+    """A function with every call counted."""
+
+    def __init__(self, function: Callable):
+        self._function, self.calls = function, 0
+
+    def __call__(self, x):
+        self.calls += 1
+        return self._function(x)
 
 
 def _first_derivatives(fun: Callable, jac, call: Call, derivatives: AutodiffDerivatives):
-    """(f, gradient) on flat vectors for the optimizers (gradient True: f returns the pair)."""
-    unravel, args = call.unravel, call.args
+    """(f, gradient, the user's gradient, the user's counted function) on flat vectors for the
+    optimizers (gradient True: f returns the pair). The user's gradient (None without one) maps
+    flat x, ndarray or Tensor, to the flat gradient: second derivatives are its derivative."""
+    unravel, args, n = call.unravel, call.args, call.x0.size
     if callable(jac):
-        return (lambda x: scalar_value(fun(unravel(x), *args)),
-                lambda x: ad.ravel(jac(unravel(x), *args))[0])
+        gradient = _Counted(lambda x: gradient_vector(jac(unravel(x), *args), n, "jac"))
+        return lambda x: scalar_value(fun(unravel(x), *args)), gradient, gradient, gradient
     if jac is True:
-        def pair(x):
-            value, gradient = value_and_gradient(fun(unravel(x), *args))
-            return value, ad.ravel(gradient)[0]
-        return pair, True
+        def values(x):
+            value, g = value_and_gradient(fun(unravel(x), *args))
+            return value, gradient_vector(g, n, "fun's gradient (jac=True)")
+        pair = _Counted(values)
+        return pair, True, lambda x: pair(x)[1], pair
     if exact_derivatives(jac):
-        return derivatives.fun, derivatives.jac
+        return derivatives.fun, derivatives.jac, None, None
     raise ValueError(f"jac must be a callable, True (fun returns (f, g)), or None/False/"
                      f"{'/'.join(FINITE_DIFFERENCES)} (exact, from autodiff); got {jac!r}")
 
 
-def _second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivatives):
-    """(hess, hessp, operator, UserHessian or None) on flat vectors: the user's where given, else
-    autodiff's operator of each point (``AutodiffDerivatives.at``: its gradient recorded once,
-    each product one sweep of it)."""
-    unravel, args = call.unravel, call.args
+class _Named(NamedTuple):
+    """A Hessian source that is what the user gave or autodiff of fun: its name, no note, and
+    ``evaluations`` to report as nhev (None: the optimizer's count)."""
+    name: str
+    note: str | None = None
+    evaluations: int | None = None
+
+
+def _second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivatives, *,
+                        gradient: Callable | None, last: LastGradient, trace: bool, ggn: bool):
+    """(hess, hessp, operator, source) on flat vectors. In scipy's order of precedence: the user's
+    ``hess`` (``hessp`` then serves the products, if given), a ``HessianUpdateStrategy``, the
+    user's ``hessp``; with none of them, the derivative of the user's gradient when there is one
+    (:class:`~hessopt._hessians.GradientDerivative`), else autodiff's operator of each point
+    (``AutodiffDerivatives.at``: its gradient recorded once, each product one sweep of it). The
+    source tells ``result.hessian_source``."""
+    unravel, args, n = call.unravel, call.args, call.x0.size
     if hessp is not None and not callable(hessp):
         raise TypeError(f"hessp must be callable, got {type(hessp).__name__}")
     flat_hessp = None if hessp is None else \
-        (lambda x, p: ad.ravel(hessp(unravel(x), unravel(p), *args))[0])
+        (lambda x, p: gradient_vector(hessp(unravel(x), unravel(p), *args), n, "hessp"))
     if callable(hess):
-        user = UserHessian(hess, unravel, args, call.x0.size)
-        return user.dense, flat_hessp or user.product, None, user
+        user = UserHessian(hess, unravel, args, n)
+        # products with its matrix are not evaluations: nhev counts the calls of hess
+        return user.dense, flat_hessp or user.product, None, user if flat_hessp is None else _Named("hess")
+    if isinstance(hess, HessianUpdateStrategy):
+        if hessp is not None:   # scipy drops hessp silently here
+            raise ValueError(f"hess={type(hess).__name__}() approximates the Hessian from gradients; "
+                             "hessp would go unused: pass one of them")
+        source = QuasiNewton(hess, last, n)
+        return None, None, source, source
     if not exact_derivatives(hess):
-        raise TypeError(f"hess must be a callable, or None for exact Hessians from autodiff; "
-                        f"got {hess!r}")
+        raise TypeError(f"hess must be a callable, a scipy.optimize.HessianUpdateStrategy (BFGS(), "
+                        f"SR1()), or None/{'/'.join(FINITE_DIFFERENCES)} (exact, from autodiff of the "
+                        f"gradient); got {hess!r}")
     if flat_hessp is not None:
-        return None, flat_hessp, None, None
-    return None, None, derivatives.at, None
+        return None, flat_hessp, None, _Named("hessp")
+    if gradient is not None and not ggn:
+        source = GradientDerivative(gradient, last, "3-point" if hess == "3-point" else "2-point", trace)
+        return None, None, source, source
+    return None, None, derivatives.at, _Named("autodiff (generalized Gauss-Newton)" if ggn else "autodiff")
+
+
+def _check_curvature(result: OptimizeResult, matvec: Callable) -> None:
+    """A quasi-Newton run's success, checked with true second derivatives at its end: the
+    strategy's matrix (positive definite for BFGS) cannot tell a saddle point from a minimum, the
+    loop's own Krylov check with ``matvec`` can. Clearly negative curvature turns the result into
+    status 5 (no false success)."""
+    estimate = leftmost_curvature(matvec, result.x.size, CURVATURE_PROBE_STEPS)
+    if estimate is not None and clearly_negative(estimate[0], estimate[2]):
+        result.update(status=Status.NOT_A_MINIMUM, success=False, message=(
+            f"{MESSAGES[Status.NOT_A_MINIMUM]}: the gradient test passed, but the true Hessian has "
+            f"curvature {estimate[0]:.1e} there, which the quasi-Newton matrix does not show."))
+
+
+def _report_hessian(result: OptimizeResult, source) -> None:
+    """``result.hessian_source``, a sentence in the message when the Hessian was approximated by
+    finite differences, and nhev as the source counts it."""
+    result.hessian_source = source.name
+    if source.note is not None:
+        note = source.note if source.note.endswith(".") else source.note + "."
+        result.message += (" Second derivatives came from finite differences of the gradient (jac), "
+                           f"which autodiff could not follow: {note}")
+    if source.evaluations is not None:
+        result.nhev = source.evaluations
 
 
 def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | None = None,
@@ -393,8 +492,9 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
         raise TypeError(f"residuals must be callable, got {type(residuals).__name__}")
     if method not in ("lm", "gn"):
         raise ValueError(f"unknown least-squares method {method!r}; choose 'lm' or 'gn'")
-    options = dict(options or {})
-    trace = bool(options.pop("trace", True))
+    options = as_options(options)
+    trace = options.pop("trace", True)
+    check_option("trace", trace)
     call = normalize(x0, args, callback, options, optimizers.least_squares_lm, "least_squares")
     unravel, args, n = call.unravel, call.args, call.x0.size
 

@@ -16,11 +16,13 @@ The parameters every method shares:
   products need not find out which x they are for.
 - ``callback(intermediate_result)``: called after each iteration with an OptimizeResult; raising
   StopIteration stops the run (status 99).
-- ``gtol``: stop when ``||g||_inf <= gtol``; ``maxiter``: the iteration cap; ``disp``: print the
-  iteration table; ``keep_iterates``: keep the iterates in ``history["x"]``.
+- ``gtol``: stop when ``||g||_inf <= gtol``; ``maxiter``: the iteration cap (0 or less: none, as
+  in scipy); ``disp``: print the iteration table, and warn when the run fails (scipy's
+  categories); ``keep_iterates``: keep the iterates in ``history["x"]``.
 
 Bad input (a non-callable fun, x0 with NaN, a method that needs second derivatives without them)
-raises TypeError or ValueError naming the problem. Derivatives here come from the caller: scipy's
+raises TypeError or ValueError naming the problem; a start point where f or the gradient is not
+finite is a failed run (status 3), as in scipy. Derivatives here come from the caller: scipy's
 ``rosen``/``rosen_der``/``rosen_hess``/``rosen_hess_prod`` in the examples, autodiff through
 ``hessopt.minimize``.
 

@@ -104,7 +104,8 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     TypeError
         If residuals or jac is not callable.
     ValueError
-        For an unknown method, or residuals and Jacobian of inconsistent shapes.
+        For an unknown method, residuals and Jacobian of inconsistent shapes, or residuals that
+        are not finite at x0 (as scipy's least_squares).
 
     Examples
     --------
@@ -123,6 +124,8 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
         raise ValueError(f"method must be 'lm' or 'gn', got {method!r}")
     counted = _Residuals(residuals, jac)
     objective = Objective(counted.cost, x0, counted.gradient)
+    if not np.all(np.isfinite(counted.residuals(objective.x0))):   # scipy's least_squares refuses it
+        raise ValueError("the residuals are not finite at x0")
     if method == "lm":
         step = LevenbergMarquardt(objective, counted, ftol=ftol, xtol=xtol, damping=damping)
     else:

@@ -30,14 +30,17 @@ the second-order check looks only at the free variables (J. J. Moré and G. Tora
 Lin and J. J. Moré, "Newton's method for large bound-constrained optimization problems", SIAM J.
 Optim. 9, 1999). Nothing else in the loop depends on the set x lives in.
 
-Three behaviours that differ from scipy's live in one place each, so they can change there: the
-callback is also called at x0 (:meth:`Loop.start`); the trust-region family reads ``maxiter=0``
-as its default, like None (:func:`iteration_cap`); reaching the cap is status 1 without a
-warning, whatever ``disp`` says (:meth:`Loop.iterate`).
+scipy's habits live in one place each: the callback is called once per iteration, not at x0
+(:meth:`Loop.start`); ``maxiter`` counts iterations, 0 or less meaning none (:func:`iteration_cap`);
+a start point where f or the gradient is not finite ends the run with status 3 instead of raising
+(:meth:`Loop.start`); with ``disp`` a failed run warns, with the step's warning category
+(:attr:`Step.warning`; :meth:`Loop.result`).
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+import numbers
+import warnings
 from typing import Callable, Mapping, NamedTuple
 
 import numpy as np
@@ -90,8 +93,9 @@ class Step(ABC):
 
     #: the method's wording of a status the loop sets (e.g. least squares' success)
     messages: Mapping[Status, str] = {}
-    #: ``maxiter=0`` means the default, not zero iterations (the trust-region family's reading)
-    zero_maxiter_is_default = False
+    #: the category of the warning a failed run gives with ``disp`` (scipy's: RuntimeWarning for
+    #: the trust-region methods, OptimizeWarning for the line-search ones)
+    warning: type[Warning] = RuntimeWarning
 
     @abstractmethod
     def default_maxiter(self, n: int) -> int:
@@ -127,12 +131,14 @@ def curvature_check(check_second_order: bool, dense: bool) -> Callable | None:
 
 
 def iteration_cap(maxiter: int | None, step: Step, n: int) -> int:
-    """``maxiter``, or the step's default for None (and for 0 where the step reads it so)."""
-    if maxiter is None or (maxiter == 0 and step.zero_maxiter_is_default):
+    """``maxiter``, or the step's default for None; 0 or less means no iteration (scipy's reading:
+    x0 is tested, and the run ends there with status 1 unless it passes)."""
+    if maxiter is None:
         return step.default_maxiter(n)
-    if int(maxiter) != maxiter or maxiter < 0:
-        raise ValueError(f"maxiter must be a non-negative integer, got {maxiter!r}")
-    return int(maxiter)
+    if isinstance(maxiter, bool) or not isinstance(maxiter, numbers.Real) or int(maxiter) != maxiter:
+        raise ValueError(f"maxiter must be an integer (0 or less: no iteration) or None (the "
+                         f"method's default), got {maxiter!r}")
+    return max(int(maxiter), 0)
 
 
 class Monitor:
@@ -146,7 +152,8 @@ class Monitor:
         self.history = History(keep_iterates)
 
     def record(self, nit: int, x: np.ndarray, f: float, g: np.ndarray, **extra) -> bool:
-        """Log one iteration; returns True when the callback asks the run to stop."""
+        """Log one iteration (record 0: the start point, which the callback does not see, as in
+        scipy); returns True when the callback asks the run to stop."""
         entry = {"nit": nit, "f": f, "gnorm": gradient_norm(g), **extra}
         self.history.append(entry, self.counts(), x, copy=False)   # iterates are never changed
         if self.disp:
@@ -154,7 +161,7 @@ class Monitor:
                 print(" ".join(f"{k:>12}" for k in entry))
             print(" ".join(f"{v:>12.5g}" if isinstance(v, float) else f"{v:>12}"
                            for v in entry.values()))
-        if self.callback is None:
+        if self.callback is None or nit == 0:
             return False
         try:
             self.callback(OptimizeResult(x=x.copy(), fun=f, jac=g.copy(), nit=nit))
@@ -218,12 +225,15 @@ class Loop:
         self.message: str | None = None
 
     def start(self) -> tuple[Iterate, Status | None]:
-        """The start point, recorded (the callback sees it too) and tested."""
+        """The start point, recorded; status 3 when f or the gradient is not finite there (no
+        step can start from it; scipy returns a failed result too)."""
         point = self.objective.at(self.objective.x0)
-        if not np.all(np.isfinite(point.g)):
-            raise ValueError("the gradient is not finite at x0")
-        if self.monitor.record(0, point.x, point.f, point.g, **self.step.start(point)):
-            return point, Status.CALLBACK_STOP
+        finite = np.isfinite(point.f) and np.all(np.isfinite(point.g))
+        self.monitor.record(0, point.x, point.f, point.g, **(self.step.start(point) if finite else {}))
+        if not finite:
+            self.message = (f"The start point is not usable: f(x0) = {point.f}" if not np.isfinite(point.f)
+                            else "The start point is not usable: the gradient at x0 is not finite")
+            return point, Status.NONFINITE
         return point, None
 
     def test(self, point: Iterate) -> tuple[Status | None, Saddle | None]:
@@ -273,11 +283,15 @@ class Loop:
         """The OptimizeResult of a run stopped at ``point`` (see :func:`final_point`), with the
         status's message ended by the final gradient norm and the gradient test of the run."""
         x, f, g = final_point(self.objective, point, status)
-        message = self.message or self.step.messages.get(status) or MESSAGES[status]
-        counts = self.monitor.counts()
-        return OptimizeResult(x=x, fun=f, jac=g, nit=nit, **counts, status=status,
-                              success=status == Status.SUCCESS,
-                              message=with_gradient_norm(message, x, f, g, self.converged),
+        message = with_gradient_norm(self.message or self.step.messages.get(status) or MESSAGES[status],
+                                     x, f, g, self.converged)
+        if self.monitor.disp:   # scipy's disp: the outcome printed, or a warning when the run failed
+            if status in (Status.SUCCESS, Status.CALLBACK_STOP):
+                print(message)
+            else:
+                warnings.warn(message, self.step.warning, stacklevel=2)
+        return OptimizeResult(x=x, fun=f, jac=g, nit=nit, **self.monitor.counts(), status=status,
+                              success=status == Status.SUCCESS, message=message,
                               history=self.monitor.history)
 
 

@@ -19,7 +19,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 import scipy.linalg
-from scipy.optimize import OptimizeResult
+from scipy.optimize import OptimizeResult, OptimizeWarning
 
 from .krylov import (HESSIAN_FREE_CG_MAXITER, LINE_SEARCH_CG_MARGIN, ConjugateGradient, forcing_term,
                      newton_cg_maxiter)
@@ -224,6 +224,8 @@ class LineSearchDescent(Step):
     (status 2, or 3 when every trial was NaN/inf). At a saddle the search runs along the direction
     of negative curvature instead, turned downhill, trying a step of the size of x first (Moré &
     Sorensen 1979); when that finds nothing lower the run ends with status 5."""
+
+    warning = OptimizeWarning   # scipy's category for Newton-CG's failures
 
     def __init__(self, objective: Objective):
         self.objective = objective

@@ -67,7 +67,7 @@ class Objective:
     TypeError
         If fun is not callable, or jac neither callable nor True.
     ValueError
-        If x0 is not a finite 1-D array, or f(x0) is not finite.
+        If x0 is not a finite 1-D array (a non-finite f(x0) is the loop's to report: status 3).
 
     Examples
     --------
@@ -102,9 +102,7 @@ class Objective:
         self._f = self._g = None
         self.best_x, self.best_f = x0.copy(), np.inf
         self.x0 = x0
-        f0 = self.fun(x0)
-        if not np.isfinite(f0):
-            raise ValueError(f"objective is not finite at x0 (f(x0) = {f0})")
+        self.fun(x0)
 
     def counts(self) -> dict:
         """The evaluations so far."""

@@ -108,8 +108,6 @@ class TrustRegion(Step):
     curvature; the step is turned downhill.
     """
 
-    zero_maxiter_is_default = True
-
     def __init__(self, objective: Objective, make_solver: Callable, control: Control, *,
                  dense: bool, eta: float, memory: int = 1):
         self.objective, self.make_solver, self.control = objective, make_solver, control

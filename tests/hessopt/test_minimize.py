@@ -28,11 +28,11 @@ X0_2 = np.array([-1.2, 1.0])  # scipy's chained rosen has a second local minimum
 def test_signature_matches_scipy():
     ours = inspect.signature(hessopt.minimize).parameters
     theirs = inspect.signature(scipy.optimize.minimize).parameters
-    shared = ["fun", "x0", "args", "method", "jac", "hess", "hessp", "tol", "callback", "options"]
-    assert [p for p in ours] == shared
+    shared = ["fun", "x0", "args", "method", "jac", "hess", "hessp", "bounds", "constraints", "tol",
+              "callback", "options"]
+    assert [p for p in ours] == shared == [p for p in theirs]   # scipy's order: positional calls work
     for name in shared[2:]:
-        if name != "method":
-            assert ours[name].default == theirs[name].default
+        assert ours[name].default == theirs[name].default
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -166,7 +166,8 @@ def test_maxiter_returns_status_1_with_the_best_point():
 
 
 def test_disp_prints_an_iteration_table(capsys):
-    hessopt.minimize(rosen, X0, method="trust-exact", options={"disp": True, "maxiter": 4})
+    with pytest.warns(RuntimeWarning, match="Maximum number of iterations"):   # scipy's disp habit
+        hessopt.minimize(rosen, X0, method="trust-exact", options={"disp": True, "maxiter": 4})
     lines = capsys.readouterr().out.strip().splitlines()
     assert "nit" in lines[0] and "f" in lines[0]
     assert len(lines) >= 5
@@ -176,7 +177,6 @@ def test_disp_prints_an_iteration_table(capsys):
     ("not callable", X0, TypeError, "callable"),
     (rosen, np.array([1.0, np.nan]), ValueError, "NaN"),
     (lambda x: x ** 2, X0, ValueError, "scalar"),
-    (lambda x: np.sum(np.log(x)), -np.ones(3), ValueError, "not finite"),
 ])
 def test_bad_input_raises_a_clear_exception(fun, x0, error, match):
     with pytest.raises(error, match=match):

@@ -1,8 +1,12 @@
 """The one loop (optimizers.loop) and the iterate's operator (Objective.at): what the loop does
 with a step's trials and stops, and that a Hessian operator factory gives the same runs as hessp
 with the products counted."""
+import re
+import warnings
+
 import numpy as np
 import pytest
+from scipy.optimize import OptimizeWarning, rosen, rosen_der, rosen_hess
 
 import optimizers
 from optimizers.loop import Step, Stop, Trial, run
@@ -58,15 +62,35 @@ def test_a_trial_that_stops_the_run_is_recorded_first():
 def test_maxiter_none_is_the_step_default_and_bad_values_are_refused():
     result = run(Objective(SQUARE[0], np.array([4.0]), SQUARE[1]), Scripted([halve] * 7))
     assert result.status == Status.MAXITER and result.nit == 7
-    with pytest.raises(ValueError, match="maxiter must be a non-negative integer"):
-        run(Objective(SQUARE[0], np.array([4.0]), SQUARE[1]), Scripted([]), maxiter=-1)
+    for bad in (2.5, "3", True, 1j):
+        with pytest.raises(ValueError, match=r"maxiter must be an integer \(0 or less: no iteration\) or None"):
+            run(Objective(SQUARE[0], np.array([4.0]), SQUARE[1]), Scripted([]), maxiter=bad)
 
 
-def test_a_gradient_that_is_not_finite_at_x0_is_refused_by_every_method():
-    for minimize in (optimizers.minimize_gd, optimizers.minimize_newton_cg):
-        with pytest.raises(ValueError, match="gradient is not finite at x0"):
-            minimize(lambda x: 1.0, np.zeros(2), lambda x: np.full(2, np.nan),
-                     hessp=lambda x, p: p)
+@pytest.mark.parametrize("maxiter", [0, -1, -7, 0.0])
+def test_maxiter_of_0_or_less_makes_no_iteration_as_in_scipy(maxiter):
+    """scipy's reading (gh-8241: Newton-CG with maxiter=-1 is status 1): x0 is tested, no step."""
+    step = Scripted([halve])
+    result = run(Objective(SQUARE[0], np.array([4.0]), SQUARE[1]), step, maxiter=maxiter)
+    assert result.status == Status.MAXITER and result.nit == 0 and step.seen == []
+    np.testing.assert_array_equal(result.x, [4.0])
+    at_minimum = run(Objective(SQUARE[0], np.array([0.0]), SQUARE[1]), Scripted([]), maxiter=maxiter)
+    assert at_minimum.success and at_minimum.nit == 0     # x0 passes the test: no false failure
+
+
+@pytest.mark.parametrize("method", [optimizers.minimize_gd, optimizers.minimize_newton_cg,
+                                    optimizers.minimize_trust_ncg, optimizers.minimize_arc])
+@pytest.mark.parametrize("f0, g0, match", [(np.nan, 1.0, r"f\(x0\) = nan"), (np.inf, 1.0, r"f\(x0\) = inf"),
+                                           (1.0, np.nan, "the gradient at x0 is not finite")])
+def test_a_start_point_that_is_not_finite_is_status_3_at_x0(method, f0, g0, match):
+    """scipy returns a failed result for f(x0) = NaN (its test_nan_values); so does every method
+    here, at once (scipy's methods iterate to maxiter on NaN), with x0 and a message saying why."""
+    x0 = np.array([0.5, -1.0])
+    result = method(lambda x: f0, x0, lambda x: np.full(2, g0), hessp=lambda x, p: p)
+    assert result.status == Status.NONFINITE and not result.success and result.nit == 0
+    np.testing.assert_array_equal(result.x, x0)
+    assert result.message.startswith("The start point is not usable") and re.search(match, result.message)
+    assert len(result.history) == 1
 
 
 class Quadratic:
@@ -111,3 +135,23 @@ def test_an_operator_factory_gives_the_runs_of_hessp_with_its_products_counted(m
     assert result.nhev == Quadratic.calls["matvec"] + Quadratic.calls["to_dense"]
     # one operator per iterate that asked for curvature, never one per product
     assert Quadratic.calls["at"] <= len(result.history)
+
+
+@pytest.mark.parametrize("method, category", [
+    (optimizers.minimize_newton_cg, OptimizeWarning), (optimizers.minimize_newton, OptimizeWarning),
+    (optimizers.minimize_hessian_free, OptimizeWarning), (optimizers.minimize_trust_ncg, RuntimeWarning),
+    (optimizers.minimize_dogleg, RuntimeWarning), (optimizers.minimize_arc, RuntimeWarning)])
+def test_disp_warns_when_a_run_fails_with_scipys_category(method, category, capsys):
+    """scipy's disp: a RuntimeWarning from the trust-region methods, an OptimizeWarning from
+    Newton-CG (its line-search kin here too), the outcome printed when the run succeeds."""
+    x0 = np.array([-1.2, 1.0])
+    with pytest.warns(category, match="^Maximum number of iterations") as record:
+        result = method(rosen, x0, rosen_der, hess=rosen_hess, maxiter=2, disp=True)
+    assert result.status == Status.MAXITER and [str(w.message) for w in record] == [result.message]
+    assert not any(issubclass(w.category, RuntimeWarning if category is OptimizeWarning else OptimizeWarning)
+                   for w in record)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert method(rosen, x0, rosen_der, hess=rosen_hess, maxiter=2).status == Status.MAXITER
+        solved = method(rosen, x0, rosen_der, hess=rosen_hess, disp=True)
+    assert solved.success and capsys.readouterr().out.splitlines()[-1] == solved.message

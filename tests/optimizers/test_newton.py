@@ -272,9 +272,10 @@ def test_cg_negative_curvature_test_is_scale_invariant():
 # --- bad input, non-finite values, stopping, counters -------------------------------------------
 
 @pytest.mark.parametrize("method", METHODS, ids=IDS)
-def test_nonfinite_objective_at_x0_is_a_value_error(method):
-    with pytest.raises(ValueError, match="not finite at x0"):
-        method(lambda x: np.nan, [1.0], lambda x: x, hess=lambda x: np.eye(1))
+def test_nonfinite_objective_at_x0_is_status_3_at_x0(method):
+    result = method(lambda x: np.nan, [1.0], lambda x: x, hess=lambda x: np.eye(1))
+    assert result.status == 3 and not result.success and result.nit == 0 and result.x[0] == 1.0
+    assert "f(x0) = nan" in result.message
 
 
 def partial_square(x):
@@ -310,7 +311,7 @@ def test_callback_stop_iteration_is_status_99(method):
 
     result = method(rosen, [-1.2, 1.0], rosen_der, hess=rosen_hess, callback=callback)
     assert result.status == 99 and not result.success
-    assert result.nit == 2 and result.fun == seen[-1]
+    assert result.nit == 3 and result.fun == seen[-1]     # called after each iteration, not at x0
 
 
 @pytest.mark.parametrize("method", METHODS, ids=IDS)
@@ -349,7 +350,8 @@ def test_history_and_disp_table(capsys):
     assert all(b < a for a, b in zip(fs, fs[1:]))
     table = capsys.readouterr().out.splitlines()
     assert table[0].split()[:4] == ["nit", "f", "gnorm", "step"]
-    assert len(table) == result.nit + 2
+    assert len(table) == result.nit + 3                  # the header, the records, the outcome
+    assert table[-1] == result.message
 
 
 def test_bad_options():

@@ -1,0 +1,379 @@
+"""hessopt.minimize in scipy.optimize.minimize's place (issue 19): each habit of scipy's that code
+written for scipy relies on, checked against scipy on the same call where scipy has it, and the
+deliberate differences of README "scipy habits". scipy's own test suite, run with hessopt in its
+place, is benchmarks/scipy_suite.py."""
+import inspect
+import re
+import warnings
+
+import numpy as np
+import pytest
+import scipy.optimize
+from scipy.optimize import SR1, BFGS, OptimizeWarning, rosen_der, rosen_hess
+
+import hessopt
+import optimizers
+from hessopt._arguments import OPTION_RULES
+
+SCIPY_METHODS = ["newton-cg", "trust-ncg", "trust-krylov", "trust-exact", "dogleg"]
+METHODS = sorted(hessopt.METHODS)
+X0 = np.array([-1.2, 1.0])
+
+
+def rosen(x):
+    """Rosenbrock in plain NumPy (traceable, unlike scipy.optimize.rosen)."""
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def rosen_grad(x):
+    """Its gradient in NumPy, n = 2 (traceable)."""
+    return np.stack([-400.0 * x[0] * (x[1] - x[0] ** 2) - 2.0 * (1.0 - x[0]), 200.0 * (x[1] - x[0] ** 2)])
+
+
+def opaque_rosen(x):
+    """Rosenbrock through scipy's rosen, which calls np.asarray: autodiff cannot follow it."""
+    return scipy.optimize.rosen(x)
+
+
+SCIPY_DERIVATIVES = {"jac": rosen_der, "hess": rosen_hess}   # what scipy's methods need given
+
+
+# --- the callback: once per iteration, never at x0 ------------------------------------------------
+
+@pytest.mark.parametrize("method", METHODS)
+def test_callback_runs_once_per_iteration_and_stop_at_call_k_ends_after_iteration_k(method):
+    seen = []
+    full = hessopt.minimize(rosen, X0, method=method, callback=seen.append)
+    assert full.success and len(seen) == full.nit
+    np.testing.assert_array_equal(seen[-1], full.x)
+    k = 3
+
+    def stop_at_k(calls):
+        def callback(xk):
+            calls.append(xk)
+            if len(calls) == k:
+                raise StopIteration
+        return callback
+
+    calls = []
+    stopped = hessopt.minimize(rosen, X0, method=method, callback=stop_at_k(calls))
+    capped = hessopt.minimize(rosen, X0, method=method, options={"maxiter": k})
+    assert (stopped.status, capped.status) == (99, 1) and stopped.nit == capped.nit == len(calls) == k
+    np.testing.assert_array_equal(stopped.x, capped.x)
+    assert stopped.fun == capped.fun and stopped.message.startswith("`callback` raised `StopIteration`")
+    if method in SCIPY_METHODS:   # scipy's count is the same
+        theirs = scipy.optimize.minimize(scipy.optimize.rosen, X0, method=method, callback=stop_at_k([]),
+                                         **SCIPY_DERIVATIVES)
+        assert theirs.nit == k and theirs.status == 99
+
+
+# --- user functions get copies of x (gh-13740) ------------------------------------------------------
+
+def fquad(x):
+    a = np.arange(np.size(x))
+    x -= a
+    x *= x
+    return np.sum(x)
+
+
+def fquad_jac(x):
+    a = np.arange(np.size(x))
+    x *= 2
+    x -= 2 * a
+    return x
+
+
+def fquad_hess(x):
+    x[:] = -1.0
+    return np.eye(x.size) * 2.0
+
+
+def fquad_hessp(x, p):
+    x[:] = 0.0
+    p *= 2.0
+    return p
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("second", [{"hess": fquad_hess}, {"hessp": fquad_hessp}, {}],
+                         ids=["hess", "hessp", "derivative of jac"])
+def test_functions_that_change_x_in_place_do_not_corrupt_the_run(method, second):
+    """scipy's test_x_overwritten_user_function, for every method and every Hessian source."""
+    x0 = np.full(5, 1.5)
+    result = hessopt.minimize(fquad, x0, method=method, jac=fquad_jac, **second)
+    assert result.success, result.message
+    np.testing.assert_allclose(result.x, np.arange(5.0), atol=1e-6)
+    np.testing.assert_array_equal(x0, np.full(5, 1.5))                  # the caller's x0 too
+    np.testing.assert_allclose(result.jac, 2 * (result.x - np.arange(5.0)), atol=1e-6)
+
+
+# --- a start point that is not finite: a failed result ---------------------------------------------
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_nan_start_is_a_failed_result_as_in_scipy(method):
+    x0 = np.array([1.0])
+    result = hessopt.minimize(lambda x: np.sum(x) * np.nan, x0, method=method, jac=lambda x: np.ones(1),
+                              hess=lambda x: np.eye(1))
+    assert result.status == 3 and not result.success and result.nit == 0
+    np.testing.assert_array_equal(result.x, x0)
+    assert np.isnan(result.fun) and "f(x0) = nan" in result.message
+    with np.errstate(invalid="ignore"):
+        log = hessopt.minimize(lambda x: np.sum(np.log(x)), -np.ones(3), method=method)   # exact derivatives
+    assert log.status == 3 and not log.success and "f(x0) = nan" in log.message
+    if method in SCIPY_METHODS:   # scipy's test_nan_values: a failed result, no exception
+        with np.errstate(invalid="ignore"):
+            theirs = scipy.optimize.minimize(lambda x: np.nan, x0, method=method, jac=lambda x: np.ones(1),
+                                             hess=lambda x: np.eye(1), options={"maxiter": 20})
+        assert not theirs.success and theirs.nit == 20   # it iterates on NaN up to maxiter
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_values_turning_nan_after_two_calls_never_give_success(method):
+    """scipy's test_nan_values' second function: finite values twice, then NaN."""
+    rng, count = np.random.default_rng(123122), [0]
+
+    def fun(x):
+        count[0] += 1
+        return rng.random() if count[0] <= 2 else np.nan
+
+    with np.errstate(invalid="ignore"):
+        result = hessopt.minimize(fun, np.array([1.0]), method=method, jac=lambda x: np.ones(1),
+                                  hess=lambda x: np.eye(1), options={"maxiter": 20})
+    assert not result.success and np.isfinite(result.fun)   # the best point seen, a finite one
+
+
+def test_a_nan_start_is_one_failed_run_of_a_batch():
+    starts = [np.array([2.0, 2.0]), np.array([-1.0, 2.0]), np.array([0.5, 3.0])]
+    with np.errstate(invalid="ignore"):
+        results = hessopt.minimize_many(lambda x: np.sum(np.log(x) ** 2), starts, method="trust-exact")
+    assert [r.success for r in results] == [True, False, True]
+    assert results[1].status == 3 and "f(x0) = nan" in results[1].message   # a run's own status
+    assert results[1].status not in {s.value for s in hessopt.BatchStatus}
+    for result in (results[0], results[2]):
+        np.testing.assert_allclose(result.x, [1.0, 1.0], atol=1e-6)
+
+
+# --- hess=BFGS(), SR1(): scipy's HessianUpdateStrategy --------------------------------------------
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("strategy", [BFGS, SR1])
+def test_hessian_update_strategies_are_updated_at_each_iterate(method, strategy):
+    hess = strategy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)   # scipy's "delta_grad == 0.0" at a repeated point
+        result = hessopt.minimize(rosen, X0, method=method, jac=rosen_grad, hess=hess,
+                                  options={"return_all": True})
+    assert result.success, result.message
+    np.testing.assert_allclose(result.x, [1.0, 1.0], atol=1e-5)
+    assert result.hessian_source == f"quasi-Newton ({strategy.__name__} updates)" and result.nhev == 0
+    # the matrix is the strategy's own updates with the steps and gradient changes of the iterates
+    replay = strategy()
+    replay.initialize(2, "hess")
+    points = [x for k, x in enumerate(result.allvecs) if k == 0 or not np.array_equal(x, result.allvecs[k - 1])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for a, b in zip(points, points[1:]):
+            replay.update(b - a, rosen_grad(b) - rosen_grad(a))
+    np.testing.assert_array_equal(hess.get_matrix(), replay.get_matrix())
+
+
+def saddle(x):
+    """A saddle point at 0 that the iterates from (1, 0) reach (the y-gradient stays 0); minima at
+    y = +-1/sqrt(2)."""
+    return x[0] ** 2 - x[1] ** 2 + x[1] ** 4
+
+
+def saddle_grad(x):
+    return np.stack([2 * x[0], -2 * x[1] + 4 * x[1] ** 3])
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("strategy", [BFGS, SR1])
+@pytest.mark.parametrize("jac", [saddle_grad, None], ids=["jac", "autodiff"])
+def test_a_quasi_newton_run_ending_at_a_saddle_is_not_a_success(method, strategy, jac):
+    """The strategy's matrix cannot tell a saddle from a minimum (scipy reports success there); the
+    final check with the true Hessian can: status 5 (no false success)."""
+    result = hessopt.minimize(saddle, [1.0, 0.0], method=method, jac=jac, hess=strategy())
+    assert result.status == 5 and not result.success
+    np.testing.assert_allclose(result.x, [0.0, 0.0], atol=1e-8)
+    assert "the true Hessian has curvature -2.0e+00" in result.message
+    unchecked = hessopt.minimize(saddle, [1.0, 0.0], method=method, jac=jac, hess=strategy(),
+                                 options={"check_second_order": False})
+    assert unchecked.success
+    if method in ("newton-cg", "trust-ncg", "trust-krylov"):
+        theirs = scipy.optimize.minimize(saddle, [1.0, 0.0], method=method, jac=saddle_grad, hess=strategy())
+        assert theirs.success and np.allclose(theirs.x, 0.0)
+
+
+def test_bfgs_with_newton_cg_matches_scipys_test():
+    """scipy's TestNewtonCg.test_hessian_update_strategy, compared with scipy's own run."""
+    ours = hessopt.minimize(scipy.optimize.rosen, X0, jac=rosen_der, hess=BFGS(), tol=1e-5, method="Newton-CG")
+    theirs = scipy.optimize.minimize(scipy.optimize.rosen, X0, jac=rosen_der, hess=BFGS(), tol=1e-5,
+                                     method="Newton-CG")
+    assert ours.success and theirs.success
+    np.testing.assert_allclose(ours.x, theirs.x, rtol=1e-4)
+
+
+# --- with a user jac, the Hessian is the derivative of that gradient -------------------------------
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_numpy_jac_is_differentiated_exactly_even_when_fun_cannot_be(method):
+    result = hessopt.minimize(opaque_rosen, X0, method=method, jac=rosen_grad)
+    assert result.success and result.hessian_source == "autodiff of the gradient"
+    exact = hessopt.minimize(opaque_rosen, X0, method=method, jac=rosen_grad,
+                             hess=lambda x: hessopt.hessian(rosen)(x))
+    assert result.nit == exact.nit                      # the same Hessians: the same run
+    np.testing.assert_allclose(result.x, exact.x, rtol=1e-12)
+    np.testing.assert_allclose(result.x, [1.0, 1.0], atol=1e-6)
+    if method in SCIPY_METHODS[1:]:   # a deliberate difference: scipy refuses to run without hess
+        with pytest.raises(ValueError, match="(Hessian|Hessian matrix|Hessian-vector product) is .*required"):
+            scipy.optimize.minimize(opaque_rosen, X0, method=method, jac=rosen_grad)
+
+
+@pytest.mark.parametrize("jac, source", [(lambda x: x - 1.0, "autodiff of the gradient"),
+                                         (lambda x: np.array([float(x[0]) - 1.0]),
+                                          "finite differences of the gradient")])
+def test_the_hessian_is_the_derivative_of_the_gradient_the_run_uses(jac, source):
+    """scipy's test_initial_step_scaling: jac is half of f's gradient. The Hessian of f would make
+    every Newton step half as long as the gradient asks (linear convergence); the derivative of
+    jac makes the first step land on the minimum, as scipy's finite differences of jac do."""
+    steps = []
+    result = hessopt.minimize(lambda x: np.sum((x - 1.0) ** 2), [-1.0], jac=jac, method="newton-cg",
+                              callback=lambda xk: steps.append(xk.copy()))
+    assert result.success and result.hessian_source == source and result.nit <= 2
+    np.testing.assert_allclose(steps[0], [1.0], atol=1e-6)
+
+
+def test_an_opaque_jac_is_differenced_and_the_message_says_so(counted):
+    jac = counted("jac", lambda x: rosen_der(x))     # np.asarray inside: autodiff refuses it
+    result = hessopt.minimize(opaque_rosen, X0, method="trust-exact", jac=jac)
+    assert result.success and result.hessian_source == "finite differences of the gradient"
+    assert re.search(r"\. Second derivatives came from finite differences of the gradient \(jac\), which "
+                     r"autodiff could not follow: autodiff: np\.asarray\(\) would turn a Tensor", result.message)
+    np.testing.assert_allclose(result.x, [1.0, 1.0], atol=1e-6)
+    assert result.njev == counted.calls["jac"]           # the differences' calls are counted
+    assert 0 < result.nhev <= result.nit + 1             # one differenced Hessian per point
+    assert counted.calls["jac"] >= 2 * result.nhev       # n = 2 gradients for each of them
+
+
+def test_jac_true_differentiates_funs_gradient():
+    fun = lambda x: (rosen(x), rosen_grad(x))  # noqa: E731
+    result = hessopt.minimize(fun, X0, jac=True, method="trust-exact")
+    assert result.success and result.hessian_source == "autodiff of the gradient"
+    opaque = hessopt.minimize(lambda x: (opaque_rosen(x), rosen_der(x)), X0, jac=True, method="trust-exact")
+    assert opaque.success and opaque.hessian_source == "finite differences of the gradient"
+    assert opaque.nfev == opaque.njev                    # each gradient is a call of fun
+
+
+# --- disp: scipy's warnings -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", SCIPY_METHODS)
+def test_disp_warns_at_maxiter_with_scipys_category(method, capsys):
+    category = OptimizeWarning if method == "newton-cg" else RuntimeWarning
+    options = {"disp": True, "maxiter": 2}
+    with pytest.warns(category, match="Maximum number of iterations") as ours:
+        hessopt.minimize(rosen, X0, method=method, options=options)
+    with pytest.warns(category, match="Maximum number of iterations") as theirs:
+        scipy.optimize.minimize(scipy.optimize.rosen, X0, method=method, options=options, **SCIPY_DERIVATIVES)
+    assert {w.category for w in ours} == {w.category for w in theirs} == {category}
+    capsys.readouterr()
+
+
+# --- bounds and constraints: scipy's defaults accepted, anything else refused by name ---------------
+
+def test_scipys_positional_order_with_bounds_and_constraints():
+    args = (X0, (), "trust-exact")
+    ours = hessopt.minimize(rosen, *args, None, None, None, None, (), 1e-10, None, {"maxiter": 200})
+    theirs = scipy.optimize.minimize(scipy.optimize.rosen, *args, rosen_der, rosen_hess, None, None, (), 1e-10,
+                                     None, {"maxiter": 200})
+    assert ours.success and theirs.success
+    np.testing.assert_allclose(ours.x, theirs.x, atol=1e-8)
+    for constraints in ([], None):
+        assert hessopt.minimize(rosen, X0, bounds=None, constraints=constraints).success
+    assert hessopt.minimize(rosen, X0, method=None).hessian_source == "autodiff"   # None: newton-cg
+
+
+@pytest.mark.parametrize("bounds", [[(0, 2), (0, 2)], scipy.optimize.Bounds(0, 2), [(None, None)] * 2])
+def test_bounds_are_refused_by_name_until_they_are_supported(bounds):
+    with pytest.raises(ValueError, match="bounds are not supported yet: they are coming to newton-cg and "
+                                         "trust-ncg"):
+        hessopt.minimize(rosen, X0, method="newton-cg", bounds=bounds)
+
+
+@pytest.mark.parametrize("constraints", [{"type": "eq", "fun": lambda x: x[0]},
+                                         [scipy.optimize.LinearConstraint(np.eye(2), 0, 1)]])
+def test_constraints_are_refused_by_name(constraints):
+    with pytest.raises(ValueError, match="constraints are not supported"):
+        hessopt.minimize(rosen, X0, constraints=constraints)
+
+
+# --- options: scipy's readings, every one checked before anything runs -----------------------------
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("maxiter", [0, -1])
+def test_maxiter_0_or_less_makes_no_iteration(method, maxiter):
+    calls = []
+    result = hessopt.minimize(lambda x: calls.append(1) or rosen(x), X0, method=method,
+                              options={"maxiter": maxiter})
+    assert result.status == 1 and not result.success and result.nit == 0
+    np.testing.assert_array_equal(result.x, X0)
+    at_minimum = hessopt.minimize(rosen, np.ones(2), method=method, options={"maxiter": maxiter})
+    assert at_minimum.success and at_minimum.nit == 0
+    if method in SCIPY_METHODS:   # scipy's Newton-CG makes none too; its trust-region methods one
+        theirs = scipy.optimize.minimize(scipy.optimize.rosen, X0, method=method, options={"maxiter": maxiter},
+                                         **SCIPY_DERIVATIVES)
+        assert theirs.status == 1 and theirs.nit == (0 if method == "newton-cg" else 1)
+
+
+def solver_options():
+    """(method, option) for every option of every method (the optimizers' keyword parameters)."""
+    pairs = []
+    for method, solver in {**hessopt.METHODS, "adam": optimizers.minimize_adam, "gd": optimizers.minimize_gd,
+                           "least_squares": optimizers.least_squares_lm}.items():
+        for name, parameter in inspect.signature(solver).parameters.items():
+            if parameter.kind is parameter.KEYWORD_ONLY and name not in ("operator", "method"):
+                pairs.append((method, name))
+    return pairs
+
+
+def test_every_option_of_every_method_has_a_rule():
+    assert [pair for pair in solver_options() if pair[1] not in OPTION_RULES and pair not in OPTION_RULES] == []
+
+
+@pytest.mark.parametrize("method, name", solver_options())
+def test_every_option_is_checked_before_anything_runs(method, name):
+    calls = []
+
+    def fun(x):
+        calls.append(1)
+        return rosen(x)
+
+    run = (lambda options: hessopt.least_squares(lambda x: x - 1.0, X0, options=options)) \
+        if method == "least_squares" else (lambda options: hessopt.minimize(fun, X0, method=method, options=options))
+    rule = OPTION_RULES.get((method, name)) or OPTION_RULES[name]
+    wrong_kind = next(value for value in ("a", 7) if not rule.kind(value))
+    out_of_range = next(value for value in (-7.5, "a", 2) if rule.kind(value) and not rule.within(value))
+    for value, error in ((wrong_kind, TypeError), (out_of_range, ValueError)):
+        with pytest.raises(error, match=rf"^options\['{name}'\] must be {re.escape(rule.accepted)}; got "
+                                        rf"{re.escape(repr(value))}$"):
+            run({name: value})
+    assert calls == []
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (dict(options={"maxiter": 2.5}), ValueError, r"options\['maxiter'\] must be an integer"),
+    (dict(options={"gtol": "a"}), TypeError, r"options\['gtol'\] must be a non-negative number"),
+    (dict(tol=-1.0), ValueError, r"^tol must be a non-negative number"),
+    (dict(options={"cg_maxiter": -3}), ValueError, r"options\['cg_maxiter'\] must be a positive integer"),
+    (dict(options=5), TypeError, "options must be a dict"),
+    (dict(jac=lambda x: None), TypeError, r"jac returned None where x0's 2 numbers were expected"),
+    (dict(jac=lambda x: np.ones(3)), ValueError, r"jac returned 3 numbers of shape \(3,\), expected 2"),
+    (dict(jac=True), TypeError, "must return a pair"),
+    (dict(method="trust-ncg", hessp=lambda x, p: np.ones(3)), ValueError,
+     r"hessp returned 3 numbers of shape \(3,\), expected 2"),
+    (dict(method="trust-ncg", hessp=lambda x, p: None), TypeError, "hessp returned None"),
+    (dict(hess=BFGS(), hessp=lambda x, p: p), ValueError, r"hess=BFGS\(\) approximates .* pass one of them"),
+])
+def test_bad_input_from_the_issue_is_named(call, error, match):
+    with pytest.raises(error, match=match):
+        hessopt.minimize(rosen, X0, **call)
