@@ -16,6 +16,7 @@ from scipy.optimize import OptimizeResult
 import autodiff as ad
 import optimizers
 
+from ._bounds import BOUNDED_DEFAULT, box_from_bounds, in_the_box, report_bounds
 from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, exact_derivatives, normalize,
                          real_array, residual_vector, scalar_value, scipy_rosen_derivatives,
                          value_and_gradient)
@@ -132,9 +133,9 @@ def _method(method: str) -> Callable:
             from None
 
 
-def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
+def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
              jac: Callable | bool | None = None, hess: Callable | None = None,
-             hessp: Callable | None = None, tol: float | None = None,
+             hessp: Callable | None = None, bounds=None, constraints=(), tol: float | None = None,
              callback: Callable | None = None, options: dict | None = None) -> OptimizeResult:
     """Minimize ``fun(x, *args)`` with a second-order method; scipy.optimize.minimize's interface.
 
@@ -167,6 +168,18 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     a scalar with ``loss(predict(x)) == fun(x)``; CG then runs on generalized Gauss-Newton products
     (Martens 2010). ``"adam"`` and ``"gd"`` are first-order baselines.
 
+    Bounds: ``bounds`` is a ``scipy.optimize.Bounds`` or a sequence of ``(lo, hi)`` pairs (None or
+    an infinity for no bound), one per entry of x0 in its raveled order, or, for a pytree x0, a
+    pytree of x0's structure with a pair per array; ``lo == hi`` fixes a variable. trust-ncg and
+    trust-krylov (the default with bounds) become TRON, Lin & Moré's (1999) bound-constrained
+    trust-region Newton method, trust-exact and dogleg the same on the dense Hessian, newton-cg
+    and newton Bertsekas' (1982) projected Newton method, gd and adam projected updates; arc and
+    hessian-free refuse bounds. ``fun`` is never evaluated outside the box (x0 outside it is
+    clipped into it, and the message says so); success means the projected gradient passes the
+    gradient test and the free variables show no negative curvature. The result has
+    ``active_mask`` in the form of x0 (-1 at a lower bound, +1 at an upper one, 0 free, as
+    scipy's ``least_squares``), and the history an ``active`` column, the bounds x is on.
+
     Parameters
     ----------
     fun : callable
@@ -175,11 +188,16 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
         The starting point.
     args : tuple, optional
         Extra arguments of fun, jac, hess and hessp.
-    method : str, default "newton-cg"
+    method : str, optional
         One of ``hessopt.METHODS`` (newton, newton-cg, trust-ncg, trust-krylov, trust-exact,
-        dogleg, arc, hessian-free), or "adam", "gd"; case-insensitive.
+        dogleg, arc, hessian-free), or "adam", "gd"; case-insensitive. Default "newton-cg", and
+        "trust-ncg" with bounds.
     jac, hess, hessp : optional
         User derivatives, as in scipy; exact ones from autodiff where not given.
+    bounds : scipy.optimize.Bounds, sequence of (lo, hi) pairs, or pytree of pairs, optional
+        Bound constraints (see above).
+    constraints : ()
+        General constraints are not supported: anything but an empty sequence is refused.
     tol : float, optional
         Sets ``gtol``.
     callback : callable, optional
@@ -191,14 +209,15 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     -------
     scipy.optimize.OptimizeResult
         ``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``njev``, ``nhev``, ``status``, ``success``,
-        ``message``, ``history``.
+        ``message``, ``history``; with bounds also ``active_mask``.
 
     Raises
     ------
     TypeError
         If fun is not callable, or derivatives have the wrong type.
     ValueError
-        For an unknown method, bad options, or jac/hess/hessp with Variables.
+        For an unknown method, bad options, jac/hess/hessp with Variables, bad bounds (which
+        entry, and why), bounds with a method that does not take them, or constraints.
 
     Examples
     --------
@@ -215,9 +234,22 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     >>> _ = hessopt.minimize(lambda: np.sum((w - [1.0, 2.0]) ** 2), [w], method="newton")
     >>> w.numpy()
     array([1., 2.])
+
+    Non-negative least squares: the first variable ends on its bound.
+
+    >>> A, b = np.array([[1.0, 0.0], [1.0, 1.0]]), np.array([-1.0, 1.0])
+    >>> result = hessopt.minimize(lambda x: np.sum((A @ x - b) ** 2), [1.0, 1.0], bounds=[(0, None)] * 2)
+    >>> result.x.round(6), result.active_mask
+    (array([0., 1.]), array([-1,  0]))
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
+    if constraints is not None and not (isinstance(constraints, (tuple, list)) and not constraints):
+        raise ValueError("constraints are not supported (bounds are: pass bounds=); got "
+                         f"{type(constraints).__name__} {constraints!r:.60}")
+    box = box_from_bounds(bounds, x0)
+    if method is None:
+        method = "newton-cg" if box is None else BOUNDED_DEFAULT
     solver = _method(method)
     jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
     options = dict(options or {})
@@ -226,6 +258,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     ggn = _ggn_option(options, method)
     trace = bool(options.pop("trace", True))
     call = normalize(x0, args, callback, options, solver, method.lower())
+    start = call.x0
+    box, call.x0, note = in_the_box(box, call.x0, method.lower())
     variables = _variables(x0)
     if variables is None:
         derivatives = AutodiffDerivatives(_scalar_objective(fun, call.args, jac), call.unravel, ggn=ggn,
@@ -243,12 +277,13 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     else:
         flat_fun, flat_jac = _first_derivatives(fun, jac, call, derivatives)
     flat_hess, flat_hessp, operator, user_hessian = _second_derivatives(hess, hessp, call, derivatives)
+    bounded = {} if box is None else {"bounds": box}
     try:
         result = solver(flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
-                        callback=call.callback, operator=operator, **call.options)
+                        callback=call.callback, operator=operator, **bounded, **call.options)
     except BaseException:
         if variables is not None:
-            derivatives.point(call.x0)
+            derivatives.point(start)
         raise
     if variables is not None:
         derivatives.point(result.x)
@@ -256,6 +291,9 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
         result.nhev = user_hessian.calls   # products with its matrix are not evaluations
     if derivatives.untraced_reason is not None:
         result.untraced_reason = derivatives.untraced_reason
+    if bounds is not None:
+        report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note,
+                      call.unravel)
     return call.finish(result)
 
 

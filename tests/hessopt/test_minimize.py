@@ -28,11 +28,11 @@ X0_2 = np.array([-1.2, 1.0])  # scipy's chained rosen has a second local minimum
 def test_signature_matches_scipy():
     ours = inspect.signature(hessopt.minimize).parameters
     theirs = inspect.signature(scipy.optimize.minimize).parameters
-    shared = ["fun", "x0", "args", "method", "jac", "hess", "hessp", "tol", "callback", "options"]
-    assert [p for p in ours] == shared
+    shared = ["fun", "x0", "args", "method", "jac", "hess", "hessp", "bounds", "constraints", "tol",
+              "callback", "options"]
+    assert [p for p in ours] == shared == [p for p in theirs]
     for name in shared[2:]:
-        if name != "method":
-            assert ours[name].default == theirs[name].default
+        assert ours[name].default == theirs[name].default   # method None: newton-cg here
 
 
 @pytest.mark.parametrize("method", METHODS)
