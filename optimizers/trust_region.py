@@ -238,16 +238,28 @@ def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Cal
     objective = Objective(fun, x0, jac, hess, hessp, operator)
     if not objective.has_hessian:
         raise ValueError("trust-region methods need second derivatives: pass hess or hessp")
+    step = trust_region_step(objective, make_solver, dense=dense, eta=eta, memory=int(nonmonotone),
+                             box=box, initial_trust_radius=initial_trust_radius,
+                             max_trust_radius=max_trust_radius)
+    return run(objective, step, probe=curvature_check(check_second_order, dense), gtol=gtol,
+               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates,
+               box=box)
+
+
+def trust_region_step(objective: Objective, make_solver: Callable | None, *, dense: bool,
+                      eta: float, memory: int = 1, box: Box | None = None,
+                      initial_trust_radius: float | None = None,
+                      max_trust_radius: float | None = None) -> TrustRegion:
+    """The :class:`TrustRegion` step from ``objective.x0``: the radius starts at ``min(||g0||,
+    max(1, ||x0||))`` (the projected gradient with a box) unless given, and is capped at
+    ``1e10 max(1, ||x0||)`` unless given. ``make_solver`` may be None with a box (TRON's step)."""
     x0, g0 = objective.x0, objective.grad(objective.x0)
     xscale = max(1.0, float(np.linalg.norm(x0)))
     gnorm = float(np.linalg.norm(g0 if box is None else box.projected_gradient(x0, g0)))
     radius = initial_trust_radius or min(gnorm, xscale) or 1.0
     control = RadiusControl(radius, max_trust_radius or 1e10 * xscale)
-    step = TrustRegion(objective, make_solver, control, dense=dense, eta=eta,
-                       memory=int(nonmonotone), box=box)
-    return run(objective, step, probe=curvature_check(check_second_order, dense), gtol=gtol,
-               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates,
-               box=box)
+    return TrustRegion(objective, make_solver, control, dense=dense, eta=eta, memory=memory,
+                       box=box)
 
 
 _OPTIONS_DOC = """
