@@ -114,8 +114,8 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     (Lin & Moré 1999; :class:`~optimizers.bounds.BoxTrustRegion`) on the Gauss-Newton model,
     products ``J^T (J v)``; ``method="gn"`` is projected Gauss-Newton, Bertsekas' (1982)
     projected Newton method with the least-squares step of the columns of J of the variables not
-    held at a bound. Success then means the projected gradient passes the gradient test (ftol and
-    xtol do not stop a bounded run), and the result has ``active_mask``.
+    held at a bound. Success then means the projected gradient passes the gradient test (``ftol``,
+    ``xtol`` and ``damping`` play no part), and the result has ``active_mask``.
 
     Raises
     ------

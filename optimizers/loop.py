@@ -323,15 +323,14 @@ class Loop:
         x, f, g = final_point(self.objective, point, status)
         message = self.message or self.step.messages.get(status) or MESSAGES[status]
         counts = self.monitor.counts()
-        if self.box is None:
-            message = with_gradient_norm(message, x, f, g, self.converged)
-        else:
-            message = with_gradient_norm(message.replace("the gradient test", "the projected "
-                                                         "gradient test"),
-                                         x, f, self.box.projected_gradient(x, g), self.converged,
-                                         name="pg")
+        tested, name = g, "g"
+        if self.box is not None:   # the test was on the projected gradient: the message says so
+            message = message.replace("the gradient test", "the projected gradient test")
+            tested, name = self.box.projected_gradient(x, g), "pg"
         result = OptimizeResult(x=x, fun=f, jac=g, nit=nit, **counts, status=status,
-                                success=status == Status.SUCCESS, message=message,
+                                success=status == Status.SUCCESS,
+                                message=with_gradient_norm(message, x, f, tested, self.converged,
+                                                           name),
                                 history=self.monitor.history)
         if self.box is not None:
             result.active_mask = self.box.active_mask(x)
