@@ -141,11 +141,13 @@ class Box:
             t = np.where(d > 0, (self.upper - x) / d, np.where(d < 0, (self.lower - x) / d, np.inf))
         return np.where(np.isnan(t), np.inf, np.maximum(t, 0.0))
 
-    def path(self, x: np.ndarray, d: np.ndarray, t: float) -> np.ndarray:
+    def path(self, x: np.ndarray, d: np.ndarray, t: float,
+             breaks: np.ndarray | None = None) -> np.ndarray:
         """The projected path ``P(x + t d)``, with each variable whose breakpoint is at most t
-        exactly on its bound (rounding in ``x + t d`` would leave it an ulp inside)."""
+        exactly on its bound (rounding in ``x + t d`` would leave it an ulp inside). ``breaks``:
+        ``breakpoints(x, d)``, when the caller has them."""
         point = self.project(x + t * d)
-        hit = self.breakpoints(x, d) <= t
+        hit = (self.breakpoints(x, d) if breaks is None else breaks) <= t
         return np.where(hit & (d > 0), self.upper, np.where(hit & (d < 0), self.lower, point))
 
 
@@ -252,7 +254,7 @@ def cauchy_point(x: np.ndarray, g: np.ndarray, matvec: Callable, box: Box, radiu
     def trial(a: float) -> CauchyPoint | None:
         """The point of alpha = a when acceptable or when its model value is not finite (H is
         not: the search cannot go on), else None."""
-        point = box.path(x, d, a)
+        point = box.path(x, d, a, breaks)
         s = point - x
         if not norm(s) <= radius:
             return None
@@ -366,12 +368,12 @@ class BoxTrustRegion:
             on_boundary = cg.on_boundary
             w = np.zeros_like(x_j)
             w[free] = cg.p
-            breaks = self.box.breakpoints(x_j, w)[free]
-            first_break = float(np.min(breaks, initial=np.inf))
+            breaks = self.box.breakpoints(x_j, w)
+            first_break = float(np.min(breaks[free], initial=np.inf))
             if first_break >= 1.0:   # x_j + w lies in the box: the trial point
-                x_j, q = self.box.path(x_j, w, 1.0), q - cg.decrease
+                x_j, q = self.box.path(x_j, w, 1.0, breaks), q - cg.decrease
                 break
-            x_j, H_step, q = self._projected_search(x_j, w, first_break, grad_q, q)
+            x_j, H_step, q = self._projected_search(x_j, w, breaks, first_break, grad_q, q)
             Hs = Hs + H_step
             if on_boundary:
                 break
@@ -380,7 +382,7 @@ class BoxTrustRegion:
             return BoxSolution(nan, nan, np.nan, False, self.products - start)
         return BoxSolution(x_j, x_j - self.x, -q, on_boundary, self.products - start)
 
-    def _projected_search(self, x_j, w, first_break: float, grad_q, q):
+    def _projected_search(self, x_j, w, breaks, first_break: float, grad_q, q):
         """The next minor iterate on ``P(x_j + beta w)`` (TRON's projected search) when the full
         step leaves the box: its point, the product of H with the step from x_j, and the model
         value there."""
@@ -390,7 +392,7 @@ class BoxTrustRegion:
                 # the ray up to the first breakpoint lies in the box and q decreases along it
                 # (w is a CG descent direction): stop there, one more bound active
                 beta = first_break
-            point = self.box.path(x_j, w, beta)
+            point = self.box.path(x_j, w, beta, breaks)
             step = point - x_j
             H_step = self.matvec(step)
             slope = float(grad_q @ step)
