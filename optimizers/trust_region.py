@@ -41,6 +41,11 @@ from .subproblems import Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, Subprobl
 # evaluations, 15-50 about half. The dense methods stay monotone: nonmonotone, they followed
 # the asymptotic valleys of Beale and Powell's badly scaled function away from the minimum.
 NONMONOTONE_MEMORY = 20
+# A step is accepted when its reduction ratio exceeds eta. With bounds the step is TRON's and so
+# is the threshold, eta_0 = 1e-4 of Lin & Moré's dtron: on the minimal surface problem (n = 10,000)
+# it takes 64 iterations and 892 products where 0.15 takes 82 and 1,152; the other bounded
+# problems run alike with either.
+ETA, TRON_ETA = 0.15, 1e-4
 
 
 class RadiusControl:
@@ -226,7 +231,7 @@ def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Cal
               hess: Callable | None, hessp: Callable | None, callback: Callable | None,
               operator: Callable | None, gtol: float | None, maxiter: int | None,
               disp: bool, initial_trust_radius: float | None, max_trust_radius: float | None,
-              eta: float, check_second_order: bool, keep_iterates: bool, bounds,
+              eta: float | None, check_second_order: bool, keep_iterates: bool, bounds,
               nonmonotone: int = 1) -> OptimizeResult:
     """A trust-region method with the subproblem solver ``make_solver(g, H)`` (H dense or as
     products, after ``dense``), or TRON's bounded step with ``bounds``."""
@@ -238,6 +243,8 @@ def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Cal
     objective = Objective(fun, x0, jac, hess, hessp, operator)
     if not objective.has_hessian:
         raise ValueError("trust-region methods need second derivatives: pass hess or hessp")
+    if eta is None:
+        eta = ETA if box is None else TRON_ETA
     step = trust_region_step(objective, make_solver, dense=dense, eta=eta, memory=int(nonmonotone),
                              box=box, initial_trust_radius=initial_trust_radius,
                              max_trust_radius=max_trust_radius)
@@ -286,7 +293,8 @@ _OPTIONS_DOC = """
     max_trust_radius
         Default ``1e10 * max(1, ||x0||)``.
     eta
-        Accept a step when the reduction ratio exceeds ``eta`` (in [0, 0.25)).
+        Accept a step when the reduction ratio exceeds ``eta`` (in [0, 0.25)); default 0.15,
+        and with bounds TRON's 1e-4.
     check_second_order
         At a first-order point, look for negative curvature ({check}); if found, keep iterating
         along it and report status 5 only if that fails.
@@ -345,7 +353,7 @@ def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
                        operator: Callable[[np.ndarray], HessianOperator] | None = None,
                        gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                        initial_trust_radius: float | None = None,
-                       max_trust_radius: float | None = None, eta: float = 0.15,
+                       max_trust_radius: float | None = None, eta: float | None = None,
                        check_second_order: bool = True, keep_iterates: bool = True,
                        nonmonotone: int = NONMONOTONE_MEMORY,
                        bounds: Box | tuple | None = None) -> OptimizeResult:
@@ -362,7 +370,7 @@ def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callabl
                           operator: Callable[[np.ndarray], HessianOperator] | None = None,
                           gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                           initial_trust_radius: float | None = None,
-                          max_trust_radius: float | None = None, eta: float = 0.15,
+                          max_trust_radius: float | None = None, eta: float | None = None,
                           check_second_order: bool = True, keep_iterates: bool = True,
                           nonmonotone: int = NONMONOTONE_MEMORY,
                           bounds: Box | tuple | None = None) -> OptimizeResult:
@@ -380,7 +388,7 @@ def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable
                          operator: Callable[[np.ndarray], HessianOperator] | None = None,
                          gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                          initial_trust_radius: float | None = None,
-                         max_trust_radius: float | None = None, eta: float = 0.15,
+                         max_trust_radius: float | None = None, eta: float | None = None,
                          check_second_order: bool = True, keep_iterates: bool = True,
                          bounds: Box | tuple | None = None) -> OptimizeResult:
     """Trust-region method with nearly exact subproblems (Moré & Sorensen 1983; N&W Alg. 4.3).
@@ -396,7 +404,7 @@ def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
                     operator: Callable[[np.ndarray], HessianOperator] | None = None,
                     gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                     initial_trust_radius: float | None = None,
-                    max_trust_radius: float | None = None, eta: float = 0.15,
+                    max_trust_radius: float | None = None, eta: float | None = None,
                     check_second_order: bool = True, keep_iterates: bool = True,
                     bounds: Box | tuple | None = None) -> OptimizeResult:
     """Powell's dogleg trust-region method (N&W §4.1), also for indefinite Hessians.
