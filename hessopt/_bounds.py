@@ -108,8 +108,8 @@ def in_the_box(box: Box | None, x0: np.ndarray, method: str,
                methods: tuple = BOUNDED_METHODS) -> tuple[Box | None, np.ndarray, str | None]:
     """The box a method runs in, x0 clipped into it and the clipping note (:func:`clip_into`).
 
-    Bounds with no finite entry are no bounds (None: every method takes them). A method not
-    among ``methods`` (those that take bounds) is refused by name.
+    A box with no finite bound is no box (None: every method takes it). A method not among
+    ``methods`` (those that take bounds) is refused by name.
 
     Examples
     --------
@@ -121,12 +121,17 @@ def in_the_box(box: Box | None, x0: np.ndarray, method: str,
     >>> in_the_box(Box([-np.inf], [np.inf]), np.array([2.0]), "arc")
     (None, array([2.]), None)
     """
-    if box is None or not (np.isfinite(box.lower).any() or np.isfinite(box.upper).any()):
+    if not binds(box):
         return None, x0, None
     if method not in methods:
         raise ValueError(f"method {method!r} does not take bounds; the methods that do: "
                          f"{', '.join(methods)}")
     return (box, *clip_into(box, x0))
+
+
+def binds(box: Box | None) -> bool:
+    """Whether there is a box with a finite bound somewhere."""
+    return box is not None and bool(np.isfinite(box.lower).any() or np.isfinite(box.upper).any())
 
 
 def report_bounds(result, mask: np.ndarray, note: str | None, unravel) -> None:

@@ -16,7 +16,7 @@ from scipy.optimize import OptimizeResult
 import autodiff as ad
 import optimizers
 
-from ._bounds import BOUNDED_DEFAULT, box_from_bounds, in_the_box, report_bounds
+from ._bounds import BOUNDED_DEFAULT, binds, box_from_bounds, in_the_box, report_bounds
 from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, exact_derivatives, normalize,
                          real_array, residual_vector, scalar_value, scipy_rosen_derivatives,
                          value_and_gradient)
@@ -249,7 +249,7 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
                          f"{type(constraints).__name__} {constraints!r:.60}")
     box = box_from_bounds(bounds, x0)
     if method is None:
-        method = "newton-cg" if box is None else BOUNDED_DEFAULT
+        method = BOUNDED_DEFAULT if binds(box) else "newton-cg"
     solver = _method(method)
     jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
     options = dict(options or {})

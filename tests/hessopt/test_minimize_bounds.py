@@ -186,6 +186,8 @@ def test_bad_bounds_and_unsupported_combinations_are_refused_by_name():
     # bounds with no finite entry are no bounds: every method takes them, and nothing is active
     result = hessopt.minimize(f, np.ones(2), method="arc", bounds=[(None, None)] * 2)
     assert result.success and not result.active_mask.any()
+    default = hessopt.minimize(f, np.ones(2), bounds=Bounds(-np.inf, np.inf))
+    assert "cg" in default.history and "radius" not in default.history   # newton-cg, as unbounded
 
 
 def test_least_squares_reports_active_mask_always_and_takes_scipy_forms():
