@@ -16,10 +16,10 @@ from scipy.optimize import OptimizeResult
 import autodiff as ad
 import optimizers
 
-from ._bounds import BOUNDED_DEFAULT, binds, box_from_bounds, in_the_box, report_bounds
 from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, exact_derivatives, normalize,
                          real_array, residual_vector, scalar_value, scipy_rosen_derivatives,
                          value_and_gradient)
+from ._bounds import BOUNDED_DEFAULT, binds, box_from_bounds, in_the_box, report_bounds
 
 METHODS: dict[str, Callable] = {
     "newton": optimizers.minimize_newton,

@@ -188,9 +188,10 @@ for problem, pair in ((obstacle, value_and_grad), (torsion, torsion_value_and_gr
 # On both problems TRON needs about 11 and 19 gradients and a few hundred Hessian-vector
 # products (each about the cost of a gradient); L-BFGS-B about 62 and 61 gradients, stopping at
 # its default projected-gradient tolerance of 10⁻⁵ (hessopt's relative test asks for a projected
-# gradient 170 to 1000 times smaller on these two). TNC takes thousands of gradients (its Hessian products are finite differences of
-# gradients) and, on the torsion problem, reports success at a point whose value is still
-# about 8 × 10⁻⁶ relative above the minimum: a false success by the problem's test.
+# gradient 170 to 1000 times smaller on these two). TNC takes thousands of gradients (its Hessian
+# products are finite differences of gradients) and, on the torsion problem, reports success at a
+# point whose value is still about 8 × 10⁻⁶ relative above the minimum: a false success by the
+# problem's test.
 
 # %%
 claim("obstacle: hessopt gradients", table["obstacle", "hessopt"].njev, 11, atol=3)

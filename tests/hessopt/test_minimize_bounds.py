@@ -170,7 +170,9 @@ def test_minimize_many_passes_bounds_on():
 
 
 def test_bad_bounds_and_unsupported_combinations_are_refused_by_name():
-    f = lambda x: np.sum(x ** 2)  # noqa: E731
+    def f(x):
+        return np.sum(x ** 2)
+
     with pytest.raises(ValueError, match="lower bound exceeds the upper bound at index 1"):
         hessopt.minimize(f, np.zeros(2), bounds=[(0, 1), (2, 1)])
     with pytest.raises(ValueError, match="bounds has 1 \\(lo, hi\\) pairs, but x0 has 2"):
