@@ -1,4 +1,4 @@
-"""Bound-constrained problems against scipy's bound-constrained methods.
+"""Bound-constrained problems: hessopt against scipy's bound-constrained methods.
 
 The four MINPACK-2 problems TRON was measured on (Lin & Moré 1999; ``hessopt.problems.bounded``:
 elastic-plastic torsion, the obstacle problem, pressure in a journal bearing, the minimal surface
@@ -6,20 +6,27 @@ over an obstacle), at n = 10,000 by default, non-negative least squares (2000 x 
 ``||A x - b||^2`` over ``x >= 0``, its minimum from ``scipy.optimize.nnls``) and chained
 Rosenbrock in a box at n = 10,000.
 
-scipy's L-BFGS-B and TNC get hessopt's exact gradient (value and gradient from one traced sweep,
-``jac=True``), trust-constr also its exact Hessian-vector products (``hessp`` from the cached
-recording of the gradient); all run with their default options, as a user would call them. The
-table has ``python -m hessopt``'s columns: solved (the final f within 1e-6 relative of the minimum
-over the box, ``Problem.solved``; NO* = success reported at a point that is not the minimum), f,
-the projected gradient's inf-norm, iterations, evaluations of f alone, of the gradient and of
-Hessian-vector products (TNC's finite-difference products are gradient evaluations, counted
-there), and wall time (objectives traced before the clock starts; one BLAS thread for every
-method); a second table sums gradients and Hessian products per problem and method.
+hessopt runs as a user calls it, ``hessopt.minimize(fun, x0, bounds=Bounds(lower, upper))`` with
+its default method for bounds (trust-ncg: TRON) unless ``--hessopt`` names others (newton-cg is
+projected Newton-CG); its time includes tracing the objective. scipy's L-BFGS-B and TNC get
+hessopt's exact gradient (value and gradient from one traced sweep, ``jac=True``), trust-constr
+also its exact Hessian-vector products (``hessp`` from the cached recording of the gradient),
+traced before the clock starts; all run with their default options. The table has ``python -m
+hessopt``'s columns: solved (the final f within 1e-6 relative of the minimum over the box,
+``Problem.solved``, at a point in the box; NO* = success reported at a point that is not the
+minimum), f, the projected gradient's inf-norm, iterations, evaluations of f alone, of the
+gradient and of Hessian-vector products (TNC's finite-difference products are gradient
+evaluations, counted there), and wall time (one BLAS thread for every method). A second table
+sums gradients and Hessian products per problem and method; a third gives hessopt's wall time
+over L-BFGS-B's.
 
-The hessopt columns are added once ``hessopt.minimize`` takes ``bounds`` (issue 22, phase B).
+Timing: hessopt and L-BFGS-B run ``--repeats`` times in interleaved rounds (hessopt, then
+L-BFGS-B, on the same problem, round after round), and the tables show median times and the
+median of the per-round ratios, so a machine under load slows both alike; TNC and trust-constr
+(tens of seconds each at n = 10,000) run once.
 
 Run: python benchmarks/bench_bounds.py [--n 10000] [--problems torsion,nnls,...]
-         [--methods L-BFGS-B,TNC,trust-constr]
+         [--methods L-BFGS-B,TNC,trust-constr] [--hessopt trust-ncg,newton-cg] [--repeats 5]
 """
 from __future__ import annotations
 
@@ -31,11 +38,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import time  # noqa: E402
+from dataclasses import replace  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.optimize  # noqa: E402
 
 import autodiff as ad  # noqa: E402
+import hessopt  # noqa: E402
 from hessopt import problems  # noqa: E402
 from hessopt.suite import Run, format_table  # noqa: E402
 from optimizers.bounds import Box  # noqa: E402
@@ -137,16 +146,66 @@ def run_scipy(problem: problems.Problem, method: str) -> Run:
                counted.g - 1, counted.hv, seconds, str(result.message))
 
 
+def run_hessopt(problem: problems.Problem, method: str) -> Run:
+    """``hessopt.minimize`` with the problem's bounds and ``method`` (its defaults otherwise);
+    ``gnorm`` is the final projected gradient's inf-norm."""
+    box = Box(problem.lower, problem.upper)
+    start = time.perf_counter()
+    result = hessopt.minimize(problem.fun, np.array(problem.x0), method=method,
+                              bounds=scipy.optimize.Bounds(problem.lower, problem.upper),
+                              options={"keep_iterates": False})
+    seconds = time.perf_counter() - start
+    solved = problem.solved(result.fun) and box.contains(result.x)
+    return Run(problem.name, problem.n, f"hessopt {method}", solved, bool(result.success),
+               result.fun, float(np.max(np.abs(box.projected_gradient(result.x, result.jac)))),
+               int(result.nit), result.nfev, result.njev, result.nhev, seconds,
+               str(result.message))
+
+
+def interleaved(problem: problems.Problem, hessopt_methods: list[str], scipy_methods: list[str],
+                repeats: int) -> tuple[list[Run], dict]:
+    """Every method on one problem: hessopt's and L-BFGS-B ``repeats`` times in interleaved
+    rounds, the others once. Returns one Run per method (the median time; counts are the same in
+    every round) and, per hessopt method, the median of its per-round time ratios to L-BFGS-B."""
+    fast = [("hessopt", m) for m in hessopt_methods] + [("scipy", m) for m in scipy_methods
+                                                         if m == "L-BFGS-B"]
+    rounds = {key: [] for key in fast}
+    for _ in range(repeats):
+        for key in fast:
+            rounds[key].append(run_hessopt(problem, key[1]) if key[0] == "hessopt"
+                               else run_scipy(problem, key[1]))
+    runs = [replace(r[0], seconds=float(np.median([run.seconds for run in r])))
+            for r in rounds.values()]
+    runs += [run_scipy(problem, m) for m in scipy_methods if m != "L-BFGS-B"]
+    ratios = {}
+    if ("scipy", "L-BFGS-B") in rounds:
+        reference = [run.seconds for run in rounds[("scipy", "L-BFGS-B")]]
+        ratios = {m: float(np.median([run.seconds / ref for run, ref
+                                      in zip(rounds[("hessopt", m)], reference)]))
+                  for m in hessopt_methods}
+    return runs, ratios
+
+
+def format_ratios(ratios: dict) -> str:
+    """hessopt's wall time over L-BFGS-B's per problem (medians of the per-round ratios)."""
+    methods = list(dict.fromkeys(m for per_method in ratios.values() for m in per_method))
+    lines = [f"{'time / L-BFGS-B time':<32}" + "".join(f"{'hessopt ' + m:>20}" for m in methods)]
+    for (problem, n), per_method in ratios.items():
+        lines.append(f"{problem + f' (n = {n})':<32}" + "".join(
+            f"{per_method[m]:>19.2f}x" if m in per_method else f"{'-':>20}" for m in methods))
+    return "\n".join(lines)
+
+
 def format_evaluations(runs: list[Run]) -> str:
     """Gradients plus Hessian-vector products per problem (rows) and method (columns)."""
     methods = list(dict.fromkeys(r.method for r in runs))
     problems_run = list(dict.fromkeys((r.problem, r.n) for r in runs))
-    lines = [f"{'gradients + Hessian products':<32}" + "".join(f"{m:>14}" for m in methods)]
+    lines = [f"{'gradients + Hessian products':<32}" + "".join(f"{m:>20}" for m in methods)]
     for problem, n in problems_run:
         cells = {r.method: r for r in runs if (r.problem, r.n) == (problem, n)}
         lines.append(f"{problem + f' (n = {n})':<32}" + "".join(
-            f"{cells[m].njev + cells[m].nhev:>13,}{'' if cells[m].solved else '*':<1}"
-            if m in cells else f"{'-':>14}" for m in methods))
+            f"{cells[m].njev + cells[m].nhev:>19,}{'' if cells[m].solved else '*':<1}"
+            if m in cells else f"{'-':>20}" for m in methods))
     lines.append("* not solved")
     return "\n".join(lines)
 
@@ -155,20 +214,30 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000, help="grid problems' size (a square)")
     parser.add_argument("--problems", default=",".join(GRID_PROBLEMS + ("nnls", "bounded_rosenbrock")))
-    parser.add_argument("--methods", default=",".join(SCIPY_METHODS))
+    parser.add_argument("--methods", default=",".join(SCIPY_METHODS), help="scipy's methods")
+    parser.add_argument("--hessopt", default="trust-ncg", help="hessopt's methods")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="interleaved rounds of hessopt and L-BFGS-B")
     args = parser.parse_args(argv)
-    runs = []
+    hessopt_methods = [m for m in args.hessopt.split(",") if m]
+    scipy_methods = [m for m in args.methods.split(",") if m]
+    runs, ratios = [], {}
     for name in args.problems.split(","):
         problem = bounded_problem(name, args.n)
-        for method in args.methods.split(","):
-            runs.append(run_scipy(problem, method))
-            print(format_table(runs[-1:]).splitlines()[2], flush=True)
+        problem_runs, ratios[(problem.name, problem.n)] = interleaved(
+            problem, hessopt_methods, scipy_methods, args.repeats)
+        runs += problem_runs
+        print("\n".join(format_table(problem_runs).splitlines()[2:-1]), flush=True)
     print()
     print(format_table(runs).replace("||g||inf", "||pg||inf"))
     print("||pg||inf: the projected gradient; nfev: values of f alone; njev: gradients; nhev: "
-          "Hessian-vector products")
+          "Hessian-vector products; time: the median of the interleaved rounds (hessopt and "
+          "L-BFGS-B), one run (TNC, trust-constr)")
     print()
     print(format_evaluations(runs))
+    if any(ratios.values()):
+        print()
+        print(format_ratios({key: value for key, value in ratios.items() if value}))
 
 
 if __name__ == "__main__":

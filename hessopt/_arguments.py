@@ -42,7 +42,7 @@ SCIPY_ONLY_OPTIONS = {
 }
 # Parameters the face passes itself, never through ``options``.
 _CALL_PARAMETERS = frozenset({"fun", "residuals", "x0", "jac", "hess", "hessp", "operator", "callback",
-                              "method"})
+                              "method", "bounds"})
 
 
 def is_tree(x0) -> bool:

@@ -25,6 +25,12 @@ from optimizers.bounds import Box
 
 from ._arguments import is_tree
 
+# The methods that take bounds (the rest refuse them by name), and the one used with bounds when
+# no method is named: TRON's trust-region Newton step (trust-ncg and trust-krylov share it).
+BOUNDED_METHODS = ("trust-ncg", "trust-krylov", "newton-cg", "trust-exact", "dogleg", "newton",
+                   "gd", "adam")
+BOUNDED_DEFAULT = "trust-ncg"
+
 
 def box_from_bounds(bounds: Any, x0: Any, *, pairs: bool = True) -> Box | None:
     """The box over flat x0 that ``bounds`` describes; None when ``bounds`` is None.
@@ -96,6 +102,45 @@ def clip_into(box: Box, x: np.ndarray) -> tuple[np.ndarray, str | None]:
         return clipped, None
     return clipped, (f"x0 lay outside the bounds in {moved.size} of {x.size} entries (the first at "
                      f"flat index {moved[0]}) and was clipped into the box")
+
+
+def in_the_box(box: Box | None, x0: np.ndarray, method: str,
+               methods: tuple = BOUNDED_METHODS) -> tuple[Box | None, np.ndarray, str | None]:
+    """The box a method runs in, x0 clipped into it and the clipping note (:func:`clip_into`).
+
+    A box with no finite bound is no box (None: every method takes it). A method not among
+    ``methods`` (those that take bounds) is refused by name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from optimizers.bounds import Box
+    >>> from hessopt._bounds import in_the_box
+    >>> in_the_box(Box([0.0], [1.0]), np.array([2.0]), "trust-ncg")[1:]
+    (array([1.]), 'x0 lay outside the bounds in 1 of 1 entries (the first at flat index 0) and was clipped into the box')
+    >>> in_the_box(Box([-np.inf], [np.inf]), np.array([2.0]), "arc")
+    (None, array([2.]), None)
+    """
+    if not binds(box):
+        return None, x0, None
+    if method not in methods:
+        raise ValueError(f"method {method!r} does not take bounds; the methods that do: "
+                         f"{', '.join(methods)}")
+    return (box, *clip_into(box, x0))
+
+
+def binds(box: Box | None) -> bool:
+    """Whether there is a box with a finite bound somewhere."""
+    return box is not None and bool(np.isfinite(box.lower).any() or np.isfinite(box.upper).any())
+
+
+def report_bounds(result, mask: np.ndarray, note: str | None, unravel) -> None:
+    """Add ``active_mask`` (integers in the form of x0: an array of its shape, or a pytree of its
+    structure) to ``result``, and end its message with the clipping ``note``."""
+    leaves, treedef = ad.tree.flatten(unravel(mask.astype(float)))
+    result.active_mask = ad.tree.unflatten(treedef, [np.asarray(leaf).astype(int) for leaf in leaves])
+    if note is not None:
+        result.message = f"{result.message} Note: {note}."
 
 
 class _Layout(NamedTuple):

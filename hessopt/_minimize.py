@@ -15,18 +15,17 @@ from scipy.optimize import HessianUpdateStrategy, OptimizeResult
 
 import autodiff as ad
 import optimizers
+from optimizers.bounds import restrict
 from optimizers.krylov import CURVATURE_PROBE_STEPS, clearly_negative, leftmost_curvature
 from optimizers.objective import MESSAGES, Status
 
 from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, as_options, check_option,
                          exact_derivatives, gradient_vector, normalize, real_array, residual_vector,
                          scalar_value, scipy_rosen_derivatives, value_and_gradient)
+from ._bounds import BOUNDED_DEFAULT, binds, box_from_bounds, in_the_box, report_bounds
 from ._hessians import GradientDerivative, LastGradient, QuasiNewton
 
-DEFAULT_METHOD = "newton-cg"
-# The methods that will take bounds (issue 22: projected Newton-CG, TRON's bounded trust region).
-BOUNDED_METHODS = ("newton-cg", "trust-ncg")
-
+DEFAULT_METHOD = "newton-cg"   # as scipy's minimize without bounds; "trust-ncg" with bounds
 METHODS: dict[str, Callable] = {
     "newton": optimizers.minimize_newton,
     "newton-cg": optimizers.minimize_newton_cg,
@@ -182,6 +181,18 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     a scalar with ``loss(predict(x)) == fun(x)``; CG then runs on generalized Gauss-Newton products
     (Martens 2010). ``"adam"`` and ``"gd"`` are first-order baselines.
 
+    Bounds: ``bounds`` is a ``scipy.optimize.Bounds`` or a sequence of ``(lo, hi)`` pairs (None or
+    an infinity for no bound), one per entry of x0 in its raveled order, or, for a pytree x0, a
+    pytree of x0's structure with a pair per array; ``lo == hi`` fixes a variable. trust-ncg and
+    trust-krylov (the default with bounds) become TRON, Lin & Moré's (1999) bound-constrained
+    trust-region Newton method, trust-exact and dogleg the same on the dense Hessian, newton-cg
+    and newton Bertsekas' (1982) projected Newton method, gd and adam projected updates; arc and
+    hessian-free refuse bounds. ``fun`` is never evaluated outside the box (x0 outside it is
+    clipped into it, and the message says so); success means the projected gradient passes the
+    gradient test and the free variables show no negative curvature. The result has
+    ``active_mask`` in the form of x0 (-1 at a lower bound, +1 at an upper one, 0 free, as
+    scipy's ``least_squares``), and the history an ``active`` column, the bounds x is on.
+
     Parameters
     ----------
     fun : callable
@@ -192,11 +203,14 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         Extra arguments of fun, jac, hess and hessp.
     method : str, optional
         One of ``hessopt.METHODS`` (newton, newton-cg, trust-ncg, trust-krylov, trust-exact,
-        dogleg, arc, hessian-free), or "adam", "gd"; case-insensitive. None: "newton-cg".
+        dogleg, arc, hessian-free), or "adam", "gd"; case-insensitive. Default (None) "newton-cg",
+        and "trust-ncg" with bounds.
     jac, hess, hessp : optional
         User derivatives, as in scipy; exact ones from autodiff where not given.
-    bounds, constraints : optional
-        Only None and () (scipy's defaults): these methods are unconstrained.
+    bounds : scipy.optimize.Bounds, sequence of (lo, hi) pairs, or pytree of pairs, optional
+        Bound constraints (see above).
+    constraints : ()
+        General constraints are not supported: anything but an empty sequence (or None) is refused.
     tol : float, optional
         Sets ``gtol``.
     callback : callable, optional
@@ -208,17 +222,18 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     -------
     scipy.optimize.OptimizeResult
         ``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``njev``, ``nhev``, ``status``, ``success``,
-        ``message``, ``history``, and for the second-order methods ``hessian_source``
+        ``message``, ``history``, for the second-order methods ``hessian_source``
         ("autodiff", "autodiff of the gradient", "finite differences of the gradient", "hess",
-        "hessp", "quasi-Newton (BFGS updates)", ...).
+        "hessp", "quasi-Newton (BFGS updates)", ...), and with bounds ``active_mask``.
 
     Raises
     ------
     TypeError
         If fun is not callable, derivatives have the wrong type, or an option is of the wrong kind.
     ValueError
-        For an unknown method, an option out of range, bounds or constraints, or jac/hess/hessp
-        with Variables.
+        For an unknown method, an option out of range, jac/hess/hessp with Variables, bad
+        bounds (which entry, and why), bounds with a method that does not take them, or
+        constraints.
 
     Examples
     --------
@@ -235,12 +250,21 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     >>> _ = hessopt.minimize(lambda: np.sum((w - [1.0, 2.0]) ** 2), [w], method="newton")
     >>> w.numpy()
     array([1., 2.])
+
+    Non-negative least squares: the first variable ends on its bound.
+
+    >>> A, b = np.array([[1.0, 0.0], [1.0, 1.0]]), np.array([-1.0, 1.0])
+    >>> result = hessopt.minimize(lambda x: np.sum((A @ x - b) ** 2), [1.0, 1.0], bounds=[(0, None)] * 2)
+    >>> result.x.round(6), result.active_mask
+    (array([0., 1.]), array([-1,  0]))
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
-    method = DEFAULT_METHOD if method is None else method
+    _refuse_constraints(constraints)
+    box = box_from_bounds(bounds, x0)
+    if method is None:
+        method = BOUNDED_DEFAULT if binds(box) else DEFAULT_METHOD
     solver = _method(method)
-    _refuse_constraints(bounds, constraints)
     jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
     options = as_options(options)
     if tol is not None:
@@ -250,6 +274,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     trace = options.pop("trace", True)
     check_option("trace", trace)
     call = normalize(x0, args, callback, options, solver, method.lower())
+    start = call.x0
+    box, call.x0, note = in_the_box(box, call.x0, method.lower())
     variables = _variables(x0)
     if variables is None:
         derivatives = AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel,
@@ -275,12 +301,13 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
             hess, hessp, call, derivatives, gradient=gradient, last=last, trace=trace, ggn=ggn is not None)
     if isinstance(source, (QuasiNewton, GradientDerivative)):   # they read the run's last gradient
         flat_fun, flat_jac = (last, True) if flat_jac is True else (flat_fun, last)
+    bounded = {} if box is None else {"bounds": box}
     try:
         result = solver(flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
-                        callback=call.callback, operator=operator, **call.options)
+                        callback=call.callback, operator=operator, **bounded, **call.options)
     except BaseException:
         if variables is not None:
-            derivatives.point(call.x0)
+            derivatives.point(start)
         raise
     if variables is not None:
         derivatives.point(result.x)
@@ -288,7 +315,12 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         _report_hessian(result, source)
     if isinstance(source, QuasiNewton) and result.success and call.options.get("check_second_order", True):
         exact = GradientDerivative(gradient, last, trace=trace) if gradient is not None else derivatives.at
-        _check_curvature(result, exact(result.x).matvec)
+        matvec, free = exact(result.x).matvec, np.ones(result.x.size, dtype=bool)
+        if box is not None:   # with bounds, the curvature that counts is that of the free variables
+            free = box.free(result.x)
+            matvec = restrict(matvec, free)
+        if free.any():
+            _check_curvature(result, matvec, int(free.sum()))
     if counted is None:
         result.njev += last.extra
     else:   # every call of the user's gradient, the Hessian's recordings and differences too
@@ -297,20 +329,19 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
             result.nfev = counted.calls   # jac=True: each gradient is a call of fun
     if derivatives.untraced_reason is not None:
         result.untraced_reason = derivatives.untraced_reason
+    if bounds is not None:
+        report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note,
+                      call.unravel)
     return call.finish(result)
 
 
-def _refuse_constraints(bounds, constraints) -> None:
-    """scipy's ``bounds=None`` and empty ``constraints`` are accepted; anything else is refused by
-    name, never ignored (scipy's Newton-CG and trust-region methods warn and drop them)."""
-    if bounds is not None:
-        raise ValueError(f"bounds are not supported yet: they are coming to {' and '.join(BOUNDED_METHODS)} "
-                         "(until then, scipy.optimize.minimize with L-BFGS-B, TNC or trust-constr "
-                         "takes them); pass bounds=None")
+def _refuse_constraints(constraints) -> None:
+    """scipy's empty ``constraints`` (or None) are accepted; anything else is refused by name, never
+    ignored (scipy's Newton-CG and trust-region methods warn and drop them)."""
     if constraints is not None and not (isinstance(constraints, (tuple, list)) and len(constraints) == 0):
-        raise ValueError("constraints are not supported: hessopt's methods are unconstrained "
-                         "(scipy.optimize.minimize with SLSQP or trust-constr takes them); pass "
-                         "constraints=()")
+        raise ValueError("constraints are not supported (bounds are: pass bounds=); hessopt's methods "
+                         "take no general constraints (scipy.optimize.minimize with SLSQP or "
+                         f"trust-constr does); got {type(constraints).__name__} {constraints!r:.60}")
 
 
 def _variables(x0) -> list | None:
@@ -414,12 +445,12 @@ def _second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivative
     return None, None, derivatives.at, _Named("autodiff (generalized Gauss-Newton)" if ggn else "autodiff")
 
 
-def _check_curvature(result: OptimizeResult, matvec: Callable) -> None:
+def _check_curvature(result: OptimizeResult, matvec: Callable, n: int) -> None:
     """A quasi-Newton run's success, checked with true second derivatives at its end: the
     strategy's matrix (positive definite for BFGS) cannot tell a saddle point from a minimum, the
-    loop's own Krylov check with ``matvec`` can. Clearly negative curvature turns the result into
-    status 5 (no false success)."""
-    estimate = leftmost_curvature(matvec, result.x.size, CURVATURE_PROBE_STEPS)
+    loop's own Krylov check with ``matvec`` (over n variables) can. Clearly negative curvature
+    turns the result into status 5 (no false success)."""
+    estimate = leftmost_curvature(matvec, n, CURVATURE_PROBE_STEPS)
     if estimate is not None and clearly_negative(estimate[0], estimate[2]):
         result.update(status=Status.NOT_A_MINIMUM, success=False, message=(
             f"{MESSAGES[Status.NOT_A_MINIMUM]}: the gradient test passed, but the true Hessian has "
@@ -440,7 +471,7 @@ def _report_hessian(result: OptimizeResult, source) -> None:
 
 def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | None = None,
                   args: tuple = (), callback: Callable | None = None,
-                  options: dict | None = None) -> OptimizeResult:
+                  options: dict | None = None, bounds=None) -> OptimizeResult:
     """Minimize 0.5 ||r(x)||^2 by Levenberg-Marquardt (``"lm"``) or Gauss-Newton (``"gn"``).
 
     The Jacobian comes from autodiff in one vectorized sweep unless ``jac`` is given: a replayed
@@ -451,6 +482,15 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
     and ``result.grad`` have the form of ``x0``. Gauss-Newton uses J^T J as the Hessian, with no
     second derivatives (Nocedal & Wright, 2006, ch. 10; Moré 1978 for the Levenberg-Marquardt
     scaling).
+
+    ``bounds`` are scipy ``least_squares``' ``(lb, ub)`` (each a scalar or an array of x0's shape
+    or size, a pytree of x0's structure for a pytree x0; ``-np.inf``/``np.inf`` or None for no
+    bound) or a ``scipy.optimize.Bounds``. Levenberg-Marquardt is then the trust-region method
+    with TRON's bounded step on the Gauss-Newton model (Lin & Moré 1999), Gauss-Newton the
+    projected one (Bertsekas 1982); the residuals are never evaluated outside the box (x0 is
+    clipped into it, and the message says so) and success means the projected gradient test.
+    ``result.active_mask`` (always there, in the form of x0) is -1 at a lower bound, +1 at an
+    upper one and 0 for free variables, as in scipy.
 
     Parameters
     ----------
@@ -463,19 +503,21 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
         The Jacobian of the raveled residuals (default: autodiff).
     args, callback, options
         As for :func:`minimize`.
+    bounds : (lb, ub) or scipy.optimize.Bounds, optional
+        Bound constraints (see above).
 
     Returns
     -------
     scipy.optimize.OptimizeResult
         ``x``, ``cost`` (0.5 ||r||^2), ``fun`` (the residuals), ``jac``, ``grad``, counts, ``status``,
-        ``success``, ``message``, ``history``.
+        ``success``, ``message``, ``history``, ``active_mask``.
 
     Raises
     ------
     TypeError
         If residuals is not callable.
     ValueError
-        For an unknown method or jac.
+        For an unknown method or jac, or bad bounds (which entry, and why).
 
     Examples
     --------
@@ -487,16 +529,25 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
     >>> y = 2 * np.exp(-0.5 * t)
     >>> hessopt.least_squares(lambda x: x[0] * np.exp(-x[1] * t) - y, [1.0, 1.0]).x.round(6)
     array([2. , 0.5])
+
+    With the rate held at or below 0.4, it ends on that bound:
+
+    >>> result = hessopt.least_squares(lambda x: x[0] * np.exp(-x[1] * t) - y, [1.0, 0.1],
+    ...                                bounds=([0, 0], [np.inf, 0.4]))
+    >>> result.x.round(6), result.active_mask
+    (array([1.903881, 0.4     ]), array([0, 1]))
     """
     if not callable(residuals):
         raise TypeError(f"residuals must be callable, got {type(residuals).__name__}")
     if method not in ("lm", "gn"):
         raise ValueError(f"unknown least-squares method {method!r}; choose 'lm' or 'gn'")
+    box = box_from_bounds(bounds, x0, pairs=False)
     options = as_options(options)
     trace = options.pop("trace", True)
     check_option("trace", trace)
     call = normalize(x0, args, callback, options, optimizers.least_squares_lm, "least_squares")
     unravel, args, n = call.unravel, call.args, call.x0.size
+    box, call.x0, note = in_the_box(box, call.x0, method, ("lm", "gn"))
 
     def flat_residuals(x):
         return residual_vector(residuals(unravel(x), *args))
@@ -511,9 +562,10 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
         raise ValueError(f"jac must be a callable or None (exact, from autodiff); got {jac!r}")
     result = optimizers.least_squares_lm(lambda x: np.asarray(_value(flat_residuals(x)), dtype=float),
                                          call.x0, jacobian, callback=call.callback, method=method,
-                                         **call.options)
+                                         bounds=box, **call.options)
     if traced is not None and traced.fallback_reason is not None:
         result.untraced_reason = traced.fallback_reason
+    report_bounds(result, result.get("active_mask", np.zeros(n, dtype=int)), note, unravel)
     return call.finish(result, ("x", "grad"))
 
 

@@ -36,6 +36,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from .krylov import forcing_term, norm, steihaug_maxiter
+from .linesearch import LineSearchResult
 from .subproblems import SteihaugCG
 
 # Sufficient decrease of a projected search on the model, q(s) <= MU0 * g^T s (Lin & Moré's mu_0,
@@ -140,12 +141,42 @@ class Box:
             t = np.where(d > 0, (self.upper - x) / d, np.where(d < 0, (self.lower - x) / d, np.inf))
         return np.where(np.isnan(t), np.inf, np.maximum(t, 0.0))
 
-    def path(self, x: np.ndarray, d: np.ndarray, t: float) -> np.ndarray:
+    def path(self, x: np.ndarray, d: np.ndarray, t: float,
+             breaks: np.ndarray | None = None) -> np.ndarray:
         """The projected path ``P(x + t d)``, with each variable whose breakpoint is at most t
-        exactly on its bound (rounding in ``x + t d`` would leave it an ulp inside)."""
+        exactly on its bound (rounding in ``x + t d`` would leave it an ulp inside). ``breaks``:
+        ``breakpoints(x, d)``, when the caller has them."""
         point = self.project(x + t * d)
-        hit = self.breakpoints(x, d) <= t
+        hit = (self.breakpoints(x, d) if breaks is None else breaks) <= t
         return np.where(hit & (d > 0), self.upper, np.where(hit & (d < 0), self.lower, point))
+
+
+def bounded_start(bounds: Box | tuple | None, x0) -> tuple[Box | None, np.ndarray]:
+    """A method's ``bounds`` argument as a :class:`Box` (given as one, or as a pair ``(lower,
+    upper)`` of arrays over x0; None: no bounds) and x0 projected into it, as L-BFGS-B does, so
+    that f is never evaluated outside the box, not even at x0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from optimizers.bounds import bounded_start
+    >>> box, x0 = bounded_start(([0.0, 0.0], [1.0, np.inf]), [2.0, -3.0])
+    >>> box, x0
+    (Box(n=2, bounded=2, fixed=0), array([1., 0.]))
+    """
+    x0 = np.array(x0, dtype=float)
+    if bounds is None:
+        return None, x0
+    if isinstance(bounds, Box):
+        box = bounds
+    elif isinstance(bounds, (tuple, list)) and len(bounds) == 2:
+        box = Box(*bounds)
+    else:
+        raise TypeError(f"bounds must be a Box or a pair (lower, upper) of arrays, got "
+                        f"{type(bounds).__name__}")
+    if box.n != x0.size:
+        raise ValueError(f"the bounds are over {box.n} variables, but x0 has {x0.size}")
+    return box, box.project(x0)
 
 
 def _refuse(bad: np.ndarray, what: str, lower: np.ndarray, upper: np.ndarray) -> None:
@@ -223,7 +254,7 @@ def cauchy_point(x: np.ndarray, g: np.ndarray, matvec: Callable, box: Box, radiu
     def trial(a: float) -> CauchyPoint | None:
         """The point of alpha = a when acceptable or when its model value is not finite (H is
         not: the search cannot go on), else None."""
-        point = box.path(x, d, a)
+        point = box.path(x, d, a, breaks)
         s = point - x
         if not norm(s) <= radius:
             return None
@@ -283,8 +314,9 @@ class BoxTrustRegion:
 
     ``alpha`` starts the Cauchy search (pass the previous iterate's ``self.alpha``). ``escape``,
     a direction of negative curvature over the free variables (zero elsewhere), is followed to
-    the region's boundary (either sign, the lower model value) when the projected gradient is
-    zero, so a saddle point of the bounded problem is left.
+    the region's boundary (either sign) and replaces the Cauchy point when its model value is
+    lower (as it is where the projected gradient is about zero), so a saddle point of the
+    bounded problem is left.
 
     Examples
     --------
@@ -318,8 +350,10 @@ class BoxTrustRegion:
         start = self.products
         cauchy = cauchy_point(self.x, self.g, self.matvec, self.box, radius, self.alpha)
         self.alpha = cauchy.alpha
-        if cauchy.q == 0.0 and self.escape is not None:
-            cauchy = self._along_curvature(radius)
+        if self.escape is not None:
+            along = self._along_curvature(radius)
+            if along.q < cauchy.q:
+                cauchy = along
         x_j, Hs, q = cauchy.x, cauchy.Hs, cauchy.q
         on_boundary = False
         while np.isfinite(q) and self.products - start < self.maxiter:
@@ -334,12 +368,12 @@ class BoxTrustRegion:
             on_boundary = cg.on_boundary
             w = np.zeros_like(x_j)
             w[free] = cg.p
-            breaks = self.box.breakpoints(x_j, w)[free]
-            first_break = float(np.min(breaks, initial=np.inf))
+            breaks = self.box.breakpoints(x_j, w)
+            first_break = float(np.min(breaks[free], initial=np.inf))
             if first_break >= 1.0:   # x_j + w lies in the box: the trial point
-                x_j, q = self.box.path(x_j, w, 1.0), q - cg.decrease
+                x_j, q = self.box.path(x_j, w, 1.0, breaks), q - cg.decrease
                 break
-            x_j, H_step, q = self._projected_search(x_j, w, first_break, grad_q, q)
+            x_j, H_step, q = self._projected_search(x_j, w, breaks, first_break, grad_q, q)
             Hs = Hs + H_step
             if on_boundary:
                 break
@@ -348,7 +382,7 @@ class BoxTrustRegion:
             return BoxSolution(nan, nan, np.nan, False, self.products - start)
         return BoxSolution(x_j, x_j - self.x, -q, on_boundary, self.products - start)
 
-    def _projected_search(self, x_j, w, first_break: float, grad_q, q):
+    def _projected_search(self, x_j, w, breaks, first_break: float, grad_q, q):
         """The next minor iterate on ``P(x_j + beta w)`` (TRON's projected search) when the full
         step leaves the box: its point, the product of H with the step from x_j, and the model
         value there."""
@@ -358,7 +392,7 @@ class BoxTrustRegion:
                 # the ray up to the first breakpoint lies in the box and q decreases along it
                 # (w is a CG descent direction): stop there, one more bound active
                 beta = first_break
-            point = self.box.path(x_j, w, beta)
+            point = self.box.path(x_j, w, beta, breaks)
             step = point - x_j
             H_step = self.matvec(step)
             slope = float(grad_q @ step)
@@ -370,8 +404,8 @@ class BoxTrustRegion:
             beta *= SEARCH_SHRINK
 
     def _along_curvature(self, radius: float) -> CauchyPoint:
-        """At a zero projected gradient: ``P(x +- radius u)``, the sign with the lower model
-        value (two products); the zero step when neither lowers q."""
+        """``P(x +- radius u)``, the sign with the lower model value (two products); the zero
+        step when neither lowers q."""
         best = CauchyPoint(self.x, np.zeros_like(self.x), 0.0, np.zeros_like(self.x), self.alpha)
         u = self.escape / norm(self.escape)
         for sign in (1.0, -1.0):
@@ -392,28 +426,28 @@ class ProjectedNewtonDirection(NamedTuple):
     binding: np.ndarray
 
 
-def projected_newton_direction(x: np.ndarray, g: np.ndarray, matvec: Callable, box: Box,
-                               solve: Callable[[Callable, np.ndarray], np.ndarray], *,
+def projected_newton_direction(x: np.ndarray, g: np.ndarray, box: Box,
+                               solve: Callable[[np.ndarray, np.ndarray], np.ndarray], *,
                                epsilon: float = BINDING_EPSILON) -> ProjectedNewtonDirection:
     """Bertsekas' (1982) projected Newton direction.
 
     The binding set holds the variables within ``eps = min(epsilon, ||x - P(x - g)||_inf)`` of
     a bound that the gradient pushes against (shrinking eps with the projected step lets the
     set settle on the active bounds as x converges); there ``d = -g``, a gradient step the arc
-    projects back onto the bound. On the other variables d is the Newton step of the reduced
-    Hessian, ``solve(reduced_matvec, g_free)`` (a truncated-CG solve of ``H_FF d_F = -g_F``, for
-    instance); with no binding variable it is the unconstrained Newton step.
+    projects back onto the bound. On the other variables, the mask ``free``, d is the Newton
+    step of the reduced Hessian, ``solve(free, g[free])`` (a truncated-CG solve of ``H_FF d_F =
+    -g_F`` with the products of :func:`restrict`, or a dense solve with ``H[free][:, free]``);
+    with no binding variable it is the unconstrained Newton step.
 
     Examples
     --------
     >>> import numpy as np
     >>> from optimizers.bounds import Box, projected_newton_direction
     >>> H = np.array([[2.0, 1.0], [1.0, 2.0]])
-    >>> exact = lambda matvec, g: -np.linalg.solve(np.column_stack(
-    ...     [matvec(e) for e in np.eye(g.size)]), g)
+    >>> exact = lambda free, g: -np.linalg.solve(H[np.ix_(free, free)], g)
     >>> box = Box([0.0, 0.0], [np.inf, np.inf])
-    >>> direction = projected_newton_direction(np.array([0.0, 1.0]), np.array([1.0, -1.0]),
-    ...                                        H.__matmul__, box, exact)
+    >>> direction = projected_newton_direction(np.array([0.0, 1.0]), np.array([1.0, -1.0]), box,
+    ...                                        exact)
     >>> direction.d, direction.binding
     (array([-1. ,  0.5]), array([ True, False]))
     """
@@ -422,28 +456,29 @@ def projected_newton_direction(x: np.ndarray, g: np.ndarray, matvec: Callable, b
     d = -g.copy()
     free = ~binding
     if free.any():
-        d[free] = solve(restrict(matvec, free), g[free])
+        d[free] = solve(free, g[free])
     return ProjectedNewtonDirection(d, binding)
 
 
-class ArcSearchResult(NamedTuple):
-    """The outcome of :func:`projected_armijo`: the accepted ``alpha``, point and value, and the
-    evaluations of f (``x`` is None when no step was accepted)."""
-    alpha: float
-    x: np.ndarray | None
-    f: float
-    nfev: int
-
-
 def projected_armijo(fun: Callable, x: np.ndarray, f: float, g: np.ndarray,
-                     direction: ProjectedNewtonDirection, box: Box, *, sigma: float = 1e-4,
-                     beta: float = 0.5, maxiter: int = MAX_SEARCH_TRIALS) -> ArcSearchResult:
+                     direction: ProjectedNewtonDirection, box: Box, *, curvature: float = 0.0,
+                     sigma: float = 1e-4, beta: float = 0.5,
+                     maxiter: int = MAX_SEARCH_TRIALS) -> LineSearchResult:
     """Bertsekas' Armijo rule along the projection arc ``x(alpha) = P(x + alpha d)``.
 
     ``alpha = beta^m``, m = 0, 1, ..., is accepted once ``f(x) - f(x(alpha)) >= sigma (-alpha
     g_F^T d_F + g_B^T (x - x(alpha))_B)``, F the free and B the binding variables (Bertsekas
-    1982, §3). f is only evaluated on the arc, so never outside the box; a NaN or infinite
-    value counts as no decrease.
+    1982, §3). Along a direction of negative ``curvature`` (``d^T H d / d^T d < 0``, at a saddle
+    of the bounded problem, where the slope is about zero) the wanted decrease also has the
+    second-order term ``-curvature ||s||^2 / 2`` of the step s = x(alpha) - x (Moré & Sorensen
+    1979). f is only evaluated on the arc, so never outside the box; a NaN or infinite value
+    counts as no decrease.
+
+    Returns
+    -------
+    LineSearchResult
+        ``step`` alpha, the point and its value; on failure ``step = 0`` and x itself, with
+        ``nonfinite`` set when every trial value was NaN or infinite.
 
     Examples
     --------
@@ -453,18 +488,22 @@ def projected_armijo(fun: Callable, x: np.ndarray, f: float, g: np.ndarray,
     >>> box = Box([0.0, 0.0], [1.0, 1.0])
     >>> x = np.array([0.5, 0.5]); g = np.array([-3.0, 3.0])
     >>> direction = ProjectedNewtonDirection(np.array([1.5, -1.5]), np.array([False, False]))
-    >>> projected_armijo(fun, x, fun(x), g, direction, box)
-    ArcSearchResult(alpha=1.0, x=array([1., 0.]), f=2.0, nfev=1)
+    >>> search = projected_armijo(fun, x, fun(x), g, direction, box)
+    >>> search.step, search.x, search.f
+    (1.0, array([1., 0.]), 2.0)
     """
     d, binding = direction
     free = ~binding
     slope = float(g[free] @ d[free])
-    alpha = 1.0
-    for trial in range(1, maxiter + 1):
+    alpha, nonfinite = 1.0, True
+    for _ in range(maxiter):
         point = box.path(x, d, alpha)
         value = fun(point)
-        wanted = sigma * (-alpha * slope + float(g[binding] @ (x - point)[binding]))
-        if np.isfinite(value) and f - value >= wanted:
-            return ArcSearchResult(alpha, point, float(value), trial)
+        s = point - x
+        wanted = sigma * (-alpha * slope + float(g[binding] @ -s[binding])
+                          - 0.5 * min(curvature, 0.0) * float(s @ s))
+        if np.isfinite(value) and f - value >= wanted and s.any():
+            return LineSearchResult(alpha, point, float(value), True, False)
+        nonfinite = nonfinite and not np.isfinite(value)
         alpha *= beta
-    return ArcSearchResult(0.0, None, f, maxiter)
+    return LineSearchResult(0.0, x, f, False, nonfinite)

@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 from scipy.optimize import OptimizeResult
 
+from .bounds import Box, bounded_start
 from .loop import Saddle, Step, Stop, Trial, run
 from .objective import Iterate, Objective, Status
 
@@ -26,7 +27,8 @@ def minimize_gd(fun: Callable, x0, jac: Callable | bool, hess: Callable | None =
                 hessp: Callable | None = None, callback: Callable | None = None, *,
                 operator: Callable | None = None,
                 learning_rate: float = 1e-2, momentum: float = 0.0, gtol: float | None = None,
-                maxiter: int = 1000, disp: bool = False, keep_iterates: bool = True) -> OptimizeResult:
+                maxiter: int = 1000, disp: bool = False, keep_iterates: bool = True,
+                bounds: Box | tuple | None = None) -> OptimizeResult:
     """Gradient descent x <- x + v, v <- momentum v - learning_rate g (plain descent when
     ``momentum`` is 0; Polyak's heavy ball otherwise). ``hess``, ``hessp`` and ``operator`` are
     ignored.
@@ -39,6 +41,9 @@ def minimize_gd(fun: Callable, x0, jac: Callable | bool, hess: Callable | None =
         The step length factor.
     momentum : float
         The heavy-ball coefficient in [0, 1).
+    bounds : Box or (lower, upper), optional
+        Bound constraints: each update is projected into the box (projected gradient descent;
+        Bertsekas, *Nonlinear Programming*, 2nd ed., §2.3), success on the projected gradient.
 
     Returns
     -------
@@ -66,9 +71,8 @@ def minimize_gd(fun: Callable, x0, jac: Callable | bool, hess: Callable | None =
         velocity[:] = momentum * velocity - learning_rate * g
         return x + velocity
 
-    objective = Objective(fun, x0, jac)
-    return run(objective, FirstOrderUpdate(objective, update), gtol=gtol, maxiter=maxiter,
-               callback=callback, disp=disp, keep_iterates=keep_iterates)
+    return _run(fun, x0, jac, update, bounds, gtol=gtol, maxiter=maxiter, callback=callback,
+                disp=disp, keep_iterates=keep_iterates)
 
 
 def minimize_adam(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
@@ -76,7 +80,8 @@ def minimize_adam(fun: Callable, x0, jac: Callable | bool, hess: Callable | None
                   operator: Callable | None = None,
                   learning_rate: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999,
                   epsilon: float = 1e-8, gtol: float | None = None, maxiter: int = 1000,
-                  disp: bool = False, keep_iterates: bool = True) -> OptimizeResult:
+                  disp: bool = False, keep_iterates: bool = True,
+                  bounds: Box | tuple | None = None) -> OptimizeResult:
     """Adam (Kingma & Ba 2015, Algorithm 1): steps of ``learning_rate`` m_hat / (sqrt(v_hat) +
     epsilon) from bias-corrected moving averages of g and g**2. ``hess``, ``hessp`` and
     ``operator`` are ignored.
@@ -91,6 +96,9 @@ def minimize_adam(fun: Callable, x0, jac: Callable | bool, hess: Callable | None
         Decay rates of the moving averages of g and g**2.
     epsilon : float
         Added to sqrt(v_hat).
+    bounds : Box or (lower, upper), optional
+        Bound constraints: each update is projected into the box, success on the projected
+        gradient.
 
     Returns
     -------
@@ -121,9 +129,15 @@ def minimize_adam(fun: Callable, x0, jac: Callable | bool, hess: Callable | None
         m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
         return x - learning_rate * m_hat / (np.sqrt(v_hat) + epsilon)
 
+    return _run(fun, x0, jac, update, bounds, gtol=gtol, maxiter=maxiter, callback=callback,
+                disp=disp, keep_iterates=keep_iterates)
+
+
+def _run(fun: Callable, x0, jac: Callable | bool, update: Update, bounds, **options) -> OptimizeResult:
+    """Run ``update`` from x0 (projected into the bounds, when there are some)."""
+    box, x0 = bounded_start(bounds, x0)
     objective = Objective(fun, x0, jac)
-    return run(objective, FirstOrderUpdate(objective, update), gtol=gtol, maxiter=maxiter,
-               callback=callback, disp=disp, keep_iterates=keep_iterates)
+    return run(objective, FirstOrderUpdate(objective, update, box), box=box, **options)
 
 
 def _check_positive(**values: float) -> None:
@@ -133,12 +147,12 @@ def _check_positive(**values: float) -> None:
 
 
 class FirstOrderUpdate(Step):
-    """A first-order step: ``update(x, g, t)`` gives the next iterate (t = 1, 2, ...), always
-    accepted; a NaN/inf value or gradient there ends the run (status 3, the best point seen
-    returned)."""
+    """A first-order step: ``update(x, g, t)`` gives the next iterate (t = 1, 2, ...), projected
+    into the ``box`` when there is one, always accepted; a NaN/inf value or gradient there ends
+    the run (status 3, the best point seen returned)."""
 
-    def __init__(self, objective: Objective, update: Update):
-        self.objective, self.update, self.t = objective, update, 0
+    def __init__(self, objective: Objective, update: Update, box: Box | None = None):
+        self.objective, self.update, self.box, self.t = objective, update, box, 0
 
     def default_maxiter(self, n: int) -> int:
         return 1000
@@ -149,6 +163,8 @@ class FirstOrderUpdate(Step):
     def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
         self.t += 1
         x = self.update(point.x, point.g, self.t)
+        if self.box is not None:
+            x = self.box.project(x)
         f, g = self.objective.fun(x), self.objective.grad(x)
         if not (np.isfinite(f) and np.all(np.isfinite(g))):
             return Stop(Status.NONFINITE)

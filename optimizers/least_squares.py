@@ -17,9 +17,12 @@ import numpy as np
 import scipy.linalg
 from scipy.optimize import OptimizeResult
 
+from .bounds import Box, bounded_start
 from .linesearch import backtracking
 from .loop import Saddle, Step, Stop, Trial, run
+from .newton import ProjectedNewton
 from .objective import Iterate, Objective, Status
+from .trust_region import trust_region_step
 
 # A Levenberg-Marquardt trial step is taken when its gain ratio exceeds this (Nielsen 1999 takes
 # any decrease, rho > 0; a small positive margin keeps steps that gain only rounding out).
@@ -70,6 +73,11 @@ class _Residuals:
     def gradient(self, x: np.ndarray) -> np.ndarray:
         return self.jacobian(x).T @ self.residuals(x)
 
+    def gauss_newton_product(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``J^T (J v)``, the Gauss-Newton matrix times v (J is not a new evaluation at x)."""
+        jacobian = self.jacobian(x)
+        return jacobian.T @ (jacobian @ v)
+
 
 def default_maxiter(n: int) -> int:
     """Iterations: 100 (n + 1), MINPACK's default for lmder (and scipy's for method 'lm')."""
@@ -79,7 +87,8 @@ def default_maxiter(n: int) -> int:
 def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable | None = None, *,
                      method: str = "lm", gtol: float | None = None, ftol: float = 1e-10,
                      xtol: float = 1e-10, maxiter: int | None = None, disp: bool = False,
-                     damping: float = 1e-3, keep_iterates: bool = True) -> OptimizeResult:
+                     damping: float = 1e-3, keep_iterates: bool = True,
+                     bounds: Box | tuple | None = None) -> OptimizeResult:
     """Minimize 0.5 ||r(x)||^2 given ``residuals(x)`` (shape (m,)) and ``jac(x)`` (shape (m, n)).
 
     ``method="gn"``: Gauss-Newton steps p = argmin ||J p + r|| (minimum norm when J is rank
@@ -98,6 +107,15 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     :class:`~optimizers.history.History` (f = cost, gnorm, step, lambda for LM, the cumulative
     nfev and njev of residuals and Jacobians, and the iterates x unless ``keep_iterates`` is
     False).
+
+    With ``bounds`` (a :class:`~optimizers.bounds.Box` or a pair ``(lower, upper)``), x0 is
+    projected into the box and the residuals are only evaluated in it. ``method="lm"`` is then
+    Levenberg-Marquardt as the trust-region method it is (Moré 1978) with TRON's bounded step
+    (Lin & Moré 1999; :class:`~optimizers.bounds.BoxTrustRegion`) on the Gauss-Newton model,
+    products ``J^T (J v)``; ``method="gn"`` is projected Gauss-Newton, Bertsekas' (1982)
+    projected Newton method with the least-squares step of the columns of J of the variables not
+    held at a bound. Success then means the projected gradient passes the gradient test (``ftol``,
+    ``xtol`` and ``damping`` play no part), and the result has ``active_mask``.
 
     Raises
     ------
@@ -123,15 +141,24 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     if method not in ("lm", "gn"):
         raise ValueError(f"method must be 'lm' or 'gn', got {method!r}")
     counted = _Residuals(residuals, jac)
-    objective = Objective(counted.cost, x0, counted.gradient)
+    box, x0 = bounded_start(bounds, x0)
+    if box is not None:
+        objective = Objective(counted.cost, x0, counted.gradient, hessp=counted.gauss_newton_product)
+    else:
+        objective = Objective(counted.cost, x0, counted.gradient)
     if not np.all(np.isfinite(counted.residuals(objective.x0))):   # scipy's least_squares refuses it
         raise ValueError("the residuals are not finite at x0")
-    if method == "lm":
+    if box is not None:
+        if method == "lm":
+            step = trust_region_step(objective, None, dense=False, eta=LM_ACCEPT_RATIO, box=box)
+        else:
+            step = _ProjectedGaussNewton(objective, box, counted)
+    elif method == "lm":
         step = LevenbergMarquardt(objective, counted, ftol=ftol, xtol=xtol, damping=damping)
     else:
         step = GaussNewton(objective, counted, ftol=ftol, xtol=xtol)
     result = run(objective, step, gtol=gtol, maxiter=maxiter, callback=callback, disp=disp,
-                 keep_iterates=keep_iterates, counts=counted.counts)
+                 keep_iterates=keep_iterates, counts=counted.counts, box=box)
     result.cost, result.grad = result.fun, result.jac
     result.fun, result.jac = counted.residuals(result.x), counted.jacobian(result.x)
     return result
@@ -250,3 +277,17 @@ class LevenbergMarquardt(_LeastSquaresStep):
         if not np.isfinite(self.lam.value):
             return Stop(Status.NONFINITE if not np.isfinite(cost_new) else Status.PRECISION_LOSS)
         return Trial(None, cost, {"step": 0.0, **fields})
+
+
+class _ProjectedGaussNewton(ProjectedNewton):
+    """Projected Gauss-Newton: Bertsekas' projected Newton step with the least-squares solution
+    of ``J_F d_F = -r`` on the variables F not held at a bound (minimum norm where J_F is rank
+    deficient)."""
+
+    def __init__(self, objective: Objective, box: Box, counted: _Residuals):
+        super().__init__(objective, box)
+        self.counted = counted
+
+    def reduced_step(self, point: Iterate, free: np.ndarray, g_free: np.ndarray) -> np.ndarray:
+        jacobian = self.counted.jacobian(point.x)
+        return scipy.linalg.lstsq(jacobian[:, free], -self.counted.residuals(point.x))[0]

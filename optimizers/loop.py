@@ -24,11 +24,13 @@ cannot make a trial. The steps:
 A step sees the iterate as an :class:`~optimizers.objective.Iterate` (x, f, g, Hessian products
 and the dense Hessian on demand, all counted), so a product never asks which x it is meant for.
 
-Bounds are to plug in here as a projection: the loop projects x0 into the box, steps project
-their trial points before f is evaluated, :meth:`Loop.test` measures the projected gradient and
-the second-order check looks only at the free variables (J. J. Moré and G. Toraldo, 1989; C.-J.
-Lin and J. J. Moré, "Newton's method for large bound-constrained optimization problems", SIAM J.
-Optim. 9, 1999). Nothing else in the loop depends on the set x lives in.
+Bounds (``box``, an :class:`~optimizers.bounds.Box`) plug in here as a projection: the method
+starts from x0 projected into the box (:func:`~optimizers.bounds.bounded_start`), its steps give
+trial points in the box before f is evaluated there, :meth:`Loop.test` measures the projected
+gradient and the second-order check looks only at the free variables (J. J. Moré and G. Toraldo,
+1989; C.-J. Lin and J. J. Moré, "Newton's method for large bound-constrained optimization
+problems", SIAM J. Optim. 9, 1999); the history gets an ``active`` column (bounds x is on) and
+the result ``active_mask``. Nothing else in the loop depends on the set x lives in.
 
 scipy's habits live in one place each: the callback is called once per iteration, not at x0
 (:meth:`Loop.start`); ``maxiter`` counts iterations, 0 or less meaning none (:func:`iteration_cap`);
@@ -38,14 +40,16 @@ a start point where f or the gradient is not finite ends the run with status 3 i
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 import numbers
 import warnings
+from abc import ABC, abstractmethod
+from functools import cached_property
 from typing import Callable, Mapping, NamedTuple
 
 import numpy as np
 from scipy.optimize import OptimizeResult
 
+from .bounds import Box, restrict
 from .history import History
 from .krylov import (CURVATURE_PROBE_STEPS, clearly_negative, dense_leftmost_curvature,
                      leftmost_curvature)
@@ -144,17 +148,21 @@ def iteration_cap(maxiter: int | None, step: Step, n: int) -> int:
 class Monitor:
     """Per-iteration bookkeeping: the history (with the evaluation ``counts()`` so far at each
     record, and the iterates unless ``keep_iterates`` is False), the optional iteration table and
-    the user callback."""
+    the user callback. With a ``box``, ``gnorm`` is the projected gradient's norm and the column
+    ``active`` counts the bounds x is on."""
 
     def __init__(self, counts: Callable[[], dict], callback: Callable | None = None,
-                 disp: bool = False, keep_iterates: bool = True):
-        self.counts, self.callback, self.disp = counts, callback, disp
+                 disp: bool = False, keep_iterates: bool = True, box: Box | None = None):
+        self.counts, self.callback, self.disp, self.box = counts, callback, disp, box
         self.history = History(keep_iterates)
 
     def record(self, nit: int, x: np.ndarray, f: float, g: np.ndarray, **extra) -> bool:
         """Log one iteration (record 0: the start point, which the callback does not see, as in
         scipy); returns True when the callback asks the run to stop."""
-        entry = {"nit": nit, "f": f, "gnorm": gradient_norm(g), **extra}
+        entry = {"nit": nit, "f": f, "gnorm": gradient_norm(stationarity(self.box, x, g))}
+        if self.box is not None:
+            entry["active"] = int(np.count_nonzero(self.box.active_mask(x)))
+        entry.update(extra)
         self.history.append(entry, self.counts(), x, copy=False)   # iterates are never changed
         if self.disp:
             if nit == 0:
@@ -170,10 +178,31 @@ class Monitor:
         return False
 
 
+def stationarity(box: Box | None, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """What the gradient test measures: g, or with bounds the projected gradient (zero exactly at
+    the first-order points of the bound-constrained problem)."""
+    return g if box is None else box.projected_gradient(x, g)
+
+
+class FreeVariables:
+    """An iterate seen on its free variables only (those strictly inside their bounds): ``x``,
+    the products of the reduced Hessian and, on demand, the reduced dense Hessian; what the
+    second-order check at a bounded first-order point probes."""
+
+    def __init__(self, point: Iterate, free: np.ndarray):
+        self.x, self.free = point.x[free], free
+        self._point = point
+        self.matvec = restrict(point.matvec, free)
+
+    @cached_property
+    def hessian(self) -> np.ndarray:
+        return self._point.hessian[np.ix_(self.free, self.free)]
+
+
 def run(objective: Objective, step: Step, *, probe: Callable | None = None,
         gtol: float | None = None, maxiter: int | None = None, callback: Callable | None = None,
         disp: bool = False, keep_iterates: bool = True,
-        counts: Callable[[], dict] | None = None) -> OptimizeResult:
+        counts: Callable[[], dict] | None = None, box: Box | None = None) -> OptimizeResult:
     """Minimize ``objective`` from its x0 with ``step`` (see the module docstring).
 
     Parameters
@@ -190,11 +219,15 @@ def run(objective: Objective, step: Step, *, probe: Callable | None = None,
         As for every method (see :mod:`optimizers`).
     counts : callable, optional
         The evaluation counts to record and report (default ``objective.counts``).
+    box : Box, optional
+        Bounds: x0 must lie in the box and the step must give trial points in it; the test is on
+        the projected gradient and the curvature of the free variables.
 
     Returns
     -------
     OptimizeResult
-        ``x, fun, jac, nit, status, success, message, history`` and the counts.
+        ``x, fun, jac, nit, status, success, message, history`` and the counts; with a box also
+        ``active_mask`` (-1 at a lower bound, +1 at an upper one, 0 free).
 
     Examples
     --------
@@ -211,17 +244,22 @@ def run(objective: Objective, step: Step, *, probe: Callable | None = None,
     >>> result.success, result.nit, len(result.history)
     (True, 29, 30)
     """
+    if box is not None and not box.contains(objective.x0):
+        raise ValueError("x0 lies outside the bounds: project it into the box first "
+                         "(optimizers.bounds.bounded_start)")
     return Loop(objective, step, probe, GradientTest(gtol),
-                Monitor(counts or objective.counts, callback, disp, keep_iterates)).iterate(maxiter)
+                Monitor(counts or objective.counts, callback, disp, keep_iterates, box),
+                box).iterate(maxiter)
 
 
 class Loop:
-    """The state of one :func:`run`: the objective, the step, the tests and the monitor."""
+    """The state of one :func:`run`: the objective, the step, the tests, the monitor and the
+    bounds."""
 
     def __init__(self, objective: Objective, step: Step, probe: Callable | None,
-                 converged: GradientTest, monitor: Monitor):
+                 converged: GradientTest, monitor: Monitor, box: Box | None = None):
         self.objective, self.step, self.probe = objective, step, probe
-        self.converged, self.monitor = converged, monitor
+        self.converged, self.monitor, self.box = converged, monitor, box
         self.message: str | None = None
 
     def start(self) -> tuple[Iterate, Status | None]:
@@ -241,16 +279,26 @@ class Loop:
         ``(None, saddle)`` at a first-order point with it; ``(NONFINITE, None)`` at a first-order
         point whose Hessian is not finite (no second-order check is possible); else ``(None,
         None)``."""
-        if not self.converged(point.x, point.f, point.g):
+        if not self.converged(point.x, point.f, stationarity(self.box, point.x, point.g)):
             return None, None
         if self.probe is None:
             return Status.SUCCESS, None
-        estimate = self.probe(point)
+        if self.box is None:
+            estimate = self.probe(point)
+        else:   # the curvature of the free variables; none free: nothing to check
+            free = self.box.free(point.x)
+            if not free.any():
+                return Status.SUCCESS, None
+            estimate = self.probe(FreeVariables(point, free))
         if estimate is None:
             self.message = NONFINITE_HESSIAN_AT_STATIONARY_POINT
             return Status.NONFINITE, None
         theta, u, scale = estimate
         if clearly_negative(theta, scale):
+            if self.box is not None:
+                full = np.zeros_like(point.x)
+                full[free] = u
+                u = full
             return None, Saddle(u, theta)
         return Status.SUCCESS, None
 
@@ -283,16 +331,23 @@ class Loop:
         """The OptimizeResult of a run stopped at ``point`` (see :func:`final_point`), with the
         status's message ended by the final gradient norm and the gradient test of the run."""
         x, f, g = final_point(self.objective, point, status)
-        message = with_gradient_norm(self.message or self.step.messages.get(status) or MESSAGES[status],
-                                     x, f, g, self.converged)
+        message = self.message or self.step.messages.get(status) or MESSAGES[status]
+        tested, name = g, "g"
+        if self.box is not None:   # the test was on the projected gradient: the message says so
+            message = message.replace("the gradient test", "the projected gradient test")
+            tested, name = self.box.projected_gradient(x, g), "pg"
+        message = with_gradient_norm(message, x, f, tested, self.converged, name)
         if self.monitor.disp:   # scipy's disp: the outcome printed, or a warning when the run failed
             if status in (Status.SUCCESS, Status.CALLBACK_STOP):
                 print(message)
             else:
                 warnings.warn(message, self.step.warning, stacklevel=2)
-        return OptimizeResult(x=x, fun=f, jac=g, nit=nit, **self.monitor.counts(), status=status,
-                              success=status == Status.SUCCESS, message=message,
-                              history=self.monitor.history)
+        result = OptimizeResult(x=x, fun=f, jac=g, nit=nit, **self.monitor.counts(), status=status,
+                                success=status == Status.SUCCESS, message=message,
+                                history=self.monitor.history)
+        if self.box is not None:
+            result.active_mask = self.box.active_mask(x)
+        return result
 
 
 def final_point(objective: Objective, point: Iterate,
@@ -307,9 +362,9 @@ def final_point(objective: Objective, point: Iterate,
 
 
 def with_gradient_norm(message: str, x: np.ndarray, f: float, g: np.ndarray,
-                       test: GradientTest) -> str:
+                       test: GradientTest, name: str = "g") -> str:
     """``message`` ended with the final gradient norm and the test it was held to, as in
     "... (||g||_inf = 3.2e-04; test: max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-08, here
-    3.2e-04)."."""
-    return (f"{message.rstrip('.')} (||g||_inf = {gradient_norm(g):.1e}; "
-            f"test: {test.describe(x, f, g)}).")
+    3.2e-04)."; ``name`` is the gradient's name (``pg``, the projected gradient, with bounds)."""
+    return (f"{message.rstrip('.')} (||{name}||_inf = {gradient_norm(g):.1e}; "
+            f"test: {test.describe(x, f, g, name)}).")

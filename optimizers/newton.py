@@ -21,6 +21,8 @@ import numpy as np
 import scipy.linalg
 from scipy.optimize import OptimizeResult, OptimizeWarning
 
+from .bounds import (Box, ProjectedNewtonDirection, bounded_start, projected_armijo,
+                     projected_newton_direction, restrict)
 from .krylov import (HESSIAN_FREE_CG_MAXITER, LINE_SEARCH_CG_MARGIN, ConjugateGradient, forcing_term,
                      newton_cg_maxiter)
 from .linesearch import LineSearchResult, backtracking, negative_curvature_search, strong_wolfe
@@ -42,7 +44,8 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
                     operator: Callable[[np.ndarray], HessianOperator] | None = None,
                     gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                     shift: str = "cholesky", c1: float = 1e-4, c2: float = 0.9,
-                    check_second_order: bool = True, keep_iterates: bool = True) -> OptimizeResult:
+                    check_second_order: bool = True, keep_iterates: bool = True,
+                    bounds: Box | tuple | None = None) -> OptimizeResult:
     """Newton's method with the full Hessian and a strong Wolfe line search (unit step first).
 
     An indefinite Hessian is made positive definite before solving (N&W §3.4): ``shift=
@@ -60,11 +63,15 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
         The strong Wolfe constants.
     check_second_order : bool
         Check the stopping point for negative curvature (status 5 at a saddle).
+    bounds : Box or (lower, upper), optional
+        Bound constraints: Bertsekas' projected Newton method (:class:`ProjectedNewton`), the
+        Newton step of the modified reduced Hessian on the variables not held at a bound.
 
     Returns
     -------
     OptimizeResult
-        ``x, fun, jac, nit, nfev, njev, nhev, status, success, message`` and ``history``.
+        ``x, fun, jac, nit, nfev, njev, nhev, status, success, message`` and ``history``; with
+        bounds also ``active_mask``.
 
     Raises
     ------
@@ -82,11 +89,16 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
     """
     if shift not in ("cholesky", "eigen"):
         raise ValueError(f"shift must be 'cholesky' or 'eigen', got {shift!r}")
+    box, x0 = bounded_start(bounds, x0)
     objective = Objective(fun, x0, jac, hess, hessp, operator)
-    step = _NewtonStep(objective, _cholesky_shifted_step if shift == "cholesky" else _eigen_shifted_step,
-                       c1=c1, c2=c2)
+    direction = _cholesky_shifted_step if shift == "cholesky" else _eigen_shifted_step
+    if box is None:
+        step = _NewtonStep(objective, direction, c1=c1, c2=c2)
+    else:
+        step = _ProjectedDenseNewton(objective, box, direction)
     return run(objective, step, probe=curvature_check(check_second_order, dense=True), gtol=gtol,
-               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates)
+               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates,
+               box=box)
 
 
 def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
@@ -95,7 +107,8 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
                        gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                        cg_maxiter: int | None = None, c1: float = 1e-4, c2: float = 0.5,
                        nonmonotone: int = NONMONOTONE_MEMORY, check_second_order: bool = True,
-                       keep_iterates: bool = True) -> OptimizeResult:
+                       keep_iterates: bool = True,
+                       bounds: Box | tuple | None = None) -> OptimizeResult:
     """Truncated Newton: CG on H p = -g from Hessian-vector products only (N&W §7.1).
 
     The inner CG stops once ||H p + g|| <= eta ||g|| with the forcing term eta = min(0.25,
@@ -124,6 +137,10 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
         How many past values of f the first trial step is judged against.
     check_second_order : bool
         At a first-order point, look for negative curvature (status 5 at a saddle).
+    bounds : Box or (lower, upper), optional
+        Bound constraints: projected Newton-CG (Bertsekas 1982; :class:`ProjectedNewton`), the
+        truncated-CG step of the reduced Hessian on the variables not held at a bound and an
+        Armijo search along the projection arc; ``c2`` and ``nonmonotone`` then play no part.
 
     Returns
     -------
@@ -140,11 +157,16 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
     >>> result.success, result.x.round(4)
     (True, array([1., 1.]))
     """
+    box, x0 = bounded_start(bounds, x0)
     objective = Objective(fun, x0, jac, hess, hessp, operator)
-    step = _NewtonCGStep(objective, cg_maxiter or newton_cg_maxiter(objective.x0.size), c1=c1, c2=c2,
-                         nonmonotone=nonmonotone)
+    cg_maxiter = cg_maxiter or newton_cg_maxiter(objective.x0.size)
+    if box is None:
+        step = _NewtonCGStep(objective, cg_maxiter, c1=c1, c2=c2, nonmonotone=nonmonotone)
+    else:
+        step = _ProjectedNewtonCG(objective, box, cg_maxiter, c1=c1)
     return run(objective, step, probe=curvature_check(check_second_order, dense=False), gtol=gtol,
-               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates)
+               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates,
+               box=box)
 
 
 def minimize_hessian_free(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
@@ -308,6 +330,69 @@ class _NewtonCGStep(LineSearchDescent):
                               c1=self.c1, c2=self.c2, reference=max(self.recent))
         self.bound.update(search.step, step0, cg.p)
         return search, {"cg": cg.iterations, "negative_curvature": cg.negative_curvature}
+
+
+class ProjectedNewton(LineSearchDescent):
+    """Bertsekas' (1982) projected Newton method as a line-search descent: the direction of
+    :func:`~optimizers.bounds.projected_newton_direction` (a gradient step on the variables held
+    at a bound, the step :meth:`reduced_step` of the reduced Hessian on the others) and the
+    Armijo search along the projection arc ``P(x + alpha d)``
+    (:func:`~optimizers.bounds.projected_armijo`), so f is never evaluated outside the box. At a
+    saddle of the bounded problem the arc follows the direction of negative curvature on the free
+    variables (downhill), the decrease asked for including its curvature term."""
+
+    def __init__(self, objective: Objective, box: Box, *, c1: float = 1e-4):
+        super().__init__(objective)
+        self.box, self.c1, self.fields = box, c1, {}
+
+    @abstractmethod
+    def reduced_step(self, point: Iterate, free: np.ndarray, g_free: np.ndarray) -> np.ndarray:
+        """The Newton step on the variables ``free`` (may set ``self.fields``)."""
+
+    def search(self, point: Iterate) -> tuple[LineSearchResult, dict] | Stop:
+        direction = projected_newton_direction(
+            point.x, point.g, self.box, lambda free, g_free: self.reduced_step(point, free, g_free))
+        if not np.all(np.isfinite(direction.d)):   # a product or the Hessian was not finite
+            return Stop(Status.NONFINITE, _NONFINITE_HESSIAN)
+        search = projected_armijo(self.objective.fun, point.x, point.f, point.g, direction,
+                                  self.box, sigma=self.c1)
+        return search, self.fields
+
+    def _escape(self, point: Iterate, saddle: Saddle) -> LineSearchResult:
+        u = -saddle.direction if point.g @ saddle.direction > 0 else saddle.direction
+        step0 = max(1.0, float(np.linalg.norm(point.x)))
+        along = ProjectedNewtonDirection(step0 * u, np.zeros(u.size, dtype=bool))
+        return projected_armijo(self.objective.fun, point.x, point.f, point.g, along, self.box,
+                                curvature=saddle.curvature, sigma=self.c1)
+
+
+class _ProjectedNewtonCG(ProjectedNewton):
+    """Projected Newton-CG: truncated CG (:func:`_truncated_cg`) on the reduced Hessian's
+    products."""
+
+    def __init__(self, objective: Objective, box: Box, cg_maxiter: int, *, c1: float):
+        super().__init__(objective, box, c1=c1)
+        self.cg_maxiter = cg_maxiter
+
+    def reduced_step(self, point: Iterate, free: np.ndarray, g_free: np.ndarray) -> np.ndarray:
+        cg = _truncated_cg(restrict(point.matvec, free), g_free, maxiter=self.cg_maxiter)
+        self.fields = {"cg": cg.iterations, "negative_curvature": cg.negative_curvature}
+        return cg.p
+
+
+class _ProjectedDenseNewton(ProjectedNewton):
+    """Projected Newton on the dense reduced Hessian, made positive definite by
+    ``direction(H, g)`` as in :func:`minimize_newton`."""
+
+    def __init__(self, objective: Objective, box: Box, direction: Callable):
+        super().__init__(objective, box)
+        self.direction = direction
+
+    def reduced_step(self, point: Iterate, free: np.ndarray, g_free: np.ndarray) -> np.ndarray:
+        h = point.hessian[np.ix_(free, free)]
+        if not np.all(np.isfinite(h)):
+            return np.full(g_free.size, np.nan)
+        return self.direction(h, g_free)
 
 
 class _HessianFreeStep(LineSearchDescent):

@@ -58,9 +58,9 @@ class GradientTest:
     def __call__(self, x: np.ndarray, f: float, g: np.ndarray) -> bool:
         return self.measure(x, f, g) <= (DEFAULT_GTOL if self.gtol is None else self.gtol)
 
-    def describe(self, x: np.ndarray, f: float, g: np.ndarray) -> str:
-        """The test at x, for messages."""
+    def describe(self, x: np.ndarray, f: float, g: np.ndarray, name: str = "g") -> str:
+        """The test at x, for messages (``name``: how the gradient is called there)."""
         if self.gtol is not None:
-            return f"||g||_inf <= gtol = {self.gtol:.1e}"
-        return (f"max_i |g_i| max(1, |x_i|) / max(1, |f|) <= {DEFAULT_GTOL:.0e}, here "
+            return f"||{name}||_inf <= gtol = {self.gtol:.1e}"
+        return (f"max_i |{name}_i| max(1, |x_i|) / max(1, |f|) <= {DEFAULT_GTOL:.0e}, here "
                 f"{self.measure(x, f, g):.1e}")

@@ -18,7 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 EXPECTED = ["01_gradient_tape", "02_hessian_vector_products", "03_jacobians_and_hessians",
-            "04_newton_methods", "05_input_gradient_regularization", "06_curvature_spectrum"]
+            "04_newton_methods", "05_input_gradient_regularization", "06_curvature_spectrum",
+            "07_bound_constraints"]
 
 
 
@@ -32,7 +33,8 @@ def _load(name: str, path: Path):
 build = _load("notebook_build", NOTEBOOKS / "build.py")
 claims = _load("notebook_claims", NOTEBOOKS / "claims.py")
 # the notebooks whose text rests on measured numbers: each must check them with claim()
-WITH_CLAIMS = ["04_newton_methods", "05_input_gradient_regularization", "06_curvature_spectrum"]
+WITH_CLAIMS = ["04_newton_methods", "05_input_gradient_regularization", "06_curvature_spectrum",
+               "07_bound_constraints"]
 
 
 def claims_of(notebook: nbformat.NotebookNode) -> dict[str, dict]:
@@ -56,7 +58,7 @@ def test_a_claim_holds_within_its_tolerance_or_fails(capsys):
         claims.claim("z", 1.0, 1.0)
 
 
-def test_the_six_notebooks_and_their_sources_are_there():
+def test_the_seven_notebooks_and_their_sources_are_there():
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == EXPECTED
     assert sorted(p.stem for p in build.SOURCES.glob("*.py")) == EXPECTED
 

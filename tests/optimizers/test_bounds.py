@@ -259,9 +259,9 @@ def test_tron_on_fixed_variables_never_moves_them():
 
 # --- Bertsekas' projected Newton ------------------------------------------------------------
 
-def exact_solve(matvec, g):
-    A = np.column_stack([matvec(e) for e in np.eye(g.size)])
-    return -np.linalg.solve(A, g)
+def exact_solver(H):
+    """The reduced Newton step of H, as projected_newton_direction asks for it."""
+    return lambda free, g_free: -np.linalg.solve(H[np.ix_(free, free)], g_free)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -279,9 +279,9 @@ def test_projected_newton_finds_the_bound_constrained_minimizer_of_a_quadratic(s
         g = grad(x)
         if np.max(np.abs(box.projected_gradient(x, g))) <= 1e-11:
             break
-        direction = projected_newton_direction(x, g, H.__matmul__, box, exact_solve)
+        direction = projected_newton_direction(x, g, box, exact_solver(H))
         search = projected_armijo(watched, x, fun(x), g, direction, box)
-        assert search.x is not None and search.f <= fun(x)
+        assert search.success and search.f <= fun(x)
         x = search.x
     np.testing.assert_allclose(x, x_star, atol=1e-9)
     assert all(evaluated)
@@ -292,13 +292,13 @@ def test_projected_newton_direction_on_a_hand_checked_instance():
     box = Box([0.0, 0.0, 0.0], [INF, INF, 1.0])
     x = np.array([5e-4, 1.0, 1.0])
     g = np.array([2.0, -1.0, 1.0])   # x0 near 0 with g > 0: binding; x2 at 1 with g > 0: not
-    direction = projected_newton_direction(x, g, H.__matmul__, box, exact_solve, epsilon=1e-3)
+    direction = projected_newton_direction(x, g, box, exact_solver(H), epsilon=1e-3)
     np.testing.assert_array_equal(direction.binding, [True, False, False])
     assert direction.d[0] == -2.0
     np.testing.assert_allclose(direction.d[1:], -np.linalg.solve(H[1:, 1:], g[1:]), rtol=1e-14)
     # Bertsekas' epsilon shrinks with the projected step ||x - P(x - g)|| = 5e-4 here: with a
     # larger epsilon the binding set is the same, with 1e-4 variable 0 is free
-    loose = projected_newton_direction(x, g, H.__matmul__, box, exact_solve, epsilon=1e-4)
+    loose = projected_newton_direction(x, g, box, exact_solver(H), epsilon=1e-4)
     np.testing.assert_array_equal(loose.binding, [False, False, False])
 
 
@@ -308,7 +308,25 @@ def test_projected_armijo_backtracks_past_nonfinite_values_and_gives_up():
     direction = ProjectedNewtonDirection(np.array([8.0]), np.array([False]))
     # f is NaN beyond x = 3 (as log of a negative number would be); alpha 1 and 1/2 fail
     fun = lambda z: float(-z[0]) if z[0] <= 3.0 else np.nan
-    search = projected_armijo(fun, x, -1.0, g, direction, box)
-    assert search.alpha == 0.25 and search.x[0] == 3.0 and search.nfev == 3
+    calls = []
+    search = projected_armijo(lambda z: calls.append(z[0]) or fun(z), x, -1.0, g, direction, box)
+    assert search.step == 0.25 and search.x[0] == 3.0 and calls == [9.0, 5.0, 3.0]
+    assert search.success and not search.nonfinite
     flat = projected_armijo(lambda z: 0.0, x, 0.0, g, direction, box, maxiter=5)
-    assert flat.x is None and flat.nfev == 5 and flat.f == 0.0
+    assert not flat.success and not flat.nonfinite and flat.f == 0.0 and flat.x is x
+    nan = projected_armijo(lambda z: np.nan, x, 0.0, g, direction, box, maxiter=5)
+    assert not nan.success and nan.nonfinite
+
+
+def test_projected_armijo_along_negative_curvature_asks_for_the_second_order_decrease():
+    """At a saddle (slope 0) the decrease wanted is sigma |curvature| ||s||^2 / 2: f = -x^2/2
+    over [-1, 1] from 0 along d = 4 is cut to the bound, s = 1, and f falls by 1/2."""
+    box = Box([-1.0], [1.0])
+    direction = ProjectedNewtonDirection(np.array([4.0]), np.array([False]))
+    fun = lambda z: float(-0.5 * z[0] ** 2)
+    search = projected_armijo(fun, np.zeros(1), 0.0, np.zeros(1), direction, box, curvature=-1.0)
+    assert search.success and search.x[0] == 1.0 and search.step == 1.0
+    # a function that does not fall as fast as its curvature promises with sigma = 1 is refused
+    flat = projected_armijo(lambda z: float(-0.1 * z[0] ** 2), np.zeros(1), 0.0, np.zeros(1),
+                            direction, box, curvature=-1.0, sigma=1.0, maxiter=4)
+    assert not flat.success
