@@ -293,11 +293,13 @@ def test_scipys_positional_order_with_bounds_and_constraints():
     assert hessopt.minimize(rosen, X0, method=None).hessian_source == "autodiff"   # None: newton-cg
 
 
-@pytest.mark.parametrize("bounds", [[(0, 2), (0, 2)], scipy.optimize.Bounds(0, 2), [(None, None)] * 2])
-def test_bounds_are_refused_by_name_until_they_are_supported(bounds):
-    with pytest.raises(ValueError, match="bounds are not supported yet: they are coming to newton-cg and "
-                                         "trust-ncg"):
-        hessopt.minimize(rosen, X0, method="newton-cg", bounds=bounds)
+@pytest.mark.parametrize("bounds", [[(0, 2), (0, 2)], scipy.optimize.Bounds(0, 2)])
+def test_bounds_are_honoured_where_scipy_newton_cg_warns_and_drops_them(bounds):
+    result = hessopt.minimize(rosen, X0, method="newton-cg", bounds=bounds)   # scipy: ignored
+    assert result.success and np.all((result.x >= 0) & (result.x <= 2))
+    np.testing.assert_allclose(result.x, [1.0, 1.0], atol=1e-6)
+    with pytest.raises(ValueError, match="method 'arc' does not take bounds; the methods that do: trust-ncg"):
+        hessopt.minimize(rosen, X0, method="arc", bounds=bounds)
 
 
 @pytest.mark.parametrize("constraints", [{"type": "eq", "fun": lambda x: x[0]},
@@ -331,7 +333,7 @@ def solver_options():
     for method, solver in {**hessopt.METHODS, "adam": optimizers.minimize_adam, "gd": optimizers.minimize_gd,
                            "least_squares": optimizers.least_squares_lm}.items():
         for name, parameter in inspect.signature(solver).parameters.items():
-            if parameter.kind is parameter.KEYWORD_ONLY and name not in ("operator", "method"):
+            if parameter.kind is parameter.KEYWORD_ONLY and name not in ("operator", "method", "bounds"):
                 pairs.append((method, name))
     return pairs
 
