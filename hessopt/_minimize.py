@@ -100,6 +100,7 @@ class AutodiffDerivatives:
 
     def at(self, x: np.ndarray) -> ad.HessianOperator:
         if not self._is_current(x):
+            self._x = self._operator = None   # the old recording goes before the new one is made
             self._operator = self._operator_at(self.point(x))
             self._x = np.array(x, copy=True)
         return self._operator
