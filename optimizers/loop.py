@@ -260,7 +260,6 @@ class Loop:
                 break
             nit += 1
             if trial.x is not None:
-                del point   # its Hessian (a recording, say) goes before the new point's is made
                 point = self.objective.at(trial.x)
             if self.monitor.record(nit, point.x, point.f, point.g, **trial.fields):
                 status = Status.CALLBACK_STOP

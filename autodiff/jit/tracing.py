@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..core import Tensor, Variable, state, value_of
+from ..core import Tensor, Variable, stand_in, state, value_of
 from ..tape import _Node
 from ..tree import flatten
 
@@ -89,8 +89,11 @@ class Trace:
 
     # --- the observer interface (core._State) ---------------------------------------------------
     def record(self, prim, args: tuple, raw: list, kwargs: dict, out, parents: tuple) -> None:
-        """Keep an op that reads an input (a Variable read becomes one); the floating-point values
-        it computes are kept as stand-ins (:func:`_stand_in`)."""
+        """Keep an op that reads an input (a Variable read becomes one). The floating-point arrays
+        it computes are kept as stand-ins (:func:`autodiff.core.stand_in`): a program is made from
+        the operations, shapes and dtypes of its records and the values of its constants, never
+        from values computed from its inputs, and keeping those would make a trace hold every
+        intermediate array at once, many times what the eager run it watches holds."""
         tracked = tuple(i for i in parents if self._is_input(args[i]))
         if not tracked:
             return  # an op on constants: its value is a constant of the program
@@ -103,7 +106,7 @@ class Trace:
                     args[i], raw[i] = shadow, shadow._value
             args = tuple(args)
         outs = out if type(out) is tuple else (out,)
-        shadows = tuple(_stand_in(o) for o in outs)
+        shadows = tuple(stand_in(o) for o in outs)
         for o, shadow in zip(outs, shadows):
             if shadow is not o:
                 stand_ins[o._id] = shadow
@@ -147,7 +150,7 @@ class Recording:
         arguments (Tensors at the positions ``parents``, which depend on the inputs; anything else
         is a constant), ``raw`` the arguments' values, ``kwargs`` its keyword arguments, ``out``
         the result (a Tensor, or a tuple of them). A floating-point array computed from the inputs
-        is kept as a stand-in of its shape and dtype (:func:`_stand_in`), except f's outputs.
+        is kept as a stand-in of its shape and dtype (:func:`autodiff.core.stand_in`), except f's outputs.
         Ops on constants only are not records: their values are constants of the program.
         Derivative computations (backward sweeps) are records like any other op.
     inputs : list
@@ -202,25 +205,6 @@ def record(build: Callable, inputs: list) -> Recording:
     outputs, structure = flatten(out)
     return Recording(_with_outputs(trace.records, outputs), inputs + list(trace.variables.values()),
                      outputs, structure, trace.guards, trace.raw)
-
-
-def _stand_in(t: Tensor) -> Tensor:
-    """t for the records: a floating-point array is replaced by a Tensor of the same identity
-    (``_id``), shape and dtype whose value is a zero broadcast to that shape (it holds no memory).
-
-    A program is made from the operations, shapes and dtypes of its records and the values of its
-    constants, never from the values computed from its inputs; keeping those would make a trace
-    hold every intermediate array at once, many times what the eager run it watches needs (which
-    frees each one after its last use). Integer and boolean values (indices and masks, which guards
-    and sparsity patterns read) and NumPy scalars are kept as they are.
-    """
-    value = t._value
-    if type(value) is not np.ndarray or value.dtype.kind not in "fc":
-        return t
-    shadow = Tensor.__new__(Tensor)
-    shadow._value = np.broadcast_to(np.zeros((), value.dtype), value.shape)
-    shadow._id = t._id
-    return shadow
 
 
 def _with_outputs(records: list, outputs: list) -> list:
