@@ -108,9 +108,9 @@ def test_gauss_newton_runs_over_variables_traced_and_eager_have_identical_iterat
 
 @pytest.mark.parametrize("method", ["trust-ncg", "hessian-free", "newton-cg"])
 def test_an_iterate_recording_is_dropped_before_the_next_one_is_made(monkeypatch, method):
-    """One recording at a time besides the iterate's: a step that evaluates gradients at trial
-    points (line searches, trust regions at accepted trials) holds its iterate's operator, but no
-    earlier trial's operator is alive when the next one is made."""
+    """One recording at a time: a line search lets go of its iterate's operator once it has its
+    direction, so none is alive when a trial point's is made; a trust region (which may need its
+    iterate's products again after a rejected trial) holds its iterate's, but no earlier one."""
     made, alive_at_creation = [], []
     hessian_operator = ad.hessian_operator
 
@@ -125,4 +125,4 @@ def test_an_iterate_recording_is_dropped_before_the_next_one_is_made(monkeypatch
     problem = problems.get("extended_rosenbrock")
     hessopt.minimize(problem.fun, problem.x0, method=method, options={"maxiter": 20})
     assert len(made) > 10
-    assert max(alive_at_creation) <= 1, alive_at_creation
+    assert max(alive_at_creation) <= (1 if method == "trust-ncg" else 0), alive_at_creation
