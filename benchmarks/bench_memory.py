@@ -12,8 +12,8 @@ tenth, less the baseline, is the memory the optimization took. It is shown again
 (b) the plain loss at N = 12,500 .. 50,000 (H = 32) and H = 16 .. 64 (N = 50,000).
 
 ``--pythonpath DIR`` runs the configurations with another checkout of hessopt (say, an older
-commit), so that before and after are measured by the same script.
-Run: OMP_NUM_THREADS=1 python benchmarks/bench_memory.py [--pythonpath DIR] [--only a]
+commit), so that before and after are measured by the same script; ``--eager`` runs them untraced.
+Run: OMP_NUM_THREADS=1 python benchmarks/bench_memory.py [--pythonpath DIR] [--only a] [--eager]
 """
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ def peak_mb():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # kB on Linux
 
 data, hidden, penalty, iterations = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4])
+trace = sys.argv[5] == "1"
 x, y = np.load(data + "_x.npy"), np.load(data + "_y.npy")
 model = nn.Sequential([nn.Dense(hidden, "tanh", seed=0), nn.Dense(10, seed=1)])
 model(x[:1])
@@ -62,7 +63,7 @@ def note(intermediate_result):
         peaks.append(peak_mb())
 
 result = hessopt.minimize(loss, model.trainable_variables, method="newton-cg", callback=note,
-                          options={"maxiter": iterations, "gtol": 0.0})
+                          options={"maxiter": iterations, "gtol": 0.0, "trace": trace})
 print(json.dumps({"baseline": baseline, "first": peaks[0], "last": peak_mb(), "nit": result.nit,
                   "fun": float(result.fun)}))
 """
@@ -79,20 +80,21 @@ def write_data(directory: pathlib.Path, rows: int) -> str:
     return str(prefix)
 
 
-def measure(prefix: str, hidden: int, penalty: bool, pythonpath: str) -> dict:
+def measure(prefix: str, hidden: int, penalty: bool, pythonpath: str, trace: bool) -> dict:
     env = {**os.environ, "PYTHONPATH": pythonpath, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", CHILD, prefix, str(hidden), "1" if penalty else "0",
-                          str(ITERATIONS)], env=env, capture_output=True, text=True, check=True,
+                          str(ITERATIONS), "1" if trace else "0"], env=env, capture_output=True, text=True,
+                         check=True,
                          cwd=os.path.dirname(prefix))   # not here: sys.path[0] would be this checkout
     return json.loads(out.stdout)
 
 
-def report(title: str, configs: list, directory: pathlib.Path, pythonpath: str) -> None:
+def report(title: str, configs: list, directory: pathlib.Path, pythonpath: str, trace: bool) -> None:
     print(title)
     print(f"  {'N':>7} {'H':>3} {'penalty':>7} {'data MB':>8} {'act. MB':>8} {'baseline':>9} "
           f"{'+1 it':>8} {'+10 it':>8} {'/data':>6} {'/act.':>6}")
     for rows, hidden, penalty in configs:
-        found = measure(write_data(directory, rows), hidden, penalty, pythonpath)
+        found = measure(write_data(directory, rows), hidden, penalty, pythonpath, trace)
         data_mb, activation_mb = rows * FEATURES * 8 / 2 ** 20, rows * hidden * 8 / 2 ** 20
         first, last = found["first"] - found["baseline"], found["last"] - found["baseline"]
         print(f"  {rows:>7} {hidden:>3} {'exact' if penalty else 'no':>7} {data_mb:8.1f} "
@@ -105,16 +107,17 @@ def main() -> None:
     parser.add_argument("--pythonpath", default=str(pathlib.Path(__file__).resolve().parents[1]),
                         help="the hessopt checkout the configurations run with")
     parser.add_argument("--only", choices=("a", "b"))
+    parser.add_argument("--eager", action="store_true", help="options={'trace': False}")
     args = parser.parse_args()
-    print(f"hessopt from {args.pythonpath}; peak RSS above the baseline (data loaded, model built), "
-          f"after 1 and {ITERATIONS} Newton-CG iterations")
+    print(f"hessopt from {args.pythonpath}{' (eager)' if args.eager else ''}; peak RSS above the baseline "
+          f"(data loaded, model built), after 1 and {ITERATIONS} Newton-CG iterations")
     with tempfile.TemporaryDirectory() as directory:
         if args.only != "b":
             report("(a) the 50,000-row MLP 64-32-10, without and with the exact input-gradient penalty",
-                   CONFIGS_A, pathlib.Path(directory), args.pythonpath)
+                   CONFIGS_A, pathlib.Path(directory), args.pythonpath, not args.eager)
         if args.only != "a":
             report("(b) against the data and activation size (no penalty)", CONFIGS_B,
-                   pathlib.Path(directory), args.pythonpath)
+                   pathlib.Path(directory), args.pythonpath, not args.eager)
 
 
 if __name__ == "__main__":

@@ -124,6 +124,21 @@ class AutodiffDerivatives:
     def hess(self, x: np.ndarray) -> np.ndarray:
         return self.at(x).to_dense()
 
+    def solve(self, solver: Callable, x0: np.ndarray, *args, **kwargs) -> OptimizeResult:
+        """``solver(*args, **kwargs)``; the Variables, if any, then hold its ``x`` (or x0 again if
+        it raises), and ``untraced_reason`` says why the objective ran eagerly, if it did."""
+        try:
+            result = solver(*args, **kwargs)
+        except BaseException:
+            if self.variables is not None:
+                self.point(x0)
+            raise
+        if self.variables is not None:
+            self.point(result.x)
+        if self.untraced_reason is not None:
+            result.untraced_reason = self.untraced_reason
+        return result
+
 
 def _method(method: str) -> Callable:
     try:
@@ -244,19 +259,10 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     else:
         flat_fun, flat_jac = _first_derivatives(fun, jac, call, derivatives)
     flat_hess, flat_hessp, operator, user_hessian = _second_derivatives(hess, hessp, call, derivatives)
-    try:
-        result = solver(flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
-                        callback=call.callback, operator=operator, **call.options)
-    except BaseException:
-        if variables is not None:
-            derivatives.point(call.x0)
-        raise
-    if variables is not None:
-        derivatives.point(result.x)
+    result = derivatives.solve(solver, call.x0, flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
+                               callback=call.callback, operator=operator, **call.options)
     if user_hessian is not None and hessp is None:
         result.nhev = user_hessian.calls   # products with its matrix are not evaluations
-    if derivatives.untraced_reason is not None:
-        result.untraced_reason = derivatives.untraced_reason
     return call.finish(result)
 
 

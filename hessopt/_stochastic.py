@@ -185,8 +185,8 @@ def minimize_stochastic(fun: Callable, x0, batches: Iterable | Callable[[int], I
         raise TypeError("options['ggn'] must be a pair (predict, loss) of callables")
     options.setdefault("keep_iterates", False)
     call = normalize(x0, (), callback, options, solver, method.lower())
-    variables = _variables(x0)
-    derivatives = BatchDerivatives(fun, call.unravel, variables, None if ggn is None else tuple(ggn), trace)
+    derivatives = BatchDerivatives(fun, call.unravel, _variables(x0), None if ggn is None else tuple(ggn),
+                                   trace)
     keywords = dict(call.options, batches=batches, epochs=epochs)
     if second_order:
         keywords.update(operator=derivatives.operator, curvature=_subsampler(size, fraction, rng))
@@ -194,16 +194,8 @@ def minimize_stochastic(fun: Callable, x0, batches: Iterable | Callable[[int], I
         if not callable(evaluate):
             raise TypeError(f"evaluate must be callable, got {type(evaluate).__name__}")
         keywords["evaluate"] = lambda x: evaluate(*derivatives.at_params(x))
-    try:
-        result = solver(derivatives.value_and_grad, call.x0, True, callback=call.callback, **keywords)
-    except BaseException:
-        if variables is not None:
-            derivatives.point(call.x0)
-        raise
-    if variables is not None:
-        derivatives.point(result.x)
-    if derivatives.untraced_reason is not None:
-        result.untraced_reason = derivatives.untraced_reason
+    result = derivatives.solve(solver, call.x0, derivatives.value_and_grad, call.x0, True,
+                               callback=call.callback, **keywords)
     return call.finish(result)
 
 

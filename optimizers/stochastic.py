@@ -175,7 +175,8 @@ class BatchSteps(Step):
             raise TypeError(f"evaluate must be callable, got {type(evaluate).__name__}")
         self.objective, self.inner, self.evaluate = objective, inner, evaluate
         self.evaluations = History(keep_iterates=False)
-        self.steps, self._start, self._stopped = 0, time.perf_counter(), False
+        self.steps, self.epochs = 0, 0     # steps taken, epochs their batches came from
+        self._start, self._stopped = time.perf_counter(), False
 
     def default_maxiter(self, n: int) -> int:
         return sys.maxsize      # the epochs end the run
@@ -199,6 +200,7 @@ class BatchSteps(Step):
             x, fields = trial.x, trial.fields
         self.steps += 1
         epoch = self.objective.epoch
+        self.epochs = epoch + 1
         more = self.objective.advance()
         stop = None
         if (not more or self.objective.epoch != epoch) and self._evaluated(x, epoch + 1):
@@ -261,12 +263,12 @@ class SubsampledNewtonCGStep(LineSearchDescent):
 
 def _run(objective: BatchObjective, inner: Step, *, evaluate, callback, maxiter, disp,
          keep_iterates) -> OptimizeResult:
-    """One stochastic run; the result also has ``evaluations`` and ``epochs`` (batches' epochs begun)."""
+    """One stochastic run; the result also has ``evaluations`` and ``epochs`` (the epochs whose
+    batches the steps took)."""
     step = BatchSteps(objective, inner, evaluate)
     result = run(objective, step, maxiter=maxiter, callback=callback, disp=disp,
                  keep_iterates=keep_iterates)
-    result.evaluations = step.evaluations
-    result.epochs = objective.epoch + 1
+    result.evaluations, result.epochs = step.evaluations, step.epochs
     return result
 
 
@@ -370,17 +372,17 @@ def minimize_subsampled_newton_cg(
 
     Examples
     --------
+    f(x, b) = sum(cosh(x - b)) over the batches b = (1, -1) and (3, 1): Newton steps on each
+    (Hessian diag(cosh(x - b))) settle between their minima:
+
     >>> import numpy as np
     >>> from optimizers.stochastic import minimize_subsampled_newton_cg
-    >>> rng = np.random.default_rng(0)
-    >>> A = rng.standard_normal((400, 3)); b = A @ np.array([1.0, -2.0, 0.5])
-    >>> batches = [(A[k::4], b[k::4]) for k in range(4)]
     >>> result = minimize_subsampled_newton_cg(
-    ...     lambda x, d: 0.5 * np.mean((d[0] @ x - d[1]) ** 2), np.zeros(3),
-    ...     lambda x, d: d[0].T @ (d[0] @ x - d[1]) / len(d[1]), batches=batches, epochs=3,
-    ...     hessp=lambda x, p, d: d[0].T @ (d[0] @ p) / len(d[1]), curvature=lambda d: (d[0][:50], d[1][:50]))
-    >>> result.x.round(6), result.epochs
-    (array([ 1. , -2. ,  0.5]), 3)
+    ...     lambda x, b: float(np.sum(np.cosh(x - b))), np.zeros(2), lambda x, b: np.sinh(x - b),
+    ...     batches=[np.array([1.0, -1.0]), np.array([3.0, 1.0])], epochs=20,
+    ...     hessp=lambda x, p, b: np.cosh(x - b) * p)
+    >>> result.nit, bool(np.all((result.x > [1.0, -1.0]) & (result.x < [3.0, 1.0])))
+    (40, True)
     """
     _check_derivatives(hess, hessp, operator, needs_curvature=True)
     objective = BatchObjective(fun, x0, jac, Epochs(batches, epochs), hessp=hessp, operator=operator,
