@@ -92,10 +92,6 @@ class Step(ABC):
     messages: Mapping[Status, str] = {}
     #: ``maxiter=0`` means the default, not zero iterations (the trust-region family's reading)
     zero_maxiter_is_default = False
-    #: whether the loop tests the iterates for convergence; a stochastic step sets False: its f
-    #: and g are those of one batch of the data (and each step takes the next batch), so a small
-    #: batch gradient is noise, not a first-order point, and the run ends by the step's own Stop
-    gradient_test = True
 
     @abstractmethod
     def default_maxiter(self, n: int) -> int:
@@ -235,7 +231,7 @@ class Loop:
         ``(None, saddle)`` at a first-order point with it; ``(NONFINITE, None)`` at a first-order
         point whose Hessian is not finite (no second-order check is possible); else ``(None,
         None)``."""
-        if not self.step.gradient_test or not self.converged(point.x, point.f, point.g):
+        if not self.converged(point.x, point.f, point.g):
             return None, None
         if self.probe is None:
             return Status.SUCCESS, None
@@ -278,11 +274,10 @@ class Loop:
         status's message ended by the final gradient norm and the gradient test of the run."""
         x, f, g = final_point(self.objective, point, status)
         message = self.message or self.step.messages.get(status) or MESSAGES[status]
-        test = self.converged if self.step.gradient_test else None
-        message = with_gradient_norm(message, x, f, g, test)
         counts = self.monitor.counts()
         return OptimizeResult(x=x, fun=f, jac=g, nit=nit, **counts, status=status,
-                              success=status == Status.SUCCESS, message=message,
+                              success=status == Status.SUCCESS,
+                              message=with_gradient_norm(message, x, f, g, self.converged),
                               history=self.monitor.history)
 
 
@@ -298,11 +293,9 @@ def final_point(objective: Objective, point: Iterate,
 
 
 def with_gradient_norm(message: str, x: np.ndarray, f: float, g: np.ndarray,
-                       test: GradientTest | None) -> str:
+                       test: GradientTest) -> str:
     """``message`` ended with the final gradient norm and the test it was held to, as in
     "... (||g||_inf = 3.2e-04; test: max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-08, here
-    3.2e-04)."; with no test (a stochastic run), the norm alone."""
-    if test is None:
-        return f"{message.rstrip('.')} (||g||_inf = {gradient_norm(g):.1e} on the last batch)."
+    3.2e-04)."."""
     return (f"{message.rstrip('.')} (||g||_inf = {gradient_norm(g):.1e}; "
             f"test: {test.describe(x, f, g)}).")

@@ -11,9 +11,11 @@ the new point on it: that is where the next step starts, so no gradient is compu
 A step carries its state from batch to batch: Hessian-free's damping lambda (moved by each batch's
 reduction ratio, Martens 2010 §4.1) and its CG warm start (§4.5), Adam's moments. A step that finds
 no lower value on its batch leaves x where it is (Hessian-free then raises lambda) and the run goes
-on with the next batch. There is no gradient test: a batch gradient is not the gradient, and a
-small one is noise, not a first-order point. A run ends when its epochs are used up (status 1),
-when the callback or ``evaluate`` raises StopIteration (status 99), or at NaN/inf (status 3).
+on with the next batch. There is no gradient test (:class:`NoGradientTest`): a batch gradient is
+not the gradient, and a small one is noise, not a first-order point; the one loop of
+:mod:`optimizers.loop` runs these steps with that test. A run ends when its epochs are used up
+(status 1), when the callback or ``evaluate`` raises StopIteration (status 99), or at NaN/inf
+(status 3), and returns its last iterate.
 
 References: J. Martens, "Deep learning via Hessian-free optimization", ICML 2010; R. H. Byrd,
 G. M. Chin, W. Neveitt and J. Nocedal, "On the use of stochastic Hessian information in optimization
@@ -33,16 +35,35 @@ from .first_order import Update, adam, heavy_ball
 from .history import History
 from .krylov import HESSIAN_FREE_CG_MAXITER
 from .linesearch import LineSearchResult, backtracking
-from .loop import Saddle, Step, Stop, Trial, run
+from .loop import Loop, Monitor, Saddle, Step, Stop, Trial
 from .newton import LineSearchDescent, MartensDamping, _HessianFreeStep, _truncated_cg
 from .objective import Iterate, Objective, Status
+from .stopping import GradientTest
 
 # Byrd et al. (2011) cap CG at 10 iterations per step; Martens' CG runs until its progress test.
 SUBSAMPLED_CG_MAXITER = 10
 STOCHASTIC_HF_CG_MAXITER = 50
 
-EPOCHS_DONE = ("The epochs asked for are done: a stochastic method stops on its budget, and has no "
-               "gradient test (the gradient of a batch is not the gradient)")
+EPOCHS_DONE = "The epochs asked for are done: a stochastic method stops on its budget"
+
+
+class NoGradientTest(GradientTest):
+    """The convergence test of a stochastic run: none. Its f and g are those of one batch (and each
+    step takes the next batch), so a small batch gradient is noise, not a first-order point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from optimizers.stochastic import NoGradientTest
+    >>> NoGradientTest()(np.zeros(2), 0.0, np.zeros(2))
+    False
+    """
+
+    def __call__(self, x: np.ndarray, f: float, g: np.ndarray) -> bool:
+        return False
+
+    def describe(self, x: np.ndarray, f: float, g: np.ndarray) -> str:
+        return "none, the gradient of one batch is not the gradient"
 
 
 class Epochs:
@@ -101,8 +122,8 @@ class BatchObjective(Objective):
     ``fun(x, batch)``, ``jac(x, batch)`` (or ``jac=True``: fun returns (f, g)) and the curvature,
     ``hessp(x, p, batch)`` or ``operator(x, batch)``, are evaluated on the current batch; the
     curvature on ``curvature(batch)`` (a subsample; default: the batch itself), made once per
-    batch. :meth:`advance` moves to the next batch. Counts add up over batches; the best point
-    (returned by a run that fails) is the best of the current batch.
+    batch. :meth:`advance` moves to the next batch. Counts add up over batches; a run that ends
+    returns its last iterate (no "best point": values of different batches do not compare).
 
     Examples
     --------
@@ -139,8 +160,17 @@ class BatchObjective(Objective):
             return False
         self.curvature_batch = self._curvature(self.batch)
         self._fx = self._gx = None     # values and gradients of the last batch are no longer current
-        self.best_f = np.inf
         return True
+
+    @property
+    def best_f(self) -> float:
+        """inf: no point counts as better than the last iterate, which a stochastic run returns
+        (values of different batches do not compare)."""
+        return np.inf
+
+    @best_f.setter
+    def best_f(self, value: float) -> None:
+        pass
 
 
 class BatchSteps(Step):
@@ -156,18 +186,17 @@ class BatchSteps(Step):
     Gradient steps on f(x) = (x - b)^2 over the batches b = 1 and b = 3, twice:
 
     >>> import numpy as np
-    >>> from optimizers.loop import run
+    >>> from optimizers.loop import Loop, Monitor
     >>> from optimizers.first_order import heavy_ball
-    >>> from optimizers.stochastic import BatchObjective, BatchSteps, Epochs, GradientStep
+    >>> from optimizers.stochastic import BatchObjective, BatchSteps, Epochs, GradientStep, NoGradientTest
     >>> objective = BatchObjective(lambda x, b: float((x[0] - b) ** 2), np.zeros(1),
     ...                            lambda x, b: 2 * (x - b), Epochs([1.0, 3.0], epochs=2))
     >>> step = BatchSteps(objective, GradientStep(heavy_ball(1, 0.25)), lambda x: {"x": x[0]})
-    >>> result = run(objective, step)
+    >>> result = Loop(objective, step, None, NoGradientTest(), Monitor(objective.counts)).iterate(None)
     >>> result.history["x"].ravel(), step.evaluations["x"], int(result.status)
     (array([0.    , 0.5   , 1.75  , 1.375 , 2.1875]), array([0.    , 1.75  , 2.1875]), 1)
     """
 
-    gradient_test = False
     messages = {Status.MAXITER: EPOCHS_DONE}
 
     def __init__(self, objective: BatchObjective, inner: Step, evaluate: Callable | None = None):
@@ -266,8 +295,8 @@ def _run(objective: BatchObjective, inner: Step, *, evaluate, callback, maxiter,
     """One stochastic run; the result also has ``evaluations`` and ``epochs`` (the epochs whose
     batches the steps took)."""
     step = BatchSteps(objective, inner, evaluate)
-    result = run(objective, step, maxiter=maxiter, callback=callback, disp=disp,
-                 keep_iterates=keep_iterates)
+    monitor = Monitor(objective.counts, callback, disp, keep_iterates)
+    result = Loop(objective, step, None, NoGradientTest(), monitor).iterate(maxiter)
     result.evaluations, result.epochs = step.evaluations, step.epochs
     return result
 

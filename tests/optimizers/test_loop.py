@@ -111,19 +111,3 @@ def test_an_operator_factory_gives_the_runs_of_hessp_with_its_products_counted(m
     assert result.nhev == Quadratic.calls["matvec"] + Quadratic.calls["to_dense"]
     # one operator per iterate that asked for curvature, never one per product
     assert Quadratic.calls["at"] <= len(result.history)
-
-
-def test_a_step_without_gradient_test_is_never_stopped_on_its_gradient():
-    """A stochastic step's gradient is one batch's: zero there is not a first-order point. The loop
-    runs such a step until its own Stop, and its message has the norm but no test."""
-    class Stochastic(Scripted):
-        gradient_test = False
-
-    at_minimum = np.zeros(2)   # g = 0 at x0: a step with the gradient test would not even start
-    step = Stochastic([lambda point: Trial(point.x + 1.0, 0.0, {"step": 1.0})] * 2
-                      + [Stop(Status.MAXITER)])
-    result = run(Objective(SQUARE[0], at_minimum, SQUARE[1]), step)
-    assert result.status == Status.MAXITER and result.nit == 2 and not result.success
-    np.testing.assert_array_equal(result.history["x"][:, 0], [0.0, 1.0, 2.0])
-    assert result.message.endswith("(||g||_inf = 0.0e+00 on the last batch).")   # the best point
-    assert run(Objective(SQUARE[0], at_minimum, SQUARE[1]), Scripted([])).status == Status.SUCCESS

@@ -186,3 +186,14 @@ def test_callback_stop_nan_and_bad_input():
         minimize_subsampled_newton_cg(loss, np.zeros(4), gradient, hessp=hessp, batches=BATCHES, curvature=3)
     with pytest.raises(ValueError, match="no batches"):
         minimize_sgd(loss, np.zeros(4), gradient, batches=[])
+
+
+def test_a_zero_batch_gradient_does_not_end_the_run_and_the_last_iterate_is_returned():
+    """At x0 the first batch's gradient is 0: a gradient test would stop there. The run takes all
+    its steps and returns the last iterate, even where an earlier one had a lower batch value."""
+    batches = [(A[:4], A[:4] @ X_TRUE)] + BATCHES[:3]      # x0 = X_TRUE: the first batch's minimum
+    result = minimize_sgd(loss, X_TRUE.copy(), gradient, batches=batches, learning_rate=0.5, keep_iterates=True)
+    assert result.nit == 4 and result.status == Status.MAXITER and result.history["gnorm"][0] == 0.0
+    np.testing.assert_array_equal(result.x, result.history["x"][-1])
+    assert result.fun == result.history["f"][-1] > result.history["f"][0]
+    assert result.message.endswith("test: none, the gradient of one batch is not the gradient).")
