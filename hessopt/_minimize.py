@@ -259,10 +259,19 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str = "newton-cg",
     else:
         flat_fun, flat_jac = _first_derivatives(fun, jac, call, derivatives)
     flat_hess, flat_hessp, operator, user_hessian = _second_derivatives(hess, hessp, call, derivatives)
-    result = derivatives.solve(solver, call.x0, flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
-                               callback=call.callback, operator=operator, **call.options)
+    try:
+        result = solver(flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
+                        callback=call.callback, operator=operator, **call.options)
+    except BaseException:
+        if variables is not None:
+            derivatives.point(call.x0)
+        raise
+    if variables is not None:
+        derivatives.point(result.x)
     if user_hessian is not None and hessp is None:
         result.nhev = user_hessian.calls   # products with its matrix are not evaluations
+    if derivatives.untraced_reason is not None:
+        result.untraced_reason = derivatives.untraced_reason
     return call.finish(result)
 
 
