@@ -143,8 +143,14 @@ def deflinear(prim: Primitive) -> None:
     prim.jvps[0] = lambda t, ans, x, *args, **kwargs: prim(t, *args, **kwargs)
 
 
+# The wrappers below read only shapes themselves: ``reads_of`` names the function whose reads count
+# (``core.values_read``), so that a tape keeps only the values that function reads.
+
 def _times(d):
-    return lambda g, ans, *args: g * d(ans, *args)
+    def vjp(g, ans, *args):
+        return g * d(ans, *args)
+    vjp.reads_of = (d, 0)
+    return vjp
 
 
 def _times_summed(d, i):
@@ -152,6 +158,7 @@ def _times_summed(d, i):
         gi = g * d(ans, *args)
         shape = args[i].shape
         return gi if gi.shape == shape else unbroadcast(gi, shape, g.ndim - ans.ndim)
+    vjp.reads_of = (d, 0)
     return vjp
 
 
@@ -160,6 +167,7 @@ def _summed_to_argument(rule, i):
         gi = rule(g, ans, *args, **kwargs)
         shape = args[i].shape
         return gi if gi.shape == shape else unbroadcast(gi, shape, g.ndim - ans.ndim)
+    rule_then_unbroadcast.reads_of = (rule, 1)
     return rule_then_unbroadcast
 
 

@@ -169,7 +169,7 @@ class GGNOperator(HessianOperator):
     """
 
 
-def hessian_operator(f: Callable, x: Any, chunk_size: int | None = None) -> HessianOperator:
+def hessian_operator(f: Callable, x: Any, chunk_size: int | None = None, args: tuple = ()) -> HessianOperator:
     """Record f and its gradient at x once; return the Hessian as an operator.
 
     Each product ``op @ v`` is then one backward sweep over the recorded gradient, with no new
@@ -186,6 +186,11 @@ def hessian_operator(f: Callable, x: Any, chunk_size: int | None = None) -> Hess
         The point.
     chunk_size : int, optional
         How many vectors each batched sweep of ``matmat`` and ``to_dense`` takes (default: all).
+    args : tuple, optional
+        More arguments of f, held fixed: the Hessian of x -> f(x, *args) (``f(*args)`` when x
+        holds Variables). For an ``autodiff.function`` f their floating-point arrays are inputs of
+        the replayed program (a batch of data: one trace serves every batch of that shape), where
+        a closure over them would be traced again for each one.
 
     Returns
     -------
@@ -208,9 +213,25 @@ def hessian_operator(f: Callable, x: Any, chunk_size: int | None = None) -> Hess
     >>> op.matvec([1.0, 0.0]), op.to_dense()
     (array([16.,  2.]), array([[16.,  2.],
            [ 2., 48.]]))
+    >>> ad.hessian_operator(lambda x, a: np.sum(a * x ** 3), np.array([1.0, 2.0]),
+    ...                     args=(np.array([1.0, 3.0]),)).to_dense()   # 6 a x on the diagonal
+    array([[ 6.,  0.],
+           [ 0., 36.]])
     """
-    (value, gradient), product = partially_evaluated(cached_hvp, f, (x,), _flat_vector_like_gradient)
+    if args:
+        (value, gradient), product = partially_evaluated(_cached_hvp_with, f, (x, tuple(args)),
+                                                         _flat_vector_like_gradient)
+    else:
+        (value, gradient), product = partially_evaluated(cached_hvp, f, (x,), _flat_vector_like_gradient)
     return HessianOperator(value, gradient, product, chunk_size, x)
+
+
+def _cached_hvp_with(f: Callable, x: Any, args: tuple) -> tuple:
+    """``cached_hvp`` of x -> f(x, *args) (of f(*args) when x holds Variables)."""
+    leaves = flatten(x)[0]
+    if leaves and all(isinstance(leaf, Variable) for leaf in leaves):
+        return cached_hvp(lambda: f(*args), x)
+    return cached_hvp(lambda point: f(point, *args), x)
 
 
 def _flat_vector_like_gradient(out: tuple) -> tuple:
@@ -219,7 +240,8 @@ def _flat_vector_like_gradient(out: tuple) -> tuple:
     return (np.zeros(np.shape(gradient), gradient.dtype),)
 
 
-def ggn_operator(predict: Callable, loss: Callable, x: Any, chunk_size: int | None = None) -> GGNOperator:
+def ggn_operator(predict: Callable, loss: Callable, x: Any, chunk_size: int | None = None,
+                 args: tuple = ()) -> GGNOperator:
     """The generalized Gauss-Newton matrix of loss(predict(x)) at x as an operator.
 
     G = J^T H_L J, with J the Jacobian of the predictions z = predict(x) and H_L the Hessian of
@@ -243,6 +265,10 @@ def ggn_operator(predict: Callable, loss: Callable, x: Any, chunk_size: int | No
         The point.
     chunk_size : int, optional
         How many vectors each batched sweep takes (default: all).
+    args : tuple, optional
+        More arguments of both, held fixed: predict(x, *args) (``predict(*args)`` when x holds
+        Variables) and loss(predictions, *args), a batch of inputs and targets, say (see
+        :func:`hessian_operator`).
 
     Returns
     -------
@@ -263,14 +289,14 @@ def ggn_operator(predict: Callable, loss: Callable, x: Any, chunk_size: int | No
     array([[1.    , 0.    ],
            [0.    , 0.1764]])
     """
-    (value, gradient), product = partially_evaluated(gauss_newton, predict, (loss, x),
+    (value, gradient), product = partially_evaluated(gauss_newton, predict, (loss, x, tuple(args)),
                                                      _flat_vector_like_gradient)
     return GGNOperator(value, gradient, product, chunk_size, x)
 
 
-def gauss_newton(predict: Callable, loss: Callable, x: Any) -> tuple:
-    """``((value, flat gradient), product)`` of the GGN of loss(predict(x)) at x (see
-    :func:`ggn_operator`); nothing is recorded on the caller's tapes."""
+def gauss_newton(predict: Callable, loss: Callable, x: Any, args: tuple = ()) -> tuple:
+    """``((value, flat gradient), product)`` of the GGN of loss(predict(x, *args), *args) at x
+    (see :func:`ggn_operator`); nothing is recorded on the caller's tapes."""
     leaves = flatten(x)[0]
     reads_variables = bool(leaves) and all(isinstance(leaf, Variable) for leaf in leaves)
     sizes = [int(np.size(value_of(leaf))) for leaf in leaves]
@@ -278,7 +304,7 @@ def gauss_newton(predict: Callable, loss: Callable, x: Any) -> tuple:
     rebuild = flatten(x)[1]
 
     def predictions(point: Any) -> Tensor:
-        z = predict() if reads_variables else predict(point)
+        z = predict(*args) if reads_variables else predict(point, *args)
         if not isinstance(z, Tensor) or z.dtype.kind != "f":
             raise TypeError(f"ggn_operator: predict returned {type(z).__name__}, not a floating "
                             "Tensor computed from x with autodiff operations")
@@ -287,7 +313,8 @@ def gauss_newton(predict: Callable, loss: Callable, x: Any) -> tuple:
     with paused():
         z, pullback = _vjp(predictions, x)
         try:
-            (value, loss_gradient), loss_product = cached_hvp(loss, z)
+            (value, loss_gradient), loss_product = cached_hvp(
+                (lambda predicted: loss(predicted, *args)) if args else loss, z)
         except TypeError as error:
             raise TypeError(f"ggn_operator: the loss of the predictions: {error}") from None
         _, push = _vjp(pullback, _zeros_like(z))  # the VJP of u -> J^T u is v -> J v

@@ -150,6 +150,9 @@ class GradientTape:
             return
         if not prim.complex_ok:
             core.refuse_complex(prim, raw, out)
+        reads = None if prim.joint else prim.vjps.values_read(tracked)
+        if reads is not None:   # keep only what the rules read (core.residuals)
+            args, raw, out = core.residuals(args, raw, out, reads)
         self._records.append((prim, args, raw, kwargs, out, tracked))
         if type(out) is tuple:
             watched.update(o._id for o in out)

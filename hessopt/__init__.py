@@ -1,7 +1,8 @@
 """hessopt: second-order optimization with exact curvature.
 
 ``hessopt.minimize(f, x0, method="newton-cg")`` has scipy's interface; derivatives come from the
-``autodiff`` engine, so ``f`` is plain NumPy code. ``hessopt.curvature`` analyses Hessians (and any
+``autodiff`` engine, so ``f`` is plain NumPy code. ``hessopt.minimize_stochastic`` trains on
+mini-batches (stochastic Hessian-free, subsampled Newton-CG, Adam, SGD). ``hessopt.curvature`` analyses Hessians (and any
 symmetric operator); ``hessopt.plot`` draws them and optimization runs. ``hessopt.plot`` needs
 matplotlib and is imported on first use, so ``import hessopt`` stays light.
 """
@@ -12,9 +13,11 @@ from autodiff import grad, hessian, hessian_operator, hvp, jacobian
 from . import curvature, nn, problems, regularizers
 from ._many import BatchStatus, minimize_many
 from ._minimize import METHODS, least_squares, minimize
+from ._stochastic import STOCHASTIC_METHODS, minimize_stochastic
 
-__all__ = ["minimize", "minimize_many", "BatchStatus", "least_squares", "METHODS", "problems", "curvature",
-           "plot", "nn", "regularizers", "grad", "hessian", "hvp", "jacobian", "hessian_operator"]
+__all__ = ["minimize", "minimize_many", "minimize_stochastic", "BatchStatus", "least_squares", "METHODS",
+           "STOCHASTIC_METHODS", "problems", "curvature", "plot", "nn", "regularizers", "grad", "hessian",
+           "hvp", "jacobian", "hessian_operator"]
 
 
 def __getattr__(name: str):

@@ -106,6 +106,7 @@ class AutodiffDerivatives:
 
     def at(self, x: np.ndarray) -> ad.HessianOperator:
         if not self._is_current(x):
+            self._x = self._operator = None   # the old recording goes before the new one is made
             self._operator = self._operator_at(self.point(x))
             self._x = np.array(x, copy=True)
         return self._operator
@@ -128,6 +129,21 @@ class AutodiffDerivatives:
 
     def hess(self, x: np.ndarray) -> np.ndarray:
         return self.at(x).to_dense()
+
+    def solve(self, solver: Callable, x0: np.ndarray, *args, **kwargs) -> OptimizeResult:
+        """``solver(*args, **kwargs)``; the Variables, if any, then hold its ``x`` (or x0 again if
+        it raises), and ``untraced_reason`` says why the objective ran eagerly, if it did."""
+        try:
+            result = solver(*args, **kwargs)
+        except BaseException:
+            if self.variables is not None:
+                self.point(x0)
+            raise
+        if self.variables is not None:
+            self.point(result.x)
+        if self.untraced_reason is not None:
+            result.untraced_reason = self.untraced_reason
+        return result
 
 
 def _method(method: str) -> Callable:

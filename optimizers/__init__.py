@@ -20,6 +20,10 @@ The parameters every method shares:
   in scipy); ``disp``: print the iteration table, and warn when the run fails (scipy's
   categories); ``keep_iterates``: keep the iterates in ``history["x"]``.
 
+The mini-batch methods of :mod:`optimizers.stochastic` (stochastic Hessian-free, subsampled
+Newton-CG, and Adam and SGD on batches) take the same with a batch: ``fun(x, batch)``,
+``jac(x, batch)``, ``hessp(x, p, batch)`` or ``operator(x, batch)``, and ``batches``.
+
 Bad input (a non-callable fun, x0 with NaN, a method that needs second derivatives without them)
 raises TypeError or ValueError naming the problem; a start point where f or the gradient is not
 finite is a failed run (status 3), as in scipy. Derivatives here come from the caller: scipy's
@@ -41,8 +45,12 @@ from .history import History
 from .least_squares import least_squares_lm
 from .newton import minimize_hessian_free, minimize_newton, minimize_newton_cg
 from .objective import Status
+from .stochastic import (minimize_sgd, minimize_stochastic_adam, minimize_stochastic_hessian_free,
+                         minimize_subsampled_newton_cg)
 from .trust_region import minimize_dogleg, minimize_trust_exact, minimize_trust_krylov, minimize_trust_ncg
 
 __all__ = ["History", "Status", "least_squares_lm", "minimize_adam", "minimize_arc", "minimize_dogleg",
            "minimize_gd", "minimize_hessian_free", "minimize_newton", "minimize_newton_cg",
-           "minimize_trust_exact", "minimize_trust_krylov", "minimize_trust_ncg"]
+           "minimize_sgd", "minimize_stochastic_adam", "minimize_stochastic_hessian_free",
+           "minimize_subsampled_newton_cg", "minimize_trust_exact", "minimize_trust_krylov",
+           "minimize_trust_ncg"]

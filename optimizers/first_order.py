@@ -62,15 +62,7 @@ def minimize_gd(fun: Callable, x0, jac: Callable | bool, hess: Callable | None =
            [ 0.5 , -1.  ],
            [ 0.25, -0.5 ]]))
     """
-    _check_positive(learning_rate=learning_rate)
-    if not 0 <= momentum < 1:
-        raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
-    velocity = np.zeros(np.size(x0))
-
-    def update(x, g, t):
-        velocity[:] = momentum * velocity - learning_rate * g
-        return x + velocity
-
+    update = heavy_ball(np.size(x0), learning_rate, momentum)
     return _run(fun, x0, jac, update, bounds, gtol=gtol, maxiter=maxiter, callback=callback,
                 disp=disp, keep_iterates=keep_iterates)
 
@@ -115,22 +107,60 @@ def minimize_adam(fun: Callable, x0, jac: Callable | bool, hess: Callable | None
     >>> result.history["x"][1].round(6)
     array([   0.9, -199.9])
     """
+    update = adam(np.size(x0), learning_rate, beta1, beta2, epsilon)
+    return _run(fun, x0, jac, update, bounds, gtol=gtol, maxiter=maxiter, callback=callback,
+                disp=disp, keep_iterates=keep_iterates)
+
+
+def heavy_ball(n: int, learning_rate: float, momentum: float = 0.0) -> Update:
+    """The update of gradient descent with Polyak's heavy ball for n variables: ``update(x, g, t)``
+    is x + v with v <- momentum v - learning_rate g (its own velocity, kept across calls).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from optimizers.first_order import heavy_ball
+    >>> update = heavy_ball(1, learning_rate=0.5, momentum=0.5)
+    >>> update(np.array([1.0]), np.array([1.0]), 1), update(np.array([0.5]), np.array([1.0]), 2)
+    (array([0.5]), array([-0.25]))
+    """
+    _check_positive(learning_rate=learning_rate)
+    if not 0 <= momentum < 1:
+        raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
+    velocity = np.zeros(n)
+
+    def update(x, g, t):
+        velocity[:] = momentum * velocity - learning_rate * g
+        return x + velocity
+    return update
+
+
+def adam(n: int, learning_rate: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999,
+         epsilon: float = 1e-8) -> Update:
+    """Adam's update for n variables (Kingma & Ba 2015, Algorithm 1): ``update(x, g, t)`` at step
+    t = 1, 2, ... is x - learning_rate m_hat / (sqrt(v_hat) + epsilon), from its own moving averages.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from optimizers.first_order import adam
+    >>> adam(2, learning_rate=0.1)(np.array([1.0, -200.0]), np.array([2.0, -400.0]), 1)
+    array([   0.9, -199.9])
+    """
     _check_positive(learning_rate=learning_rate)
     if not epsilon >= 0:
         raise ValueError(f"epsilon must be non-negative, got {epsilon!r}")
     for name, beta in (("beta1", beta1), ("beta2", beta2)):
         if not 0 <= beta < 1:
             raise ValueError(f"{name} must lie in [0, 1), got {beta!r}")
-    m, v = np.zeros(np.size(x0)), np.zeros(np.size(x0))
+    m, v = np.zeros(n), np.zeros(n)
 
     def update(x, g, t):
         m[:] = beta1 * m + (1 - beta1) * g
         v[:] = beta2 * v + (1 - beta2) * g * g
         m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
         return x - learning_rate * m_hat / (np.sqrt(v_hat) + epsilon)
-
-    return _run(fun, x0, jac, update, bounds, gtol=gtol, maxiter=maxiter, callback=callback,
-                disp=disp, keep_iterates=keep_iterates)
+    return update
 
 
 def _run(fun: Callable, x0, jac: Callable | bool, update: Update, bounds, **options) -> OptimizeResult:

@@ -302,8 +302,10 @@ class _NewtonStep(LineSearchDescent):
         h = point.hessian
         if not np.all(np.isfinite(h)):
             return Stop(Status.NONFINITE, _NONFINITE_HESSIAN)
-        return strong_wolfe(self.objective, point.x, self.direction(h, point.g), point.f, point.g,
-                            c1=self.c1, c2=self.c2), {}
+        direction = self.direction(h, point.g)
+        point.release()
+        return strong_wolfe(self.objective, point.x, direction, point.f, point.g, c1=self.c1,
+                            c2=self.c2), {}
 
 
 _NONFINITE_HESSIAN = ("The Hessian is not finite at the last iterate: no Newton step (or "
@@ -322,6 +324,7 @@ class _NewtonCGStep(LineSearchDescent):
 
     def search(self, point: Iterate) -> tuple[LineSearchResult, dict] | Stop:
         cg = _truncated_cg(point.matvec, point.g, maxiter=self.cg_maxiter)
+        point.release()
         if not np.all(np.isfinite(cg.p)):   # a Hessian-vector product was not finite
             return Stop(Status.NONFINITE)
         self.recent.append(point.f)
@@ -412,6 +415,8 @@ class _HessianFreeStep(LineSearchDescent):
         cg = solve(p0=self.warm_start * self.previous)
         if not g @ cg.p < 0:   # a warm start can, rarely, lead uphill: start from 0 instead
             cg = solve()
+        del solve
+        point.release()
         if not np.all(np.isfinite(cg.p)):   # a curvature product was not finite
             return Stop(Status.NONFINITE)
         predicted = g @ cg.p + 0.5 * cg.pBp

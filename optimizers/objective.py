@@ -219,3 +219,10 @@ class Iterate:
     @cached_property
     def hessian(self) -> np.ndarray:
         return self._objective._dense(self.x)
+
+    def release(self) -> None:
+        """Let go of the Hessian products and dense Hessian built here (asked again, they are
+        built again): a step done with them (a line search, once it has its direction) then does
+        not hold the iterate's recording while trial points get theirs."""
+        self.__dict__.pop("matvec", None)
+        self.__dict__.pop("hessian", None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 
 import numpy as np
 
@@ -45,6 +46,9 @@ class Program:
     ``Retrace`` when a replay takes another branch. Ops that the outputs and guards do not need
     are dropped, and an op applied again to the same operands reuses the first result.
 
+    Each intermediate array is freed after its last use, as an eager sweep frees a cotangent once
+    it has passed it (a plain straight-line function would keep them all until it returns).
+
     ``run`` returns the list of outputs, or with ``single`` the one output. With ``fresh`` an output
     is never an input or a view (it may be changed in place by the caller; eager sweeps give fresh
     arrays too). ``source`` is the generated Python code.
@@ -55,10 +59,11 @@ class Program:
     >>> from autodiff.jit import Program, trace
     >>> recording = trace(lambda x: np.sin(x) * 1.0 + x, np.zeros(2))
     >>> program = Program(recording.records, recording.inputs, recording.outputs, single=True)
-    >>> print(program.source)                  # the product by 1.0 is dropped: same bits
+    >>> print(program.source)      # the product by 1.0 is dropped (same bits); t1 freed when used
     def program(a0):
         t1 = c0(a0)
         t3 = c1(t1, a0)
+        del t1
         return t3
     >>> program.run(np.array([0.0, np.pi / 2]))
     array([0.        , 2.57079633])
@@ -92,8 +97,7 @@ class Program:
         for tensor, kind, value in guards:
             guards_of.setdefault(tensor._id, []).append((kind, value))
         parameters = [names[t._id] for t in inputs]
-        lines = [f"def program({', '.join(parameters)}):"]
-        lines += _guard_lines(guards_of, [t._id for t in inputs], names, constant)
+        lines = _guard_lines(guards_of, [t._id for t in inputs], names, constant)
         seen: dict = {}
         for prim, args, values, kwargs, out, parents in live:
             operands, keys = [], []
@@ -131,9 +135,33 @@ class Program:
             lines += [f"    if type({r}) is _ndarray and {r}.base is not None: {r} = {r}.copy()"
                       for r in dict.fromkeys(results) if r.startswith("t")]
         lines.append(f"    return {results[0]}" if single else f"    return [{', '.join(results)}]")
-        source = "\n".join(lines)
+        source = "\n".join([f"def program({', '.join(parameters)}):"] + _freeing(lines, parameters))
         exec(compile(source, "<autodiff.function program>", "exec"), constants)
         return source, constants.pop("program")  # its globals do not hold it: no cycle to collect
+
+
+_NAME = re.compile(r"\bt\d+\b")
+
+
+def _freeing(lines: list, parameters: list) -> list:
+    """``lines`` with each intermediate deleted after the line that last reads it (or makes it,
+    when nothing reads it), as the eager sweep frees a cotangent once it is passed: a straight-line
+    function would otherwise keep every intermediate array alive until it returns."""
+    last: dict = {}
+    for k, line in enumerate(lines):
+        for name in _NAME.findall(line):
+            last[name] = k
+    kept = set(_NAME.findall(lines[-1]))   # the returned values
+    freed: dict = {}
+    for name, k in last.items():
+        if name not in kept:
+            freed.setdefault(k, []).append(name)
+    out = []
+    for k, line in enumerate(lines):
+        out.append(line)
+        if k in freed:
+            out.append(f"    del {', '.join(sorted(freed[k], key=lambda n: int(n[1:])))}")
+    return out
 
 
 def _fixed(output):

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..core import Tensor, Variable, state, value_of
+from ..core import Tensor, Variable, stand_in, state, value_of
 from ..tape import _Node
 from ..tree import flatten
 
@@ -63,6 +63,7 @@ class Trace:
         self.raw: set = set()
         self._watched = {t._id for t in inputs}
         self._raw_depth = 0
+        self._stand_ins: dict = {}    # id of a computed Tensor -> its stand-in in the records
 
     def __enter__(self) -> "Trace":
         state.observers.append(self)
@@ -88,12 +89,29 @@ class Trace:
 
     # --- the observer interface (core._State) ---------------------------------------------------
     def record(self, prim, args: tuple, raw: list, kwargs: dict, out, parents: tuple) -> None:
-        """Keep an op that reads an input (a Variable read becomes one)."""
+        """Keep an op that reads an input (a Variable read becomes one). The floating-point arrays
+        it computes are kept as stand-ins (:func:`autodiff.core.stand_in`): a program is made from
+        the operations, shapes and dtypes of its records and the values of its constants, never
+        from values computed from its inputs, and keeping those would make a trace hold every
+        intermediate array at once, many times what the eager run it watches holds."""
         tracked = tuple(i for i in parents if self._is_input(args[i]))
         if not tracked:
             return  # an op on constants: its value is a constant of the program
-        self.records.append((prim, args, raw, kwargs, out, tracked))
+        stand_ins = self._stand_ins
+        if any(args[i]._id in stand_ins for i in tracked):
+            args, raw = list(args), list(raw)
+            for i in tracked:
+                shadow = stand_ins.get(args[i]._id)
+                if shadow is not None:
+                    args[i], raw[i] = shadow, shadow._value
+            args = tuple(args)
         outs = out if type(out) is tuple else (out,)
+        shadows = tuple(stand_in(o) for o in outs)
+        for o, shadow in zip(outs, shadows):
+            if shadow is not o:
+                stand_ins[o._id] = shadow
+        self.records.append((prim, args, raw, kwargs, shadows if type(out) is tuple else shadows[0],
+                             tracked))
         self._watched.update(o._id for o in outs)
         if self._raw_depth:
             self.raw.update(o._id for o in outs)
@@ -131,9 +149,10 @@ class Recording:
         function ``prim.tensor_fun`` computes ``out``'s value from ``raw``), ``args`` its
         arguments (Tensors at the positions ``parents``, which depend on the inputs; anything else
         is a constant), ``raw`` the arguments' values, ``kwargs`` its keyword arguments, ``out``
-        the result (a Tensor, or a tuple of them). Ops on constants only are not records: their
-        values are constants of the program. Derivative computations (backward sweeps) are records
-        like any other op.
+        the result (a Tensor, or a tuple of them). A floating-point array computed from the inputs
+        is kept as a stand-in of its shape and dtype (:func:`autodiff.core.stand_in`), except f's outputs.
+        Ops on constants only are not records: their values are constants of the program.
+        Derivative computations (backward sweeps) are records like any other op.
     inputs : list
         Tensors: one per floating-point array leaf of the arguments (in ``autodiff.tree.flatten``
         order), then the Variables f reads (their values are read afresh by a replay).
@@ -184,8 +203,19 @@ def record(build: Callable, inputs: list) -> Recording:
             raise UntraceableError("autodiff.function: the traced function assigns a Variable it "
                                    "reads; a replay reads each Variable once, at the start")
     outputs, structure = flatten(out)
-    return Recording(trace.records, inputs + list(trace.variables.values()), outputs, structure,
-                     trace.guards, trace.raw)
+    return Recording(_with_outputs(trace.records, outputs), inputs + list(trace.variables.values()),
+                     outputs, structure, trace.guards, trace.raw)
+
+
+def _with_outputs(records: list, outputs: list) -> list:
+    """``records`` with each output's stand-in replaced by the output itself."""
+    real = {o._id: o for o in outputs if isinstance(o, Tensor)}
+    for k, (prim, args, raw, kwargs, out, parents) in enumerate(records):
+        outs = out if type(out) is tuple else (out,)
+        if any(o._id in real and real[o._id] is not o for o in outs):
+            outs = tuple(real.get(o._id, o) for o in outs)
+            records[k] = (prim, args, raw, kwargs, outs if type(out) is tuple else outs[0], parents)
+    return records
 
 
 def trace(f: Callable, *args, **kwargs) -> Recording:

@@ -260,16 +260,17 @@ def _keepdims_shape(shape, axis):
     return tuple(1 if k in axes else d for k, d in enumerate(shape))
 
 
-def _expand_reduced(g, ans, x, axis):
-    """Broadcast a cotangent of a reduction back over the reduced axes of ``x``."""
+def _expand_reduced(g, ans, shape, axis):
+    """Broadcast a cotangent of a reduction back over the reduced axes of an argument of ``shape``
+    (only the shape: a tape need not keep the argument of a sum)."""
     if axis is None and g.ndim == ans.ndim:  # the common whole-array sum: no reshape needed
-        return _broadcast_to(g, x.shape)
+        return _broadcast_to(g, shape)
     batch = g.shape[:g.ndim - ans.ndim]
-    return broadcast_to(reshape(g, batch + _keepdims_shape(x.shape, axis)), batch + x.shape)
+    return broadcast_to(reshape(g, batch + _keepdims_shape(shape, axis)), batch + shape)
 
 
 _sum = primitive(_np.sum, "sum", tensor_fun=_np.add.reduce)  # np.sum's own call on arrays
-defvjp(_sum, lambda g, ans, x, axis=None, keepdims=False: _expand_reduced(g, ans, x, axis))
+defvjp(_sum, lambda g, ans, x, axis=None, keepdims=False: _expand_reduced(g, ans, x.shape, axis))
 deflinear(_sum)
 
 
@@ -278,7 +279,7 @@ def defreduction(prim, partial) -> None:
     derivative of the result by each element of x, broadcastable to x (``kept`` is the result with
     the reduced axes kept, of length one)."""
     def vjp(g, ans, x, axis=None, keepdims=False):
-        return _expand_reduced(g, ans, x, axis) * partial(x, _kept(ans, x, axis), axis)
+        return _expand_reduced(g, ans, x.shape, axis) * partial(x, _kept(ans, x, axis), axis)
 
     def jvp(t, ans, x, axis=None, keepdims=False):
         return sum(t * partial(x, _kept(ans, x, axis), axis), axis=axis, keepdims=keepdims)

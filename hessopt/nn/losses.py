@@ -74,20 +74,75 @@ def softmax_cross_entropy(labels, logits):
     return -anp.mean(picked)
 
 
-def _integer_labels(labels, logits_shape: tuple) -> np.ndarray:
+def categorical_cross_entropy(targets, logits):
+    """mean over the batch of -sum(targets * log softmax(logits)), for target distributions over
+    the classes (one-hot rows, or soft labels), as Keras' categorical cross-entropy from logits.
+
+    ``targets`` has the shape of ``logits``. They may be Tensors: floating targets in a batch are
+    inputs of a replayed ``autodiff.function`` program (one trace serves every batch), where
+    integer labels, compared by value, would be traced again for each batch (``one_hot`` turns
+    labels into targets). Array targets are checked: in [0, 1], each row summing to 1.
+
+    Raises
+    ------
+    ValueError
+        For targets of another shape, or array targets that are not distributions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hessopt import nn
+    >>> logits = np.array([[0.0, 0.0], [0.0, np.log(3.0)]])
+    >>> targets = nn.losses.one_hot(np.array([0, 1]), 2)
+    >>> round(float(nn.losses.categorical_cross_entropy(targets, logits)), 6)   # as softmax_cross_entropy
+    0.490415
+    """
+    if _shape(targets) != _shape(logits):
+        raise ValueError(f"categorical_cross_entropy: targets of shape {_shape(targets)} for logits of "
+                         f"shape {_shape(logits)}; they must be equal (one_hot(labels, classes) makes "
+                         "targets from integer labels)")
+    if not isinstance(targets, ad.Tensor):
+        values = _constant_values(targets, "targets")
+        if not (np.all((values >= 0) & (values <= 1)) and np.allclose(values.sum(axis=-1), 1.0)):
+            raise ValueError("categorical_cross_entropy: targets must be distributions over the last "
+                             "axis (entries in [0, 1], each row summing to 1)")
+    return -anp.mean(anp.sum(targets * anp.log_softmax(logits, axis=-1), axis=-1))
+
+
+def one_hot(labels, classes: int) -> np.ndarray:
+    """Integer labels (any shape) as one-hot float rows: shape ``labels.shape + (classes,)``.
+
+    Raises
+    ------
+    ValueError
+        For non-integer labels or labels outside 0 .. classes - 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hessopt import nn
+    >>> nn.losses.one_hot(np.array([2, 0]), 3)
+    array([[0., 0., 1.],
+           [1., 0., 0.]])
+    """
+    values = _integer_labels(labels, np.shape(labels) + (int(classes),), "one_hot")
+    return np.eye(int(classes))[values]
+
+
+def _integer_labels(labels, logits_shape: tuple, who: str = "softmax_cross_entropy") -> np.ndarray:
     values = _constant_values(labels, "labels")
     if len(logits_shape) < 1 or values.shape != logits_shape[:-1]:
-        raise ValueError(f"softmax_cross_entropy: labels of shape {values.shape} for logits of shape "
+        raise ValueError(f"{who}: labels of shape {values.shape} for logits of shape "
                          f"{logits_shape}; labels need the shape of logits without its last (class) axis")
     if values.dtype.kind == "f" and np.all(values == np.round(values)):
         values = values.astype(np.int64)
     if values.dtype.kind not in "iub":
-        raise ValueError(f"softmax_cross_entropy: labels must be integer class indices, got dtype "
+        raise ValueError(f"{who}: labels must be integer class indices, got dtype "
                          f"{values.dtype} with non-integer values")
     classes = logits_shape[-1]
     bad = (values < 0) | (values >= classes)
     if np.any(bad):
-        raise ValueError(f"softmax_cross_entropy: labels out of range: {np.unique(values[bad]).tolist()}"
+        raise ValueError(f"{who}: labels out of range: {np.unique(values[bad]).tolist()}"
                          f" (with {classes} classes, labels must lie in 0 .. {classes - 1})")
     return values.astype(np.intp)
 

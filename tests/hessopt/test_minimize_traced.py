@@ -1,5 +1,8 @@
 """hessopt.minimize traces the objective by default (autodiff.function): the iterates are those of
 eager evaluation, bit for bit; an objective that cannot be traced runs eagerly with the same result."""
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -101,3 +104,25 @@ def test_gauss_newton_runs_over_variables_traced_and_eager_have_identical_iterat
     (traced, w_traced), (eager, w_eager) = run(True), run(False)
     np.testing.assert_array_equal(traced.history["x"], eager.history["x"])
     np.testing.assert_array_equal(w_traced, w_eager)
+
+
+@pytest.mark.parametrize("method", ["trust-ncg", "hessian-free", "newton-cg"])
+def test_an_iterate_recording_is_dropped_before_the_next_one_is_made(monkeypatch, method):
+    """One recording at a time: a line search lets go of its iterate's operator once it has its
+    direction, so none is alive when a trial point's is made; a trust region (which may need its
+    iterate's products again after a rejected trial) holds its iterate's, but no earlier one."""
+    made, alive_at_creation = [], []
+    hessian_operator = ad.hessian_operator
+
+    def tracked(f, x):
+        gc.collect()
+        alive_at_creation.append(sum(ref() is not None for ref in made))
+        op = hessian_operator(f, x)
+        made.append(weakref.ref(op))
+        return op
+
+    monkeypatch.setattr(ad, "hessian_operator", tracked)
+    problem = problems.get("extended_rosenbrock")
+    hessopt.minimize(problem.fun, problem.x0, method=method, options={"maxiter": 20})
+    assert len(made) > 10
+    assert max(alive_at_creation) <= (1 if method == "trust-ncg" else 0), alive_at_creation

@@ -379,3 +379,40 @@ def test_martens_damping_follows_the_reduction_ratio():
     assert damping.value == pytest.approx(2.0)
     with pytest.raises(ValueError, match="damping"):
         MartensDamping(-1.0)
+
+
+@pytest.mark.parametrize("method", METHODS, ids=IDS)
+def test_a_line_search_holds_no_hessian_of_its_iterate(method):
+    """Once a step has its direction, the iterate lets go of its Hessian (a recording, for
+    hessopt): at every trial point the line search evaluates, no earlier operator is alive. The
+    run is the one with the Hessian kept (released products would be rebuilt, never wrong)."""
+    import gc
+    import weakref
+
+    class Operator:
+        def __init__(self, x):
+            self.x = x
+
+        def matvec(self, v):
+            return rosen_hess_prod(self.x, v)
+
+        def to_dense(self):
+            return rosen_hess(self.x)
+
+    made, alive_at_trials = [], []
+
+    def operator(x):
+        op = Operator(x.copy())
+        made.append(weakref.ref(op))
+        return op
+
+    def jac(x):
+        gc.collect()
+        alive_at_trials.append(sum(ref() is not None for ref in made))
+        return rosen_der(x)
+
+    x0 = chained_start(6)
+    result = method(rosen, x0, jac, operator=operator, maxiter=15)
+    assert max(alive_at_trials) == 0 and len(made) >= 15
+    reference = method(rosen, x0, rosen_der, hessp=rosen_hess_prod, hess=rosen_hess, maxiter=15)
+    np.testing.assert_array_equal(result.history["x"], reference.history["x"])
