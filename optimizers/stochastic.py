@@ -33,7 +33,6 @@ from scipy.optimize import OptimizeResult
 
 from .first_order import Update, adam, heavy_ball
 from .history import History
-from .krylov import HESSIAN_FREE_CG_MAXITER
 from .linesearch import LineSearchResult, backtracking
 from .loop import Loop, Monitor, Saddle, Step, Stop, Trial
 from .newton import LineSearchDescent, MartensDamping, _HessianFreeStep, _truncated_cg
@@ -62,7 +61,7 @@ class NoGradientTest(GradientTest):
     def __call__(self, x: np.ndarray, f: float, g: np.ndarray) -> bool:
         return False
 
-    def describe(self, x: np.ndarray, f: float, g: np.ndarray) -> str:
+    def describe(self, x: np.ndarray, f: float, g: np.ndarray, name: str = "g") -> str:
         return "none, the gradient of one batch is not the gradient"
 
 

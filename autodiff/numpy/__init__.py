@@ -26,7 +26,7 @@ import numpy as _np
 from ..core import Tensor as _Tensor
 from ..core import _holds_tensor
 from ..extend import nondiff as _nondiff
-from . import composite, linalg, ops, special
+from . import composite, linalg, ops, special  # noqa: F401  (anp.linalg, anp.special)
 from .ops import (  # noqa: F401  (the names beyond NumPy's)
     expit, getitem, log_softmax, logsumexp, sigmoid, softmax, softplus, stop_gradient,
 )

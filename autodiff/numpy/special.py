@@ -26,7 +26,7 @@ import numpy as _np
 from ..core import value_of
 from ..extend import defderiv, nondiff, primitive
 from . import ops
-from .ops import exp, expit, float_type, log, log1p, sign, softplus, sqrt, where
+from .ops import exp, expit, float_type, log, log1p, sign, softplus, where
 
 _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
