@@ -318,15 +318,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     if isinstance(source, (QuasiNewton, GradientDerivative)):   # they read the run's last gradient
         flat_fun, flat_jac = (last, True) if flat_jac is True else (flat_fun, last)
     bounded = {} if box is None else {"bounds": box}
-    try:
-        result = solver(flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
-                        callback=call.callback, operator=operator, **bounded, **call.options)
-    except BaseException:
-        if variables is not None:
-            derivatives.point(start)
-        raise
-    if variables is not None:
-        derivatives.point(result.x)
+    result = derivatives.solve(solver, start, flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
+                               callback=call.callback, operator=operator, **bounded, **call.options)
     if source is not None:
         _report_hessian(result, source)
     if isinstance(source, QuasiNewton) and result.success and call.options.get("check_second_order", True):
@@ -343,8 +336,6 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         result.njev = counted.calls
         if flat_jac is True:
             result.nfev = counted.calls   # jac=True: each gradient is a call of fun
-    if derivatives.untraced_reason is not None:
-        result.untraced_reason = derivatives.untraced_reason
     if bounds is not None:
         report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note,
                       call.unravel)
