@@ -53,7 +53,8 @@ class Operator:
     block : Variable, name, key, key path, index or slice, optional
         For an operator built at a pytree, the parameters whose block to take: one of its
         Variables, a Variable's name, a top-level key or index, or a key path (a tuple of keys,
-        outermost first); or a slice (or index array) of the flat vector.
+        outermost first, or the keys joined by "/" as ``hessopt.plot`` names the blocks:
+        "hidden/W"); or a slice (or index array) of the flat vector.
 
     Examples
     --------
@@ -147,7 +148,7 @@ def _block_indices(op: Any, block: Any, n: int) -> np.ndarray:
 def _find_part(tree: Any, like: Any, block: Any) -> Any:
     """The part of ``like`` (a tree of ``tree``'s structure) where ``block`` is in ``tree``: block is
     one of tree's Variables, a Variable's name, a key or index of the top level, or a key path (a
-    tuple of keys, outermost first)."""
+    tuple of keys, outermost first, or the keys joined by "/")."""
     if len(flatten(tree)[0]) != len(flatten(like)[0]):
         tree = like     # ``x`` is not the structure unravel restores: go by keys alone
     found = [part for (key_path, node), (_, part) in zip(_parts(tree), _parts(like))
@@ -162,7 +163,7 @@ def _find_part(tree: Any, like: Any, block: Any) -> Any:
 def _names(block: Any, key_path: tuple, node: Any) -> bool:
     if isinstance(block, ad.Variable):
         return node is block
-    if isinstance(block, str) and isinstance(node, ad.Variable) and node.name == block:
+    if isinstance(block, str) and _label(key_path, node) == block:
         return True
     return key_path == (block if isinstance(block, tuple) else (block,))
 
@@ -175,11 +176,16 @@ def _parts(tree: Any, prefix: tuple = ()):
             yield from _parts(node, prefix + (key,))
 
 
-def _labelled_parts(tree: Any) -> list[tuple[Any, Any]]:
-    """The top-level parts of a pytree of parameters, each with its label: a Variable's name, else
-    its key or index (``hessopt.plot`` names a Hessian's blocks with them)."""
-    return [(node.name if isinstance(node, ad.Variable) else key_path[0], node)
-            for key_path, node in _parts(tree) if len(key_path) == 1]
+def _label(key_path: tuple, node: Any) -> str:
+    """A part's name: a Variable's name, else its key path joined by "/" ("hidden/W")."""
+    return node.name if isinstance(node, ad.Variable) else "/".join(map(str, key_path))
+
+
+def _labelled_parts(tree: Any) -> list[tuple[str, Any]]:
+    """The leaves of a pytree of parameters, each with its label (see ``_label``; ``hessopt.plot``
+    names a Hessian's blocks with them)."""
+    return [(_label(key_path, node), node) for key_path, node in _parts(tree)
+            if not isinstance(node, (dict, list, tuple))]
 
 
 def _rademacher(rng: np.random.Generator, n: int, k: int) -> np.ndarray:

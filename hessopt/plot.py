@@ -21,10 +21,14 @@ from typing import Any, Callable, Iterable, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.collections import LineCollection
 from matplotlib.colors import Normalize, SymLogNorm
+from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter
-from scipy.optimize import OptimizeResult
+from matplotlib.text import Text
+from matplotlib.ticker import FuncFormatter, Locator
+from matplotlib.transforms import IdentityTransform
+from scipy.optimize import OptimizeResult, isotonic_regression
 
 import autodiff as ad
 
@@ -43,9 +47,10 @@ def _axes(ax: Axes | None, layout: str | None = None) -> Axes:
 # With norm="symlog", the colour scale is linear within this fraction of the largest |entry| and
 # logarithmic beyond: three decades on each side of zero.
 SYMLOG_LINEAR_FRACTION = 1e-3
-# A block's scale is written into it when both its sides are at least this fraction of the
-# matrix's: smaller blocks have no room for the text.
-ANNOTATED_BLOCK_FRACTION = 0.1
+# Block names are at least this many times their font size apart along an axis (a line's height).
+NAME_SPACING = 1.25
+# A colorbar of a symmetric-log norm has at most this many decades ticked on each side of zero.
+SYMLOG_DECADES_TICKED = 4
 
 
 def _dense(H: Any) -> np.ndarray:
@@ -84,6 +89,99 @@ def _blocks_of(H: Any, blocks: Any, n: int) -> tuple[list[int], list[str]]:
     return sizes, names
 
 
+def _spread(positions: np.ndarray, gap: float, low: float, high: float) -> np.ndarray:
+    """The positions nearest to the increasing ``positions`` (least squares) that are at least
+    ``gap`` apart and within [low, high]: an isotonic regression of ``positions - k gap``
+    (k = 0, 1, ...) clipped to the bounds, which solves the bounded problem. Where they do not fit
+    at that gap, evenly spread over [low, high] (names then overlap: the figure is too small for
+    them; they stay within the Axes' side, so that a layout engine does not shrink it further)."""
+    gap = min(gap, (high - low) / max(len(positions) - 1, 1))
+    shift = gap * np.arange(len(positions))
+    return np.clip(isotonic_regression(positions - shift).x, low, high - shift[-1]) + shift
+
+
+class _NameLocator(Locator):
+    """Ticks for block names: at the blocks' centres, moved apart along the axis where small
+    blocks would make the names overlap. Positions are found at every draw from the Axes' size
+    then, so they hold after a layout engine or ``savefig(dpi=...)`` resized the figure."""
+
+    def __init__(self, centres: np.ndarray):
+        self.centres = np.asarray(centres, dtype=float)
+
+    def _gap(self) -> float:
+        """A line of the tick labels' font, in display units."""
+        name = self.axis.axis_name
+        size = self.axis.get_tick_params(which="major").get("labelsize", plt.rcParams[f"{name}tick.labelsize"])
+        return NAME_SPACING * FontProperties(size=size).get_size_in_points() * self.axis.axes.figure.dpi / 72
+
+    def placed(self) -> tuple[np.ndarray, np.ndarray]:
+        """The blocks' centres and their names' positions along the axis, in display units."""
+        along = 0 if self.axis.axis_name == "x" else 1
+
+        def display(values: np.ndarray) -> np.ndarray:
+            points = np.zeros((len(values), 2))
+            points[:, along] = values
+            return self.axis.axes.transData.transform(points)[:, along]
+
+        centres = display(self.centres)
+        ends = display(np.asarray(self.axis.get_view_interval(), dtype=float))
+        sign = 1.0 if centres[-1] >= centres[0] else -1.0     # an image's rows run downwards
+        low, high = np.sort(sign * ends)
+        return centres, sign * _spread(sign * centres, self._gap(), low, high)
+
+    def crowded(self) -> bool:
+        """Whether some name is moved off its block's centre at the Axes' present size."""
+        centres, names = self.placed()
+        return bool(np.max(np.abs(names - centres)) > 0.5)
+
+    def __call__(self) -> np.ndarray:
+        along = 0 if self.axis.axis_name == "x" else 1
+        _, names = self.placed()
+        points = np.zeros((len(names), 2))
+        points[:, along] = names
+        return self.axis.axes.transData.inverted().transform(points)[:, along]
+
+
+class _Leaders(LineCollection):
+    """A line from each block's centre on the axis to its name, through a short tick out of the
+    axis: where a name did not move, a plain tick mark."""
+
+    def __init__(self, locator: _NameLocator, length: float):
+        name = locator.axis.axis_name
+        super().__init__([], colors=plt.rcParams[f"{name}tick.color"], transform=IdentityTransform(),
+                         linewidths=plt.rcParams[f"{name}tick.major.width"], clip_on=False)
+        self.locator, self.length = locator, length
+        self.set_in_layout(False)
+
+    def draw(self, renderer) -> None:
+        centres, names = self.locator.placed()
+        box, length = self.locator.axis.axes.bbox, renderer.points_to_pixels(self.length)
+        if self.locator.axis.axis_name == "x":     # names below the Axes
+            self.set_segments([[(c, box.y0), (c, box.y0 - 0.4 * length), (s, box.y0 - length)]
+                               for c, s in zip(centres, names)])
+        else:                                       # names left of the Axes
+            self.set_segments([[(box.x0, c), (box.x0 - 0.4 * length, c), (box.x0 - length, s)]
+                               for c, s in zip(centres, names)])
+        super().draw(renderer)
+
+
+def _name_blocks(ax: Axes, sizes: Sequence[int], names: Sequence[str]) -> None:
+    """Name the blocks on both axes, legibly however small a block is (see ``_NameLocator``)."""
+    centres = np.cumsum(sizes) - np.asarray(sizes) / 2 - 0.5
+    for axis in (ax.xaxis, ax.yaxis):
+        locator = _NameLocator(centres)
+        axis.set_major_locator(locator)
+        axis.set_major_formatter(FuncFormatter(lambda _, k, names=tuple(names): names[k]))
+        axis.set_minor_locator(plt.NullLocator())
+        tick = plt.rcParams[f"{axis.axis_name}tick.major.size"]
+        # room for a bent leader where names had to move; the tick marks are the leaders
+        length = 3 * tick if locator.crowded() else tick
+        ax.tick_params(axis=axis.axis_name, which="major", length=length, color="none")
+        ax.add_collection(_Leaders(locator, length), autolim=False)
+    if max(map(len, names)) > 3:
+        ax.tick_params(axis="x", labelrotation=90)
+
+
 def _block_lines(ax: Axes, row_sizes: Sequence[int], col_sizes: Sequence[int]) -> None:
     for edge in np.cumsum(row_sizes)[:-1]:
         ax.axhline(edge - 0.5, color="black", linewidth=0.8)
@@ -118,25 +216,55 @@ def _signed_image(ax: Axes, image: np.ndarray, cmap: str, label: str, norm: Norm
     # one image pixel per matrix entry or more: nearest; fewer (a large matrix): average colours
     # rather than values, so that fine structure stays visible and no entry is skipped
     im = ax.imshow(shown, cmap=colormap, norm=norm, interpolation="auto", interpolation_stage="rgba")
-    ax.figure.colorbar(im, ax=ax, label=label, extend=extend)
+    colorbar = ax.figure.colorbar(im, ax=ax, label=label, extend=extend)
+    if isinstance(norm, SymLogNorm):
+        colorbar.set_ticks(_symlog_ticks(norm))
     return im
+
+
+def _symlog_ticks(norm: SymLogNorm) -> np.ndarray:
+    """0 and ±10^k from the linear part's threshold to the limits (at most a few decades a side,
+    the largest kept): matplotlib's default also ticks ±10^k inside the linear part, where the
+    labels sit on top of 0's."""
+    largest = max(abs(norm.vmin), abs(norm.vmax))
+    exponents = np.arange(np.floor(np.log10(largest)), np.ceil(np.log10(norm.linthresh)) - 1, -1)
+    decades = 10.0 ** exponents[::-(-len(exponents) // SYMLOG_DECADES_TICKED)]
+    ticks = np.concatenate([-decades, [0.0], decades[::-1]])
+    return np.sort(ticks[(ticks >= norm.vmin) & (ticks <= norm.vmax)])
+
+
+class _BlockScale(Text):
+    """A block's scale written in its top-left corner, drawn only if the block holds it at the
+    size the figure is drawn at (small blocks, or a small figure, leave no room for the text)."""
+
+    def __init__(self, rows: tuple[int, int], cols: tuple[int, int], text: str):
+        super().__init__(cols[0] - 0.5, rows[0] - 0.5, text, ha="left", va="top", fontsize=7,
+                         bbox={"boxstyle": "square,pad=0.15", "facecolor": "white", "alpha": 0.8,
+                               "linewidth": 0})
+        self.corners = [(cols[0] - 0.5, rows[0] - 0.5), (cols[1] - 0.5, rows[1] - 0.5)]
+
+    def fits(self, renderer) -> bool:
+        width, height = np.abs(np.diff(self.axes.transData.transform(self.corners), axis=0))[0]
+        box = self.get_window_extent(renderer)
+        return box.width <= width and box.height <= height
+
+    def draw(self, renderer) -> None:
+        if self.fits(renderer):
+            super().draw(renderer)
 
 
 def _block_scaled(ax: Axes, matrix: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
     """Each block divided by its own max|entry| (a zero block stays zero), its scale (±max)
-    written in its corner when the block is large enough to hold the text."""
+    written in its corner where the block holds the text (``_BlockScale``)."""
     edges = np.concatenate([[0], np.cumsum(sizes)])
-    large = np.asarray(sizes) >= ANNOTATED_BLOCK_FRACTION * matrix.shape[0]
     scaled = matrix.copy()
-    for i, (r0, r1) in enumerate(zip(edges[:-1], edges[1:])):
-        for j, (c0, c1) in enumerate(zip(edges[:-1], edges[1:])):
-            scale = float(np.nanmax(np.abs(matrix[r0:r1, c0:c1]), initial=0.0))
+    for rows in zip(edges[:-1], edges[1:]):
+        for cols in zip(edges[:-1], edges[1:]):
+            block = (slice(*rows), slice(*cols))
+            scale = float(np.nanmax(np.abs(matrix[block]), initial=0.0))
             if scale > 0:
-                scaled[r0:r1, c0:c1] /= scale
-            if large[i] and large[j]:
-                ax.text(c0 - 0.5, r0 - 0.5, f"±{scale:.2g}", ha="left", va="top", fontsize=7,
-                        bbox={"boxstyle": "square,pad=0.15", "facecolor": "white", "alpha": 0.8,
-                              "linewidth": 0})
+                scaled[block] /= scale
+            ax.add_artist(_BlockScale(rows, cols, f"±{scale:.2g}"))
     return scaled
 
 
@@ -152,9 +280,11 @@ def hessian_heatmap(H: Any, ax: Axes | None = None, blocks: Any = None,
     parameter. One large block can leave the others nearly white: ``vmax`` saturates the colours
     beyond it, ``norm="symlog"`` (or any matplotlib norm) spreads many magnitudes, and
     ``scale="block"`` scales each block by its own max|entry| (written into each block large
-    enough to hold it). A new figure is laid out at every draw (``layout="tight"``), so that long
-    block names and the colorbar stay inside it; on your own Axes, give its figure a layout
-    (``layout="tight"`` or ``"constrained"``) or call ``tight_layout()``.
+    enough to hold it). Names of blocks too small for them are moved apart, a line leading from
+    each block to its name. A new figure is laid out at every draw (``layout="constrained"``,
+    which places a colorbar's labels more exactly than "tight"), so that long block names and
+    the colorbar stay inside it; on your own Axes, give its figure a layout
+    (``layout="constrained"``) or call ``tight_layout()``.
 
     Parameters
     ----------
@@ -212,7 +342,7 @@ def hessian_heatmap(H: Any, ax: Axes | None = None, blocks: Any = None,
     if scale == "block" and (vmax is not None or norm is not None):
         raise ValueError("scale='block' fixes the colour limits at ±1: give no vmax or norm with it")
     shape = getattr(H, "shape", ())
-    ax = _axes(ax, layout="tight")
+    ax = _axes(ax, layout="constrained")
     matrix = _dense(H)
     sizes, names = _blocks_of(H, blocks, matrix.shape[0])
     if labels is not None:
@@ -221,13 +351,11 @@ def hessian_heatmap(H: Any, ax: Axes | None = None, blocks: Any = None,
         names = [str(label) for label in labels]
     if scale == "block":
         matrix = _block_scaled(ax, matrix, sizes)
-    label = "entry / max |entry| of its block" if scale == "block" else "Hessian entry"
+    label = "entry / max |entry|\nof its block" if scale == "block" else "Hessian entry"
     _signed_image(ax, matrix, cmap, label, _colour_norm(matrix, vmax, norm))
     _block_lines(ax, sizes, sizes)
     if names:
-        centres = np.cumsum(sizes) - np.asarray(sizes) / 2 - 0.5
-        ax.set_xticks(centres, names, rotation=90 if max(map(len, names)) > 3 else 0)
-        ax.set_yticks(centres, names)
+        _name_blocks(ax, sizes, names)
     tensor = len(shape) > 2 and not names
     ax.set_xlabel(f"parameter (shape {tuple(shape[:len(shape) // 2])}, row-major)" if tensor else "parameter")
     ax.set_ylabel("parameter")

@@ -80,14 +80,33 @@ def test_heatmap_refuses_a_3d_array():
         hplot.hessian_heatmap(np.ones((2, 2, 2)))
 
 
+def _drawn_labels(axis, renderer):
+    """The tick labels an axis draws (those of ticks within its view), with their extents."""
+    low, high = sorted(axis.get_view_interval())
+    close = 1e-10 * (high - low)    # matplotlib draws a tick at the edge up to rounding
+    return [(tick.label1, tick.label1.get_window_extent(renderer)) for tick in axis.get_major_ticks()
+            if low - close <= tick.get_loc() <= high + close and tick.label1.get_visible()
+            and tick.label1.get_text()]
+
+
 def _inside_the_figure(ax):
     """The Axes with everything drawn around it (tick labels, axis labels, title) and the colorbar
-    with its ticks and label lie inside the figure."""
+    with its ticks and label lie inside the figure, and no two tick labels of an axis overlap (each
+    label's extent as the renderer draws it)."""
     fig = ax.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     edge = fig.bbox
-    for box in (ax.get_tightbbox(renderer), ax.images[0].colorbar.ax.get_tightbbox(renderer)):
+    colorbar = ax.images[0].colorbar.ax
+    labels = [ax.xaxis.label, ax.yaxis.label, colorbar.yaxis.label]
+    boxes = [ax.get_tightbbox(renderer), colorbar.get_tightbbox(renderer)] + \
+        [label.get_window_extent(renderer) for label in labels]
+    for axis in (ax.xaxis, ax.yaxis, colorbar.yaxis):
+        drawn = _drawn_labels(axis, renderer)
+        boxes += [box for _, box in drawn]
+        for (first, a), (second, b) in zip(drawn, drawn[1:]):
+            assert not a.overlaps(b), (first.get_text(), second.get_text(), a, b)
+    for box in boxes:
         assert edge.x0 - 0.5 <= box.x0 and box.x1 <= edge.x1 + 0.5, (box, edge)
         assert edge.y0 - 0.5 <= box.y0 and box.y1 <= edge.y1 + 0.5, (box, edge)
 
@@ -112,6 +131,69 @@ def test_heatmap_blocks_are_named_by_variables_and_long_names_stay_inside_the_fi
         _inside_the_figure(ax)
     plt.rcParams["figure.figsize"] = matplotlib.rcParamsDefault["figure.figsize"]
     assert np.array_equal(ax.images[0].get_array(), op.to_dense())
+
+
+def test_names_of_small_blocks_are_moved_apart_and_led_to_their_blocks_at_paper_size():
+    """At a paper's column width the bias blocks are a few pixels high: their names move apart to
+    a line's height each, and a line leads from each block's centre on the axis to its name."""
+    op, variables = _named_network_operator()
+    sizes = [v.numpy().size for v in variables]
+    centres = np.cumsum(sizes) - np.asarray(sizes) / 2 - 0.5
+    for own_figure in (True, False):     # a new figure (layout "tight"), or one constrained
+        with plt.rc_context({"figure.figsize": (3.4, 3.0)}):
+            ax = hplot.hessian_heatmap(op, ax=None if own_figure else
+                                       plt.figure(layout="constrained").add_subplot(), norm="symlog")
+        fig = ax.figure
+        for dpi in (100, 300):
+            fig.set_dpi(dpi)
+            _inside_the_figure(ax)
+            renderer = fig.canvas.get_renderer()
+            for axis, along in ((ax.xaxis, 0), (ax.yaxis, 1)):
+                leaders, = [c for c in ax.collections if getattr(c, "locator", None) is axis.major.locator]
+                drawn = _drawn_labels(axis, renderer)
+                assert [label.get_text() for label, _ in drawn] == [v.name for v in variables]
+                starts = ax.transData.transform(np.column_stack([centres, centres]))[:, along]
+                ticks = [tick.get_loc() for tick in axis.get_major_ticks()[:len(variables)]]
+                names = ax.transData.transform(np.column_stack([ticks, ticks]))[:, along]
+                for segment, start, name in zip(leaders.get_segments(), starts, names):
+                    assert segment[0][along] == pytest.approx(start)       # at the block's centre
+                    assert segment[-1][along] == pytest.approx(name)       # at its name
+                    assert np.all(np.abs(np.subtract(segment, segment[0]))[:, 1 - along]
+                                  <= (3 * 3.5 + 0.1) * dpi / 72)     # within the ticks' room
+                font = drawn[0][0].get_fontsize() * dpi / 72
+                assert np.abs(np.diff(names)).min() >= hplot.NAME_SPACING * font - 1e-6
+                # at this size the small blocks' names had to move (else they would overlap)
+                assert np.max(np.abs(names - starts)) > 0.25 * font
+
+
+def test_spread_is_the_nearest_spacing_within_the_bounds():
+    spread = hplot._spread(np.array([0.0, 1.0, 1.5, 10.0]), 2.0, -10.0, 20.0)
+    # the crowded three 2 apart, least squares: p = (m - 2, m, m + 2) with m the mean of 0 + 2, 1, 1.5 - 2
+    assert spread == pytest.approx([-7 / 6, 5 / 6, 17 / 6, 10.0])
+    assert hplot._spread(np.array([0.0, 0.5]), 2.0, 0.0, 20.0) == pytest.approx([0.0, 2.0])
+    assert hplot._spread(np.array([0.0, 0.5, 0.6]), 2.0, 0.0, 3.0) == pytest.approx([0.0, 1.5, 3.0])  # no room
+    assert hplot._spread(np.array([3.0, 7.0]), 2.0, 0.0, 9.0) == pytest.approx([3.0, 7.0])
+
+
+def test_symlog_colorbar_ticks_zero_and_whole_decades_beyond_the_linear_part():
+    H = np.diag([0.12, -3e-4, 1e-7, 0.0])
+    ax = hplot.hessian_heatmap(H, norm="symlog")
+    ticks = ax.images[0].colorbar.get_ticks()
+    assert ticks == pytest.approx([-0.1, -0.01, -1e-3, 0.0, 1e-3, 0.01, 0.1], rel=1e-12)  # linthresh 1.2e-4
+    ticks = hplot.hessian_heatmap(H, norm=SymLogNorm(1e-12)).images[0].colorbar.get_ticks()
+    assert len(ticks) == 2 * hplot.SYMLOG_DECADES_TICKED + 1 and 0.1 in ticks and 0.0 in ticks
+    _inside_the_figure(ax)
+
+
+def test_heatmap_of_a_nested_pytree_names_the_leaves_by_key_path():
+    params = {"hidden": {"W": PARAMS["W1"], "b": PARAMS["b1"]}, "out": PARAMS["W2"]}
+    op = ad.hessian_operator(lambda p: mlp_loss({"W1": p["hidden"]["W"], "b1": p["hidden"]["b"],
+                                                  "W2": p["out"]}), params)
+    ax = hplot.hessian_heatmap(op)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["hidden/W", "hidden/b", "out"]
+    assert np.allclose(curvature.Operator(op, block="hidden/b").matmat(np.eye(4)),
+                       op.to_dense()[12:16, 12:16], rtol=1e-15, atol=0)
+    _inside_the_figure(ax)
 
 
 def test_heatmap_of_a_tensor_parameter_hessian_from_ad_hessian():
@@ -160,11 +242,24 @@ def test_heatmap_scales_each_block_by_its_own_largest_entry():
             block = H[r0:r1, c0:c1]
             assert np.allclose(image[r0:r1, c0:c1], block / np.abs(block).max(), rtol=1e-15, atol=0)
     assert ax.images[0].get_clim() == (-1.0, 1.0)
-    kernels = [0, 2, 4]   # the blocks large enough to carry their scale: the three kernels
-    written = [f"±{np.abs(H[edges[i]:edges[i + 1], edges[j]:edges[j + 1]]).max():.2g}"
-               for i in kernels for j in kernels]
-    assert [t.get_text() for t in ax.texts] == written
+    scales = [f"±{np.abs(H[r0:r1, c0:c1]).max():.2g}" for r0, r1 in zip(edges[:-1], edges[1:])
+              for c0, c1 in zip(edges[:-1], edges[1:])]
+    assert [t.get_text() for t in ax.texts] == scales
     _inside_the_figure(ax)
+    renderer = ax.figure.canvas.get_renderer()
+    fits = np.reshape([t.fits(renderer) for t in ax.texts], (6, 6))
+    assert fits[np.ix_([0, 2, 4], [0, 2, 4])].all()      # the kernels' blocks hold their scale
+    assert not fits[5, 5] and not fits[3, 3]             # 3 x 3 and 5 x 5 blocks of 107 do not
+    boxes = [t.get_window_extent(renderer) for t in ax.texts if t.fits(renderer)]
+    assert not any(a.overlaps(b) for k, a in enumerate(boxes) for b in boxes[k + 1:])
+    # a small figure has room in fewer blocks; the scales drawn never overlap one another
+    small = hplot.hessian_heatmap(op, ax=plt.figure(figsize=(3.4, 3.0), layout="constrained").add_subplot(),
+                                  scale="block")
+    small.figure.canvas.draw()
+    renderer = small.figure.canvas.get_renderer()
+    drawn = [t.get_window_extent(renderer) for t in small.texts if t.fits(renderer)]
+    assert 0 < len(drawn) < 9
+    assert not any(a.overlaps(b) for k, a in enumerate(drawn) for b in drawn[k + 1:])
 
 
 def test_heatmap_refuses_conflicting_or_unknown_colour_options():
