@@ -110,21 +110,21 @@ class _NameLocator(Locator):
 
     def _gap(self) -> float:
         """A line of the tick labels' font, in display units."""
-        name = self.axis.axis_name
-        size = self.axis.get_tick_params(which="major").get("labelsize", plt.rcParams[f"{name}tick.labelsize"])
+        size = self.axis.get_tick_params(which="major").get(
+            "labelsize", plt.rcParams[f"{self.axis.axis_name}tick.labelsize"])
         return NAME_SPACING * FontProperties(size=size).get_size_in_points() * self.axis.axes.figure.dpi / 72
+
+    def _along(self, transform: Any, values: np.ndarray) -> np.ndarray:
+        """``values`` on this axis mapped by ``transform`` (data to display or back)."""
+        along = 0 if self.axis.axis_name == "x" else 1
+        points = np.zeros((len(values), 2))
+        points[:, along] = values
+        return transform.transform(points)[:, along]
 
     def placed(self) -> tuple[np.ndarray, np.ndarray]:
         """The blocks' centres and their names' positions along the axis, in display units."""
-        along = 0 if self.axis.axis_name == "x" else 1
-
-        def display(values: np.ndarray) -> np.ndarray:
-            points = np.zeros((len(values), 2))
-            points[:, along] = values
-            return self.axis.axes.transData.transform(points)[:, along]
-
-        centres = display(self.centres)
-        ends = display(np.asarray(self.axis.get_view_interval(), dtype=float))
+        centres = self._along(self.axis.axes.transData, self.centres)
+        ends = self._along(self.axis.axes.transData, np.asarray(self.axis.get_view_interval(), dtype=float))
         sign = 1.0 if centres[-1] >= centres[0] else -1.0     # an image's rows run downwards
         low, high = np.sort(sign * ends)
         return centres, sign * _spread(sign * centres, self._gap(), low, high)
@@ -135,11 +135,7 @@ class _NameLocator(Locator):
         return bool(np.max(np.abs(names - centres)) > 0.5)
 
     def __call__(self) -> np.ndarray:
-        along = 0 if self.axis.axis_name == "x" else 1
-        _, names = self.placed()
-        points = np.zeros((len(names), 2))
-        points[:, along] = names
-        return self.axis.axes.transData.inverted().transform(points)[:, along]
+        return self._along(self.axis.axes.transData.inverted(), self.placed()[1])
 
 
 class _Leaders(LineCollection):

@@ -28,9 +28,10 @@
 #
 # Each number the text relies on is checked by a `claim` cell: the value, measured here, must lie
 # within a stated tolerance of the number in the text. The tolerances hold for the initial seeds
-# 0–2 used here and for seeds 3–5, at one and at two BLAS threads, and when the initial weights
-# are perturbed by one part in 10¹²: Newton-CG on this non-convex loss then ends at other minima
-# (the rounding of the machine decides which), and the claims are about what all of them share.
+# 0–2 used here and for seeds 3–5, each with OpenBLAS's kernel for this CPU and with another
+# (`OPENBLAS_CORETYPE=Sandybridge`, which rounds differently), and at one and at two BLAS
+# threads: Newton-CG on this non-convex loss ends at other minima when the rounding changes,
+# and the claims are about what all of them share.
 
 # %%
 import time

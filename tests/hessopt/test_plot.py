@@ -171,7 +171,8 @@ def test_spread_is_the_nearest_spacing_within_the_bounds():
     # the crowded three 2 apart, least squares: p = (m - 2, m, m + 2) with m the mean of 0 + 2, 1, 1.5 - 2
     assert spread == pytest.approx([-7 / 6, 5 / 6, 17 / 6, 10.0])
     assert hplot._spread(np.array([0.0, 0.5]), 2.0, 0.0, 20.0) == pytest.approx([0.0, 2.0])
-    assert hplot._spread(np.array([0.0, 0.5, 0.6]), 2.0, 0.0, 3.0) == pytest.approx([0.0, 1.5, 3.0])  # no room
+    no_room = hplot._spread(np.array([0.0, 0.5, 0.6]), 2.0, 0.0, 3.0)     # evenly over [0, 3]
+    assert no_room == pytest.approx([0.0, 1.5, 3.0])
     assert hplot._spread(np.array([3.0, 7.0]), 2.0, 0.0, 9.0) == pytest.approx([3.0, 7.0])
 
 
