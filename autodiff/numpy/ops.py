@@ -115,6 +115,14 @@ def positive(x):
     return x
 
 
+# A transform's own copy of a Tensor argument (``transforms._watched_args``): equal to x and
+# recorded as a function of x, so that the transform's tape watches the copy alone (not x, which f
+# may also reach through a closure) while enclosing tapes differentiate through it.
+alias = primitive(lambda x: x, "alias")
+defvjp(alias, lambda g, ans, x: g)
+deflinear(alias)
+
+
 # Complex parts. Cotangents follow JAX's convention: a VJP is the transpose of the JVP for the real
 # pairing <a, b> = Re(sum(a * b)), so holomorphic rules are the real ones (g * f'(z)), the gradient
 # of a real f is df/dx - i df/dy, and a real input's cotangent is the real part (core.sweep).

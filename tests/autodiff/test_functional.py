@@ -117,6 +117,50 @@ def test_tensors_in_tensors_out_and_the_enclosing_tape_differentiates_them():
     np.testing.assert_allclose(tape.gradient(cotangent_in, x).numpy(), -np.sin(x_value), rtol=1e-14)
 
 
+# Transforms nested in a transform of a, whose inner function also reads a through a closure: each
+# is (the transform of y -> a * y**3 at y), with the derivative in a of its result closed-form.
+# At y = a (the same Tensor) the inner transform must still differentiate in y alone.
+CLOSURE_TRANSFORMS = {
+    "grad": (lambda a, y: ad.grad(lambda z: a * z ** 3)(y), lambda a, y: 3 * y ** 2),
+    "value_and_grad": (lambda a, y: ad.value_and_grad(lambda z: a * z ** 3)(y)[1], lambda a, y: 3 * y ** 2),
+    "jacobian": (lambda a, y: ad.jacobian(lambda z: a * z ** 3)(y), lambda a, y: 3 * y ** 2),
+    "hessian": (lambda a, y: ad.hessian(lambda z: a * z ** 3)(y), lambda a, y: 6 * y),
+    "hvp": (lambda a, y: ad.hvp(lambda z: a * z ** 3, y, 2.0), lambda a, y: 12 * y),
+    "jvp": (lambda a, y: ad.jvp(lambda z: a * z ** 3, (y,), (2.0,))[1], lambda a, y: 6 * y ** 2),
+    "vjp": (lambda a, y: ad.vjp(lambda z: a * z ** 3, y)[1](2.0)[0], lambda a, y: 6 * y ** 2),
+    "linearize": (lambda a, y: ad.linearize(lambda z: a * z ** 3, y)[1](2.0), lambda a, y: 6 * y ** 2),
+    "function(grad)": (lambda a, y: ad.function(ad.grad(lambda z: a * z ** 3))(y), lambda a, y: 3 * y ** 2),
+}
+
+
+@pytest.mark.parametrize("name", CLOSURE_TRANSFORMS)
+@pytest.mark.parametrize("same_point", [False, True])
+def test_a_transform_inside_a_transform_differentiates_what_its_function_closes_over(name, same_point):
+    """d/da of T(y -> a y^3)(y): a is reached only through the closure. With a plain y the inner
+    result must stay a Tensor of a (it is not NumPy-in-NumPy-out); with y = a, the inner transform
+    differentiates in y only (d/da then also counts y = a: the total derivative)."""
+    transform, partial_in_y = CLOSURE_TRANSFORMS[name]
+    a0 = 1.5
+    if same_point:  # f(a) = T(a, a) = a * D(a) with D(a) = partial_in_y(1, a): f' = D(a) + a D'(a)
+        expected = float(central_difference(lambda a: np.asarray(a * partial_in_y(1.0, a)), np.array(a0)))
+        outer = lambda a: transform(a, a)  # noqa: E731
+    else:           # f(a) = a * D(y) at y = 2: f' = D(2)
+        expected = partial_in_y(1.0, 2.0)
+        outer = lambda a: transform(a, 2.0)  # noqa: E731
+    assert float(ad.grad(outer)(a0)) == pytest.approx(expected, rel=1e-8)
+    assert float(ad.jvp(outer, (a0,), (1.0,))[1]) == pytest.approx(expected, rel=1e-8)
+
+
+def test_a_tensor_given_for_two_arguments_is_differentiated_in_each_separately():
+    x = ad.constant(3.0)
+    with ad.GradientTape() as tape:
+        tape.watch(x)
+        gx, gy = ad.grad(lambda a, b: a * b ** 2, argnums=(0, 1))(x, x)
+        total = gx + gy
+    assert (float(gx), float(gy)) == (9.0, 18.0)          # b^2 and 2ab at a = b = 3
+    assert float(tape.gradient(total, x)) == 18.0         # d(x^2 + 2 x^2)/dx = 6x
+
+
 def x_sin_x(x):
     return anp.sin(x) * x
 
