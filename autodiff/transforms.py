@@ -263,11 +263,9 @@ def _hessian(f: Callable, argnums, chunk_size) -> Callable:
 
 
 def _ravel_mirrored(tree):
-    """``ravel(tree)``, but with Tensor leaves the flat vector is a Tensor on the active tapes."""
+    """``ravel(tree)``, but with Tensor leaves the flat vector is a Tensor (Tensors in, Tensors out)."""
     flat, unravel = ravel(tree)
-    if _has_tensors(tree):
-        flat = anp.concatenate([anp.astype(anp.ravel(leaf), float) for leaf in flatten(tree)[0]])
-    return flat, unravel
+    return (constant(flat) if _has_tensors(tree) and not isinstance(flat, Tensor) else flat), unravel
 
 
 def _insert(args, k, value):
