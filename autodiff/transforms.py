@@ -104,7 +104,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     Parameters
     ----------
     f : callable
-        A scalar-valued function of arrays (or pytrees of arrays).
+        A scalar-valued function of arrays (or pytrees of arrays); an output of one element of any
+        shape counts as a scalar.
     argnums : int or sequence of int, default 0
         Which positional argument(s) to differentiate; a sequence gives a tuple of gradients.
 
@@ -146,7 +147,8 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     Parameters
     ----------
     f : callable
-        A scalar-valued function of arrays (or pytrees of arrays, as in JAX).
+        A scalar-valued function of arrays (or pytrees of arrays, as in JAX); an output of one
+        element of any shape, such as ``np.sum(x, keepdims=True)``, counts as a scalar.
     argnums : int or sequence of int, default 0
         Which positional argument(s) to differentiate; a sequence gives a tuple of gradients.
 

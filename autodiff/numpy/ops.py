@@ -1086,5 +1086,5 @@ for _prim in (negative, exp, log, log2, log10, log1p, expm1, sqrt, square, recip
               tan, arcsin, arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arctanh, add, subtract,
               multiply, divide, power, real, imag, conj, _angle, _where, _sum, _prod, _cumsum, _flip,
               _reshape, _transpose, _broadcast_to, _concatenate, _gather, _scatter, _pad, _diagonal,
-              _embed_diagonal, _triu, _tril, matmul, _einsum, _astype, max.primitive, min.primitive):
+              _embed_diagonal, _triu, _tril, matmul, _einsum, _astype, max.primitive, min.primitive, alias):
     _prim.complex_ok = True

@@ -272,6 +272,18 @@ def test_non_scalar_output_to_grad_raises_a_clear_type_error(transform):
         transform(anp.sin)(np.ones(3))
 
 
+@pytest.mark.parametrize("keepdims_shape", [(1,), (1, 1)])
+def test_an_output_of_one_element_counts_as_a_scalar(keepdims_shape):
+    """As autograd, TensorFlow and PyTorch: the gradient of the one element (JAX refuses)."""
+    x = np.array([[0.3, -1.2, 2.0]])
+    f = lambda x: np.reshape(np.sum(np.sin(x)), keepdims_shape)  # noqa: E731
+    np.testing.assert_allclose(ad.grad(f)(x), np.cos(x), rtol=1e-15)
+    value, g = ad.value_and_grad(f)(x)
+    assert np.shape(value) == keepdims_shape
+    np.testing.assert_allclose(g, np.cos(x), rtol=1e-15)
+    np.testing.assert_allclose(ad.grad(lambda x: np.sum(ad.grad(f)(x)))(x), -np.sin(x), rtol=1e-15)
+
+
 # --- pytrees ---------------------------------------------------------------------------------------
 
 def tree_function(tree):
