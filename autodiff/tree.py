@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import numpy as anp
-from .core import Tensor, tracked, value_of
+from .core import Tensor, state, tracked, value_of
 
 _CONTAINERS = (dict, list, tuple)
 
@@ -126,8 +126,9 @@ def ravel(tree: Any) -> tuple[Any, Callable]:
     -------
     flat : ndarray or Tensor
         The leaves' values, raveled and concatenated in ``flatten`` order (float, or complex if a
-        leaf is). A Tensor when a recording tape or accumulator tracks a leaf: the flat vector then
-        differentiates, never silently drops, what it is made of.
+        leaf is). A Tensor when a recording tape or accumulator tracks a leaf, or a trace
+        (``autodiff.function``) observes: the flat vector then differentiates, and replays, what it
+        is made of instead of silently freezing its values.
     unravel : callable
         A flat vector of that length -> the tree.
 
@@ -145,7 +146,7 @@ def ravel(tree: Any) -> tuple[Any, Callable]:
     shapes = [np.shape(value_of(leaf)) for leaf in leaves]
     offsets = np.concatenate([[0], np.cumsum([int(np.prod(shape)) for shape in shapes])]).astype(int)
     dtype = np.result_type(float, *[np.asarray(value_of(leaf)).dtype for leaf in leaves])
-    if any(isinstance(leaf, Tensor) and tracked(leaf) for leaf in leaves):
+    if any(isinstance(leaf, Tensor) and (tracked(leaf) or state.observers) for leaf in leaves):
         flat = anp.concatenate([anp.ravel(anp.astype(leaf, dtype)) for leaf in leaves])
     else:
         flat = np.concatenate([np.ravel(value_of(leaf)).astype(dtype) for leaf in leaves]) \
