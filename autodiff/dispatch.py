@@ -26,6 +26,7 @@ _UFUNCS = {f: implementation for f, implementation in _NUMPY.items() if isinstan
 _FUNCTIONS = {f: implementation for f, implementation in _NUMPY.items() if not isinstance(f, np.ufunc)}
 _FUNCTIONS.update(_dispatch_table(np.linalg, {name: getattr(anp.linalg, name)
                                                for name in anp.linalg.__all__}))
+_FUNCTIONS.update(_dispatch_table(np.fft, {name: getattr(anp.fft, name) for name in anp.fft.__all__}))
 
 _REDUCTIONS = {np.add: anp.sum, np.multiply: anp.prod, np.maximum: anp.max, np.minimum: anp.min}
 _ACCUMULATIONS = {np.add: anp.cumsum, np.multiply: anp.cumprod}

@@ -1063,6 +1063,60 @@ case("linalg.det (singular)", square(
     uniform(-1, 1)))
 
 
+# numpy.fft: complex results as their real and imaginary parts stacked. Drawn: the axis, a length n
+# that keeps, cuts or zero-pads the input, and the normalization.
+def _real_parts(xp, y):
+    return xp.stack([xp.real(y), xp.imag(y)]) if np.iscomplexobj(ad.core.value_of(y)) else y
+
+
+@st.composite
+def fft_problem(draw, name, complex_input=False):
+    shape, rng = draw(NONSCALAR), draw(RNGS)
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    m = shape[axis]
+    lengths = [2 * m - 1, m + 1] + ([2 * m - 2] if m > 1 else []) if name == "irfft" else \
+        [None, m + 2] + ([m - 1] if m > 1 else [])
+    n, norm = draw(st.sampled_from(lengths)), draw(st.sampled_from([None, "ortho", "forward"]))
+    what = f"{name}(shape {shape}, n={n}, axis={axis}, norm={norm})"
+    if complex_input:
+        x = np.stack([uniform(-1, 1)(rng, shape), uniform(-1, 1)(rng, shape)])
+        return Problem(lambda xp, x: _real_parts(xp, getattr(xp.fft, name)(x[0] + 1j * x[1], n, axis, norm)),
+                       x, "complex " + what)
+    return Problem(lambda xp, x: _real_parts(xp, getattr(xp.fft, name)(x, n, axis, norm)),
+                   uniform(-1, 1)(rng, shape), what)
+
+
+@st.composite
+def fftn_problem(draw, name, complex_input=False):
+    shape, rng = draw(small(hnp.array_shapes(min_dims=2, max_dims=3, min_side=2, max_side=3), 18)), draw(RNGS)
+    axes = draw(st.permutations(range(len(shape))).map(lambda p: p[:2]))
+    s = draw(st.sampled_from([None, [shape[axes[0]] + 1, shape[axes[1]] - 1], [-1, shape[axes[1]] + 2]]))
+    norm = draw(st.sampled_from([None, "ortho"]))
+    what = f"{name}(shape {shape}, s={s}, axes={axes}, norm={norm})"
+    if complex_input:
+        x = np.stack([uniform(-1, 1)(rng, shape), uniform(-1, 1)(rng, shape)])
+        return Problem(lambda xp, x: _real_parts(xp, getattr(xp.fft, name)(x[0] + 1j * x[1], s, axes, norm)),
+                       x, "complex " + what)
+    return Problem(lambda xp, x: _real_parts(xp, getattr(xp.fft, name)(x, s, axes, norm)),
+                   uniform(-1, 1)(rng, shape), what)
+
+
+for _name in ("fft", "ifft", "rfft", "irfft"):
+    case(f"fft.{_name}", fft_problem(_name))
+for _name in ("fft", "ifft", "irfft"):
+    case(f"fft.{_name} (complex input)", fft_problem(_name, complex_input=True))
+for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
+    case(f"fft.{_name}", fftn_problem(_name))
+for _name in ("fftn", "irfftn"):
+    case(f"fft.{_name} (complex input)", fftn_problem(_name, complex_input=True))
+case("fft.fft2, ifft2, rfft2, irfft2 (defaults)", drawn(lambda xp, x: xp.concatenate([xp.ravel(_real_parts(
+    xp, f(x))) for f in (xp.fft.fft2, xp.fft.ifft2, xp.fft.rfft2, xp.fft.irfft2)]), uniform(-1, 1),
+    small(hnp.array_shapes(min_dims=2, max_dims=3, min_side=2, max_side=3))))
+case("fft.fftshift, ifftshift", st.sampled_from([None, 0, -1, (0, -1)]).flatmap(lambda axes: drawn(
+    lambda xp, x: xp.stack([xp.fft.fftshift(x, axes), xp.fft.ifftshift(x, axes)]), uniform(-2, 2),
+    small(hnp.array_shapes(min_dims=2, max_dims=3, min_side=1, max_side=4), 16), f"axes={axes}")))
+
+
 # Complex numbers, in JAX's convention. Each case is a real function of a real vector x: z = x_re +
 # 1j x_im goes through the op and the result's real and imaginary parts are stacked, so every check
 # above (finite differences of both orders, batches, JVPs, replay) tests the complex rules, and the
