@@ -69,7 +69,8 @@ def _irfft_vjp(g, ans, c, n, axis, norm):
     if n % 2 == 0:
         weights[-1] = 1.0
     part = _resized(_ifft(g, n, axis, norm), kept, axis) * _along(weights.astype(value_of(ans).dtype), axis)
-    return _resized(part, c.shape[axis], axis)
+    part = _resized(part, c.shape[axis], axis)
+    return part if _np.iscomplexobj(value_of(c)) else ops.real(part)  # a real input's: the real part
 
 
 defvjp(_irfft, _irfft_vjp)
