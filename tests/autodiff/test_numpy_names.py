@@ -62,3 +62,11 @@ def test_fft_refusals_name_the_problem():
         ad.grad(lambda t: np.sum(np.fft.hfft(t)))(np.array([1.0, 2.0, 3.0]))
     with pytest.raises(TypeError, match=r"numpy\.fft\.fft with out="):
         ad.grad(lambda t: np.sum(np.abs(np.fft.fft(t, out=np.empty(2, complex)))))(np.array([1.0, 2.0]))
+
+
+def test_a_python_bool_combines_with_a_tensor_mask_from_either_side():
+    x = ad.constant([-1.0, 2.0])
+    for mask in (True & (x > 0), (x > 0) & True, False | (x > 0), True ^ (x > 0)):
+        assert isinstance(mask, ad.Tensor)
+    np.testing.assert_array_equal((True & (x > 0)).numpy(), [False, True])
+    np.testing.assert_array_equal((True ^ (x > 0)).numpy(), [True, False])

@@ -983,7 +983,7 @@ SPECIAL_PAIRS = {
 }
 SPECIAL_PAIRS["beta"] = (uniform(0.5, 3), uniform(0.5, 3))
 for _name, _order in {"jv": 1.5, "jn": 2, "yv": 0.5, "yn": 1, "iv": 2.5, "ive": 1, "gammainc": 1.7,
-                      "gammaincc": 0.8}.items():  # differentiable in x, not in the order
+                      "gammaincc": 0.8, "stdtr": 3.5}.items():  # differentiable in x, not in the order
     case(f"scipy.special.{_name}", drawn(lambda xp, x, name=_name, order=_order: getattr(scipy.special, name)(
         order, x), uniform(0.5, 3) if _name != "ive" else away_from_zero))
 case("scipy.special.betainc", drawn(lambda xp, x: scipy.special.betainc(1.5, 2.5, x), uniform(0.1, 0.9)))
