@@ -1091,12 +1091,18 @@ def fft_problem(draw, name, complex_input=False):
     lengths = [2 * m - 1, m + 1] + ([2 * m - 2] if m > 1 else []) if name == "irfft" else \
         [None, m + 2] + ([m - 1] if m > 1 else [])
     n, norm = draw(st.sampled_from(lengths)), draw(st.sampled_from([None, "ortho", "forward"]))
-    what = f"{name}(shape {shape}, n={n}, axis={axis}, norm={norm})"
+    return _transform_problem(rng, shape, name, (n, axis, norm), complex_input,
+                              f"{name}(shape {shape}, n={n}, axis={axis}, norm={norm})")
+
+
+def _transform_problem(rng, shape, name, arguments, complex_input, what):
+    """np.fft's ``name`` applied with ``arguments`` to a real input of ``shape``, or to a complex one
+    made of the two halves of x."""
     if complex_input:
         x = np.stack([uniform(-1, 1)(rng, shape), uniform(-1, 1)(rng, shape)])
-        return Problem(lambda xp, x: _real_parts(xp, getattr(xp.fft, name)(x[0] + 1j * x[1], n, axis, norm)),
+        return Problem(lambda xp, x: _real_parts(xp, getattr(xp.fft, name)(x[0] + 1j * x[1], *arguments)),
                        x, "complex " + what)
-    return Problem(lambda xp, x: _real_parts(xp, getattr(xp.fft, name)(x, n, axis, norm)),
+    return Problem(lambda xp, x: _real_parts(xp, getattr(xp.fft, name)(x, *arguments)),
                    uniform(-1, 1)(rng, shape), what)
 
 
@@ -1106,13 +1112,8 @@ def fftn_problem(draw, name, complex_input=False):
     axes = draw(st.permutations(range(len(shape))).map(lambda p: p[:2]))
     s = draw(st.sampled_from([None, [shape[axes[0]] + 1, shape[axes[1]] - 1], [-1, shape[axes[1]] + 2]]))
     norm = draw(st.sampled_from([None, "ortho"]))
-    what = f"{name}(shape {shape}, s={s}, axes={axes}, norm={norm})"
-    if complex_input:
-        x = np.stack([uniform(-1, 1)(rng, shape), uniform(-1, 1)(rng, shape)])
-        return Problem(lambda xp, x: _real_parts(xp, getattr(xp.fft, name)(x[0] + 1j * x[1], s, axes, norm)),
-                       x, "complex " + what)
-    return Problem(lambda xp, x: _real_parts(xp, getattr(xp.fft, name)(x, s, axes, norm)),
-                   uniform(-1, 1)(rng, shape), what)
+    return _transform_problem(rng, shape, name, (s, axes, norm), complex_input,
+                              f"{name}(shape {shape}, s={s}, axes={axes}, norm={norm})")
 
 
 for _name in ("fft", "ifft", "rfft", "irfft"):
