@@ -44,11 +44,22 @@ class Distribution:
     def __init__(self, name: str, functions: dict):
         self.name = name
         for function_name, function in functions.items():
-            function.__name__ = function.__qualname__ = f"{name}.{function_name}"
-            setattr(self, function_name, function)
+            setattr(self, function_name, _real_arguments(function, f"{name}.{function_name}"))
 
     def __repr__(self) -> str:
         return f"autodiff.numpy.stats.{self.name}"
+
+
+def _real_arguments(function, name: str):
+    """``function``, refusing complex arguments (scipy computes some of them holomorphically, drops
+    the imaginary part of others: neither is a likelihood)."""
+    def real_only(*args, **kwargs):
+        if any(_np.iscomplexobj(value_of(a)) for a in list(args) + list(kwargs.values())):
+            raise TypeError(f"autodiff.numpy.stats.{name} takes real arguments, not complex ones")
+        return function(*args, **kwargs)
+    real_only.__name__ = real_only.__qualname__ = name
+    real_only.__doc__ = f"scipy.stats.{name}, differentiable (scipy's signature)."
+    return real_only
 
 
 def _parameters(args: tuple, kwargs: dict, shapes: tuple) -> tuple:

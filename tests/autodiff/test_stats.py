@@ -116,3 +116,10 @@ def test_the_log_tails_of_the_normal_are_accurate_far_out():
     assert stats.norm.logcdf(ad.constant(-40.0)).numpy() == pytest.approx(scipy.stats.norm.logcdf(-40.0),
                                                                            rel=1e-14)
     assert math.isfinite(float(ad.grad(stats.norm.logsf)(40.0)))
+
+
+def test_complex_arguments_are_refused():
+    with pytest.raises(TypeError, match=r"stats\.norm\.logpdf takes real arguments"):
+        stats.norm.logpdf(ad.constant(np.array([1.0 + 1.0j])))
+    with pytest.raises(TypeError, match=r"multivariate_normal\.logpdf takes real arguments"):
+        stats.multivariate_normal.logpdf(np.zeros(2), mean=np.array([1j, 0.0]))
