@@ -214,7 +214,7 @@ def fallback(operands, raw, kwargs, out):
 
 _RULES = {
     ops._where: elementwise, ops._clip: elementwise, ops.sigmoid: elementwise, ops.softplus: elementwise,
-    ops._astype: same_order, ops._reshape: same_order, _read: same_order,
+    ops._astype: same_order, ops._reshape: same_order, _read: same_order, ops.alias: same_order,
     ops._broadcast_to: elementwise,
     ops._transpose: moved(np.transpose), ops._flip: moved(np.flip),
     ops._gather: moved(ops._gather_raw), ops._diagonal: moved(np.diagonal),

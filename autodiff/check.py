@@ -85,7 +85,7 @@ def check_grad(f: Callable, x: np.ndarray, order: int = 2, eps: float = 1e-6, rt
 def _compare(what, exact, approx, rtol, atol) -> float:
     scale = max(1.0, float(np.max(np.abs(approx), initial=0.0)))
     error = float(np.max(np.abs(exact - approx), initial=0.0))
-    if not np.all(np.isfinite(exact)) or error > atol + rtol * scale:
+    if not (np.all(np.isfinite(exact)) and np.all(np.isfinite(approx))) or error > atol + rtol * scale:
         raise AssertionError(f"{what} mismatch: max |autodiff - finite differences| = {error:.3g} "
                              f"(scale {scale:.3g})\nautodiff:\n{exact}\nfinite differences:\n{approx}")
     return error

@@ -273,13 +273,30 @@ def _converting_scipy_function() -> str:
         return ""
     module = ".".join(p for p in entry.f_globals["__name__"].split(".") if not p.startswith("_"))
     name = entry.f_code.co_name
-    special = sys.modules.get(f"{__package__}.numpy.special")  # loaded with autodiff (no import cycle)
-    ours = f"autodiff.numpy.special.{name}" if module == "scipy.special" and special is not None \
-        and name in special.__all__ else None
+    if module == "scipy.stats":  # a distribution's method: name it by its distribution
+        distribution = entry.f_locals.get("self")
+        distribution = getattr(distribution, "dist", distribution)  # a frozen one
+        name = f"{getattr(distribution, 'name', type(distribution).__name__.removesuffix('_gen'))}.{name}"
+    ours = f"autodiff.numpy.{module.removeprefix('scipy.')}.{name}"
+    ours_module = sys.modules.get(f"{__package__}.numpy.{module.removeprefix('scipy.')}")  # loaded with autodiff
+    if module not in ("scipy.special", "scipy.stats") or ours_module is None \
+            or not _has_path(ours_module, name):
+        ours = None
     return (f" Here {module}.{name} converted it: scipy's Python functions turn their inputs into "
             "ndarrays, so no autodiff engine can see through them; "
             + (f"{ours} is its differentiable version." if ours else
                "write that step with NumPy operations on the Tensor."))
+
+
+def _has_path(module, dotted: str) -> bool:
+    """Whether ``module.a.b`` exists for ``dotted`` = "a.b", with a in the module's ``__all__``."""
+    first, *rest = dotted.split(".")
+    value = module if first in module.__all__ else None
+    for part in [first] + rest:
+        if value is None or part.startswith("_") or not hasattr(value, part):
+            return False
+        value = getattr(value, part)
+    return True
 
 
 def _as_float_array(value, dtype=None) -> np.ndarray:

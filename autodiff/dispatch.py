@@ -26,6 +26,7 @@ _UFUNCS = {f: implementation for f, implementation in _NUMPY.items() if isinstan
 _FUNCTIONS = {f: implementation for f, implementation in _NUMPY.items() if not isinstance(f, np.ufunc)}
 _FUNCTIONS.update(_dispatch_table(np.linalg, {name: getattr(anp.linalg, name)
                                                for name in anp.linalg.__all__}))
+_FUNCTIONS.update(_dispatch_table(np.fft, {name: getattr(anp.fft, name) for name in anp.fft.__all__}))
 
 _REDUCTIONS = {np.add: anp.sum, np.multiply: anp.prod, np.maximum: anp.max, np.minimum: anp.min}
 _ACCUMULATIONS = {np.add: anp.cumsum, np.multiply: anp.cumprod}
@@ -127,6 +128,8 @@ def _install_methods():
         "__eq__": _binary(anp.equal), "__ne__": _binary(anp.not_equal),
         "__and__": _binary(anp.logical_and), "__or__": _binary(anp.logical_or),
         "__xor__": _binary(anp.logical_xor), "__invert__": lambda self: anp.logical_not(self),
+        "__rand__": _binary(anp.logical_and, True), "__ror__": _binary(anp.logical_or, True),
+        "__rxor__": _binary(anp.logical_xor, True),
         "__neg__": lambda self: anp.negative(self), "__pos__": lambda self: self,
         "__abs__": lambda self: anp.absolute(self),
         "__getitem__": anp.getitem, "__setitem__": _setitem,

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import numpy as anp
-from .core import Tensor, Variable, paused, value_of
+from .core import Tensor, Variable, paused, tracked, value_of
 from .transforms import _vjp, _zeros_like, cached_hvp, flat_cotangent, partially_evaluated
 from .tree import flatten, ravel
 
@@ -71,6 +71,10 @@ class HessianOperator:
         if not callable(product):
             raise TypeError("HessianOperator(value, gradient, product): product must be a function of "
                             "vectors")
+        if any(isinstance(v, Tensor) and tracked(v) for v in (value, gradient)):
+            raise TypeError("autodiff: a curvature operator holds values (its products are arrays), but f "
+                            "depends on a Tensor that an enclosing tape or accumulator tracks, whose "
+                            "gradient would be lost. Inside a transform, use autodiff.hvp, which nests.")
         self.value = float(value_of(value))
         self.gradient = np.asarray(value_of(gradient)).reshape(-1)
         self.product = product

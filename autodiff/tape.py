@@ -478,8 +478,9 @@ def _require_tensors(y, what: str):
 
 
 def _require_scalar(y, what: str):
-    """``y`` if it is a scalar Tensor (see ``_require_tensors``)."""
-    if not isinstance(_require_tensors(y, what), Tensor) or y.ndim != 0:
+    """``y`` if it is a Tensor of one element (see ``_require_tensors``): a 0-d one, or one of shape
+    (1,), (1, 1), ... (as autograd, TensorFlow and PyTorch take; the gradient of its element)."""
+    if not isinstance(_require_tensors(y, what), Tensor) or y.size != 1:
         got = f"shape {y.shape}" if isinstance(y, Tensor) else f"a {type(y).__name__}"
         raise TypeError(f"{what} needs a function with a scalar output, got {got} (use jacobian "
                         "for vector outputs)")

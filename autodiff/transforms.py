@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import numpy as anp
-from .core import Tensor, Variable, constant, paused, state, value_of
+from .core import Tensor, Variable, constant, paused, state, tracked, value_of
 from .forward import ForwardAccumulator
 from .tape import GradientTape, UnconnectedGradients, _finish, _require_scalar, _require_tensors
 from .tree import flatten, flatten_like, ravel
@@ -45,10 +45,15 @@ def partially_evaluated(build: Callable, f: Callable, args: tuple, late: Callabl
 # --- outputs mirror inputs ----------------------------------------------------------------------------
 
 def _to_numpy(x):
-    """Tensors to NumPy (0-d results as NumPy scalars); structures keep their shape."""
+    """Tensors to NumPy (0-d results as NumPy scalars); structures keep their shape. A Tensor that
+    an enclosing tape or accumulator tracks stays a Tensor: with plain inputs, the function may
+    still close over a tracked value (``grad(lambda y: x * y)(2.0)`` inside a transform of x)."""
     leaves, rebuild = flatten(x)
     converted = []
     for leaf in leaves:
+        if isinstance(leaf, Tensor) and _recording() and tracked(leaf):
+            converted.append(leaf)
+            continue
         value = np.asarray(value_of(leaf)) if isinstance(leaf, Tensor) else leaf
         converted.append(value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value)
     return rebuild(converted)
@@ -59,7 +64,12 @@ def _has_tensors(tree) -> bool:
 
 
 def _watched_args(args: Sequence, argnums):
-    """Replace the differentiated arguments by Tensors to watch; report whether Tensors came in."""
+    """Replace the differentiated arguments by Tensors to watch; report whether Tensors came in.
+
+    A Tensor argument is watched through a fresh alias of it, so that the transform differentiates
+    in the argument only, not in the same Tensor reached through a closure (``grad(lambda y: x *
+    y)(x)`` is x, not 2 x: the perturbation confusion of Siskind and Pearlmutter 2005). Variables
+    stay themselves: f reads them (TensorFlow's semantics)."""
     single = isinstance(argnums, int)
     numbers = (argnums,) if single else tuple(argnums)
     new_args = list(args)
@@ -68,7 +78,8 @@ def _watched_args(args: Sequence, argnums):
     for k in numbers:
         leaves, rebuild = flatten(args[k])
         tensors_in = tensors_in or any(isinstance(leaf, Tensor) for leaf in leaves)
-        tensors = [leaf if isinstance(leaf, Tensor) else constant(leaf) for leaf in leaves]
+        tensors = [(leaf if isinstance(leaf, Variable) else anp.ops.alias(leaf)) if isinstance(leaf, Tensor)
+                   else constant(leaf) for leaf in leaves]
         new_args[k] = rebuild(tensors)
         sources.append(new_args[k])
     return new_args, (sources[0] if single else tuple(sources)), tensors_in
@@ -93,7 +104,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     Parameters
     ----------
     f : callable
-        A scalar-valued function of arrays (or pytrees of arrays).
+        A scalar-valued function of arrays (or pytrees of arrays); an output of one element of any
+        shape counts as a scalar.
     argnums : int or sequence of int, default 0
         Which positional argument(s) to differentiate; a sequence gives a tuple of gradients.
 
@@ -135,7 +147,8 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     Parameters
     ----------
     f : callable
-        A scalar-valued function of arrays (or pytrees of arrays, as in JAX).
+        A scalar-valued function of arrays (or pytrees of arrays, as in JAX); an output of one
+        element of any shape, such as ``np.sum(x, keepdims=True)``, counts as a scalar.
     argnums : int or sequence of int, default 0
         Which positional argument(s) to differentiate; a sequence gives a tuple of gradients.
 
@@ -252,11 +265,9 @@ def _hessian(f: Callable, argnums, chunk_size) -> Callable:
 
 
 def _ravel_mirrored(tree):
-    """``ravel(tree)``, but with Tensor leaves the flat vector is a Tensor on the active tapes."""
+    """``ravel(tree)``, but with Tensor leaves the flat vector is a Tensor (Tensors in, Tensors out)."""
     flat, unravel = ravel(tree)
-    if _has_tensors(tree):
-        flat = anp.concatenate([anp.astype(anp.ravel(leaf), float) for leaf in flatten(tree)[0]])
-    return flat, unravel
+    return (constant(flat) if _has_tensors(tree) and not isinstance(flat, Tensor) else flat), unravel
 
 
 def _insert(args, k, value):
@@ -339,10 +350,13 @@ def hvp(f: Callable, x: Any, v: Any) -> Any:
 def _hvp(f: Callable) -> Callable:
     def hvp_f(x: Any, v: Any) -> Any:
         tree = isinstance(x, (list, tuple, dict))
-        if _recording() and tree and _has_tensors(x):
+        # Inside an enclosing tape or accumulator, f may depend on what it tracks through x or
+        # through a closure (hvp of y -> a * g(y) at a plain y, differentiated in a): forward over
+        # reverse keeps that dependence; the cached product's sweep runs paused.
+        if _recording() and tree:
             flat, unravel = _ravel_mirrored(x)
             return _hvp(lambda z: f(unravel(z)))(flat, v)
-        if _recording() and isinstance(x, Tensor):
+        if _recording():
             return _jvp(_grad(f, 0))((x,), (v,))[1]
         (_, gradient), product = cached_hvp(f, x)
         n = np.size(value_of(gradient))

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import numpy as anp
-from .core import value_of
+from .core import Tensor, state, tracked, value_of
 
 _CONTAINERS = (dict, list, tuple)
 
@@ -124,8 +124,11 @@ def ravel(tree: Any) -> tuple[Any, Callable]:
 
     Returns
     -------
-    flat : ndarray
-        The leaves' values, raveled and concatenated in ``flatten`` order (float).
+    flat : ndarray or Tensor
+        The leaves' values, raveled and concatenated in ``flatten`` order (float, or complex if a
+        leaf is). A Tensor when a recording tape or accumulator tracks a leaf, or a trace
+        (``autodiff.function``) observes: the flat vector then differentiates, and replays, what it
+        is made of instead of silently freezing its values.
     unravel : callable
         A flat vector of that length -> the tree.
 
@@ -142,8 +145,12 @@ def ravel(tree: Any) -> tuple[Any, Callable]:
     leaves, treedef = flatten(tree)
     shapes = [np.shape(value_of(leaf)) for leaf in leaves]
     offsets = np.concatenate([[0], np.cumsum([int(np.prod(shape)) for shape in shapes])]).astype(int)
-    flat = np.concatenate([np.ravel(value_of(leaf)).astype(float) for leaf in leaves]) \
-        if leaves else np.zeros(0)
+    dtype = np.result_type(float, *[np.asarray(value_of(leaf)).dtype for leaf in leaves])
+    if any(isinstance(leaf, Tensor) and (tracked(leaf) or state.observers) for leaf in leaves):
+        flat = anp.concatenate([anp.ravel(anp.astype(leaf, dtype)) for leaf in leaves])
+    else:
+        flat = np.concatenate([np.ravel(value_of(leaf)).astype(dtype) for leaf in leaves]) \
+            if leaves else np.zeros(0)
 
     def unravel(vector: Any) -> Any:
         if treedef is _LEAF:

@@ -302,8 +302,9 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
 
 
 # Ops whose output holds the values of their first argument when shapes and dtypes agree (a
-# reshape or broadcast to its own shape, a concatenation of one array): the argument itself.
-_SAME_VALUES = {"reshape", "broadcast_to", "concatenate"}
+# reshape or broadcast to its own shape, a concatenation of one array, a transform's alias of its
+# argument): the argument itself.
+_SAME_VALUES = {"reshape", "broadcast_to", "concatenate", "alias"}
 
 
 def _same_array(a: Tensor, out: Tensor) -> bool:

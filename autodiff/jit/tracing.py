@@ -168,14 +168,15 @@ class Recording:
 
     Examples
     --------
-    The gradient of sin(x) . x as a straight-line program: the forward ops, then the sweep's.
+    The gradient of sin(x) . x as a straight-line program: grad's alias of its argument, the
+    forward ops, then the sweep's.
 
     >>> import numpy as np
     >>> import autodiff as ad
     >>> from autodiff.jit import trace
     >>> recording = trace(ad.grad(lambda x: np.sum(np.sin(x) * x)), np.ones(2))
     >>> [prim.name for prim, args, raw, kwargs, out, parents in recording.records]
-    ['sin', 'multiply', 'sum', 'multiply', 'multiply', 'cos', 'multiply', 'add']
+    ['alias', 'sin', 'multiply', 'sum', 'multiply', 'multiply', 'cos', 'multiply', 'add']
     >>> len(recording.inputs), recording.outputs[0] is recording.records[-1][4]
     (1, True)
     """

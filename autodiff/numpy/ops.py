@@ -115,6 +115,14 @@ def positive(x):
     return x
 
 
+# A transform's own copy of a Tensor argument (``transforms._watched_args``): equal to x and
+# recorded as a function of x, so that the transform's tape watches the copy alone (not x, which f
+# may also reach through a closure) while enclosing tapes differentiate through it.
+alias = primitive(lambda x: x, "alias")
+defvjp(alias, lambda g, ans, x: g)
+deflinear(alias)
+
+
 # Complex parts. Cotangents follow JAX's convention: a VJP is the transpose of the JVP for the real
 # pairing <a, b> = Re(sum(a * b)), so holomorphic rules are the real ones (g * f'(z)), the gradient
 # of a real f is df/dx - i df/dy, and a real input's cotangent is the real part (core.sweep).
@@ -1078,5 +1086,5 @@ for _prim in (negative, exp, log, log2, log10, log1p, expm1, sqrt, square, recip
               tan, arcsin, arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arctanh, add, subtract,
               multiply, divide, power, real, imag, conj, _angle, _where, _sum, _prod, _cumsum, _flip,
               _reshape, _transpose, _broadcast_to, _concatenate, _gather, _scatter, _pad, _diagonal,
-              _embed_diagonal, _triu, _tril, matmul, _einsum, _astype, max.primitive, min.primitive):
+              _embed_diagonal, _triu, _tril, matmul, _einsum, _astype, max.primitive, min.primitive, alias):
     _prim.complex_ok = True

@@ -66,13 +66,15 @@ def log_expit(x):
 
 
 # Unary ufuncs, then binary ones: jv, yv, yn, iv, ive are Bessel functions of order v, gammainc and
-# gammaincc the regularized incomplete gamma functions of (a, x), betainc the incomplete beta function
-# of (a, b, x); each differentiates in x only.
+# gammaincc the regularized incomplete gamma functions of (a, x), stdtr Student's t distribution
+# function of (df, t), betainc the incomplete beta function of (a, b, x); each differentiates in its
+# last argument only.
 (logit, erf, erfc, erfinv, erfcinv, ndtr, log_ndtr, ndtri, gamma, rgamma, gammaln, psi, i0, i1, i0e, i1e, j0,
  j1, y0, y1, entr) = (_special(name) for name in """logit erf erfc erfinv erfcinv ndtr log_ndtr ndtri gamma
     rgamma gammaln psi i0 i1 i0e i1e j0 j1 y0 y1 entr""".split())
-betaln, beta, xlogy, xlog1py, rel_entr, kl_div, jv, yv, yn, iv, ive, gammainc, gammaincc = (_special(name, 2)
-    for name in "betaln beta xlogy xlog1py rel_entr kl_div jv yv yn iv ive gammainc gammaincc".split())
+betaln, beta, xlogy, xlog1py, rel_entr, kl_div, jv, yv, yn, iv, ive, gammainc, gammaincc, stdtr = (
+    _special(name, 2) for name in "betaln beta xlogy xlog1py rel_entr kl_div jv yv yn iv ive gammainc gammaincc "
+                                  "stdtr".split())
 betainc = _special("betainc", 3)
 digamma, jn = psi, jv
 _polygamma = primitive(lambda n, x: _scipy_special().polygamma(n, x).astype(float_type(x), copy=False),
@@ -107,6 +109,8 @@ defderiv(iv, None, lambda ans, v, x: (iv(v - 1, x) + iv(v + 1, x)) / 2)
 defderiv(ive, None, lambda ans, v, x: (ive(v - 1, x) + ive(v + 1, x)) / 2 - sign(x) * ans)  # exp(-|x|) I_v
 defderiv(gammainc, None, lambda ans, a, x: exp(-x + (a - 1) * log(x) - _like(gammaln(a), x)))
 defderiv(gammaincc, None, lambda ans, a, x: -exp(-x + (a - 1) * log(x) - _like(gammaln(a), x)))
+defderiv(stdtr, None, lambda ans, df, t: exp(_like(gammaln(0.5 * df + 0.5) - gammaln(0.5 * df) - 0.5 * log(df * math.pi), t)
+                                              - (df + 1) / 2 * log1p(t * t / df)))  # Student's t density
 defderiv(betainc, None, None,
          lambda ans, a, b, x: exp((a - 1) * log(x) + (b - 1) * log1p(-x) - _like(betaln(a, b), x)))
 defderiv(entr, lambda ans, x: -1 - log(x))
@@ -160,7 +164,7 @@ def gammasgn(x):
 UFUNCS = {
     "rgamma": rgamma, "beta": beta, "i0": i0, "i1": i1, "j0": j0, "j1": j1, "y0": y0, "y1": y1, "jv": jv,
     "yv": yv, "yn": yn, "iv": iv, "ive": ive, "gammainc": gammainc, "gammaincc": gammaincc,
-    "betainc": betainc, "gammasgn": gammasgn,
+    "betainc": betainc, "gammasgn": gammasgn, "stdtr": stdtr,
     "expit": expit, "logit": logit, "log_expit": log_expit, "erf": erf, "erfc": erfc, "erfinv": erfinv,
     "erfcinv": erfcinv, "ndtr": ndtr, "log_ndtr": log_ndtr, "ndtri": ndtri, "gamma": gamma,
     "gammaln": gammaln, "psi": psi, "i0e": i0e, "i1e": i1e, "entr": entr, "betaln": betaln, "xlogy": xlogy,

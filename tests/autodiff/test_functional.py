@@ -117,6 +117,50 @@ def test_tensors_in_tensors_out_and_the_enclosing_tape_differentiates_them():
     np.testing.assert_allclose(tape.gradient(cotangent_in, x).numpy(), -np.sin(x_value), rtol=1e-14)
 
 
+# Transforms nested in a transform of a, whose inner function also reads a through a closure: each
+# is (the transform of y -> a * y**3 at y), with the derivative in a of its result closed-form.
+# At y = a (the same Tensor) the inner transform must still differentiate in y alone.
+CLOSURE_TRANSFORMS = {
+    "grad": (lambda a, y: ad.grad(lambda z: a * z ** 3)(y), lambda a, y: 3 * y ** 2),
+    "value_and_grad": (lambda a, y: ad.value_and_grad(lambda z: a * z ** 3)(y)[1], lambda a, y: 3 * y ** 2),
+    "jacobian": (lambda a, y: ad.jacobian(lambda z: a * z ** 3)(y), lambda a, y: 3 * y ** 2),
+    "hessian": (lambda a, y: ad.hessian(lambda z: a * z ** 3)(y), lambda a, y: 6 * y),
+    "hvp": (lambda a, y: ad.hvp(lambda z: a * z ** 3, y, 2.0), lambda a, y: 12 * y),
+    "jvp": (lambda a, y: ad.jvp(lambda z: a * z ** 3, (y,), (2.0,))[1], lambda a, y: 6 * y ** 2),
+    "vjp": (lambda a, y: ad.vjp(lambda z: a * z ** 3, y)[1](2.0)[0], lambda a, y: 6 * y ** 2),
+    "linearize": (lambda a, y: ad.linearize(lambda z: a * z ** 3, y)[1](2.0), lambda a, y: 6 * y ** 2),
+    "function(grad)": (lambda a, y: ad.function(ad.grad(lambda z: a * z ** 3))(y), lambda a, y: 3 * y ** 2),
+}
+
+
+@pytest.mark.parametrize("name", CLOSURE_TRANSFORMS)
+@pytest.mark.parametrize("same_point", [False, True])
+def test_a_transform_inside_a_transform_differentiates_what_its_function_closes_over(name, same_point):
+    """d/da of T(y -> a y^3)(y): a is reached only through the closure. With a plain y the inner
+    result must stay a Tensor of a (it is not NumPy-in-NumPy-out); with y = a, the inner transform
+    differentiates in y only (d/da then also counts y = a: the total derivative)."""
+    transform, partial_in_y = CLOSURE_TRANSFORMS[name]
+    a0 = 1.5
+    if same_point:  # f(a) = T(a, a) = a * D(a) with D(a) = partial_in_y(1, a): f' = D(a) + a D'(a)
+        expected = float(central_difference(lambda a: np.asarray(a * partial_in_y(1.0, a)), np.array(a0)))
+        outer = lambda a: transform(a, a)  # noqa: E731
+    else:           # f(a) = a * D(y) at y = 2: f' = D(2)
+        expected = partial_in_y(1.0, 2.0)
+        outer = lambda a: transform(a, 2.0)  # noqa: E731
+    assert float(ad.grad(outer)(a0)) == pytest.approx(expected, rel=1e-8)
+    assert float(ad.jvp(outer, (a0,), (1.0,))[1]) == pytest.approx(expected, rel=1e-8)
+
+
+def test_a_tensor_given_for_two_arguments_is_differentiated_in_each_separately():
+    x = ad.constant(3.0)
+    with ad.GradientTape() as tape:
+        tape.watch(x)
+        gx, gy = ad.grad(lambda a, b: a * b ** 2, argnums=(0, 1))(x, x)
+        total = gx + gy
+    assert (float(gx), float(gy)) == (9.0, 18.0)          # b^2 and 2ab at a = b = 3
+    assert float(tape.gradient(total, x)) == 18.0         # d(x^2 + 2 x^2)/dx = 6x
+
+
 def x_sin_x(x):
     return anp.sin(x) * x
 
@@ -228,6 +272,18 @@ def test_non_scalar_output_to_grad_raises_a_clear_type_error(transform):
         transform(anp.sin)(np.ones(3))
 
 
+@pytest.mark.parametrize("keepdims_shape", [(1,), (1, 1)])
+def test_an_output_of_one_element_counts_as_a_scalar(keepdims_shape):
+    """As autograd, TensorFlow and PyTorch: the gradient of the one element (JAX refuses)."""
+    x = np.array([[0.3, -1.2, 2.0]])
+    f = lambda x: np.reshape(np.sum(np.sin(x)), keepdims_shape)  # noqa: E731
+    np.testing.assert_allclose(ad.grad(f)(x), np.cos(x), rtol=1e-15)
+    value, g = ad.value_and_grad(f)(x)
+    assert np.shape(value) == keepdims_shape
+    np.testing.assert_allclose(g, np.cos(x), rtol=1e-15)
+    np.testing.assert_allclose(ad.grad(lambda x: np.sum(ad.grad(f)(x)))(x), -np.sin(x), rtol=1e-15)
+
+
 # --- pytrees ---------------------------------------------------------------------------------------
 
 def tree_function(tree):
@@ -326,6 +382,24 @@ def _structure(tree):
     if isinstance(tree, (list, tuple)):
         return type(tree)(_structure(item) for item in tree)
     return "leaf"
+
+
+def test_ravel_keeps_complex_leaves_complex():
+    tree = {"z": np.array([1 + 2j, -3j]), "x": 4.0}
+    flat, unravel = ad.ravel(tree)
+    assert flat.dtype == np.complex128
+    np.testing.assert_array_equal(flat, [1 + 2j, -3j, 4.0])
+    np.testing.assert_array_equal(unravel(flat)["z"], tree["z"])
+
+
+def test_ravel_of_tracked_tensors_is_differentiable():
+    """ravel inside a transform: the flat vector carries the leaves' gradients (it was their values)."""
+    def f(x, y):
+        flat, _ = ad.ravel([x, {"y": y}])
+        return anp.sum(flat ** 2) * x
+    gx, gy = ad.grad(f, argnums=(0, 1))(1.5, np.array([2.0, -1.0]))
+    assert float(gx) == pytest.approx(3 * 1.5 ** 2 + 5.0, rel=1e-15)   # d/dx (x^2 + |y|^2) x
+    np.testing.assert_allclose(gy, 2 * np.array([2.0, -1.0]) * 1.5, rtol=1e-15)
 
 
 def test_unravel_is_differentiable():

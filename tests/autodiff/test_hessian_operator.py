@@ -310,6 +310,15 @@ def test_products_inside_a_users_tape_record_nothing_on_it():
     np.testing.assert_array_equal(dense_inside, dense)
 
 
+def test_an_operator_of_a_function_of_a_tracked_value_is_refused_and_hvp_nests_instead():
+    """Its products are arrays: built on f(y) = a * sum(y^3) inside a transform of a, it would drop
+    the dependence on a without a word."""
+    y, v = np.array([2.0, 1.0]), np.array([1.0, 1.0])
+    with pytest.raises(TypeError, match=r"curvature operator holds values.*autodiff\.hvp"):
+        ad.grad(lambda a: np.sum(ad.hessian_operator(lambda z: a * np.sum(z ** 3), y).matvec(v)))(1.5)
+    assert float(ad.grad(lambda a: np.sum(ad.hvp(lambda z: a * np.sum(z ** 3), y, v)))(1.5)) == 18.0  # 6 y . v
+
+
 def test_hand_written_pattern_does_not_grow_memory_or_the_tape():
     model = WideLayer()
     with ad.GradientTape(persistent=True) as outer:

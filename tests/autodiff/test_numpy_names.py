@@ -42,3 +42,31 @@ def test_the_safe_where_pattern_has_finite_gradients():
     assert np.isnan(naive[0])
     safe = ad.grad(lambda t: np.sum(np.where(t > 0, np.sqrt(np.where(t > 0, t, 1.0)), 0.0)))(x)
     np.testing.assert_array_equal(safe, [0.0, 0.25])
+
+
+def test_fft_of_a_real_signal_has_parsevals_gradient():
+    """sum |fft(x)|^2 = n sum x^2 (Parseval): gradient 2 n x. rfft keeps half the spectrum, the
+    constant term once: for odd n, with norm='ortho', (sum x^2 + (sum x)^2 / n) / 2, gradient
+    x + sum(x) / n."""
+    x = np.array([0.5, -1.0, 2.0, 0.25, 1.5])
+    np.testing.assert_allclose(ad.grad(lambda x: np.sum(np.abs(np.fft.fft(x)) ** 2))(x), 10 * x, rtol=1e-14)
+    np.testing.assert_allclose(ad.grad(lambda x: np.sum(np.abs(np.fft.rfft(x, norm="ortho")) ** 2))(x),
+                               x + np.sum(x) / 5, rtol=1e-14)
+
+
+def test_fft_refusals_name_the_problem():
+    z = ad.constant(np.array([1.0 + 1.0j, 2.0]))
+    with pytest.raises(TypeError, match=r"rfft takes real input"):
+        ad.grad(lambda t: np.sum(np.abs(np.fft.rfft(t))))(z)
+    with pytest.raises(TypeError, match=r"numpy\.fft\.hfft has no derivative rule"):
+        ad.grad(lambda t: np.sum(np.fft.hfft(t)))(np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(TypeError, match=r"numpy\.fft\.fft with out="):
+        ad.grad(lambda t: np.sum(np.abs(np.fft.fft(t, out=np.empty(2, complex)))))(np.array([1.0, 2.0]))
+
+
+def test_a_python_bool_combines_with_a_tensor_mask_from_either_side():
+    x = ad.constant([-1.0, 2.0])
+    for mask in (True & (x > 0), (x > 0) & True, False | (x > 0), True ^ (x > 0)):
+        assert isinstance(mask, ad.Tensor)
+    np.testing.assert_array_equal((True & (x > 0)).numpy(), [False, True])
+    np.testing.assert_array_equal((True ^ (x > 0)).numpy(), [True, False])

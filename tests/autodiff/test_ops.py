@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 import pytest
 import scipy.special
+import scipy.stats
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -40,6 +41,19 @@ NP.log_softmax = scipy.special.log_softmax
 NP.special = types.SimpleNamespace(**{name: getattr(scipy.special, name) for name in anp.special.__all__})
 NP.special.polygamma = lambda n, x: scipy.special.polygamma(n, x).astype(np.result_type(x, np.float16))
 NP.special.multigammaln = lambda a, d: scipy.special.multigammaln(a, d).astype(np.result_type(a, np.float16))
+
+
+def _in_the_inputs_precision(function):
+    """scipy.stats computes in float64 whatever the input; autodiff keeps float32, as NumPy does."""
+    def in_precision(*args, **kwargs):
+        floats = [a for a in args if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+        return np.asarray(function(*args, **kwargs)).astype(np.result_type(*floats, np.float16))
+    return in_precision
+
+
+NP.stats = types.SimpleNamespace(**{name: types.SimpleNamespace(**{
+    method: _in_the_inputs_precision(getattr(getattr(scipy.stats, name), method))
+    for method in vars(getattr(anp.stats, name)) if method != "name"}) for name in anp.stats.__all__})
 
 FEW = settings(max_examples=12, deadline=None)
 FEWER = settings(max_examples=5, deadline=None)
@@ -969,7 +983,7 @@ SPECIAL_PAIRS = {
 }
 SPECIAL_PAIRS["beta"] = (uniform(0.5, 3), uniform(0.5, 3))
 for _name, _order in {"jv": 1.5, "jn": 2, "yv": 0.5, "yn": 1, "iv": 2.5, "ive": 1, "gammainc": 1.7,
-                      "gammaincc": 0.8}.items():  # differentiable in x, not in the order
+                      "gammaincc": 0.8, "stdtr": 3.5}.items():  # differentiable in x, not in the order
     case(f"scipy.special.{_name}", drawn(lambda xp, x, name=_name, order=_order: getattr(scipy.special, name)(
         order, x), uniform(0.5, 3) if _name != "ive" else away_from_zero))
 case("scipy.special.betainc", drawn(lambda xp, x: scipy.special.betainc(1.5, 2.5, x), uniform(0.1, 0.9)))
@@ -1061,6 +1075,138 @@ case("linalg.eigvals of a real matrix (real eigenvalues)", square(
 case("linalg.det (singular)", square(
     lambda xp, a: xp.linalg.det(a * np.array([1.0, 1.0, 0.0])[:a.shape[-1]]), "det with a zero column",
     uniform(-1, 1)))
+
+
+# numpy.fft: complex results as their real and imaginary parts stacked. Drawn: the axis, a length n
+# that keeps, cuts or zero-pads the input, and the normalization.
+def _real_parts(xp, y):
+    return xp.stack([xp.real(y), xp.imag(y)]) if np.iscomplexobj(ad.core.value_of(y)) else y
+
+
+@st.composite
+def fft_problem(draw, name, complex_input=False):
+    shape, rng = draw(NONSCALAR), draw(RNGS)
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    m = shape[axis]
+    lengths = [2 * m - 1, m + 1] + ([2 * m - 2] if m > 1 else []) if name == "irfft" else \
+        [None, m + 2] + ([m - 1] if m > 1 else [])
+    n, norm = draw(st.sampled_from(lengths)), draw(st.sampled_from([None, "ortho", "forward"]))
+    return _transform_problem(rng, shape, name, (n, axis, norm), complex_input,
+                              f"{name}(shape {shape}, n={n}, axis={axis}, norm={norm})")
+
+
+def _transform_problem(rng, shape, name, arguments, complex_input, what):
+    """np.fft's ``name`` applied with ``arguments`` to a real input of ``shape``, or to a complex one
+    made of the two halves of x."""
+    if complex_input:
+        x = np.stack([uniform(-1, 1)(rng, shape), uniform(-1, 1)(rng, shape)])
+        return Problem(lambda xp, x: _real_parts(xp, getattr(xp.fft, name)(x[0] + 1j * x[1], *arguments)),
+                       x, "complex " + what)
+    return Problem(lambda xp, x: _real_parts(xp, getattr(xp.fft, name)(x, *arguments)),
+                   uniform(-1, 1)(rng, shape), what)
+
+
+@st.composite
+def fftn_problem(draw, name, complex_input=False):
+    shape, rng = draw(small(hnp.array_shapes(min_dims=2, max_dims=3, min_side=2, max_side=3), 18)), draw(RNGS)
+    axes = draw(st.permutations(range(len(shape))).map(lambda p: p[:2]))
+    s = draw(st.sampled_from([None, [shape[axes[0]] + 1, shape[axes[1]] - 1], [-1, shape[axes[1]] + 2]]))
+    norm = draw(st.sampled_from([None, "ortho"]))
+    return _transform_problem(rng, shape, name, (s, axes, norm), complex_input,
+                              f"{name}(shape {shape}, s={s}, axes={axes}, norm={norm})")
+
+
+for _name in ("fft", "ifft", "rfft", "irfft"):
+    case(f"fft.{_name}", fft_problem(_name))
+for _name in ("fft", "ifft", "irfft"):
+    case(f"fft.{_name} (complex input)", fft_problem(_name, complex_input=True))
+for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
+    case(f"fft.{_name}", fftn_problem(_name))
+for _name in ("fftn", "irfftn"):
+    case(f"fft.{_name} (complex input)", fftn_problem(_name, complex_input=True))
+case("fft.fft2, ifft2, rfft2, irfft2 (defaults)", drawn(lambda xp, x: xp.concatenate([xp.ravel(_real_parts(
+    xp, f(x))) for f in (xp.fft.fft2, xp.fft.ifft2, xp.fft.rfft2, xp.fft.irfft2)]), uniform(-1, 1),
+    small(hnp.array_shapes(min_dims=2, max_dims=3, min_side=2, max_side=3))))
+case("fft.fftshift, ifftshift", st.sampled_from([None, 0, -1, (0, -1)]).flatmap(lambda axes: drawn(
+    lambda xp, x: xp.stack([xp.fft.fftshift(x, axes), xp.fft.ifftshift(x, axes)]), uniform(-2, 2),
+    small(hnp.array_shapes(min_dims=2, max_dims=3, min_side=1, max_side=4), 16), f"axes={axes}")))
+
+
+# scipy.stats' distributions (autodiff.numpy.stats), each function in all its arguments of one
+# broadcast, with the distribution functions' shape parameters fixed where their rules stop.
+@st.composite
+def stats_problem(draw, fn, samplers, what):
+    shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=len(samplers), max_dims=2, max_side=3).filter(
+        lambda b: sum(math.prod(s) for s in b.input_shapes) <= 16)).input_shapes
+    rng = draw(RNGS)
+    return packed(fn, [sample(rng, shape) for sample, shape in zip(samplers, shapes)], f"{what} {shapes}")
+
+
+POSITIVE, LOC, SCALE = uniform(1.0, 4.0), uniform(-0.5, 0.5), uniform(0.5, 2.0)
+STATS_CASES = {  # name: (the call, the samplers of its arguments)
+    "norm.{f}": (lambda d, f: lambda xp, x, loc, scale: getattr(xp.stats.norm, f)(x, loc, scale),
+                 [uniform(-2, 2), LOC, SCALE], ["pdf", "logpdf", "cdf", "logcdf", "sf", "logsf"]),
+    "t.{f}": (lambda d, f: lambda xp, x, df, loc, scale: getattr(xp.stats.t, f)(x, df, loc, scale),
+              [uniform(-2, 2), uniform(1.0, 5.0), LOC, SCALE], ["pdf", "logpdf"]),
+    "t.{f} (in x, loc, scale)": (lambda d, f: lambda xp, x, loc, scale: getattr(xp.stats.t, f)(x, 3.5, loc, scale),
+                                 [uniform(-2, 2), LOC, SCALE], ["cdf", "logcdf", "sf", "logsf"]),
+    "chi2.{f}": (lambda d, f: lambda xp, x, df, loc, scale: getattr(xp.stats.chi2, f)(x, df, loc, scale),
+                 [POSITIVE, uniform(1.0, 5.0), LOC, SCALE], ["pdf", "logpdf"]),
+    "chi2.{f} (in x, loc, scale)": (lambda d, f: lambda xp, x, loc, scale: getattr(xp.stats.chi2, f)(
+        x, 2.5, loc, scale), [POSITIVE, LOC, SCALE], ["cdf", "logcdf", "sf", "logsf"]),
+    "gamma.{f}": (lambda d, f: lambda xp, x, a, loc, scale: getattr(xp.stats.gamma, f)(x, a, loc, scale),
+                  [POSITIVE, uniform(0.5, 3.0), LOC, SCALE], ["pdf", "logpdf"]),
+    "gamma.{f} (in x, loc, scale)": (lambda d, f: lambda xp, x, loc, scale: getattr(xp.stats.gamma, f)(
+        x, 1.7, loc, scale), [POSITIVE, LOC, SCALE], ["cdf", "logcdf", "sf", "logsf"]),
+    "beta.{f}": (lambda d, f: lambda xp, x, a, b: getattr(xp.stats.beta, f)(x, a, b),
+                 [uniform(0.1, 0.9), uniform(0.5, 3.0), uniform(0.5, 3.0)], ["pdf", "logpdf"]),
+    "beta.{f} (in x, loc, scale)": (lambda d, f: lambda xp, x, loc, scale: getattr(xp.stats.beta, f)(
+        x, 2.0, 3.0, loc, scale), [uniform(0.1, 0.9), uniform(-0.05, 0.05), uniform(1.0, 1.2)], ["cdf", "logcdf"]),
+    "poisson.{f} (in mu)": (lambda d, f: lambda xp, mu: xp.stack([getattr(xp.stats.poisson, f)(k, mu)
+                                                                   for k in (0.0, 2.0, 5.0)]),
+                            [uniform(0.5, 4.0)], ["pmf", "logpmf", "cdf", "logcdf"]),
+}
+for _pattern, (_call, _samplers, _functions) in STATS_CASES.items():
+    for _f in _functions:
+        case(f"stats.{_pattern.format(f=_f)}", stats_problem(_call(None, _f), _samplers, _f))
+
+
+def covariance_read_from_its_lower_triangle(rng, shape):
+    """A covariance matrix (its lower triangle: 0.5 I + A A^T) with noise above the diagonal, which
+    scipy and NumPy never read: the derivative in those entries is 0."""
+    a = rng.uniform(-1, 1, shape)
+    return 0.5 * np.eye(shape[-1]) + a @ a.T + np.triu(rng.uniform(-0.5, 0.5, shape), 1)
+
+
+@st.composite
+def mvn_problem(draw, method):
+    d, points, rng = draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from([(), (2,)])), draw(RNGS)
+    arrays = [rng.uniform(-1, 1, points + (d,)), rng.uniform(-1, 1, (d,)), covariance_read_from_its_lower_triangle(
+        rng, (d, d))]
+    if method == "entropy":
+        return packed(lambda xp, cov: xp.stats.multivariate_normal.entropy(None, cov), arrays[2:], f"d={d}")
+    return packed(lambda xp, x, mean, cov: getattr(xp.stats.multivariate_normal, method)(x, mean, cov), arrays,
+                  f"d={d}, points {points}")
+
+
+for _method in ("logpdf", "pdf", "entropy"):
+    case(f"stats.multivariate_normal.{_method}", mvn_problem(_method))
+_SINGULAR = np.array([[2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 0.0]])   # rank 2: x_3 = mean_3
+case("stats.multivariate_normal.logpdf (singular, allow_singular)", drawn(
+    lambda xp, v: xp.stats.multivariate_normal.logpdf(xp.concatenate([v[:2], v[4:]]), v[2:], _SINGULAR,
+                                                      allow_singular=True), uniform(-1, 1), st.just((5,))))
+def _dirichlet(xp, v, layout):
+    """logpdf and pdf at x = v normalized onto the simplex (in float64: scipy's tolerance there is
+    1e-9, which float32 sums miss), with alpha the last 3 entries of v."""
+    v, alpha = xp.astype(v[:-3], np.float64), v[-3:]
+    x = {"vector": lambda: v / xp.sum(v), "K - 1 entries": lambda: v / (2 * xp.sum(v)),
+         "columns": lambda: xp.reshape(v, (3, 2)) / xp.sum(xp.reshape(v, (3, 2)), axis=0)}[layout]()
+    return xp.stack([xp.stats.dirichlet.logpdf(x, alpha), xp.stats.dirichlet.pdf(x, alpha)])
+
+
+for _layout, _size in (("vector", 6), ("K - 1 entries", 5), ("columns", 9)):
+    case(f"stats.dirichlet (x: {_layout})", drawn(lambda xp, v, layout=_layout: _dirichlet(xp, v, layout),
+                                                  uniform(0.5, 2.0), st.just((_size,))))
 
 
 # Complex numbers, in JAX's convention. Each case is a real function of a real vector x: z = x_re +

@@ -194,3 +194,26 @@ def test_the_former_constructor_from_f_and_x_still_works_with_a_deprecation_warn
         assert ad.HessianOperator(f, x, 1).chunk_size == 1
     with pytest.raises(TypeError, match="product must be a function"):
         ad.HessianOperator(1.0, np.zeros(2), "not a function")
+
+
+def test_ravel_of_the_traced_inputs_replays_at_a_new_point():
+    """ad.ravel of Tensors under a trace is recorded (it was frozen into the program as values)."""
+    def f(params):
+        flat, unravel = ad.ravel(params)
+        return np.sum(flat ** 3) + np.sum(unravel(2.0 * flat)["v"])
+    traced = ad.function(f)
+    for point in PARAMS:
+        assert_same(traced(point), f(point))
+    assert traced.traces == 1
+
+
+def test_a_nested_transform_closing_over_its_argument_replays_exactly():
+    """grad in y of a * y^3 at y = a, then its derivative in a: an alias keeps y apart from a."""
+    def f(a):
+        return ad.grad(lambda y: np.sum(a * y ** 3))(a)
+    traced, outer = ad.function(f), ad.function(ad.jacobian(f))
+    for point in X:
+        assert_same(traced(point), f(point))
+        np.testing.assert_allclose(f(point), 3 * point ** 3, rtol=1e-15)
+        assert_same(outer(point), ad.jacobian(f)(point))
+        np.testing.assert_allclose(outer(point), np.diag(9 * point ** 2), rtol=1e-14)
