@@ -898,8 +898,10 @@ case("cov", product(lambda xp, m, y: xp.cov(m, y), {
     "variables in rows, and one more": lambda m, k, n, ba, bb: ((m, k + 1), (k + 1,))}))
 case("cov (rowvar=False, bias)", drawn(lambda xp, x: xp.cov(x, rowvar=False, bias=True), uniform(-2, 2),
                                        small(hnp.array_shapes(min_dims=2, max_dims=2, min_side=2, max_side=3))))
+# three observations or more: the correlation of two is +-1 whatever x is, so its derivatives are
+# zero and what a sweep computes there is rounding error alone
 case("corrcoef", drawn(lambda xp, x: xp.corrcoef(x), uniform(-2, 2),
-                       small(hnp.array_shapes(min_dims=2, max_dims=2, min_side=2, max_side=4))))
+                       small(st.tuples(st.integers(2, 4), st.integers(3, 4)))))
 case("linalg.multi_dot", product(lambda xp, a, b: xp.linalg.multi_dot([a, b, a]), {
     "vector, matrix, vector": lambda m, k, n, ba, bb: ((k,), (k, k)),
     "matrix, matrix, matrix": lambda m, k, n, ba, bb: ((k, k), (k, k))}))
