@@ -271,21 +271,28 @@ def _converting_scipy_function() -> str:
         frame = frame.f_back
     if entry is None:
         return ""
-    module = ".".join(p for p in entry.f_globals["__name__"].split(".") if not p.startswith("_"))
-    name = entry.f_code.co_name
+    wrapped = entry.f_locals.get("f") if "f" in entry.f_code.co_freevars else None
+    if callable(wrapped):  # a decorator's wrapper (scipy.linalg's batching): name the function it wraps
+        module, name = wrapped.__module__, wrapped.__name__
+    else:
+        module, name = entry.f_globals["__name__"], entry.f_code.co_name
+    module = ".".join(p for p in module.split(".") if not p.startswith("_"))
     if module == "scipy.stats":  # a distribution's method: name it by its distribution
         distribution = entry.f_locals.get("self")
         distribution = getattr(distribution, "dist", distribution)  # a frozen one
         name = f"{getattr(distribution, 'name', type(distribution).__name__.removesuffix('_gen'))}.{name}"
-    ours = f"autodiff.numpy.{module.removeprefix('scipy.')}.{name}"
-    ours_module = sys.modules.get(f"{__package__}.numpy.{module.removeprefix('scipy.')}")  # loaded with autodiff
-    if module not in ("scipy.special", "scipy.stats") or ours_module is None \
-            or not _has_path(ours_module, name):
-        ours = None
+    ours = _DIFFERENTIABLE_SCIPY.get(module)
+    ours_module = sys.modules.get(f"{__package__}.numpy.{ours}") if ours else None  # loaded with autodiff
+    ours = f"autodiff.numpy.{ours}.{name}" if ours_module is not None and _has_path(ours_module, name) else None
     return (f" Here {module}.{name} converted it: scipy's Python functions turn their inputs into "
             "ndarrays, so no autodiff engine can see through them; "
             + (f"{ours} is its differentiable version." if ours else
                "write that step with NumPy operations on the Tensor."))
+
+
+# scipy's modules with differentiable versions in autodiff.numpy, and their names there (scipy.linalg's
+# cannot be autodiff.numpy.linalg, which is numpy.linalg).
+_DIFFERENTIABLE_SCIPY = {"scipy.special": "special", "scipy.stats": "stats", "scipy.linalg": "scipy_linalg"}
 
 
 def _has_path(module, dotted: str) -> bool:

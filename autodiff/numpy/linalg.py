@@ -188,17 +188,18 @@ def _gaps(w):
     return (1 - _np.eye(n, dtype=_re(w).dtype)) / safe
 
 
-def _seen(t, UPLO):
-    """The change of the Hermitian matrix NumPy's eigh sees when ``a`` changes by t: it reads one
-    triangle (and the real part of the diagonal), so eigh's derivative is that of a function of
-    that triangle, in any direction."""
+def _hermitian_from_triangle(t, UPLO):
+    """The Hermitian matrix that a routine reading one triangle of ``t`` (and the real part of its
+    diagonal) sees, as NumPy's eigh and LAPACK's Cholesky routines do. Linear, so it also maps a
+    change of ``a`` to the change such a routine sees: eigh's derivative is that of a function of
+    one triangle, in any direction."""
     part = tril(t, -1) if UPLO == "L" else triu(t, 1)
     return part + _H(part) + _re(t) * _np.eye(t.shape[-1], dtype=_re(t).dtype)
 
 
 def _fold(g, UPLO):
-    """The transpose of ``_seen`` (for the pairing Re(sum(a * b))): a gradient of the Hermitian
-    matrix folded onto the triangle eigh reads."""
+    """The transpose of ``_hermitian_from_triangle`` (for the pairing Re(sum(a * b))): a gradient
+    of the Hermitian matrix folded onto the triangle eigh reads."""
     both = g + _H(g)
     return (tril(both, -1) if UPLO == "L" else triu(both, 1)) + _re(g) * _np.eye(g.shape[-1], dtype=_re(g).dtype)
 
@@ -216,7 +217,7 @@ def _eigh_vjp(g, ans, a, UPLO):
 
 def _eigh_jvp(t, ans, a, UPLO):
     w, v = ans[..., 0, :], ans[..., 1:, :]
-    vh_t_v = matmul(matmul(_H(v), _seen(t, UPLO)), v)
+    vh_t_v = matmul(matmul(_H(v), _hermitian_from_triangle(t, UPLO)), v)
     tw = _re(sum(vh_t_v * _np.eye(w.shape[-1], dtype=_re(w).dtype), axis=-1))
     tv = matmul(v, _gaps(w) * vh_t_v)
     return concatenate([reshape(astype(tw, tv.dtype), tw.shape[:-1] + (1, -1)), tv], axis=-2)
