@@ -40,7 +40,7 @@ import math
 
 import numpy as _np
 
-from ..core import ndim_of, shape_of, value_of
+from ..core import dtype_of, ndim_of, shape_of, value_of
 from ..extend import defjvp, defvjp, primitive, unbroadcast
 from . import linalg, ops
 from .linalg import _H, _c, _hermitian_from_triangle, _mT
@@ -379,7 +379,7 @@ def inv(a, overwrite_a: bool = False, check_finite: bool = True, *, assume_a: st
     if assume_a in (None, "gen", "general"):
         return linalg.inv(a)
     n = _square("inv", a)
-    return solve(a, _np.broadcast_to(_np.eye(n), shape_of(a)), lower=lower, assume_a=assume_a)
+    return solve(a, _np.broadcast_to(_np.eye(n, dtype=dtype_of(a)), shape_of(a)), lower=lower, assume_a=assume_a)
 
 
 def det(a, overwrite_a: bool = False, check_finite: bool = True):

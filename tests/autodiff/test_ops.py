@@ -21,6 +21,7 @@ from typing import Callable
 
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.special
 import scipy.stats
 from hypothesis import given, settings, strategies as st
@@ -51,6 +52,11 @@ def _in_the_inputs_precision(function):
     return in_precision
 
 
+NP.scipy_linalg = types.SimpleNamespace(**{name: getattr(scipy.linalg, name) for name in anp.scipy_linalg.__all__})
+# scipy computes these two in float64 whatever the input; autodiff keeps float32, as NumPy does.
+NP.scipy_linalg.expm_frechet = lambda a, e: tuple(
+    np.asarray(part).astype(np.result_type(a, e)) for part in scipy.linalg.expm_frechet(a, e))
+NP.scipy_linalg.det = lambda a: np.asarray(scipy.linalg.det(a)).astype(a.dtype)
 NP.stats = types.SimpleNamespace(**{name: types.SimpleNamespace(**{
     method: _in_the_inputs_precision(getattr(getattr(scipy.stats, name), method))
     for method in vars(getattr(anp.stats, name)) if method != "name"}) for name in anp.stats.__all__})
@@ -1079,6 +1085,134 @@ case("linalg.det (singular)", square(
     uniform(-1, 1)))
 
 
+
+# scipy.linalg (autodiff.numpy.scipy_linalg), against scipy's own functions.
+def near_3i(rng, shape):
+    """(Batched) 3I + E with |E| <= 0.5: eigenvalues in the right half-plane (real square roots, no
+    two summing to 0), nonzero diagonals, and positive definite read from either triangle (n <= 3)."""
+    return 3.0 * np.eye(shape[-1]) + rng.uniform(-0.5, 0.5, shape)
+
+
+def positive_definite_in(triangle):
+    """Matrices whose `triangle` ("lower" or "upper") holds a positive definite matrix, with noise in
+    the other triangle, which the Cholesky routines never read (its derivative is 0)."""
+    def sample(rng, shape):
+        a = rng.uniform(-1, 1, shape)
+        noise = rng.uniform(-0.5, 0.5, shape)
+        return a @ np.swapaxes(a, -1, -2) + 0.5 * np.eye(shape[-1]) + (
+            np.triu(noise, 1) if triangle == "lower" else np.tril(noise, -1))
+    return sample
+
+
+case("scipy_linalg.expm", square(lambda xp, a: xp.scipy_linalg.expm(a), "expm", uniform(-1, 1)))
+case("scipy_linalg.expm (scaled and squared)", square(lambda xp, a: xp.scipy_linalg.expm(a), "expm",
+                                                      uniform(-2.5, 2.5)))
+case("scipy_linalg.expm (triangular, diagonal)", square(lambda xp, a: xp.concatenate([
+    xp.ravel(xp.scipy_linalg.expm(xp.triu(a))), xp.ravel(xp.scipy_linalg.expm(a * np.eye(a.shape[-1])))]),
+    "expm", uniform(-1, 1)))
+case("scipy_linalg.expm_frechet", st.integers(1, 3).flatmap(lambda n: drawn(
+    lambda xp, x: xp.stack(xp.scipy_linalg.expm_frechet(x[0], x[1])), uniform(-1, 1), st.just((2, n, n)))))
+case("scipy_linalg.sqrtm", square(lambda xp, a: xp.scipy_linalg.sqrtm(a), "sqrtm", near_3i))
+case("scipy_linalg.sqrtm (negative eigenvalues: a complex root of a real matrix)", square(
+    lambda xp, a: _real_parts(xp, xp.scipy_linalg.sqrtm(a)), "sqrtm",
+    lambda rng, shape: np.diag([-2.0, 1.0, 3.0][:shape[-1]]) + rng.uniform(-0.3, 0.3, shape)))
+
+
+@st.composite
+def sylvester_problem(draw):
+    m, n, batch = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(BATCHES)
+    rng = draw(RNGS)
+    return packed(lambda xp, a, b, q: xp.scipy_linalg.solve_sylvester(a, b, q),
+                  [near_3i(rng, batch + (m, m)), near_3i(rng, (n, n)), rng.uniform(-2, 2, batch + (m, n))],
+                  f"a {batch + (m, m)}, b {(n, n)}")
+
+
+case("scipy_linalg.solve_sylvester", sylvester_problem())
+case("scipy_linalg.solve_continuous_lyapunov", st.integers(1, 3).flatmap(lambda n: drawn(
+    lambda xp, x: xp.scipy_linalg.solve_continuous_lyapunov(3.0 * np.eye(n) + 0.5 * x[0], x[1]), uniform(-1, 1),
+    st.just((2, n, n)))))
+
+
+@st.composite
+def solve_triangular_problem(draw):
+    layout = draw(st.sampled_from(sorted(SOLVE_LAYOUTS)))
+    shape_a, shape_b = SOLVE_LAYOUTS[layout](draw(st.integers(1, 3)), draw(st.integers(1, 2)))
+    trans, lower, unit = draw(st.sampled_from([0, 1, 2, "N", "T", "C"])), draw(st.booleans()), draw(st.booleans())
+    rng = draw(RNGS)
+    return packed(lambda xp, a, b: xp.scipy_linalg.solve_triangular(a, b, trans, lower, unit),
+                  [well_conditioned(rng, shape_a), rng.uniform(-2, 2, shape_b)],
+                  f"{layout}: {shape_a}, {shape_b}, trans={trans!r}, lower={lower}, unit_diagonal={unit}")
+
+
+case("scipy_linalg.solve_triangular", solve_triangular_problem())
+for _lower, _triangle in ((False, "upper"), (True, "lower")):
+    case(f"scipy_linalg.cholesky (lower={_lower}: the {_triangle} triangle read)", square(
+        lambda xp, a, lower=_lower: xp.scipy_linalg.cholesky(a, lower), "cholesky", positive_definite_in(_triangle)))
+    case(f"scipy_linalg.cho_factor (lower={_lower})", square(
+        lambda xp, a, lower=_lower: xp.scipy_linalg.cho_factor(a, lower)[0], "cho_factor",
+        positive_definite_in(_triangle)).filter(lambda p: p.x.ndim == 2))
+
+
+@st.composite
+def cho_solve_problem(draw):
+    n, lower, rng = draw(st.integers(1, 3)), draw(st.booleans()), draw(RNGS)
+    shape_b = draw(st.sampled_from([(n,), (n, 2)]))
+    return packed(lambda xp, c, b: xp.scipy_linalg.cho_solve((c, lower), b),
+                  [well_conditioned(rng, (n, n)), rng.uniform(-2, 2, shape_b)],
+                  f"c {(n, n)} (any matrix whose triangle is invertible), b {shape_b}, lower={lower}")
+
+
+case("scipy_linalg.cho_solve", cho_solve_problem())
+SCIPY_STRUCTURES = [None, "gen", "sym", "her", "pos", "diagonal", "tridiagonal", "upper triangular",
+                    "lower triangular"]
+
+
+@st.composite
+def scipy_solve_problem(draw):
+    n, rng = draw(st.integers(1, 3)), draw(RNGS)
+    assume_a, lower, transposed = draw(st.sampled_from(SCIPY_STRUCTURES)), draw(st.booleans()), draw(st.booleans())
+    shape_b = draw(st.sampled_from([(n,), (n, 2)]))
+    return packed(lambda xp, a, b: xp.scipy_linalg.solve(a, b, lower=lower, assume_a=assume_a, transposed=transposed),
+                  [near_3i(rng, (n, n)), rng.uniform(-2, 2, shape_b)],
+                  f"assume_a={assume_a!r}, lower={lower}, transposed={transposed}, b {shape_b}")
+
+
+case("scipy_linalg.solve", scipy_solve_problem())
+case("scipy_linalg.inv", st.sampled_from([None, "sym", "pos", "lower triangular"]).flatmap(lambda assume_a: drawn(
+    lambda xp, a: xp.scipy_linalg.inv(a, assume_a=assume_a), near_3i, st.sampled_from([(1, 1), (2, 2), (3, 3)]),
+    f"assume_a={assume_a!r}")))
+case("scipy_linalg.det", square(lambda xp, a: xp.scipy_linalg.det(a), "det"))
+case("scipy_linalg.eigh (a non-symmetric input: one triangle read)", st.booleans().flatmap(lambda lower: square(
+    lambda xp, x: xp.concatenate([xp.ravel(xp.scipy_linalg.eigh(np.diag(2.0 * np.arange(x.shape[-1])) + 0.1 * x,
+                                                                lower=lower)[0]),
+                                  xp.ravel(sign_fixed(xp, xp.scipy_linalg.eigh(
+                                      np.diag(2.0 * np.arange(x.shape[-1])) + 0.1 * x, lower=lower)[1]))]),
+    f"eigh(lower={lower})", uniform(-1, 1))))
+case("scipy_linalg.eigvalsh (subset_by_index)", drawn(
+    lambda xp, x: xp.scipy_linalg.eigvalsh(np.diag(2.0 * np.arange(3)) + 0.1 * x, subset_by_index=[1, 2]),
+    uniform(-1, 1), st.just((3, 3))))
+case("scipy_linalg.svd, svdvals", rectangular(lambda xp, a: xp.concatenate([
+    xp.scipy_linalg.svd(a, compute_uv=False), xp.scipy_linalg.svdvals(a),
+    xp.ravel(xp.scipy_linalg.svd(a, full_matrices=False)[0] * xp.scipy_linalg.svd(a, full_matrices=False)[1])]),
+    "svd").filter(lambda p: p.x.ndim == 2))
+case("scipy_linalg.block_diag", drawn(
+    lambda xp, x: xp.scipy_linalg.block_diag(xp.reshape(x[:4], (2, 2)), x[4:7], x[7], xp.reshape(x[8:], (2, 1))),
+    uniform(-2, 2), st.just((10,))))
+BANDS = [(0, 0), (1, 1), (2, 1), (0, 2), (1, 0)]
+
+
+@st.composite
+def banded_problem(draw):
+    (l, u), n, rng = draw(st.sampled_from(BANDS)), draw(st.integers(1, 4)), draw(RNGS)
+    shape_b = draw(st.sampled_from([(n,), (n, 2)]))
+    ab = rng.uniform(-0.5, 0.5, (l + u + 1, n))
+    ab[u] += rng.choice([-3.0, 3.0], n)  # a dominant diagonal
+    return packed(lambda xp, ab, b: xp.scipy_linalg.solve_banded((l, u), ab, b), [ab, rng.uniform(-2, 2, shape_b)],
+                  f"(l, u) = {(l, u)}, n = {n}, b {shape_b}")
+
+
+case("scipy_linalg.solve_banded", banded_problem())
+
 # numpy.fft: complex results as their real and imaginary parts stacked. Drawn: the axis, a length n
 # that keeps, cuts or zero-pads the input, and the normalization.
 def _real_parts(xp, y):
@@ -1297,6 +1431,27 @@ complex_case("linalg.eig (eigenvalues, |V|)", lambda xp, a: xp.concatenate([
     xp.linalg.eig(a + np.diag(2.0 * np.arange(a.shape[-1]))).eigenvalues,
     xp.ravel(_gauge_free(xp, xp.linalg.eig(a + np.diag(2.0 * np.arange(a.shape[-1]))).eigenvectors))]),
     uniform(-0.2, 0.2), uniform(-0.2, 0.2), st.sampled_from([(2, 2), (3, 3)]))
+complex_case("scipy_linalg.expm, expm_frechet", lambda xp, z: xp.concatenate([
+    xp.ravel(xp.scipy_linalg.expm(z[0])), xp.ravel(xp.scipy_linalg.expm_frechet(z[0], z[1])[1])]),
+    shapes=st.sampled_from([(2, 2, 2), (2, 3, 3)]))
+complex_case("scipy_linalg.sqrtm", lambda xp, z: xp.scipy_linalg.sqrtm(z + 2.0 * np.eye(z.shape[-1])),
+             shapes=st.sampled_from([(2, 2), (3, 3), (2, 3, 3)]))
+complex_case("scipy_linalg.solve_sylvester, solve_continuous_lyapunov", lambda xp, z: xp.concatenate([
+    xp.ravel(xp.scipy_linalg.solve_sylvester(z[0] + 3.0 * np.eye(z.shape[-1]), z[1] + 3.0 * np.eye(z.shape[-1]), z[2])),
+    xp.ravel(xp.scipy_linalg.solve_continuous_lyapunov(z[0] + 3.0 * np.eye(z.shape[-1]), z[2]))]),
+    shapes=st.sampled_from([(3, 2, 2), (3, 3, 3)]))
+complex_case("scipy_linalg.solve_triangular (trans 0, 1, 2), cho_solve", lambda xp, z: xp.concatenate([
+    xp.ravel(xp.scipy_linalg.solve_triangular(z[0] + 3.0 * np.eye(3), z[1], trans, lower, unit))
+    for trans in (0, 1, 2) for lower in (False, True) for unit in (False, True)] + [
+    xp.ravel(xp.scipy_linalg.cho_solve((z[0] + 3.0 * np.eye(3), lower), z[1])) for lower in (False, True)]),
+    shapes=st.just((2, 3, 3)))
+complex_case("scipy_linalg.solve (gen, sym, her)", lambda xp, z: xp.concatenate([
+    xp.ravel(xp.scipy_linalg.solve(z[0] + 3.0 * np.eye(3), z[1], lower=lower, assume_a=assume_a))
+    for assume_a in ("gen", "sym", "her") for lower in (False, True)]), shapes=st.just((2, 3, 3)))
+complex_case("scipy_linalg.solve_banded", lambda xp, z: xp.concatenate([
+    xp.ravel(xp.scipy_linalg.solve_banded((1, 1), z[:3] + np.array([[0.0], [3.0], [0.0]]), z[3])),
+    xp.ravel(xp.scipy_linalg.solve_banded((2, 0), z[:3] + np.array([[3.0], [0.0], [0.0]]), z[3]))]),
+    shapes=st.sampled_from([(4, 1), (4, 3), (4, 4)]))
 for _name, _function in complex_special.items():
     complex_case(f"scipy.special.{_name}", lambda xp, z, f=_function: f(z))
 complex_case("max, min (lexicographic, as NumPy)", lambda xp, z: xp.stack([xp.max(z), xp.min(z)]), distinct)
