@@ -82,16 +82,18 @@ def _square(name: str, *matrices) -> int:
 
 # --- the matrix exponential --------------------------------------------------------------------------
 
-# Al-Mohy and Higham (2009), "A new scaling and squaring algorithm for the matrix exponential", SIAM J.
-# Matrix Anal. Appl. 31(3): theta_m bounds ||2^-s A|| for which the [m/m] Pade approximant is exact in
-# double precision (Table 3.1; 4.25 for m = 13, their Algorithm 5.1).
-_THETA = {3: 1.495585217958292e-2, 5: 2.539398330063230e-1, 7: 9.504178996162932e-1, 9: 2.097847961257068,
-          13: 4.25}
-# The [m/m] Pade coefficients b_j = (2m - j)! / (j! (m - j)!) (b_m = 1), and (2m)! (2m + 1)! / (m!)^2, the
-# reciprocal of the leading coefficient of the approximant's backward error series.
+# theta_m bounds ||2^-s A|| for which the [m/m] Pade approximant of exp is exact to the unit roundoff:
+# in double precision from Al-Mohy and Higham (2009), "A new scaling and squaring algorithm for the
+# matrix exponential", SIAM J. Matrix Anal. Appl. 31(3), Table 3.1 (4.25 for m = 13, their Algorithm
+# 5.1); in single precision from Higham (2005), "The scaling and squaring method for the matrix
+# exponential revisited", SIAM J. Matrix Anal. Appl. 26(4), Table 2.3. The last degree is the one
+# scaled and squared.
+_THETA = {"double": {3: 1.495585217958292e-2, 5: 2.539398330063230e-1, 7: 9.504178996162932e-1,
+                     9: 2.097847961257068, 13: 4.25},
+          "single": {3: 4.258730016922831e-1, 5: 1.880152677804762, 7: 3.925724783138660}}
 _PADE = {m: [float(math.factorial(2 * m - j) // (math.factorial(j) * math.factorial(m - j))) for j in range(m + 1)]
-         for m in _THETA}
-_ERROR_SERIES = {m: math.factorial(2 * m) * math.factorial(2 * m + 1) / math.factorial(m) ** 2 for m in _THETA}
+         for m in _THETA["double"]}
+_ERROR_SERIES = {m: math.factorial(2 * m) * math.factorial(2 * m + 1) / math.factorial(m) ** 2 for m in _PADE}
 
 
 def _one_norm(a) -> float:
@@ -129,28 +131,26 @@ def _pade(a, even_powers, m: int):
 
 
 def _expm_of_one(a):
-    """exp(A) for one matrix: Al-Mohy and Higham (2009), Algorithm 5.1, with ||A^4|| and ||A^6|| exact
-    and the bounds ||A^8|| <= ||A^4||^2, ||A^10|| <= ||A^4|| ||A^6|| for the higher powers."""
+    """exp(A) for one matrix: Al-Mohy and Higham (2009), Algorithm 5.1 (in single precision with
+    Higham's 2005 degrees), with ||A^4|| and ||A^6|| exact and the bounds ||A^8|| <= ||A^4||^2,
+    ||A^10|| <= ||A^4|| ||A^6|| for the higher powers."""
     if not _np.any(a - _np.diag(_np.diagonal(a))):  # diagonal: exact
         return _np.diag(_np.exp(_np.diagonal(a)))
+    theta = _THETA["single" if _np.finfo(a.dtype).bits <= 32 else "double"]
+    *unscaled, scaled = theta
     a2 = a @ a
     a4 = a2 @ a2
     a6 = a2 @ a4
     d4, d6 = _one_norm(a4) ** 0.25, _one_norm(a6) ** (1 / 6)
     eta = max(d4, d6)
-    if eta <= _THETA[3] and _extra_squarings(a, 3) == 0:
-        return _pade(a, [a2], 3)
-    if eta <= _THETA[5] and _extra_squarings(a, 5) == 0:
-        return _pade(a, [a2, a4], 5)
-    if eta <= _THETA[7] and _extra_squarings(a, 7) == 0:
-        return _pade(a, [a2, a4, a6], 7)
-    if eta <= _THETA[9] and _extra_squarings(a, 9) == 0:
-        return _pade(a, [a2, a4, a6, a4 @ a4], 9)
+    for m in unscaled:
+        if eta <= theta[m] and _extra_squarings(a, m) == 0:
+            return _pade(a, [a2, a4, a6, a4 @ a4][:m // 2] if m == 9 else [a2, a4, a6][:m // 2], m)
     eta = min(eta, max(d4, (_one_norm(a4) * _one_norm(a6)) ** 0.1))
-    s = max(math.ceil(math.log2(eta / _THETA[13])), 0)
-    s += _extra_squarings(a * 2.0 ** -s, 13)
+    s = max(math.ceil(math.log2(eta / theta[scaled])), 0)
+    s += _extra_squarings(a * 2.0 ** -s, scaled)
     scale = 2.0 ** -s
-    x = _pade(a * scale, [a2 * scale ** 2, a4 * scale ** 4, a6 * scale ** 6], 13)
+    x = _pade(a * scale, [a2 * scale ** 2, a4 * scale ** 4, a6 * scale ** 6][:scaled // 2], scaled)
     for _ in range(s):
         x = x @ x
     return x

@@ -1106,7 +1106,7 @@ def positive_definite_in(triangle):
 
 case("scipy_linalg.expm", square(lambda xp, a: xp.scipy_linalg.expm(a), "expm", uniform(-1, 1)))
 case("scipy_linalg.expm (scaled and squared)", square(lambda xp, a: xp.scipy_linalg.expm(a), "expm",
-                                                      uniform(-2.5, 2.5)))
+                                                      lambda rng, shape: near_3i(rng, shape) * 2.0))
 case("scipy_linalg.expm (triangular, diagonal)", square(lambda xp, a: xp.concatenate([
     xp.ravel(xp.scipy_linalg.expm(xp.triu(a))), xp.ravel(xp.scipy_linalg.expm(a * np.eye(a.shape[-1])))]),
     "expm", uniform(-1, 1)))
@@ -1466,6 +1466,12 @@ def tensor_input(x):
     return ad.constant(np.array(x, dtype=np.float64))
 
 
+def largest(values) -> float:
+    """max(1, the largest magnitude): an entry near zero in a matrix of large entries (expm's) carries
+    rounding errors of the size of the large ones, which another BLAS rounds differently."""
+    return max(1.0, float(np.max(np.abs(values), initial=0.0)))
+
+
 def reverse_mode_jacobian(problem):
     """The Jacobian from one batched reverse sweep."""
     x = tensor_input(problem.x)
@@ -1485,7 +1491,12 @@ def test_value_matches_numpy(name, data):
     assert isinstance(result, ad.Tensor)
     assert result.shape == np.shape(expected)
     assert result.dtype == np.float64
-    np.testing.assert_allclose(result.numpy(), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(result.numpy(), expected, rtol=1e-12, atol=1e-12 * largest(expected))
+
+
+# exp of a matrix of norm about 6 takes squarings, each doubling the relative rounding error: in float32,
+# ours and scipy's differ from the float64 value (rounded) by up to 6e-6.
+FLOAT32_TOLERANCE = {"scipy_linalg.expm (scaled and squared)": 2e-5}
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -1504,7 +1515,8 @@ def test_float32_stays_float32_in_values_and_derivatives(name, data):
     expected = problem.fn(NP, problem.x.astype(np.float32))
     assert y.dtype == expected.dtype  # float32 unless the problem mixes in float64 constants
     assert g.dtype == np.float32 or y.dtype == np.float64
-    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6, atol=1e-6)
+    tolerance = FLOAT32_TOLERANCE.get(name, 1e-6)
+    np.testing.assert_allclose(y.numpy(), expected, rtol=tolerance, atol=tolerance * largest(expected))
 
 
 @pytest.mark.parametrize("name", CASES)
