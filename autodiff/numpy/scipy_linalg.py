@@ -13,8 +13,8 @@ The values are computed with NumPy: ``expm`` by the scaling and squaring algorit
 Higham (2009), ``solve_triangular`` by blocked substitution. Three are scipy's own, imported when
 first called: ``sqrtm`` and ``solve_sylvester`` need a Schur decomposition (Deadman, Higham and
 Ralha 2013; Bartels and Stewart 1972), which NumPy lacks (an eigendecomposition fails on defective
-or singular matrices, such as the products of covariance matrices whose root the Fréchet distance
-takes), and ``solve_banded`` needs LAPACK's banded LU, whose O(n (l + u)^2) cost is its point (a
+or singular matrices, such as the product of two covariance matrices whose root the Fréchet
+distance between Gaussians takes), and ``solve_banded`` needs LAPACK's banded LU, whose O(n (l + u)^2) cost is its point (a
 dense solve costs O(n^3) time and O(n^2) memory).
 
 Each derivative rule is written with the differentiable ops here, so it differentiates again:
@@ -29,8 +29,9 @@ Examples
 >>> import autodiff as ad
 >>> from autodiff.numpy import scipy_linalg
 >>> a = np.array([[1.0, 2.0], [0.0, 1.0]])
->>> ad.grad(lambda t: np.trace(scipy_linalg.expm(t * a)))(1.0)   # d/dt tr exp(tA) = tr(A exp(tA)) = 2e
-np.float64(5.43656365691809)
+>>> slope = ad.grad(lambda t: np.trace(scipy_linalg.expm(t * a)))(1.0)   # d/dt tr exp(tA) = tr(A exp(tA))
+>>> round(float(slope), 12), round(2 * np.e, 12)
+(5.436563656918, 5.436563656918)
 """
 from __future__ import annotations
 
@@ -66,6 +67,8 @@ def _each_matrix(function, *arrays):
     batch = _np.broadcast_shapes(*(a.shape[:-2] for a in arrays))
     if not batch:
         return function(*arrays)
+    if 0 in batch:
+        raise ValueError(f"an empty batch of matrices (batch shape {batch}) is not supported")
     arrays = [_np.broadcast_to(a, batch + a.shape[-2:]) for a in arrays]
     results = [function(*(a[index] for a in arrays)) for index in _np.ndindex(batch)]
     return _np.stack(results).reshape(batch + results[0].shape)
@@ -114,9 +117,9 @@ def _extra_squarings(a, m: int) -> int:
 
 
 def _pade(a, even_powers, m: int):
-    """The [m/m] Pade approximant (V - U)^-1 (V + U) of exp(A), U odd and V even in A; even_powers are
-    A^2, A^4, ... (Higham 2005, "The scaling and squaring method for the matrix exponential revisited",
-    with degree 13's evaluation by its three products)."""
+    """The [m/m] Pade approximant (V - U)^-1 (V + U) of exp(A), U odd and V even in A, from even_powers
+    A^2, A^4, ... (Higham 2005, "The scaling and squaring method for the matrix exponential revisited":
+    degree 13 takes no power beyond A^6)."""
     b = _PADE[m]
     eye = _np.eye(a.shape[-1], dtype=a.dtype)
     if m == 13:
@@ -145,7 +148,7 @@ def _expm_of_one(a):
     eta = max(d4, d6)
     for m in unscaled:
         if eta <= theta[m] and _extra_squarings(a, m) == 0:
-            return _pade(a, [a2, a4, a6, a4 @ a4][:m // 2] if m == 9 else [a2, a4, a6][:m // 2], m)
+            return _pade(a, ([a2, a4, a6] + ([a4 @ a4] if m == 9 else []))[:m // 2], m)
     eta = min(eta, max(d4, (_one_norm(a4) * _one_norm(a6)) ** 0.1))
     s = max(math.ceil(math.log2(eta / theta[scaled])), 0)
     s += _extra_squarings(a * 2.0 ** -s, scaled)
@@ -187,7 +190,15 @@ defjvp(_expm, lambda t, ans, a: _frechet(a, t))
 
 
 def expm(A):
-    """The matrix exponential of (each matrix of) A, differentiable to any order (module docstring)."""
+    """The matrix exponential of (each matrix of) A, differentiable to any order (module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> expm(np.array([[0.0, 1.0], [0.0, 0.0]]))   # I + N for a nilpotent N
+    array([[1., 1.],
+           [0., 1.]])
+    """
     _square("expm", A)
     return _expm(A)
 
@@ -297,7 +308,14 @@ def _as_given(x, vector: bool):
 def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = False, overwrite_b: bool = False,
                      check_finite: bool = True):
     """x with op(a) x = b, op(a) = a, a^T or a^H for trans 0 ("N"), 1 ("T"), 2 ("C"), reading the lower or
-    upper triangle of a (not its diagonal with ``unit_diagonal``)."""
+    upper triangle of a (not its diagonal with ``unit_diagonal``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> solve_triangular(np.array([[2.0, 1.0], [0.0, 4.0]]), np.array([3.0, 4.0]))
+    array([1., 1.])
+    """
     if trans not in _TRANS:
         raise ValueError(f"invalid trans {trans!r}: 0, 1, 2, 'N', 'T' or 'C'")
     columns, vector = _as_columns("solve_triangular", a, b)
@@ -308,7 +326,20 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
     """The Cholesky factor of the Hermitian positive definite matrix of which ``a`` holds the upper
-    triangle (the lower one with ``lower``): U with a = U^H U, or L with a = L L^H."""
+    triangle (the lower one with ``lower``): U with a = U^H U, or L with a = L L^H.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> a = np.array([[4.0, 2.0], [2.0, 5.0]])
+    >>> cholesky(a)
+    array([[2., 1.],
+           [0., 2.]])
+    >>> ad.grad(lambda a: np.sum(cholesky(a)))(a)   # the lower triangle is not read
+    array([[0.1875, 0.25  ],
+           [0.    , 0.25  ]])
+    """
     _square("cholesky", a)
     factor = linalg.cholesky(_hermitian_from_triangle(a, "L" if lower else "U"))
     return factor if lower else _H(factor)
@@ -322,7 +353,14 @@ def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: 
 
 
 def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = True):
-    """x with A x = b, given (c, lower) from ``cho_factor`` (A = L L^H or U^H U): two triangular solves."""
+    """x with A x = b, given (c, lower) from ``cho_factor`` (A = L L^H or U^H U): two triangular solves.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cho_solve(cho_factor(np.array([[4.0, 2.0], [2.0, 5.0]])), np.array([6.0, 7.0]))
+    array([1., 1.])
+    """
     c, lower = c_and_lower
     if lower:
         return solve_triangular(c, solve_triangular(c, b, lower=True), trans=2, lower=True)
@@ -459,7 +497,15 @@ defjvp(_sylvester,
 
 def solve_sylvester(a, b, q):
     """X with a X + X b = q (Bartels-Stewart, scipy's value): unique where no eigenvalue of a is the
-    negative of one of b."""
+    negative of one of b.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> solve_sylvester(np.diag([1.0, 2.0]), np.diag([3.0, 5.0]), np.ones((2, 2)))   # 1 / (a_i + b_j)
+    array([[0.25      , 0.16666667],
+           [0.2       , 0.14285714]])
+    """
     return _sylvester(a, b, q)
 
 
@@ -478,7 +524,19 @@ def sqrtm(A, disp: bool = True, blocksize: int = 64):
     """The principal square root of (each matrix of) A, scipy's value (Schur method), complex where A has
     eigenvalues on the negative real axis. Its derivative exists where A is nonsingular (no two
     eigenvalues of the root sum to 0). With ``disp=False``, also scipy's error estimate
-    ||X X - A||_F^2 / ||A||_F; ``blocksize`` changes nothing (scipy >= 1.16 ignores it too)."""
+    ||X X - A||_F^2 / ||A||_F; ``blocksize`` changes nothing (scipy >= 1.16 ignores it too).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> sqrtm(np.array([[4.0, 0.0], [0.0, 9.0]]))
+    array([[2., 0.],
+           [0., 3.]])
+    >>> ad.grad(lambda a: np.trace(sqrtm(a)))(np.diag([4.0, 9.0]))   # A^(-1/2) / 2
+    array([[0.25      , 0.        ],
+           [0.        , 0.16666667]])
+    """
     _square("sqrtm", A)
     root = _sqrtm(A)
     if disp:
@@ -547,7 +605,15 @@ defjvp(_banded_solve,
 def solve_banded(l_and_u, ab, b, overwrite_ab: bool = False, overwrite_b: bool = False, check_finite: bool = True):
     """x with A x = b for the band matrix A with (l, u) = ``l_and_u`` sub- and superdiagonals stored in
     ab (l + u + 1, n) as A[i, j] = ab[u + i - j, j] (scipy's layout and value; entries of ab outside
-    the matrix are not read)."""
+    the matrix are not read).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ab = np.array([[0.0, 1.0, 1.0], [2.0, 2.0, 2.0], [1.0, 1.0, 0.0]])   # tridiagonal: 1, 2, 1
+    >>> solve_banded((1, 1), ab, np.array([3.0, 4.0, 3.0]))
+    array([1., 1., 1.])
+    """
     l, u = (int(w) for w in l_and_u)
     if ndim_of(ab) != 2 or shape_of(ab)[0] != l + u + 1:
         raise ValueError(f"invalid values for the number of lower and upper diagonals: l+u+1 ({l + u + 1}) "
