@@ -1441,9 +1441,9 @@ complex_case("scipy_linalg.solve_sylvester, solve_continuous_lyapunov", lambda x
     xp.ravel(xp.scipy_linalg.solve_continuous_lyapunov(z[0] + 3.0 * np.eye(z.shape[-1]), z[2]))]),
     shapes=st.sampled_from([(3, 2, 2), (3, 3, 3)]))
 complex_case("scipy_linalg.solve_triangular (trans 0, 1, 2), cho_solve", lambda xp, z: xp.concatenate([
-    xp.ravel(xp.scipy_linalg.solve_triangular(z[0] + 3.0 * np.eye(3), z[1], trans, lower, unit))
-    for trans in (0, 1, 2) for lower in (False, True) for unit in (False, True)] + [
-    xp.ravel(xp.scipy_linalg.cho_solve((z[0] + 3.0 * np.eye(3), lower), z[1])) for lower in (False, True)]),
+    xp.scipy_linalg.solve_triangular(z[0] + 3.0 * np.eye(3), z[1, 0], trans, lower, unit_diagonal=trans == 1)
+    for trans in (0, 1, 2) for lower in (False, True)] + [
+    xp.ravel(xp.scipy_linalg.cho_solve((z[0] + 3.0 * np.eye(3), lower), z[1, :, :2])) for lower in (False, True)]),
     shapes=st.just((2, 3, 3)))
 complex_case("scipy_linalg.solve (gen, sym, her)", lambda xp, z: xp.concatenate([
     xp.ravel(xp.scipy_linalg.solve(z[0] + 3.0 * np.eye(3), z[1], lower=lower, assume_a=assume_a))
