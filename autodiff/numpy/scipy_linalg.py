@@ -14,8 +14,8 @@ Higham (2009), ``solve_triangular`` by blocked substitution. Three are scipy's o
 first called: ``sqrtm`` and ``solve_sylvester`` need a Schur decomposition (Deadman, Higham and
 Ralha 2013; Bartels and Stewart 1972), which NumPy lacks (an eigendecomposition fails on defective
 or singular matrices, such as the product of two covariance matrices whose root the Fréchet
-distance between Gaussians takes), and ``solve_banded`` needs LAPACK's banded LU, whose O(n (l + u)^2) cost is its point (a
-dense solve costs O(n^3) time and O(n^2) memory).
+distance between Gaussians takes), and ``solve_banded`` needs LAPACK's banded LU, whose
+O(n (l + u)^2) cost is its point (a dense solve costs O(n^3) time and O(n^2) memory).
 
 Each derivative rule is written with the differentiable ops here, so it differentiates again:
 ``expm``'s is its Fréchet derivative, the corner of ``expm`` of a block matrix; ``sqrtm``'s solves
@@ -582,7 +582,7 @@ def _band_times(ab, x, l, u):
 
 def _band_of_product(y, x, l, u):
     """The stored band of y @ x^T for y and x of shape (..., n, k): [k, j] = sum_c y[k + j - u, c] x[j, c]."""
-    k, rows, inside = _along_diagonals(l, u, shape_of(x)[-2], 1, -u)
+    _, rows, inside = _along_diagonals(l, u, shape_of(x)[-2], 1, -u)
     x_per_diagonal = reshape(x, shape_of(x)[:-2] + (1,) + shape_of(x)[-2:])
     return where(inside, sum(getitem(y, (Ellipsis, rows, slice(None))) * x_per_diagonal, axis=-1), 0.0)
 

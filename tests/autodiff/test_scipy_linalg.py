@@ -69,7 +69,8 @@ def test_triangular_and_banded_solves_have_the_transposed_solve_as_gradient():
         a = t if lower else t.T
         x = scipy_linalg.solve_triangular(ad.constant(a), b, trans=trans, lower=lower).numpy()
         np.testing.assert_allclose(x, scipy.linalg.solve_triangular(a, b, trans=trans, lower=lower), rtol=1e-12)
-        g = ad.grad(lambda v: np.sum(w * scipy_linalg.solve_triangular(a, v, trans=trans, lower=lower)))(b)
+        g = ad.grad(lambda v, a=a, trans=trans, lower=lower: np.sum(
+            w * scipy_linalg.solve_triangular(a, v, trans=trans, lower=lower)))(b)
         expected = scipy.linalg.solve_triangular(a, w, trans=1 - min(trans, 1), lower=lower)
         np.testing.assert_allclose(g, expected, rtol=1e-12)
     ab = np.vstack([RNG.uniform(-1, 1, (2, n)), 4 + RNG.uniform(-1, 1, n), RNG.uniform(-1, 1, n)])  # (l, u) = (1, 2)
