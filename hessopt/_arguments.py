@@ -371,8 +371,8 @@ _NONNEGATIVE = _number("a non-negative number", lambda v: 0 <= v < np.inf)
 _FRACTION = _number("a number in [0, 1)", lambda v: 0 <= v < 1)
 _OPEN_FRACTION = _number("a number in (0, 1)", lambda v: 0 < v < 1)
 
-#: The rule of each option of the methods (and of ``return_all`` and ``trace``); an option that a
-#: method reads differently has its own under ``(method, name)``.
+#: The rule of each option of the methods (and of ``return_all``, ``trace`` and minimize_many's
+#: ``timeout``); an option that a method reads differently has its own under ``(method, name)``.
 OPTION_RULES: dict = {
     "maxiter": _number("an integer (0 or less: no iteration) or None (the method's default)",
                        lambda v: True, integer=True, none=True),
@@ -396,6 +396,7 @@ OPTION_RULES: dict = {
     "damping": _NONNEGATIVE, ("least_squares", "damping"): _POSITIVE,
     "learning_rate": _POSITIVE, "momentum": _FRACTION, "beta1": _FRACTION, "beta2": _FRACTION,
     "epsilon": _NONNEGATIVE, "ftol": _NONNEGATIVE, "xtol": _NONNEGATIVE,
+    "timeout": _number("a positive number of seconds or None", lambda v: 0 < v < np.inf, none=True),
     # scipy's options without effect here (SCIPY_ONLY_OPTIONS), checked as scipy documents them
     "eps": OptionRule("a positive number or an array of positive numbers", _is_numbers, _positive_numbers),
     "workers": OptionRule("an integer (-1: all processors), a map-like callable (such as "
