@@ -12,10 +12,18 @@ import time
 
 import numpy as np
 
+import autodiff as ad
+
 BAD = -7.0
 
 
 def shifted_sphere(x):
+    return np.sum((x - 3.0) ** 2)
+
+
+@ad.function
+def traced_sphere(x):
+    """shifted_sphere as a module-level autodiff.function: it pickles by reference."""
     return np.sum((x - 3.0) ** 2)
 
 

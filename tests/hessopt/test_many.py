@@ -14,7 +14,7 @@ import pytest
 
 import hessopt
 from _many_tasks import (BAD, PauseAtStart, dying, dying_once_logged, exiting, hanging, killed,
-                         quartic_refusing_near_minimum, raising, shifted_sphere)
+                         quartic_refusing_near_minimum, raising, shifted_sphere, traced_sphere)
 from hessopt import BatchStatus
 
 STARTS = [np.zeros(2), np.full(2, BAD), np.ones(2), np.array([2.0, -1.0])]
@@ -169,6 +169,14 @@ def test_good_runs_are_minimize_on_each_start(where):
         assert result.success and result.nit == alone.nit
         np.testing.assert_allclose(result.x, [3.0, 3.0, 3.0], atol=1e-8)
         np.testing.assert_allclose(result.x, alone.x, rtol=1e-14)
+
+
+def test_a_module_level_autodiff_function_goes_to_every_executor(where):
+    """README: a module-level @ad.function pickles by reference, so it goes to a process pool or
+    Dask (its traces are made again there)."""
+    traced_sphere(np.zeros(2))           # traced here first: the traces do not travel
+    results = hessopt.minimize_many(traced_sphere, STARTS, method="newton", executor=where[1]())
+    assert_solved(results, range(4))
 
 
 def test_a_run_that_raises_is_its_own_failed_entry(where):
