@@ -48,6 +48,23 @@ def test_every_method_finds_the_rosenbrock_minimum(method):
     assert result.history[-1]["f"] == pytest.approx(result.fun)
 
 
+def squared_determinant(a):
+    return np.linalg.det(a.reshape(3, 3)) ** 2
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_det_squared_is_minimized_through_singular_matrices(method):
+    """d det/dA at a singular A is its cofactor matrix (it raised LinAlgError there, and the run
+    died): started at the singular [[1, 2, 3], [4, 5, 6], [7, 8, 9]] every method stays (g = 0);
+    from it plus the identity, each ends at a singular matrix."""
+    singular = np.arange(1.0, 10.0)
+    at = hessopt.minimize(squared_determinant, singular, method=method)
+    assert at.success and at.nit == 0 and at.fun == squared_determinant(singular) < 1e-25
+    result = hessopt.minimize(squared_determinant, singular + np.eye(3).ravel(), method=method)
+    assert result.success and 0 < result.nit and result.fun < 1e-20
+    assert np.linalg.svd(result.x.reshape(3, 3), compute_uv=False)[-1] < 1e-9   # singular to rounding
+
+
 FLAT = {"sum((x - 1)^4) at its minimizer": (lambda x: np.sum((x - 1.0) ** 4), np.ones(4)),
         "a constant": (lambda x: 3.0 + 0.0 * np.sum(x), np.array([0.5, -2.0, 1.0, 0.0]))}
 
