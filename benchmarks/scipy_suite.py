@@ -46,7 +46,7 @@ KNOWN_DIFFERENCES = {
         "run. scipy's Newton-CG reads tol as xtol and stops after one iteration (f = 7.57); hessopt "
         "reads tol as gtol for every method (deliberate), and where ||g||_inf <= 1 first holds "
         "(iteration 4, f = 1.007) the Hessian has a negative eigenvalue (-0.02), so it is no minimum "
-        "and the run goes on: both runs end at f = 1.0, the minimum, to the last bit "
+        "and the run goes on: both runs end at the minimum, f = 1 within one rounding (1 + 2e-16 and 1.0) "
         "(test_tol_is_gtol_for_newton_cg_and_negative_curvature_is_not_a_stop)",
 }
 
