@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -308,20 +309,21 @@ def _solver_options(solver: Callable, method: str, options: dict) -> dict:
         # stacklevel 4: _solver_options, normalize, minimize (or least_squares), the user's call
         warnings.warn(f"Unknown solver options: {', '.join(map(str, unknown))}", OptimizeWarning,
                       stacklevel=4)
-    taken = {name: value for name, value in options.items() if name in known}
-    for name, value in taken.items():
-        check_option(name, value, method)
-    return taken
+    for name in ignored.intersection(options):   # no effect here, but a bad value is still refused
+        check_option(name, options[name], method)
+    return {name: check_option(name, value, method) for name, value in options.items() if name in known}
 
 
 class OptionRule(NamedTuple):
     """What an option takes: ``accepted`` in words, ``kind`` (is the value of the right kind: a
     number, a flag, a string) and ``within`` (is a value of that kind acceptable); ``none``: None
-    is accepted (the method's default)."""
+    is accepted (the method's default); ``convert`` makes an accepted value what the methods
+    take (``int`` for integer options, so ``3.0`` is 3)."""
     accepted: str
     kind: Callable[[Any], bool]
     within: Callable[[Any], bool]
     none: bool = False
+    convert: Callable[[Any], Any] | None = None
 
 
 def _is_number(value) -> bool:
@@ -330,8 +332,31 @@ def _is_number(value) -> bool:
 
 def _number(accepted: str, within: Callable[[float], bool], integer: bool = False,
             none: bool = False) -> OptionRule:
-    return OptionRule(accepted, _is_number,
-                      lambda v: (not integer or float(v).is_integer()) and bool(within(float(v))), none)
+    def acceptable(value) -> bool:
+        if isinstance(value, numbers.Integral):   # exactly, however large (float() would overflow)
+            return bool(within(int(value)))
+        value = float(value)
+        return (not integer or value.is_integer()) and bool(within(value))
+    return OptionRule(accepted, _is_number, acceptable, none, int if integer else None)
+
+
+_IS_ARRAY = (np.ndarray, list, tuple)
+
+
+def _is_numbers(value) -> bool:
+    """A real number, or an array (list, tuple) of real numbers."""
+    if _is_number(value):
+        return True
+    try:
+        return isinstance(value, _IS_ARRAY) and np.asarray(value).dtype.kind in "iuf"
+    except ValueError:   # ragged nesting
+        return False
+
+
+def _positive_numbers(value) -> bool:
+    """A positive number, or a non-empty array of them (scipy's finite-difference ``eps``)."""
+    values = np.asarray(value, dtype=float)
+    return values.size > 0 and bool(np.all((values > 0) & (values < np.inf)))
 
 
 def _choice(*values: str) -> OptionRule:
@@ -346,19 +371,22 @@ _NONNEGATIVE = _number("a non-negative number", lambda v: 0 <= v < np.inf)
 _FRACTION = _number("a number in [0, 1)", lambda v: 0 <= v < 1)
 _OPEN_FRACTION = _number("a number in (0, 1)", lambda v: 0 < v < 1)
 
-#: The rule of each option of the methods (and of ``return_all`` and ``trace``); an option that a
-#: method reads differently has its own under ``(method, name)``.
+#: The rule of each option of the methods (and of ``return_all``, ``trace`` and minimize_many's
+#: ``timeout``); an option that a method reads differently has its own under ``(method, name)``.
 OPTION_RULES: dict = {
     "maxiter": _number("an integer (0 or less: no iteration) or None (the method's default)",
                        lambda v: True, integer=True, none=True),
     "gtol": _number("a non-negative number or None (the default relative test)",
                     lambda v: 0 <= v < np.inf, none=True),
-    "disp": _FLAG, "keep_iterates": _FLAG, "check_second_order": _FLAG, "return_all": _FLAG,
+    # scipy reads disp as true or false, so a level (disp=2) is taken as it is there
+    "disp": OptionRule("True or False (or a non-negative integer; 0 is False)", _FLAG.kind, lambda v: v >= 0),
+    "keep_iterates": _FLAG, "check_second_order": _FLAG, "return_all": _FLAG,
     "trace": _FLAG,
     "cg_maxiter": _number("a positive integer or None (the default)", lambda v: v >= 1, integer=True,
                           none=True),
     ("hessian-free", "cg_maxiter"): _number("a positive integer", lambda v: v >= 1, integer=True),
-    "nonmonotone": _number("a positive integer (1: monotone)", lambda v: v >= 1, integer=True),
+    "nonmonotone": _number(f"an integer from 1 (monotone) to {sys.maxsize}", lambda v: 1 <= v <= sys.maxsize,
+                           integer=True),
     "c1": _OPEN_FRACTION, "c2": _OPEN_FRACTION,
     "warm_start": _number("a number in [0, 1]", lambda v: 0 <= v <= 1),
     "initial_trust_radius": _POSITIVE_OR_NONE, "max_trust_radius": _POSITIVE_OR_NONE,
@@ -368,27 +396,39 @@ OPTION_RULES: dict = {
     "damping": _NONNEGATIVE, ("least_squares", "damping"): _POSITIVE,
     "learning_rate": _POSITIVE, "momentum": _FRACTION, "beta1": _FRACTION, "beta2": _FRACTION,
     "epsilon": _NONNEGATIVE, "ftol": _NONNEGATIVE, "xtol": _NONNEGATIVE,
+    "timeout": _number("a positive number of seconds or None", lambda v: 0 < v < np.inf, none=True),
+    # scipy's options without effect here (SCIPY_ONLY_OPTIONS), checked as scipy documents them
+    "eps": OptionRule("a positive number or an array of positive numbers", _is_numbers, _positive_numbers),
+    "workers": OptionRule("an integer (-1: all processors), a map-like callable (such as "
+                          "multiprocessing.Pool.map) or None",
+                          lambda v: callable(v) or (_is_number(v) and isinstance(v, numbers.Integral)),
+                          lambda v: callable(v) or v == -1 or v >= 1, none=True),
+    "inexact": _FLAG,
+    "subproblem_maxiter": _number("a positive integer or None (the default)", lambda v: v >= 1, integer=True,
+                                  none=True),
 }
 
 
-def check_option(name: str, value, method: str | None = None, label: str | None = None) -> None:
-    """Refuse a value of option ``name`` that its :data:`OPTION_RULES` entry does not accept, with
-    an error naming the option (or ``label``) and what it takes: TypeError for a value of the wrong
-    kind (a string for a number), ValueError for one out of range.
+def check_option(name: str, value, method: str | None = None, label: str | None = None):
+    """``value`` of option ``name`` as the methods take it (an integer option's ``3.0`` as 3), or,
+    when its :data:`OPTION_RULES` entry does not accept it, an error naming the option (or
+    ``label``) and what it takes: TypeError for a value of the wrong kind (a string for a number,
+    a bool for an integer), ValueError for one out of range (NaN included).
 
     Examples
     --------
     >>> from hessopt._arguments import check_option
-    >>> check_option("maxiter", 10)
+    >>> check_option("maxiter", 10.0)
+    10
     >>> check_option("gtol", "a")
     Traceback (most recent call last):
     TypeError: options['gtol'] must be a non-negative number or None (the default relative test); got 'a'
     """
     rule = OPTION_RULES.get((method, name)) or OPTION_RULES.get(name)
     if rule is None or (value is None and rule.none):   # tests/hessopt: every option has a rule
-        return
+        return value
     right_kind = value is not None and rule.kind(value)
     if right_kind and rule.within(value):
-        return
+        return value if rule.convert is None else rule.convert(value)
     raise (ValueError if right_kind else TypeError)(
         f"{label or f'options[{name!r}]'} must be {rule.accepted}; got {value!r}")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from scipy.optimize import OptimizeResult
 
-from ._arguments import flatten_x0, takes_intermediate_result
+from ._arguments import check_option, flatten_x0, takes_intermediate_result
 from ._minimize import _method, minimize
 
 if TYPE_CHECKING:       # multiprocessing is loaded only by those who use processes
@@ -487,8 +487,8 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
     callback = kwargs.get("callback")
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
-    if timeout is not None and not float(timeout) > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if timeout is not None:
+        check_option("timeout", timeout, label="timeout")
     if not (isinstance(progress, bool) or callable(progress)):
         raise TypeError(f"progress must be True, False or a callable, got {type(progress).__name__}")
     run, starts = _Run(fun, method, kwargs), list(x0s)

@@ -36,6 +36,8 @@ METHODS: dict[str, Callable] = {
     "arc": optimizers.minimize_arc,
     "hessian-free": optimizers.minimize_hessian_free,
 }
+# scipy's methods that return ``result.hess``, the user's Hessian at the solution
+_TRUST_REGION_METHODS = frozenset({"trust-ncg", "trust-krylov", "trust-exact", "dogleg"})
 # First-order baselines: accepted by minimize, not part of the second-order suite.
 FIRST_ORDER: dict[str, Callable] = {"adam": optimizers.minimize_adam, "gd": optimizers.minimize_gd}
 
@@ -240,7 +242,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         ``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``njev``, ``nhev``, ``status``, ``success``,
         ``message``, ``history``, for the second-order methods ``hessian_source``
         ("autodiff", "autodiff of the gradient", "finite differences of the gradient", "hess",
-        "hessp", "quasi-Newton (BFGS updates)", ...), and with bounds ``active_mask``.
+        "hessp", "quasi-Newton (BFGS updates)", ...), with bounds ``active_mask``, and as in scipy
+        ``hess``, the user's ``hess`` at ``x``, from trust-ncg, trust-krylov, trust-exact and dogleg.
 
     Raises
     ------
@@ -320,6 +323,9 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     bounded = {} if box is None else {"bounds": box}
     result = derivatives.solve(solver, start, flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
                                callback=call.callback, operator=operator, **bounded, **call.options)
+    if callable(hess) and method.lower() in _TRUST_REGION_METHODS:   # as scipy's: the user's Hessian at x
+        user = source if isinstance(source, UserHessian) else UserHessian(hess, call.unravel, call.args, start.size)
+        result.hess = user.at(result.x)
     if source is not None:
         _report_hessian(result, source)
     if isinstance(source, QuasiNewton) and result.success and call.options.get("check_second_order", True):

@@ -34,7 +34,7 @@ class Status(IntEnum):
 
 MESSAGES = {
     Status.SUCCESS: "Optimization terminated successfully: the gradient test passed",
-    Status.MAXITER: "Maximum number of iterations reached before the gradient test passed",
+    Status.MAXITER: "Maximum number of iterations has been exceeded before the gradient test passed",
     Status.PRECISION_LOSS: "Desired accuracy not reached: no further progress at working "
                            "precision",
     Status.NONFINITE: "Objective, gradient or Hessian became non-finite and could not be "

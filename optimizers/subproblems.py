@@ -355,18 +355,24 @@ class _NewtonPoint:
         self.s, self.w2 = 0.0, 1.0    # h_{k-1}^T w_k and ||w_k||^2
 
     def grow(self, alpha: float, beta: float) -> None:
-        """Add the step ``alpha_{k+1}`` with coupling ``beta_k`` to the last one."""
-        if self.size == 0:
+        """Add the step ``alpha_{k+1}`` with coupling ``beta_k`` to the last one. Once a pivot is
+        not positive there is no point to follow (a zero pivot: T_k is singular), and the
+        recurrences stop."""
+        self.size += 1
+        if not self.positive:
+            return
+        if self.size == 1:
             pivot, y = alpha, -self.gnorm
         else:
             ell = beta / self.pivot
             pivot, y = alpha - ell * beta, -ell * self.y
             self.s = -ell * (self.s + self.last * self.w2)
             self.w2 = ell * ell * self.w2 + 1.0
-        self.positive = self.positive and pivot > 0
-        self.pivot, self.y, self.size = pivot, y, self.size + 1
-        self.last = y / pivot
-        self.norm2 += self.last * (2.0 * self.s + self.last * self.w2)
+        self.positive = pivot > 0
+        if self.positive:
+            self.pivot, self.y = pivot, y
+            self.last = y / pivot
+            self.norm2 += self.last * (2.0 * self.s + self.last * self.w2)
 
 
 class LanczosGLTR(_LanczosSubproblem):

@@ -46,7 +46,7 @@ NUMPY_FUNCTIONS = {
     **_defined_in(ops, """
         abs absolute add amax amin angle arccos arccosh arcsin arcsinh arctan arctan2 arctanh
         array_split astype atleast_1d atleast_2d atleast_3d broadcast_to cbrt clip concatenate conj
-        conjugate copy cos cosh cumsum diag diagonal divide dot dstack einsum exp expand_dims expm1 fabs
+        conjugate copy cos cosh cumsum diag diagonal divide dot dstack einsum exp expand_dims expm1
         flip hstack imag inner log log1p log2 log10 logaddexp matmul max maximum mean min minimum mod
         moveaxis multiply negative outer pad partition positive power prod ravel real reciprocal
         remainder repeat reshape sign sin sinh sort split sqrt square squeeze stack std subtract sum
@@ -54,7 +54,7 @@ NUMPY_FUNCTIONS = {
         vdot vstack where"""),
     **_defined_in(composite, """
         append average column_stack convolve copysign corrcoef correlate cov cross cumprod deg2rad
-        degrees diff dsplit exp2 flipud fliplr float_power fmax fmin gradient hsplit hypot interp kron
+        degrees diff dsplit exp2 fabs flipud fliplr float_power fmax fmin gradient hsplit hypot interp kron
         linspace logaddexp2 median nan_to_num nanmean nansum percentile polyval ptp quantile rad2deg
         radians real_if_close roll rollaxis rot90 select sinc trapezoid vsplit"""),
     # No derivative: values pass through, no gradient flows, no error (wrapped: Tensors come back).

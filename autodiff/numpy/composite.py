@@ -15,14 +15,9 @@ from ..core import Tensor, concrete, ndim_of, shape_of, value_of
 from ..extend import nondiff, reject_keywords
 from . import linalg, ops
 from .ops import (
-    absolute, astype, broadcast_to, concatenate, exp, float_type, getitem, maximum, mean, minimum, power,
-    ravel, reshape, sort, sqrt, stack, sum, take, where,
+    absolute, as_array, astype, atleast_1d, broadcast_to, concatenate, exp, float_type, getitem, maximum, mean,
+    minimum, power, ravel, reshape, sort, sqrt, stack, sum, take, where,
 )
-
-
-def _array(x):
-    """A Tensor unchanged, anything else (a list, say) as an ndarray: for code that indexes it."""
-    return x if isinstance(x, Tensor) else _np.asarray(x)
 
 
 def _along(axis: int, ndim: int, piece) -> tuple:
@@ -41,27 +36,35 @@ def hypot(x1, x2):
     """sqrt(x1**2 + x2**2), as the 2-norm of the pair: at (0, 0) its gradient is the norm's 0 (not
     NaN), ``hypot(x1, x2)**2`` has exact derivatives (see ``linalg.norm``), and, as NumPy's, it
     neither overflows nor underflows where the result is representable (the norm scales)."""
+    x1, x2 = as_array(x1), as_array(x2)
     zeros = _np.zeros(_np.broadcast_shapes(shape_of(x1), shape_of(x2)),
                       float_type(value_of(x1), value_of(x2)))
     return linalg.norm(stack([x1 + zeros, x2 + zeros]), axis=0)
 
 
 def exp2(x):
-    return exp(x * math.log(2.0))
+    return exp(as_array(x) * math.log(2.0))
 
 
 def deg2rad(x):
-    return x * (math.pi / 180.0)
+    return as_array(x) * (math.pi / 180.0)
 
 
 def rad2deg(x):
-    return x * (180.0 / math.pi)
+    return as_array(x) * (180.0 / math.pi)
+
+
+def fabs(x):
+    """|x| as a float: NumPy's fabs makes integers floats, where absolute keeps them integers."""
+    x = as_array(x)
+    return absolute(astype(x, float_type(value_of(x))))
 
 
 radians, degrees = deg2rad, rad2deg
 
 
 def float_power(x1, x2):
+    x1 = as_array(x1)
     return power(astype(x1, _np.result_type(value_of(x1), _np.float64)), x2)
 
 
@@ -72,6 +75,7 @@ def sinc(x):
     """sin(pi x) / (pi x), 1 at 0. Near 0 it is the Taylor polynomial, so every derivative is right
     there; the quotient is evaluated at a safe point where the polynomial is used, so its own
     gradient (NaN at 0) never mixes in."""
+    x = as_array(x)
     small = nondiff(lambda v: _np.abs(v) < _SINC_SERIES_RADIUS)(x)
     z = (math.pi * x) ** 2
     series = 1.0 - z / 6.0 + z ** 2 / 120.0 - z ** 3 / 5040.0 + z ** 4 / 362880.0  # 1/(2k+1)!
@@ -302,6 +306,7 @@ def select(condlist, choicelist, default=0):
 def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
     """NaN and infinities replaced by finite numbers (the largest ones by default); the gradient
     flows where x was finite."""
+    x = as_array(x)
     if ops._is_complex(x):  # NumPy replaces in the real and imaginary parts separately
         return nan_to_num(ops.real(x), copy, nan, posinf, neginf) + 1j * nan_to_num(ops.imag(x), copy, nan,
                                                                                     posinf, neginf)
@@ -322,7 +327,7 @@ def real_if_close(a, tol=100):
 
 def logaddexp2(x1, x2):
     """log2(2**x1 + 2**x2), through logaddexp (stable for large arguments)."""
-    return ops.logaddexp(x1 * math.log(2.0), x2 * math.log(2.0)) / math.log(2.0)
+    return ops.logaddexp(as_array(x1) * math.log(2.0), as_array(x2) * math.log(2.0)) / math.log(2.0)
 
 
 def gradient(f, *varargs, axis=None, edge_order: int = 1):
@@ -396,7 +401,7 @@ class _Concatenator:
             if isinstance(step, complex):
                 return _np.linspace(start, item.stop, int(abs(step)))
             return _np.arange(start, item.stop, step)
-        return ops.atleast_1d(_array(item))
+        return ops.atleast_1d(as_array(item))
 
 
 r_, c_ = _Concatenator(columns=False), _Concatenator(columns=True)
@@ -419,7 +424,7 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
     and ``axisb`` of b (``axis``: all three), the result's along ``axisc``."""
     if axis is not None:
         axisa = axisb = axisc = axis
-    a, b = ops.moveaxis(_array(a), axisa, -1), ops.moveaxis(_array(b), axisb, -1)
+    a, b = ops.moveaxis(as_array(a), axisa, -1), ops.moveaxis(as_array(b), axisb, -1)
     sizes = (shape_of(a)[-1], shape_of(b)[-1])
     a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
     if sizes == (2, 2):
@@ -451,8 +456,9 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 
 def convolve(a, v, mode: str = "full"):
-    """Discrete linear convolution of two 1-D sequences: windows of ``a`` (a gather) times reversed v."""
-    a, v = _array(a), _array(v)
+    """Discrete linear convolution of two 1-D sequences (a scalar is one of one entry, as in NumPy):
+    windows of ``a`` (a gather) times reversed v."""
+    a, v = atleast_1d(as_array(a)), atleast_1d(as_array(v))
     n, m = shape_of(a)[0], shape_of(v)[0]
     zeros = _np.zeros(m - 1, float_type(value_of(a), value_of(v)))
     padded = concatenate([zeros, a, zeros])
@@ -469,11 +475,13 @@ def convolve(a, v, mode: str = "full"):
 
 def correlate(a, v, mode: str = "valid"):
     """Cross-correlation of two 1-D sequences: convolution with v reversed (and conjugated)."""
-    return convolve(a, ops.conj(getitem(_array(v), (slice(None, None, -1),))), mode)
+    return convolve(a, ops.conj(getitem(as_array(v), (slice(None, None, -1),))), mode)
 
 
 def polyval(p, x):
-    """The polynomial with coefficients ``p`` (highest power first) at ``x``, by Horner's rule."""
+    """The polynomial with coefficients ``p`` (highest power first) at ``x``, by Horner's rule (x a
+    Python float is a float64 array, as in NumPy)."""
+    p, x = as_array(p), as_array(x)
     result = 0.0
     for k in range(shape_of(p)[0]):
         result = result * x + p[k]

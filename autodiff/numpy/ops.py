@@ -31,6 +31,13 @@ def float_type(*values) -> _np.dtype:
     return dtype if dtype.kind in "fc" else _np.result_type(dtype, _np.float16)
 
 
+def as_array(x):
+    """A Tensor unchanged, anything else (a list, a Python number) as an ndarray, as NumPy's
+    functions that are not ufuncs take their arguments: a Python float is then a float64 array,
+    not a weak scalar that a float32 operand would round."""
+    return x if isinstance(x, Tensor) else _np.asarray(x)
+
+
 def _axes(axis, ndim: int) -> tuple:
     """``axis`` (None, int or tuple) as a sorted tuple of non-negative axes."""
     if axis is None:
@@ -47,6 +54,7 @@ _isfinite, _floor_divide = nondiff(_np.isfinite), nondiff(_np.floor_divide)
 # --- elementwise, one argument -----------------------------------------------------------------
 
 def _sigmoid(x):
+    x = _np.asarray(x)
     e = _np.exp(-_np.abs(x))
     return _np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(float_type(x))
 
@@ -77,7 +85,7 @@ arccosh = primitive(_np.arccosh)
 arctanh = primitive(_np.arctanh)
 sigmoid = primitive(_sigmoid, "sigmoid")
 softplus = primitive(lambda x: _np.logaddexp(0, x), "softplus")
-abs = fabs = absolute
+abs = absolute
 expit = sigmoid
 
 defvjp(negative, lambda g, ans, x: -g)
@@ -850,6 +858,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 def diag(v, k=0):
     """The k-th diagonal of a matrix, or a matrix with ``v`` on its k-th diagonal."""
+    v = as_array(v)
     if ndim_of(v) == 2:
         return diagonal(v, k)
     n = shape_of(v)[0] + builtins.abs(k)
@@ -926,6 +935,7 @@ defjvp(matmul, lambda t, ans, a, b: matmul(t, b), lambda t, ans, a, b: matmul(a,
 
 def dot(a, b, out=None):
     reject_out(out)
+    a, b = as_array(a), as_array(b)
     a_ndim, b_ndim = ndim_of(a), ndim_of(b)
     if a_ndim == 0 or b_ndim == 0:
         return multiply(a, b)
@@ -940,6 +950,7 @@ def vdot(a, b):
 
 
 def inner(a, b):
+    a, b = as_array(a), as_array(b)
     if ndim_of(a) == 0 or ndim_of(b) == 0:
         return multiply(a, b)
     return tensordot(a, b, axes=([-1], [-1]))

@@ -26,7 +26,7 @@ import numpy as _np
 from ..core import value_of
 from ..extend import defderiv, nondiff, primitive
 from . import ops
-from .ops import exp, expit, float_type, log, log1p, sign, softplus, where
+from .ops import as_array, exp, expit, float_type, log, log1p, sign, softplus, where
 
 _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
@@ -62,7 +62,7 @@ def _like(c, x):
 
 def log_expit(x):
     """log(expit(x)) = -softplus(-x), stable for large |x|."""
-    return -softplus(-x)
+    return -softplus(-as_array(x))
 
 
 # Unary ufuncs, then binary ones: jv, yv, yn, iv, ive are Bessel functions of order v, gammainc and
@@ -123,7 +123,7 @@ defderiv(kl_div, lambda ans, x, y: log(x / y), lambda ans, x, y: 1 - _unless_zer
 
 def polygamma(n, x):
     """The n-th derivative of the digamma function (``n``: non-negative integers, no gradient)."""
-    return _polygamma(_np.asarray(n), x)
+    return _polygamma(_np.asarray(n), as_array(x))
 
 
 def multigammaln(a, d: int):

@@ -1,19 +1,29 @@
 """Objectives for tests/hessopt/test_many.py, at module level in an importable module so that process
 and Dask workers can unpickle them (pytest puts this folder on sys.path; workers inherit it).
 
-Each misbehaves only at a start whose first coordinate is BAD: it raises, ends its process, or
-hangs until the file ``release`` exists (so a test can free a worker it could not stop).
+Each misbehaves only at a start whose first coordinate is BAD: it raises, ends its process
+(os._exit, sys.exit, SIGKILL), or hangs until the file ``release`` exists (so a test can free a
+worker it could not stop).
 """
 import os
+import signal
 import sys
 import time
 
 import numpy as np
 
+import autodiff as ad
+
 BAD = -7.0
 
 
 def shifted_sphere(x):
+    return np.sum((x - 3.0) ** 2)
+
+
+@ad.function
+def traced_sphere(x):
+    """shifted_sphere as a module-level autodiff.function: it pickles by reference."""
     return np.sum((x - 3.0) ** 2)
 
 
@@ -29,6 +39,23 @@ def raising(x):
 
 def dying(x):
     if _at_bad_start(x):
+        os._exit(3)
+    return shifted_sphere(x)
+
+
+def killed(x):
+    if _at_bad_start(x):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return shifted_sphere(x)
+
+
+def dying_once_logged(x, log):
+    """Ends its process at the BAD start once the file ``log`` exists (another run is then in
+    flight: PauseAtStart(log) writes it and pauses)."""
+    if _at_bad_start(x):
+        deadline = time.monotonic() + 30.0
+        while not os.path.exists(log) and time.monotonic() < deadline:
+            time.sleep(0.01)
         os._exit(3)
     return shifted_sphere(x)
 
@@ -55,7 +82,16 @@ def exiting(x):
     return shifted_sphere(x)
 
 
-def pause_at_start(intermediate_result):
-    """A callback that makes each run take half a second more."""
-    if intermediate_result.nit == 0:
-        time.sleep(0.5)
+class PauseAtStart:
+    """A callback that makes each run take half a second more (after its first iteration: callbacks
+    come once per iteration, not at x0), noting each pause in the file ``log`` if given."""
+
+    def __init__(self, log: str | None = None):
+        self.log = log
+
+    def __call__(self, intermediate_result):
+        if intermediate_result.nit == 1:
+            if self.log is not None:
+                with open(self.log, "a") as out:
+                    out.write(f"{intermediate_result.x[0]}\n")
+            time.sleep(0.5)

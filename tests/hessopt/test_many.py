@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import hessopt
-from _many_tasks import (BAD, dying, exiting, hanging, pause_at_start, quartic_refusing_near_minimum,
-                         raising, shifted_sphere)
+from _many_tasks import (BAD, PauseAtStart, dying, dying_once_logged, exiting, hanging, killed,
+                         quartic_refusing_near_minimum, raising, shifted_sphere, traced_sphere)
 from hessopt import BatchStatus
 
 STARTS = [np.zeros(2), np.full(2, BAD), np.ones(2), np.array([2.0, -1.0])]
@@ -58,12 +58,16 @@ def test_a_run_that_exits_is_a_failed_entry_not_the_end_of_the_batch():
 
 
 def test_a_timeout_counts_from_when_a_run_can_start():
-    # 8 runs of half a second on 2 workers take 2 s in all: each still has its 1.5 s.
+    # 7 runs of half a second (the start (3, 3) makes no iteration) on 2 workers take 2 s in all:
+    # each still has its 1.5 s.
     starts = [np.full(2, float(k)) for k in range(8)]
     with ProcessPoolExecutor(2) as pool:
+        begin = time.monotonic()
         results = hessopt.minimize_many(shifted_sphere, starts, method="newton", executor=pool,
-                                        timeout=1.5, callback=pause_at_start)
+                                        timeout=1.5, callback=PauseAtStart())
+        elapsed = time.monotonic() - begin
     assert [r.success for r in results] == [True] * 8
+    assert elapsed >= 4 * 0.5 > 1.5     # the batch outlived one timeout: the pauses happened
 
 
 def test_runs_that_hang_together_time_out_together(tmp_path):
@@ -75,14 +79,19 @@ def test_runs_that_hang_together_time_out_together(tmp_path):
     assert_solved(results, [2, 3])
 
 
-def test_a_run_in_flight_when_another_kills_the_pool_is_run_again():
-    # The first run sleeps half a second at its start, so it is running when the second kills the
-    # pool: it fails with BrokenProcessPool too, is run again alone, and keeps its result.
+def test_a_run_in_flight_when_another_kills_the_pool_is_run_again(tmp_path):
+    # The first run writes the log after its first iteration and pauses; the second waits for the
+    # log and kills the pool, so the first fails with BrokenProcessPool too. It is run again alone
+    # (its pause is logged twice) and keeps its result.
+    log = str(tmp_path / "pauses")
     with ProcessPoolExecutor(2) as pool:
-        results = hessopt.minimize_many(dying, STARTS[:2], method="newton", executor=pool,
-                                        callback=pause_at_start)
+        results = hessopt.minimize_many(dying_once_logged, STARTS[:2], method="newton", executor=pool,
+                                        args=(log,), callback=PauseAtStart(log))
     assert [r.status for r in results] == [0, BatchStatus.WORKER_DIED]
-    assert_solved(results, [0])
+    np.testing.assert_allclose(results[0].x, [3.0, 3.0], rtol=1e-12)
+    logged = np.loadtxt(log)
+    assert logged.shape == (2,)                              # the first run ran twice
+    np.testing.assert_allclose(logged, 3.0, rtol=1e-12)      # Newton's one step from 0, each time
 
 
 def test_a_thread_pool_abandons_a_hanging_run(tmp_path):
@@ -131,6 +140,8 @@ def test_progress_reports_each_finished_run(capsys):
     (dict(callback=3), TypeError, "callback must be callable"),
     (dict(timeout=0), ValueError, "timeout must be a positive number"),
     (dict(timeout=float("nan")), ValueError, "timeout must be a positive number"),
+    (dict(timeout="a"), TypeError, "timeout must be a positive number of seconds or None; got 'a'"),
+    (dict(timeout=True), TypeError, "timeout must be a positive number of seconds or None; got True"),
     (dict(progress="yes"), TypeError, "progress must be True, False or a callable"),
     (dict(executor=object()), TypeError, "executor must be a concurrent.futures.Executor"),
     (dict(fun=lambda x: x @ x, timeout=5.0), TypeError, "fun and the options of minimize to pickle"),
@@ -160,8 +171,20 @@ def test_good_runs_are_minimize_on_each_start(where):
         np.testing.assert_allclose(result.x, alone.x, rtol=1e-14)
 
 
+def test_a_module_level_autodiff_function_goes_to_every_executor(where):
+    """README: a module-level @ad.function pickles by reference, so it goes to a process pool or
+    Dask (its traces are made again there)."""
+    traced_sphere(np.zeros(2))           # traced here first: the traces do not travel
+    results = hessopt.minimize_many(traced_sphere, STARTS, method="newton", executor=where[1]())
+    assert_solved(results, range(4))
+
+
 def test_a_run_that_raises_is_its_own_failed_entry(where):
-    results = hessopt.minimize_many(raising, STARTS, method="newton", executor=where[1]())
+    reports = []
+    results = hessopt.minimize_many(raising, STARTS, method="newton", executor=where[1](),
+                                    progress=lambda done, total, result: reports.append((done, total, result)))
+    assert [(done, total) for done, total, _ in reports] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert sorted(id(result) for _, _, result in reports) == sorted(map(id, results))   # each run once
     bad = results[1]
     assert (bad.success, bad.status, bad.message) == (False, BatchStatus.RAISED,
                                                       "ValueError: no model at x[0] = -7.0")
@@ -171,10 +194,11 @@ def test_a_run_that_raises_is_its_own_failed_entry(where):
     assert_solved(results, [0, 2, 3])
 
 
-def test_a_run_whose_worker_dies_is_its_own_failed_entry(where):
+@pytest.mark.parametrize("objective", [dying, killed], ids=["os._exit", "SIGKILL"])
+def test_a_run_whose_worker_dies_is_its_own_failed_entry(where, objective):
     name, executor = where
     timeout = 60.0 if name == "no executor" else None   # with no executor, a timeout isolates runs
-    results = hessopt.minimize_many(dying, STARTS, method="newton", executor=executor(), timeout=timeout)
+    results = hessopt.minimize_many(objective, STARTS, method="newton", executor=executor(), timeout=timeout)
     bad = results[1]
     assert (bad.success, bad.status) == (False, BatchStatus.WORKER_DIED)
     cause = "KilledWorker" if name == "dask" else "BrokenProcessPool"

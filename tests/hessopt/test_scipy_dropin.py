@@ -13,7 +13,8 @@ from scipy.optimize import SR1, BFGS, OptimizeWarning, rosen_der, rosen_hess
 
 import hessopt
 import optimizers
-from hessopt._arguments import OPTION_RULES
+from hessopt._arguments import OPTION_RULES, SCIPY_ONLY_OPTIONS
+from hessopt._hessians import GradientDerivative, LastGradient
 
 SCIPY_METHODS = ["newton-cg", "trust-ncg", "trust-krylov", "trust-exact", "dogleg"]
 METHODS = sorted(hessopt.METHODS)
@@ -153,6 +154,21 @@ def test_a_nan_start_is_one_failed_run_of_a_batch():
         np.testing.assert_allclose(result.x, [1.0, 1.0], atol=1e-6)
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_a_gradient_that_is_not_finite_at_x0_is_a_failed_result(method):
+    """scipy's trust-region methods raise on it (ValueError: array must not contain infs or NaNs),
+    its Newton-CG returns status 3 blaming the Hessian; here status 3 at x0, saying what it is."""
+    x0 = np.array([0.5, -1.0])
+    result = hessopt.minimize(lambda x: np.sum(x ** 2), x0, method=method, jac=lambda x: np.array([np.nan, 1.0]))
+    assert result.status == 3 and not result.success and result.nit == 0
+    np.testing.assert_array_equal(result.x, x0)
+    assert result.message.startswith("The start point is not usable: the gradient at x0 is not finite")
+    if method in SCIPY_METHODS[1:]:
+        with pytest.raises(ValueError, match="must not contain infs or NaNs"):
+            scipy.optimize.minimize(lambda x: np.sum(x ** 2), x0, method=method,
+                                    jac=lambda x: np.array([np.nan, 1.0]), hess=lambda x: 2 * np.eye(2))
+
+
 # --- hess=BFGS(), SR1(): scipy's HessianUpdateStrategy --------------------------------------------
 
 @pytest.mark.parametrize("method", METHODS)
@@ -256,6 +272,37 @@ def test_an_opaque_jac_is_differenced_and_the_message_says_so(counted):
     assert counted.calls["jac"] >= 2 * result.nhev       # n = 2 gradients for each of them
 
 
+def test_hess_3_point_differences_an_opaque_jac_centrally():
+    """scipy's hess="3-point": central differences of the gradient, 2n calls of jac per Hessian
+    where the default (forward) makes n; each is more accurate by orders of magnitude."""
+    calls = {}
+    results = {}
+    for scheme in ("2-point", "3-point"):
+        jac = CountedJac()
+        results[scheme] = hessopt.minimize(opaque_rosen, X0, method="trust-exact", jac=jac, hess=scheme)
+        calls[scheme] = jac.calls
+    forward, central = results["2-point"], results["3-point"]
+    assert forward.success and central.success and forward.nit == central.nit
+    assert forward.hessian_source == central.hessian_source == "finite differences of the gradient"
+    assert central.nhev == forward.nhev > 0
+    assert calls["3-point"] - calls["2-point"] == X0.size * central.nhev   # 2n against n per Hessian
+    x = np.array([0.3, -0.7])
+    errors = {scheme: np.abs(GradientDerivative(rosen_der, LastGradient(rosen_der), scheme)(x).to_dense()
+                             - rosen_hess(x)).max() for scheme in ("2-point", "3-point")}
+    assert errors["3-point"] < 1e-7 < errors["2-point"] < 1e-4
+
+
+class CountedJac:
+    """scipy's rosen_der (opaque to autodiff), counting its calls."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, x):
+        self.calls += 1
+        return rosen_der(x)
+
+
 def test_jac_true_differentiates_funs_gradient():
     fun = lambda x: (rosen(x), rosen_grad(x))  # noqa: E731
     result = hessopt.minimize(fun, X0, jac=True, method="trust-exact")
@@ -265,18 +312,107 @@ def test_jac_true_differentiates_funs_gradient():
     assert opaque.nfev == opaque.njev                    # each gradient is a call of fun
 
 
+# --- tol: gtol for every method ---------------------------------------------------------------------
+
+def valley(z):
+    """scipy's test_minimize_tol_parameter: minimum 1 on the line x = 0."""
+    return z[0] ** 2 * z[1] ** 2 + z[0] ** 4 + 1
+
+
+def valley_grad(z):
+    return np.stack([2 * z[0] * z[1] ** 2 + 4 * z[0] ** 3, 2 * z[0] ** 2 * z[1]])
+
+
+def test_tol_is_gtol_for_newton_cg_and_negative_curvature_is_not_a_stop():
+    """One of the five scipy tests hessopt fails (benchmarks/scipy_suite.py): it wants tol=1.0 to
+    end higher than tol=1e-10. scipy's Newton-CG reads tol as xtol and stops after one iteration;
+    here tol is gtol for every method, and where ||g||_inf <= 1 first holds the Hessian
+    [[2y^2 + 12x^2, 4xy], [4xy, 2x^2]] has a negative eigenvalue (det = 24x^4 - 12x^2 y^2 < 0), so
+    that point is no minimum and the run goes on to the valley x = 0, where f = 1."""
+    loose = hessopt.minimize(valley, [2.0, 2.0], jac=valley_grad, tol=1.0, method="newton-cg")
+    tight = hessopt.minimize(valley, [2.0, 2.0], jac=valley_grad, tol=1e-10, method="newton-cg")
+    assert loose.success and tight.success and loose.nit < tight.nit
+    # tight: |g| <= 1e-10 puts |x| below 1e-10, so f - 1 = x^2 y^2 + x^4 is below f's rounding;
+    # loose: stopping needs the lowest eigenvalue, about -6 x^2, above -sqrt(eps) ||H|| (||H|| about
+    # 2 y^2 = 20 at y = 3.1), so x^2 < 5e-8 and f - 1 < 5e-7 (Newton's last step went further)
+    assert tight.fun == pytest.approx(1.0, abs=1e-15) and 1.0 <= loose.fun < 1.0 + 1e-6
+    iterates = loose.history["x"]
+    first = next(k for k, x in enumerate(iterates) if np.abs(valley_grad(x)).max() <= 1.0)
+    x, y = iterates[first]
+    lowest = np.linalg.eigvalsh([[2 * y ** 2 + 12 * x ** 2, 4 * x * y], [4 * x * y, 2 * x ** 2]])[0]
+    assert first < loose.nit and lowest < -0.01 and valley(iterates[first]) > 1.005
+    theirs = scipy.optimize.minimize(valley, [2.0, 2.0], jac=valley_grad, tol=1.0, method="newton-cg")
+    assert theirs.nit == 1 and theirs.fun > 7.0
+
+
 # --- disp: scipy's warnings -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("method", SCIPY_METHODS)
 def test_disp_warns_at_maxiter_with_scipys_category(method, capsys):
     category = OptimizeWarning if method == "newton-cg" else RuntimeWarning
     options = {"disp": True, "maxiter": 2}
-    with pytest.warns(category, match="Maximum number of iterations") as ours:
-        hessopt.minimize(rosen, X0, method=method, options=options)
-    with pytest.warns(category, match="Maximum number of iterations") as theirs:
+    with pytest.warns(category, match="Maximum number of iterations has been exceeded") as ours:
+        result = hessopt.minimize(rosen, X0, method=method, options=options)
+    with pytest.warns(category, match="Maximum number of iterations has been exceeded") as theirs:
         scipy.optimize.minimize(scipy.optimize.rosen, X0, method=method, options=options, **SCIPY_DERIVATIVES)
     assert {w.category for w in ours} == {w.category for w in theirs} == {category}
+    prefix = "Warning: " if method == "newton-cg" else ""    # scipy's Newton-CG words it so
+    assert [str(w.message) for w in theirs] == [prefix + "Maximum number of iterations has been exceeded."]
+    assert [str(w.message) for w in ours] == [result.message] and result.status == 1
+    assert result.message.startswith("Maximum number of iterations has been exceeded before the gradient test passed")
     capsys.readouterr()
+
+
+# --- what scipy's calls return ------------------------------------------------------------------------
+
+def shifted_quartic(x, a):
+    return np.sum(a * (x - 1.0) ** 4 + (x - 2.0) ** 2)
+
+
+def shifted_quartic_and_gradient(x, a):
+    return shifted_quartic(x, a), 4 * a * (x - 1.0) ** 3 + 2 * (x - 2.0)
+
+
+def test_args_with_jac_true_as_scipys_newton_cg():
+    ours = hessopt.minimize(shifted_quartic_and_gradient, np.zeros(3), args=(2.0,), method="Newton-CG", jac=True)
+    theirs = scipy.optimize.minimize(shifted_quartic_and_gradient, np.zeros(3), args=(2.0,), method="Newton-CG",
+                                     jac=True)
+    assert ours.success and theirs.success and ours.hessian_source == "autodiff of the gradient"
+    np.testing.assert_allclose(ours.x, 1.5, atol=1e-8)        # 8 (x - 1)^3 + 2 (x - 2) = 0 at x = 1.5
+    np.testing.assert_allclose(theirs.x, ours.x, rtol=1e-5)
+    assert ours.nfev == ours.njev                                # each gradient is a call of fun
+
+
+HESSIAN_KINDS = {"hess": dict(hess=rosen_hess), "hessp": dict(hessp=scipy.optimize.rosen_hess_prod),
+                 "BFGS": dict(hess=BFGS)}
+
+
+@pytest.mark.parametrize("method", SCIPY_METHODS)
+@pytest.mark.parametrize("kind", sorted(HESSIAN_KINDS))
+@pytest.mark.parametrize("options", [{}, {"return_all": True}, {"maxiter": 2}], ids=["default", "return_all", "maxiter"])
+def test_the_result_has_every_field_scipy_sets(method, kind, options):
+    """result.keys() holds scipy's (hessopt adds history and hessian_source), with scipy's types;
+    the trust-region methods' result.hess is the user's Hessian at x, as scipy's."""
+    derivatives = {name: value() if value is BFGS else value for name, value in HESSIAN_KINDS[kind].items()}
+    x0 = np.array([-1.2, 1.0, 0.5])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # "does not use Hessian-vector product information"
+            theirs = scipy.optimize.minimize(scipy.optimize.rosen, x0, method=method, jac=rosen_der,
+                                             options=options, **derivatives)
+    except ValueError:   # scipy's trust-exact and dogleg need hess (hessopt's take the others too)
+        assert kind in ("hessp", "BFGS") and method in ("trust-exact", "dogleg")
+        theirs = None
+    derivatives = {name: value() if value is BFGS else value for name, value in HESSIAN_KINDS[kind].items()}
+    ours = hessopt.minimize(scipy.optimize.rosen, x0, method=method, jac=rosen_der, options=options, **derivatives)
+    if theirs is not None:
+        assert set(theirs.keys()) <= set(ours.keys())
+        assert set(ours.keys()) - set(theirs.keys()) == {"history", "hessian_source"}
+        for name in theirs.keys():
+            assert isinstance(ours[name], type(theirs[name]) if name != "fun" else float), name
+    if "hess" in ours:
+        np.testing.assert_array_equal(ours.hess, rosen_hess(ours.x))
+    assert ("hess" in ours) == (kind == "hess" and method != "newton-cg")
 
 
 # --- bounds and constraints: scipy's defaults accepted, anything else refused by name ---------------
@@ -300,6 +436,23 @@ def test_bounds_are_honoured_where_scipy_newton_cg_warns_and_drops_them(bounds):
     np.testing.assert_allclose(result.x, [1.0, 1.0], atol=1e-6)
     with pytest.raises(ValueError, match="method 'arc' does not take bounds; the methods that do: trust-ncg"):
         hessopt.minimize(rosen, X0, method="arc", bounds=bounds)
+
+
+@pytest.mark.parametrize("method", ["newton-cg", "trust-ncg", "trust-exact"])
+def test_keep_feasible_is_accepted_and_changes_nothing(method):
+    """No method evaluates f outside the box, so Bounds.keep_feasible has nothing to add."""
+    outside = []
+
+    def fun(x):
+        if np.any(np.abs(x) > 1.5):
+            outside.append(x.copy())
+        return rosen(x)
+
+    plain = hessopt.minimize(fun, X0, method=method, bounds=scipy.optimize.Bounds(-1.5, 1.5))
+    kept = hessopt.minimize(fun, X0, method=method, bounds=scipy.optimize.Bounds(-1.5, 1.5, keep_feasible=True))
+    assert plain.success and outside == []
+    np.testing.assert_array_equal(kept.x, plain.x)
+    assert (kept.nit, kept.nfev) == (plain.nit, plain.nfev)
 
 
 @pytest.mark.parametrize("constraints", [{"type": "eq", "fun": lambda x: x[0]},
@@ -328,14 +481,15 @@ def test_maxiter_0_or_less_makes_no_iteration(method, maxiter):
 
 
 def solver_options():
-    """(method, option) for every option of every method (the optimizers' keyword parameters)."""
+    """(method, option) for every option of every method (the optimizers' keyword parameters), and
+    scipy's options that are accepted without effect (SCIPY_ONLY_OPTIONS)."""
     pairs = []
     for method, solver in {**hessopt.METHODS, "adam": optimizers.minimize_adam, "gd": optimizers.minimize_gd,
                            "least_squares": optimizers.least_squares_lm}.items():
         for name, parameter in inspect.signature(solver).parameters.items():
             if parameter.kind is parameter.KEYWORD_ONLY and name not in ("operator", "method", "bounds"):
                 pairs.append((method, name))
-    return pairs
+    return pairs + [(method, name) for method, names in SCIPY_ONLY_OPTIONS.items() for name in sorted(names)]
 
 
 def test_every_option_of_every_method_has_a_rule():
@@ -354,12 +508,57 @@ def test_every_option_is_checked_before_anything_runs(method, name):
         if method == "least_squares" else (lambda options: hessopt.minimize(fun, X0, method=method, options=options))
     rule = OPTION_RULES.get((method, name)) or OPTION_RULES[name]
     wrong_kind = next(value for value in ("a", 7) if not rule.kind(value))
-    out_of_range = next(value for value in (-7.5, "a", 2) if rule.kind(value) and not rule.within(value))
-    for value, error in ((wrong_kind, TypeError), (out_of_range, ValueError)):
+    out_of_range = next(value for value in (-7.5, "a", 2, -3) if rule.kind(value) and not rule.within(value))
+    bad = [(wrong_kind, TypeError), (out_of_range, ValueError)]
+    if rule.kind(1.5):          # a number: NaN is out of range
+        bad.append((np.nan, ValueError))
+    if not rule.kind(True) or not rule.within(True):   # anything but a flag: a bool is refused too
+        bad.append((True, TypeError if not rule.kind(True) else ValueError))
+    for value, error in bad:
         with pytest.raises(error, match=rf"^options\['{name}'\] must be {re.escape(rule.accepted)}; got "
                                         rf"{re.escape(repr(value))}$"):
             run({name: value})
     assert calls == []
+
+
+@pytest.mark.parametrize("method, options, error, match", [
+    ("newton-cg", {"maxiter": True}, TypeError, r"options\['maxiter'\] must be an integer"),
+    ("trust-ncg", {"maxiter": np.nan}, ValueError, r"options\['maxiter'\] must be an integer"),
+    ("trust-exact", {"gtol": np.nan}, ValueError, r"options\['gtol'\] must be a non-negative number"),
+    ("newton-cg", {"cg_maxiter": True}, TypeError, r"options\['cg_maxiter'\] must be a positive integer"),
+    ("newton-cg", {"nonmonotone": 10 ** 30}, ValueError, r"options\['nonmonotone'\] must be an integer from 1 "),
+    ("newton-cg", {"xtol": "a"}, TypeError, r"options\['xtol'\] must be a non-negative number; got 'a'"),
+    ("newton-cg", {"eps": [1e-8, -1.0]}, ValueError, r"options\['eps'\] must be a positive number or an array"),
+    ("trust-ncg", {"workers": "a"}, TypeError, r"options\['workers'\] must be an integer \(-1: all processors\)"),
+    ("trust-krylov", {"inexact": 2}, ValueError, r"options\['inexact'\] must be True or False; got 2"),
+    ("trust-exact", {"subproblem_maxiter": 0}, ValueError, r"options\['subproblem_maxiter'\] must be a positive"),
+])
+def test_bad_option_values_are_named(method, options, error, match):
+    """Bool where an integer goes, NaN, beyond any integer the method can hold, and scipy's options
+    that have no effect here: each refused by name before anything runs."""
+    with pytest.raises(error, match=match):
+        hessopt.minimize(rosen, X0, method=method, options=options)
+
+
+@pytest.mark.parametrize("method, name", [("newton-cg", "maxiter"), ("newton-cg", "nonmonotone"),
+                                          ("trust-ncg", "nonmonotone"), ("newton-cg", "cg_maxiter"),
+                                          ("hessian-free", "cg_maxiter")])
+def test_integer_options_may_be_whole_floats(method, name):
+    """scipy takes maxiter=3.0; every integer option here does too, as the integer."""
+    as_int = hessopt.minimize(rosen, X0, method=method, options={name: 3})
+    as_float = hessopt.minimize(rosen, X0, method=method, options={name: 3.0})
+    np.testing.assert_array_equal(as_float.x, as_int.x)
+    assert (as_float.nit, as_float.nfev) == (as_int.nit, as_int.nfev)
+
+
+def test_disp_takes_a_level_as_scipy_reads_it(capsys):
+    """scipy's methods read disp as true or false, so code passing disp=2 runs."""
+    with pytest.warns(OptimizeWarning, match="Maximum number of iterations has been exceeded"):
+        hessopt.minimize(rosen, X0, method="newton-cg", options={"disp": 2, "maxiter": 2})
+    table = capsys.readouterr().out
+    with pytest.warns(OptimizeWarning):
+        hessopt.minimize(rosen, X0, method="newton-cg", options={"disp": True, "maxiter": 2})
+    assert capsys.readouterr().out == table and table.count("\n") == 4   # header and iterations 0-2
 
 
 @pytest.mark.parametrize("call, error, match", [

@@ -222,6 +222,24 @@ def test_newton_point_recurrences_match_the_solution_of_the_tridiagonal(definite
     assert point.positive == definite
 
 
+@pytest.mark.parametrize("H", [np.array([[0.0, 1.0], [1.0, 0.0]]),
+                               np.array([[0.0, 1.0, 0.0], [1.0, 2.0, 0.5], [0.0, 0.5, -1.0]])], ids=["2x2", "3x3"])
+def test_gltr_with_a_zero_pivot_solves_on_the_tridiagonal(H):
+    """g^T H g = 0: the first Lanczos pivot alpha_1 is exactly 0, so T_1 has no Newton point (it
+    raised ZeroDivisionError where a BLAS rounded a pivot to 0: trust-krylov on Powell's badly
+    scaled function with OpenBLAS' Prescott kernel). The tridiagonal subproblem answers instead."""
+    g = np.eye(len(H))[0]
+    for radius in (0.1, 1.0, 10.0):
+        solution = LanczosGLTR(g, lambda v: H @ v, rtol=1e-12).solve(radius)
+        best = model(H, g, trs_reference(H, g, radius))
+        assert np.linalg.norm(solution.p) <= radius * (1 + 1e-8)
+        assert model(H, g, solution.p) <= best + 1e-10 * max(1.0, abs(best))
+    point = _NewtonPoint(1.0)
+    point.grow(0.0, 0.0)
+    point.grow(2.0, 1.0)                 # nothing to follow once a pivot is not positive
+    assert not point.positive and point.size == 2
+
+
 def cubic(H, g, sigma, p):
     return model(H, g, p) + sigma / 3 * np.linalg.norm(p) ** 3
 
