@@ -12,9 +12,12 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:  # autodiff.typing imports this module, so here its ArrayLike and DTypeLike are spelled out
+    import numpy.typing as npt
 
 _next_id = itertools.count().__next__
 
@@ -53,7 +56,7 @@ class paused:
 
     __slots__ = ("tapes", "accumulators", "_active")
 
-    def __init__(self, tapes=True, accumulators=True):
+    def __init__(self, tapes: bool | Iterable[Any] = True, accumulators: bool | Iterable[Any] = True):
         self.tapes, self.accumulators = tapes, accumulators
 
     def __enter__(self) -> None:
@@ -101,7 +104,7 @@ class Tensor:
     __array_priority__ = 100.0
     __hash__ = object.__hash__
 
-    def __init__(self, value):
+    def __init__(self, value: np.ndarray | np.generic):
         self._value = value
         self._id = _next_id()
 
@@ -195,7 +198,8 @@ class Variable(Tensor):
 
     __slots__ = ("trainable", "name")
 
-    def __init__(self, value, trainable: bool = True, name: str | None = None, dtype=None):
+    def __init__(self, value: Tensor | npt.ArrayLike, trainable: bool = True, name: str | None = None,
+                 dtype: npt.DTypeLike = None):
         super().__init__(_as_float_array(value, dtype))
         self.trainable = bool(trainable)
         self.name = name
@@ -318,7 +322,7 @@ def _as_float_array(value, dtype=None) -> np.ndarray:
     return value
 
 
-def constant(value, dtype=None) -> Tensor:
+def constant(value: Tensor | npt.ArrayLike, dtype: npt.DTypeLike = None) -> Tensor:
     """A Tensor that no tape watches unless told to (float64 by default).
 
     Parameters
@@ -367,7 +371,7 @@ def note_read(t: Tensor, how: str) -> None:
         observer.read(t, how)
 
 
-def record_constant(fun, args: tuple, kwargs: dict, out: Tensor) -> None:
+def record_constant(fun: Callable, args: tuple, kwargs: dict, out: Tensor) -> None:
     """Show the observers ``out = fun(*values of args, **kwargs)``, an op with no derivative (only
     them: no gradient flows through it), so that a replay recomputes it."""
     parents = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
@@ -377,20 +381,20 @@ def record_constant(fun, args: tuple, kwargs: dict, out: Tensor) -> None:
         observer.record(prim, args, raw, kwargs, out, parents)
 
 
-def shape_of(x) -> tuple:
+def shape_of(x: Tensor | npt.ArrayLike) -> tuple[int, ...]:
     """The shape of a Tensor, array, NumPy scalar or Python value (a list may hold Tensors), without
     NumPy's dispatch."""
     x = value_of(x)
     return x.shape if isinstance(x, (np.ndarray, np.generic)) else np.shape(_values_in(x))
 
 
-def ndim_of(x) -> int:
+def ndim_of(x: Tensor | npt.ArrayLike) -> int:
     """The number of axes of a Tensor, array, NumPy scalar or Python value, without NumPy's dispatch."""
     x = value_of(x)
     return x.ndim if isinstance(x, (np.ndarray, np.generic)) else np.ndim(_values_in(x))
 
 
-def dtype_of(x) -> np.dtype:
+def dtype_of(x: Tensor | npt.ArrayLike) -> np.dtype:
     """The dtype of a Tensor, array, NumPy scalar or Python value, without NumPy's dispatch."""
     x = value_of(x)
     return x.dtype if isinstance(x, (np.ndarray, np.generic)) else np.asarray(_values_in(x)).dtype
@@ -404,7 +408,7 @@ def _values_in(x):
 _SEQUENCES = (list, tuple)
 
 
-def list_operand(a):
+def list_operand(a: list | tuple) -> Tensor | np.ndarray:
     """A list (or tuple) in an operand's place: an ndarray, or the Tensors it holds stacked (differentiably)."""
     if not _holds_tensor(a):
         return np.asarray(a)
@@ -425,7 +429,7 @@ class Primitive:
     which skips the ufunc machinery on scalars.
     """
 
-    def __init__(self, fun, name: str | None = None, tensor_fun=None):
+    def __init__(self, fun: Callable, name: str | None = None, tensor_fun: Callable | None = None):
         self.fun = fun
         self.tensor_fun = tensor_fun or fun  # may assume NumPy-typed values (e.g. operator.mul)
         self.name = name or fun.__name__
@@ -677,7 +681,7 @@ def residuals(args: tuple, raw: list, out: Any, reads: frozenset) -> tuple:
     return (args if new_args is None else tuple(new_args)), raw, out
 
 
-def record(prim, args, raw, kwargs, out, parents) -> None:
+def record(prim: Primitive, args: tuple, raw: list, kwargs: dict, out: Any, parents: tuple) -> None:
     """Show an op to the recording tapes (each keeps it if it watches an input, see
     ``GradientTape.record``) and to the observers."""
     for tape in state.tapes:
@@ -686,7 +690,7 @@ def record(prim, args, raw, kwargs, out, parents) -> None:
         observer.record(prim, args, raw, kwargs, out, parents)
 
 
-def refuse_complex(prim, raw, out) -> None:
+def refuse_complex(prim: Primitive, raw: Sequence[Any], out: Any) -> None:
     """Raise if an op whose rules are not verified for complex numbers meets a complex operand or
     result while it is being differentiated (its derivative would be silently wrong)."""
     values = list(raw) + (list(out) if type(out) is tuple else [out])
@@ -701,7 +705,7 @@ def _np_kind(value) -> str:
     return dtype.kind if dtype is not None else "c" if isinstance(value, complex) else "f"
 
 
-def sweep(records, seeds: dict, keep: set, use_tensors: bool) -> dict:
+def sweep(records: Sequence[tuple], seeds: dict, keep: set, use_tensors: bool) -> dict:
     """Reverse-mode sweep over ``records`` from ``seeds`` ({tensor id: cotangent}).
 
     Returns the cotangents of the ids in ``keep``; others are freed as soon as the sweep passes their
@@ -746,7 +750,7 @@ def _real_for_real_inputs(cotangents, raw, parents):
             and _np_kind(raw[i]) != "c" else gi for i, gi in zip(parents, cotangents)]
 
 
-def add_piece(pieces: list, index, piece) -> None:
+def add_piece(pieces: list, index: tuple, piece: np.ndarray) -> None:
     """Add ``piece`` at ``index`` to a list of ``(index, piece)`` pairs: into the piece already at that
     index (existing + new), else as a new pair. Replays sum slice cotangents with it too, bit for bit."""
     for k, (known, total) in enumerate(pieces):

@@ -7,11 +7,15 @@ the Tensor into an object array or dropping its gradient.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from . import numpy as anp
 from .core import Primitive, Tensor, apply_binary, apply_unary
+
+if TYPE_CHECKING:
+    from .typing import ArrayLike, Axes, DTypeLike, Order
 
 
 def _dispatch_table(numpy_module, implementations: dict) -> dict:
@@ -112,6 +116,66 @@ def _setitem(self, index, value):
         "piece by piece is np.stack([...]) or np.concatenate([...]).")
 
 
+class _NdarrayMethods:
+    """ndarray's methods of Tensor, each the function of that name in ``autodiff.numpy``
+    (``_install_methods`` puts them on Tensor; the reductions are those functions themselves)."""
+
+    def conj(self) -> Tensor:
+        return anp.conj(self)
+
+    conjugate = conj
+
+    def reshape(self, *shape: int | Sequence[int], **kw: Any) -> Tensor:
+        return anp.reshape(self, shape[0] if len(shape) == 1 else shape, **kw)
+
+    def transpose(self, *axes: int | Sequence[int] | None) -> Tensor:
+        return anp.transpose(self, (axes[0] if len(axes) == 1 else axes) or None)
+
+    def ravel(self, order: Order | None = "C") -> Tensor:
+        return anp.ravel(self, order)
+
+    flatten = ravel
+
+    def squeeze(self, axis: Axes = None) -> Tensor:
+        return anp.squeeze(self, axis)
+
+    def swapaxes(self, a: int, b: int) -> Tensor:
+        return anp.swapaxes(self, a, b)
+
+    def dot(self, other: ArrayLike) -> Tensor:
+        return anp.dot(self, other)
+
+    def astype(self, dtype: DTypeLike, **kw: Any) -> Tensor:
+        return anp.astype(self, dtype)
+
+    def copy(self) -> Tensor:
+        return self
+
+    def clip(self, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None, **kw: Any) -> Tensor:
+        return anp.clip(self, a_min, a_max, **kw)
+
+    def cumsum(self, axis: int | None = None) -> Tensor:
+        return anp.cumsum(self, axis)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+        return anp.diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+        return anp.trace(self, offset, axis1, axis2)
+
+    def argmax(self, axis: int | None = None) -> Tensor:
+        return anp.argmax(self, axis)
+
+    def argmin(self, axis: int | None = None) -> Tensor:
+        return anp.argmin(self, axis)
+
+    def argsort(self, axis: int | None = -1) -> Tensor:
+        return anp.argsort(self, axis)
+
+    def round(self, decimals: int = 0) -> Tensor:
+        return anp.round(self, decimals)
+
+
 def _install_methods():
     methods = {
         "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,
@@ -135,26 +199,12 @@ def _install_methods():
         "__getitem__": anp.getitem, "__setitem__": _setitem,
         "T": property(lambda self: anp.transpose(self)),
         "real": property(lambda self: anp.real(self)), "imag": property(lambda self: anp.imag(self)),
-        "conj": lambda self: anp.conj(self), "conjugate": lambda self: anp.conj(self),
         "mT": property(lambda self: anp.swapaxes(self, -1, -2)),
-        "reshape": lambda self, *shape, **kw: anp.reshape(self, shape[0] if len(shape) == 1 else shape, **kw),
-        "transpose": lambda self, *axes: anp.transpose(self, (axes[0] if len(axes) == 1 else axes) or None),
-        "ravel": lambda self, order="C": anp.ravel(self, order),
-        "flatten": lambda self, order="C": anp.ravel(self, order),
-        "squeeze": lambda self, axis=None: anp.squeeze(self, axis),
-        "swapaxes": lambda self, a, b: anp.swapaxes(self, a, b),
-        "dot": lambda self, other: anp.dot(self, other),
-        "astype": lambda self, dtype, **kw: anp.astype(self, dtype),
-        "copy": lambda self: self,
-        "clip": lambda self, a_min=None, a_max=None, **kw: anp.clip(self, a_min, a_max, **kw),
-        "cumsum": lambda self, axis=None: anp.cumsum(self, axis),
-        "diagonal": lambda self, offset=0, axis1=0, axis2=1: anp.diagonal(self, offset, axis1, axis2),
-        "trace": lambda self, offset=0, axis1=0, axis2=1: anp.trace(self, offset, axis1, axis2),
-        "argmax": lambda self, axis=None: anp.argmax(self, axis),
-        "argmin": lambda self, axis=None: anp.argmin(self, axis),
-        "argsort": lambda self, axis=-1: anp.argsort(self, axis),
-        "round": lambda self, decimals=0: anp.round(self, decimals),
     }
+    for name, method in vars(_NdarrayMethods).items():
+        if not name.startswith("__"):
+            method.__qualname__ = f"Tensor.{method.__name__}"
+            methods[name] = method
     for name in ["sum", "mean", "prod", "max", "min", "var", "std", "any", "all"]:
         methods[name] = getattr(anp, name)
     for name, method in methods.items():

@@ -202,7 +202,7 @@ def nondiff(fun: Callable, wrap: bool = True) -> Callable:
     Tensors in the arguments are read as arrays; with ``wrap``, an array result of a call on Tensors
     is a Tensor again (that no tape watches).
     """
-    def call(*args, **kwargs):
+    def call(*args: Any, **kwargs: Any) -> Any:
         if not state.observers:
             result = fun(*[value_of(a) for a in args], **{k: value_of(v) for k, v in kwargs.items()})
             if wrap and any(isinstance(a, Tensor) for a in args) and isinstance(result, (np.ndarray, np.generic)):

@@ -29,7 +29,7 @@ from .tree import flatten, flatten_like, ravel
 ZERO = UnconnectedGradients.ZERO
 
 
-def transformed(body: Callable, f: Callable, *args) -> Callable:
+def transformed(body: Callable, f: Callable, *args: Any) -> Callable:
     """``body(f, *args)``, or f's own version of it (``__autodiff_transform__``)."""
     own = getattr(type(f), "__autodiff_transform__", None)
     return body(f, *args) if own is None else own(f, body, *args)
@@ -395,7 +395,7 @@ def _jvp(f: Callable) -> Callable:
     return jvp_f
 
 
-def vjp(f: Callable, *primals) -> tuple:
+def vjp(f: Callable, *primals: Any) -> tuple:
     """``(f(*primals), vjp_fn)`` with ``vjp_fn(cotangent)`` the tuple of input cotangents, each in the
     structure of its primal (primals may be pytrees; the cotangent mirrors f's output).
 
@@ -449,7 +449,7 @@ def _zeros_like(tree):
                              for leaf in flatten(tree)[0]])
 
 
-def linearize(f: Callable, *primals) -> tuple:
+def linearize(f: Callable, *primals: Any) -> tuple:
     """``(f(*primals), f_jvp)`` with ``f_jvp(*tangents)`` = J @ tangents, as ``jax.linearize``.
 
     f is recorded once, and so is its VJP u -> J^T u (linear in u); each ``f_jvp`` call is one

@@ -10,7 +10,7 @@ read afresh by every replay).
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def _structure_key(tree):
     return _leaf_key(tree)
 
 
-def signature(tree) -> tuple:
+def signature(tree: Any) -> tuple:
     """``(key, values, rebuild, tensors_in)`` of the arguments ``tree`` (``(args, kwargs)`` of a
     call, or a tuple of arguments): a hashable key, the values of the traced leaves (arrays),
     ``rebuild(leaves)`` -> the tree with those leaves replaced, and whether Tensors came in.

@@ -10,11 +10,11 @@ own ops.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
-from ..core import Tensor, Variable, stand_in, state, value_of
+from ..core import Primitive, Tensor, Variable, stand_in, state, value_of
 from ..tape import _Node
 from ..tree import flatten
 
@@ -88,7 +88,7 @@ class Trace:
         return False
 
     # --- the observer interface (core._State) ---------------------------------------------------
-    def record(self, prim, args: tuple, raw: list, kwargs: dict, out, parents: tuple) -> None:
+    def record(self, prim: Primitive, args: tuple, raw: list, kwargs: dict, out: Any, parents: tuple) -> None:
         """Keep an op that reads an input (a Variable read becomes one). The floating-point arrays
         it computes are kept as stand-ins (:func:`autodiff.core.stand_in`): a program is made from
         the operations, shapes and dtypes of its records and the values of its constants, never
@@ -219,7 +219,7 @@ def _with_outputs(records: list, outputs: list) -> list:
     return records
 
 
-def trace(f: Callable, *args, **kwargs) -> Recording:
+def trace(f: Callable, *args: Any, **kwargs: Any) -> Recording:
     """The recording of ``f(*args, **kwargs)``: its ops in order, its inputs and its outputs.
 
     Every floating-point array (or Tensor) among the arguments (pytrees included) is an input;
@@ -257,7 +257,7 @@ def trace(f: Callable, *args, **kwargs) -> Recording:
     return record(lambda: f(*call_args, **call_kwargs), inputs)
 
 
-def is_traced_leaf(leaf) -> bool:
+def is_traced_leaf(leaf: Any) -> bool:
     """Floating-point arrays and Tensors are program inputs; everything else is a constant (part of
     the signature). Variables are inputs of another kind: read afresh at each replay."""
     if isinstance(leaf, Variable):

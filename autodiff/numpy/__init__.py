@@ -23,6 +23,10 @@ array([0.25, 0.75])
 >>> anp.sin(x), np.sin(x)         # NumPy's own functions dispatch here on Tensors
 (Tensor(array([0., 1.])), Tensor(array([0., 1.])))
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+
 import numpy as _np
 
 from ..core import Tensor as _Tensor
@@ -32,6 +36,10 @@ from . import composite, fft, linalg, ops, scipy_linalg, special, stats  # noqa:
 from .ops import (  # noqa: F401  (the names beyond NumPy's)
     expit, getitem, log_softmax, logsumexp, sigmoid, softmax, softplus, stop_gradient,
 )
+
+
+if _TYPE_CHECKING:
+    from ..typing import Array, ArrayLike, DTypeLike, Order
 
 
 def _defined_in(module, names: str) -> dict:
@@ -78,7 +86,7 @@ arange, logspace, zeros, ones, eye, identity, full, empty = (
 r_, c_ = composite.r_, composite.c_
 
 
-def array(obj, dtype=None, copy=True, **kwargs):
+def array(obj: ArrayLike, dtype: DTypeLike = None, copy: bool | None = True, **kwargs: _Any) -> Array:
     """Like ``np.array``, but a (nested) list holding Tensors is stacked differentiably."""
     if isinstance(obj, _Tensor):
         return obj if dtype is None else ops.astype(obj, dtype)
@@ -88,7 +96,7 @@ def array(obj, dtype=None, copy=True, **kwargs):
     return _np.array(obj, dtype=dtype, copy=copy, **kwargs)
 
 
-def asarray(a, dtype=None, order=None, **kwargs):
+def asarray(a: ArrayLike, dtype: DTypeLike = None, order: Order | None = None, **kwargs: _Any) -> Array:
     """Like ``np.asarray``: a Tensor stays a Tensor (cast to ``dtype``), a (nested) list holding
     Tensors is stacked differentiably, anything else is NumPy's ``asarray``."""
     if isinstance(a, _Tensor) or (isinstance(a, (list, tuple)) and _holds_tensor(a)):

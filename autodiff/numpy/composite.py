@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as _np
 
@@ -18,6 +19,9 @@ from .ops import (
     absolute, as_array, astype, atleast_1d, broadcast_to, concatenate, exp, float_type, getitem, maximum, mean,
     minimum, power, ravel, reshape, sort, sqrt, stack, sum, take, where,
 )
+
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike, Axes, DTypeLike
 
 
 def _along(axis: int, ndim: int, piece) -> tuple:
@@ -32,7 +36,7 @@ def _laid_along(v, axis: int, ndim: int):
 
 # --- elementwise -----------------------------------------------------------------------------------
 
-def hypot(x1, x2):
+def hypot(x1: ArrayLike, x2: ArrayLike) -> Array:
     """sqrt(x1**2 + x2**2), as the 2-norm of the pair: at (0, 0) its gradient is the norm's 0 (not
     NaN), ``hypot(x1, x2)**2`` has exact derivatives (see ``linalg.norm``), and, as NumPy's, it
     neither overflows nor underflows where the result is representable (the norm scales)."""
@@ -42,19 +46,19 @@ def hypot(x1, x2):
     return linalg.norm(stack([x1 + zeros, x2 + zeros]), axis=0)
 
 
-def exp2(x):
+def exp2(x: ArrayLike) -> Array:
     return exp(as_array(x) * math.log(2.0))
 
 
-def deg2rad(x):
+def deg2rad(x: ArrayLike) -> Array:
     return as_array(x) * (math.pi / 180.0)
 
 
-def rad2deg(x):
+def rad2deg(x: ArrayLike) -> Array:
     return as_array(x) * (180.0 / math.pi)
 
 
-def fabs(x):
+def fabs(x: ArrayLike) -> Array:
     """|x| as a float: NumPy's fabs makes integers floats, where absolute keeps them integers."""
     x = as_array(x)
     return absolute(astype(x, float_type(value_of(x))))
@@ -63,7 +67,7 @@ def fabs(x):
 radians, degrees = deg2rad, rad2deg
 
 
-def float_power(x1, x2):
+def float_power(x1: ArrayLike, x2: ArrayLike) -> Array:
     x1 = as_array(x1)
     return power(astype(x1, _np.result_type(value_of(x1), _np.float64)), x2)
 
@@ -71,7 +75,7 @@ def float_power(x1, x2):
 _SINC_SERIES_RADIUS = 1e-2  # below it the next Taylor term is under 1e-22: exact in float64
 
 
-def sinc(x):
+def sinc(x: ArrayLike) -> Array:
     """sin(pi x) / (pi x), 1 at 0. Near 0 it is the Taylor polynomial, so every derivative is right
     there; the quotient is evaluated at a safe point where the polynomial is used, so its own
     gradient (NaN at 0) never mixes in."""
@@ -83,12 +87,12 @@ def sinc(x):
     return where(small, series, ops.sin(angle) / angle)
 
 
-def fmax(x1, x2):
+def fmax(x1: ArrayLike, x2: ArrayLike) -> Array:
     """The elementwise maximum, ignoring NaNs (NaN only where both are NaN)."""
     return maximum(_nan_to(x1, x2), _nan_to(x2, x1))
 
 
-def fmin(x1, x2):
+def fmin(x1: ArrayLike, x2: ArrayLike) -> Array:
     """The elementwise minimum, ignoring NaNs (NaN only where both are NaN)."""
     return minimum(_nan_to(x1, x2), _nan_to(x2, x1))
 
@@ -98,14 +102,15 @@ def _nan_to(x, replacement):
     return where(nondiff(_np.isnan)(x), replacement, x)
 
 
-def copysign(x1, x2):
+def copysign(x1: ArrayLike, x2: ArrayLike) -> Array:
     """|x1| with the sign of x2 (no gradient flows to x2: the sign is piecewise constant)."""
     return absolute(x1) * nondiff(lambda v: _np.copysign(1.0, v))(x2)
 
 
 # --- differences, sums and statistics --------------------------------------------------------------
 
-def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
+def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = None,
+         append: ArrayLike | None = None) -> Array:
     """The n-th forward difference along ``axis``: neighbouring slices subtracted, n times."""
     ndim = ndim_of(a)
     if prepend is not None or append is not None:
@@ -118,7 +123,7 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
     return a
 
 
-def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1):
+def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: float = 1.0, axis: int = -1) -> Array:
     """The trapezoidal rule along ``axis``, with sample points ``x`` (differentiable too) or spacing dx."""
     ndim = ndim_of(y)
     if x is None:
@@ -132,7 +137,8 @@ def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1):
     return sum(width * (right + left), axis=axis) / 2.0
 
 
-def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool = False):
+def average(a: ArrayLike, axis: Axes = None, weights: ArrayLike | None = None, returned: bool = False,
+            keepdims: bool = False) -> Array | tuple[Array, Array]:
     """Weighted mean; 1-D weights apply along ``axis``, as in NumPy."""
     if weights is None:
         result = mean(a, axis=axis, keepdims=keepdims)
@@ -147,13 +153,15 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
     return (result, total) if returned else result
 
 
-def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False, **kwargs):
+def nansum(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, keepdims: bool = False,
+           **kwargs: Any) -> Array:
     """Sum treating NaNs as zero (their cotangents are zero)."""
     reject_keywords("nansum", kwargs)
     return sum(where(nondiff(_np.isnan)(a), 0.0, a), axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
 
-def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, **kwargs):
+def nanmean(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, keepdims: bool = False,
+            **kwargs: Any) -> Array:
     """Mean over the entries that are not NaN."""
     reject_keywords("nanmean", kwargs)
     values = _np.asarray(concrete(a))
@@ -161,12 +169,12 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, **kwargs
     return nansum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims) / count
 
 
-def ptp(a, axis=None, out=None, keepdims: bool = False):
+def ptp(a: ArrayLike, axis: Axes = None, out: None = None, keepdims: bool = False) -> Array:
     return ops.max(a, axis=axis, out=out, keepdims=keepdims) - ops.min(a, axis=axis, keepdims=keepdims)
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
-             keepdims: bool = False):
+def quantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, out: None = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False) -> Array:
     """Quantiles by linear interpolation between sorted values (``q`` is data, in [0, 1])."""
     if method != "linear" or out is not None:
         raise NotImplementedError("autodiff: quantile supports method='linear' without out= only")
@@ -191,19 +199,20 @@ def quantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: s
     return result
 
 
-def percentile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
-               keepdims: bool = False):
+def percentile(a: ArrayLike, q: ArrayLike, axis: int | None = None, out: None = None,
+               overwrite_input: bool = False, method: str = "linear", keepdims: bool = False) -> Array:
     q = q / 100.0 if isinstance(q, (int, float, _np.generic)) else _np.asarray(q, dtype=float) / 100.0
     return quantile(a, q, axis, out, overwrite_input, method, keepdims)
 
 
-def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
+def median(a: ArrayLike, axis: int | None = None, out: None = None, overwrite_input: bool = False,
+           keepdims: bool = False) -> Array:
     """The middle sorted value (the mean of the two middle ones for an even count)."""
     return quantile(a, 0.5, axis=axis, out=out, keepdims=keepdims)
 
 
-def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=None, aweights=None,
-        dtype=None):
+def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False, ddof: int | None = None,
+        fweights: None = None, aweights: None = None, dtype: None = None) -> Array:
     """Covariance of the rows (variables) of m, observations along the columns."""
     if fweights is not None or aweights is not None or dtype is not None:
         raise NotImplementedError("autodiff: cov with fweights, aweights or dtype is not supported")
@@ -217,7 +226,7 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
     return ops.squeeze(result) if shape_of(result) == (1, 1) else result
 
 
-def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
+def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, dtype: None = None) -> Array:
     """Pearson correlation coefficients: the covariance scaled by the standard deviations."""
     c = cov(x, y, rowvar, dtype=dtype)
     if ndim_of(c) == 0:
@@ -228,7 +237,7 @@ def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
 
 # --- rearrangements --------------------------------------------------------------------------------
 
-def roll(a, shift, axis=None):
+def roll(a: ArrayLike, shift: int | Sequence[int], axis: Axes = None) -> Array:
     """Elements shifted cyclically, as a gather."""
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), shape_of(a))
@@ -240,37 +249,37 @@ def roll(a, shift, axis=None):
     return take(a, (_np.arange(n) - shift) % n, axis=axis)
 
 
-def append(arr, values, axis=None):
+def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
     if axis is None:
         return concatenate([ravel(arr), ravel(values)])
     return concatenate([arr, values], axis=axis)
 
 
-def column_stack(tup):
+def column_stack(tup: Sequence[ArrayLike]) -> Array:
     return concatenate([reshape(v, (-1, 1)) if ndim_of(v) < 2 else v for v in tup], axis=1)
 
 
-def hsplit(ary, indices_or_sections):
+def hsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     return ops.split(ary, indices_or_sections, axis=1 if ndim_of(ary) > 1 else 0)
 
 
-def vsplit(ary, indices_or_sections):
+def vsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     return ops.split(ary, indices_or_sections, axis=0)
 
 
-def dsplit(ary, indices_or_sections):
+def dsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     return ops.split(ary, indices_or_sections, axis=2)
 
 
-def flipud(m):
+def flipud(m: ArrayLike) -> Array:
     return ops.flip(m, axis=0)
 
 
-def fliplr(m):
+def fliplr(m: ArrayLike) -> Array:
     return ops.flip(m, axis=1)
 
 
-def rot90(m, k: int = 1, axes=(0, 1)):
+def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
     """Rotation by 90 degrees k times in the plane of ``axes``, as flips and a transposition."""
     k %= 4
     if k == 0:
@@ -284,7 +293,7 @@ def rot90(m, k: int = 1, axes=(0, 1)):
     return ops.flip(ops.transpose(m, order), axes[1])
 
 
-def rollaxis(a, axis: int, start: int = 0):
+def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
     """``axis`` moved to before position ``start`` (NumPy's older spelling of moveaxis)."""
     n = ndim_of(a)
     axis %= n
@@ -293,7 +302,7 @@ def rollaxis(a, axis: int, start: int = 0):
     return a if axis == start else ops.moveaxis(a, axis, start)
 
 
-def select(condlist, choicelist, default=0):
+def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], default: ArrayLike = 0) -> Array:
     """The choice of the first true condition, elementwise (default where none holds)."""
     if len(condlist) != len(choicelist):
         raise ValueError("list of cases must be same length as list of conditions")
@@ -303,7 +312,8 @@ def select(condlist, choicelist, default=0):
     return result
 
 
-def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
+def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Array:
     """NaN and infinities replaced by finite numbers (the largest ones by default); the gradient
     flows where x was finite."""
     x = as_array(x)
@@ -317,7 +327,7 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
                                                where(_np.isneginf(values), neginf, x)))
 
 
-def real_if_close(a, tol=100):
+def real_if_close(a: ArrayLike, tol: float = 100) -> Array:
     """The real part if every imaginary part is within tol machine epsilons of 0, else a."""
     if not ops._is_complex(a):
         return a
@@ -325,12 +335,13 @@ def real_if_close(a, tol=100):
     return ops.real(a) if _np.all(_np.abs(_np.imag(concrete(a))) < tol) else a
 
 
-def logaddexp2(x1, x2):
+def logaddexp2(x1: ArrayLike, x2: ArrayLike) -> Array:
     """log2(2**x1 + 2**x2), through logaddexp (stable for large arguments)."""
     return ops.logaddexp(as_array(x1) * math.log(2.0), as_array(x2) * math.log(2.0)) / math.log(2.0)
 
 
-def gradient(f, *varargs, axis=None, edge_order: int = 1):
+def gradient(f: ArrayLike, *varargs: ArrayLike, axis: Axes = None, edge_order: int = 1
+             ) -> Array | tuple[Array, ...]:
     """NumPy's gradient for uniform spacings: central differences inside, one-sided ones of
     ``edge_order`` (1 or 2) at the ends; one array per axis (just the array for one axis)."""
     ndim = ndim_of(f)
@@ -358,8 +369,8 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
     return results[0] if len(results) == 1 else tuple(results)
 
 
-def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None,
-             axis: int = 0, **kwargs):
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype: DTypeLike = None, axis: int = 0, **kwargs: Any) -> Array | tuple[Array, Array | float]:
     """Evenly spaced numbers from start to stop, differentiable in both ends (array ends too)."""
     if not (isinstance(start, Tensor) or isinstance(stop, Tensor)):
         return _np.linspace(start, stop, num, endpoint, retstep, dtype, axis, **kwargs)
@@ -409,7 +420,7 @@ r_, c_ = _Concatenator(columns=False), _Concatenator(columns=True)
 
 # --- products --------------------------------------------------------------------------------------
 
-def kron(a, b):
+def kron(a: ArrayLike, b: ArrayLike) -> Array:
     """Kronecker product: an outer product with the axes interleaved, then merged."""
     ndim = builtins.max(ndim_of(a), ndim_of(b))
     shape_a = (1,) * (ndim - ndim_of(a)) + shape_of(a)
@@ -419,7 +430,8 @@ def kron(a, b):
     return reshape(spread_a * spread_b, tuple(m * n for m, n in zip(shape_a, shape_b)))
 
 
-def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
+def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None
+          ) -> Array:
     """Cross product of 3-vectors (the z component for 2-vectors), the vectors along ``axisa`` of a
     and ``axisb`` of b (``axis``: all three), the result's along ``axisc``."""
     if axis is not None:
@@ -438,7 +450,7 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
     return ops.moveaxis(result, -1, axisc)
 
 
-def cumprod(a, axis=None, dtype=None, out=None):
+def cumprod(a: ArrayLike, axis: int | None = None, dtype: None = None, out: None = None) -> Array:
     """Running products by a doubling scan (Hillis & Steele): log2(n) recorded products, exact at
     zeros, where dividing the running product would not be."""
     if dtype is not None or out is not None:
@@ -455,7 +467,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
     return a
 
 
-def convolve(a, v, mode: str = "full"):
+def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Array:
     """Discrete linear convolution of two 1-D sequences (a scalar is one of one entry, as in NumPy):
     windows of ``a`` (a gather) times reversed v."""
     a, v = atleast_1d(as_array(a)), atleast_1d(as_array(v))
@@ -473,12 +485,12 @@ def convolve(a, v, mode: str = "full"):
     return getitem(full, (slice(start, start + length),))
 
 
-def correlate(a, v, mode: str = "valid"):
+def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Array:
     """Cross-correlation of two 1-D sequences: convolution with v reversed (and conjugated)."""
     return convolve(a, ops.conj(getitem(as_array(v), (slice(None, None, -1),))), mode)
 
 
-def polyval(p, x):
+def polyval(p: ArrayLike, x: ArrayLike) -> Array:
     """The polynomial with coefficients ``p`` (highest power first) at ``x``, by Horner's rule (x a
     Python float is a float64 array, as in NumPy)."""
     p, x = as_array(p), as_array(x)
@@ -490,7 +502,8 @@ def polyval(p, x):
 
 # --- interpolation ---------------------------------------------------------------------------------
 
-def interp(x, xp, fp, left=None, right=None, period=None):
+def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = None,
+           right: ArrayLike | None = None, period: None = None) -> Array:
     """Piecewise-linear interpolation, differentiable in ``x`` and ``fp`` (``xp`` is data)."""
     if period is not None:
         raise NotImplementedError("autodiff: interp with period= is not supported")

@@ -17,12 +17,17 @@ array([ 8., 16.,  0., -8.])
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 import numpy as _np
 
 from ..core import ndim_of, shape_of, value_of
 from ..extend import deflinear, defvjp, primitive
 from . import ops
 from .composite import roll
+
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike, Axes
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
            "irfftn", "fftshift", "ifftshift"]
@@ -90,22 +95,26 @@ def _one_dimensional(prim, a, n, axis, norm, out, default_n):
     return prim(a, default_n(shape_of(a)[axis]) if n is None else n, axis, norm)
 
 
-def fft(a, n=None, axis=-1, norm=None, out=None):
+def fft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
+        ) -> Array:
     return _one_dimensional(_fft, a, n, axis, norm, out, lambda m: m)
 
 
-def ifft(a, n=None, axis=-1, norm=None, out=None):
+def ifft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
+         ) -> Array:
     return _one_dimensional(_ifft, a, n, axis, norm, out, lambda m: m)
 
 
-def rfft(a, n=None, axis=-1, norm=None, out=None):
+def rfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
+         ) -> Array:
     if _np.iscomplexobj(value_of(a)):
         raise TypeError("autodiff: numpy.fft.rfft takes real input (NumPy would drop the imaginary part); "
                         "use numpy.fft.fft for complex input")
     return _one_dimensional(_rfft, a, n, axis, norm, out, lambda m: m)
 
 
-def irfft(a, n=None, axis=-1, norm=None, out=None):
+def irfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
+          ) -> Array:
     return _one_dimensional(_irfft, a, n, axis, norm, out, lambda m: 2 * (m - 1))
 
 
@@ -125,21 +134,24 @@ def _lengths_and_axes(a, s, axes, inverse_real=False):
     return s, axes
 
 
-def fftn(a, s=None, axes=None, norm=None, out=None):
+def fftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+         norm: str | None = None, out: None = None) -> Array:
     s, axes = _lengths_and_axes(a, s, axes)
     for i in reversed(range(len(axes))):
         a = fft(a, s[i], axes[i], norm, out)
     return a
 
 
-def ifftn(a, s=None, axes=None, norm=None, out=None):
+def ifftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+          norm: str | None = None, out: None = None) -> Array:
     s, axes = _lengths_and_axes(a, s, axes)
     for i in reversed(range(len(axes))):
         a = ifft(a, s[i], axes[i], norm, out)
     return a
 
 
-def rfftn(a, s=None, axes=None, norm=None, out=None):
+def rfftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+          norm: str | None = None, out: None = None) -> Array:
     s, axes = _lengths_and_axes(a, s, axes)
     a = rfft(a, s[-1], axes[-1], norm, out)
     for i in reversed(range(len(axes) - 1)):
@@ -147,26 +159,31 @@ def rfftn(a, s=None, axes=None, norm=None, out=None):
     return a
 
 
-def irfftn(a, s=None, axes=None, norm=None, out=None):
+def irfftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+           norm: str | None = None, out: None = None) -> Array:
     s, axes = _lengths_and_axes(a, s, axes, inverse_real=True)
     for i in range(len(axes) - 1):
         a = ifft(a, s[i], axes[i], norm, out)
     return irfft(a, s[-1], axes[-1], norm, out)
 
 
-def fft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+def fft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
+         norm: str | None = None, out: None = None) -> Array:
     return fftn(a, s, axes, norm, out)
 
 
-def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+def ifft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
+          norm: str | None = None, out: None = None) -> Array:
     return ifftn(a, s, axes, norm, out)
 
 
-def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+def rfft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
+          norm: str | None = None, out: None = None) -> Array:
     return rfftn(a, s, axes, norm, out)
 
 
-def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+def irfft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
+           norm: str | None = None, out: None = None) -> Array:
     return irfftn(a, s, axes, norm, out)
 
 
@@ -175,9 +192,9 @@ def _shifted(x, axes, sign: int):
     return roll(x, [sign * (shape_of(x)[axis] // 2) for axis in axes], axes)
 
 
-def fftshift(x, axes=None):
+def fftshift(x: ArrayLike, axes: Axes = None) -> Array:
     return _shifted(x, axes, 1)
 
 
-def ifftshift(x, axes=None):
+def ifftshift(x: ArrayLike, axes: Axes = None) -> Array:
     return _shifted(x, axes, -1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import weakref
 from collections import namedtuple
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as _np
 
@@ -17,6 +18,9 @@ from .ops import (concatenate, defreduction, float_type, matmul, moveaxis, resha
                   where)
 from .ops import _is_complex, astype, conj, real
 from .ops import abs as _abs, max as _max, min as _min
+
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike, Axes
 
 SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
@@ -128,7 +132,7 @@ defvjp(_logabsdet, lambda g, ans, a: _scalar_times_matrix(g, _mT(inv(a))))
 defjvp(_logabsdet, lambda t, ans, a: real(sum(_mT(inv(a)) * t, axis=(-2, -1))))  # log|det| = Re log det
 
 
-def slogdet(a):
+def slogdet(a: ArrayLike) -> SlogdetResult:
     """(sign, log|det a|); the sign carries no gradient (for a complex matrix it is a phase that has
     one: refused; use det)."""
     if isinstance(a, Tensor) and _is_complex(a):
@@ -228,7 +232,7 @@ defvjp(_eigh, _eigh_vjp)
 defjvp(_eigh, _eigh_jvp)
 
 
-def eigh(a, UPLO="L"):
+def eigh(a: ArrayLike, UPLO: str = "L") -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of a symmetric (Hermitian) matrix, of which NumPy
     reads one triangle; the eigenvectors' derivative needs distinct eigenvalues (and, complex,
     is in JAX's gauge: V^H dV has a zero diagonal)."""
@@ -238,7 +242,7 @@ def eigh(a, UPLO="L"):
     return EighResult(_re(packed[..., 0, :]), packed[..., 1:, :])
 
 
-def eigvalsh(a, UPLO="L"):
+def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Array:
     return eigh(a, UPLO).eigenvalues
 
 
@@ -273,7 +277,7 @@ defvjp(_eig, _eig_vjp)
 defjvp(_eig, _eig_jvp)
 
 
-def eig(a):
+def eig(a: ArrayLike) -> EigResult:
     """Eigenvalues and unit eigenvectors of a square matrix (complex in general, as NumPy's);
     derivatives need distinct eigenvalues, and the eigenvectors' phase is a gauge: differentiate
     quantities that do not depend on it (|v|, v v^H, ...)."""
@@ -281,7 +285,7 @@ def eig(a):
     return EigResult(packed[..., 0, :], packed[..., 1:, :])
 
 
-def eigvals(a):
+def eigvals(a: ArrayLike) -> Array:
     return eig(a).eigenvalues
 
 
@@ -340,7 +344,8 @@ defvjp(_svd, _svd_vjp)
 defjvp(_svd, _svd_jvp)
 
 
-def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False
+        ) -> SVDResult | Array:
     """Singular value decomposition; derivatives assume distinct, nonzero singular values (for a
     complex matrix the phase of each pair of singular vectors is a gauge, JAX's).
 
@@ -359,12 +364,13 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     return SVDResult(u, _re(s[..., 0, :]), _mT(w))
 
 
-def svdvals(x):
+def svdvals(x: ArrayLike) -> Array:
     m = shape_of(x)[-2]
     return _re(_svd(x)[..., m, :])
 
 
-def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
+def pinv(a: ArrayLike, rcond: ArrayLike | None = None, hermitian: bool = False, *, rtol: ArrayLike | None = None
+         ) -> Array:
     """Moore-Penrose pseudo-inverse V S^+ U^H; singular values below the cutoff count as zero.
 
     The value matches NumPy at any rank; the derivative is that of ``svd``, so it needs distinct,
@@ -416,7 +422,7 @@ defvjp(_qr, _qr_vjp)
 defjvp(_qr, _qr_jvp)
 
 
-def qr(a, mode: str = "reduced"):
+def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
     """QR factorization (mode='reduced' or 'r'); derivatives for m >= n at full rank."""
     m, n = shape_of(a)[-2:]
     if mode not in ("reduced", "r") or m < n:
@@ -434,7 +440,7 @@ def _nonzero_singular_values(s, a, rcond):
     return concrete(s) > rcond * _np.max(concrete(s), axis=-1, keepdims=True)
 
 
-def lstsq(a, b, rcond=None):
+def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None) -> tuple[Array, Array, int, Array]:
     """Least squares ``pinv(a) @ b``, with NumPy's (solution, residuals, rank, singular values).
 
     The solution and residuals differentiate where a has full rank (through ``pinv``); the rank is
@@ -540,7 +546,7 @@ _is_zero = nondiff(lambda x: x == 0)
 _count_nonzero = nondiff(lambda x, axis, keepdims: _np.linalg.norm(x, 0, axis, keepdims))
 
 
-def norm(x, ord=None, axis=None, keepdims=False):
+def norm(x: ArrayLike, ord: float | str | None = None, axis: Axes = None, keepdims: bool = False) -> Array:
     """Vector and matrix norms, as NumPy's; the spectral and nuclear norms differentiate through
     ``svd`` (distinct singular values).
 
@@ -594,7 +600,7 @@ def _matrix_norm(x, ord, axis, keepdims):
     return result
 
 
-def matrix_power(a, n: int):
+def matrix_power(a: ArrayLike, n: int) -> Array:
     """``a`` to an integer power by repeated squaring (the inverse first for n < 0)."""
     if n < 0:
         a, n = inv(a), -n
@@ -610,7 +616,7 @@ def matrix_power(a, n: int):
     return result
 
 
-def multi_dot(arrays, *, out=None):
+def multi_dot(arrays: Sequence[ArrayLike], *, out: None = None) -> Array:
     """``a @ b @ c ...`` left to right (a first 1-D array is a row, a last one a column)."""
     if out is not None:
         raise TypeError("autodiff: multi_dot with out= (in place) cannot be differentiated")

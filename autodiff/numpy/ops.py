@@ -10,19 +10,23 @@ import builtins
 import math
 import operator
 import string
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as _np
 
-from ..core import SlicedCotangent, Tensor, apply, concrete, dtype_of, ndim_of, shape_of, value_of
+from ..core import Primitive, SlicedCotangent, Tensor, apply, concrete, dtype_of, ndim_of, shape_of, value_of
 from ..extend import (defderiv, defjvp, deflinear, defvjp, nondiff, primitive, reject_keywords,
                       reject_out, unbroadcast)
+
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike, Axes, DTypeLike, Index, Order, Shape
 
 
 def _is_int(value) -> bool:
     return isinstance(value, (int, _np.integer))
 
 
-def float_type(*values) -> _np.dtype:
+def float_type(*values: ArrayLike | DTypeLike) -> _np.dtype:
     """The dtype NumPy's float ufuncs compute ``values`` in: their result type, made a float when it
     is an integer or bool type. Python numbers stay weak, as in NumPy (2.0 with float32 is float32,
     two Python floats are float64): never adding a float16 to the promotion, which would make two
@@ -31,7 +35,7 @@ def float_type(*values) -> _np.dtype:
     return dtype if dtype.kind in "fc" else _np.result_type(dtype, _np.float16)
 
 
-def as_array(x):
+def as_array(x: ArrayLike) -> Tensor | _np.ndarray:
     """A Tensor unchanged, anything else (a list, a Python number) as an ndarray, as NumPy's
     functions that are not ufuncs take their arguments: a Python float is then a float64 array,
     not a weak scalar that a float32 operand would round."""
@@ -118,7 +122,7 @@ defderiv(sigmoid, lambda ans, x: ans * (1 - ans))
 defderiv(softplus, lambda ans, x: sigmoid(x))
 
 
-def positive(x):
+def positive(x: ArrayLike) -> ArrayLike:
     """+x: x itself."""
     return x
 
@@ -170,7 +174,7 @@ def _abs_squared_or_one(z):
     return where(_equal(z, 0), 1.0, real(z * conj(z)))
 
 
-def angle(z, deg: bool = False):
+def angle(z: ArrayLike, deg: bool = False) -> Array:
     """The argument of complex z (for real z, 0 or pi: piecewise constant, no gradient)."""
     return _angle(z) * (180 / math.pi) if deg else _angle(z)
 
@@ -246,7 +250,8 @@ defjvp(_where, None, lambda t, ans, c, x, y: where(c, t, 0) * _np.ones(ans.shape
        lambda t, ans, c, x, y: where(c, 0, t) * _np.ones(ans.shape, ans.dtype))
 
 
-def where(condition, x=None, y=None):
+def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None
+          ) -> Array | tuple[_np.ndarray, ...]:
     """Elementwise choice; differentiable in x and y, not in the condition."""
     if x is None and y is None:
         return nondiff(_np.where, wrap=False)(condition)
@@ -258,7 +263,8 @@ defvjp(_clip, lambda g, ans, x, lo, hi: g * _mask(_equal(ans, x), ans), broadcas
 defjvp(_clip, lambda t, ans, x, lo, hi: t * _mask(_equal(ans, x), ans))
 
 
-def clip(a, a_min=None, a_max=None, out=None, **kwargs):
+def clip(a: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None, out: None = None,
+         **kwargs: Any) -> Array:
     """Clip to [a_min, a_max]; the gradient flows where the value was not clipped."""
     reject_out(out)
     a_min, a_max = kwargs.pop("min", a_min), kwargs.pop("max", a_max)
@@ -290,7 +296,7 @@ defvjp(_sum, lambda g, ans, x, axis=None, keepdims=False: _expand_reduced(g, ans
 deflinear(_sum)
 
 
-def defreduction(prim, partial) -> None:
+def defreduction(prim: Primitive, partial: Callable[[Any, Any, Axes], Any]) -> None:
     """The rules of a reduction ``prim(x, axis, keepdims)``, from ``partial(x, kept, axis)``: the
     derivative of the result by each element of x, broadcastable to x (``kept`` is the result with
     the reduced axes kept, of length one)."""
@@ -308,7 +314,8 @@ def _kept(ans, x, axis):
     return reshape(ans, _keepdims_shape(x.shape, axis))
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, **kwargs):
+def sum(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, keepdims: bool = False,
+        initial: ArrayLike | None = None, where: ArrayLike | None = None, **kwargs: Any) -> Array:
     reject_out(out)
     reject_keywords("sum", kwargs)
     result = _sum(a if where is None else _where(where, a, 0), axis=axis, keepdims=keepdims)
@@ -321,7 +328,8 @@ def _count(a, axis) -> int:
     return math.prod([shape_of(a)[k] for k in _axes(axis, ndim_of(a))])
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+def mean(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, keepdims: bool = False,
+         **kwargs: Any) -> Array:
     reject_out(out)
     reject_keywords("mean", kwargs)
     return sum(a, axis=axis, dtype=dtype, keepdims=keepdims) / _count(a, axis)
@@ -337,7 +345,7 @@ def _extremum(np_fun, name):
     prim = primitive(np_fun, name)
     defreduction(prim, _tie_shares)
 
-    def reduce(a, axis=None, out=None, keepdims=False, **kwargs):
+    def reduce(a: ArrayLike, axis: Axes = None, out: None = None, keepdims: bool = False, **kwargs: Any) -> Array:
         reject_out(out)
         reject_keywords(name, kwargs)
         return prim(a, axis=axis, keepdims=keepdims)
@@ -372,7 +380,8 @@ _prod = primitive(_np.prod, "prod")
 defreduction(_prod, lambda x, kept, axis: _products_of_others(x, axis))
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, **kwargs):
+def prod(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, keepdims: bool = False,
+         initial: ArrayLike | None = None, where: ArrayLike | None = None, **kwargs: Any) -> Array:
     reject_out(out)
     reject_keywords("prod", kwargs)
     result = _prod(a if where is None else _where(where, a, 1), axis=axis, keepdims=keepdims)
@@ -380,7 +389,8 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     return result if dtype is None else astype(result, dtype)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+def var(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, ddof: float = 0,
+        keepdims: bool = False, **kwargs: Any) -> Array:
     reject_out(out)
     reject_keywords("var", kwargs)
     centered = a - mean(a, axis=axis, keepdims=True)
@@ -388,7 +398,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
     return sum(squares, axis=axis, dtype=dtype, keepdims=keepdims) / (_count(a, axis) - ddof)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+def std(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, ddof: float = 0,
+        keepdims: bool = False, **kwargs: Any) -> Array:
     """The square root of var; over single elements (identically 0) var itself, whose derivatives
     are exactly 0 (sqrt's infinite slope at 0 would make them NaN)."""
     reject_keywords("std", kwargs)
@@ -396,7 +407,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
     return variance if _count(a, axis) == 1 and ddof == 0 else sqrt(variance)
 
 
-def stop_gradient(x):
+def stop_gradient(x: ArrayLike) -> ArrayLike:
     """The value of ``x`` with no gradient flowing through it.
 
     As ``tf.stop_gradient`` and ``jax.lax.stop_gradient``: the result is a Tensor no tape watches,
@@ -415,7 +426,8 @@ def stop_gradient(x):
     return nondiff(_np.asarray)(x) if isinstance(x, Tensor) else x  # recorded when traced
 
 
-def logsumexp(a, axis=None, keepdims=False, b=None, return_sign=False, **kwargs):
+def logsumexp(a: ArrayLike, axis: Axes = None, keepdims: bool = False, b: ArrayLike | None = None,
+              return_sign: bool = False, **kwargs: Any) -> Array | tuple[Array, Array]:
     """log(sum(b * exp(a))) computed stably (the shift carries no gradient, the result is exact).
 
     As ``scipy.special.logsumexp``: weights ``b`` (differentiable too) may be negative, and with
@@ -434,11 +446,11 @@ def logsumexp(a, axis=None, keepdims=False, b=None, return_sign=False, **kwargs)
     return (result, sign) if return_sign else result
 
 
-def softmax(x, axis=-1):
+def softmax(x: ArrayLike, axis: Axes = -1) -> Array:
     return exp(x - logsumexp(x, axis=axis, keepdims=True))
 
 
-def log_softmax(x, axis=-1):
+def log_softmax(x: ArrayLike, axis: Axes = -1) -> Array:
     return x - logsumexp(x, axis=axis, keepdims=True)
 
 
@@ -452,7 +464,7 @@ defvjp(_cumsum, lambda g, ans, x, axis: reshape(_flip_cumsum(g, axis=-1), g.shap
 deflinear(_cumsum)
 
 
-def cumsum(a, axis=None, dtype=None, out=None):
+def cumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike = None, out: None = None) -> Array:
     reject_out(out)
     result = _cumsum(a, axis)
     return result if dtype is None else astype(result, dtype)
@@ -463,7 +475,7 @@ defvjp(_flip, lambda g, ans, x, axis: _flip(g, tuple(k - x.ndim for k in _axes(a
 deflinear(_flip)
 
 
-def flip(m, axis=None):
+def flip(m: ArrayLike, axis: Axes = None) -> Array:
     return _flip(m, axis)
 
 
@@ -475,7 +487,7 @@ defvjp(_reshape, lambda g, ans, x, shape: _reshape(g, g.shape[:g.ndim - ans.ndim
 deflinear(_reshape)
 
 
-def reshape(a, shape=None, order="C", **kwargs):
+def reshape(a: ArrayLike, shape: Shape | None = None, order: Order | None = "C", **kwargs: Any) -> Array:
     shape = kwargs.pop("newshape", shape)
     kwargs.pop("copy", None)  # Tensors are immutable: a copy and a view are the same thing
     reject_keywords("reshape", kwargs)
@@ -496,33 +508,33 @@ def _fortran_order(a, order) -> bool:
                             and value.flags.f_contiguous and not value.flags.c_contiguous)
 
 
-def ravel(a, order="C"):
+def ravel(a: ArrayLike, order: Order | None = "C") -> Array:
     return reshape(a, (-1,), order)
 
 
-def squeeze(a, axis=None):
+def squeeze(a: ArrayLike, axis: Axes = None) -> Array:
     return reshape(a, _np.squeeze(_np.empty(shape_of(a), bool), axis).shape)
 
 
-def expand_dims(a, axis):
+def expand_dims(a: ArrayLike, axis: int | Sequence[int]) -> Array:
     return reshape(a, _np.expand_dims(_np.empty(shape_of(a), bool), axis).shape)
 
 
-def atleast_1d(*arys):
+def atleast_1d(*arys: ArrayLike) -> Array | tuple[Array, ...]:
     if len(arys) != 1:
         return tuple(atleast_1d(a) for a in arys)
     a = arys[0]
     return reshape(a, (1,)) if ndim_of(a) == 0 else a
 
 
-def atleast_2d(*arys):
+def atleast_2d(*arys: ArrayLike) -> Array | tuple[Array, ...]:
     if len(arys) != 1:
         return tuple(atleast_2d(a) for a in arys)
     a = arys[0]
     return reshape(a, (1,) * (2 - ndim_of(a)) + shape_of(a)) if ndim_of(a) < 2 else a
 
 
-def atleast_3d(*arys):
+def atleast_3d(*arys: ArrayLike) -> Array | tuple[Array, ...]:
     """As NumPy: a vector of n becomes (1, n, 1), a matrix (m, n) becomes (m, n, 1)."""
     if len(arys) != 1:
         return tuple(atleast_3d(a) for a in arys)
@@ -544,17 +556,17 @@ defvjp(_transpose, _transpose_vjp)
 deflinear(_transpose)
 
 
-def transpose(a, axes=None):
+def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     return _transpose(a, None if axes is None else tuple(int(k) for k in axes))
 
 
-def swapaxes(a, axis1, axis2):
+def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     order = list(range(ndim_of(a)))
     order[axis1], order[axis2] = order[axis2], order[axis1]
     return transpose(a, order)
 
 
-def moveaxis(a, source, destination):
+def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
     ndim = ndim_of(a)
     source = [s % ndim for s in ((source,) if _is_int(source) else source)]
     destination = [d % ndim for d in ((destination,) if _is_int(destination) else destination)]
@@ -583,7 +595,7 @@ defvjp(_broadcast_to, lambda g, ans, x, shape: unbroadcast(g, x.shape, g.ndim - 
 deflinear(_broadcast_to)
 
 
-def broadcast_to(array, shape):
+def broadcast_to(array: ArrayLike, shape: Shape) -> Array:
     shape = (shape,) if _is_int(shape) else tuple(shape)
     if shape_of(array) == shape:
         return array
@@ -613,7 +625,8 @@ defvjp(_concatenate, _concatenate_vjp)
 defjvp(_concatenate, _concatenate_jvp)
 
 
-def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind", **kwargs):
+def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, out: None = None, dtype: DTypeLike = None,
+                casting: str = "same_kind", **kwargs: Any) -> Array:
     reject_out(out)
     reject_keywords("concatenate", kwargs)
     arrays = _cast_all(arrays, dtype, casting)
@@ -635,7 +648,8 @@ def _cast_all(arrays, dtype, casting):
     return [astype(a, dtype) for a in arrays]
 
 
-def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind", **kwargs):
+def stack(arrays: Sequence[ArrayLike], axis: int = 0, out: None = None, dtype: DTypeLike = None,
+          casting: str = "same_kind", **kwargs: Any) -> Array:
     reject_out(out)
     reject_keywords("stack", kwargs)
     arrays = _cast_all(arrays, dtype, casting)
@@ -643,20 +657,20 @@ def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind", **kwargs):
     return concatenate([expand_dims(a, axis % ndim) for a in arrays], axis=axis % ndim)
 
 
-def hstack(tup, *, dtype=None, casting="same_kind"):
+def hstack(tup: Sequence[ArrayLike], *, dtype: DTypeLike = None, casting: str = "same_kind") -> Array:
     arrays = [atleast_1d(a) for a in _cast_all(tup, dtype, casting)]
     return concatenate(arrays, axis=0 if ndim_of(arrays[0]) == 1 else 1)
 
 
-def vstack(tup, *, dtype=None, casting="same_kind"):
+def vstack(tup: Sequence[ArrayLike], *, dtype: DTypeLike = None, casting: str = "same_kind") -> Array:
     return concatenate([atleast_2d(a) for a in _cast_all(tup, dtype, casting)], axis=0)
 
 
-def dstack(tup):
+def dstack(tup: Sequence[ArrayLike]) -> Array:
     return concatenate([atleast_3d(a) for a in tup], axis=2)
 
 
-def split(ary, indices_or_sections, axis=0):
+def split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int = 0) -> list[Array]:
     """Pieces of ``ary`` as slices (each differentiable)."""
     n = shape_of(ary)[axis]
     pieces = _np.array_split(_np.arange(n), indices_or_sections) if _is_int(indices_or_sections) \
@@ -668,14 +682,14 @@ def split(ary, indices_or_sections, axis=0):
             for p in pieces]
 
 
-def array_split(ary, indices_or_sections, axis=0):
+def array_split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int = 0) -> list[Array]:
     n = shape_of(ary)[axis]
     lead = (slice(None),) * (axis % ndim_of(ary))
     return [ary[lead + (slice(int(p[0]), int(p[-1]) + 1) if p.size else slice(0, 0),)]
             for p in _np.array_split(_np.arange(n), indices_or_sections)]
 
 
-def tile(A, reps):
+def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     """``np.tile`` as a broadcast and a reshape."""
     reps = (reps,) if _is_int(reps) else tuple(reps)
     shape = shape_of(A)
@@ -687,7 +701,7 @@ def tile(A, reps):
     return reshape(spread, tuple(r * s for r, s in zip(reps, shape)))
 
 
-def repeat(a, repeats, axis=None):
+def repeat(a: ArrayLike, repeats: int | ArrayLike, axis: int | None = None) -> Array:
     """``np.repeat`` as a gather."""
     if axis is None:
         a, axis = ravel(a), 0
@@ -701,7 +715,8 @@ defvjp(_pad, lambda g, ans, x, widths, value:
 defjvp(_pad, lambda t, ans, x, widths, value: _pad(t, widths, 0))
 
 
-def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
+def pad(array: ArrayLike, pad_width: int | ArrayLike, mode: str = "constant", constant_values: ArrayLike = 0,
+        **kwargs: Any) -> Array:
     if mode != "constant":
         raise NotImplementedError(f"autodiff: pad supports mode='constant' only, not {mode!r}")
     reject_keywords("pad", kwargs)
@@ -784,7 +799,7 @@ defvjp(_scatter, lambda g, ans, x, index, shape, nb: _gather(g, index, g.ndim - 
 deflinear(_scatter)
 
 
-def getitem(x, index):
+def getitem(x: ArrayLike, index: Index) -> Array:
     """``x[index]``: basic and advanced indexing, repeated indices accumulate in the gradient."""
     return apply(_gather, (x, (index,) if type(index) in _BASIC else _normalize_index(index), 0))
 
@@ -792,7 +807,8 @@ def getitem(x, index):
 _BASIC = (slice, int)
 
 
-def take(a, indices, axis=None, out=None, mode=None):
+def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None, mode: str | None = None
+         ) -> Array:
     reject_out(out)
     indices = _np.asarray(concrete(indices))
     if axis is None:
@@ -800,7 +816,7 @@ def take(a, indices, axis=None, out=None, mode=None):
     return getitem(a, (slice(None),) * (axis % ndim_of(a)) + (indices,))
 
 
-def take_along_axis(arr, indices, axis):
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None) -> Array:
     """``np.take_along_axis`` as one advanced index: open ranges on the other axes."""
     if axis is None:
         return take(arr, indices)
@@ -812,7 +828,8 @@ def take_along_axis(arr, indices, axis):
     return getitem(arr, index)
 
 
-def sort(a, axis=-1, kind=None, order=None, stable=None):
+def sort(a: ArrayLike, axis: int | None = -1, kind: str | None = None, order: None = None,
+         stable: bool | None = None) -> Array:
     """Sorted values; each one's gradient flows back to where it came from."""
     if order is not None:
         raise TypeError("autodiff: sort with order= (structured arrays) is not supported")
@@ -822,7 +839,8 @@ def sort(a, axis=-1, kind=None, order=None, stable=None):
     return take_along_axis(a, _np.argsort(concrete(a), axis=axis, kind=kind), axis)
 
 
-def partition(a, kth, axis=-1, kind="introselect", order=None):
+def partition(a: ArrayLike, kth: int | Sequence[int], axis: int | None = -1, kind: str = "introselect",
+              order: None = None) -> Array:
     """NumPy's partition (the kth values in their sorted places); each value's gradient flows back
     to where it came from."""
     if order is not None:
@@ -852,11 +870,11 @@ defvjp(_embed_diagonal, lambda g, ans, x, shape, offset, axis1, axis2: _diagonal
 deflinear(_embed_diagonal)
 
 
-def diagonal(a, offset=0, axis1=0, axis2=1):
+def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
     return _diagonal(a, offset, axis1, axis2)
 
 
-def diag(v, k=0):
+def diag(v: ArrayLike, k: int = 0) -> Array:
     """The k-th diagonal of a matrix, or a matrix with ``v`` on its k-th diagonal."""
     v = as_array(v)
     if ndim_of(v) == 2:
@@ -865,7 +883,8 @@ def diag(v, k=0):
     return _embed_diagonal(v, (n, n), k, -2, -1)
 
 
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: DTypeLike = None,
+          out: None = None) -> Array:
     reject_out(out)
     return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
@@ -878,11 +897,11 @@ deflinear(_triu)
 deflinear(_tril)
 
 
-def triu(m, k=0):
+def triu(m: ArrayLike, k: int = 0) -> Array:
     return _triu(m, k)
 
 
-def tril(m, k=0):
+def tril(m: ArrayLike, k: int = 0) -> Array:
     return _tril(m, k)
 
 
@@ -933,7 +952,7 @@ defvjp(matmul, _matmul_vjp_a, _matmul_vjp_b)
 defjvp(matmul, lambda t, ans, a, b: matmul(t, b), lambda t, ans, a, b: matmul(a, t))
 
 
-def dot(a, b, out=None):
+def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     reject_out(out)
     a, b = as_array(a), as_array(b)
     a_ndim, b_ndim = ndim_of(a), ndim_of(b)
@@ -944,24 +963,24 @@ def dot(a, b, out=None):
     return tensordot(a, b, axes=([-1], [-2]))
 
 
-def vdot(a, b):
+def vdot(a: ArrayLike, b: ArrayLike) -> Array:
     """sum(conj(a) * b) over the flattened arrays (NumPy conjugates a complex first argument)."""
     return sum((conj(ravel(a)) if _is_complex(a) else ravel(a)) * ravel(b))
 
 
-def inner(a, b):
+def inner(a: ArrayLike, b: ArrayLike) -> Array:
     a, b = as_array(a), as_array(b)
     if ndim_of(a) == 0 or ndim_of(b) == 0:
         return multiply(a, b)
     return tensordot(a, b, axes=([-1], [-1]))
 
 
-def outer(a, b, out=None):
+def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     reject_out(out)
     return reshape(a, (-1, 1)) * reshape(b, (1, -1))
 
 
-def tensordot(a, b, axes=2):
+def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[int] | Sequence[Sequence[int]] = 2) -> Array:
     """``np.tensordot`` written as an einsum."""
     a_ndim, b_ndim = ndim_of(a), ndim_of(b)
     if _is_int(axes):
@@ -1045,7 +1064,8 @@ defvjp(_einsum, _einsum_vjp)
 defjvp(_einsum, _einsum_jvp)
 
 
-def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
+def einsum(subscripts: str | ArrayLike, *operands: ArrayLike, out: None = None, optimize: bool | str | list = False,
+           **kwargs: Any) -> Array:
     """Einstein summation (string subscripts or NumPy's sublist form ``einsum(a, [0, 1], b, [1, 2])``;
     the ellipsis and repeated indices are supported)."""
     reject_out(out)
@@ -1072,7 +1092,7 @@ defvjp(_astype, lambda g, ans, x, dtype: astype(g if _is_complex(x) or not _is_c
 deflinear(_astype)
 
 
-def astype(x, dtype, copy: bool = True, **kwargs):
+def astype(x: ArrayLike, dtype: DTypeLike, copy: bool = True, **kwargs: Any) -> Array:
     """Cast; float-to-float casts carry gradients, casts to integers or bools do not.
 
     ``copy`` is accepted and has no effect: Tensors are immutable, so a copy and a view are alike.
@@ -1083,7 +1103,7 @@ def astype(x, dtype, copy: bool = True, **kwargs):
     return _astype(x, dtype)
 
 
-def copy(a, **kwargs):
+def copy(a: ArrayLike, **kwargs: Any) -> Array:
     return a if isinstance(a, Tensor) else _np.copy(a)
 
 

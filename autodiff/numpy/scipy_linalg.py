@@ -38,6 +38,7 @@ from __future__ import annotations
 import builtins
 import importlib
 import math
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as _np
 
@@ -46,6 +47,9 @@ from ..extend import defjvp, defvjp, primitive, unbroadcast
 from . import linalg, ops
 from .linalg import _H, _c, _hermitian_from_triangle, _mT
 from .ops import broadcast_to, concatenate, getitem, matmul, reshape, sum, tril, triu, where
+
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh", "expm", "expm_frechet",
            "inv", "solve", "solve_banded", "solve_continuous_lyapunov", "solve_sylvester", "solve_triangular", "sqrtm",
@@ -189,7 +193,7 @@ defvjp(_expm, lambda g, ans, a: _frechet(_mT(a), g))
 defjvp(_expm, lambda t, ans, a: _frechet(a, t))
 
 
-def expm(A):
+def expm(A: ArrayLike) -> Array:
     """The matrix exponential of (each matrix of) A, differentiable to any order (module docstring).
 
     Examples
@@ -203,7 +207,8 @@ def expm(A):
     return _expm(A)
 
 
-def expm_frechet(A, E, method: str | None = None, compute_expm: bool = True, check_finite: bool = True):
+def expm_frechet(A: ArrayLike, E: ArrayLike, method: str | None = None, compute_expm: bool = True,
+                 check_finite: bool = True) -> tuple[Array, Array] | Array:
     """(expm(A), L(A, E)), L the Frechet derivative of expm at A in the direction E, or L alone without
     ``compute_expm``: the blocks of expm([[A, E], [0, A]]) (scipy's method "blockEnlarge"; its default,
     Al-Mohy and Higham's, agrees to rounding)."""
@@ -305,8 +310,8 @@ def _as_given(x, vector: bool):
     return x[..., 0] if vector else x
 
 
-def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = False, overwrite_b: bool = False,
-                     check_finite: bool = True):
+def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bool = False, unit_diagonal: bool = False,
+                     overwrite_b: bool = False, check_finite: bool = True) -> Array:
     """x with op(a) x = b, op(a) = a, a^T or a^H for trans 0 ("N"), 1 ("T"), 2 ("C"), reading the lower or
     upper triangle of a (not its diagonal with ``unit_diagonal``).
 
@@ -324,7 +329,7 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
 
 # --- Cholesky ----------------------------------------------------------------------------------------
 
-def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+def cholesky(a: ArrayLike, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> Array:
     """The Cholesky factor of the Hermitian positive definite matrix of which ``a`` holds the upper
     triangle (the lower one with ``lower``): U with a = U^H U, or L with a = L L^H.
 
@@ -345,14 +350,16 @@ def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bo
     return factor if lower else _H(factor)
 
 
-def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+def cho_factor(a: ArrayLike, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True
+               ) -> tuple[Array, bool]:
     """(c, lower) for ``cho_solve``: c holds the Cholesky factor in one triangle and, as scipy's, a's own
     entries in the other (which cho_solve does not read)."""
     rest = triu(a, 1) if lower else tril(a, -1)
     return cholesky(a, lower) + rest, lower
 
 
-def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = True):
+def cho_solve(c_and_lower: tuple[ArrayLike, bool], b: ArrayLike, overwrite_b: bool = False, check_finite: bool = True
+              ) -> Array:
     """x with A x = b, given (c, lower) from ``cho_factor`` (A = L L^H or U^H U): two triangular solves.
 
     Examples
@@ -381,8 +388,8 @@ def _symmetric_from_triangle(a, lower):
     return part + _mT(part) + a * _np.eye(shape_of(a)[-1], dtype=bool)
 
 
-def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False, check_finite: bool = True,
-          assume_a: str | None = None, transposed: bool = False):
+def solve(a: ArrayLike, b: ArrayLike, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
+          check_finite: bool = True, assume_a: str | None = None, transposed: bool = False) -> Array:
     """x with a x = b (a^T x = b when ``transposed``, for real a as in scipy). ``assume_a`` says what a
     is, and so which entries are read: "sym", "her" and "pos" read the triangle ``lower`` chooses,
     "diagonal", "tridiagonal" and the triangular kinds their part, "gen" (and None) all of a."""
@@ -411,8 +418,8 @@ def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: boo
     return linalg.solve(_mT(a) if transposed else a, b)
 
 
-def inv(a, overwrite_a: bool = False, check_finite: bool = True, *, assume_a: str | None = None,
-        lower: bool = False):
+def inv(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True, *, assume_a: str | None = None,
+        lower: bool = False) -> Array:
     """The inverse of a (read as ``solve`` reads it for ``assume_a``)."""
     if assume_a in (None, "gen", "general"):
         return linalg.inv(a)
@@ -420,13 +427,14 @@ def inv(a, overwrite_a: bool = False, check_finite: bool = True, *, assume_a: st
     return solve(a, _np.broadcast_to(_np.eye(n, dtype=dtype_of(a)), shape_of(a)), lower=lower, assume_a=assume_a)
 
 
-def det(a, overwrite_a: bool = False, check_finite: bool = True):
+def det(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
     return linalg.det(a)
 
 
-def eigh(a, b=None, *, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
-         overwrite_b: bool = False, type: int = 1, check_finite: bool = True, subset_by_index=None,
-         subset_by_value=None, driver=None):
+def eigh(a: ArrayLike, b: None = None, *, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
+         overwrite_b: bool = False, type: int = 1, check_finite: bool = True,
+         subset_by_index: Sequence[int] | None = None, subset_by_value: None = None, driver: str | None = None
+         ) -> tuple[Array, Array] | Array:
     """Eigenvalues (ascending) and eigenvectors of the Hermitian matrix of which a holds the lower (or
     upper) triangle; ``subset_by_index=(lo, hi)`` keeps eigenvalues lo to hi. The derivatives are
     ``autodiff.numpy.linalg.eigh``'s (distinct eigenvalues)."""
@@ -440,24 +448,25 @@ def eigh(a, b=None, *, lower: bool = True, eigvals_only: bool = False, overwrite
     return w if eigvals_only else (w, v)
 
 
-def eigvalsh(a, b=None, *, lower: bool = True, overwrite_a: bool = False, overwrite_b: bool = False, type: int = 1,
-             check_finite: bool = True, subset_by_index=None, subset_by_value=None, driver=None):
+def eigvalsh(a: ArrayLike, b: None = None, *, lower: bool = True, overwrite_a: bool = False, overwrite_b: bool = False,
+             type: int = 1, check_finite: bool = True, subset_by_index: Sequence[int] | None = None,
+             subset_by_value: None = None, driver: str | None = None) -> Array:
     return eigh(a, b, lower=lower, eigvals_only=True, subset_by_index=subset_by_index,
                 subset_by_value=subset_by_value)
 
 
-def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
-        check_finite: bool = True, lapack_driver: str = "gesdd"):
+def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
+        check_finite: bool = True, lapack_driver: str = "gesdd") -> tuple[Array, Array, Array] | Array:
     """(U, s, Vh), or s alone without ``compute_uv``: ``autodiff.numpy.linalg.svd``."""
     result = linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
     return tuple(result) if compute_uv else result
 
 
-def svdvals(a, overwrite_a: bool = False, check_finite: bool = True):
+def svdvals(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
     return linalg.svdvals(a)
 
 
-def block_diag(*arrs):
+def block_diag(*arrs: ArrayLike) -> Array:
     """The block diagonal matrix of ``arrs`` (a 1-d array is a row, a scalar a 1 x 1 block)."""
     blocks = [ops.atleast_2d(a) for a in arrs] or [_np.zeros((1, 0))]
     if any(ndim_of(block) > 2 for block in blocks):
@@ -495,7 +504,7 @@ defjvp(_sylvester,
        lambda t, ans, a, b, q: _sylvester(a, b, t))
 
 
-def solve_sylvester(a, b, q):
+def solve_sylvester(a: ArrayLike, b: ArrayLike, q: ArrayLike) -> Array:
     """X with a X + X b = q (Bartels-Stewart, scipy's value): unique where no eigenvalue of a is the
     negative of one of b.
 
@@ -509,7 +518,7 @@ def solve_sylvester(a, b, q):
     return _sylvester(a, b, q)
 
 
-def solve_continuous_lyapunov(a, q):
+def solve_continuous_lyapunov(a: ArrayLike, q: ArrayLike) -> Array:
     """X with a X + X a^H = q."""
     return _sylvester(a, _H(a), q)
 
@@ -520,7 +529,7 @@ defvjp(_sqrtm, lambda g, ans, a: _transposed_sylvester(g, ans, ans))
 defjvp(_sqrtm, lambda t, ans, a: _sylvester(ans, ans, t))
 
 
-def sqrtm(A, disp: bool = True, blocksize: int = 64):
+def sqrtm(A: ArrayLike, disp: bool = True, blocksize: int = 64) -> Array | tuple[Array, Array]:
     """The principal square root of (each matrix of) A, scipy's value (Schur method), complex where A has
     eigenvalues on the negative real axis. Its derivative exists where A is nonsingular (no two
     eigenvalues of the root sum to 0). With ``disp=False``, also scipy's error estimate
@@ -602,7 +611,8 @@ defjvp(_banded_solve,
        lambda t, ans, ab, b, l, u: _banded_solve(ab, t, l, u))
 
 
-def solve_banded(l_and_u, ab, b, overwrite_ab: bool = False, overwrite_b: bool = False, check_finite: bool = True):
+def solve_banded(l_and_u: tuple[int, int], ab: ArrayLike, b: ArrayLike, overwrite_ab: bool = False,
+                 overwrite_b: bool = False, check_finite: bool = True) -> Array:
     """x with A x = b for the band matrix A with (l, u) = ``l_and_u`` sub- and superdiagonals stored in
     ab (l + u + 1, n) as A[i, j] = ab[u + i - j, j] (scipy's layout and value; entries of ab outside
     the matrix are not read).

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import math
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -27,6 +28,9 @@ from ..core import value_of
 from ..extend import defderiv, nondiff, primitive
 from . import ops
 from .ops import as_array, exp, expit, float_type, log, log1p, sign, softplus, where
+
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike, Axes
 
 _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
@@ -60,7 +64,7 @@ def _like(c, x):
     return ops.astype(c, float_type(value_of(x)))
 
 
-def log_expit(x):
+def log_expit(x: ArrayLike) -> Array:
     """log(expit(x)) = -softplus(-x), stable for large |x|."""
     return -softplus(-as_array(x))
 
@@ -121,12 +125,12 @@ defderiv(rel_entr, lambda ans, x, y: log(x / y) + 1, lambda ans, x, y: -_unless_
 defderiv(kl_div, lambda ans, x, y: log(x / y), lambda ans, x, y: 1 - _unless_zero(x, y))
 
 
-def polygamma(n, x):
+def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
     """The n-th derivative of the digamma function (``n``: non-negative integers, no gradient)."""
     return _polygamma(_np.asarray(n), as_array(x))
 
 
-def multigammaln(a, d: int):
+def multigammaln(a: ArrayLike, d: int) -> Array:
     """The log of the multivariate gamma function of dimension d: a sum of gammaln terms."""
     if not isinstance(d, (int, _np.integer)) or d < 1:
         raise ValueError("d should be a positive integer (dimension)")
@@ -136,17 +140,18 @@ def multigammaln(a, d: int):
     return d * (d - 1) * 0.25 * math.log(math.pi) + ops.sum(terms, axis=0)
 
 
-def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+def logsumexp(a: ArrayLike, axis: Axes = None, b: ArrayLike | None = None, keepdims: bool = False,
+              return_sign: bool = False) -> Array | tuple[Array, Array]:
     """``scipy.special.logsumexp``, differentiable in ``a`` and ``b`` (see ``ops.logsumexp``)."""
     return ops.logsumexp(a, axis=axis, keepdims=keepdims, b=b, return_sign=return_sign)
 
 
-def softmax(x, axis=None):
+def softmax(x: ArrayLike, axis: Axes = None) -> Array:
     """``scipy.special.softmax``: over every element unless ``axis`` is given."""
     return ops.softmax(x, axis=axis)
 
 
-def log_softmax(x, axis=None):
+def log_softmax(x: ArrayLike, axis: Axes = None) -> Array:
     """``scipy.special.log_softmax``: over every element unless ``axis`` is given."""
     return ops.log_softmax(x, axis=axis)
 
@@ -154,7 +159,7 @@ def log_softmax(x, axis=None):
 erf.complex_ok = erfc.complex_ok = True  # holomorphic: the rules hold for complex z
 
 
-def gammasgn(x):
+def gammasgn(x: ArrayLike) -> Array:
     """The sign of the gamma function: piecewise constant, no gradient."""
     return nondiff(lambda v: _scipy_special().gammasgn(v))(x)
 
