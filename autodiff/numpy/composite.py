@@ -140,10 +140,12 @@ def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: float = 1.0, axis: i
 def average(a: ArrayLike, axis: Axes = None, weights: ArrayLike | None = None, returned: bool = False,
             keepdims: bool = False) -> Array | tuple[Array, Array]:
     """Weighted mean; 1-D weights apply along ``axis``, as in NumPy."""
+    a = as_array(a)
     if weights is None:
         result = mean(a, axis=axis, keepdims=keepdims)
         total = _np.full(shape_of(result), float(math.prod(shape_of(a)) // math.prod(shape_of(result))))
     else:
+        weights = as_array(weights)
         if shape_of(weights) != shape_of(a):
             if axis is None or ndim_of(weights) != 1:
                 raise TypeError("autodiff: average needs weights of a's shape, or 1-D weights and an axis")
@@ -281,7 +283,7 @@ def fliplr(m: ArrayLike) -> Array:
 
 def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
     """Rotation by 90 degrees k times in the plane of ``axes``, as flips and a transposition."""
-    k %= 4
+    m, k = as_array(m), k % 4
     if k == 0:
         return m
     if k == 2:
@@ -295,6 +297,7 @@ def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
 
 def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
     """``axis`` moved to before position ``start`` (NumPy's older spelling of moveaxis)."""
+    a = as_array(a)
     n = ndim_of(a)
     axis %= n
     start = start + n if start < 0 else start
@@ -329,6 +332,7 @@ def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float 
 
 def real_if_close(a: ArrayLike, tol: float = 100) -> Array:
     """The real part if every imaginary part is within tol machine epsilons of 0, else a."""
+    a = as_array(a)
     if not ops._is_complex(a):
         return a
     tol = _np.finfo(_np.result_type(value_of(a))).eps * tol if tol > 1 else tol  # NumPy's reading

@@ -16,7 +16,7 @@ from ..core import Tensor, concrete, list_operand, ndim_of, shape_of, trackers, 
 from ..extend import defjvp, defvjp, nondiff, primitive, unbroadcast
 from .ops import (concatenate, defreduction, float_type, matmul, moveaxis, reshape, sum, swapaxes, tril, triu,
                   where)
-from .ops import _is_complex, astype, conj, real
+from .ops import _is_complex, as_array, astype, conj, real
 from .ops import abs as _abs, max as _max, min as _min
 
 if TYPE_CHECKING:
@@ -378,6 +378,7 @@ def pinv(a: ArrayLike, rcond: ArrayLike | None = None, hermitian: bool = False, 
     """
     if hermitian:
         raise NotImplementedError("autodiff: pinv with hermitian=True is not supported")
+    a = as_array(a)
     u, s, w = _svd_parts(_svd(a), shape_of(a)[-2])
     s = _re(s)
     kept = _nonzero_singular_values(s, a, rcond if rcond is not None else rtol)
@@ -446,6 +447,7 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None) -> tuple[Array
     The solution and residuals differentiate where a has full rank (through ``pinv``); the rank is
     an integer and the singular values come from ``svdvals``.
     """
+    a, b = as_array(a), as_array(b)
     m, n = shape_of(a)[-2:]
     x = matmul(pinv(a, rcond), b)
     s = svdvals(a)
@@ -602,6 +604,7 @@ def _matrix_norm(x, ord, axis, keepdims):
 
 def matrix_power(a: ArrayLike, n: int) -> Array:
     """``a`` to an integer power by repeated squaring (the inverse first for n < 0)."""
+    a = as_array(a)
     if n < 0:
         a, n = inv(a), -n
     result = None

@@ -122,9 +122,9 @@ defderiv(sigmoid, lambda ans, x: ans * (1 - ans))
 defderiv(softplus, lambda ans, x: sigmoid(x))
 
 
-def positive(x: ArrayLike) -> ArrayLike:
-    """+x: x itself."""
-    return x
+def positive(x: ArrayLike) -> Array:
+    """+x: a Tensor itself."""
+    return x if isinstance(x, Tensor) else _np.positive(x)
 
 
 # A transform's own copy of a Tensor argument (``transforms._watched_args``): equal to x and
@@ -523,14 +523,14 @@ def expand_dims(a: ArrayLike, axis: int | Sequence[int]) -> Array:
 def atleast_1d(*arys: ArrayLike) -> Array | tuple[Array, ...]:
     if len(arys) != 1:
         return tuple(atleast_1d(a) for a in arys)
-    a = arys[0]
+    a = as_array(arys[0])
     return reshape(a, (1,)) if ndim_of(a) == 0 else a
 
 
 def atleast_2d(*arys: ArrayLike) -> Array | tuple[Array, ...]:
     if len(arys) != 1:
         return tuple(atleast_2d(a) for a in arys)
-    a = arys[0]
+    a = as_array(arys[0])
     return reshape(a, (1,) * (2 - ndim_of(a)) + shape_of(a)) if ndim_of(a) < 2 else a
 
 
@@ -538,7 +538,7 @@ def atleast_3d(*arys: ArrayLike) -> Array | tuple[Array, ...]:
     """As NumPy: a vector of n becomes (1, n, 1), a matrix (m, n) becomes (m, n, 1)."""
     if len(arys) != 1:
         return tuple(atleast_3d(a) for a in arys)
-    a = arys[0]
+    a = as_array(arys[0])
     shape = {0: (1, 1, 1), 1: (1,) + shape_of(a) + (1,), 2: shape_of(a) + (1,)}.get(ndim_of(a))
     return a if shape is None else reshape(a, shape)
 
@@ -596,7 +596,7 @@ deflinear(_broadcast_to)
 
 
 def broadcast_to(array: ArrayLike, shape: Shape) -> Array:
-    shape = (shape,) if _is_int(shape) else tuple(shape)
+    array, shape = as_array(array), (shape,) if _is_int(shape) else tuple(shape)
     if shape_of(array) == shape:
         return array
     return _broadcast_to(array, shape)
@@ -672,6 +672,7 @@ def dstack(tup: Sequence[ArrayLike]) -> Array:
 
 def split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int = 0) -> list[Array]:
     """Pieces of ``ary`` as slices (each differentiable)."""
+    ary = as_array(ary)
     n = shape_of(ary)[axis]
     pieces = _np.array_split(_np.arange(n), indices_or_sections) if _is_int(indices_or_sections) \
         else _np.split(_np.arange(n), indices_or_sections)
@@ -683,6 +684,7 @@ def split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int = 0) -
 
 
 def array_split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int = 0) -> list[Array]:
+    ary = as_array(ary)
     n = shape_of(ary)[axis]
     lead = (slice(None),) * (axis % ndim_of(ary))
     return [ary[lead + (slice(int(p[0]), int(p[-1]) + 1) if p.size else slice(0, 0),)]

@@ -323,6 +323,7 @@ def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bo
     """
     if trans not in _TRANS:
         raise ValueError(f"invalid trans {trans!r}: 0, 1, 2, 'N', 'T' or 'C'")
+    a, b = ops.as_array(a), ops.as_array(b)
     columns, vector = _as_columns("solve_triangular", a, b)
     return _as_given(_triangular_solve(a, columns, bool(lower), bool(unit_diagonal), _TRANS[trans]), vector)
 
@@ -345,6 +346,7 @@ def cholesky(a: ArrayLike, lower: bool = False, overwrite_a: bool = False, check
     array([[0.1875, 0.25  ],
            [0.    , 0.25  ]])
     """
+    a = ops.as_array(a)
     _square("cholesky", a)
     factor = linalg.cholesky(_hermitian_from_triangle(a, "L" if lower else "U"))
     return factor if lower else _H(factor)
@@ -515,12 +517,13 @@ def solve_sylvester(a: ArrayLike, b: ArrayLike, q: ArrayLike) -> Array:
     array([[0.25      , 0.16666667],
            [0.2       , 0.14285714]])
     """
-    return _sylvester(a, b, q)
+    return _sylvester(ops.as_array(a), ops.as_array(b), ops.as_array(q))
 
 
 def solve_continuous_lyapunov(a: ArrayLike, q: ArrayLike) -> Array:
     """X with a X + X a^H = q."""
-    return _sylvester(a, _H(a), q)
+    a = ops.as_array(a)
+    return _sylvester(a, _H(a), ops.as_array(q))
 
 
 _sqrtm = primitive(lambda a: _each_matrix(_scipy_linalg().sqrtm, a), "sqrtm")
@@ -546,6 +549,7 @@ def sqrtm(A: ArrayLike, disp: bool = True, blocksize: int = 64) -> Array | tuple
     array([[0.25      , 0.        ],
            [0.        , 0.16666667]])
     """
+    A = ops.as_array(A)
     _square("sqrtm", A)
     root = _sqrtm(A)
     if disp:

@@ -134,6 +134,7 @@ def multigammaln(a: ArrayLike, d: int) -> Array:
     """The log of the multivariate gamma function of dimension d: a sum of gammaln terms."""
     if not isinstance(d, (int, _np.integer)) or d < 1:
         raise ValueError("d should be a positive integer (dimension)")
+    a = as_array(a)
     if _np.any(_np.asarray(value_of(a)) <= 0.5 * (d - 1)):
         raise ValueError(f"condition a > 0.5 * (d-1) ({0.5 * (d - 1)}) not met")
     terms = ops.stack([gammaln(a - 0.5 * j) for j in range(d)])
