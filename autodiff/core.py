@@ -199,7 +199,7 @@ class Variable(Tensor):
     __slots__ = ("trainable", "name")
 
     def __init__(self, value: Tensor | npt.ArrayLike, trainable: bool = True, name: str | None = None,
-                 dtype: npt.DTypeLike = None):
+                 dtype: npt.DTypeLike | None = None):
         super().__init__(_as_float_array(value, dtype))
         self.trainable = bool(trainable)
         self.name = name
@@ -322,7 +322,7 @@ def _as_float_array(value, dtype=None) -> np.ndarray:
     return value
 
 
-def constant(value: Tensor | npt.ArrayLike, dtype: npt.DTypeLike = None) -> Tensor:
+def constant(value: Tensor | npt.ArrayLike, dtype: npt.DTypeLike | None = None) -> Tensor:
     """A Tensor that no tape watches unless told to (float64 by default).
 
     Parameters

@@ -7,7 +7,8 @@ Tensor, else what NumPy returns (an ndarray, or a NumPy scalar from a full reduc
 - ``Array``: such a result: a Tensor, an ndarray or a NumPy scalar;
 - ``Axes``: an ``axis`` argument that may name several axes: an int, a sequence of ints, or None (all);
 - ``Shape``: a shape: an int (one axis) or a sequence of ints;
-- ``DTypeLike``: a dtype or anything NumPy reads as one (``numpy.typing.DTypeLike``, None included);
+- ``DTypeLike``: a dtype or anything NumPy reads as one (``numpy.typing.DTypeLike``, which leaves out
+  None: a ``dtype=None`` parameter is ``DTypeLike | None``);
 - ``Order``: a memory layout argument: "C" (row-major), "F" (column-major), "A" or "K" (as the
   array's own);
 - ``Index``: what indexes an array: an int, a slice, ``...``, None, an index array or mask, or a tuple

@@ -86,7 +86,7 @@ arange, logspace, zeros, ones, eye, identity, full, empty = (
 r_, c_ = composite.r_, composite.c_
 
 
-def array(obj: ArrayLike, dtype: DTypeLike = None, copy: bool | None = True, **kwargs: _Any) -> Array:
+def array(obj: ArrayLike, dtype: DTypeLike | None = None, copy: bool | None = True, **kwargs: _Any) -> Array:
     """Like ``np.array``, but a (nested) list holding Tensors is stacked differentiably."""
     if isinstance(obj, _Tensor):
         return obj if dtype is None else ops.astype(obj, dtype)
@@ -96,7 +96,7 @@ def array(obj: ArrayLike, dtype: DTypeLike = None, copy: bool | None = True, **k
     return _np.array(obj, dtype=dtype, copy=copy, **kwargs)
 
 
-def asarray(a: ArrayLike, dtype: DTypeLike = None, order: Order | None = None, **kwargs: _Any) -> Array:
+def asarray(a: ArrayLike, dtype: DTypeLike | None = None, order: Order | None = None, **kwargs: _Any) -> Array:
     """Like ``np.asarray``: a Tensor stays a Tensor (cast to ``dtype``), a (nested) list holding
     Tensors is stacked differentiably, anything else is NumPy's ``asarray``."""
     if isinstance(a, _Tensor) or (isinstance(a, (list, tuple)) and _holds_tensor(a)):

@@ -155,14 +155,14 @@ def average(a: ArrayLike, axis: Axes = None, weights: ArrayLike | None = None, r
     return (result, total) if returned else result
 
 
-def nansum(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, keepdims: bool = False,
+def nansum(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, keepdims: bool = False,
            **kwargs: Any) -> Array:
     """Sum treating NaNs as zero (their cotangents are zero)."""
     reject_keywords("nansum", kwargs)
     return sum(where(nondiff(_np.isnan)(a), 0.0, a), axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
 
-def nanmean(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, keepdims: bool = False,
+def nanmean(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, keepdims: bool = False,
             **kwargs: Any) -> Array:
     """Mean over the entries that are not NaN."""
     reject_keywords("nanmean", kwargs)
@@ -374,7 +374,7 @@ def gradient(f: ArrayLike, *varargs: ArrayLike, axis: Axes = None, edge_order: i
 
 
 def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype: DTypeLike = None, axis: int = 0, **kwargs: Any) -> Array | tuple[Array, Array | float]:
+             dtype: DTypeLike | None = None, axis: int = 0, **kwargs: Any) -> Array | tuple[Array, Array | float]:
     """Evenly spaced numbers from start to stop, differentiable in both ends (array ends too)."""
     if not (isinstance(start, Tensor) or isinstance(stop, Tensor)):
         return _np.linspace(start, stop, num, endpoint, retstep, dtype, axis, **kwargs)

@@ -10,7 +10,7 @@ import builtins
 import math
 import operator
 import string
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, overload
 
 import numpy as _np
 
@@ -250,6 +250,10 @@ defjvp(_where, None, lambda t, ans, c, x, y: where(c, t, 0) * _np.ones(ans.shape
        lambda t, ans, c, x, y: where(c, 0, t) * _np.ones(ans.shape, ans.dtype))
 
 
+@overload
+def where(condition: ArrayLike) -> tuple[_np.ndarray, ...]: ...
+@overload
+def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Array: ...
 def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None
           ) -> Array | tuple[_np.ndarray, ...]:
     """Elementwise choice; differentiable in x and y, not in the condition."""
@@ -314,7 +318,7 @@ def _kept(ans, x, axis):
     return reshape(ans, _keepdims_shape(x.shape, axis))
 
 
-def sum(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, keepdims: bool = False,
+def sum(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, keepdims: bool = False,
         initial: ArrayLike | None = None, where: ArrayLike | None = None, **kwargs: Any) -> Array:
     reject_out(out)
     reject_keywords("sum", kwargs)
@@ -328,7 +332,7 @@ def _count(a, axis) -> int:
     return math.prod([shape_of(a)[k] for k in _axes(axis, ndim_of(a))])
 
 
-def mean(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, keepdims: bool = False,
+def mean(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, keepdims: bool = False,
          **kwargs: Any) -> Array:
     reject_out(out)
     reject_keywords("mean", kwargs)
@@ -380,7 +384,7 @@ _prod = primitive(_np.prod, "prod")
 defreduction(_prod, lambda x, kept, axis: _products_of_others(x, axis))
 
 
-def prod(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, keepdims: bool = False,
+def prod(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, keepdims: bool = False,
          initial: ArrayLike | None = None, where: ArrayLike | None = None, **kwargs: Any) -> Array:
     reject_out(out)
     reject_keywords("prod", kwargs)
@@ -389,7 +393,7 @@ def prod(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = N
     return result if dtype is None else astype(result, dtype)
 
 
-def var(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, ddof: float = 0,
+def var(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, ddof: float = 0,
         keepdims: bool = False, **kwargs: Any) -> Array:
     reject_out(out)
     reject_keywords("var", kwargs)
@@ -398,7 +402,7 @@ def var(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = No
     return sum(squares, axis=axis, dtype=dtype, keepdims=keepdims) / (_count(a, axis) - ddof)
 
 
-def std(a: ArrayLike, axis: Axes = None, dtype: DTypeLike = None, out: None = None, ddof: float = 0,
+def std(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, ddof: float = 0,
         keepdims: bool = False, **kwargs: Any) -> Array:
     """The square root of var; over single elements (identically 0) var itself, whose derivatives
     are exactly 0 (sqrt's infinite slope at 0 would make them NaN)."""
@@ -464,7 +468,7 @@ defvjp(_cumsum, lambda g, ans, x, axis: reshape(_flip_cumsum(g, axis=-1), g.shap
 deflinear(_cumsum)
 
 
-def cumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike = None, out: None = None) -> Array:
+def cumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None, out: None = None) -> Array:
     reject_out(out)
     result = _cumsum(a, axis)
     return result if dtype is None else astype(result, dtype)
@@ -625,7 +629,7 @@ defvjp(_concatenate, _concatenate_vjp)
 defjvp(_concatenate, _concatenate_jvp)
 
 
-def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, out: None = None, dtype: DTypeLike = None,
+def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, out: None = None, dtype: DTypeLike | None = None,
                 casting: str = "same_kind", **kwargs: Any) -> Array:
     reject_out(out)
     reject_keywords("concatenate", kwargs)
@@ -648,7 +652,7 @@ def _cast_all(arrays, dtype, casting):
     return [astype(a, dtype) for a in arrays]
 
 
-def stack(arrays: Sequence[ArrayLike], axis: int = 0, out: None = None, dtype: DTypeLike = None,
+def stack(arrays: Sequence[ArrayLike], axis: int = 0, out: None = None, dtype: DTypeLike | None = None,
           casting: str = "same_kind", **kwargs: Any) -> Array:
     reject_out(out)
     reject_keywords("stack", kwargs)
@@ -657,12 +661,12 @@ def stack(arrays: Sequence[ArrayLike], axis: int = 0, out: None = None, dtype: D
     return concatenate([expand_dims(a, axis % ndim) for a in arrays], axis=axis % ndim)
 
 
-def hstack(tup: Sequence[ArrayLike], *, dtype: DTypeLike = None, casting: str = "same_kind") -> Array:
+def hstack(tup: Sequence[ArrayLike], *, dtype: DTypeLike | None = None, casting: str = "same_kind") -> Array:
     arrays = [atleast_1d(a) for a in _cast_all(tup, dtype, casting)]
     return concatenate(arrays, axis=0 if ndim_of(arrays[0]) == 1 else 1)
 
 
-def vstack(tup: Sequence[ArrayLike], *, dtype: DTypeLike = None, casting: str = "same_kind") -> Array:
+def vstack(tup: Sequence[ArrayLike], *, dtype: DTypeLike | None = None, casting: str = "same_kind") -> Array:
     return concatenate([atleast_2d(a) for a in _cast_all(tup, dtype, casting)], axis=0)
 
 
@@ -885,7 +889,7 @@ def diag(v: ArrayLike, k: int = 0) -> Array:
     return _embed_diagonal(v, (n, n), k, -2, -1)
 
 
-def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: DTypeLike = None,
+def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: DTypeLike | None = None,
           out: None = None) -> Array:
     reject_out(out)
     return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)

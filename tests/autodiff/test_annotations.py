@@ -93,17 +93,35 @@ def _annotation_namespace(module_name: str) -> dict:
     return namespace
 
 
-def test_every_annotation_names_a_real_type():
+def _resolved_annotations() -> Iterator[tuple[str, Callable, dict | Exception]]:
+    """(name, function, its resolved annotations or the error resolving them raised)."""
     namespaces: dict = {}
-    unresolved = []
     for name, function, _ in _public_functions():
         if function.__module__ not in namespaces:
             namespaces[function.__module__] = _annotation_namespace(function.__module__)
         try:
-            typing.get_type_hints(function, globalns=namespaces[function.__module__])
+            yield name, function, typing.get_type_hints(function, globalns=namespaces[function.__module__])
         except Exception as error:  # NameError, TypeError, AttributeError: each names the problem
-            unresolved.append(f"{name}: {type(error).__name__}: {error}")
+            yield name, function, error
+
+
+def test_every_annotation_names_a_real_type():
+    unresolved = [f"{name}: {type(hints).__name__}: {hints}" for name, _, hints in _resolved_annotations()
+                  if isinstance(hints, Exception)]
     assert not unresolved, "annotations that do not resolve:\n" + "\n".join(unresolved)
+
+
+def test_a_none_default_is_among_the_types_its_annotation_allows():
+    """No implicit Optional (PEP 484): ``dtype: DTypeLike = None`` would tell a type checker that None,
+    the default, is not a valid argument (numpy.typing.DTypeLike leaves None out)."""
+    offenders = []
+    for name, function, hints in _resolved_annotations():
+        for parameter in inspect.signature(function).parameters.values():
+            hint = hints.get(parameter.name, typing.Any) if isinstance(hints, dict) else typing.Any
+            if parameter.default is None and hint is not typing.Any and hint is not type(None) \
+                    and type(None) not in typing.get_args(hint):
+                offenders.append(f"{name}: {parameter.name}")
+    assert not offenders, "a None default that the annotation does not allow:\n" + "\n".join(offenders)
 
 
 def test_the_aliases_resolve_to_numpy_types_and_tensor():
