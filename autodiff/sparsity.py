@@ -26,6 +26,7 @@ Examples
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -289,31 +290,45 @@ def jacobian_sparsity(f: Callable, x) -> SparsityPattern:
 
 class _Compression:
     """A pattern with its colouring: the k seeds and where each entry is read from the k products,
-    in CSC order."""
+    in CSC order (coloured on first use: a pattern asked for alone is not coloured)."""
 
     def __init__(self, pattern: SparsityPattern, recording: _Recording):
         self.pattern, self.recording = pattern, recording
-        colours = pattern.coloring()
-        n = pattern.shape[1]
-        self.k = int(colours.max()) + 1 if n else 0
-        self.seeds = np.zeros((self.k, n))            # one row per colour
-        self.seeds[colours, np.arange(n)] = 1.0
-        rows, cols = pattern.rows, pattern.cols
+
+    @cached_property
+    def k(self) -> int:
+        colours = self.pattern.coloring()
+        return int(colours.max()) + 1 if self.pattern.shape[1] else 0
+
+    @cached_property
+    def seeds(self) -> np.ndarray:
+        """One row per colour."""
+        n = self.pattern.shape[1]
+        seeds = np.zeros((self.k, n))
+        seeds[self.pattern.coloring(), np.arange(n)] = 1.0
+        return seeds
+
+    @cached_property
+    def _layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row indices, column pointers, where each entry is read) of the CSC matrix."""
+        pattern, colours = self.pattern, self.pattern.coloring()
+        rows, cols, n = pattern.rows, pattern.cols, pattern.shape[1]
         if pattern.symmetric:  # CSC of a symmetric pattern: the CSR arrays
             read = coloring_.star_recovery(rows, cols, colours)
-            self.indices, order = cols, slice(None)
+            indices, order = cols, slice(None)
         else:
             read = coloring_.column_recovery(rows, cols, colours)
             order = np.argsort(cols, kind="stable")    # rows stay sorted within a column
-            self.indices = rows[order]
-        self.indptr = np.zeros(n + 1, np.int64)
-        np.cumsum(np.bincount(cols if not pattern.symmetric else rows, minlength=n), out=self.indptr[1:])
-        self.read = read[order]
+            indices = rows[order]
+        indptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(cols if not pattern.symmetric else rows, minlength=n), out=indptr[1:])
+        return indices, indptr, read[order]
 
     def matrix(self, products: np.ndarray):
         """The sparse matrix from the products (k x m: one row per colour)."""
         from scipy.sparse import csc_matrix
-        return csc_matrix((products.T.ravel()[self.read], self.indices, self.indptr), shape=self.pattern.shape)
+        indices, indptr, read = self._layout
+        return csc_matrix((products.T.ravel()[read], indices, indptr), shape=self.pattern.shape)
 
 
 class _Sparse:
@@ -344,6 +359,22 @@ class _Sparse:
             return compression.matrix(np.zeros((0, compression.pattern.shape[0])))
         chunk = max(1, _SEED_ENTRIES // max(point.size, 1))
         return compression.matrix(self._products(self._traced[signature], point, compression.seeds, chunk))
+
+    def pattern(self, x) -> SparsityPattern:
+        """The pattern for x, found once per input signature and branch (as the matrices' own):
+        asking it first and the matrix after detects it once.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import autodiff as ad
+        >>> hessian = ad.sparse_hessian(lambda x: np.sum(x[1:] * x[:-1] ** 2))
+        >>> pattern = hessian.pattern(np.ones(1000))
+        >>> pattern.nnz, hessian(np.ones(1000)).nnz
+        (2998, 2998)
+        """
+        signature, point, f = _prepared(self.f, x)
+        return self.compression(point, signature, f).pattern
 
     def compression(self, x: np.ndarray, signature: tuple, f: Callable) -> _Compression:
         """The pattern and colouring for x, from the cache when x runs a program seen before."""
