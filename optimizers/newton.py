@@ -119,6 +119,8 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
     result = run(objective, step, probe=curvature_check(check_second_order, True, factorization),
                  gtol=gtol, maxiter=maxiter, callback=callback, disp=disp,
                  keep_iterates=keep_iterates, box=box)
+    if shift == "eigen" and objective.dense_reason is not None:
+        objective.dense_reason = "shift='eigen' needs the dense eigendecomposition"
     return report_sparse(result, objective)
 
 

@@ -243,6 +243,9 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
         last = p * min(1.0, r / pnorm), lam
         if abs(pnorm - r) <= rtol * r:
             return p, lam
+        # before the hard-case test factors another shift (a sparse factorization solves with its
+        # latest matrix only)
+        dphi = (p @ solve(p)) / pnorm ** 3 + (sigma / lam ** 2 if cubic else 0.0)
         if pnorm > r:
             lo = lam
         else:
@@ -254,7 +257,6 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
                 if hard is not None:
                     return hard
                 lo = max(lo, -lam1)
-        dphi = (p @ solve(p)) / pnorm ** 3 + (sigma / lam ** 2 if cubic else 0.0)
         newton = lam - (1.0 / pnorm - 1.0 / r) / dphi
         lam = newton if lo < newton < hi else _between(lo, hi)
     return last if last is not None else (np.full_like(g, np.nan), np.nan)
