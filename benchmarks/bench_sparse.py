@@ -32,7 +32,8 @@ comparable tests: hessopt's relative gradient test max_i |g_i| max(1, |x_i|) / m
 1e-8, IPOPT's scaled dual infeasibility <= 1e-8. A peer that is not installed leaves its columns
 empty.
 
-CasADi is skipped at n = 10^6 where it took over a minute (``PEER_LIMIT``) at 10^5.
+CasADi is skipped where its growth between the two sizes before projects over 15 minutes
+(``PEER_LIMIT``).
 
 Start points (the same for every solver): ARWHEAD and BDQRTIC x_i = 1 (CUTEst's); the minimal
 surface MINPACK-2's start (the boundary values blended across the square, clipped into DMSA_B's
@@ -225,10 +226,20 @@ def sparse_table(sizes: list) -> None:
 
 # --- table 2: whole Newton solves ----------------------------------------------------------------
 
-# CasADi's build and IPOPT's solve are skipped at the next size when at this one they took longer
-# than this many seconds: ARWHEAD's and BDQRTIC's dense last row makes CasADi grow faster than
-# linearly there (ARWHEAD, MX, build + solve: 2.9 s at n = 10^4, 16 s at 3 x 10^4, 51 s at 10^5).
-PEER_LIMIT = 60.0
+# CasADi's build and IPOPT's solve are skipped at a size where the growth seen between the two
+# sizes before projects more than this many seconds: ARWHEAD's and BDQRTIC's dense last row makes
+# CasADi grow about quadratically there (ARWHEAD, MX, build + solve: 0.8 s at n = 10^4, 33 s at
+# 10^5, so about an hour at 10^6).
+PEER_LIMIT = 900.0
+
+
+def projected_seconds(times: dict, n: int) -> float:
+    """The seconds at n by the power law through the last two (size, seconds) measured."""
+    if len(times) < 2:
+        return 0.0
+    (small, t_small), (large, t_large) = sorted(times.items())[-2:]
+    power = math.log(t_large / t_small) / math.log(large / small)
+    return t_large * (n / large) ** power
 
 
 def solve_table(sizes: list) -> None:
@@ -237,7 +248,7 @@ def solve_table(sizes: list) -> None:
     print(f"{'':<20}{'':>10} | {'nit':>4}{'s':>9}{'||g||inf':>13} | {'build s':>8}{'solve s':>9}{'nit':>5}"
           f"{'||g||inf':>13}  | {'solve':>7}{'all':>7} | {'nit':>4}{'s':>8}")
     for name, f in PROBLEMS.items():
-        peer_seconds = 0.0
+        peer_times: dict = {}
         for n in sizes:
             n = size_of(f, n)
             x0 = STARTS[f](n)
@@ -245,14 +256,15 @@ def solve_table(sizes: list) -> None:
             ours = hessopt.minimize(f, x0, method="newton", options={"keep_iterates": False})
             seconds = time.perf_counter() - start
             line = f"{name:<20}{n:>10,} | {ours.nit:>4}{seconds:>9.2f}{gradient_norm(f, ours.x):>13.1e} | "
-            if casadi is not None and peer_seconds <= PEER_LIMIT:
+            if casadi is not None and projected_seconds(peer_times, n) <= PEER_LIMIT:
                 peer = solve_ipopt(f, x0)
-                peer_seconds = peer["build"] + peer["solve"]
+                peer_seconds = peer_times[n] = peer["build"] + peer["solve"]
                 line += (f"{peer['build']:>8.2f}{peer['solve']:>9.2f}{peer['nit']:>5}"
                          f"{gradient_norm(f, peer['x']):>13.1e}  | {seconds / peer['solve']:>7.2f}"
                          f"{seconds / peer_seconds:>7.2f} | ")
             else:
-                skipped = "skipped: over a minute at 1/10 the size" if casadi is not None else ""
+                skipped = (f"skipped: projected {projected_seconds(peer_times, n):,.0f} s"
+                           if casadi is not None else "")
                 line += f"{skipped:>37}  | {'':>14} | "
             dense = solve_jax(f, x0) if jax is not None and n <= 10 ** 4 else {}
             if dense:

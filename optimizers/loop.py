@@ -131,7 +131,7 @@ def hessian_matrix(point: Iterate):
     return point.hessian if sparse is None else sparse
 
 
-def matrix_curvature(point: Iterate, factorization: LDLFactorization | None = None
+def matrix_curvature(point: Iterate, factorization: LDLFactorization
                      ) -> tuple[float, np.ndarray, float] | None:
     """The second-order check from the Hessian's matrix: the dense eigendecomposition, or for a
     sparse Hessian an LDL^T factorization (with ``factorization``'s symbolic analysis) and the
@@ -139,7 +139,7 @@ def matrix_curvature(point: Iterate, factorization: LDLFactorization | None = No
     (:func:`~optimizers.sparse.sparse_leftmost_curvature`)."""
     sparse = point.sparse_hessian
     if sparse is not None:
-        return sparse_leftmost_curvature(sparse, factorization or LDLFactorization())
+        return sparse_leftmost_curvature(sparse, factorization)
     return dense_leftmost_curvature(point.hessian)
 
 
