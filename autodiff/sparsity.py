@@ -26,7 +26,8 @@ Examples
 """
 from __future__ import annotations
 
-from typing import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -37,6 +38,11 @@ from .function import function as replayed
 from .operators import hessian_operator
 from .tape import GradientTape, UnconnectedGradients, _require_scalar, _require_tensors
 from .tree import ravel
+
+if TYPE_CHECKING:
+    import scipy.sparse
+
+    from .typing import ArrayLike
 
 __all__ = ["SparsityPattern", "hessian_sparsity", "jacobian_sparsity", "sparse_hessian", "sparse_jacobian"]
 
@@ -118,7 +124,7 @@ class SparsityPattern:
         dense[self.rows, self.cols] = True
         return dense
 
-    def to_scipy(self):
+    def to_scipy(self) -> scipy.sparse.csc_matrix:
         """The pattern as a boolean ``scipy.sparse.csc_matrix`` (scipy is imported here only).
 
         Examples
@@ -221,7 +227,7 @@ def _pattern(recording: _Recording, hessian: bool) -> SparsityPattern:
     return SparsityPattern((target.size, n), rows, cols)
 
 
-def hessian_sparsity(f: Callable, x) -> SparsityPattern:
+def hessian_sparsity(f: Callable, x: ArrayLike) -> SparsityPattern:
     """The exact structural pattern of the Hessian of a scalar f, found in its recorded program.
 
     The pattern is that of the Jacobian of the recorded gradient computation, made symmetric. It
@@ -254,7 +260,7 @@ def hessian_sparsity(f: Callable, x) -> SparsityPattern:
     return _pattern(_record(function, point, hessian=True), hessian=True)
 
 
-def jacobian_sparsity(f: Callable, x) -> SparsityPattern:
+def jacobian_sparsity(f: Callable, x: ArrayLike) -> SparsityPattern:
     """The exact structural pattern of the Jacobian of f, found in its recorded program.
 
     Rows are the elements of ``f(x).ravel()``, columns those of ``x.ravel()``. It holds for every x
@@ -289,31 +295,45 @@ def jacobian_sparsity(f: Callable, x) -> SparsityPattern:
 
 class _Compression:
     """A pattern with its colouring: the k seeds and where each entry is read from the k products,
-    in CSC order."""
+    in CSC order (coloured on first use: a pattern asked for alone is not coloured)."""
 
     def __init__(self, pattern: SparsityPattern, recording: _Recording):
         self.pattern, self.recording = pattern, recording
-        colours = pattern.coloring()
-        n = pattern.shape[1]
-        self.k = int(colours.max()) + 1 if n else 0
-        self.seeds = np.zeros((self.k, n))            # one row per colour
-        self.seeds[colours, np.arange(n)] = 1.0
-        rows, cols = pattern.rows, pattern.cols
+
+    @cached_property
+    def k(self) -> int:
+        colours = self.pattern.coloring()
+        return int(colours.max()) + 1 if self.pattern.shape[1] else 0
+
+    @cached_property
+    def seeds(self) -> np.ndarray:
+        """One row per colour."""
+        n = self.pattern.shape[1]
+        seeds = np.zeros((self.k, n))
+        seeds[self.pattern.coloring(), np.arange(n)] = 1.0
+        return seeds
+
+    @cached_property
+    def _layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row indices, column pointers, where each entry is read) of the CSC matrix."""
+        pattern, colours = self.pattern, self.pattern.coloring()
+        rows, cols, n = pattern.rows, pattern.cols, pattern.shape[1]
         if pattern.symmetric:  # CSC of a symmetric pattern: the CSR arrays
             read = coloring_.star_recovery(rows, cols, colours)
-            self.indices, order = cols, slice(None)
+            indices, order = cols, slice(None)
         else:
             read = coloring_.column_recovery(rows, cols, colours)
             order = np.argsort(cols, kind="stable")    # rows stay sorted within a column
-            self.indices = rows[order]
-        self.indptr = np.zeros(n + 1, np.int64)
-        np.cumsum(np.bincount(cols if not pattern.symmetric else rows, minlength=n), out=self.indptr[1:])
-        self.read = read[order]
+            indices = rows[order]
+        indptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(cols if not pattern.symmetric else rows, minlength=n), out=indptr[1:])
+        return indices, indptr, read[order]
 
     def matrix(self, products: np.ndarray):
         """The sparse matrix from the products (k x m: one row per colour)."""
         from scipy.sparse import csc_matrix
-        return csc_matrix((products.T.ravel()[self.read], self.indices, self.indptr), shape=self.pattern.shape)
+        indices, indptr, read = self._layout
+        return csc_matrix((products.T.ravel()[read], indices, indptr), shape=self.pattern.shape)
 
 
 class _Sparse:
@@ -344,6 +364,22 @@ class _Sparse:
             return compression.matrix(np.zeros((0, compression.pattern.shape[0])))
         chunk = max(1, _SEED_ENTRIES // max(point.size, 1))
         return compression.matrix(self._products(self._traced[signature], point, compression.seeds, chunk))
+
+    def pattern(self, x) -> SparsityPattern:
+        """The pattern for x, found once per input signature and branch (as the matrices' own):
+        asking it first and the matrix after detects it once.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import autodiff as ad
+        >>> hessian = ad.sparse_hessian(lambda x: np.sum(x[1:] * x[:-1] ** 2))
+        >>> pattern = hessian.pattern(np.ones(1000))
+        >>> pattern.nnz, hessian(np.ones(1000)).nnz
+        (2997, 2997)
+        """
+        signature, point, f = _prepared(self.f, x)
+        return self.compression(point, signature, f).pattern
 
     def compression(self, x: np.ndarray, signature: tuple, f: Callable) -> _Compression:
         """The pattern and colouring for x, from the cache when x runs a program seen before."""

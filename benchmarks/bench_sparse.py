@@ -1,24 +1,56 @@
-"""Sparse Hessians: pattern detection, star colouring and the sparse Hessian from k products.
+"""Sparse Hessians: pattern detection, star colouring, the sparse Hessian from k products, and
+whole Newton solves against CasADi + IPOPT and jax.hessian.
 
-Four structured problems at n = 10^4, 10^5 and 10^6 (a dense Hessian at 10^6 would need 8 TB):
-chained Rosenbrock (tridiagonal), ARWHEAD (arrowhead: diagonal plus a dense last row and column),
-BDQRTIC (banded plus a dense last row and column) and the minimal-surface functional on an m x m
-grid (forward differences, 7-point coupling; n = 100^2, 316^2, 1000^2). For each: the seconds to
-detect the pattern (``ad.hessian_sparsity``: recording f and its gradient, propagating index sets,
-symmetrizing), to colour it, and to compute the sparse Hessian at a point (``ad.sparse_hessian``
-of the plain NumPy f, pattern and colouring cached: one replayed program of the gradient and one
-batched sweep of k products), the number of colours k, the sparse Hessian against k
-Hessian-vector products of an already recorded operator, and one NumPy evaluation of f.
+Four structured problems at n = 10^4, 10^5 and 10^6 (a dense Hessian at 10^6 would need 8 TB),
+each plain NumPy: chained Rosenbrock (``scipy.optimize.rosen``'s sum; tridiagonal), ARWHEAD
+(diagonal plus a dense last row and column), BDQRTIC (band of half-bandwidth 3 plus a dense last
+row and column) and the minimal surface with Enneper's boundary values (MINPACK-2 DMSA, as
+``hessopt.problems.bounded("minimal_surface", n).fun``, here without its bounds; an m x m grid,
+n = 100^2, 316^2, 1000^2, 7-point coupling).
 
+Table 1, per problem and n: the seconds to detect the pattern (``ad.hessian_sparsity``:
+recording f and its gradient, propagating index sets, symmetrizing), to colour it, and to compute
+the sparse Hessian at a point (``ad.sparse_hessian``, pattern and colouring cached: one replayed
+program of the gradient and one batched sweep of k products); the colours k, the sparse Hessian
+against k Hessian-vector products of an already recorded operator, and one NumPy evaluation of f.
 Each step's growth from 10^4 and from 10^5 to 10^6 is printed as a ratio to linear growth (1.0:
 linear; the target is within 1.5), next to f's own ratio: arrays that outgrow the caches make plain
 NumPy grow faster than linearly too, and f measured in the same run normalizes for the load of a
 shared machine ("/ f": the step's ratio divided by f's). Times are medians of repeats, interleaved.
-Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_sparse.py [--quick]
-(--quick: n = 10^4 and 10^5 only)
+
+Table 2, per problem and n: a whole Newton solve, ``hessopt.minimize(f, x0, method="newton")``
+from the plain NumPy f (wall time of the call: tracing, pattern detection and colouring, the
+sparse Hessian and its LDL^T factorization at every iterate, the line search), its iterations and
+final ||g||_inf; CasADi + IPOPT on the same objective written in CasADi (MX, ``nlpsol`` with exact
+Hessians and IPOPT's default MUMPS, tol 1e-8): the seconds to build the solver (CasADi derives
+the Hessian's expression and pattern there) and to solve, its iterations, and ||g||_inf of the
+NumPy f at its answer; the ratios of hessopt's time to IPOPT's solve and to CasADi's build +
+solve; and Newton with dense ``jax.hessian`` (jit-compiled, float64) where a dense Hessian fits
+(n = 10^4; compile time excluded), run by the same ``optimizers.minimize_newton`` without its
+second-order check (a dense eigendecomposition at n = 10^4 would take minutes). Both stop on
+comparable tests: hessopt's relative gradient test max_i |g_i| max(1, |x_i|) / max(1, |f|) <=
+1e-8, IPOPT's scaled dual infeasibility <= 1e-8. A peer that is not installed leaves its columns
+empty.
+
+CasADi is skipped where its growth between the two sizes before projects over 15 minutes
+(``PEER_LIMIT``).
+
+Start points (the same for every solver): ARWHEAD and BDQRTIC x_i = 1 (CUTEst's); the minimal
+surface MINPACK-2's start (the boundary values blended across the square, clipped into DMSA_B's
+box as ``hessopt.problems`` gives it); chained Rosenbrock x_i = 1.2, Nocedal & Wright's start
+(1.2, 1.2) of their Exercise 3.1 extended. From the usual (-1.2, 1, -1.2, ...) (Lukšan & Vlček
+1999), from CUTEst GENROSE's x_i = i/(n+1) and from x_i = -1, the iterations of both Newton and
+IPOPT grow linearly with n (measured on a shared machine: Newton 445 / 3000+ at n = 100 / 1,000
+from (-1.2, 1, ...), ending at the local minimum f = 3.99 at n = 100; 90 / 846 / 3000+ at n =
+10^2 / 10^3 / 10^4 from GENROSE's start; IPOPT 159 / 1,479 / 3000+ and 76 / 747 / 3000+): the
+chain carries the solution's information one variable per iteration. From x_i = 1.2 both need 8.
+
+Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_sparse.py [--quick] [--no-solves]
+(--quick: n = 10^4 and 10^5 only; --no-solves: table 1 only)
 """
 from __future__ import annotations
 
+import math
 import statistics
 import sys
 import time
@@ -26,6 +58,14 @@ import time
 import numpy as np
 
 import autodiff as ad
+import hessopt
+import optimizers
+from hessopt.problems import bounded, enneper_edges
+
+from common import optional
+
+casadi = optional("casadi")
+jax = optional("jax")
 
 
 def rosenbrock(x):
@@ -42,17 +82,97 @@ def bdqrtic(x):
 
 
 def minimal_surface(x):
-    """The area of the surface over the unit square with heights x inside, 0 on the boundary."""
-    m = int(round(np.sqrt(x.size)))
-    h = 1.0 / (m + 1)
-    u = np.pad(np.reshape(x, (m, m)), 1)
-    dx = (u[1:, :-1] - u[:-1, :-1]) / h
-    dy = (u[:-1, 1:] - u[:-1, :-1]) / h
-    return h * h * np.sum(np.sqrt(1 + dx ** 2 + dy ** 2))
+    """MINPACK-2's minimal surface area (DMSA) with Enneper's boundary values, unbounded."""
+    return _surface(x.size).fun(x)
+
+
+_SURFACES: dict = {}
+
+
+def _surface(n: int):
+    if n not in _SURFACES:
+        _SURFACES[n] = bounded("minimal_surface", n)
+    return _SURFACES[n]
 
 
 PROBLEMS = {"chained Rosenbrock": rosenbrock, "ARWHEAD": arwhead, "BDQRTIC": bdqrtic,
             "minimal surface": minimal_surface}
+STARTS = {rosenbrock: lambda n: np.full(n, 1.2), arwhead: np.ones, bdqrtic: np.ones,
+          minimal_surface: lambda n: _surface(n).x0}
+
+
+def size_of(f, n: int) -> int:
+    """n, or the nearest square for the grid."""
+    return int(round(math.sqrt(n))) ** 2 if f is minimal_surface else n
+
+
+# --- the same objectives in CasADi (MX: vector operations, like the NumPy code) ----------------
+
+def casadi_objective(f, x, n: int):
+    ca = casadi
+    if f is rosenbrock:
+        return ca.sum1(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+    if f is arwhead:
+        head = x[:-1]
+        return ca.sum1(-4 * head + 3) + ca.sum1((head ** 2 + x[-1] ** 2) ** 2)
+    if f is bdqrtic:
+        inner = x[:-4] ** 2 + 2 * x[1:-3] ** 2 + 3 * x[2:-2] ** 2 + 4 * x[3:-1] ** 2 + 5 * x[-1] ** 2
+        return ca.sum1((-4 * x[:-4] + 3) ** 2) + ca.sum1(inner ** 2)
+    # MINPACK-2 DMSA: two triangles a cell, x row by row (x index fastest), as hessopt.problems
+    side = int(round(math.sqrt(n)))
+    h = 1.0 / (side + 1.0)
+    bottom, top, left, right = (ca.DM(edge) for edge in enneper_edges(side))
+    inner = ca.reshape(x, side, side).T                       # row j: the points (., j + 1)
+    middle = ca.horzcat(left[1:-1], inner, right[1:-1])
+    grid = ca.vertcat(bottom.T, middle, top.T)
+    dx = grid[:, 1:] - grid[:, :-1]
+    dy = grid[1:, :] - grid[:-1, :]
+    lower = ca.sqrt(1 + (dx[:-1, :] / h) ** 2 + (dy[:, :-1] / h) ** 2)
+    upper = ca.sqrt(1 + (dx[1:, :] / h) ** 2 + (dy[:, 1:] / h) ** 2)
+    return 0.5 * h * h * (ca.sum1(ca.sum2(lower)) + ca.sum1(ca.sum2(upper)))
+
+
+def solve_ipopt(f, x0: np.ndarray) -> dict:
+    """CasADi + IPOPT from x0: build seconds, solve seconds, iterations, the answer."""
+    n = x0.size
+    start = time.perf_counter()
+    x = casadi.MX.sym("x", n)
+    solver = casadi.nlpsol("ipopt", "ipopt", {"x": x, "f": casadi_objective(f, x, n)},
+                           {"ipopt.print_level": 0, "ipopt.sb": "yes", "print_time": 0,
+                            "ipopt.tol": 1e-8, "ipopt.max_iter": 3000})
+    built = time.perf_counter()
+    answer = solver(x0=x0)
+    solved = time.perf_counter()
+    return {"build": built - start, "solve": solved - built, "nit": solver.stats()["iter_count"],
+            "x": np.asarray(answer["x"]).ravel(), "status": solver.stats()["return_status"]}
+
+
+def solve_jax(f, x0: np.ndarray) -> dict:
+    """Newton (``optimizers.minimize_newton``) with dense jax.hessian, compile time excluded."""
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    jax_f = {rosenbrock: lambda x: jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2),
+             arwhead: lambda x: jnp.sum(-4 * x[:-1] + 3) + jnp.sum((x[:-1] ** 2 + x[-1] ** 2) ** 2),
+             bdqrtic: lambda x: (jnp.sum((-4 * x[:-4] + 3) ** 2) + jnp.sum(
+                 (x[:-4] ** 2 + 2 * x[1:-3] ** 2 + 3 * x[2:-2] ** 2 + 4 * x[3:-1] ** 2
+                  + 5 * x[-1] ** 2) ** 2))}.get(f)
+    if jax_f is None:   # the grid's finite elements are not written for JAX here
+        return {}
+    value, gradient, hessian = jax.jit(jax_f), jax.jit(jax.grad(jax_f)), jax.jit(jax.hessian(jax_f))
+    for compile_once in (value, gradient, hessian):
+        compile_once(x0).block_until_ready()
+    start = time.perf_counter()
+    result = optimizers.minimize_newton(lambda x: float(value(x)), x0, lambda x: np.asarray(gradient(x)),
+                                        hess=lambda x: np.asarray(hessian(x)), keep_iterates=False,
+                                        check_second_order=False)
+    return {"solve": time.perf_counter() - start, "nit": result.nit}
+
+
+def gradient_norm(f, x: np.ndarray) -> float:
+    return float(np.abs(ad.grad(f)(x)).max())
+
+
+# --- table 1: detection, colouring, the sparse Hessian -----------------------------------------
 
 STEPS = ("detect", "colour", "sparse", "f")
 
@@ -85,15 +205,13 @@ def measure(f, n: int, repeats: int) -> dict:
     return dict(found, k=k, nnz=pattern.nnz)
 
 
-def main(quick: bool) -> None:
-    sizes = [10 ** 4, 10 ** 5] if quick else [10 ** 4, 10 ** 5, 10 ** 6]
+def sparse_table(sizes: list) -> None:
     print(f"{'problem':<20}{'n':>10}{'nnz':>11}{'k':>4}{'detect s':>10}{'colour s':>10}"
           f"{'sparse H s':>12}{'/ k HVPs':>10}{'f ms':>8}")
     for name, f in PROBLEMS.items():
         rows = {}
         for n in sizes:
-            if f is minimal_surface:
-                n = int(round(np.sqrt(n))) ** 2  # an m x m grid
+            n = size_of(f, n)
             rows[n] = r = measure(f, n, 3 if n >= 10 ** 6 else 7)
             print(f"{name:<20}{n:>10,}{r['nnz']:>11,}{r['k']:>4}{r['detect']:>10.3f}{r['colour']:>10.3f}"
                   f"{r['sparse']:>12.3f}{r['sparse'] / (r['k'] * r['hvp']):>10.2f}{1e3 * r['f']:>8.2f}")
@@ -106,5 +224,62 @@ def main(quick: bool) -> None:
                   + "; / f: " + ", ".join(f"{step} {growth[step] / growth['f']:.2f}" for step in STEPS[:-1]))
 
 
+# --- table 2: whole Newton solves ----------------------------------------------------------------
+
+# CasADi's build and IPOPT's solve are skipped at a size where the growth seen between the two
+# sizes before projects more than this many seconds: ARWHEAD's and BDQRTIC's dense last row makes
+# CasADi grow about quadratically there (ARWHEAD, MX, build + solve: 0.8 s at n = 10^4, 33 s at
+# 10^5, so about an hour at 10^6).
+PEER_LIMIT = 900.0
+
+
+def projected_seconds(times: dict, n: int) -> float:
+    """The seconds at n by the power law through the last two (size, seconds) measured."""
+    if len(times) < 2:
+        return 0.0
+    (small, t_small), (large, t_large) = sorted(times.items())[-2:]
+    power = math.log(t_large / t_small) / math.log(large / small)
+    return t_large * (n / large) ** power
+
+
+def solve_table(sizes: list) -> None:
+    print(f"\n{'problem':<20}{'n':>10} | {'hessopt newton':^26} | {'CasADi + IPOPT':^37} |"
+          f" {'hessopt /':^15} | {'jax.hessian':^13}")
+    print(f"{'':<20}{'':>10} | {'nit':>4}{'s':>9}{'||g||inf':>13} | {'build s':>8}{'solve s':>9}{'nit':>5}"
+          f"{'||g||inf':>13}  | {'solve':>7}{'all':>7} | {'nit':>4}{'s':>8}")
+    for name, f in PROBLEMS.items():
+        peer_times: dict = {}
+        for n in sizes:
+            n = size_of(f, n)
+            x0 = STARTS[f](n)
+            start = time.perf_counter()
+            ours = hessopt.minimize(f, x0, method="newton", options={"keep_iterates": False})
+            seconds = time.perf_counter() - start
+            line = f"{name:<20}{n:>10,} | {ours.nit:>4}{seconds:>9.2f}{gradient_norm(f, ours.x):>13.1e} | "
+            if casadi is not None and projected_seconds(peer_times, n) <= PEER_LIMIT:
+                peer = solve_ipopt(f, x0)
+                peer_seconds = peer_times[n] = peer["build"] + peer["solve"]
+                line += (f"{peer['build']:>8.2f}{peer['solve']:>9.2f}{peer['nit']:>5}"
+                         f"{gradient_norm(f, peer['x']):>13.1e}  | {seconds / peer['solve']:>7.2f}"
+                         f"{seconds / peer_seconds:>7.2f} | ")
+            else:
+                skipped = (f"skipped: projected {projected_seconds(peer_times, n):,.0f} s"
+                           if casadi is not None else "")
+                line += f"{skipped:>37}  | {'':>14} | "
+            dense = solve_jax(f, x0) if jax is not None and n <= 10 ** 4 else {}
+            if dense:
+                line += f"{dense['nit']:>4}{dense['solve']:>8.2f}"
+            print(line, flush=True)
+    print("hessopt / solve: hessopt's seconds over IPOPT's solve; / all: over CasADi's build + solve. "
+          + ("" if casadi else "(casadi not installed) ") + ("" if jax else "(jax not installed)"))
+
+
+def main(quick: bool, solves: bool) -> None:
+    sizes = [10 ** 4, 10 ** 5] if quick else [10 ** 4, 10 ** 5, 10 ** 6]
+    sparse_table(sizes)
+    if solves:
+        solve_table(sizes)
+
+
 if __name__ == "__main__":
-    main("--quick" in sys.argv)
+    main("--quick" in sys.argv, "--no-solves" not in sys.argv)

@@ -229,10 +229,10 @@ class UserHessian:
             raise ValueError(f"hess returned shape {h.shape}, expected {(n, n)}")
         return h.astype(float).reshape(n, n)
 
-    def dense(self, x: np.ndarray) -> np.ndarray:
+    def matrix(self, x: np.ndarray):
+        """The matrix at x: dense, or sparse as hess returned it (the methods that factor it
+        keep it sparse, :mod:`optimizers.sparse`)."""
         h = self.at(x)
-        if scipy.sparse.issparse(h):
-            return h.toarray()
         return h @ np.eye(self._n) if isinstance(h, LinearOperator) else h
 
     def product(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -382,6 +382,7 @@ OPTION_RULES: dict = {
     "disp": OptionRule("True or False (or a non-negative integer; 0 is False)", _FLAG.kind, lambda v: v >= 0),
     "keep_iterates": _FLAG, "check_second_order": _FLAG, "return_all": _FLAG,
     "trace": _FLAG,
+    "sparse": OptionRule("True, False or None (automatic)", _FLAG.kind, _FLAG.within, none=True),
     "cg_maxiter": _number("a positive integer or None (the default)", lambda v: v >= 1, integer=True,
                           none=True),
     ("hessian-free", "cg_maxiter"): _number("a positive integer", lambda v: v >= 1, integer=True),

@@ -16,6 +16,11 @@ and says what it is in ``name`` (the run's ``result.hessian_source``):
 
 Both need the gradient at x, which the run has just computed there: :class:`LastGradient` keeps
 it, so asking again costs nothing, and counts the evaluations made when it was not at hand.
+
+- :class:`SparseAutodiff`: autodiff's operator of each point with, in addition, the Hessian as a
+  ``scipy.sparse`` matrix (``to_sparse``, from ``autodiff.sparse_hessian``: the pattern found
+  in the recorded program once, then k products a point), which Newton and trust-exact factor
+  as a sparse matrix.
 """
 from __future__ import annotations
 
@@ -182,6 +187,50 @@ class _VectorJacobian:
 
     def to_dense(self) -> np.ndarray:
         return np.asarray(self._dense(), dtype=float)
+
+
+class SparseAutodiff:
+    """Autodiff's Hessians of the flat objective ``flat_f`` as sparse matrices, next to the
+    products of the run's operator of each point (``operator_at(x)``, which also gives f and g).
+    ``pattern(x)`` is the structure (found once; the matrices reuse it) and ``untraced_reason``
+    says why the products of the sparse Hessian run eagerly, if they do.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> from hessopt._hessians import SparseAutodiff
+    >>> f = lambda x: np.sum(x[1:] * x[:-1] ** 2)
+    >>> source = SparseAutodiff(f, lambda x: ad.hessian_operator(f, x))
+    >>> source.pattern(np.ones(5)).nnz, source(np.ones(5)).to_sparse().toarray()[0]
+    (12, array([2., 2., 0., 0., 0.]))
+    """
+
+    name, note, evaluations = "autodiff (sparse)", None, None
+
+    def __init__(self, flat_f: Callable, operator_at: Callable):
+        self._hessian, self._operator_at = ad.sparse_hessian(flat_f), operator_at
+
+    def pattern(self, x: np.ndarray):
+        return self._hessian.pattern(x)
+
+    @property
+    def untraced_reason(self) -> str | None:
+        return self._hessian.untraced_reason
+
+    def __call__(self, x: np.ndarray) -> _SparseOperator:
+        return _SparseOperator(self._operator_at(x), lambda: self._hessian(x))
+
+
+class _SparseOperator:
+    """A point's operator, with the sparse matrix made on demand."""
+
+    def __init__(self, operator, sparse: Callable):
+        self._operator, self._sparse = operator, sparse
+        self.matvec, self.to_dense = operator.matvec, operator.to_dense
+
+    def to_sparse(self):
+        return self._sparse()
 
 
 class _Dense:

@@ -8,22 +8,25 @@ objective that cannot be traced runs eagerly, with the same results.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Callable, NamedTuple
 
 import numpy as np
-from scipy.optimize import HessianUpdateStrategy, OptimizeResult
+from scipy.optimize import HessianUpdateStrategy, OptimizeResult, OptimizeWarning
 
 import autodiff as ad
 import optimizers
+import optimizers.sparse
 from optimizers.bounds import restrict
 from optimizers.krylov import CURVATURE_PROBE_STEPS, clearly_negative, leftmost_curvature
 from optimizers.objective import MESSAGES, Status
+from optimizers.sparse import SPARSE_MIN_SIZE
 
 from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, as_options, check_option,
                          exact_derivatives, gradient_vector, normalize, real_array, residual_vector,
                          scalar_value, scipy_rosen_derivatives, value_and_gradient)
 from ._bounds import BOUNDED_DEFAULT, binds, box_from_bounds, in_the_box, report_bounds
-from ._hessians import GradientDerivative, LastGradient, QuasiNewton
+from ._hessians import GradientDerivative, LastGradient, QuasiNewton, SparseAutodiff
 
 DEFAULT_METHOD = "newton-cg"   # as scipy's minimize without bounds; "trust-ncg" with bounds
 METHODS: dict[str, Callable] = {
@@ -38,6 +41,8 @@ METHODS: dict[str, Callable] = {
 }
 # scipy's methods that return ``result.hess``, the user's Hessian at the solution
 _TRUST_REGION_METHODS = frozenset({"trust-ncg", "trust-krylov", "trust-exact", "dogleg"})
+# The methods that factor the Hessian's matrix, which may be sparse.
+SPARSE_METHODS = (optimizers.minimize_newton, optimizers.minimize_trust_exact, optimizers.minimize_dogleg)
 # First-order baselines: accepted by minimize, not part of the second-order suite.
 FIRST_ORDER: dict[str, Callable] = {"adam": optimizers.minimize_adam, "gd": optimizers.minimize_gd}
 
@@ -189,7 +194,12 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     Hessian-vector products, dense Hessians, Gauss-Newton products, the first-order methods'
     gradients) is a replayed program of ``autodiff.function(fun)``, with the same iterates as eager
     evaluation; a ``fun`` that cannot be traced (say, it calls ``.numpy()``) runs eagerly, and
-    ``result.untraced_reason`` says why.
+    ``result.untraced_reason`` says why. ``"newton"``, ``"trust-exact"`` and ``"dogleg"`` factor
+    sparse Hessians as sparse matrices: from 1,000 variables on, when the pattern found in the
+    recorded program at x0 is under 5% dense, each iterate's Hessian comes from
+    ``autodiff.sparse_hessian`` (``options={"sparse": False}``: never; ``True``: at any size);
+    ``result.sparse`` says whether it did and ``result.dense_reason`` why not, where it was
+    asked for or considered (:mod:`optimizers.sparse`).
 
     Models: when ``x0`` is a list of Variables (``model.trainable_variables``), ``fun(*args)`` takes
     no parameters and reads the Variables, as Keras' ``minimize(loss, var_list)``; at the end the
@@ -320,6 +330,10 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
             hess, hessp, call, derivatives, gradient=gradient, last=last, trace=trace, ggn=ggn is not None)
     if isinstance(source, (QuasiNewton, GradientDerivative)):   # they read the run's last gradient
         flat_fun, flat_jac = (last, True) if flat_jac is True else (flat_fun, last)
+    dense_reason = None
+    if solver in SPARSE_METHODS:
+        operator, source, dense_reason = _sparse_source(call, derivatives, operator, source,
+                                                        call.options.get("sparse"))
     bounded = {} if box is None else {"bounds": box}
     result = derivatives.solve(solver, start, flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
                                callback=call.callback, operator=operator, **bounded, **call.options)
@@ -328,6 +342,10 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         result.hess = user.at(result.x)
     if source is not None:
         _report_hessian(result, source)
+    if dense_reason is not None and not result.sparse:
+        result.dense_reason = dense_reason
+    if isinstance(source, SparseAutodiff) and source.untraced_reason is not None:
+        result.setdefault("untraced_reason", source.untraced_reason)
     if isinstance(source, QuasiNewton) and result.success and call.options.get("check_second_order", True):
         exact = GradientDerivative(gradient, last, trace=trace) if gradient is not None else derivatives.at
         matvec, free = exact(result.x).matvec, np.ones(result.x.size, dtype=bool)
@@ -439,7 +457,7 @@ def _second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivative
     if callable(hess):
         user = UserHessian(hess, unravel, args, n)
         # products with its matrix are not evaluations: nhev counts the calls of hess
-        return user.dense, flat_hessp or user.product, None, user if flat_hessp is None else _Named("hess")
+        return user.matrix, flat_hessp or user.product, None, user if flat_hessp is None else _Named("hess")
     if isinstance(hess, HessianUpdateStrategy):
         if hessp is not None:   # scipy drops hessp silently here
             raise ValueError(f"hess={type(hess).__name__}() approximates the Hessian from gradients; "
@@ -456,6 +474,45 @@ def _second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivative
         source = GradientDerivative(gradient, last, "3-point" if hess == "3-point" else "2-point", trace)
         return None, None, source, source
     return None, None, derivatives.at, _Named("autodiff (generalized Gauss-Newton)" if ggn else "autodiff")
+
+
+def _sparse_source(call: Call, derivatives: AutodiffDerivatives, operator, source, sparse: bool | None):
+    """(operator, source, dense_reason) of a method that factors the Hessian's matrix: autodiff's
+    sparse Hessians (:class:`~hessopt._hessians.SparseAutodiff`) in place of its dense ones when
+    ``sparse`` is True, or None (automatic) from ``SPARSE_MIN_SIZE`` variables on when the pattern
+    found in the recorded program is under ``SPARSE_MAX_DENSITY`` dense; else the operator and
+    source as they were, and why not (None when the sparse path was not considered). A user's
+    ``hess`` returning a sparse matrix is the optimizers' to use (same rule). With ``sparse=True``
+    a fallback to dense also warns."""
+    n = call.x0.size
+    if sparse is False or (sparse is None and n < SPARSE_MIN_SIZE) or isinstance(source, UserHessian):
+        return operator, source, None
+    if operator != derivatives.at:   # the user's hessp or jac, or a quasi-Newton strategy
+        reason = _NOT_AUTODIFF.get(source.name, f"the Hessian comes from {source.name}")
+    elif derivatives.variables is not None:
+        reason = "x0 is a list of Variables: the sparse Hessian needs f as a function of x"
+    else:
+        sparse_source = SparseAutodiff(lambda flat: derivatives.f(call.unravel(flat)), derivatives.at)
+        try:
+            pattern = sparse_source.pattern(call.x0)
+        except Exception as error:   # any failure to find it is reported, and the dense path taken
+            reason = f"the Hessian's sparsity pattern could not be found: {type(error).__name__}: {error}"
+        else:
+            reason = optimizers.sparse.dense_reason(n, pattern.nnz, sparse)
+            if reason is None:
+                return sparse_source, sparse_source, None
+    if sparse:
+        warnings.warn(f"options['sparse'] is True, but the Hessian is dense: {reason}", OptimizeWarning,
+                      stacklevel=3)
+    return operator, source, reason
+
+
+_NOT_AUTODIFF = {
+    "autodiff of the gradient": "the Hessian is the derivative of the user's jac, whose sparsity is not detected",
+    "finite differences of the gradient": "the Hessian is the derivative of the user's jac, whose sparsity is not "
+                                          "detected",
+    "hessp": "hessp gives Hessian-vector products only",
+}
 
 
 def _check_curvature(result: OptimizeResult, matvec: Callable, n: int) -> None:

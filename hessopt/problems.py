@@ -34,7 +34,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Problem", "MGH", "SCALABLE", "BOUNDED", "scalable", "bounded", "get"]
+__all__ = ["Problem", "MGH", "SCALABLE", "BOUNDED", "scalable", "bounded", "get", "enneper_edges"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -871,9 +871,20 @@ def _journal_bearing(n: int, eccentricity: float = 0.1, b: float = 10.0) -> Prob
                          "adds v <= 100, never active); x0 = max(sin(x), 0), MINPACK-2's start")
 
 
-def _enneper_edges(side: int) -> tuple:
+def enneper_edges(side: int) -> tuple:
     """Enneper's surface on the boundary of the square (-1/2, 1/2)^2 (MINPACK-2 DMSABC): the
-    height u^2 - v^2 where x = u + u v^2 - u^3/3, y = -v - u^2 v + v^3/3, by Newton's method."""
+    height u^2 - v^2 where x = u + u v^2 - u^3/3, y = -v - u^2 v + v^3/3, by Newton's method.
+
+    Returns ``(bottom, top, left, right)``, each the side + 2 boundary heights of a square grid
+    of side x side interior points, from the lower (or left) corner.
+
+    Examples
+    --------
+    >>> from hessopt.problems import enneper_edges
+    >>> bottom, top, left, right = enneper_edges(3)
+    >>> bottom.round(4), left.round(4)          # u^2 - v^2 changes sign with the side
+    (array([ 0.    , -0.2405, -0.3112, -0.2405,  0.    ]), array([0.    , 0.2405, 0.3112, 0.2405, 0.    ]))
+    """
     t = -0.5 + np.arange(side + 2.0) / (side + 1.0)
     half = np.full(side + 2, 0.5)
     x = np.concatenate([t, t, -half, half])      # bottom, top, left, right
@@ -894,7 +905,7 @@ def _minimal_surface(n: int, height: float = 2.0) -> Problem:
     """Minimal surface over an obstacle, MINPACK-2 DMSA with DMINXB's bounds (DMSA_B)."""
     side = _square_grid("minimal_surface", n)
     h = 1.0 / (side + 1.0)
-    edges = _enneper_edges(side)
+    edges = enneper_edges(side)
     bottom, top, left, right = edges
 
     def fun(x):

@@ -10,10 +10,12 @@ The parameters every method shares:
 
 - ``fun(x)``: the objective on a 1-D float array; ``x0``: the start point (1-D, finite).
 - ``jac(x)``: the gradient, or ``True`` when ``fun`` returns ``(f, g)`` (scipy's convention).
-- ``hess(x)``: the dense Hessian, and/or ``hessp(x, p)``: the Hessian-vector product; either stands
-  in for the other. Or ``operator(x)``: the Hessian at x as an object with ``matvec(v)`` and
-  ``to_dense()`` (``autodiff.hessian_operator``'s interface), asked once per iterate, so that its
-  products need not find out which x they are for.
+- ``hess(x)``: the Hessian as a dense or ``scipy.sparse`` matrix, and/or ``hessp(x, p)``: the
+  Hessian-vector product; either stands in for the other. Or ``operator(x)``: the Hessian at x as
+  an object with ``matvec(v)`` and ``to_dense()`` (``autodiff.hessian_operator``'s interface), and
+  optionally ``to_sparse()``, asked once per iterate, so that its products need not find out which
+  x they are for. Newton, trust-exact and dogleg factor a sparse Hessian as a sparse matrix
+  (:mod:`optimizers.sparse`; option ``sparse``).
 - ``callback(intermediate_result)``: called after each iteration with an OptimizeResult; raising
   StopIteration stops the run (status 99).
 - ``gtol``: stop when ``||g||_inf <= gtol``; ``maxiter``: the iteration cap (0 or less: none, as

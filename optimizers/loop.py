@@ -40,6 +40,7 @@ a start point where f or the gradient is not finite ends the run with status 3 i
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 from abc import ABC, abstractmethod
@@ -47,6 +48,7 @@ from functools import cached_property
 from typing import Callable, Mapping, NamedTuple
 
 import numpy as np
+import scipy.sparse
 from scipy.optimize import OptimizeResult
 
 from .bounds import Box, restrict
@@ -54,6 +56,7 @@ from .history import History
 from .krylov import (CURVATURE_PROBE_STEPS, clearly_negative, dense_leftmost_curvature,
                      leftmost_curvature)
 from .objective import MESSAGES, Iterate, Objective, Status
+from .sparse import LDLFactorization, sparse_leftmost_curvature
 from .stopping import GradientTest, gradient_norm
 
 # A first-order point whose Hessian has NaN/inf entries: the gradient test passed, but whether it
@@ -122,16 +125,33 @@ def krylov_curvature(point: Iterate) -> tuple[float, np.ndarray, float] | None:
     return leftmost_curvature(point.matvec, point.x.size, CURVATURE_PROBE_STEPS)
 
 
-def dense_curvature(point: Iterate) -> tuple[float, np.ndarray, float] | None:
-    """The second-order check from the dense Hessian's eigendecomposition."""
+def hessian_matrix(point: Iterate):
+    """The iterate's Hessian as the sparse matrix it is to be used as, else dense."""
+    sparse = point.sparse_hessian
+    return point.hessian if sparse is None else sparse
+
+
+def matrix_curvature(point: Iterate, factorization: LDLFactorization
+                     ) -> tuple[float, np.ndarray, float] | None:
+    """The second-order check from the Hessian's matrix: the dense eigendecomposition, or for a
+    sparse Hessian an LDL^T factorization (with ``factorization``'s symbolic analysis) and the
+    leftmost eigenpair only when that is not positive definite
+    (:func:`~optimizers.sparse.sparse_leftmost_curvature`)."""
+    sparse = point.sparse_hessian
+    if sparse is not None:
+        return sparse_leftmost_curvature(sparse, factorization)
     return dense_leftmost_curvature(point.hessian)
 
 
-def curvature_check(check_second_order: bool, dense: bool) -> Callable | None:
-    """The probe of a method's ``check_second_order`` option: dense or Krylov, or None (no check)."""
+def curvature_check(check_second_order: bool, dense: bool,
+                    factorization: LDLFactorization | None = None) -> Callable | None:
+    """The probe of a method's ``check_second_order`` option: from the matrix (``dense``; a
+    sparse one factored with ``factorization``) or Krylov, or None (no check)."""
     if not check_second_order:
         return None
-    return dense_curvature if dense else krylov_curvature
+    if dense:
+        return functools.partial(matrix_curvature, factorization=factorization or LDLFactorization())
+    return krylov_curvature
 
 
 def iteration_cap(maxiter: int | None, step: Step, n: int) -> int:
@@ -186,8 +206,8 @@ def stationarity(box: Box | None, x: np.ndarray, g: np.ndarray) -> np.ndarray:
 
 class FreeVariables:
     """An iterate seen on its free variables only (those strictly inside their bounds): ``x``,
-    the products of the reduced Hessian and, on demand, the reduced dense Hessian; what the
-    second-order check at a bounded first-order point probes."""
+    the products of the reduced Hessian and, on demand, the reduced dense or sparse Hessian; what
+    the second-order check at a bounded first-order point probes."""
 
     def __init__(self, point: Iterate, free: np.ndarray):
         self.x, self.free = point.x[free], free
@@ -195,8 +215,20 @@ class FreeVariables:
         self.matvec = restrict(point.matvec, free)
 
     @cached_property
+    def sparse_hessian(self) -> scipy.sparse.csc_matrix | None:
+        return reduced(self._point.sparse_hessian, self.free)
+
+    @cached_property
     def hessian(self) -> np.ndarray:
         return self._point.hessian[np.ix_(self.free, self.free)]
+
+
+def reduced(sparse: scipy.sparse.csc_matrix | None, free: np.ndarray) -> scipy.sparse.csc_matrix | None:
+    """The rows and columns ``free`` of a sparse Hessian (None stays None)."""
+    if sparse is None:
+        return None
+    index = np.flatnonzero(free)
+    return sparse[index][:, index].tocsc()
 
 
 def run(objective: Objective, step: Step, *, probe: Callable | None = None,
@@ -214,7 +246,7 @@ def run(objective: Objective, step: Step, *, probe: Callable | None = None,
     probe : callable, optional
         The second-order check at a first-order point, ``probe(point) -> (theta, u, scale)``, the
         leftmost curvature, its unit direction and a scale of H (None when H is not finite);
-        :func:`krylov_curvature` or :func:`dense_curvature`. None: no check.
+        :func:`krylov_curvature` or :func:`matrix_curvature`. None: no check.
     gtol, maxiter, callback, disp, keep_iterates
         As for every method (see :mod:`optimizers`).
     counts : callable, optional

@@ -19,6 +19,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
 from scipy.optimize import OptimizeResult, OptimizeWarning
 
 from .bounds import (Box, ProjectedNewtonDirection, bounded_start, projected_armijo,
@@ -26,8 +27,10 @@ from .bounds import (Box, ProjectedNewtonDirection, bounded_start, projected_arm
 from .krylov import (HESSIAN_FREE_CG_MAXITER, LINE_SEARCH_CG_MARGIN, ConjugateGradient, forcing_term,
                      newton_cg_maxiter)
 from .linesearch import LineSearchResult, backtracking, negative_curvature_search, strong_wolfe
-from .loop import Saddle, Step, Stop, Trial, curvature_check, run
+from .loop import Saddle, Step, Stop, Trial, curvature_check, hessian_matrix, reduced, run
 from .objective import HessianOperator, Iterate, Objective, Status
+from .sparse import LDLFactorization, report_sparse
+from .subproblems import matrix_shifts
 
 # Newton-CG's nonmonotone memory: on the MGH set (gtol 1e-8, all 39 solved) memory 1 (monotone)
 # costs ~8700 evaluations, 10 ~5600, 15 ~5700, 20 ~4700, 25 ~3900, 30 and 40 ~3800.
@@ -45,13 +48,19 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
                     gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                     shift: str = "cholesky", c1: float = 1e-4, c2: float = 0.9,
                     check_second_order: bool = True, keep_iterates: bool = True,
-                    bounds: Box | tuple | None = None) -> OptimizeResult:
+                    bounds: Box | tuple | None = None, sparse: bool | None = None) -> OptimizeResult:
     """Newton's method with the full Hessian and a strong Wolfe line search (unit step first).
 
     An indefinite Hessian is made positive definite before solving (N&W §3.4): ``shift=
     "cholesky"`` adds tau*I until a Cholesky factorization succeeds (N&W Algorithm 3.3);
     ``shift="eigen"`` replaces each eigenvalue by its absolute value (N&W §3.4). With
     ``check_second_order`` the stopping point is checked with a dense eigendecomposition.
+
+    A Hessian that comes as a ``scipy.sparse`` matrix (``hess``, or the operator's
+    ``to_sparse()``) is factored as one (:mod:`optimizers.sparse`): the shifted Cholesky becomes
+    a sparse LDL^T whose pivots say whether ``H + tau I`` is positive definite, its ordering and
+    elimination tree found once and reused, and the second-order check an LDL^T too (an
+    eigenpair from ARPACK only where that shows H is not positive definite).
 
     Parameters
     ----------
@@ -65,18 +74,25 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
         Check the stopping point for negative curvature (status 5 at a saddle).
     bounds : Box or (lower, upper), optional
         Bound constraints: Bertsekas' projected Newton method (:class:`ProjectedNewton`), the
-        Newton step of the modified reduced Hessian on the variables not held at a bound.
+        Newton step of the modified reduced Hessian (sparse too) on the variables not held at a
+        bound.
+    sparse : bool or None
+        Use a sparse Hessian as one: None (default) from 1,000 variables on when it is under 5%
+        dense (:func:`~optimizers.sparse.dense_reason`), True whenever it comes sparse, False
+        never (it is made dense). ``shift="eigen"`` needs the dense matrix.
 
     Returns
     -------
     OptimizeResult
-        ``x, fun, jac, nit, nfev, njev, nhev, status, success, message`` and ``history``; with
-        bounds also ``active_mask``.
+        ``x, fun, jac, nit, nfev, njev, nhev, status, success, message``, ``history`` and
+        ``sparse`` (whether the Hessian was factored as a sparse matrix; ``dense_reason`` says
+        why not when it came sparse); with bounds also ``active_mask``.
 
     Raises
     ------
     ValueError
-        For an unknown ``shift``, or no second derivatives.
+        For an unknown ``shift``, ``shift="eigen"`` with ``sparse=True``, or no second
+        derivatives.
 
     Examples
     --------
@@ -89,16 +105,23 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
     """
     if shift not in ("cholesky", "eigen"):
         raise ValueError(f"shift must be 'cholesky' or 'eigen', got {shift!r}")
+    if shift == "eigen" and sparse:
+        raise ValueError("shift='eigen' needs the dense eigendecomposition: it takes no sparse "
+                         "Hessian (sparse=True); use shift='cholesky'")
     box, x0 = bounded_start(bounds, x0)
-    objective = Objective(fun, x0, jac, hess, hessp, operator)
-    direction = _cholesky_shifted_step if shift == "cholesky" else _eigen_shifted_step
+    objective = Objective(fun, x0, jac, hess, hessp, operator, sparse=False if shift == "eigen" else sparse)
+    factorization = LDLFactorization()
+    direction = CholeskyShift(factorization) if shift == "cholesky" else _eigen_shifted_step
     if box is None:
         step = _NewtonStep(objective, direction, c1=c1, c2=c2)
     else:
-        step = _ProjectedDenseNewton(objective, box, direction)
-    return run(objective, step, probe=curvature_check(check_second_order, dense=True), gtol=gtol,
-               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates,
-               box=box)
+        step = _ProjectedMatrixNewton(objective, box, direction)
+    result = run(objective, step, probe=curvature_check(check_second_order, True, factorization),
+                 gtol=gtol, maxiter=maxiter, callback=callback, disp=disp,
+                 keep_iterates=keep_iterates, box=box)
+    if shift == "eigen" and objective.dense_reason is not None:
+        objective.dense_reason = "shift='eigen' needs the dense eigendecomposition"
+    return report_sparse(result, objective)
 
 
 def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
@@ -291,16 +314,16 @@ _LINE_SEARCH_FAILED = ("Desired accuracy not reached: the line search found no l
 
 
 class _NewtonStep(LineSearchDescent):
-    """Newton's direction on the dense Hessian made positive definite by ``direction(H, g)``,
-    and a strong Wolfe search from the unit step."""
+    """Newton's direction on the Hessian (sparse or dense) made positive definite by
+    ``direction(H, g)``, and a strong Wolfe search from the unit step."""
 
     def __init__(self, objective: Objective, direction: Callable, *, c1: float, c2: float):
         super().__init__(objective)
         self.direction, self.c1, self.c2 = direction, c1, c2
 
     def search(self, point: Iterate) -> tuple[LineSearchResult, dict] | Stop:
-        h = point.hessian
-        if not np.all(np.isfinite(h)):
+        h = hessian_matrix(point)
+        if not np.all(np.isfinite(h.data if scipy.sparse.issparse(h) else h)):
             return Stop(Status.NONFINITE, _NONFINITE_HESSIAN)
         direction = self.direction(h, point.g)
         point.release()
@@ -383,17 +406,18 @@ class _ProjectedNewtonCG(ProjectedNewton):
         return cg.p
 
 
-class _ProjectedDenseNewton(ProjectedNewton):
-    """Projected Newton on the dense reduced Hessian, made positive definite by
-    ``direction(H, g)`` as in :func:`minimize_newton`."""
+class _ProjectedMatrixNewton(ProjectedNewton):
+    """Projected Newton on the reduced Hessian's matrix (sparse or dense), made positive definite
+    by ``direction(H, g)`` as in :func:`minimize_newton`."""
 
     def __init__(self, objective: Objective, box: Box, direction: Callable):
         super().__init__(objective, box)
         self.direction = direction
 
     def reduced_step(self, point: Iterate, free: np.ndarray, g_free: np.ndarray) -> np.ndarray:
-        h = point.hessian[np.ix_(free, free)]
-        if not np.all(np.isfinite(h)):
+        sparse = reduced(point.sparse_hessian, free)
+        h = point.hessian[np.ix_(free, free)] if sparse is None else sparse
+        if not np.all(np.isfinite(h.data if sparse is not None else h)):
             return np.full(g_free.size, np.nan)
         return self.direction(h, g_free)
 
@@ -455,20 +479,25 @@ class _StepBound:
             self.value = max(self.value, 2.0 * length)
 
 
-def _cholesky_shifted_step(hess: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """-(H + tau I)^{-1} g with the smallest tau in 0, beta, 2 beta, ... (from -min(diag) + beta
-    when the diagonal is not positive) for which Cholesky succeeds (N&W Algorithm 3.3); beta is
-    1e-3 times ||H||_F so the shift follows the scale of H."""
-    size = np.linalg.norm(hess)
-    beta = 1e-3 * size if size > 0 else 1.0
-    min_diagonal = hess.diagonal().min()
-    tau = 0.0 if min_diagonal > 0 else beta - min_diagonal
-    identity = np.eye(hess.shape[0])
-    while True:
-        try:
-            factor = scipy.linalg.cho_factor(hess + tau * identity)
-            return scipy.linalg.cho_solve(factor, -g)
-        except scipy.linalg.LinAlgError:
+class CholeskyShift:
+    """``-(H + tau I)^{-1} g`` with the smallest tau in 0, beta, 2 beta, ... (from -min(diag) +
+    beta when the diagonal is not positive) for which Cholesky succeeds (N&W Algorithm 3.3);
+    beta is 1e-3 times ||H||_F so the shift follows the scale of H. A sparse H is factored as
+    LDL^T (positive definite: every pivot positive), the symbolic analysis of ``factorization``
+    reused from one tau and one iterate to the next."""
+
+    def __init__(self, factorization: LDLFactorization):
+        self.factorization = factorization
+
+    def __call__(self, hess, g: np.ndarray) -> np.ndarray:
+        shifts = matrix_shifts(hess, self.factorization)
+        size = shifts.frobenius
+        beta = 1e-3 * size if size > 0 else 1.0
+        tau = 0.0 if shifts.min_diagonal > 0 else beta - shifts.min_diagonal
+        while True:
+            solve = shifts.factor(tau)
+            if solve is not None:
+                return solve(-g)
             tau = max(2.0 * tau, beta)
 
 

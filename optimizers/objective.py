@@ -3,7 +3,8 @@
 An :class:`Objective` wraps ``fun``/``jac``/``hess``/``hessp`` on plain arrays with evaluation
 counters and a cache of the last point, so ``f`` and ``g`` at one ``x`` are never computed twice.
 It also remembers the best finite point seen, so a run that fails still returns something useful.
-At an iterate it gives an :class:`Iterate`: x, f, g and the Hessian of x as an operator.
+At an iterate it gives an :class:`Iterate`: x, f, g and the Hessian of x as an operator, a dense
+matrix, or a sparse one (:mod:`optimizers.sparse`).
 """
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from functools import cached_property
 from typing import Callable, Protocol
 
 import numpy as np
+import scipy.sparse
+
+from .sparse import dense_reason, symmetric_csc
 
 
 class Status(IntEnum):
@@ -54,13 +58,24 @@ class HessianOperator(Protocol):
     def to_dense(self) -> np.ndarray: ...
 
 
+class SparseHessianOperator(HessianOperator, Protocol):
+    """An operator that also gives the Hessian as a ``scipy.sparse`` matrix."""
+
+    def to_sparse(self) -> scipy.sparse.spmatrix: ...
+
+
 class Objective:
     """Counted, cached access to f, its gradient and its Hessian at one point at a time.
 
-    ``jac=True`` means ``fun`` returns ``(f, g)``, as in scipy. ``hess`` returns a dense matrix,
-    ``hessp(x, p)`` a Hessian-vector product; either can stand in for the other. ``operator(x)``
-    (a :class:`HessianOperator` for the point x, e.g. a recorded gradient whose products are
-    cheap) replaces both: every product and dense Hessian at x then comes from it.
+    ``jac=True`` means ``fun`` returns ``(f, g)``, as in scipy. ``hess`` returns a dense or a
+    ``scipy.sparse`` matrix, ``hessp(x, p)`` a Hessian-vector product; either can stand in for the
+    other. ``operator(x)`` (a :class:`HessianOperator` for the point x, e.g. a recorded gradient
+    whose products are cheap) replaces both: every product and matrix at x then comes from it, a
+    sparse one from its ``to_sparse()`` when it has one (:class:`SparseHessianOperator`).
+
+    A sparse Hessian is used as one (:attr:`Iterate.sparse_hessian`) after ``sparse`` and the
+    rule of :func:`~optimizers.sparse.dense_reason`; ``sparse_used`` then turns True, and
+    ``dense_reason`` keeps why one was not.
 
     Raises
     ------
@@ -82,7 +97,8 @@ class Objective:
 
     def __init__(self, fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                  hessp: Callable | None = None,
-                 operator: Callable[[np.ndarray], HessianOperator] | None = None):
+                 operator: Callable[[np.ndarray], HessianOperator] | None = None,
+                 sparse: bool | None = None):
         if not callable(fun):
             raise TypeError(f"fun must be callable, got {type(fun).__name__}")
         if jac is not True and not callable(jac):
@@ -97,6 +113,7 @@ class Objective:
             raise TypeError(f"operator must be callable, got {type(operator).__name__}")
         self._fun, self._jac, self._hess, self._hessp = fun, jac, hess, hessp
         self._operator = operator
+        self.sparse, self.sparse_used, self.dense_reason = sparse, False, None
         self.nfev = self.njev = self.nhev = 0
         self._fx = self._gx = None
         self._f = self._g = None
@@ -170,19 +187,39 @@ class Objective:
             return product(v)
         return counted
 
-    def _dense(self, x: np.ndarray) -> np.ndarray:
-        """The dense Hessian at x, symmetrized: one evaluation of ``hess`` or of the operator's
-        ``to_dense``, or n products."""
+    def _matrix(self, x: np.ndarray):
+        """The Hessian at x as a matrix, symmetrized: one evaluation of ``hess`` or of the
+        operator's ``to_sparse`` (unless ``sparse`` is False) or ``to_dense``, or n products.
+        Sparse matrices stay sparse (CSC)."""
         if self._hess is not None or self._operator is not None:
             self.nhev += 1
-            h = self._hess(x) if self._hess is not None else self._operator(x).to_dense()
-            h = h.toarray() if hasattr(h, "toarray") else np.asarray(h, dtype=float)
+            if self._hess is not None:
+                h = self._hess(x)
+            else:
+                operator = self._operator(x)
+                sparse = self.sparse is not False and hasattr(operator, "to_sparse")
+                h = operator.to_sparse() if sparse else operator.to_dense()
+            if scipy.sparse.issparse(h):
+                return symmetric_csc(h)
+            h = np.asarray(h, dtype=float)
         elif self._hessp is not None:
             product = self._products(x)
             h = np.column_stack([product(e) for e in np.eye(x.size)])
         else:
             raise ValueError("this method needs second derivatives: pass hess or hessp")
         return 0.5 * (h + h.T)
+
+    def _as_sparse(self, h) -> scipy.sparse.csc_matrix | None:
+        """h when it is sparse and to be used as such (:func:`~optimizers.sparse.dense_reason`);
+        else None, with the reason kept in ``dense_reason``."""
+        if not scipy.sparse.issparse(h):
+            return None
+        reason = dense_reason(h.shape[0], h.nnz, self.sparse)
+        if reason is not None:
+            self.dense_reason = reason
+            return None
+        self.sparse_used = True
+        return h
 
 
 def _same(x: np.ndarray, y: np.ndarray | None) -> bool:
@@ -192,8 +229,10 @@ def _same(x: np.ndarray, y: np.ndarray | None) -> bool:
 
 class Iterate:
     """A point of a run as the methods see it: ``x``, ``f``, the gradient ``g``, and the Hessian
-    of x as products ``matvec(v)`` and as a dense matrix ``hessian``, both built on first use and
-    counted. A product goes straight to the operator of x: it never asks which x it is for.
+    of x as products ``matvec(v)``, as a dense matrix ``hessian`` and, when it comes sparse and
+    is to be used so, as a CSC matrix ``sparse_hessian`` (else None), all built on first use and
+    counted (the matrix once for both). A product goes straight to the operator of x: it never
+    asks which x it is for.
 
     Examples
     --------
@@ -213,16 +252,26 @@ class Iterate:
 
     @cached_property
     def matvec(self) -> Callable[[np.ndarray], np.ndarray]:
-        # products with a dense Hessian are not evaluations: not counted
-        return self._objective._products(self.x) or self.hessian.__matmul__
+        # products with the Hessian's matrix are not evaluations: not counted
+        return self._objective._products(self.x) or self.matrix.__matmul__
+
+    @cached_property
+    def matrix(self) -> np.ndarray | scipy.sparse.csc_matrix:
+        """The Hessian as its source gives it, dense or sparse (symmetric)."""
+        return self._objective._matrix(self.x)
+
+    @cached_property
+    def sparse_hessian(self) -> scipy.sparse.csc_matrix | None:
+        return self._objective._as_sparse(self.matrix)
 
     @cached_property
     def hessian(self) -> np.ndarray:
-        return self._objective._dense(self.x)
+        matrix = self.matrix
+        return matrix.toarray() if scipy.sparse.issparse(matrix) else matrix
 
     def release(self) -> None:
         """Let go of the Hessian products and dense Hessian built here (asked again, they are
         built again): a step done with them (a line search, once it has its direction) then does
         not hold the iterate's recording while trial points get theirs."""
-        self.__dict__.pop("matvec", None)
-        self.__dict__.pop("hessian", None)
+        for name in ("matvec", "matrix", "sparse_hessian", "hessian"):
+            self.__dict__.pop(name, None)

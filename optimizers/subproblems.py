@@ -30,12 +30,14 @@ from functools import cached_property
 from typing import Callable, NamedTuple
 
 import numpy as np
+import scipy.sparse
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh, eigh_tridiagonal
 from scipy.linalg.lapack import dpttrf, dpttrs
 
 from .krylov import (EPS, ESCAPE_CURVATURE_MARGIN, RITZ_RESIDUAL, TRUST_REGION_CG_MARGIN, CGStep,
                      ConjugateGradient, Lanczos, forcing_term, leftmost_curvature,
                      negative_curvature, norm, steihaug_maxiter)
+from .sparse import LDLFactorization, frobenius_norm, norm_bound as sparse_norm_bound, sparse_leftmost_eigenpair
 
 # The hard case's extra shift of H - lam1 I, relative to max(1, |lam1|): from sqrt(eps), which
 # perturbs the step at the level of its rounding, up by factors of 10 while the factorization
@@ -82,7 +84,11 @@ class _DenseShifts:
     @cached_property
     def norm_bound(self) -> float:
         """An upper bound on ||H||_2: the smaller of the Gershgorin and Frobenius bounds."""
-        return float(min(np.abs(self.H).sum(axis=1).max(), np.linalg.norm(self.H)))
+        return float(min(np.abs(self.H).sum(axis=1).max(), self.frobenius))
+
+    @cached_property
+    def frobenius(self) -> float:
+        return float(np.linalg.norm(self.H))
 
     def factor(self, lam: float) -> Callable | None:
         """A solver for ``(H + lam I) x = b``; None when ``H + lam I`` is not positive definite."""
@@ -96,6 +102,47 @@ class _DenseShifts:
     def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
         values, vectors = eigh(self.H, subset_by_index=[0, 0])
         return float(values[0]), vectors[:, 0]
+
+
+class _SparseShifts:
+    """``H + lam I`` for a sparse symmetric H (CSC): sparse LDL^T solves with the symbolic
+    analysis of ``factorization`` (:class:`~optimizers.sparse.LDLFactorization`), and the
+    leftmost eigenpair from ARPACK."""
+
+    def __init__(self, H: scipy.sparse.csc_matrix, factorization: LDLFactorization):
+        self.H, self._factorization = H, factorization
+
+    @cached_property
+    def finite(self) -> bool:
+        return bool(np.all(np.isfinite(self.H.data)))
+
+    @cached_property
+    def min_diagonal(self) -> float:
+        return float(self.H.diagonal().min())
+
+    @cached_property
+    def norm_bound(self) -> float:
+        return sparse_norm_bound(self.H)
+
+    @cached_property
+    def frobenius(self) -> float:
+        return frobenius_norm(self.H)
+
+    def factor(self, lam: float) -> Callable | None:
+        factor = self._factorization.factor(self.H, lam)
+        return factor.solve if factor.positive_definite else None
+
+    @cached_property
+    def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
+        return sparse_leftmost_eigenpair(self.H)
+
+
+def matrix_shifts(H, factorization: LDLFactorization | None = None) -> _DenseShifts | _SparseShifts:
+    """The shifts of a dense H, or of a sparse one (factored with ``factorization``, a new one
+    when None)."""
+    if scipy.sparse.issparse(H):
+        return _SparseShifts(H, factorization or LDLFactorization())
+    return _DenseShifts(H)
 
 
 class _TridiagonalShifts:
@@ -160,9 +207,11 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
     def target(lam: float) -> float:
         return lam / sigma if cubic else radius
 
+    definite = False   # H is positive definite: no hard case, lam1 > 0 needs no eigenpair
     if not cubic:  # the Newton step, when H is positive definite and the step fits
         solve = shifts.factor(0.0)
-        if solve is not None:
+        definite = solve is not None
+        if definite:
             p = -solve(g)
             if norm(p) <= radius:
                 return p, 0.0
@@ -182,7 +231,7 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
     else:
         lo, hi = gnorm / radius - hnorm, gnorm / radius + hnorm
     lo = max(lo, 0.0, -shifts.min_diagonal)
-    lam, last, eigenpair_checked = min(max(lam0, lo), hi), None, False
+    lam, last, eigenpair_checked = min(max(lam0, lo), hi), None, definite
     for _ in range(maxiter):
         solve = shifts.factor(lam)
         if solve is None:  # lam < -lambda_1
@@ -194,6 +243,9 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
         last = p * min(1.0, r / pnorm), lam
         if abs(pnorm - r) <= rtol * r:
             return p, lam
+        # before the hard-case test factors another shift (a sparse factorization solves with its
+        # latest matrix only)
+        dphi = (p @ solve(p)) / pnorm ** 3 + (sigma / lam ** 2 if cubic else 0.0)
         if pnorm > r:
             lo = lam
         else:
@@ -205,7 +257,6 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
                 if hard is not None:
                     return hard
                 lo = max(lo, -lam1)
-        dphi = (p @ solve(p)) / pnorm ** 3 + (sigma / lam ** 2 if cubic else 0.0)
         newton = lam - (1.0 / pnorm - 1.0 / r) / dphi
         lam = newton if lo < newton < hi else _between(lo, hi)
     return last if last is not None else (np.full_like(g, np.nan), np.nan)
@@ -434,16 +485,21 @@ class LanczosCubic(_LanczosSubproblem):
 
 
 class MoreSorensen:
-    """Nearly exact trust-region step for a dense Hessian (Moré & Sorensen 1983; N&W Alg. 4.3).
+    """Nearly exact trust-region step for a dense or sparse Hessian (Moré & Sorensen 1983; N&W
+    Alg. 4.3).
 
-    Safeguarded Newton on the secular equation with Cholesky factorizations of ``H + lam I``
-    and, only when an iterate falls inside the region, the leftmost eigenpair (scipy.linalg.eigh)
-    to detect and solve the hard case. See :func:`solve_secular`.
+    Safeguarded Newton on the secular equation with Cholesky factorizations of ``H + lam I`` (a
+    sparse H: LDL^T factorizations, :class:`~optimizers.sparse.LDLFactorization`, whose pivots
+    tell whether ``H + lam I`` is positive definite, the symbolic analysis of ``factorization``
+    reused) and, only when H is not positive definite and an iterate falls inside the region, the
+    leftmost eigenpair (scipy.linalg.eigh; ARPACK for a sparse H) to detect and solve the hard
+    case. See :func:`solve_secular`.
     """
 
-    def __init__(self, g: np.ndarray, H: np.ndarray, rtol: float = 1e-8):
+    def __init__(self, g: np.ndarray, H, rtol: float = 1e-8,
+                 factorization: LDLFactorization | None = None):
         self._g, self._H, self._rtol = g, H, rtol
-        self._shifts = _DenseShifts(H)
+        self._shifts = matrix_shifts(H, factorization)
 
     def solve(self, radius: float) -> SubproblemSolution:
         p, lam = solve_secular(self._shifts, self._g, radius=radius, rtol=self._rtol)
@@ -451,7 +507,7 @@ class MoreSorensen:
 
 
 class Dogleg:
-    """Powell's dogleg for a dense Hessian (N&W §4.1), extended to indefinite H.
+    """Powell's dogleg for a dense or sparse Hessian (N&W §4.1), extended to indefinite H.
 
     With H positive definite: the Newton step when inside, else the point where the path
     0 -> unconstrained Cauchy point -> Newton step leaves the region. When H is not positive
@@ -462,9 +518,9 @@ class Dogleg:
     leaves saddle points where g = 0.
     """
 
-    def __init__(self, g: np.ndarray, H: np.ndarray):
+    def __init__(self, g: np.ndarray, H, factorization: LDLFactorization | None = None):
         self._g, self._H = g, H
-        self._shifts = _DenseShifts(H)
+        self._shifts = matrix_shifts(H, factorization)
         self._gnorm = norm(g)
         self._g_curvature = float(g @ H @ g)
         solve = self._shifts.factor(0.0) if self._shifts.finite else None

@@ -23,6 +23,7 @@ search technique for Newton's method", SIAM J. Numer. Anal. 23 (1986) (nonmonoto
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from typing import Callable, Protocol
@@ -32,8 +33,9 @@ from scipy.optimize import OptimizeResult
 
 from .bounds import Box, BoxTrustRegion, bounded_start
 from .krylov import EPS, norm
-from .loop import Saddle, Step, Stop, Trial, curvature_check, run
+from .loop import Saddle, Step, Stop, Trial, curvature_check, hessian_matrix, run
 from .objective import HessianOperator, Iterate, Objective, Status
+from .sparse import LDLFactorization, report_sparse
 from .stopping import noise
 from .subproblems import Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, SubproblemSolution
 
@@ -99,8 +101,9 @@ class Control(Protocol):
 class TrustRegion(Step):
     """One trial of a trust-region method (N&W Alg. 4.1), or of ARC with sigma for the radius.
 
-    ``make_solver(g, H)`` builds the subproblem solver at an accepted point (H the dense
-    ``point.hessian`` when ``dense``, else the products ``point.matvec``), once per point: a
+    ``make_solver(g, H)`` builds the subproblem solver at an accepted point (H the matrix
+    ``point.sparse_hessian`` or ``point.hessian`` when ``dense``, else the products
+    ``point.matvec``), once per point: a
     rejected step shrinks the radius and asks the same solver again. ``control`` holds the radius
     (or sigma) and updates it from rho.
 
@@ -172,7 +175,7 @@ class TrustRegion(Step):
 
     def _model(self, point: Iterate, saddle: Saddle | None):
         """The subproblem solver of an accepted point: ``make_solver``'s, or TRON's with a box."""
-        hessian = point.hessian if self.dense else point.matvec
+        hessian = hessian_matrix(point) if self.dense else point.matvec
         if self.box is None:
             return self.make_solver(np.zeros_like(point.g) if saddle else point.g, hessian)
         return BoxTrustRegion(point.x, point.g, hessian.__matmul__ if self.dense else hessian,
@@ -230,15 +233,20 @@ def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Cal
               operator: Callable | None, gtol: float | None, maxiter: int | None,
               disp: bool, initial_trust_radius: float | None, max_trust_radius: float | None,
               eta: float | None, check_second_order: bool, keep_iterates: bool, bounds,
-              nonmonotone: int = 1) -> OptimizeResult:
-    """A trust-region method with the subproblem solver ``make_solver(g, H)`` (H dense or as
-    products, after ``dense``), or TRON's bounded step with ``bounds``."""
+              nonmonotone: int = 1, sparse: bool | None = None) -> OptimizeResult:
+    """A trust-region method with the subproblem solver ``make_solver(g, H)`` (H a matrix or
+    products, after ``dense``; a sparse matrix's LDL^T factorizations share one symbolic
+    analysis), or TRON's bounded step with ``bounds``. The dense methods' result says whether the
+    Hessian was ``sparse``."""
     for name, value in [("initial_trust_radius", initial_trust_radius),
                         ("max_trust_radius", max_trust_radius), ("nonmonotone", nonmonotone)]:
         if value is not None and not value > 0:
             raise ValueError(f"{name} must be positive, got {value}")
     box, x0 = bounded_start(bounds, x0)
-    objective = Objective(fun, x0, jac, hess, hessp, operator)
+    objective = Objective(fun, x0, jac, hess, hessp, operator, sparse=sparse if dense else False)
+    factorization = LDLFactorization()
+    if dense:
+        make_solver = functools.partial(make_solver, factorization=factorization)
     if not objective.has_hessian:
         raise ValueError("trust-region methods need second derivatives: pass hess or hessp")
     if eta is None:
@@ -246,9 +254,10 @@ def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Cal
     step = trust_region_step(objective, make_solver, dense=dense, eta=eta, memory=int(nonmonotone),
                              box=box, initial_trust_radius=initial_trust_radius,
                              max_trust_radius=max_trust_radius)
-    return run(objective, step, probe=curvature_check(check_second_order, dense), gtol=gtol,
-               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates,
-               box=box)
+    result = run(objective, step, probe=curvature_check(check_second_order, dense, factorization),
+                 gtol=gtol, maxiter=maxiter, callback=callback, disp=disp,
+                 keep_iterates=keep_iterates, box=box)
+    return report_sparse(result, objective) if dense else result
 
 
 def trust_region_step(objective: Objective, make_solver: Callable | None, *, dense: bool,
@@ -304,11 +313,11 @@ _OPTIONS_DOC = """
         lies in it (f is never evaluated outside), and the steps are TRON's (Lin & Moré 1999;
         :class:`~optimizers.bounds.BoxTrustRegion`{dense_products}); the gradient test is on the
         projected gradient and the second-order check on the free variables. The result then
-        has ``active_mask`` and the history an ``active`` column.
+        has ``active_mask`` and the history an ``active`` column.{sparse}
 
     Returns
     -------
-    OptimizeResult with ``x, fun, jac, nit, nfev, njev, nhev, status, success, message`` and
+    OptimizeResult with ``x, fun, jac, nit, nfev, njev, nhev, status, success, message``{sparse_result} and
     ``history``, a column-wise :class:`~optimizers.history.History` with one record per trial
     step: nit, f, gnorm, radius (or sigma), step norm, rho, the cumulative nfev, njev, nhev and
     the iterates x. ``status`` is a :class:`~optimizers.objective.Status`: 0 success, 1 maxiter,
@@ -320,6 +329,13 @@ _NONMONOTONE_DOC = """
     nonmonotone
         Judge a step against the highest of this many last accepted values (Toint 1997; 1 is the
         monotone method; default {memory})."""
+
+_SPARSE_DOC = """
+    sparse
+        Use a Hessian that comes as a ``scipy.sparse`` matrix as one: its subproblems are then
+        solved with sparse LDL^T factorizations (:mod:`optimizers.sparse`), the second-order check
+        too. None (default): from 1,000 variables on when it is under 5% dense; True: whenever it
+        comes sparse; False: never (it is made dense)."""
 
 _EXAMPLE_DOC = """
     Examples
@@ -337,9 +353,11 @@ def _documented(check: str, memory: int = 1, dense: bool = False):
     def decorate(function):
         derivative, keyword = ("rosen_hess", "hess") if dense else ("rosen_hess_prod", "hessp")
         nonmonotone = _NONMONOTONE_DOC.format(memory=memory) if memory > 1 else ""  # only those that take it
-        dense_products = ", on products with the dense Hessian" if dense else ""
-        function.__doc__ += _OPTIONS_DOC.format(check=check, nonmonotone=nonmonotone,
-                                                dense_products=dense_products) + _EXAMPLE_DOC.format(
+        dense_products = ", on products with the Hessian's matrix" if dense else ""
+        function.__doc__ += _OPTIONS_DOC.format(
+            check=check, nonmonotone=nonmonotone, dense_products=dense_products,
+            sparse=_SPARSE_DOC if dense else "",
+            sparse_result=", ``sparse`` (and ``dense_reason``)" if dense else "") + _EXAMPLE_DOC.format(
             name=function.__name__, derivative=derivative, keyword=keyword)
         return function
     return decorate
@@ -380,7 +398,7 @@ def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callabl
     return _minimize(LanczosGLTR, dense=False, **locals())   # every parameter, by name
 
 
-@_documented("eigenvalues of the dense Hessian", dense=True)
+@_documented("an LDL^T or the eigenvalues of the Hessian's matrix", dense=True)
 def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                          hessp: Callable | None = None, callback: Callable | None = None, *,
                          operator: Callable[[np.ndarray], HessianOperator] | None = None,
@@ -388,15 +406,17 @@ def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable
                          initial_trust_radius: float | None = None,
                          max_trust_radius: float | None = None, eta: float | None = None,
                          check_second_order: bool = True, keep_iterates: bool = True,
-                         bounds: Box | tuple | None = None) -> OptimizeResult:
+                         bounds: Box | tuple | None = None,
+                         sparse: bool | None = None) -> OptimizeResult:
     """Trust-region method with nearly exact subproblems (Moré & Sorensen 1983; N&W Alg. 4.3).
 
-    Needs the dense Hessian (``hess``; built from ``hessp`` column by column otherwise).
+    Needs the Hessian's matrix (``hess``, dense or sparse; built from ``hessp`` column by column
+    otherwise).
     """
     return _minimize(MoreSorensen, dense=True, **locals())   # every parameter, by name
 
 
-@_documented("eigenvalues of the dense Hessian", dense=True)
+@_documented("an LDL^T or the eigenvalues of the Hessian's matrix", dense=True)
 def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
                     hessp: Callable | None = None, callback: Callable | None = None, *,
                     operator: Callable[[np.ndarray], HessianOperator] | None = None,
@@ -404,10 +424,11 @@ def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
                     initial_trust_radius: float | None = None,
                     max_trust_radius: float | None = None, eta: float | None = None,
                     check_second_order: bool = True, keep_iterates: bool = True,
-                    bounds: Box | tuple | None = None) -> OptimizeResult:
+                    bounds: Box | tuple | None = None,
+                    sparse: bool | None = None) -> OptimizeResult:
     """Powell's dogleg trust-region method (N&W §4.1), also for indefinite Hessians.
 
-    Needs the dense Hessian. Where it is not positive definite the step is the better of the
+    Needs the Hessian's matrix (dense or sparse). Where it is not positive definite the step is the better of the
     Cauchy point and the negative-curvature eigenpoint (see :class:`subproblems.Dogleg`).
     """
     return _minimize(Dogleg, dense=True, **locals())   # every parameter, by name

@@ -33,8 +33,8 @@ def _load(name: str, path: Path):
 build = _load("notebook_build", NOTEBOOKS / "build.py")
 claims = _load("notebook_claims", NOTEBOOKS / "claims.py")
 # the notebooks whose text rests on measured numbers: each must check them with claim()
-WITH_CLAIMS = ["04_newton_methods", "05_input_gradient_regularization", "06_curvature_spectrum",
-               "07_bound_constraints"]
+WITH_CLAIMS = ["03_jacobians_and_hessians", "04_newton_methods", "05_input_gradient_regularization",
+               "06_curvature_spectrum", "07_bound_constraints"]
 
 
 def claims_of(notebook: nbformat.NotebookNode) -> dict[str, dict]:

@@ -711,23 +711,23 @@ def interior_point(p, seed=0):
 @pytest.mark.parametrize("side", [3, 4])
 def test_grid_problems_agree_with_minpack_2s_fortran_loops(side):
     n = side * side
-    from hessopt.problems import _enneper_edges
+    from hessopt.problems import enneper_edges
     for seed in range(3):
         x = interior_point(bounded("torsion", n), seed) * 3.0
         assert bounded("torsion", n).fun(x) == pytest.approx(minpack_torsion(x, side, 5.0), rel=1e-13)
         assert bounded("obstacle", n).fun(x) == pytest.approx(minpack_torsion(x, side, 1.0), rel=1e-13)
         assert bounded("journal_bearing", n).fun(x) == pytest.approx(
             minpack_journal_bearing(x, side), rel=1e-13)
-        edges = [list(e) for e in _enneper_edges(side)]
+        edges = [list(e) for e in enneper_edges(side)]
         assert bounded("minimal_surface", n).fun(x) == pytest.approx(
             minpack_minimal_surface(x, side, edges), rel=1e-13)
 
 
 def test_enneper_boundary_values_solve_enneper_s_parametrization():
-    from hessopt.problems import _enneper_edges
+    from hessopt.problems import enneper_edges
     side = 7
     t = -0.5 + np.arange(side + 2) / (side + 1)
-    for values, xs, ys in zip(_enneper_edges(side), (t, t, -0.5 + 0 * t, 0.5 + 0 * t),
+    for values, xs, ys in zip(enneper_edges(side), (t, t, -0.5 + 0 * t, 0.5 + 0 * t),
                               (-0.5 + 0 * t, 0.5 + 0 * t, t, t)):
         for value, x, y in zip(values, xs, ys):
             # recover (u, v) independently with scipy's MINPACK hybrid method: u^2 - v^2 agrees
@@ -738,7 +738,7 @@ def test_enneper_boundary_values_solve_enneper_s_parametrization():
             assert np.max(np.abs(solution.fun)) < 1e-15
             assert value == pytest.approx(u * u - v * v, abs=1e-14)
     # Enneper's surface is antisymmetric under x <-> y: the corners (-1/2, 1/2), (1/2, -1/2)
-    bottom, top, left, right = _enneper_edges(side)
+    bottom, top, left, right = enneper_edges(side)
     assert bottom[0] == left[0] and top[-1] == right[-1]
     np.testing.assert_allclose(bottom, -left, atol=1e-14)
 
