@@ -4,21 +4,31 @@ TensorFlow ``GradientTape`` semantics (persistent tapes, watch, stop_recording, 
 to any order, jacobian, batch_jacobian, custom_gradient, recompute_grad) on NumPy arrays. Imports
 only NumPy.
 """
-from . import _memory  # noqa: F401  (glibc: keep large freed buffers for reuse; see _memory)
+from . import (
+                       _memory,  # noqa: F401  (glibc: keep large freed buffers for reuse; see _memory)
+                       extend,
+                       numpy,
+                       tree,
+)
 from . import dispatch as _dispatch  # noqa: F401  (installs Tensor operators and NumPy dispatch)
-from . import extend, numpy
 from .check import check_grad
 from .core import Tensor, Variable, constant
 from .forward import ForwardAccumulator
 from .function import Function, UntraceableError, function
-from .transforms import grad, hessian, hvp, jacobian, jvp, linearize, value_and_grad, vjp
-from .operators import GGNOperator, HessianOperator, ggn_operator, hessian_operator
-from .sparsity import (SparseHessian, SparseJacobian, SparsityPattern, hessian_sparsity, jacobian_sparsity,
-                       sparse_hessian, sparse_jacobian)
 from .numpy import stop_gradient
-from . import tree
-from .tree import ravel
+from .operators import GGNOperator, HessianOperator, ggn_operator, hessian_operator
+from .sparsity import (
+                       SparseHessian,
+                       SparseJacobian,
+                       SparsityPattern,
+                       hessian_sparsity,
+                       jacobian_sparsity,
+                       sparse_hessian,
+                       sparse_jacobian,
+)
 from .tape import GradientTape, UnconnectedGradients, custom_gradient, recompute_grad
+from .transforms import grad, hessian, hvp, jacobian, jvp, linearize, value_and_grad, vjp
+from .tree import ravel
 
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "UnconnectedGradients",
            "stop_gradient", "custom_gradient", "recompute_grad", "ForwardAccumulator", "grad",

@@ -34,7 +34,7 @@ class Sets:
         self._covers = (self,)  # Sets whose union this is
 
     @classmethod
-    def deferred(cls, parts: list) -> "Sets":
+    def deferred(cls, parts: list) -> Sets:
         """The union of ``parts`` (nonempty, same rows), merged when first read."""
         sets = cls.__new__(cls)
         sets._indptr = sets._indices = sets._width = None
@@ -64,16 +64,16 @@ class Sets:
         return self._parts is None and self._indices.size == 0
 
     @classmethod
-    def identity(cls, n: int) -> "Sets":
+    def identity(cls, n: int) -> Sets:
         """Element i of the input depends on input i."""
         return cls(np.arange(n + 1), np.arange(n), n, 1)
 
     @classmethod
-    def empty_rows(cls, rows: int, n: int) -> "Sets":
+    def empty_rows(cls, rows: int, n: int) -> Sets:
         return cls(np.zeros(rows + 1, np.int64), np.zeros(0, np.int64), n, 0)
 
     @classmethod
-    def from_keys(cls, keys: np.ndarray, rows: int, n: int) -> "Sets":
+    def from_keys(cls, keys: np.ndarray, rows: int, n: int) -> Sets:
         """From sorted, distinct keys ``row * n + index``."""
         row = keys // n
         indptr = np.zeros(rows + 1, np.int64)

@@ -17,9 +17,9 @@ import string
 import numpy as np
 
 from . import _index_sets as sets_
+from ._index_sets import Sets
 from .core import _read
 from .numpy import linalg, ops
-from ._index_sets import Sets
 
 
 def propagate(records: list, source, target) -> Sets:

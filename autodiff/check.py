@@ -1,7 +1,7 @@
 """Finite-difference checks of first and second derivatives, for users and for our tests."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -204,7 +205,7 @@ class Variable(Tensor):
         self.trainable = bool(trainable)
         self.name = name
 
-    def assign(self, value: Any) -> "Variable":
+    def assign(self, value: Any) -> Variable:
         """Replace the value (same shape; cast to this Variable's dtype). Returns the Variable."""
         value = np.asarray(value._value if isinstance(value, Tensor) else value,
                            dtype=self._value.dtype)
@@ -214,11 +215,11 @@ class Variable(Tensor):
         self._value = value.copy()
         return self
 
-    def assign_add(self, delta: Any) -> "Variable":
+    def assign_add(self, delta: Any) -> Variable:
         """Add ``delta`` to the value in place. Returns the Variable."""
         return self.assign(self._value + np.asarray(getattr(delta, "_value", delta)))
 
-    def assign_sub(self, delta: Any) -> "Variable":
+    def assign_sub(self, delta: Any) -> Variable:
         """Subtract ``delta`` from the value in place. Returns the Variable."""
         return self.assign(self._value - np.asarray(getattr(delta, "_value", delta)))
 

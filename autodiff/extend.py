@@ -18,7 +18,8 @@ array([[ 6.,  0.],
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

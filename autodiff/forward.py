@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from .core import Primitive, Tensor, paused, shape_of, state, value_of
-from .tree import flatten
 from .numpy import broadcast_to
 from .tape import UnconnectedGradients, _unconnected
+from .tree import flatten
 
 
 class _Tangents(dict):
@@ -82,7 +82,7 @@ class ForwardAccumulator:
                                  f"shape {primal.shape}")
             self._tangents.put(primal, tangent)
 
-    def __enter__(self) -> "ForwardAccumulator":
+    def __enter__(self) -> ForwardAccumulator:
         if self in state.accumulators:
             raise ValueError("this ForwardAccumulator is already active")
         state.accumulators.append(self)

@@ -30,7 +30,8 @@ array f reads, or a random draw inside f, is fixed at its trace-time value, as i
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .jit import CACHE_SIZE, MAX_TRACES_PER_SIGNATURE, Traced, UntraceableError
 from .operators import HessianOperator, hessian_operator

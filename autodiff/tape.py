@@ -9,14 +9,15 @@ from __future__ import annotations
 import enum
 import functools
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from . import core
 from .core import Primitive, Tensor, Variable, paused, state, sweep
-from .tree import flatten
 from .numpy import broadcast_to, concatenate, moveaxis, reshape, stack
+from .tree import flatten
 
 
 class UnconnectedGradients(str, enum.Enum):
@@ -79,7 +80,7 @@ class GradientTape:
         self._used = False
 
     # --- recording ------------------------------------------------------------------------------
-    def __enter__(self) -> "GradientTape":
+    def __enter__(self) -> GradientTape:
         if self in state.tapes:
             raise ValueError("Tape is still recording: an active GradientTape cannot be re-entered.")
         state.tapes.append(self)

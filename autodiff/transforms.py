@@ -16,7 +16,8 @@ transforms are replayed programs). Two methods, looked up on its type, make the 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -7,7 +7,8 @@ structure; ``ravel`` turns a tree of arrays into one flat vector and back (as JA
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -30,8 +30,9 @@ np.float64(25.0)
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import EllipsisType
-from typing import Any, Literal, Sequence, Union
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -40,10 +41,10 @@ from .core import Tensor
 
 __all__ = ["Array", "ArrayLike", "Axes", "DTypeLike", "Index", "Order", "Shape"]
 
-ArrayLike = Union[Tensor, npt.ArrayLike]
-Array = Union[Tensor, np.ndarray, np.generic]
-Axes = Union[int, Sequence[int], None]
-Shape = Union[int, Sequence[int]]
+ArrayLike = Tensor | npt.ArrayLike
+Array = Tensor | np.ndarray | np.generic
+Axes = int | Sequence[int] | None
+Shape = int | Sequence[int]
 DTypeLike = npt.DTypeLike
 Order = Literal["C", "F", "A", "K"]
-Index = Union[ArrayLike, slice, EllipsisType, None, tuple[Any, ...]]
+Index = ArrayLike | slice | EllipsisType | None | tuple[Any, ...]

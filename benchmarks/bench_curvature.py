@@ -20,10 +20,10 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from bench_derivatives import PARAMS, mlp_loss  # noqa: E402
 from scipy.sparse.linalg import LinearOperator, eigsh  # noqa: E402
 
 import autodiff as ad  # noqa: E402
-from bench_derivatives import PARAMS, mlp_loss  # noqa: E402
 from hessopt import curvature  # noqa: E402
 
 
@@ -69,7 +69,7 @@ def main() -> None:
 
     for reorthogonalize in (False, True):
         counted = Counted(op)
-        density, seconds = timed(lambda: curvature.spectral_density(
+        density, seconds = timed(lambda counted=counted, reorthogonalize=reorthogonalize: curvature.spectral_density(
             counted, num_steps=80, num_probes=10, seed=0, reorthogonalize=reorthogonalize))
         outliers = density.outliers()
         print(f"\n(b) spectral density, 80 Lanczos steps x 10 probes, reorthogonalize="

@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 
 import autodiff as ad  # noqa: E402
 import autodiff.numpy as anp  # noqa: E402
+
 from common import median_time, optional, report  # noqa: E402
 
 rng = np.random.default_rng(0)

@@ -2,8 +2,9 @@
 
 Each configuration runs in a fresh process: it loads the data (scikit-learn's digits augmented to N
 rows of 64 pixels, ``hessopt.nn.datasets.digits``, written once by this script), builds a 64-H-10
-tanh network; the peak resident set size so far (``VmHWM``) is the baseline. Then ten Newton-CG iterations (``hessopt.minimize``'s defaults: traced, exact
-Hessian-vector products; gtol 0 so that all ten run), and the peak after the first and after the
+tanh network; the peak resident set size so far (``VmHWM``) is the baseline. Then ten Newton-CG
+iterations (``hessopt.minimize``'s defaults: traced, exact Hessian-vector products; gtol 0 so that
+all ten run), and the peak after the first and after the
 tenth, less the baseline, is the memory the optimization took. It is shown against the data
 (N x 64 float64) and one activation (N x H float64).
 

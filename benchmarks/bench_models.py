@@ -24,11 +24,12 @@ import numpy as np  # noqa: E402
 
 import autodiff as ad  # noqa: E402
 import hessopt  # noqa: E402
-from common import interleaved_ratios  # noqa: E402
 from hessopt import nn  # noqa: E402
 from hessopt.nn import losses  # noqa: E402
 from hessopt.nn.datasets import spiral  # noqa: E402
 from hessopt.regularizers import input_gradient_penalty  # noqa: E402
+
+from common import interleaved_ratios  # noqa: E402
 
 TARGETS = (1e-3, 1e-5)
 REPEATS = 3

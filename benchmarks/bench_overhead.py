@@ -9,11 +9,12 @@ Run: python benchmarks/bench_overhead.py
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 import autodiff as ad
+
 import minimal_tape
 from common import median_time, optional, report
 

@@ -22,10 +22,10 @@ import scipy.optimize
 
 import autodiff as ad
 import hessopt
-from bench_overhead import (CHAIN, N, chain, rosenbrock, rosenbrock_gradient, tape_gradient,
-                            torch_chain_gradient)
-from common import median_time, optional, report
 from hessopt import problems, suite
+
+from bench_overhead import CHAIN, N, chain, rosenbrock, rosenbrock_gradient, tape_gradient, torch_chain_gradient
+from common import median_time, optional, report
 
 SCIPY_NAMES = {"trust-krylov": "trust-krylov", "newton-cg": "Newton-CG"}
 

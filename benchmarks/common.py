@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def calls_per_batch(fn: Callable, seconds: float) -> int:

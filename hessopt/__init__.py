@@ -2,9 +2,9 @@
 
 ``hessopt.minimize(f, x0, method="newton-cg")`` has scipy's interface; derivatives come from the
 ``autodiff`` engine, so ``f`` is plain NumPy code. ``hessopt.minimize_stochastic`` trains on
-mini-batches (stochastic Hessian-free, subsampled Newton-CG, Adam, SGD). ``hessopt.curvature`` analyses Hessians (and any
-symmetric operator); ``hessopt.plot`` draws them and optimization runs. ``hessopt.plot`` needs
-matplotlib and is imported on first use, so ``import hessopt`` stays light.
+mini-batches (stochastic Hessian-free, subsampled Newton-CG, Adam, SGD). ``hessopt.curvature``
+analyses Hessians (and any symmetric operator); ``hessopt.plot`` draws them and optimization runs.
+``hessopt.plot`` needs matplotlib and is imported on first use, so ``import hessopt`` stays light.
 """
 import importlib
 

@@ -93,8 +93,11 @@ def clip_into(box: Box, x: np.ndarray) -> tuple[np.ndarray, str | None]:
     >>> import numpy as np
     >>> from optimizers.bounds import Box
     >>> from hessopt._bounds import clip_into
-    >>> clip_into(Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]), np.array([0.5, -2.0, 3.0]))
-    (array([0.5, 0. , 1. ]), 'x0 lay outside the bounds in 2 of 3 entries (the first at flat index 1) and was clipped into the box')
+    >>> x, note = clip_into(Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]), np.array([0.5, -2.0, 3.0]))
+    >>> x
+    array([0.5, 0. , 1. ])
+    >>> note
+    'x0 lay outside the bounds in 2 of 3 entries (the first at flat index 1) and was clipped into the box'
     """
     clipped = box.project(x)
     moved = np.flatnonzero(clipped != x)
@@ -116,8 +119,9 @@ def in_the_box(box: Box | None, x0: np.ndarray, method: str,
     >>> import numpy as np
     >>> from optimizers.bounds import Box
     >>> from hessopt._bounds import in_the_box
-    >>> in_the_box(Box([0.0], [1.0]), np.array([2.0]), "trust-ncg")[1:]
-    (array([1.]), 'x0 lay outside the bounds in 1 of 1 entries (the first at flat index 0) and was clipped into the box')
+    >>> box, x, note = in_the_box(Box([0.0], [1.0]), np.array([2.0]), "trust-ncg")
+    >>> x, note.endswith("and was clipped into the box")
+    (array([1.]), True)
     >>> in_the_box(Box([-np.inf], [np.inf]), np.array([2.0]), "arc")
     (None, array([2.]), None)
     """

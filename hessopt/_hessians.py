@@ -24,7 +24,7 @@ it, so asking again costs nothing, and counts the evaluations made when it was n
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy.optimize import HessianUpdateStrategy

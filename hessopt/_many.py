@@ -17,10 +17,11 @@ import time
 import traceback
 import uuid
 from collections import deque
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Executor, Future, InvalidStateError, wait
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from scipy.optimize import OptimizeResult
 

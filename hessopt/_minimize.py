@@ -9,7 +9,8 @@ objective that cannot be traced runs eagerly, with the same results.
 from __future__ import annotations
 
 import warnings
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import HessianUpdateStrategy, OptimizeResult, OptimizeWarning
@@ -22,9 +23,21 @@ from optimizers.krylov import CURVATURE_PROBE_STEPS, clearly_negative, leftmost_
 from optimizers.objective import MESSAGES, Status
 from optimizers.sparse import SPARSE_MIN_SIZE
 
-from ._arguments import (FINITE_DIFFERENCES, Call, UserHessian, as_options, check_option,
-                         exact_derivatives, gradient_vector, normalize, real_array, residual_vector,
-                         scalar_value, scipy_rosen_derivatives, value_and_gradient)
+from ._arguments import (
+    FINITE_DIFFERENCES,
+    Call,
+    UserHessian,
+    as_options,
+    check_option,
+    exact_derivatives,
+    gradient_vector,
+    normalize,
+    real_array,
+    residual_vector,
+    scalar_value,
+    scipy_rosen_derivatives,
+    value_and_gradient,
+)
 from ._bounds import BOUNDED_DEFAULT, binds, box_from_bounds, in_the_box, report_bounds
 from ._hessians import GradientDerivative, LastGradient, QuasiNewton, SparseAutodiff
 

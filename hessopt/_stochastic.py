@@ -9,7 +9,8 @@ shape.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 from scipy.optimize import OptimizeResult

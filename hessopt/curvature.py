@@ -25,7 +25,8 @@ References
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse
@@ -385,7 +386,7 @@ def _deflated_lanczos(A: Operator, closed: np.ndarray, rng: np.random.Generator)
 
 def spectral_density(op: Any, num_steps: int = 80, num_probes: int = 10,
                      seed: int | None = None, block: Any = None,
-                     reorthogonalize: bool | None = None) -> "SpectralDensity":
+                     reorthogonalize: bool | None = None) -> SpectralDensity:
     """The eigenvalue density of a symmetric operator by stochastic Lanczos quadrature (Ghorbani
     et al. 2019; Ubaru, Chen & Saad 2017): from each random unit probe v, ``num_steps`` Lanczos
     steps give the Gauss quadrature of v^T delta(t - A) v, whose nodes are the Ritz values and whose
@@ -489,7 +490,7 @@ class SpectralDensity:
             raise ValueError(f"nodes {self.nodes.shape} and weights {self.weights.shape} differ")
 
     @classmethod
-    def from_eigenvalues(cls, eigenvalues) -> "SpectralDensity":
+    def from_eigenvalues(cls, eigenvalues) -> SpectralDensity:
         """The exact distribution of some eigenvalues (weight 1/n each)."""
         eigenvalues = np.asarray(eigenvalues, dtype=float).reshape(-1)
         if eigenvalues.size == 0:

@@ -29,8 +29,8 @@ paper's values are kept as ``local_minima``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

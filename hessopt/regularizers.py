@@ -15,7 +15,7 @@ every Variable ``loss_fn`` reads, so it can be added to a training loss. Two way
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

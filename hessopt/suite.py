@@ -22,7 +22,7 @@ SCIPY_COUNTERPARTS = {"newton-cg": "Newton-CG", "trust-ncg": "trust-ncg",
 _DENSE = {"trust-exact", "dogleg"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _problem(name: str, n: int) -> problems.Problem:
     """Problems are built once per process (scalable ones compute index arrays when built)."""
     return problems.get(name, n)

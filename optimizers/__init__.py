@@ -47,8 +47,12 @@ from .history import History
 from .least_squares import least_squares_lm
 from .newton import minimize_hessian_free, minimize_newton, minimize_newton_cg
 from .objective import Status
-from .stochastic import (minimize_sgd, minimize_stochastic_adam, minimize_stochastic_hessian_free,
-                         minimize_subsampled_newton_cg)
+from .stochastic import (
+                         minimize_sgd,
+                         minimize_stochastic_adam,
+                         minimize_stochastic_hessian_free,
+                         minimize_subsampled_newton_cg,
+)
 from .trust_region import minimize_dogleg, minimize_trust_exact, minimize_trust_krylov, minimize_trust_ncg
 
 __all__ = ["History", "Status", "least_squares_lm", "minimize_adam", "minimize_arc", "minimize_dogleg",

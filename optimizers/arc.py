@@ -11,7 +11,7 @@ and is updated from the reduction ratio. It is the trust-region step
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy.optimize import OptimizeResult

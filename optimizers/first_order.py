@@ -11,7 +11,7 @@ optimization", ICLR 2015.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy.optimize import OptimizeResult

@@ -19,7 +19,7 @@ yields the records as dicts.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

@@ -68,8 +68,8 @@ and T. Steihaug, SIAM J. Numer. Anal. 19 (1982).
 from __future__ import annotations
 
 import math
-
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import eigh, eigh_tridiagonal

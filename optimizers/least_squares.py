@@ -11,7 +11,7 @@ Marquardt's method", IMM-REP-1999-05, DTU; J. Nocedal and S. J. Wright, *Numeric
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg

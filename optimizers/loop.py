@@ -44,8 +44,9 @@ import functools
 import numbers
 import warnings
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import Callable, Mapping, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse
@@ -53,8 +54,7 @@ from scipy.optimize import OptimizeResult
 
 from .bounds import Box, restrict
 from .history import History
-from .krylov import (CURVATURE_PROBE_STEPS, clearly_negative, dense_leftmost_curvature,
-                     leftmost_curvature)
+from .krylov import CURVATURE_PROBE_STEPS, clearly_negative, dense_leftmost_curvature, leftmost_curvature
 from .objective import MESSAGES, Iterate, Objective, Status
 from .sparse import LDLFactorization, sparse_leftmost_curvature
 from .stopping import GradientTest, gradient_norm

@@ -15,17 +15,16 @@ from __future__ import annotations
 import functools
 from abc import abstractmethod
 from collections import deque
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse
 from scipy.optimize import OptimizeResult, OptimizeWarning
 
-from .bounds import (Box, ProjectedNewtonDirection, bounded_start, projected_armijo,
-                     projected_newton_direction, restrict)
-from .krylov import (HESSIAN_FREE_CG_MAXITER, LINE_SEARCH_CG_MARGIN, ConjugateGradient, forcing_term,
-                     newton_cg_maxiter)
+from .bounds import Box, ProjectedNewtonDirection, bounded_start, projected_armijo, projected_newton_direction, restrict
+from .krylov import HESSIAN_FREE_CG_MAXITER, LINE_SEARCH_CG_MARGIN, ConjugateGradient, forcing_term, newton_cg_maxiter
 from .linesearch import LineSearchResult, backtracking, negative_curvature_search, strong_wolfe
 from .loop import Saddle, Step, Stop, Trial, curvature_check, hessian_matrix, reduced, run
 from .objective import HessianOperator, Iterate, Objective, Status

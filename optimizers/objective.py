@@ -8,9 +8,10 @@ matrix, or a sparse one (:mod:`optimizers.sparse`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
 from functools import cached_property
-from typing import Callable, Protocol
+from typing import Protocol
 
 import numpy as np
 import scipy.sparse

@@ -31,7 +31,8 @@ an operator splitting solver for quadratic programs, Math. Program. Comput. 12 (
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse

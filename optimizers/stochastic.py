@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 from scipy.optimize import OptimizeResult

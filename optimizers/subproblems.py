@@ -26,18 +26,31 @@ References
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh, eigh_tridiagonal
 from scipy.linalg.lapack import dpttrf, dpttrs
 
-from .krylov import (EPS, ESCAPE_CURVATURE_MARGIN, RITZ_RESIDUAL, TRUST_REGION_CG_MARGIN, CGStep,
-                     ConjugateGradient, Lanczos, forcing_term, leftmost_curvature,
-                     negative_curvature, norm, steihaug_maxiter)
-from .sparse import LDLFactorization, frobenius_norm, norm_bound as sparse_norm_bound, sparse_leftmost_eigenpair
+from .krylov import (
+    EPS,
+    ESCAPE_CURVATURE_MARGIN,
+    RITZ_RESIDUAL,
+    TRUST_REGION_CG_MARGIN,
+    CGStep,
+    ConjugateGradient,
+    Lanczos,
+    forcing_term,
+    leftmost_curvature,
+    negative_curvature,
+    norm,
+    steihaug_maxiter,
+)
+from .sparse import LDLFactorization, frobenius_norm, sparse_leftmost_eigenpair
+from .sparse import norm_bound as sparse_norm_bound
 
 # The hard case's extra shift of H - lam1 I, relative to max(1, |lam1|): from sqrt(eps), which
 # perturbs the step at the level of its rounding, up by factors of 10 while the factorization

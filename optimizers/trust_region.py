@@ -26,7 +26,8 @@ from __future__ import annotations
 import functools
 import math
 from collections import deque
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 from scipy.optimize import OptimizeResult

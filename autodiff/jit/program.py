@@ -341,7 +341,7 @@ def _sum_items(args, out, uses, producers, chains):
 def _depends_on(records: list, sources: set) -> set:
     """The ids of the tensors computed from ``sources`` (ids), the sources included."""
     dependent = set(sources)
-    for prim, args, raw, kwargs, out, parents in records:
+    for _prim, args, _raw, _kwargs, out, parents in records:
         if any(args[i]._id in dependent for i in parents):
             dependent.update(o._id for o in (out if type(out) is tuple else (out,)))
     return dependent
@@ -354,9 +354,9 @@ def split(records: list, inputs: list, late: list, outputs: list, guards: list =
     Returns ``(before, after, n_saved, late_positions)``: ``before.run(*inputs)`` computes the
     ``outputs`` that do not depend on the late inputs, then the ``n_saved`` values that the rest
     needs; ``after.run(*saved, *late)`` computes the outputs that do, at ``late_positions`` among
-    ``outputs`` (``after`` is ``single`` when there is one, and ``fresh``). The cached Hessian-vector product is this split of
-    ``(x, v) -> (f, gradient, H v)``: once per x, f, its gradient and every part of the second
-    sweep that does not involve v; each product, only the rest.
+    ``outputs`` (``after`` is ``single`` when there is one, and ``fresh``). The cached
+    Hessian-vector product is this split of ``(x, v) -> (f, gradient, H v)``: once per x, f, its
+    gradient and every part of the second sweep that does not involve v; each product, only the rest.
 
     Raises
     ------

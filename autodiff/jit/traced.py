@@ -18,7 +18,8 @@ import collections
 import contextlib
 import functools
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

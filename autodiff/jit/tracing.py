@@ -9,8 +9,9 @@ own ops.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,7 @@ class Trace:
         self._raw_depth = 0
         self._stand_ins: dict = {}    # id of a computed Tensor -> its stand-in in the records
 
-    def __enter__(self) -> "Trace":
+    def __enter__(self) -> Trace:
         state.observers.append(self)
         return self
 
@@ -196,7 +197,7 @@ def record(build: Callable, inputs: list) -> Recording:
     trace = Trace(inputs)
     with trace:
         out = build()
-    for prim, args, values, kwargs, result, parents in trace.records:
+    for prim, args, values, _kwargs, _result, parents in trace.records:
         if isinstance(prim, _Node):
             raise UntraceableError(f"autodiff.function: {prim.name} (custom_gradient or "
                                    "recompute_grad) cannot be traced yet")

@@ -25,7 +25,8 @@ array([0.25, 0.75])
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 import numpy as _np
 
@@ -34,9 +35,15 @@ from ..core import _holds_tensor
 from ..extend import nondiff as _nondiff
 from . import composite, fft, linalg, ops, scipy_linalg, special, stats  # noqa: F401  (anp.fft, .linalg, ...)
 from .ops import (  # noqa: F401  (the names beyond NumPy's)
-    expit, getitem, log_softmax, logsumexp, sigmoid, softmax, softplus, stop_gradient,
+    expit,
+    getitem,
+    log_softmax,
+    logsumexp,
+    sigmoid,
+    softmax,
+    softplus,
+    stop_gradient,
 )
-
 
 if _TYPE_CHECKING:
     from ..typing import Array, ArrayLike, DTypeLike, Order

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as _np
 
@@ -16,8 +17,27 @@ from ..core import Tensor, concrete, ndim_of, shape_of, value_of
 from ..extend import nondiff, reject_keywords
 from . import linalg, ops
 from .ops import (
-    absolute, as_array, astype, atleast_1d, broadcast_to, concatenate, exp, float_type, getitem, maximum, mean,
-    minimum, power, ravel, reshape, sort, sqrt, stack, sum, take, where,
+    absolute,
+    as_array,
+    astype,
+    atleast_1d,
+    broadcast_to,
+    concatenate,
+    exp,
+    float_type,
+    getitem,
+    maximum,
+    mean,
+    minimum,
+    power,
+    ravel,
+    reshape,
+    sort,
+    sqrt,
+    stack,
+    sum,
+    take,
+    where,
 )
 
 if TYPE_CHECKING:
@@ -362,7 +382,7 @@ def gradient(f: ArrayLike, *varargs: ArrayLike, axis: Axes = None, edge_order: i
         if n < edge_order + 1:
             raise ValueError("Shape of array too small to calculate a numerical gradient, "
                              "at least (edge_order + 1) elements are required.")
-        part = lambda start, stop: getitem(f, _along(k, ndim, slice(start, stop)))  # noqa: E731
+        part = lambda start, stop, k=k: getitem(f, _along(k, ndim, slice(start, stop)))
         inside = (part(2, None) - part(None, -2)) / (2.0 * h)
         if edge_order == 1:
             first, last = (part(1, 2) - part(0, 1)) / h, (part(n - 1, n) - part(n - 2, n - 1)) / h

@@ -17,7 +17,8 @@ array([ 8., 16.,  0., -8.])
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as _np
 

@@ -8,16 +8,34 @@ from __future__ import annotations
 
 import weakref
 from collections import namedtuple
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
 from ..core import Tensor, concrete, list_operand, ndim_of, shape_of, trackers, value_of
 from ..extend import defjvp, defvjp, nondiff, primitive, unbroadcast
-from .ops import (concatenate, defreduction, float_type, matmul, moveaxis, reshape, sum, swapaxes, tril, triu,
-                  where)
-from .ops import _is_complex, as_array, astype, conj, real
-from .ops import abs as _abs, max as _max, min as _min
+from .ops import (
+    _is_complex,
+    as_array,
+    astype,
+    concatenate,
+    conj,
+    defreduction,
+    float_type,
+    matmul,
+    moveaxis,
+    real,
+    reshape,
+    sum,
+    swapaxes,
+    tril,
+    triu,
+    where,
+)
+from .ops import abs as _abs
+from .ops import max as _max
+from .ops import min as _min
 
 if TYPE_CHECKING:
     from ..typing import Array, ArrayLike, Axes

@@ -10,13 +10,13 @@ import builtins
 import math
 import operator
 import string
-from typing import TYPE_CHECKING, Any, Callable, Sequence, overload
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as _np
 
 from ..core import Primitive, SlicedCotangent, Tensor, apply, concrete, dtype_of, ndim_of, shape_of, value_of
-from ..extend import (defderiv, defjvp, deflinear, defvjp, nondiff, primitive, reject_keywords,
-                      reject_out, unbroadcast)
+from ..extend import defderiv, defjvp, deflinear, defvjp, nondiff, primitive, reject_keywords, reject_out, unbroadcast
 
 if TYPE_CHECKING:
     from ..typing import Array, ArrayLike, Axes, DTypeLike, Index, Order, Shape

@@ -38,7 +38,8 @@ from __future__ import annotations
 import builtins
 import importlib
 import math
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as _np
 

@@ -113,8 +113,9 @@ defderiv(iv, None, lambda ans, v, x: (iv(v - 1, x) + iv(v + 1, x)) / 2)
 defderiv(ive, None, lambda ans, v, x: (ive(v - 1, x) + ive(v + 1, x)) / 2 - sign(x) * ans)  # exp(-|x|) I_v
 defderiv(gammainc, None, lambda ans, a, x: exp(-x + (a - 1) * log(x) - _like(gammaln(a), x)))
 defderiv(gammaincc, None, lambda ans, a, x: -exp(-x + (a - 1) * log(x) - _like(gammaln(a), x)))
-defderiv(stdtr, None, lambda ans, df, t: exp(_like(gammaln(0.5 * df + 0.5) - gammaln(0.5 * df) - 0.5 * log(df * math.pi), t)
-                                              - (df + 1) / 2 * log1p(t * t / df)))  # Student's t density
+defderiv(stdtr, None, lambda ans, df, t: exp(  # Student's t density
+    _like(gammaln(0.5 * df + 0.5) - gammaln(0.5 * df) - 0.5 * log(df * math.pi), t)
+    - (df + 1) / 2 * log1p(t * t / df)))
 defderiv(betainc, None, None,
          lambda ans, a, b, x: exp((a - 1) * log(x) + (b - 1) * log1p(-x) - _like(betaln(a, b), x)))
 defderiv(entr, lambda ans, x: -1 - log(x))

@@ -153,7 +153,8 @@ norm = _continuous("norm", (), _always, lambda z: -0.5 * z * z - 0.5 * _LOG_2PI,
 t = _continuous("t", ("df",), lambda df: df > 0, _t_logpdf, lambda z, df: special.stdtr(df, z),
                 lambda z, df: special.stdtr(df, -z))
 chi2 = _continuous("chi2", ("df",), lambda df: df > 0,
-                   lambda z, df: special.xlogy(df / 2 - 1, z) - z / 2 - _like(special.gammaln(df / 2) + math.log(2) * df / 2, z),
+                   lambda z, df: (special.xlogy(df / 2 - 1, z) - z / 2
+                                  - _like(special.gammaln(df / 2) + math.log(2) * df / 2, z)),
                    lambda z, df: special.gammainc(df / 2, z / 2), lambda z, df: special.gammaincc(df / 2, z / 2),
                    support=(0.0, math.inf))
 gamma = _continuous("gamma", ("a",), lambda a: a > 0,
@@ -161,7 +162,8 @@ gamma = _continuous("gamma", ("a",), lambda a: a > 0,
                     lambda z, a: special.gammainc(a, z), lambda z, a: special.gammaincc(a, z),
                     support=(0.0, math.inf))
 beta = _continuous("beta", ("a", "b"), lambda a, b: (a > 0) & (b > 0),
-                   lambda z, a, b: special.xlog1py(b - 1, -z) + special.xlogy(a - 1, z) - _like(special.betaln(a, b), z),
+                   lambda z, a, b: (special.xlog1py(b - 1, -z) + special.xlogy(a - 1, z)
+                                    - _like(special.betaln(a, b), z)),
                    lambda z, a, b: special.betainc(a, b, z), support=(0.0, 1.0))
 
 

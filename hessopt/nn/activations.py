@@ -6,7 +6,7 @@ side of the negative branch is taken only for x < 0).
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

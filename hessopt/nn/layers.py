@@ -16,7 +16,7 @@ import itertools
 import os
 import re
 from collections import defaultdict
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

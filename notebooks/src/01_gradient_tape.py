@@ -302,6 +302,7 @@ g = tape.gradient(f, x)
 print(g)
 
 from scipy.optimize import rosen_der
+
 assert_allclose(g.numpy(), rosen_der(np.array([-1.2, 1.0, -1.2, 1.0])))
 
 # %% [markdown]

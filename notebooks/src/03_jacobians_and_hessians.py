@@ -13,14 +13,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 from numpy.testing import assert_allclose
 
-from claims import claim
-
 import autodiff as ad
 import autodiff.numpy as anp
 import hessopt
 import hessopt.plot as hplot
 from hessopt import nn
 from hessopt.problems import bounded
+
+from claims import claim
 
 rng = np.random.default_rng(0)
 
@@ -88,7 +88,8 @@ for b in range(7):
     off_diagonal[b, :, b, :] = 0
 print(f"largest off-diagonal entry: {np.abs(off_diagonal).max():.3f} (it was 0 without BatchNorm)")
 print(f"batch_jacobian - diagonal blocks: max {np.abs(batch_bn - diagonal).max():.3f}")
-print(f"batch_jacobian - column sums of blocks: max {np.abs(batch_bn - full_bn.sum(axis=0).transpose(1, 0, 2)).max():.1e}")
+column_sums = full_bn.sum(axis=0).transpose(1, 0, 2)
+print(f"batch_jacobian - column sums of blocks: max {np.abs(batch_bn - column_sums).max():.1e}")
 assert np.abs(off_diagonal).max() > 1e-2
 assert_allclose(batch_bn, np.einsum("axby->bxy", full_bn), atol=1e-12)
 

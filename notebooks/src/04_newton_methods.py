@@ -15,12 +15,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import scipy.optimize
 
-from claims import claim
-
 import hessopt
 import hessopt.plot as hplot
 from hessopt import problems
 from hessopt.suite import format_summary, format_table, run_suite
+
+from claims import claim
 
 # %% [markdown]
 # ## Rosenbrock's function

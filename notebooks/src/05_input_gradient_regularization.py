@@ -38,7 +38,6 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-from claims import claim
 from sklearn.datasets import load_digits
 
 import autodiff as ad
@@ -47,6 +46,8 @@ import hessopt
 from hessopt import nn
 from hessopt.nn import losses
 from hessopt.regularizers import input_gradient_penalty
+
+from claims import claim
 
 # %% [markdown]
 # ## Data and model

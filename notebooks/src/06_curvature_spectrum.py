@@ -23,7 +23,6 @@
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from claims import claim
 from numpy.testing import assert_allclose
 from sklearn.datasets import load_digits
 
@@ -33,6 +32,8 @@ import hessopt
 import hessopt.plot as hplot
 from hessopt import curvature, nn
 from hessopt.nn import losses
+
+from claims import claim
 
 digits = load_digits()
 images, targets = digits.data / 16.0, digits.target
@@ -98,7 +99,7 @@ print(f"training: {result.nit} iterations, objective {result.fun:.5f}, cross-ent
 # %%
 rng = np.random.default_rng(1)
 u, v = rng.standard_normal(n), rng.standard_normal(n)
-for when, ops in (("before", before), ("after", after)):
+for ops in (before, after):
     H, G = ops["Hessian"], ops["Gauss-Newton"]
     assert_allclose(u @ (H @ v), v @ (H @ u), rtol=1e-9)
     assert_allclose(u @ (G @ v), v @ (G @ u), rtol=1e-9)

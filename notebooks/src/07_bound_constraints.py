@@ -21,11 +21,11 @@ import numpy as np
 import scipy.optimize
 from scipy.optimize import Bounds
 
-from claims import claim
-
 import autodiff as ad
 import hessopt
 from hessopt import problems
+
+from claims import claim
 
 # %% [markdown]
 # ## Non-negative least squares

@@ -16,8 +16,8 @@ import pkgutil
 import subprocess
 import sys
 import typing
+from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -27,6 +27,7 @@ import scipy.special
 import autodiff
 import autodiff.numpy as anp
 from autodiff import Tensor
+
 
 def _public_modules() -> list[ModuleType]:
     names = ["autodiff"] + [info.name for info in pkgutil.walk_packages(autodiff.__path__, "autodiff.")]

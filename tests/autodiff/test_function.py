@@ -10,13 +10,14 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_ops import CASES
 
 import autodiff as ad
 import autodiff.numpy as anp
 from autodiff.function import CACHE_SIZE, MAX_TRACES_PER_SIGNATURE
 from autodiff.jit import Late
-from test_ops import CASES
 
 ONCE = settings(max_examples=2, deadline=None)
 

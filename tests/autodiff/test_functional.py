@@ -12,7 +12,6 @@ import autodiff as ad
 import autodiff.numpy as anp
 from autodiff.check import central_differences as central_difference
 
-
 # --- test functions, each with a point and a direction ---------------------------------------------
 
 def rosenbrock(x):

@@ -11,13 +11,14 @@ import sys
 import numpy as np
 import pytest
 import scipy.linalg
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_function import assert_replays_exactly, nearby
+from test_ops import CASES
 
 import autodiff as ad
 import autodiff.numpy as anp
 from autodiff.numpy import scipy_linalg
-from test_function import assert_replays_exactly, nearby
-from test_ops import CASES
 
 RNG = np.random.default_rng(7)
 

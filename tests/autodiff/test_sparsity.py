@@ -12,11 +12,13 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import autodiff as ad
 import autodiff.numpy as anp
-from autodiff import _index_sets as index_sets, coloring
+from autodiff import _index_sets as index_sets
+from autodiff import coloring
 from autodiff._index_sets import Sets
 from autodiff.extend import defvjp, primitive
 
@@ -46,21 +48,24 @@ HESSIAN_CASES = {
                             + np.sum(np.min(x.reshape(4, 6), axis=0) ** 3), False),
     "norm, cumsum, mean": (lambda x: np.sum(np.linalg.norm(x.reshape(8, 3), axis=1) ** 3)
                            + np.sum(np.cumsum(x[:6]) ** 2) + np.mean(x) ** 2, True),
-    "matmul": (lambda x: np.sum((x.reshape(6, 4) @ A) ** 2) + x[:4] @ x[4:8] + np.sum(x[:6] @ x[6:18].reshape(6, 2)), True),
+    "matmul": (lambda x: np.sum((x.reshape(6, 4) @ A) ** 2) + x[:4] @ x[4:8]
+               + np.sum(x[:6] @ x[6:18].reshape(6, 2)), True),
     "einsum, tensordot": (lambda x: np.einsum("ij,ij->", x.reshape(4, 6), x.reshape(4, 6) ** 2)
                           + np.sum(np.einsum("ij,jk->ik", x[:12].reshape(3, 4), A) ** 2)
                           + np.tensordot(x[:6].reshape(2, 3), x[6:12].reshape(2, 3), 2), True),
-    "indexing with repeats, take, scatter": (lambda x: np.sum(x[[0, 5, 5, 7]] ** 3) + np.sum(np.take(x, [1, 2]) ** 2 * x[[3, 4]]), True),
+    "indexing with repeats, take, scatter": (lambda x: np.sum(x[[0, 5, 5, 7]] ** 3)
+                                             + np.sum(np.take(x, [1, 2]) ** 2 * x[[3, 4]]), True),
     "reshape, transpose, flip, concatenate, stack": (
-        lambda x: np.sum(np.concatenate([x[:12].reshape(3, 4).T, np.flip(x[12:24]).reshape(3, 4).T], axis=1) ** 3
-                         * np.stack([x[::2], x[1::2]]).T.reshape(4, 6)), True),
+        lambda x: np.sum(np.concatenate([x[:12].reshape(3, 4).T, np.flip(x[12:24]).reshape(3, 4).T], axis=1)
+                         ** 3 * np.stack([x[::2], x[1::2]]).T.reshape(4, 6)), True),
     "pad, diagonal, triu, tril, broadcast_to, tile, repeat, roll": (
         lambda x: np.sum(np.pad(x[:4], 2) ** 2 * np.roll(x[4:12], 3)) + np.sum(np.diagonal(x[:16].reshape(4, 4)) ** 3)
         + np.sum(np.triu(x[:16].reshape(4, 4)) * np.tril(x[8:24].reshape(4, 4)))
         + np.sum(np.broadcast_to(x[:3], (2, 3)) ** 3) + np.sum(np.tile(x[:2], 3) * np.repeat(x[2:5], 2)), True),
     "batched det, inv, solve": (lambda x: np.sum(np.linalg.det(x[:16].reshape(4, 2, 2)) ** 2)
                                 + np.sum(np.linalg.inv(x[:8].reshape(2, 2, 2) + 3 * np.eye(2)))
-                                + np.sum(np.linalg.solve(x[8:16].reshape(2, 2, 2) + 3 * np.eye(2), x[16:20].reshape(2, 2))), True),
+                                + np.sum(np.linalg.solve(x[8:16].reshape(2, 2, 2) + 3 * np.eye(2),
+                                                         x[16:20].reshape(2, 2))), True),
     "fallback: a primitive without a rule (superset)": (lambda x: np.sum(_reversed_squares(x[:8]) * x[8:16]), False),
 }
 
@@ -120,7 +125,8 @@ JACOBIAN_CASES = {
     "cumsum, convolve": (lambda x: np.concatenate([np.cumsum(x[:5]), np.convolve(x, [1.0, -2.0, 1.0], "valid")]), True),
     "matrix outputs": (lambda x: (x[:12].reshape(3, 4) @ x[12:20].reshape(4, 2)), True),
     "sort: read values, recorded eagerly": (lambda x: np.sort(x)[::2] * x[:10], True),
-    "custom_gradient (superset)": (lambda x: ad.custom_gradient(lambda t: (t ** 2, lambda g: 2 * g * t))(x[:6]) + x[6:], False),
+    "custom_gradient (superset)": (
+        lambda x: ad.custom_gradient(lambda t: (t ** 2, lambda g: 2 * g * t))(x[:6]) + x[6:], False),
 }
 
 

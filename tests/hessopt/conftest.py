@@ -1,7 +1,7 @@
 """Central-difference checks for losses over Variables (the models' tests share them)."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest

@@ -13,9 +13,21 @@ import numpy as np
 import pytest
 
 import hessopt
-from _many_tasks import (BAD, PauseAtStart, dying, dying_once_logged, exiting, hanging, killed,
-                         quartic_refusing_near_minimum, raising, shifted_sphere, traced_sphere)
 from hessopt import BatchStatus
+
+from _many_tasks import (
+    BAD,
+    PauseAtStart,
+    dying,
+    dying_once_logged,
+    exiting,
+    hanging,
+    killed,
+    quartic_refusing_near_minimum,
+    raising,
+    shifted_sphere,
+    traced_sphere,
+)
 
 STARTS = [np.zeros(2), np.full(2, BAD), np.ones(2), np.array([2.0, -1.0])]
 TIMEOUT = 3.0   # seconds: a good run here takes milliseconds, the hanging one a minute

@@ -4,7 +4,6 @@ integer labels run eagerly; the curvature subsample; bad input."""
 import numpy as np
 import pytest
 
-import autodiff as ad
 import hessopt
 from hessopt import nn
 from hessopt.nn import losses

@@ -8,8 +8,8 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.colors import SymLogNorm  # noqa: E402
 import pytest  # noqa: E402
+from matplotlib.colors import SymLogNorm  # noqa: E402
 
 import autodiff as ad  # noqa: E402
 import autodiff.numpy as anp  # noqa: E402

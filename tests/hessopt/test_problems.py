@@ -8,7 +8,6 @@ import pytest
 from scipy.optimize import Bounds, least_squares, minimize, root, rosen
 
 import autodiff as ad
-
 from hessopt.problems import BOUNDED, MGH, SCALABLE, Problem, bounded, get, scalable
 
 IDS = [f"{p.number:02d}-{p.name}-{p.n}" for p in MGH]
@@ -731,8 +730,8 @@ def test_enneper_boundary_values_solve_enneper_s_parametrization():
                               (-0.5 + 0 * t, 0.5 + 0 * t, t, t)):
         for value, x, y in zip(values, xs, ys):
             # recover (u, v) independently with scipy's MINPACK hybrid method: u^2 - v^2 agrees
-            solution = root(lambda w: [w[0] + w[0] * w[1] ** 2 - w[0] ** 3 / 3 - x,
-                                       -w[1] - w[0] ** 2 * w[1] + w[1] ** 3 / 3 - y], [x, -y],
+            solution = root(lambda w, x=x, y=y: [w[0] + w[0] * w[1] ** 2 - w[0] ** 3 / 3 - x,
+                                                 -w[1] - w[0] ** 2 * w[1] + w[1] ** 3 / 3 - y], [x, -y],
                             tol=1e-14)
             u, v = solution.x
             assert np.max(np.abs(solution.fun)) < 1e-15
@@ -744,8 +743,7 @@ def test_enneper_boundary_values_solve_enneper_s_parametrization():
 
 
 def test_bounds_and_starting_points_are_minpack_2s():
-    side, n = 3, 9
-    h = 0.25
+    n, h = 9, 0.25  # a 3 x 3 interior grid
     torsion = bounded("torsion", n)
     distance = np.array([[1, 1, 1], [1, 2, 1], [1, 1, 1]]).ravel() * h
     np.testing.assert_array_equal(torsion.upper, distance)

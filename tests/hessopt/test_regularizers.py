@@ -66,7 +66,7 @@ def test_finite_difference_penalty_gradient_matches_differences_to_order_h(diffe
     variables = model.trainable_variables
     gaps = []
     for h in (1e-2, 1e-3):
-        loss = lambda: input_gradient_penalty(  # noqa: E731
+        loss = lambda h=h: input_gradient_penalty(
             lambda z: losses.softmax_cross_entropy(LABELS, model(z)), X, method="finite-difference", h=h)
         with ad.GradientTape() as tape:
             value = loss()

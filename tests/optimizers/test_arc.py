@@ -2,10 +2,20 @@
 import numpy as np
 import pytest
 from scipy.optimize import minimize, rosen, rosen_der, rosen_hess_prod
+from test_trust_region import (
+    assert_rosenbrock_minimum,
+    beale,
+    beale_grad,
+    beale_hess,
+    quartic,
+    quartic_grad,
+    quartic_hess,
+    saddle,
+    saddle_grad,
+    saddle_hess,
+)
 
 from optimizers.arc import minimize_arc
-from test_trust_region import (assert_rosenbrock_minimum, beale, beale_grad, beale_hess, quartic,
-                               quartic_grad, quartic_hess, saddle, saddle_grad, saddle_hess)
 
 
 def hessp_of(hess):

@@ -3,10 +3,18 @@ Bertsekas' projected Newton direction and Armijo arc), on hand-checkable boxes a
 whose bound-constrained minimizer is known in closed form."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from optimizers.bounds import (Box, BoxTrustRegion, ProjectedNewtonDirection, cauchy_point,
-                               projected_armijo, projected_newton_direction, restrict)
+from optimizers.bounds import (
+    Box,
+    BoxTrustRegion,
+    ProjectedNewtonDirection,
+    cauchy_point,
+    projected_armijo,
+    projected_newton_direction,
+    restrict,
+)
 
 INF = np.inf
 

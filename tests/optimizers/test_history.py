@@ -6,9 +6,18 @@ import numpy as np
 import pytest
 from scipy.optimize import rosen, rosen_der, rosen_hess, rosen_hess_prod
 
-from optimizers import (History, least_squares_lm, minimize_arc, minimize_dogleg,
-                        minimize_hessian_free, minimize_newton, minimize_newton_cg,
-                        minimize_trust_exact, minimize_trust_krylov, minimize_trust_ncg)
+from optimizers import (
+    History,
+    least_squares_lm,
+    minimize_arc,
+    minimize_dogleg,
+    minimize_hessian_free,
+    minimize_newton,
+    minimize_newton_cg,
+    minimize_trust_exact,
+    minimize_trust_krylov,
+    minimize_trust_ncg,
+)
 
 # --- the container ------------------------------------------------------------------------------
 

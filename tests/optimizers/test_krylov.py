@@ -3,9 +3,16 @@ CG against dense solves, the forcing term and the negative-curvature test."""
 import numpy as np
 import pytest
 
-from optimizers.krylov import (FORCING_CAP, ConjugateGradient, Lanczos, clearly_negative,
-                               dense_leftmost_curvature, forcing_term, leftmost_curvature,
-                               negative_curvature)
+from optimizers.krylov import (
+    FORCING_CAP,
+    ConjugateGradient,
+    Lanczos,
+    clearly_negative,
+    dense_leftmost_curvature,
+    forcing_term,
+    leftmost_curvature,
+    negative_curvature,
+)
 
 
 def symmetric(n, seed=0, definite=False):

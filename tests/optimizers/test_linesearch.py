@@ -1,7 +1,8 @@
 """Line searches: the conditions they promise, the unit step first, expansion, NaN recovery."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optimizers.linesearch import backtracking, negative_curvature_search, strong_wolfe
 from optimizers.objective import Objective

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize, rosen, rosen_der, rosen_hess, rosen_hess_prod
 
-from optimizers.newton import (MartensDamping, minimize_hessian_free, minimize_newton,
-                               minimize_newton_cg)
+from optimizers.newton import MartensDamping, minimize_hessian_free, minimize_newton, minimize_newton_cg
 from optimizers.objective import Status
 
 METHODS = [minimize_newton, functools.partial(minimize_newton, shift="eigen"), minimize_newton_cg,

@@ -7,14 +7,19 @@ import numpy as np
 import pytest
 import scipy.sparse
 from scipy.optimize import rosen, rosen_der, rosen_hess
+from test_subproblems import SEEDS, instance, model, trs_reference
 
 import optimizers
 from optimizers.objective import Status
-from optimizers.sparse import (LDLFactorization, dense_reason, norm_bound, sparse_leftmost_curvature,
-                               sparse_leftmost_eigenpair, symmetric_csc)
+from optimizers.sparse import (
+    LDLFactorization,
+    dense_reason,
+    norm_bound,
+    sparse_leftmost_curvature,
+    sparse_leftmost_eigenpair,
+    symmetric_csc,
+)
 from optimizers.subproblems import Dogleg, MoreSorensen
-
-from test_subproblems import SEEDS, instance, model, trs_reference
 
 
 def rosen_hess_sparse(x):

@@ -6,8 +6,14 @@ import pytest
 
 from optimizers.newton import MartensDamping
 from optimizers.objective import Status
-from optimizers.stochastic import (BatchObjective, Epochs, minimize_sgd, minimize_stochastic_adam,
-                                   minimize_stochastic_hessian_free, minimize_subsampled_newton_cg)
+from optimizers.stochastic import (
+    BatchObjective,
+    Epochs,
+    minimize_sgd,
+    minimize_stochastic_adam,
+    minimize_stochastic_hessian_free,
+    minimize_subsampled_newton_cg,
+)
 
 RNG = np.random.default_rng(0)
 A = RNG.standard_normal((1000, 4)) * np.array([1.0, 3.0, 0.3, 1.0])   # condition number ~100
@@ -114,7 +120,7 @@ def test_epochs_reiterate_sequences_call_factories_and_refuse_spent_generators()
     asked = []
     pairs = list(Epochs(lambda epoch: asked.append(epoch) or [epoch, -epoch], epochs=3))
     assert asked == [0, 1, 2] and pairs == [(0, 0), (0, 0), (1, 1), (1, -1), (2, 2), (2, -2)]
-    assert [b for _, b in Epochs((k for k in range(3)))] == [0, 1, 2]   # one pass: one epoch
+    assert [b for _, b in Epochs(k for k in range(3))] == [0, 1, 2]   # one pass: one epoch
     with pytest.raises(ValueError, match="one-pass iterator"):
         Epochs((k for k in range(3)), epochs=2)
     with pytest.raises(ValueError, match="epoch 1 has no batches"):
@@ -132,6 +138,7 @@ def test_the_objective_is_of_the_current_batch_and_forgets_the_last():
     x = np.ones(4)
     f0, g0 = objective.fun(x), objective.grad(x).copy()
     assert f0 == loss(x, BATCHES[0]) and objective.curvature_batch[0].shape == (40, 4)
+    np.testing.assert_array_equal(g0, gradient(x, BATCHES[0]))
     assert objective.advance() and objective.fun(x) == loss(x, BATCHES[1]) != f0
     np.testing.assert_array_equal(objective.grad(x), gradient(x, BATCHES[1]))
     assert not objective.advance() and objective.counts() == {"nfev": 3, "njev": 2, "nhev": 0}   # f(x0) too

@@ -4,8 +4,15 @@ import pytest
 from scipy.optimize import brentq
 
 from optimizers.krylov import Lanczos, leftmost_curvature
-from optimizers.subproblems import (Dogleg, LanczosCubic, LanczosGLTR, MoreSorensen, SteihaugCG,
-                                    _NewtonPoint, boundary_steps)
+from optimizers.subproblems import (
+    Dogleg,
+    LanczosCubic,
+    LanczosGLTR,
+    MoreSorensen,
+    SteihaugCG,
+    _NewtonPoint,
+    boundary_steps,
+)
 
 
 def model(H, g, p):
