@@ -6,10 +6,12 @@ product, a dense matrix's ``H.__matmul__``, a Gauss-Newton product, ...).
 
 API
 ---
-``Lanczos(matvec, start, *, reorthogonalize=True, breakdown=ROUNDING)``
+``Lanczos(matvec, start, *, reorthogonalize=True, breakdown=ROUNDING, preconditioner=None)``
     Lanczos tridiagonalization of the operator H from any nonzero ``start`` vector, grown one step
     (one product) at a time. After k steps, with Q_k the k orthonormal basis vectors as columns,
-    ``Q_k^T H Q_k = T_k`` and ``H Q_k = Q_k T_k + next_beta q_{k+1} e_k^T``.
+    ``Q_k^T H Q_k = T_k`` and ``H Q_k = Q_k T_k + next_beta q_{k+1} e_k^T``. With a
+    ``preconditioner`` M the basis is M-orthonormal and ``H Q_k = M Q_k T_k + next_beta M q_{k+1}
+    e_k^T`` (the process of M^{-1} H in the M inner product, started from ``M^{-1} start``).
 
     - ``extend()``: one more step (one product); ``run(steps)``: extend until ``size == steps`` or
       the space is exhausted; returns the Lanczos object.
@@ -20,7 +22,8 @@ API
     - ``alpha`` (shape (k,)) and ``beta`` (shape (k-1,)): the diagonal and the off-diagonal of T_k;
       ``coefficients(j)``: the scalars ``(alpha_j, beta_{j-1})``. ``next_beta``: the coupling of
       the space to the rest (0 when exhausted); it bounds the residuals of Ritz pairs and of
-      Galerkin solutions.
+      Galerkin solutions; ``residual_scale`` is ``next_beta ||M q_{k+1}||`` (``next_beta`` without
+      M), what a residual is per unit of h's last coordinate.
     - ``basis``: Q_k^T, the basis vectors as rows, shape (k, n); ``combine(h)``: ``Q_k h`` for
       coordinates h of shape (k,) or (k, m) (the vector, or the m vectors as columns, in R^n).
     - ``ritz()``: ``(theta, Y)``, the Ritz values in ascending order (eigenvalues of T_k) and the
@@ -43,16 +46,19 @@ API
     Ritz value. ``dense_leftmost_curvature(H)`` answers the same for a dense matrix.
 
 ``ConjugateGradient(matvec, g, *, shift=0.0, p0=None, curvature_margin=LINE_SEARCH_CG_MARGIN,
-keep_segments=True)``
+keep_segments=True, preconditioner=None)``
     Conjugate gradients on the quadratic model ``phi(p) = g^T p + 1/2 p^T A p``, A = H + shift I,
-    i.e. on ``A p = -g``, one step (one product) at a time, from 0 or from a better ``p0``.
+    i.e. on ``A p = -g``, one step (one product) at a time, from 0 or from a better ``p0``;
+    preconditioned by M when ``preconditioner.solve(r)`` is ``M^{-1} r``.
     ``step()`` returns a :class:`CGStep` (the segment from the iterate along the search direction,
     with the model along it) and moves the iterate, unless the direction has non-positive
     curvature (``negative_curvature(d^T A d / ||d||^2, kappa, curvature_margin)``, kappa the
     largest curvature seen): then the iterate stays, the step has ``length = inf`` and
     ``negative_curvature`` is set; what to do is the caller's choice. Stopping is the caller's
-    too. State: ``p``, ``r = A p + g``, ``rr = r^T r``, ``d``, ``dd = d^T d``, ``value = phi(p)``,
-    ``pAp = p^T A p``, ``iterations``, ``kappa``; ``product(v) = A v``.
+    too. State: ``p``, ``r = A p + g``, ``rr = r^T r``, ``rz = r^T M^{-1} r``, ``d``, ``dd = d^T
+    M d``, ``pp = p^T M p`` and ``pd = p^T M d`` (preconditioned only), ``value = phi(p)``, ``pAp
+    = p^T A p``, ``iterations``, ``kappa``; ``product(v) = A v`` (M = I without a preconditioner).
+    ``sphere_crossings(pp, pd, dd, radius)``: where ``p + tau d`` crosses a sphere, in any norm.
 
 ``forcing_term(gnorm)``, ``negative_curvature(rayleigh, scale, margin)`` and the named
 constants below: the thresholds each use needs, with the reasons.
@@ -63,7 +69,10 @@ References: C. Lanczos, J. Res. Nat. Bur. Standards 45 (1950); C. C. Paige, PhD 
 Applications*, 2010; S. Ubaru, J. Chen and Y. Saad, SIAM J. Matrix Anal. Appl. 38 (2017);
 M. R. Hestenes and E. Stiefel, J. Res. Nat. Bur. Standards 49 (1952); J. Nocedal and S. J.
 Wright, *Numerical Optimization*, 2nd ed., 2006 (N&W), ch. 5 and 7; R. S. Dembo, S. C. Eisenstat
-and T. Steihaug, SIAM J. Numer. Anal. 19 (1982).
+and T. Steihaug, SIAM J. Numer. Anal. 19 (1982); T. Steihaug, SIAM J. Numer. Anal. 20 (1983);
+A. R. Conn, N. I. M. Gould and Ph. L. Toint, *Trust-Region Methods*, SIAM 2000 (CGT), §5.1.1 and
+§7.5 (preconditioned CG and Lanczos, their M-norms); N. I. M. Gould, S. Lucidi, M. Roma and
+Ph. L. Toint, SIAM J. Optim. 9 (1999) (GLTR's preconditioned Lanczos).
 """
 from __future__ import annotations
 
@@ -178,19 +187,35 @@ def clearly_negative(theta: float, scale: float) -> bool:
 
 class Lanczos:
     """Lanczos tridiagonalization of a symmetric operator, grown one step at a time (see the
-    module docstring for the API)."""
+    module docstring for the API).
+
+    With a ``preconditioner`` M (``solve(r) = M^{-1} r``, M symmetric positive definite) it is the
+    Lanczos process of M^{-1} H in the M inner product (CGT §5.2; GLTR §5): the basis vectors are
+    M-orthonormal (``Q_k^T M Q_k = I``), ``Q_k^T H Q_k = T_k`` and ``H Q_k = M Q_k T_k + next_beta
+    M q_{k+1} e_k^T``; the first is ``M^{-1} start`` scaled to M-norm 1, ``start_norm`` being
+    ``sqrt(start^T M^{-1} start)``. A step costs one product and one solve with M; the vectors
+    ``M q_j`` are kept next to the basis (for the recurrence and the reorthogonalization, without
+    products with M), and ``residuals`` are Euclidean norms of ``H Q_k h - M Q_k T_k h``."""
 
     def __init__(self, matvec: Callable[[np.ndarray], np.ndarray], start: np.ndarray, *,
-                 reorthogonalize: bool = True, breakdown: float = ROUNDING):
+                 reorthogonalize: bool = True, breakdown: float = ROUNDING, preconditioner=None):
         start = np.asarray(start, dtype=float).reshape(-1)
-        start_norm = norm(start)
+        self._precondition = None if preconditioner is None else preconditioner.solve
+        first = start if self._precondition is None else self._precondition(start)
+        start_norm = norm(start) if self._precondition is None else math.sqrt(max(start @ first, 0.0))
         if not (np.isfinite(start_norm) and start_norm > 0):
             raise ValueError("the Lanczos start vector must be nonzero and finite")
+        self.start_norm = start_norm
         self._matvec = matvec
         self._reorthogonalize, self._breakdown = reorthogonalize, breakdown
         self._scale = 0.0   # the largest ||H q_j||: a lower bound on ||H||_2
         self._basis = np.empty((min(start.size, 8), start.size))
-        self._basis[0] = start / start_norm
+        self._basis[0] = first / start_norm
+        self._duals = self._basis   # the vectors M q_j (q_j themselves without a preconditioner)
+        if self._precondition is not None:
+            self._duals = np.empty_like(self._basis)
+            self._duals[0] = start / start_norm
+        self._dual_norm = 1.0       # ||M q_{k+1}||
         self._alpha: list[float] = []
         self._beta: list[float] = []
         self.exhausted = False
@@ -217,6 +242,14 @@ class Lanczos:
         return 0.0 if self.exhausted or not self._beta else self._beta[-1]
 
     @property
+    def residual_scale(self) -> float:
+        """``||H Q_k h - M Q_k T_k h|| / |h_k|`` for any h: ``next_beta ||M q_{k+1}||`` (M = I:
+        ``next_beta``)."""
+        if self._precondition is None:
+            return self.next_beta
+        return self.next_beta * self._dual_norm
+
+    @property
     def basis(self) -> np.ndarray:
         return self._basis[:self.size]
 
@@ -229,21 +262,31 @@ class Lanczos:
         alpha = float(q @ w)
         self._alpha.append(alpha)
         previous = self._beta[-1] if k else 0.0
-        w = w - alpha * q if k == 0 else w - alpha * q - previous * self._basis[k - 1]
-        if self._reorthogonalize:
-            basis = self._basis[:k + 1]
-            w = w - (basis @ w) @ basis
-        beta = norm(w)
+        duals = self._duals
+        w = w - alpha * duals[k] if k == 0 else w - alpha * duals[k] - previous * duals[k - 1]
+        if self._reorthogonalize:   # M-orthogonal to the basis: take out (q_j^T w) M q_j
+            w = w - (self._basis[:k + 1] @ w) @ duals[:k + 1]
+        if self._precondition is None:
+            t, beta = w, norm(w)
+        else:
+            t = self._precondition(w)
+            beta = math.sqrt(max(float(w @ t), 0.0))
         self._beta.append(beta)
         # ||H q_k||^2 = beta_{k-1}^2 + alpha_k^2 + beta_k^2, as H q_k = beta_{k-1} q_{k-1} +
-        # alpha_k q_k + beta_k q_{k+1} with orthonormal q's: no product norm needed
+        # alpha_k q_k + beta_k q_{k+1} with orthonormal q's: no product norm needed (with M: the
+        # M-norm of M^{-1} H q_k)
         self._scale = max(self._scale, math.sqrt(previous * previous + alpha * alpha + beta * beta))
         if beta <= self._breakdown * self._scale or k + 1 == q.size:
             self.exhausted = True
             return
         if k + 1 == len(self._basis):
             self._basis = np.concatenate((self._basis, np.empty_like(self._basis)))[:q.size]
-        self._basis[k + 1] = w / beta
+            self._duals = self._basis if self._precondition is None else \
+                np.concatenate((self._duals, np.empty_like(self._duals)))[:q.size]
+        self._basis[k + 1] = t / beta
+        if self._precondition is not None:
+            self._duals[k + 1] = w / beta
+            self._dual_norm = norm(w) / beta
 
     def run(self, steps: int) -> Lanczos:
         while self.size < steps and not self.exhausted:
@@ -257,7 +300,7 @@ class Lanczos:
         return eigh_tridiagonal(self.alpha, self.beta)
 
     def residuals(self, h: np.ndarray) -> np.ndarray | float:
-        return self.next_beta * np.abs(h[-1])
+        return self.residual_scale * np.abs(h[-1])
 
 
 def leftmost_curvature(matvec: Callable, n: int, maxiter: int,
@@ -292,7 +335,9 @@ def dense_leftmost_curvature(H: np.ndarray) -> tuple[float, np.ndarray, float] |
 # --- conjugate gradients ------------------------------------------------------------------------
 
 class CGStep(NamedTuple):
-    """One CG segment ``start + tau direction``, 0 <= tau <= length, and the model along it."""
+    """One CG segment ``start + tau direction``, 0 <= tau <= length, and the model along it.
+    ``metric``: ``(start^T M start, start^T M direction, direction^T M direction)`` for the norm
+    of a preconditioner M (None: the Euclidean norm, from the vectors)."""
     start: np.ndarray
     direction: np.ndarray
     value: float        # phi(start)
@@ -300,19 +345,47 @@ class CGStep(NamedTuple):
     curvature: float    # direction^T A direction
     length: float       # CG step length; inf when the direction has non-positive curvature
     end: np.ndarray | None   # start + length direction (None with non-positive curvature)
+    metric: tuple[float, float, float] | None = None
 
     @property
     def end_norm(self) -> float:
-        """||start + length direction|| (inf with non-positive curvature)."""
-        return np.inf if self.end is None else norm(self.end)
+        """||start + length direction|| in the segment's norm (inf with non-positive curvature)."""
+        if self.end is None:
+            return np.inf
+        if self.metric is None:
+            return norm(self.end)
+        ss, sd, dd = self.metric
+        return math.sqrt(max(ss + self.length * (2.0 * sd + self.length * dd), 0.0))
+
+    def crossings(self, radius: float) -> tuple[float, float]:
+        """Both roots ``tau_minus <= tau_plus`` of ``||start + tau direction|| = radius`` in the
+        segment's norm (``||start|| <= radius``)."""
+        if self.metric is None:
+            s, d = self.start, self.direction
+            return sphere_crossings(s @ s, s @ d, d @ d, radius)
+        return sphere_crossings(*self.metric, radius)
 
     def model(self, tau: float) -> float:
         return self.value + tau * self.slope + 0.5 * tau * tau * self.curvature
 
 
+def sphere_crossings(pp: float, pd: float, dd: float, radius: float) -> tuple[float, float]:
+    """Both roots ``tau_minus <= tau_plus`` of ``||p + tau d|| = radius`` in any inner product,
+    from ``pp = <p, p>``, ``pd = <p, d>`` and ``dd = <d, d>`` (``||p|| <= radius``)."""
+    a, b, c = dd, 2.0 * pd, pp - radius * radius
+    root = np.sqrt(max(b * b - 4.0 * a * c, 0.0))
+    q = -0.5 * (b + np.copysign(root, b))  # no cancellation between b and the root
+    if q == 0.0:  # p = 0 on a zero radius
+        return 0.0, 0.0
+    roots = q / a, c / q
+    return min(roots), max(roots)
+
+
 class ConjugateGradient:
     """Conjugate gradients on ``A p = -g``, A = H + shift I (Hestenes & Stiefel 1952; N&W
-    Algorithm 5.2), one step at a time (see the module docstring for the API).
+    Algorithm 5.2), one step at a time (see the module docstring for the API); with a
+    ``preconditioner`` M (an object whose ``solve(r)`` is ``M^{-1} r``, M symmetric positive
+    definite), preconditioned CG (N&W Algorithm 5.3).
 
     Starts from ``p0`` when that is a better start than 0 (``phi(p0) < 0`` and ``p0^T A p0 > 0``;
     one product), else from 0. A step costs one product and eight vector operations, as the
@@ -322,13 +395,26 @@ class ConjugateGradient:
     the orthogonality of r_{k+1} to d_k; Hestenes & Stiefel 1952, §5), and ``pAp = p^T (r - g)``
     is formed only when asked. With ``keep_segments=False`` a returned segment's arrays are the
     live p and d, valid until the next step (for callers that keep no segment).
+
+    Preconditioned, the search directions are ``d = -z + beta d`` with ``z = M^{-1} r``, ``r^T z``
+    takes the place of ``||r||^2`` in the recurrences, ``dd`` is ``d^T M d`` (curvature is then
+    judged relative to the preconditioned operator's, ``d^T A d / d^T M d``: its sign is what it
+    was), and the M-norms ``pp = p^T M p`` and ``pd = p^T M d`` of the iterates follow from
+    recurrences with no product with M (Steihaug 1983; CGT §7.5.1), for a trust region measured
+    in M's norm; each step's segment carries them (``metric``). ``rr`` stays the true residual's
+    ``||r||^2``, for the inexact-Newton test. A warm start ``p0`` takes no preconditioner.
     """
 
     def __init__(self, matvec: Callable[[np.ndarray], np.ndarray], g: np.ndarray, *,
                  shift: float = 0.0, p0: np.ndarray | None = None,
-                 curvature_margin: float = LINE_SEARCH_CG_MARGIN, keep_segments: bool = True):
+                 curvature_margin: float = LINE_SEARCH_CG_MARGIN, keep_segments: bool = True,
+                 preconditioner=None):
         self.product = (lambda v: matvec(v) + shift * v) if shift else matvec
         self._g, self._margin, self._keep = g, curvature_margin, keep_segments
+        self._precondition = None if preconditioner is None else preconditioner.solve
+        if self._precondition is not None and p0 is not None and p0.any():
+            raise ValueError("a warm start p0 takes no preconditioner: the M-norms of the iterates "
+                             "follow from recurrences from p = 0")
         self._scratch = np.empty_like(g)
         self.p, self.r, self.value = np.zeros_like(g), g.copy(), 0.0
         if p0 is not None and p0.any():
@@ -337,8 +423,12 @@ class ConjugateGradient:
             if p0 @ a_p0 > 0 and value < 0:
                 self.p, self.r, self.value = p0.copy(), a_p0 + g, float(value)
         self.d, self.rr = -self.r, float(self.r @ self.r)
-        self.dd = self.rr
-        self.kappa = 0.0    # the largest |d^T A d| / ||d||^2 seen: the operator's scale
+        self.rz, self.pp, self.pd = self.rr, 0.0, 0.0
+        if self._precondition is not None:
+            z = self._precondition(self.r)
+            self.d, self.rz = -z, float(self.r @ z)
+        self.dd = self.rz
+        self.kappa = 0.0    # the largest |d^T A d| / d^T M d seen: the operator's scale
         self.iterations = 0
         self.negative_curvature = False
 
@@ -349,25 +439,35 @@ class ConjugateGradient:
     def step(self) -> CGStep:
         if self.negative_curvature:
             raise RuntimeError("CG met non-positive curvature; it cannot step further")
-        p, r, d, rr, dd = self.p, self.r, self.d, self.rr, self.dd
+        p, r, d, rz, dd = self.p, self.r, self.d, self.rz, self.dd
         ad = self.product(d)
         dad = float(d @ ad)
         self.kappa = max(self.kappa, abs(dad) / dd)
+        metric = None if self._precondition is None else (self.pp, self.pd, dd)
         if negative_curvature(dad / dd, self.kappa, self._margin):
             self.negative_curvature = True
-            return CGStep(p, d, self.value, -rr, dad, np.inf, None)
-        alpha = rr / dad
+            return CGStep(p, d, self.value, -rz, dad, np.inf, None, metric)
+        alpha = rz / dad
         segment = p, d
         if self._keep:   # the segment keeps p and d: update copies
             p, d = p.copy(), d.copy()
-        # in place, rounded as p + alpha d, r + alpha A d and beta d - r (= -r + beta d)
+        # in place, rounded as p + alpha d, r + alpha A d and beta d - z (= -z + beta d)
         p += np.multiply(d, alpha, out=self._scratch)
         r += np.multiply(ad, alpha, out=self._scratch)
         self.p, self.rr = p, float(r @ r)
-        beta = self.rr / rr
+        z = r
+        if self._precondition is None:
+            self.rz = self.rr
+        else:
+            z = self._precondition(r)
+            self.rz = float(r @ z)
+        beta = self.rz / rz
+        if metric is not None:   # p_{k+1} = p_k + alpha d_k, and p_{k+1}^T M d_{k+1} = beta
+            pp, pd = metric[0], metric[1]   # p_{k+1}^T M d_k since p_{k+1}^T r_{k+1} = 0
+            self.pp, self.pd = pp + alpha * (2.0 * pd + alpha * dd), beta * (pd + alpha * dd)
         d *= beta
-        d -= r
-        self.d, self.dd = d, self.rr + beta * beta * dd
-        value, self.value = self.value, self.value - 0.5 * alpha * rr
+        d -= z
+        self.d, self.dd = d, self.rz + beta * beta * dd
+        value, self.value = self.value, self.value - 0.5 * alpha * rz
         self.iterations += 1
-        return CGStep(*segment, value, -rr, dad, alpha, p)
+        return CGStep(*segment, value, -rz, dad, alpha, p, metric)

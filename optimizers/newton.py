@@ -28,6 +28,7 @@ from .krylov import HESSIAN_FREE_CG_MAXITER, LINE_SEARCH_CG_MARGIN, ConjugateGra
 from .linesearch import LineSearchResult, backtracking, negative_curvature_search, strong_wolfe
 from .loop import Saddle, Step, Stop, Trial, curvature_check, hessian_matrix, reduced, run
 from .objective import HessianOperator, Iterate, Objective, Status
+from .preconditioning import Preconditioning, krylov_preconditioning
 from .sparse import LDLFactorization, report_sparse
 from .subproblems import matrix_shifts
 
@@ -129,8 +130,8 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
                        gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                        cg_maxiter: int | None = None, c1: float = 1e-4, c2: float = 0.5,
                        nonmonotone: int = NONMONOTONE_MEMORY, check_second_order: bool = True,
-                       keep_iterates: bool = True,
-                       bounds: Box | tuple | None = None) -> OptimizeResult:
+                       keep_iterates: bool = True, bounds: Box | tuple | None = None,
+                       precondition: bool | None = None) -> OptimizeResult:
     """Truncated Newton: CG on H p = -g from Hessian-vector products only (N&W §7.1).
 
     The inner CG stops once ||H p + g|| <= eta ||g|| with the forcing term eta = min(0.25,
@@ -163,11 +164,19 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
         Bound constraints: projected Newton-CG (Bertsekas 1982; :class:`ProjectedNewton`), the
         truncated-CG step of the reduced Hessian on the variables not held at a bound and an
         Armijo search along the projection arc; ``c2`` and ``nonmonotone`` then play no part.
+    precondition : bool or None
+        Preconditioned CG (N&W Algorithm 5.3) with the incomplete Cholesky factorization of the
+        sparse Hessian (:mod:`optimizers.preconditioning`; the Hessian must come as a sparse
+        matrix, from ``hess`` or an operator's ``to_sparse``). None (default): automatic, from
+        the iterate after the first whose CG took more than 100 products, on 1,000 variables or
+        more; True: from the first iterate; False: never. Not with bounds. The forcing test
+        stays on the true residual ``||H p + g||``.
 
     Returns
     -------
     OptimizeResult
-        As :func:`minimize_newton`; ``history`` also has ``cg`` (CG steps) and
+        As :func:`minimize_newton` but with ``preconditioned`` (and ``precondition_reason``, where
+        the rule considered it) for ``sparse``; ``history`` also has ``cg`` (CG steps) and
         ``negative_curvature``.
 
     Examples
@@ -182,13 +191,16 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
     box, x0 = bounded_start(bounds, x0)
     objective = Objective(fun, x0, jac, hess, hessp, operator)
     cg_maxiter = cg_maxiter or newton_cg_maxiter(objective.x0.size)
+    preconditioning = krylov_preconditioning(precondition, objective.x0.size, box)
     if box is None:
-        step = _NewtonCGStep(objective, cg_maxiter, c1=c1, c2=c2, nonmonotone=nonmonotone)
+        step = _NewtonCGStep(objective, cg_maxiter, c1=c1, c2=c2, nonmonotone=nonmonotone,
+                             preconditioning=preconditioning)
     else:
         step = _ProjectedNewtonCG(objective, box, cg_maxiter, c1=c1)
-    return run(objective, step, probe=curvature_check(check_second_order, dense=False), gtol=gtol,
-               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates,
-               box=box)
+    result = run(objective, step, probe=curvature_check(check_second_order, dense=False), gtol=gtol,
+                 maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates,
+                 box=box)
+    return result if preconditioning is None else preconditioning.report(result)
 
 
 def minimize_hessian_free(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
@@ -335,17 +347,22 @@ _NONFINITE_HESSIAN = ("The Hessian is not finite at the last iterate: no Newton 
 
 
 class _NewtonCGStep(LineSearchDescent):
-    """Truncated CG on H p = -g (:func:`_truncated_cg`), the first trial capped by
+    """Truncated CG on H p = -g (:func:`_truncated_cg`), preconditioned after ``preconditioning``
+    (:class:`~optimizers.preconditioning.Preconditioning`), the first trial capped by
     :class:`_StepBound` and accepted nonmonotonically, then a strong Wolfe search."""
 
     def __init__(self, objective: Objective, cg_maxiter: int, *, c1: float, c2: float,
-                 nonmonotone: int):
+                 nonmonotone: int, preconditioning: Preconditioning):
         super().__init__(objective)
         self.cg_maxiter, self.c1, self.c2 = cg_maxiter, c1, c2
         self.bound, self.recent = _StepBound(), deque(maxlen=nonmonotone)
+        self.preconditioning = preconditioning
 
     def search(self, point: Iterate) -> tuple[LineSearchResult, dict] | Stop:
-        cg = _truncated_cg(point.matvec, point.g, maxiter=self.cg_maxiter)
+        preconditioner = self.preconditioning.at(point)
+        cg = _truncated_cg(point.matvec, point.g, maxiter=self.cg_maxiter, preconditioner=preconditioner)
+        if preconditioner is None:
+            self.preconditioning.observe(cg.iterations)
         point.release()
         if not np.all(np.isfinite(cg.p)):   # a Hessian-vector product was not finite
             return Stop(Status.NONFINITE)
@@ -518,10 +535,13 @@ class _CGResult(NamedTuple):
 
 
 def _truncated_cg(hessp: Callable, g: np.ndarray, *, maxiter: int, shift: float = 0.0,
-                  p0: np.ndarray | None = None, relative_progress: bool = False) -> _CGResult:
+                  p0: np.ndarray | None = None, relative_progress: bool = False,
+                  preconditioner=None) -> _CGResult:
     """Truncated CG on A p = -g with A = B + shift I, B given by products ``hessp(v)`` (N&W
     Algorithm 7.1; :class:`~optimizers.krylov.ConjugateGradient`, from ``p0`` when that is a
-    better start than 0).
+    better start than 0; preconditioned by M when ``preconditioner.solve`` is ``M^{-1}``, N&W
+    Algorithm 5.3, the tests below unchanged but for ``||r||^2`` read as ``r^T M^{-1} r`` and
+    curvature relative to ``d^T M d``).
 
     Stops when ||r|| <= eta ||g|| (the forcing term, :func:`~optimizers.krylov.forcing_term`), after
     ``maxiter`` iterations, on Martens' relative-progress test (``relative_progress``), or on a
@@ -533,14 +553,15 @@ def _truncated_cg(hessp: Callable, g: np.ndarray, *, maxiter: int, shift: float 
     """
     gnorm = np.linalg.norm(g)
     tol = forcing_term(gnorm) * gnorm
-    cg = ConjugateGradient(hessp, g, shift=shift, p0=p0, keep_segments=False)
+    cg = ConjugateGradient(hessp, g, shift=shift, p0=p0, keep_segments=False, preconditioner=preconditioner)
     model_values = [cg.value]
     while cg.iterations < maxiter and cg.rr > tol * tol:
         segment = cg.step()
         if cg.negative_curvature:
-            d, dd = segment.direction, float(segment.direction @ segment.direction)
+            d = segment.direction
+            dd = float(d @ d) if segment.metric is None else segment.metric[2]
             floor = LINE_SEARCH_CG_MARGIN * dd * cg.kappa
-            tau = cg.rr / max(abs(segment.curvature), floor) if cg.kappa > 0 else 1.0
+            tau = cg.rz / max(abs(segment.curvature), floor) if cg.kappa > 0 else 1.0
             p = cg.p + tau * d
             p_a_p = cg.pAp + 2.0 * tau * (d @ (cg.r - g)) + tau * tau * segment.curvature
             return _CGResult(p, p_a_p - shift * (p @ p), cg.iterations, True)

@@ -210,6 +210,15 @@ class Objective:
             raise ValueError("this method needs second derivatives: pass hess or hessp")
         return 0.5 * (h + h.T)
 
+    def gives_sparse(self, x: np.ndarray) -> bool:
+        """Whether the Hessian at x may come as a sparse matrix without being made dense: from
+        ``hess`` (whose matrices tell), or from an operator with ``to_sparse`` (and ``sparse`` not
+        False)."""
+        if self.sparse is False:
+            return False
+        return self._hess is not None or (self._operator is not None
+                                          and hasattr(self._operator(x), "to_sparse"))
+
     def _as_sparse(self, h) -> scipy.sparse.csc_matrix | None:
         """h when it is sparse and to be used as such (:func:`~optimizers.sparse.dense_reason`);
         else None, with the reason kept in ``dense_reason``."""
@@ -266,6 +275,16 @@ class Iterate:
         return self._objective._as_sparse(self.matrix)
 
     @cached_property
+    def sparse_matrix(self) -> scipy.sparse.csc_matrix | None:
+        """The Hessian as a CSC matrix whenever its source gives one sparse, whatever its size
+        and density (for a preconditioner); None otherwise, and then nothing is evaluated for an
+        operator without ``to_sparse``."""
+        if not self._objective.gives_sparse(self.x):
+            return None
+        matrix = self.matrix
+        return matrix if scipy.sparse.issparse(matrix) else None
+
+    @cached_property
     def hessian(self) -> np.ndarray:
         matrix = self.matrix
         return matrix.toarray() if scipy.sparse.issparse(matrix) else matrix
@@ -274,5 +293,5 @@ class Iterate:
         """Let go of the Hessian products and dense Hessian built here (asked again, they are
         built again): a step done with them (a line search, once it has its direction) then does
         not hold the iterate's recording while trial points get theirs."""
-        for name in ("matvec", "matrix", "sparse_hessian", "hessian"):
+        for name in ("matvec", "matrix", "sparse_hessian", "sparse_matrix", "hessian"):
             self.__dict__.pop(name, None)

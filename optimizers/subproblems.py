@@ -26,6 +26,7 @@ References
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import cached_property
 from typing import NamedTuple
@@ -47,6 +48,7 @@ from .krylov import (
     leftmost_curvature,
     negative_curvature,
     norm,
+    sphere_crossings,
     steihaug_maxiter,
 )
 from .sparse import LDLFactorization, frobenius_norm, sparse_leftmost_eigenpair
@@ -60,22 +62,18 @@ BOUNDARY_RTOL = 1e-12   # a step this close to the radius (relative) lies on the
 
 
 class SubproblemSolution(NamedTuple):
-    """A step ``p``, the decrease ``m(0) - m(p) >= 0`` its model predicts, and whether it lies
-    on the trust-region boundary."""
+    """A step ``p``, the decrease ``m(0) - m(p) >= 0`` its model predicts, whether it lies on the
+    trust-region boundary, and its length in the region's norm when that is a preconditioner's
+    (None: the Euclidean norm)."""
     p: np.ndarray
     decrease: float
     on_boundary: bool
+    region_norm: float | None = None
 
 
 def boundary_steps(p: np.ndarray, d: np.ndarray, radius: float) -> tuple[float, float]:
     """Both roots ``tau_minus <= tau_plus`` of ``||p + tau d|| = radius`` (``||p|| <= radius``)."""
-    a, b, c = d @ d, 2.0 * (p @ d), p @ p - radius * radius
-    root = np.sqrt(max(b * b - 4.0 * a * c, 0.0))
-    q = -0.5 * (b + np.copysign(root, b))  # no cancellation between b and the root
-    if q == 0.0:  # p = 0 on a zero radius
-        return 0.0, 0.0
-    roots = q / a, c / q
-    return min(roots), max(roots)
+    return sphere_crossings(p @ p, p @ d, d @ d, radius)
 
 
 # --- the secular equation, shared by the dense and the tridiagonal subproblems ---------------
@@ -320,18 +318,31 @@ class SteihaugCG:
     depend on the radius, so it is kept and a smaller radius is answered from it without new
     products. When g = 0 the path is the leftmost Lanczos direction from a random start, so a
     saddle point is left along negative curvature.
+
+    With a ``preconditioner`` M (``solve(r) = M^{-1} r``) the CG is preconditioned and the region
+    is ``||p||_M <= radius`` (Steihaug 1983; N&W §7.2; CGT §7.5.1): the M-norms of the path come
+    from CG's recurrences, with no product with M, and the solution carries its M-norm
+    (``region_norm``); the residual test stays on the true residual. At g = 0 the preconditioner
+    plays no part.
     """
 
     def __init__(self, g: np.ndarray, hessp: Callable, rtol: float | None = None,
-                 maxiter: int | None = None):
+                 maxiter: int | None = None, preconditioner=None):
         gnorm = norm(g)
         self._tol = (forcing_term(gnorm) if rtol is None else rtol) * gnorm
         self._maxiter = steihaug_maxiter(g.size) if maxiter is None else maxiter
-        self._cg = ConjugateGradient(hessp, g, curvature_margin=TRUST_REGION_CG_MARGIN)
+        self._cg = ConjugateGradient(hessp, g, curvature_margin=TRUST_REGION_CG_MARGIN,
+                                     preconditioner=preconditioner if gnorm > 0 else None)
         self._path: list[CGStep] = []
         self._end: tuple[np.ndarray, float] | None = None  # interior point where CG stopped
+        self._metric = preconditioner is not None and gnorm > 0
         if gnorm == 0.0:
             self._start_along_curvature(hessp, g.size)
+
+    @property
+    def products(self) -> int:
+        """The Hessian-vector products of the CG path so far."""
+        return self._cg.iterations
 
     def _start_along_curvature(self, hessp: Callable, n: int) -> None:
         estimate, origin = leftmost_curvature(hessp, n, n), np.zeros(n)
@@ -354,16 +365,16 @@ class SteihaugCG:
     def solve(self, radius: float) -> SubproblemSolution:
         for segment in self._segments():
             if segment.length == np.inf:
-                taus = boundary_steps(segment.start, segment.direction, radius)
+                taus = segment.crossings(radius)
                 tau = min(taus, key=segment.model)
             elif not segment.end_norm < radius:  # leaves the region (NaN products: a NaN step)
-                tau = boundary_steps(segment.start, segment.direction, radius)[1]
+                tau = segment.crossings(radius)[1]
             else:
                 continue
             return SubproblemSolution(segment.start + tau * segment.direction,
-                                      -segment.model(tau), True)
+                                      -segment.model(tau), True, radius if self._metric else None)
         z, value = self._end
-        return SubproblemSolution(z, -value, False)
+        return SubproblemSolution(z, -value, False, math.sqrt(self._cg.pp) if self._metric else None)
 
 
 class _LanczosSubproblem:
@@ -373,18 +384,26 @@ class _LanczosSubproblem:
     when g = 0) and the space is grown until the residual of the full problem,
     ``||(H + lam I) p + g|| = next_beta |h_k|``, is at most ``min(0.25, sqrt(||g||)) ||g||``
     (with g = 0: at most ``0.1 lam ||p||``), or the space is invariant. ``rtol`` replaces that
-    forcing factor.
+    forcing factor. With a ``preconditioner`` M the space is ``K_k(M^{-1} H, M^{-1} g)`` with an
+    M-orthonormal basis (:class:`~optimizers.krylov.Lanczos`), g's coordinate in it ``gamma =
+    ||g||_{M^{-1}}``, and the residual test is on the true residual ``||(H + lam M) p + g||``.
     """
 
     def __init__(self, g: np.ndarray, hessp: Callable, rtol: float | None = None,
-                 maxiter: int | None = None, seed: int = 0):
+                 maxiter: int | None = None, seed: int = 0, preconditioner=None):
         self.gnorm = norm(g)
         start = g if self.gnorm > 0 else np.random.default_rng(seed).standard_normal(g.size)
-        self.lanczos = Lanczos(hessp, start)
+        self.lanczos = Lanczos(hessp, start, preconditioner=preconditioner if self.gnorm > 0 else None)
+        self.gamma = self.lanczos.start_norm if self.gnorm > 0 else 0.0
         if rtol is None:
             rtol = forcing_term(self.gnorm) if self.gnorm > 0 else RITZ_RESIDUAL
         self._forcing = rtol
         self._maxiter = g.size if maxiter is None else min(maxiter, g.size)
+
+    @property
+    def products(self) -> int:
+        """The Hessian-vector products of the Krylov space so far."""
+        return self.lanczos.size
 
     def _solve_small(self, **target) -> tuple[np.ndarray, float, float]:
         """``(h, lam, h^T T h)`` for the current target, growing the Krylov space as needed."""
@@ -394,7 +413,7 @@ class _LanczosSubproblem:
         while True:
             shifts = _TridiagonalShifts(lanczos.alpha, lanczos.beta)
             g_small = np.zeros(lanczos.size)
-            g_small[0] = self.gnorm
+            g_small[0] = self.gamma
             h, lam = solve_secular(shifts, g_small, lam0=lam, **target)
             if not np.isfinite(lam):
                 return h, lam, np.nan
@@ -449,12 +468,17 @@ class LanczosGLTR(_LanczosSubproblem):
     gradient phase does; the tridiagonal subproblem is solved once the point is accurate, or at
     every step once the boundary is reached. Handles indefinite H; memory is the O(n k) Lanczos
     basis. A smaller radius is first re-solved in the existing Krylov space, without new products.
+
+    With a ``preconditioner`` M the region is ``||p||_M <= radius``: the Lanczos basis is
+    M-orthonormal, so ``||p||_M = ||h||`` and the tridiagonal subproblem is the same one with
+    ``||g||_{M^{-1}}`` for ``||g||`` (GLTR §5); memory doubles (the vectors ``M q_j`` are kept).
     """
 
     def __init__(self, g: np.ndarray, hessp: Callable, rtol: float | None = None,
-                 maxiter: int | None = None, seed: int = 0):
-        super().__init__(g, hessp, rtol, maxiter, seed)
-        self._newton = _NewtonPoint(self.gnorm) if self.gnorm > 0 else None
+                 maxiter: int | None = None, seed: int = 0, preconditioner=None):
+        super().__init__(g, hessp, rtol, maxiter, seed, preconditioner)
+        self._newton = _NewtonPoint(self.gamma) if self.gnorm > 0 else None
+        self._metric = preconditioner is not None and self.gnorm > 0
 
     def _grow_inside(self, radius: float) -> None:
         """Extend the Krylov space while T_k's Newton point lies inside the region and is not
@@ -471,7 +495,7 @@ class LanczosGLTR(_LanczosSubproblem):
             if not (newton.positive and newton.norm2 <= radius * radius):
                 self._newton = None   # past the boundary or not positive definite: for good
                 return
-            accurate = lanczos.next_beta * abs(newton.last) <= self._forcing * self.gnorm
+            accurate = lanczos.residual_scale * abs(newton.last) <= self._forcing * self.gnorm
             if accurate or lanczos.exhausted or lanczos.size >= self._maxiter:
                 return
             lanczos.extend()
@@ -479,8 +503,9 @@ class LanczosGLTR(_LanczosSubproblem):
     def solve(self, radius: float) -> SubproblemSolution:
         self._grow_inside(radius)
         h, lam, hth = self._solve_small(radius=radius)
-        decrease = -(self.gnorm * h[0] + 0.5 * hth)
-        return SubproblemSolution(self.lanczos.combine(h), decrease, lam > 0)
+        decrease = -(self.gamma * h[0] + 0.5 * hth)
+        return SubproblemSolution(self.lanczos.combine(h), decrease, lam > 0,
+                                  norm(h) if self._metric else None)
 
 
 class LanczosCubic(_LanczosSubproblem):
@@ -493,7 +518,7 @@ class LanczosCubic(_LanczosSubproblem):
 
     def solve(self, sigma: float) -> SubproblemSolution:
         h, lam, hth = self._solve_small(sigma=sigma)
-        decrease = -(self.gnorm * h[0] + 0.5 * hth + sigma / 3.0 * norm(h) ** 3)
+        decrease = -(self.gamma * h[0] + 0.5 * hth + sigma / 3.0 * norm(h) ** 3)
         return SubproblemSolution(self.lanczos.combine(h), decrease, True)
 
 

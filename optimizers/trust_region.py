@@ -36,6 +36,7 @@ from .bounds import Box, BoxTrustRegion, bounded_start
 from .krylov import EPS, norm
 from .loop import Saddle, Step, Stop, Trial, curvature_check, hessian_matrix, run
 from .objective import HessianOperator, Iterate, Objective, Status
+from .preconditioning import Preconditioning, krylov_preconditioning
 from .sparse import LDLFactorization, report_sparse
 from .stopping import noise
 from .subproblems import Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, SubproblemSolution
@@ -125,9 +126,11 @@ class TrustRegion(Step):
     """
 
     def __init__(self, objective: Objective, make_solver: Callable, control: Control, *,
-                 dense: bool, eta: float, memory: int = 1, box: Box | None = None):
+                 dense: bool, eta: float, memory: int = 1, box: Box | None = None,
+                 preconditioning: Preconditioning | None = None):
         self.objective, self.make_solver, self.control = objective, make_solver, control
         self.dense, self.eta, self.memory, self.box = dense, eta, memory, box
+        self.preconditioning = preconditioning
         self.model, self.finite_trial = None, True
         self.cauchy_alpha = 1.0   # TRON's Cauchy search starts from the last one's alpha
         self.accepted_values: deque = deque(maxlen=memory)
@@ -141,9 +144,12 @@ class TrustRegion(Step):
 
     def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
         x, f, g, control = point.x, point.f, point.g, self.control
-        if self.model is None:
+        fresh = self.model is None
+        if fresh:
             self.model = self._model(point, saddle)
         step = self.model.solve(control.value)
+        if fresh and self.preconditioning is not None:
+            self.preconditioning.observe(self.model.products)
         if saddle and self.box is None:
             step = _downhill(step, g)
         step_norm = float(np.linalg.norm(step.p))
@@ -163,7 +169,8 @@ class TrustRegion(Step):
         self.finite_trial = bool(np.isfinite(f_trial) and (g_trial is None
                                                            or np.all(np.isfinite(g_trial))))
         accepted = rho > self.eta and _acceptable(f, reference, f_trial, step.decrease, g, g_trial)
-        control.update(rho if accepted else -np.inf, step, step_norm,
+        region_norm = getattr(step, "region_norm", None)   # a preconditioner's norm
+        control.update(rho if accepted else -np.inf, step, step_norm if region_norm is None else region_norm,
                        backtrack_fraction(f, f_trial, g @ step.p))
         fields = {control.name: control.value, "step": step_norm, "rho": rho}
         if not accepted:
@@ -178,7 +185,12 @@ class TrustRegion(Step):
         """The subproblem solver of an accepted point: ``make_solver``'s, or TRON's with a box."""
         hessian = hessian_matrix(point) if self.dense else point.matvec
         if self.box is None:
-            return self.make_solver(np.zeros_like(point.g) if saddle else point.g, hessian)
+            if saddle:
+                return self.make_solver(np.zeros_like(point.g), hessian)
+            preconditioner = None if self.preconditioning is None else self.preconditioning.at(point)
+            if preconditioner is None:
+                return self.make_solver(point.g, hessian)
+            return self.make_solver(point.g, hessian, preconditioner=preconditioner)
         return BoxTrustRegion(point.x, point.g, hessian.__matmul__ if self.dense else hessian,
                               self.box, alpha=self.cauchy_alpha,
                               escape=None if saddle is None else saddle.direction)
@@ -234,17 +246,20 @@ def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Cal
               operator: Callable | None, gtol: float | None, maxiter: int | None,
               disp: bool, initial_trust_radius: float | None, max_trust_radius: float | None,
               eta: float | None, check_second_order: bool, keep_iterates: bool, bounds,
-              nonmonotone: int = 1, sparse: bool | None = None) -> OptimizeResult:
+              nonmonotone: int = 1, sparse: bool | None = None,
+              precondition: bool | None = False) -> OptimizeResult:
     """A trust-region method with the subproblem solver ``make_solver(g, H)`` (H a matrix or
     products, after ``dense``; a sparse matrix's LDL^T factorizations share one symbolic
     analysis), or TRON's bounded step with ``bounds``. The dense methods' result says whether the
-    Hessian was ``sparse``."""
+    Hessian was ``sparse``, the Krylov methods' whether their solves were ``preconditioned``
+    (:class:`~optimizers.preconditioning.Preconditioning`; ``make_solver(g, H, preconditioner=M)``)."""
     for name, value in [("initial_trust_radius", initial_trust_radius),
                         ("max_trust_radius", max_trust_radius), ("nonmonotone", nonmonotone)]:
         if value is not None and not value > 0:
             raise ValueError(f"{name} must be positive, got {value}")
     box, x0 = bounded_start(bounds, x0)
-    objective = Objective(fun, x0, jac, hess, hessp, operator, sparse=sparse if dense else False)
+    objective = Objective(fun, x0, jac, hess, hessp, operator, sparse=sparse if dense else None)
+    preconditioning = None if dense else krylov_preconditioning(precondition, objective.x0.size, box)
     factorization = LDLFactorization()
     if dense:
         make_solver = functools.partial(make_solver, factorization=factorization)
@@ -255,10 +270,13 @@ def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Cal
     step = trust_region_step(objective, make_solver, dense=dense, eta=eta, memory=int(nonmonotone),
                              box=box, initial_trust_radius=initial_trust_radius,
                              max_trust_radius=max_trust_radius)
+    step.preconditioning = preconditioning
     result = run(objective, step, probe=curvature_check(check_second_order, dense, factorization),
                  gtol=gtol, maxiter=maxiter, callback=callback, disp=disp,
                  keep_iterates=keep_iterates, box=box)
-    return report_sparse(result, objective) if dense else result
+    if dense:
+        return report_sparse(result, objective)
+    return result if preconditioning is None else preconditioning.report(result)
 
 
 def trust_region_step(objective: Objective, make_solver: Callable | None, *, dense: bool,
@@ -338,6 +356,15 @@ _SPARSE_DOC = """
         too. None (default): from 1,000 variables on when it is under 5% dense; True: whenever it
         comes sparse; False: never (it is made dense)."""
 
+_PRECONDITION_DOC = """
+    precondition
+        Precondition the Krylov solves with the incomplete Cholesky factorization of the sparse
+        Hessian (:mod:`optimizers.preconditioning`; the Hessian must come as a sparse matrix, from
+        ``hess`` or an operator's ``to_sparse``), the trust region then measured in the
+        preconditioner's norm ``||p||_M``. None (default): automatic, from the iterate after the
+        first whose solve took more than 100 products, on 1,000 variables or more; True: from the
+        first iterate; False: never. Not with bounds."""
+
 _EXAMPLE_DOC = """
     Examples
     --------
@@ -357,8 +384,9 @@ def _documented(check: str, memory: int = 1, dense: bool = False):
         dense_products = ", on products with the Hessian's matrix" if dense else ""
         function.__doc__ += _OPTIONS_DOC.format(
             check=check, nonmonotone=nonmonotone, dense_products=dense_products,
-            sparse=_SPARSE_DOC if dense else "",
-            sparse_result=", ``sparse`` (and ``dense_reason``)" if dense else "") + _EXAMPLE_DOC.format(
+            sparse=_SPARSE_DOC if dense else _PRECONDITION_DOC,
+            sparse_result=", ``sparse`` (and ``dense_reason``)" if dense else
+            ", ``preconditioned`` (and ``precondition_reason``)") + _EXAMPLE_DOC.format(
             name=function.__name__, derivative=derivative, keyword=keyword)
         return function
     return decorate
@@ -373,7 +401,8 @@ def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
                        max_trust_radius: float | None = None, eta: float | None = None,
                        check_second_order: bool = True, keep_iterates: bool = True,
                        nonmonotone: int = NONMONOTONE_MEMORY,
-                       bounds: Box | tuple | None = None) -> OptimizeResult:
+                       bounds: Box | tuple | None = None,
+                       precondition: bool | None = None) -> OptimizeResult:
     """Newton-CG trust-region method: Steihaug-Toint truncated CG subproblems (N&W Alg. 7.2).
 
     Uses only Hessian-vector products (``hessp``, or products with ``hess``).
@@ -390,7 +419,8 @@ def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callabl
                           max_trust_radius: float | None = None, eta: float | None = None,
                           check_second_order: bool = True, keep_iterates: bool = True,
                           nonmonotone: int = NONMONOTONE_MEMORY,
-                          bounds: Box | tuple | None = None) -> OptimizeResult:
+                          bounds: Box | tuple | None = None,
+                          precondition: bool | None = None) -> OptimizeResult:
     """Trust-region method with GLTR subproblems (Gould, Lucidi, Roma & Toint 1999).
 
     Lanczos with Hessian-vector products only; solves the subproblem nearly exactly in the Krylov

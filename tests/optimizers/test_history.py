@@ -214,9 +214,9 @@ def test_keep_iterates_false_leaves_out_x_only(name):
 def test_printing_a_result_shows_the_history_in_one_line(name):
     result = run(name)
     text = str(result)
-    lines = [line for line in text.splitlines() if "history" in line]
-    assert lines == [f" history: {result.history!r}"]
-    assert lines[0].strip().startswith(f"history: History({result.nit + 1} records; columns: nit")
+    lines = [line.strip() for line in text.splitlines() if "history" in line]
+    assert lines == [f"history: {result.history!r}"]   # keys are padded to the longest one
+    assert lines[0].startswith(f"history: History({result.nit + 1} records; columns: nit")
     assert len(text.splitlines()) < 25   # not one line per record
 
 

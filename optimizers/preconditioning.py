@@ -1,0 +1,403 @@
+"""Preconditioners for the Krylov methods from the sparse Hessian: an incomplete Cholesky
+factorization, and the rule that decides when a run uses one.
+
+Newton-CG, trust-ncg and trust-krylov solve their Newton systems by conjugate gradients or
+Lanczos from Hessian-vector products. On a discretized PDE (the minimal-surface grid of
+``benchmarks/bench_sparse.py``: the Hessian's condition number grows like n) CG then needs
+thousands of products a solve. A preconditioner M ~ H, applied as ``solve(r) = M^{-1} r``, cuts
+that to about a hundred (:class:`~optimizers.krylov.ConjugateGradient`,
+:class:`~optimizers.krylov.Lanczos`), and a trust region measured in M's norm follows the level
+sets of the model (:class:`~optimizers.subproblems.SteihaugCG`,
+:class:`~optimizers.subproblems.LanczosGLTR`).
+
+The preconditioner is Lin & Moré's (1999) incomplete Cholesky factorization as TRON uses it
+(ICFS), L L^T ~ S (H + alpha D) S: the matrix scaled symmetrically by the l2 norms of its columns
+(``S = D^{-1/2}``), each column of L keeping its n_j + p largest entries (n_j the entries of H's
+column j below the diagonal, p the ``memory``), and a shift alpha = 0, then 1e-3 times two, four,
+... until every pivot is positive, so M is positive definite however indefinite H is. Here the
+fill L may take is further limited to the level-of-fill pattern of ``fill_level``, computed once per
+pattern (IC(k), Saad, *Iterative Methods for Sparse Linear Systems*, 2nd ed., §10.3.3): that makes
+the factorization's structure static, so it is computed as NumPy operations on whole sets of
+columns at a time. Columns that depend on no other column of the set form a level (level
+scheduling, Saad §11.6.1; Anderson & Saad 1989), and one level costs a dozen NumPy calls
+whatever its size. A 2-D grid in its natural order has about ``(fill_level + 2) sqrt(n)`` levels
+(on the minimal surface at n = 10^5: 1,575 levels, 0.06 s a factorization, about 35
+Hessian-vector products); a band or a chain has n, one column each, and is refused
+(:data:`LEVELS_PER_ROOT_N`). The two triangular solves of ``M^{-1} r`` are SuperLU's, on L
+itself (``splu`` in the natural order without pivoting factors a triangular matrix without
+fill), in compiled code. scipy's own incomplete factorization ``spilu`` (SuperLU's ILUTP) is not
+symmetric and needs no positive pivots: preconditioned CG with it failed to converge on a 5-point
+Laplacian at n = 10^5.
+
+References: C.-J. Lin and J. J. Moré, Incomplete Cholesky factorizations with limited memory, SIAM
+J. Sci. Comput. 21 (1999) 24-45 (ICFS), and Newton's method for large bound-constrained
+optimization problems, SIAM J. Optim. 9 (1999) (TRON); Y. Saad, *Iterative Methods for Sparse
+Linear Systems*, 2nd ed., SIAM 2003; E. Anderson and Y. Saad, Solving sparse triangular linear
+systems on parallel computers, Int. J. High Speed Comput. 1 (1989).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse
+from scipy.optimize import OptimizeWarning
+
+from .sparse import SPARSE_MIN_SIZE, dense_reason
+
+# ICFS's defaults: p = 5 extra entries a column, the first positive shift 1e-3 (of the scaled
+# matrix, whose entries are at most 1 in magnitude).
+MEMORY = 5
+SHIFT_MIN = 1e-3
+# Fill of level 2 or less is a candidate. On the minimal-surface grid at n = 10^5 (one solve of
+# H p = -g to 1e-6 at MINPACK-2's start, CG 5,122 products): level 0 481 products (0.04 s a
+# factorization, 2.4 ms a solve with M), 1 364, 2 226 (0.06 s, 2.9 ms), 3 163 (0.08 s, 3.5 ms,
+# and twice level 2's symbolic work and memory). Level 2 is ICFS's p = 5 on that grid.
+FILL_LEVEL = 2
+# A factorization is refused when it would take more than this many sqrt(n) levels: a grid's
+# natural order has a few sqrt(n), a band or a chain n (each column waits for the one before).
+LEVELS_PER_ROOT_N = 10
+
+
+def level_limit(n: int) -> int:
+    """The most levels a factorization may take: :data:`LEVELS_PER_ROOT_N` sqrt(n), at least 100."""
+    return max(100, int(LEVELS_PER_ROOT_N * math.sqrt(n)))
+
+
+class IncompleteFactor(NamedTuple):
+    """One factorization ``L L^T ~ S (H + shift D) S``: ``solve(r) = M^{-1} r`` with M = S^{-1} L
+    L^T S^{-1} symmetric positive definite, the ``shift`` it took, L and the scaling S (its
+    diagonal ``scaling``)."""
+    solve: Callable[[np.ndarray], np.ndarray]
+    shift: float
+    factor: scipy.sparse.csc_matrix
+    scaling: np.ndarray
+
+
+class IncompleteCholesky:
+    """Incomplete Cholesky factorizations (ICFS with a static fill pattern; see the module
+    docstring) of symmetric sparse matrices, the symbolic analysis (fill pattern, levels, the
+    products each entry takes) done once per pattern and reused by every later matrix of it.
+
+    Parameters
+    ----------
+    fill_level : int
+        The level of fill a candidate entry of L may have (0: H's own pattern, IC(0)).
+    memory : int
+        ICFS's p: column j of L keeps its n_j + p largest candidates below the diagonal.
+
+    Examples
+    --------
+    A tridiagonal matrix needs no fill, so its incomplete factorization is the complete one:
+
+    >>> import numpy as np
+    >>> import scipy.sparse
+    >>> from optimizers.preconditioning import IncompleteCholesky
+    >>> H = scipy.sparse.diags([[-1.0] * 3, [2.0] * 4, [-1.0] * 3], [-1, 0, 1], format="csc")
+    >>> factor = IncompleteCholesky().factor(H)
+    >>> factor.shift, np.round(factor.solve(np.ones(4)), 6)
+    (0.0, array([2., 3., 3., 2.]))
+
+    An indefinite matrix is shifted until every pivot is positive:
+
+    >>> factor = IncompleteCholesky().factor(scipy.sparse.csc_matrix(np.diag([1.0, -1.0])))
+    >>> factor.shift > 1, bool(np.all(factor.factor.diagonal() > 0))
+    (True, True)
+    """
+
+    def __init__(self, fill_level: int = FILL_LEVEL, memory: int = MEMORY):
+        if fill_level < 0 or memory < 0:
+            raise ValueError(f"fill_level and memory must be non-negative, got {fill_level} and {memory}")
+        self.fill_level, self.memory = fill_level, memory
+        self._pattern: tuple[np.ndarray, np.ndarray] | None = None
+        self.levels = 0
+        self.refusal: str | None = None
+
+    def analyse(self, h: scipy.sparse.csc_matrix) -> str | None:
+        """The symbolic analysis of h's pattern (kept while the pattern stays); why no factorization
+        is made (too many levels), or None."""
+        if self._pattern is None or not (np.array_equal(h.indptr, self._pattern[0])
+                                         and np.array_equal(h.indices, self._pattern[1])):
+            self._analyse(h)
+        return self.refusal
+
+    def _analyse(self, h: scipy.sparse.csc_matrix) -> None:
+        n = h.shape[0]
+        self._pattern = (h.indptr.copy(), h.indices.copy())
+        self._columns_of_h = np.repeat(np.arange(n), np.diff(h.indptr))
+        lower = _fill_pattern(h, self.fill_level)
+        rows = lower.indices.astype(np.int64)
+        cols = np.repeat(np.arange(n), np.diff(lower.indptr))
+        strict = rows > cols
+        level_of = _levels(rows[strict], cols[strict], lower.indptr, n, level_limit(n))
+        if level_of is None:
+            self.levels, self.refusal = level_limit(n) + 1, (
+                f"its incomplete factorization would take more than {level_limit(n):,} sequential "
+                f"levels (each column waits for the one before, as on a band or a chain)")
+            return
+        self.levels, self.refusal = int(level_of.max()) + 1, None
+        # the entries ordered by the level of their column, then by column and row (CSC order
+        # within a column, the diagonal first); position[e]: where CSC entry e went
+        order = np.argsort(level_of[cols], kind="stable")
+        position = np.empty_like(order)
+        position[order] = np.arange(order.size)
+        self._rows, self._cols, self._to_csc = rows[order], cols[order], position
+        self._lower_indptr, self._lower_indices = lower.indptr, lower.indices
+        counts = np.diff(lower.indptr)
+        self._diagonal = position[lower.indptr[:-1]]       # each column's first entry: its diagonal
+        column_order = np.argsort(level_of, kind="stable")
+        level_columns = np.searchsorted(level_of[column_order], np.arange(self.levels + 1))
+        self._level_entries = np.append(self._diagonal[column_order], rows.size)[level_columns]
+        self._level_counts = [counts[column_order[a:b]] for a, b in zip(level_columns[:-1], level_columns[1:])]
+        # where each entry of the pattern is in h (-1: fill, zero to start with)
+        keys_h = self._columns_of_h * n + h.indices
+        keys = self._cols * n + self._rows
+        found = np.minimum(np.searchsorted(keys_h, keys), max(keys_h.size - 1, 0))
+        self._source = np.where((keys_h.size > 0) & (keys_h[found] == keys), found, -1)
+        # ICFS's limit, n_j + p entries below the diagonal, where a column has more candidates
+        below_h = np.bincount(self._columns_of_h[h.indices > self._columns_of_h], minlength=n)
+        self._keep = below_h + self.memory
+        self._drops = [bool(np.any(c - 1 > self._keep[column_order[a:b]]))
+                       for c, a, b in zip(self._level_counts, level_columns[:-1], level_columns[1:])]
+        self._level_keep = [self._keep[column_order[a:b]] for a, b in zip(level_columns[:-1], level_columns[1:])]
+        self._products(position, lower, n)
+
+    def _products(self, position: np.ndarray, lower: scipy.sparse.csc_matrix, n: int) -> None:
+        """For each entry (i, j) of L, the products L[i, k] L[j, k] (k < j) it subtracts: every
+        pair of entries below the diagonal of one column k whose rows i >= j make an entry of the
+        pattern, grouped by the level of column j, as positions in the level order."""
+        indptr = lower.indptr
+        rows = lower.indices.astype(np.int64)
+        below = np.flatnonzero(rows > np.repeat(np.arange(n), np.diff(indptr)))
+        rank = below - indptr[np.repeat(np.arange(n), np.diff(indptr))[below]] - 1   # 0 for the first
+        pairs = rank + 1
+        first = np.repeat(below, pairs)
+        offset = np.arange(int(pairs.sum())) - np.repeat(np.cumsum(pairs) - pairs, pairs)
+        second = first - rank.repeat(pairs) + offset          # entries at or above `first`
+        keys_pattern = np.repeat(np.arange(n), np.diff(indptr)) * n + rows   # sorted (CSC)
+        keys = rows[second] * n + rows[first]                 # column j = rows[second], row i
+        found = np.minimum(np.searchsorted(keys_pattern, keys), keys_pattern.size - 1)
+        hit = keys_pattern[found] == keys
+        target = position[found[hit]]
+        by_target = np.argsort(target, kind="stable")
+        target = target[by_target]
+        self._first = position[first[hit][by_target]].astype(np.int32)
+        self._second = position[second[hit][by_target]].astype(np.int32)
+        level = np.searchsorted(self._level_entries, target, side="right") - 1
+        self._target = (target - self._level_entries[level]).astype(np.int32)
+        self._level_products = np.searchsorted(target, self._level_entries)
+
+    def factor(self, h: scipy.sparse.csc_matrix) -> IncompleteFactor | None:
+        """The factorization of h (symmetric CSC with sorted indices, :func:`~optimizers.sparse.
+        symmetric_csc`), with the smallest shift of 0, 1e-3, 2e-3, 4e-3, ... (or from 1e-3 -
+        min diag) that gives positive pivots; None when h is not finite.
+
+        Raises
+        ------
+        ValueError
+            If h's pattern is refused (:meth:`analyse`).
+        """
+        refusal = self.analyse(h)
+        if refusal is not None:
+            raise ValueError(f"no incomplete Cholesky factorization: {refusal}")
+        if not np.all(np.isfinite(h.data)):
+            return None
+        norms = np.sqrt(np.bincount(self._columns_of_h, weights=h.data * h.data, minlength=h.shape[0]))
+        scaling = 1.0 / np.sqrt(np.where(norms > 0, norms, 1.0))
+        scaled = np.where(self._source >= 0, h.data[np.maximum(self._source, 0)], 0.0)
+        scaled *= scaling[self._rows] * scaling[self._cols]
+        smallest = float(scaled[self._diagonal].min())
+        shift = 0.0 if smallest > 0 else SHIFT_MIN - smallest
+        while True:
+            values = scaled.copy()
+            values[self._diagonal] += shift
+            if self._eliminate(values):
+                break
+            shift = max(2.0 * shift, SHIFT_MIN)
+        factor = scipy.sparse.csc_matrix((values[self._to_csc], self._lower_indices, self._lower_indptr),
+                                         shape=h.shape)
+        factor.eliminate_zeros()
+        return IncompleteFactor(_triangular_solves(factor, scaling), shift, factor, scaling)
+
+    def _eliminate(self, values: np.ndarray) -> bool:
+        """L's entries in place of the scaled, shifted matrix's, level by level (left-looking
+        Cholesky: each column takes the products of the columns before, then is divided by the
+        square root of its pivot, and keeps its ICFS share); False at a pivot that is not
+        positive."""
+        bounds, products = self._level_entries, self._level_products
+        first, second, target = self._first, self._second, self._target
+        for level, (counts, drops) in enumerate(zip(self._level_counts, self._drops)):
+            lo, hi = bounds[level], bounds[level + 1]
+            a, b = products[level], products[level + 1]
+            column = values[lo:hi]
+            if b > a:
+                column = column - np.bincount(target[a:b], weights=values[first[a:b]] * values[second[a:b]],
+                                              minlength=hi - lo)
+            starts = np.cumsum(counts) - counts
+            pivots = column[starts]
+            if not pivots.min() > 0:   # NaN too
+                return False
+            column /= np.repeat(np.sqrt(pivots), counts)
+            if drops:
+                _keep_largest(column, starts, counts, self._level_keep[level])
+            values[lo:hi] = column
+        return True
+
+
+def _keep_largest(column: np.ndarray, starts: np.ndarray, counts: np.ndarray, keep: np.ndarray) -> None:
+    """ICFS's memory in place: each column (entries ``starts[c]`` to ``starts[c] + counts[c]``, the
+    diagonal first) keeps its diagonal and its ``keep[c]`` largest entries below it."""
+    owner = np.repeat(np.arange(counts.size), counts)
+    magnitude = np.abs(column)
+    magnitude[starts] = np.inf
+    order = np.lexsort((-magnitude, owner))
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size) - starts[owner[order]]
+    column[rank > keep[owner]] = 0.0
+
+
+def _fill_pattern(h: scipy.sparse.csc_matrix, fill_level: int) -> scipy.sparse.csc_matrix:
+    """The lower triangle of the pattern of level ``fill_level`` or less (level 0: h's own; an
+    entry (i, j) made by eliminating k has level lev(i, k) + lev(j, k) + 1; Saad §10.3.3), with
+    the whole diagonal, as a CSC matrix with sorted indices (values 1)."""
+    n = h.shape[0]
+    by_level = [scipy.sparse.tril(h, -1, format="csc").astype(bool).astype(np.int32)]
+    pattern = by_level[0]
+    for level in range(1, fill_level + 1):
+        made = sum(by_level[a] @ by_level[level - 1 - a].T for a in range(level))
+        made = scipy.sparse.tril(made, -1, format="csc").astype(bool).astype(np.int32)
+        new = made - made.multiply(pattern.astype(bool))
+        new.eliminate_zeros()
+        by_level.append(new)
+        pattern = (pattern + new).tocsc()
+    lower = (pattern + scipy.sparse.eye(n, dtype=np.int32, format="csc")).tocsc()
+    lower.sum_duplicates()
+    lower.sort_indices()
+    lower.data[:] = 1
+    return lower
+
+
+def _levels(rows: np.ndarray, cols: np.ndarray, indptr: np.ndarray, n: int, limit: int) -> np.ndarray | None:
+    """The level of each column of a lower-triangular pattern (its strict entries ``rows, cols``
+    in CSC order, ``indptr`` its column pointers with the diagonal first): 0 for a column with no
+    entry in its row left of the diagonal, else one more than the highest level among the columns
+    it reads. None once more than ``limit`` levels are needed."""
+    waiting = np.bincount(rows, minlength=n)       # how many columns each column still waits for
+    below_start = indptr[:-1] - np.arange(n)   # column k's entries in (rows, cols) start here
+    below_count = np.diff(indptr) - 1
+    level_of = np.empty(n, dtype=np.int64)
+    ready, level = np.flatnonzero(waiting == 0), 0
+    while ready.size:
+        if level >= limit:
+            return None
+        level_of[ready] = level
+        counts = below_count[ready]
+        positions = np.repeat(below_start[ready] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        released, times = np.unique(rows[positions], return_counts=True)
+        waiting[released] -= times
+        ready = released[waiting[released] == 0]
+        level += 1
+    return level_of
+
+
+def _triangular_solves(factor: scipy.sparse.csc_matrix, scaling: np.ndarray) -> Callable:
+    """``r -> S L^{-T} L^{-1} S r``. SuperLU's LU of a lower-triangular L in the natural order
+    without pivoting is L itself (no fill), and solves with it and its transpose run in compiled
+    code (scipy's ``spsolve_triangular`` was 8 times slower at n = 10^5)."""
+    from scipy.sparse.linalg import splu
+    lu = splu(factor, permc_spec="NATURAL", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+
+    def solve(r: np.ndarray) -> np.ndarray:
+        return scaling * lu.solve(lu.solve(scaling * r), trans="T")
+    return solve
+
+
+# The automatic rule: from SPARSE_MIN_SIZE variables on, a run takes the preconditioner from the
+# iterate after the first whose Krylov solve, unpreconditioned, took more than this many products.
+AUTOMATIC_PRODUCTS = 100
+
+
+def krylov_preconditioning(option: bool | None, n: int, box) -> Preconditioning | None:
+    """The :class:`Preconditioning` of a Krylov method's ``precondition`` option over n variables;
+    None with bounds (``box``), where the methods' steps are TRON's or projected Newton's.
+
+    Raises
+    ------
+    ValueError
+        For ``precondition=True`` with bounds.
+    """
+    if box is None:
+        return Preconditioning(option, n)
+    if option:
+        raise ValueError("precondition=True takes no bounds: the bounded steps (TRON, projected "
+                         "Newton-CG) are not preconditioned")
+    return None
+
+
+class Preconditioning:
+    """Whether the Krylov solves of a run (Newton-CG, trust-ncg, trust-krylov) are preconditioned,
+    and the preconditioner of each iterate: the incomplete Cholesky factorization of its sparse
+    Hessian (:class:`IncompleteCholesky`, the symbolic analysis shared by the run).
+
+    ``option`` True: from the first iterate on; False: never; None (automatic): from the iterate
+    after the first whose solve, unpreconditioned, took more than :data:`AUTOMATIC_PRODUCTS`
+    products (:meth:`observe`), on :data:`~optimizers.sparse.SPARSE_MIN_SIZE` variables or more.
+    A preconditioner needs the Hessian as a sparse matrix (from ``hess``, or an operator's
+    ``to_sparse``), under 5% dense when automatic (:func:`~optimizers.sparse.dense_reason`), and
+    a factorization of a few sqrt(n) levels (:meth:`IncompleteCholesky.analyse`). Where one of
+    these fails the run goes on without, ``reason`` says why (and with ``option`` True a warning
+    too); where the automatic rule switched it on, ``reason`` says when.
+
+    Examples
+    --------
+    >>> from optimizers.preconditioning import Preconditioning
+    >>> rule = Preconditioning(None, n=10_000)
+    >>> rule.observe(20); rule.active
+    False
+    >>> rule.observe(666); rule.active, rule.reason
+    (True, 'a Krylov solve took 666 products (more than 100)')
+    """
+
+    def __init__(self, option: bool | None, n: int):
+        self.option, self.n = option, n
+        self.active = option is True
+        self.used = False
+        self.reason: str | None = None
+        self._factorization = IncompleteCholesky()
+
+    def at(self, point) -> IncompleteFactor | None:
+        """The preconditioner of ``point`` (an :class:`~optimizers.objective.Iterate`), or None."""
+        if not self.active:
+            return None
+        h = point.sparse_matrix
+        if h is None:
+            return self._decline("the Hessian does not come as a sparse matrix")
+        refusal = dense_reason(self.n, h.nnz, self.option) or self._factorization.analyse(h)
+        if refusal is not None:
+            return self._decline(refusal)
+        factor = self._factorization.factor(h)
+        self.used = self.used or factor is not None
+        return factor
+
+    def observe(self, products: int) -> None:
+        """The automatic rule, after a solve without a preconditioner that took ``products``."""
+        if (self.option is None and not self.active and self.reason is None
+                and self.n >= SPARSE_MIN_SIZE and products > AUTOMATIC_PRODUCTS):
+            self.active = True
+            self.reason = f"a Krylov solve took {products} products (more than {AUTOMATIC_PRODUCTS})"
+
+    def _decline(self, reason: str) -> None:
+        self.active, self.reason = False, reason
+        if self.option:
+            warnings.warn(f"precondition is True, but there is no preconditioner: {reason}",
+                          OptimizeWarning, stacklevel=2)
+
+    def report(self, result):
+        """``result.preconditioned`` and, where the rule considered it, ``result.precondition_reason``."""
+        result.preconditioned = self.used
+        if self.reason is not None:
+            result.precondition_reason = self.reason
+        return result
