@@ -383,6 +383,7 @@ OPTION_RULES: dict = {
     "keep_iterates": _FLAG, "check_second_order": _FLAG, "return_all": _FLAG,
     "trace": _FLAG,
     "sparse": OptionRule("True, False or None (automatic)", _FLAG.kind, _FLAG.within, none=True),
+    "precondition": OptionRule("True, False or None (automatic)", _FLAG.kind, _FLAG.within, none=True),
     "cg_maxiter": _number("a positive integer or None (the default)", lambda v: v >= 1, integer=True,
                           none=True),
     ("hessian-free", "cg_maxiter"): _number("a positive integer", lambda v: v >= 1, integer=True),

@@ -20,11 +20,15 @@ it, so asking again costs nothing, and counts the evaluations made when it was n
 - :class:`SparseAutodiff`: autodiff's operator of each point with, in addition, the Hessian as a
   ``scipy.sparse`` matrix (``to_sparse``, from ``autodiff.sparse_hessian``: the pattern found
   in the recorded program once, then k products a point), which Newton and trust-exact factor
-  as a sparse matrix.
+  as a sparse matrix, and whose incomplete factorization preconditions the Krylov methods
+  (the pattern is then found only when a method first asks for the matrix);
+  :func:`user_sparse_operator` does the same for the user's ``hess`` returning sparse matrices.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.optimize import HessianUpdateStrategy
@@ -231,6 +235,17 @@ class _SparseOperator:
 
     def to_sparse(self):
         return self._sparse()
+
+
+def user_sparse_operator(user) -> Callable:
+    """The user's ``hess`` (a :class:`~hessopt._arguments.UserHessian` that returns sparse
+    matrices) as an operator factory: its products and dense matrices, and the sparse matrix
+    itself (``to_sparse``), for a preconditioner."""
+    def at(x: np.ndarray) -> _SparseOperator:
+        products = SimpleNamespace(matvec=functools.partial(user.product, x),
+                                   to_dense=functools.partial(user.matrix, x))
+        return _SparseOperator(products, functools.partial(user.at, x))
+    return at
 
 
 class _Dense:

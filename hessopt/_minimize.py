@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse
 from scipy.optimize import HessianUpdateStrategy, OptimizeResult, OptimizeWarning
 
 import autodiff as ad
@@ -39,7 +40,7 @@ from ._arguments import (
     value_and_gradient,
 )
 from ._bounds import BOUNDED_DEFAULT, binds, box_from_bounds, in_the_box, report_bounds
-from ._hessians import GradientDerivative, LastGradient, QuasiNewton, SparseAutodiff
+from ._hessians import GradientDerivative, LastGradient, QuasiNewton, SparseAutodiff, user_sparse_operator
 
 DEFAULT_METHOD = "newton-cg"   # as scipy's minimize without bounds; "trust-ncg" with bounds
 METHODS: dict[str, Callable] = {
@@ -56,6 +57,9 @@ METHODS: dict[str, Callable] = {
 _TRUST_REGION_METHODS = frozenset({"trust-ncg", "trust-krylov", "trust-exact", "dogleg"})
 # The methods that factor the Hessian's matrix, which may be sparse.
 SPARSE_METHODS = (optimizers.minimize_newton, optimizers.minimize_trust_exact, optimizers.minimize_dogleg)
+# The Krylov methods, whose solves a sparse Hessian's incomplete factorization may precondition.
+PRECONDITIONED_METHODS = (optimizers.minimize_newton_cg, optimizers.minimize_trust_ncg,
+                          optimizers.minimize_trust_krylov)
 # First-order baselines: accepted by minimize, not part of the second-order suite.
 FIRST_ORDER: dict[str, Callable] = {"adam": optimizers.minimize_adam, "gd": optimizers.minimize_gd}
 
@@ -343,10 +347,13 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
             hess, hessp, call, derivatives, gradient=gradient, last=last, trace=trace, ggn=ggn is not None)
     if isinstance(source, (QuasiNewton, GradientDerivative)):   # they read the run's last gradient
         flat_fun, flat_jac = (last, True) if flat_jac is True else (flat_fun, last)
-    dense_reason = None
+    dense_reason = precondition_reason = None
     if solver in SPARSE_METHODS:
         operator, source, dense_reason = _sparse_source(call, derivatives, operator, source,
                                                         call.options.get("sparse"))
+    if solver in PRECONDITIONED_METHODS and box is None:
+        operator, precondition_reason = _preconditioning_source(call, derivatives, operator, source,
+                                                                call.options.get("precondition"))
     bounded = {} if box is None else {"bounds": box}
     result = derivatives.solve(solver, start, flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
                                callback=call.callback, operator=operator, **bounded, **call.options)
@@ -357,8 +364,11 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         _report_hessian(result, source)
     if dense_reason is not None and not result.sparse:
         result.dense_reason = dense_reason
-    if isinstance(source, SparseAutodiff) and source.untraced_reason is not None:
-        result.setdefault("untraced_reason", source.untraced_reason)
+    if precondition_reason is not None:
+        result.precondition_reason = precondition_reason
+    for sparse_source in (source, operator):
+        if isinstance(sparse_source, SparseAutodiff) and sparse_source.untraced_reason is not None:
+            result.setdefault("untraced_reason", sparse_source.untraced_reason)
     if isinstance(source, QuasiNewton) and result.success and call.options.get("check_second_order", True):
         exact = GradientDerivative(gradient, last, trace=trace) if gradient is not None else derivatives.at
         matvec, free = exact(result.x).matvec, np.ones(result.x.size, dtype=bool)
@@ -518,6 +528,35 @@ def _sparse_source(call: Call, derivatives: AutodiffDerivatives, operator, sourc
         warnings.warn(f"options['sparse'] is True, but the Hessian is dense: {reason}", OptimizeWarning,
                       stacklevel=3)
     return operator, source, reason
+
+
+def _preconditioning_source(call: Call, derivatives: AutodiffDerivatives, operator, source,
+                            precondition: bool | None):
+    """(operator, reason) of a Krylov method whose solves may be preconditioned (``precondition``
+    True, or None from ``SPARSE_MIN_SIZE`` variables on): an operator whose points also give the
+    Hessian as a sparse matrix, on demand only — autodiff's sparse Hessians, whose pattern is found
+    the first time the method asks (:class:`~hessopt._hessians.SparseAutodiff`), or the user's
+    ``hess`` when it returns a sparse matrix at x0; else the operator as it was and why not, and
+    the method's ``precondition`` option turned False (None where it was not considered). With
+    ``precondition=True`` a fallback also warns."""
+    n = call.x0.size
+    if precondition is False or (precondition is None and n < SPARSE_MIN_SIZE):
+        return operator, None
+    if isinstance(source, UserHessian):
+        if scipy.sparse.issparse(source.at(call.x0)):
+            return user_sparse_operator(source), None
+        reason = "the user's hess does not return a sparse matrix"
+    elif operator != derivatives.at:   # the user's hessp or jac, or a quasi-Newton strategy
+        reason = _NOT_AUTODIFF.get(source.name, f"the Hessian comes from {source.name}")
+    elif derivatives.variables is not None:
+        reason = "x0 is a list of Variables: the sparse Hessian needs f as a function of x"
+    else:
+        return SparseAutodiff(lambda flat: derivatives.f(call.unravel(flat)), derivatives.at), None
+    if precondition:
+        warnings.warn(f"options['precondition'] is True, but there is no preconditioner: {reason}",
+                      OptimizeWarning, stacklevel=3)
+    call.options["precondition"] = False
+    return operator, reason
 
 
 _NOT_AUTODIFF = {

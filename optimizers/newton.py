@@ -167,10 +167,10 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
     precondition : bool or None
         Preconditioned CG (N&W Algorithm 5.3) with the incomplete Cholesky factorization of the
         sparse Hessian (:mod:`optimizers.preconditioning`; the Hessian must come as a sparse
-        matrix, from ``hess`` or an operator's ``to_sparse``). None (default): automatic, from
-        the iterate after the first whose CG took more than 100 products, on 1,000 variables or
-        more; True: from the first iterate; False: never. Not with bounds. The forcing test
-        stays on the true residual ``||H p + g||``.
+        matrix, from an operator's ``to_sparse`` or from ``hess`` without ``hessp``). None
+        (default): automatic, from the iterate after the first whose CG took more than 100
+        products, on 1,000 variables or more; True: from the first iterate; False: never. Not with bounds. The forcing test stays on the true residual
+        ``||H p + g||``.
 
     Returns
     -------
@@ -189,9 +189,9 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
     (True, array([1., 1.]))
     """
     box, x0 = bounded_start(bounds, x0)
+    preconditioning = krylov_preconditioning(precondition, x0.size, box)
     objective = Objective(fun, x0, jac, hess, hessp, operator)
     cg_maxiter = cg_maxiter or newton_cg_maxiter(objective.x0.size)
-    preconditioning = krylov_preconditioning(precondition, objective.x0.size, box)
     if box is None:
         step = _NewtonCGStep(objective, cg_maxiter, c1=c1, c2=c2, nonmonotone=nonmonotone,
                              preconditioning=preconditioning)

@@ -211,13 +211,14 @@ class Objective:
         return 0.5 * (h + h.T)
 
     def gives_sparse(self, x: np.ndarray) -> bool:
-        """Whether the Hessian at x may come as a sparse matrix without being made dense: from
-        ``hess`` (whose matrices tell), or from an operator with ``to_sparse`` (and ``sparse`` not
-        False)."""
+        """Whether the Hessian at x may come as a sparse matrix at no extra cost: from an operator
+        with ``to_sparse``, or from ``hess`` when it also gives the products (no ``hessp``), its
+        matrix then at hand anyway; never with ``sparse`` False."""
         if self.sparse is False:
             return False
-        return self._hess is not None or (self._operator is not None
-                                          and hasattr(self._operator(x), "to_sparse"))
+        if self._operator is not None:
+            return hasattr(self._operator(x), "to_sparse")
+        return self._hess is not None and self._hessp is None
 
     def _as_sparse(self, h) -> scipy.sparse.csc_matrix | None:
         """h when it is sparse and to be used as such (:func:`~optimizers.sparse.dense_reason`);
@@ -276,9 +277,9 @@ class Iterate:
 
     @cached_property
     def sparse_matrix(self) -> scipy.sparse.csc_matrix | None:
-        """The Hessian as a CSC matrix whenever its source gives one sparse, whatever its size
-        and density (for a preconditioner); None otherwise, and then nothing is evaluated for an
-        operator without ``to_sparse``."""
+        """The Hessian as a CSC matrix whenever its source gives one sparse at no extra cost
+        (:meth:`Objective.gives_sparse`), whatever its size and density (for a preconditioner);
+        None otherwise."""
         if not self._objective.gives_sparse(self.x):
             return None
         matrix = self.matrix

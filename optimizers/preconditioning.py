@@ -316,7 +316,9 @@ def _triangular_solves(factor: scipy.sparse.csc_matrix, scaling: np.ndarray) -> 
 
 
 # The automatic rule: from SPARSE_MIN_SIZE variables on, a run takes the preconditioner from the
-# iterate after the first whose Krylov solve, unpreconditioned, took more than this many products.
+# iterate after the first whose Krylov solve, unpreconditioned, took more than this many products,
+# about twice what a preconditioner costs an iterate (the sparse Hessian and its factorization:
+# about 50 products on the minimal-surface grid at n = 10^4 and 10^5; see the README for the runs).
 AUTOMATIC_PRODUCTS = 100
 
 
@@ -345,8 +347,8 @@ class Preconditioning:
     ``option`` True: from the first iterate on; False: never; None (automatic): from the iterate
     after the first whose solve, unpreconditioned, took more than :data:`AUTOMATIC_PRODUCTS`
     products (:meth:`observe`), on :data:`~optimizers.sparse.SPARSE_MIN_SIZE` variables or more.
-    A preconditioner needs the Hessian as a sparse matrix (from ``hess``, or an operator's
-    ``to_sparse``), under 5% dense when automatic (:func:`~optimizers.sparse.dense_reason`), and
+    A preconditioner needs the Hessian as a sparse matrix (from an operator's ``to_sparse``, or
+    from ``hess`` without ``hessp``), under 5% dense when automatic (:func:`~optimizers.sparse.dense_reason`), and
     a factorization of a few sqrt(n) levels (:meth:`IncompleteCholesky.analyse`). Where one of
     these fails the run goes on without, ``reason`` says why (and with ``option`` True a warning
     too); where the automatic rule switched it on, ``reason`` says when.
@@ -358,7 +360,7 @@ class Preconditioning:
     >>> rule.observe(20); rule.active
     False
     >>> rule.observe(666); rule.active, rule.reason
-    (True, 'a Krylov solve took 666 products (more than 100)')
+    (True, 'the Krylov solve of iteration 2 took 666 products (more than 100)')
     """
 
     def __init__(self, option: bool | None, n: int):
@@ -367,6 +369,7 @@ class Preconditioning:
         self.used = False
         self.reason: str | None = None
         self._factorization = IncompleteCholesky()
+        self._solves = 0
 
     def at(self, point) -> IncompleteFactor | None:
         """The preconditioner of ``point`` (an :class:`~optimizers.objective.Iterate`), or None."""
@@ -374,7 +377,8 @@ class Preconditioning:
             return None
         h = point.sparse_matrix
         if h is None:
-            return self._decline("the Hessian does not come as a sparse matrix")
+            return self._decline("the Hessian does not come as a sparse matrix (from an operator's "
+                                 "to_sparse, or from hess without hessp)")
         refusal = dense_reason(self.n, h.nnz, self.option) or self._factorization.analyse(h)
         if refusal is not None:
             return self._decline(refusal)
@@ -384,10 +388,13 @@ class Preconditioning:
 
     def observe(self, products: int) -> None:
         """The automatic rule, after a solve without a preconditioner that took ``products``."""
-        if (self.option is None and not self.active and self.reason is None
-                and self.n >= SPARSE_MIN_SIZE and products > AUTOMATIC_PRODUCTS):
+        if self.option is not None or self.active or self.reason is not None or self.n < SPARSE_MIN_SIZE:
+            return
+        self._solves += 1
+        if products > AUTOMATIC_PRODUCTS:
             self.active = True
-            self.reason = f"a Krylov solve took {products} products (more than {AUTOMATIC_PRODUCTS})"
+            self.reason = (f"the Krylov solve of iteration {self._solves} took {products} products "
+                           f"(more than {AUTOMATIC_PRODUCTS})")
 
     def _decline(self, reason: str) -> None:
         self.active, self.reason = False, reason

@@ -258,8 +258,8 @@ def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Cal
         if value is not None and not value > 0:
             raise ValueError(f"{name} must be positive, got {value}")
     box, x0 = bounded_start(bounds, x0)
+    preconditioning = None if dense else krylov_preconditioning(precondition, x0.size, box)
     objective = Objective(fun, x0, jac, hess, hessp, operator, sparse=sparse if dense else None)
-    preconditioning = None if dense else krylov_preconditioning(precondition, objective.x0.size, box)
     factorization = LDLFactorization()
     if dense:
         make_solver = functools.partial(make_solver, factorization=factorization)
@@ -359,11 +359,11 @@ _SPARSE_DOC = """
 _PRECONDITION_DOC = """
     precondition
         Precondition the Krylov solves with the incomplete Cholesky factorization of the sparse
-        Hessian (:mod:`optimizers.preconditioning`; the Hessian must come as a sparse matrix, from
-        ``hess`` or an operator's ``to_sparse``), the trust region then measured in the
-        preconditioner's norm ``||p||_M``. None (default): automatic, from the iterate after the
-        first whose solve took more than 100 products, on 1,000 variables or more; True: from the
-        first iterate; False: never. Not with bounds."""
+        Hessian (:mod:`optimizers.preconditioning`; the Hessian must come as a sparse matrix,
+        from an operator's ``to_sparse`` or from ``hess`` without ``hessp``), the trust region
+        then measured in the preconditioner's norm ``||p||_M``. None (default): automatic, from
+        the iterate after the first whose solve took more than 100 products, on 1,000 variables
+        or more; True: from the first iterate; False: never. Not with bounds."""
 
 _EXAMPLE_DOC = """
     Examples

@@ -392,8 +392,8 @@ HESSIAN_KINDS = {"hess": dict(hess=rosen_hess), "hessp": dict(hessp=scipy.optimi
 @pytest.mark.parametrize("options", [{}, {"return_all": True}, {"maxiter": 2}],
                          ids=["default", "return_all", "maxiter"])
 def test_the_result_has_every_field_scipy_sets(method, kind, options):
-    """result.keys() holds scipy's (hessopt adds history, hessian_source, and sparse where the method
-    factors the Hessian), with scipy's types;
+    """result.keys() holds scipy's (hessopt adds history, hessian_source, sparse where the method
+    factors the Hessian and preconditioned where it solves with Krylov methods), with scipy's types;
     the trust-region methods' result.hess is the user's Hessian at x, as scipy's."""
     derivatives = {name: value() if value is BFGS else value for name, value in HESSIAN_KINDS[kind].items()}
     x0 = np.array([-1.2, 1.0, 0.5])
@@ -410,7 +410,8 @@ def test_the_result_has_every_field_scipy_sets(method, kind, options):
     if theirs is not None:
         assert set(theirs.keys()) <= set(ours.keys())
         factored = {"sparse"} if method in ("trust-exact", "dogleg") else set()   # whether H was sparse
-        assert set(ours.keys()) - set(theirs.keys()) == {"history", "hessian_source"} | factored
+        krylov = {"preconditioned"} if method in ("newton-cg", "trust-ncg", "trust-krylov") else set()
+        assert set(ours.keys()) - set(theirs.keys()) == {"history", "hessian_source"} | factored | krylov
         for name in theirs.keys():
             assert isinstance(ours[name], type(theirs[name]) if name != "fun" else float), name
     if "hess" in ours:
