@@ -169,8 +169,8 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
         sparse Hessian (:mod:`optimizers.preconditioning`; the Hessian must come as a sparse
         matrix, from an operator's ``to_sparse`` or from ``hess`` without ``hessp``). None
         (default): automatic, from the iterate after the first whose CG took more than 100
-        products, on 1,000 variables or more; True: from the first iterate; False: never. Not with bounds. The forcing test stays on the true residual
-        ``||H p + g||``.
+        products, on 1,000 variables or more; True: from the first iterate; False: never. Not
+        with bounds. The forcing test stays on the true residual ``||H p + g||``.
 
     Returns
     -------
