@@ -26,8 +26,9 @@ Examples
 array([[1., 1.],
        [1., 1.],
        [1., 1.]])
+>>> # each output is 1, so the gradient in the kernel is twice the sum of the pixels each tap sees
 >>> ad.grad(lambda k: np.sum(scipy_signal.convolve(image, k, mode="valid") ** 2))(kernel)
-array([[ 42., -30.]])
+array([[54., 42.]])
 """
 from __future__ import annotations
 
