@@ -218,10 +218,8 @@ def correlate2d(in1: ArrayLike, in2: ArrayLike, mode: str = "full", boundary: st
         2-D arrays.
     mode : {"full", "valid", "same"}
         As in ``correlate``, with the two differences above.
-    boundary : {"fill"}
-        Only "fill": "circular"/"wrap" and "symmetric"/"symm" raise NotImplementedError.
-    fillvalue : scalar
-        Only 0.
+    boundary, fillvalue
+        As in ``convolve2d``: "fill" and 0 only.
 
     Returns
     -------

@@ -1,6 +1,7 @@
 """scipy.signal on Tensors: values equal scipy's on many shapes (every mode, both orders of size, even
 and odd sides, complex), errors that name the problem, the refusal of scipy's own functions naming the
-version here, and replay. Finite differences of both orders, batches and JVPs are cases of test_ops.py.
+version here. Finite differences of both orders, batches and JVPs are cases of test_ops.py, exact replay
+under ad.function is checked with scipy_linalg's in test_scipy_linalg.py.
 """
 from __future__ import annotations
 
@@ -9,10 +10,6 @@ import itertools
 import numpy as np
 import pytest
 import scipy.signal
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from test_function import assert_replays_exactly, nearby
-from test_ops import CASES
 
 import autodiff as ad
 import autodiff.numpy as anp
@@ -97,15 +94,6 @@ def test_gradient_of_a_valid_convolution_in_the_kernel_is_a_correlation():
     h = ad.hessian(lambda k: np.sum(scipy_signal.convolve(x, k, "valid") ** 2))(k).reshape(6, 6)
     windows = np.stack([scipy.signal.convolve(x, e.reshape(2, 3), "valid").ravel() for e in np.eye(6)])
     np.testing.assert_allclose(h, 2 * windows @ windows.T, rtol=1e-13, atol=1e-13 * np.abs(h).max())
-
-
-@pytest.mark.parametrize("name", [name for name in CASES if "scipy_signal" in name])
-@settings(max_examples=2, deadline=None)
-@given(data=st.data())
-def test_every_function_replays_exactly_under_autodiff_function(name, data):
-    problem = data.draw(CASES[name])
-    x = np.array(problem.x, dtype=np.float64)
-    assert_replays_exactly(problem.engine, [x, nearby(x, np.random.default_rng(3))])
 
 
 # --- errors -----------------------------------------------------------------------------------------
