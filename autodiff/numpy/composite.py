@@ -526,8 +526,15 @@ def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Array:
 
 
 def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Array:
-    """Cross-correlation of two 1-D sequences: convolution with v reversed (and conjugated)."""
-    return convolve(a, ops.conj(getitem(as_array(v), (slice(None, None, -1),))), mode)
+    """Cross-correlation of two 1-D sequences: convolution with v reversed (and conjugated). In "same"
+    mode with v the longer, NumPy correlates the swapped pair and reverses it: the block starts at
+    len(a) // 2 of the full output, not (len(a) - 1) // 2."""
+    a, v = atleast_1d(as_array(a)), atleast_1d(as_array(v))
+    n, m = shape_of(a)[0], shape_of(v)[0]
+    reversed_conjugate = ops.conj(getitem(v, (slice(None, None, -1),)))
+    if mode == "same" and m > n:
+        return convolution_part(a, reversed_conjugate, (n // 2,), (m,))
+    return convolve(a, reversed_conjugate, mode)
 
 
 def polyval(p: ArrayLike, x: ArrayLike) -> Array:

@@ -888,7 +888,8 @@ CONVOLVE_LAYOUTS = {
 }
 for _mode in ("full", "same", "valid"):
     case(f"convolve ({_mode})", product(lambda xp, a, v, mode=_mode: xp.convolve(a, v, mode), CONVOLVE_LAYOUTS))
-case("correlate", product(lambda xp, a, v: xp.correlate(a, v), CONVOLVE_LAYOUTS))
+for _mode in ("full", "same", "valid"):
+    case(f"correlate ({_mode})", product(lambda xp, a, v, mode=_mode: xp.correlate(a, v, mode), CONVOLVE_LAYOUTS))
 
 
 @st.composite

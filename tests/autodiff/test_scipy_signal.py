@@ -78,11 +78,13 @@ def test_method_changes_nothing(method):
 
 
 def test_np_convolve_and_correlate_keep_numpys_values():
-    """np.convolve is now a 1-D block of the same N-d core."""
+    """np.convolve is now a 1-D block of the same N-d core; np.correlate's "same" block with v the longer
+    starts where NumPy's does (len(a) // 2)."""
     for n, m in itertools.product(range(1, 6), repeat=2):
         a, v = RNG.standard_normal(n), RNG.standard_normal(m) + 1j * RNG.standard_normal(m)
         for mode in MODES:
             np.testing.assert_allclose(anp.convolve(a, v, mode), np.convolve(a, v, mode), rtol=1e-14, atol=1e-14)
+            np.testing.assert_allclose(anp.correlate(a, v, mode), np.correlate(a, v, mode), rtol=1e-14, atol=1e-14)
 
 
 def test_gradient_of_a_valid_convolution_in_the_kernel_is_a_correlation():
