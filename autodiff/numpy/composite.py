@@ -491,27 +491,50 @@ def cumprod(a: ArrayLike, axis: int | None = None, dtype: None = None, out: None
     return a
 
 
+def convolution_part(in1: ArrayLike, in2: ArrayLike, start: Sequence[int], length: Sequence[int]) -> Array:
+    """The block ``start[d] : start[d] + length[d]`` (along each axis d) of the full N-d convolution of
+    ``in1`` and ``in2`` (same ndim, neither empty), whose axis d has ``n[d] + m[d] - 1`` entries: windows
+    of ``in1`` zero-padded by ``m[d] - 1`` on each side (one gather) times ``in2`` reversed (one matmul).
+    Only the block is computed; ``np.convolve`` and ``autodiff.numpy.scipy_signal`` choose it by mode."""
+    in1, in2 = as_array(in1), as_array(in2)
+    n, m = shape_of(in1), shape_of(in2)
+    if 0 in n or 0 in m:
+        raise ValueError(f"autodiff: cannot convolve an empty array (shapes {n} and {m})")
+    dtype = float_type(value_of(in1), value_of(in2))
+    padded = ops.pad(astype(in1, dtype), [(k - 1, k - 1) for k in m])
+    ndim, padded_shape = len(n), shape_of(padded)
+    index = _np.zeros((1,) * (2 * ndim), dtype=_np.intp)
+    for d in range(ndim):  # flat position in ``padded`` of output entry i (axes 0..ndim-1), tap t (ndim..)
+        stride = math.prod(padded_shape[d + 1:])
+        position = _np.arange(start[d], start[d] + length[d]).reshape((-1,) + (1,) * (2 * ndim - 1 - d))
+        tap = _np.arange(m[d]).reshape((-1,) + (1,) * (ndim - 1 - d))
+        index = index + stride * (position + tap)
+    windows = reshape(take(padded, index), (math.prod(length), math.prod(m)))
+    return reshape(ops.matmul(windows, ravel(ops.flip(in2))), tuple(length))
+
+
 def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Array:
     """Discrete linear convolution of two 1-D sequences (a scalar is one of one entry, as in NumPy):
-    windows of ``a`` (a gather) times reversed v."""
+    windows of ``a`` (a gather) times reversed v, for the entries ``mode`` keeps."""
     a, v = atleast_1d(as_array(a)), atleast_1d(as_array(v))
     n, m = shape_of(a)[0], shape_of(v)[0]
-    zeros = _np.zeros(m - 1, float_type(value_of(a), value_of(v)))
-    padded = concatenate([zeros, a, zeros])
-    windows = take(padded, _np.arange(n + m - 1)[:, None] + _np.arange(m))
-    full = ops.matmul(windows, getitem(v, (slice(None, None, -1),)))
-    if mode == "full":
-        return full
-    length = builtins.max(n, m) if mode == "same" else builtins.max(n, m) - builtins.min(n, m) + 1
-    if mode not in ("same", "valid"):
+    lengths = {"full": n + m - 1, "same": builtins.max(n, m), "valid": builtins.max(n, m) - builtins.min(n, m) + 1}
+    if mode not in lengths:
         raise ValueError(f"autodiff: convolve mode must be 'full', 'same' or 'valid', not {mode!r}")
-    start = (n + m - 1 - length) // 2 if mode == "same" else builtins.min(n, m) - 1
-    return getitem(full, (slice(start, start + length),))
+    start = {"full": 0, "same": (n + m - 1 - lengths["same"]) // 2, "valid": builtins.min(n, m) - 1}[mode]
+    return convolution_part(a, v, (start,), (lengths[mode],))
 
 
 def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Array:
-    """Cross-correlation of two 1-D sequences: convolution with v reversed (and conjugated)."""
-    return convolve(a, ops.conj(getitem(as_array(v), (slice(None, None, -1),))), mode)
+    """Cross-correlation of two 1-D sequences: convolution with v reversed (and conjugated). In "same"
+    mode with v the longer, NumPy correlates the swapped pair and reverses it: the block starts at
+    len(a) // 2 of the full output, not (len(a) - 1) // 2."""
+    a, v = atleast_1d(as_array(a)), atleast_1d(as_array(v))
+    n, m = shape_of(a)[0], shape_of(v)[0]
+    reversed_conjugate = ops.conj(getitem(v, (slice(None, None, -1),)))
+    if mode == "same" and m > n:
+        return convolution_part(a, reversed_conjugate, (n // 2,), (m,))
+    return convolve(a, reversed_conjugate, mode)
 
 
 def polyval(p: ArrayLike, x: ArrayLike) -> Array:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import scipy.linalg
+import scipy.signal
 import scipy.special
 import scipy.stats
 from hypothesis import given, settings
@@ -59,6 +60,7 @@ NP.scipy_linalg = types.SimpleNamespace(**{name: getattr(scipy.linalg, name) for
 NP.scipy_linalg.expm_frechet = lambda a, e: tuple(
     np.asarray(part).astype(np.result_type(a, e)) for part in scipy.linalg.expm_frechet(a, e))
 NP.scipy_linalg.det = lambda a: np.asarray(scipy.linalg.det(a)).astype(a.dtype)
+NP.scipy_signal = types.SimpleNamespace(**{name: getattr(scipy.signal, name) for name in anp.scipy_signal.__all__})
 NP.stats = types.SimpleNamespace(**{name: types.SimpleNamespace(**{
     method: _in_the_inputs_precision(getattr(getattr(scipy.stats, name), method))
     for method in vars(getattr(anp.stats, name)) if method != "name"}) for name in anp.stats.__all__})
@@ -886,7 +888,8 @@ CONVOLVE_LAYOUTS = {
 }
 for _mode in ("full", "same", "valid"):
     case(f"convolve ({_mode})", product(lambda xp, a, v, mode=_mode: xp.convolve(a, v, mode), CONVOLVE_LAYOUTS))
-case("correlate", product(lambda xp, a, v: xp.correlate(a, v), CONVOLVE_LAYOUTS))
+for _mode in ("full", "same", "valid"):
+    case(f"correlate ({_mode})", product(lambda xp, a, v, mode=_mode: xp.correlate(a, v, mode), CONVOLVE_LAYOUTS))
 
 
 @st.composite
@@ -1197,6 +1200,26 @@ case("scipy_linalg.svd, svdvals", rectangular(lambda xp, a: xp.concatenate([
     xp.scipy_linalg.svd(a, compute_uv=False), xp.scipy_linalg.svdvals(a),
     xp.ravel(xp.scipy_linalg.svd(a, full_matrices=False)[0] * xp.scipy_linalg.svd(a, full_matrices=False)[1])]),
     "svd").filter(lambda p: p.x.ndim == 2))
+# scipy.signal (autodiff.numpy.scipy_signal), against scipy's own functions: N-d shapes of 1 to 3 axes,
+# in2 smaller, larger or neither (valid mode then takes the inputs that one dominates).
+@st.composite
+def signal_problem(draw, name, mode, ndim=None):
+    ndim = ndim or draw(st.integers(1, 3))
+    shape1 = tuple(draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim)))
+    shape2 = tuple(draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim)))
+    if mode == "valid" and not (all(a >= b for a, b in zip(shape1, shape2))
+                                or all(b >= a for a, b in zip(shape1, shape2))):
+        shape2 = shape1
+    rng = draw(RNGS)
+    return packed(lambda xp, a, b: getattr(xp.scipy_signal, name)(a, b, mode),
+                  [rng.uniform(-2, 2, shape1), rng.uniform(-2, 2, shape2)], f"{shape1}, {shape2}")
+
+
+for _mode in ("full", "valid", "same"):
+    for _name in ("convolve", "correlate"):
+        case(f"scipy_signal.{_name} ({_mode})", signal_problem(_name, _mode))
+    for _name in ("convolve2d", "correlate2d"):
+        case(f"scipy_signal.{_name} ({_mode})", signal_problem(_name, _mode, ndim=2))
 case("scipy_linalg.block_diag", drawn(
     lambda xp, x: xp.scipy_linalg.block_diag(xp.reshape(x[:4], (2, 2)), x[4:7], x[7], xp.reshape(x[8:], (2, 1))),
     uniform(-2, 2), st.just((10,))))
@@ -1398,6 +1421,9 @@ complex_case("matmul, einsum, dot, vdot, outer, kron", lambda xp, z: xp.concaten
     shapes=small(hnp.array_shapes(min_dims=2, max_dims=2, max_side=3)))
 complex_case("cross, convolve, correlate", lambda xp, z: xp.concatenate([
     xp.cross(z, z[::-1]), xp.convolve(z, z[:2]), xp.correlate(z, z[:2], "full")]), shapes=st.just((3,)))
+complex_case("scipy_signal.convolve, correlate, correlate2d", lambda xp, z: xp.concatenate([
+    xp.ravel(xp.scipy_signal.convolve(z, z[:1, ::-1])), xp.ravel(xp.scipy_signal.correlate(z, z[1:, :2], "same")),
+    xp.ravel(xp.scipy_signal.correlate2d(z[:1, :2], z, "valid"))]), shapes=st.just((2, 3)))
 complex_case("cov", lambda xp, z: xp.cov(z), shapes=st.just((2, 3)))
 complex_case("linalg.solve, inv, det", lambda xp, a: xp.concatenate([
     xp.ravel(xp.linalg.solve(a, a[..., 0])), xp.ravel(xp.linalg.inv(a)), xp.atleast_1d(xp.linalg.det(a))]),

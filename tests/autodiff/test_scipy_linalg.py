@@ -98,11 +98,12 @@ def test_banded_gradient_in_ab_equals_the_dense_solves():
     assert np.all(g[~inside] == 0.0)
 
 
-@pytest.mark.parametrize("name", [name for name in CASES if "scipy_linalg" in name])
+@pytest.mark.parametrize("name", [name for name in CASES if "scipy_linalg" in name or "scipy_signal" in name])
 @settings(max_examples=2, deadline=None)
 @given(data=st.data())
 def test_every_function_replays_exactly_under_autodiff_function(name, data):
-    """No value is read outside the engine (which a trace would refuse): ad.function replays each."""
+    """No value is read outside the engine (which a trace would refuse): ad.function replays each
+    function of scipy_linalg and scipy_signal."""
     problem = data.draw(CASES[name])
     x = np.array(problem.x, dtype=np.float64)
     assert_replays_exactly(problem.engine, [x, nearby(x, np.random.default_rng(3))])
