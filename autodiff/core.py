@@ -298,7 +298,7 @@ def _converting_scipy_function() -> str:
 # scipy's modules with differentiable versions in autodiff.numpy, and their names there (scipy.linalg's
 # cannot be autodiff.numpy.linalg, which is numpy.linalg).
 _DIFFERENTIABLE_SCIPY = {"scipy.special": "special", "scipy.stats": "stats", "scipy.linalg": "scipy_linalg",
-                         "scipy.signal": "scipy_signal"}
+                         "scipy.signal": "scipy_signal", "scipy.integrate": "scipy_integrate"}
 
 
 def _has_path(module, dotted: str) -> bool:
