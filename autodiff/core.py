@@ -168,6 +168,10 @@ class Tensor:
     def __reduce__(self):
         return (constant, (np.asarray(self._value),))
 
+    def __copy__(self):  # a copy is a new, untracked Tensor (scipy.integrate.odeint copies y0 first)
+        _check_untracked(self, "copy.copy")
+        return constant(self._value)
+
 
 class Variable(Tensor):
     """A mutable Tensor holding model state. Trainable ones are watched when a tape reads them.
