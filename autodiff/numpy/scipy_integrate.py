@@ -12,7 +12,8 @@ ordinary differential equations", NeurIPS): between consecutive output times, th
 parameter cotangents ``-a^T df/dargs``, the vector-Jacobian products of ``func`` coming from the
 engine. That backward integration is a call of ``odeint`` itself, on dynamics written with the
 engine's ops, so it differentiates again (as in ``jax.experimental.ode``): derivatives of every
-order in reverse mode. There is no forward-mode (JVP) rule.
+order in reverse mode. Forward mode integrates the forward sensitivities (the tangent of ``y``, whose
+rate is ``df/dy dy + df/dargs dargs``) with ``y``, again by a call of ``odeint``.
 
 The derivatives are those of the exact solution, computed to the tolerances ``rtol`` and ``atol``:
 they agree with finite differences of the computed values only as far as those tolerances allow.
@@ -91,6 +92,9 @@ class _Odeint(Primitive):
         cotangents = _adjoint(g, ans, *args, parents=parents, **kwargs)
         return [cotangents[i] for i in parents]
 
+    def forward(self, tangents, ans, args, kwargs):
+        return _tangent(tangents, ans, *args, **kwargs)
+
 
 _odeint = _Odeint()
 
@@ -119,14 +123,50 @@ def _augmented_dynamics(func: Callable, n: int, batch: int, differentiated: tupl
     def dynamics(state, s, *args):
         y, a = _unflattened(state, shapes)[:2]
 
-        def rate(y, *chosen):
-            full = list(args)
-            for k, value in zip(differentiated, chosen):
-                full[k] = value
-            return func(y, -s, *full)
+        rate = lambda y, *chosen: func(y, -s, *_with_chosen(args, differentiated, chosen))  # noqa: E731
         f, products = vjp(rate, y, *[args[k] for k in differentiated])
         return _flattened([-f, *products(a)])
     return dynamics
+
+
+def _with_chosen(args: tuple, chosen_places: tuple, chosen: tuple) -> list:
+    """``args`` with the entries at ``chosen_places`` replaced by ``chosen``."""
+    full = list(args)
+    for k, value in zip(chosen_places, chosen):
+        full[k] = value
+    return full
+
+
+def _tangent_dynamics(func: Callable, n: int, moved: tuple, count: int) -> Callable:
+    """The forward sensitivity system over the state [y, dy] with the tangents of ``args[moved]`` as
+    further arguments: d/dt of it is [f, df/dy dy + df/dargs dargs]."""
+    from ..transforms import jvp  # autodiff.transforms imports autodiff.numpy
+
+    def dynamics(state, s, *all_args):
+        args, arg_tangents = all_args[:count], all_args[count:]
+        rate = lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen))  # noqa: E731
+        f, f_dot = jvp(rate, (state[:n], *[args[k] for k in moved]), (state[n:], *arg_tangents))
+        return ops.concatenate([f, f_dot])
+    return dynamics
+
+
+def _tangent(tangents: dict, ans, y0, t, *args, func: Callable, rtol, atol, options: dict):
+    """The output tangent for the input tangents ``{argnum: tangent}`` of (y0, t, *args): the forward
+    sensitivities, integrated with the state from the initial tangent moved by t[0]'s, plus f dt at
+    each output time."""
+    steps, n = shape_of(ans)
+    moved = tuple(i - 2 for i in sorted(tangents) if i >= 2)
+    start = tangents.get(0, _np.zeros(n))
+    if 1 in tangents:
+        start = start - func(y0, t[0], *args) * tangents[1][0]
+    dynamics = _tangent_dynamics(func, n, moved, len(args))
+    states = _odeint(ops.concatenate([y0, start]), t, *args, *[tangents[k + 2] for k in moved], func=dynamics,
+                     rtol=rtol, atol=atol, options=options)
+    tangent = states[:, n:]
+    if 1 in tangents:
+        rates = ops.stack([func(ans[i], t[i], *args) for i in range(steps)])
+        tangent = tangent + rates * tangents[1][:, None]
+    return tangent
 
 
 def _adjoint(g, ans, y0, t, *args, parents: tuple, func: Callable, rtol, atol, options: dict) -> list:

@@ -124,9 +124,29 @@ def test_a_tracked_tensor_read_by_a_closure_is_refused():
         ad.grad(lambda k: np.sum(scipy_integrate.odeint(lambda y, t: -k * y, Y0, TIMES)))(1.0)
 
 
-def test_forward_mode_is_refused_by_name():
-    with pytest.raises(Exception, match="odeint"):
-        ad.jvp(lambda y0: scipy_integrate.odeint(decay, y0, TIMES, args=(1.0,)), (Y0,), (Y0,))
+def test_forward_mode_equals_finite_differences_and_both_mixed_orders_the_hessian():
+    """The forward sensitivities give J v; forward over reverse and reverse over forward give H v."""
+    direction = np.random.default_rng(5).standard_normal(X.shape)
+    _, tangent = ad.jvp(solution, (X,), (direction,))
+    differences = (solution(X + 1e-5 * direction) - solution(X - 1e-5 * direction)) / 2e-5
+    np.testing.assert_allclose(tangent, differences, rtol=0, atol=1e-7 * np.max(np.abs(differences)))
+    hessian_times = ad.hessian(loss)(X) @ direction
+    forward_over_reverse = ad.jvp(ad.grad(loss), (X,), (direction,))[1]
+    reverse_over_forward = ad.grad(lambda x: np.sum(ad.jvp(solution, (x,), (direction,))[1] * WEIGHTS))(X)
+    scale = np.max(np.abs(hessian_times))
+    np.testing.assert_allclose(forward_over_reverse, hessian_times, rtol=0, atol=1e-8 * scale)
+    np.testing.assert_allclose(reverse_over_forward, hessian_times, rtol=0, atol=1e-8 * scale)
+
+
+def test_forward_mode_of_the_decay_is_the_closed_form():
+    """d y_i = (dy0 - k y0 (dt_i - dt_0) - (t_i - t_0) y0 dk) exp(-k (t_i - t_0))."""
+    y0, t, k = np.array([1.5, -0.5]), np.array([0.2, 0.7, 2.0]), 0.8
+    dy0, dt, dk = np.array([0.3, 1.0]), np.array([0.5, -1.0, 2.0]), 0.7
+    _, tangent = ad.jvp(lambda y0, t, k: scipy_integrate.odeint(decay, y0, t, args=(k,), **TIGHT),
+                        (y0, t, k), (dy0, dt, dk))
+    elapsed, decayed = (t - t[0])[:, None], np.exp(-k * (t - t[0]))[:, None]
+    expected = (dy0 - k * y0 * (dt - dt[0])[:, None] - elapsed * y0 * dk) * decayed
+    np.testing.assert_allclose(tangent, expected, rtol=1e-8, atol=1e-10)
 
 
 @pytest.mark.parametrize("call, error, message", [
