@@ -99,14 +99,11 @@ class _Odeint(Primitive):
 _odeint = _Odeint()
 
 
-def _unflattened(flat, shapes: list) -> list:
-    """The consecutive blocks of the 1-d ``flat``, reshaped to ``shapes``."""
-    pieces, start = [], 0
-    for shape in shapes:
-        size = math.prod(shape)
-        pieces.append(ops.reshape(flat[start:start + size], shape))
-        start += size
-    return pieces
+def _layout(shapes: list) -> Callable:
+    """The way from a flat vector back to consecutive blocks of ``shapes`` (``autodiff.ravel``'s)."""
+    from ..tree import ravel  # autodiff.tree imports autodiff.numpy
+
+    return ravel([_np.zeros(shape) for shape in shapes])[1]
 
 
 def _flattened(arrays: list):
@@ -118,10 +115,10 @@ def _augmented_dynamics(func: Callable, n: int, batch: int, differentiated: tupl
     ``batch`` cotangents): d/ds of it is [-f, a^T df/dy, a^T df/dargs] at t = -s."""
     from ..transforms import vjp  # autodiff.transforms imports autodiff.numpy
 
-    shapes = [(n,), (batch, n)] + [(batch,) + shape for shape in arg_shapes]
+    unflattened = _layout([(n,), (batch, n)] + [(batch,) + shape for shape in arg_shapes])
 
     def dynamics(state, s, *args):
-        y, a = _unflattened(state, shapes)[:2]
+        y, a = unflattened(state)[:2]
 
         rate = lambda y, *chosen: func(y, -s, *_with_chosen(args, differentiated, chosen))  # noqa: E731
         f, products = vjp(rate, y, *[args[k] for k in differentiated])
@@ -178,6 +175,7 @@ def _adjoint(g, ans, y0, t, *args, parents: tuple, func: Callable, rtol, atol, o
     differentiated = tuple(i - 2 for i in parents if i >= 2)
     arg_shapes = [shape_of(args[k]) for k in differentiated]
     dynamics = _augmented_dynamics(func, n, batch, differentiated, arg_shapes)
+    unflattened = _layout([(n,), (batch, n)] + [(batch,) + shape for shape in arg_shapes])
     a = _np.zeros((batch, n))
     args_bar = [_np.zeros((batch,) + shape) for shape in arg_shapes]
     t_bar = []
@@ -188,7 +186,7 @@ def _adjoint(g, ans, y0, t, *args, parents: tuple, func: Callable, rtol, atol, o
         state = _flattened([ans[i], a, *args_bar])
         state = _odeint(state, ops.stack([-t[i], -t[i - 1]]), *args, func=dynamics, rtol=rtol, atol=atol,
                         options=options)[1]
-        _, a, *args_bar = _unflattened(state, [(n,), (batch, n)] + [(batch,) + s for s in arg_shapes])
+        _, a, *args_bar = unflattened(state)
     cotangents = {0: a + g[:, 0]}
     if 1 in parents:
         t_bar.append(-ops.sum(a * func(y0, t[0], *args), axis=-1))
