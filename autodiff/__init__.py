@@ -15,6 +15,7 @@ from .check import check_grad
 from .core import Tensor, Variable, constant
 from .forward import ForwardAccumulator
 from .function import Function, UntraceableError, function
+from .numpy import scipy_integrate as _scipy_integrate  # noqa: F401  (not by autodiff.numpy: it uses transforms)
 from .numpy import stop_gradient
 from .operators import GGNOperator, HessianOperator, ggn_operator, hessian_operator
 from .sparsity import (

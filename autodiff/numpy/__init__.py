@@ -6,7 +6,8 @@ this one). Primitives and their rules are in ``ops``, functions built from them 
 ``numpy.linalg`` in ``linalg``, ``numpy.fft`` in ``fft``, ``scipy.special`` in ``special``, scipy.stats'
 distributions in ``stats``, ``scipy.linalg`` in ``scipy_linalg`` (not in ``linalg``: scipy's
 ``cholesky`` is upper triangular by default, NumPy's lower), scipy.signal's N-d convolutions in
-``scipy_signal``, ``scipy.integrate.odeint`` in ``scipy_integrate``. Functions with no derivative
+``scipy_signal``, ``scipy.integrate.odeint`` in ``scipy_integrate`` (loaded by ``autodiff``'s own
+``__init__``, after the transforms its rules use). Functions with no derivative
 (comparisons, argmax, floor, ...) pass values through and carry no gradient; array constructors are
 NumPy's own (``r_``, ``c_`` and ``linspace`` with Tensor ends are differentiable). Each function keeps
 NumPy's signature and meaning, so NumPy's documentation is theirs; the few beyond NumPy
@@ -34,7 +35,7 @@ import numpy as _np
 from ..core import Tensor as _Tensor
 from ..core import _holds_tensor
 from ..extend import nondiff as _nondiff
-from . import composite, fft, linalg, ops, scipy_integrate, scipy_linalg, scipy_signal, special, stats  # noqa: F401  (anp.fft, .linalg, ...)
+from . import composite, fft, linalg, ops, scipy_linalg, scipy_signal, special, stats  # noqa: F401  (anp.fft, .linalg, ...)
 from .ops import (  # noqa: F401  (the names beyond NumPy's)
     expit,
     getitem,

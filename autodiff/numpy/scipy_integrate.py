@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as _np
 
 from ..core import Primitive, Tensor, shape_of, tracked, value_of
+from ..transforms import jvp, vjp  # not circular: autodiff.numpy does not import this module (autodiff does)
+from ..tree import ravel
 from . import ops
 
 if TYPE_CHECKING:
@@ -101,8 +103,6 @@ _odeint = _Odeint()
 
 def _layout(shapes: list) -> Callable:
     """The way from a flat vector back to consecutive blocks of ``shapes`` (``autodiff.ravel``'s)."""
-    from ..tree import ravel  # autodiff.tree imports autodiff.numpy
-
     return ravel([_np.zeros(shape) for shape in shapes])[1]
 
 
@@ -113,8 +113,6 @@ def _flattened(arrays: list):
 def _augmented_dynamics(func: Callable, n: int, batch: int, differentiated: tuple, arg_shapes: list) -> Callable:
     """The adjoint system in reversed time s = -t over the state [y, a, a^T df/dargs] (a holding
     ``batch`` cotangents): d/ds of it is [-f, a^T df/dy, a^T df/dargs] at t = -s."""
-    from ..transforms import vjp  # autodiff.transforms imports autodiff.numpy
-
     unflattened = _layout([(n,), (batch, n)] + [(batch,) + shape for shape in arg_shapes])
 
     def dynamics(state, s, *args):
@@ -137,8 +135,6 @@ def _with_chosen(args: tuple, chosen_places: tuple, chosen: tuple) -> list:
 def _tangent_dynamics(func: Callable, n: int, moved: tuple, count: int) -> Callable:
     """The forward sensitivity system over the state [y, dy] with the tangents of ``args[moved]`` as
     further arguments: d/dt of it is [f, df/dy dy + df/dargs dargs]."""
-    from ..transforms import jvp  # autodiff.transforms imports autodiff.numpy
-
     def dynamics(state, s, *all_args):
         args, arg_tangents = all_args[:count], all_args[count:]
         rate = lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen))  # noqa: E731
