@@ -248,7 +248,16 @@ class _Dask(_Engine):
             future.cancel()
         if workers:
             self.client.run(_end_worker_process, workers=workers, wait=False)
+            self._wait_until_gone(workers)
         return [f for f in stopped if f not in futures]
+
+    def _wait_until_gone(self, workers: list, patience: float = 10.0) -> None:
+        """Until the scheduler has dropped the ended workers (or ``patience`` seconds), so that no
+        run handed out next lands on a dying process and dies there with a KilledWorker that is
+        not its own doing."""
+        deadline = time.monotonic() + patience
+        while set(workers) & set(self.client.nthreads()) and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     def close(self, clean: bool) -> None:
         if not clean:

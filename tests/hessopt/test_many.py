@@ -240,3 +240,21 @@ def test_a_hanging_run_times_out_and_the_others_finish(where, tmp_path):
             executor.submit(shifted_sphere, np.zeros(2)).result()
     if name == "dask":           # the hung worker's process was ended and its nanny started anew
         assert hessopt.minimize_many(shifted_sphere, STARTS, method="newton", executor=executor)[1].success
+
+
+def test_after_a_timeout_on_a_one_worker_cluster_the_next_run_is_not_killed_with_the_stopped_worker(tmp_path):
+    """The hung run's worker is ended; the run handed out next waits for the scheduler to drop it
+    instead of landing on the dying process (a KilledWorker there, final on one worker, was
+    reported as the innocent run's own death)."""
+    distributed = pytest.importorskip("distributed")
+    import dask
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        release = str(tmp_path / "release")
+        results = hessopt.minimize_many(hanging, STARTS, method="newton", executor=client.get_executor(),
+                                        timeout=TIMEOUT, args=(release,))
+        open(release, "w").close()
+    assert results[1].status == BatchStatus.TIMED_OUT
+    assert_solved(results, [0, 2, 3])
