@@ -110,14 +110,13 @@ def _flattened(arrays: list):
     return ops.concatenate([ops.reshape(a, (-1,)) for a in arrays])
 
 
-def _augmented_dynamics(func: Callable, n: int, batch: int, differentiated: tuple, arg_shapes: list) -> Callable:
+def _augmented_dynamics(func: Callable, differentiated: tuple, unflattened: Callable) -> Callable:
     """The adjoint system in reversed time s = -t over the state [y, a, a^T df/dargs] (a holding
-    ``batch`` cotangents): d/ds of it is [-f, a^T df/dy, a^T df/dargs] at t = -s."""
-    unflattened = _layout([(n,), (batch, n)] + [(batch,) + shape for shape in arg_shapes])
+    the batch of cotangents; ``unflattened`` splits the flat state into those blocks): d/ds of it is
+    [-f, a^T df/dy, a^T df/dargs] at t = -s."""
 
     def dynamics(state, s, *args):
         y, a = unflattened(state)[:2]
-
         rate = lambda y, *chosen: func(y, -s, *_with_chosen(args, differentiated, chosen))  # noqa: E731
         f, products = vjp(rate, y, *[args[k] for k in differentiated])
         return _flattened([-f, *products(a)])
@@ -170,8 +169,8 @@ def _adjoint(g, ans, y0, t, *args, parents: tuple, func: Callable, rtol, atol, o
     g = ops.reshape(g, (batch, steps, n))
     differentiated = tuple(i - 2 for i in parents if i >= 2)
     arg_shapes = [shape_of(args[k]) for k in differentiated]
-    dynamics = _augmented_dynamics(func, n, batch, differentiated, arg_shapes)
     unflattened = _layout([(n,), (batch, n)] + [(batch,) + shape for shape in arg_shapes])
+    dynamics = _augmented_dynamics(func, differentiated, unflattened)
     a = _np.zeros((batch, n))
     args_bar = [_np.zeros((batch,) + shape) for shape in arg_shapes]
     t_bar = []
