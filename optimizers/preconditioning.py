@@ -163,21 +163,21 @@ class IncompleteCholesky:
         self._drops = [bool(np.any(c - 1 > self._keep[column_order[a:b]]))
                        for c, a, b in zip(self._level_counts, level_columns[:-1], level_columns[1:])]
         self._level_keep = [self._keep[column_order[a:b]] for a, b in zip(level_columns[:-1], level_columns[1:])]
-        self._products(position, lower, n)
+        self._products(position, rows, cols, lower.indptr, n)
 
-    def _products(self, position: np.ndarray, lower: scipy.sparse.csc_matrix, n: int) -> None:
+    def _products(self, position: np.ndarray, rows: np.ndarray, cols: np.ndarray, indptr: np.ndarray,
+                  n: int) -> None:
         """For each entry (i, j) of L, the products L[i, k] L[j, k] (k < j) it subtracts: every
         pair of entries below the diagonal of one column k whose rows i >= j make an entry of the
-        pattern, grouped by the level of column j, as positions in the level order."""
-        indptr = lower.indptr
-        rows = lower.indices.astype(np.int64)
-        below = np.flatnonzero(rows > np.repeat(np.arange(n), np.diff(indptr)))
-        rank = below - indptr[np.repeat(np.arange(n), np.diff(indptr))[below]] - 1   # 0 for the first
+        pattern, grouped by the level of column j, as positions in the level order. ``rows``,
+        ``cols`` and ``indptr``: L's pattern in CSC order."""
+        below = np.flatnonzero(rows > cols)
+        rank = below - indptr[cols[below]] - 1   # 0 for the first
         pairs = rank + 1
         first = np.repeat(below, pairs)
         offset = np.arange(int(pairs.sum())) - np.repeat(np.cumsum(pairs) - pairs, pairs)
         second = first - rank.repeat(pairs) + offset          # entries at or above `first`
-        keys_pattern = np.repeat(np.arange(n), np.diff(indptr)) * n + rows   # sorted (CSC)
+        keys_pattern = cols * n + rows   # sorted (CSC)
         keys = rows[second] * n + rows[first]                 # column j = rows[second], row i
         found = np.minimum(np.searchsorted(keys_pattern, keys), keys_pattern.size - 1)
         hit = keys_pattern[found] == keys
