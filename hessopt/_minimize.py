@@ -515,12 +515,8 @@ def _sparse_source(call: Call, derivatives: AutodiffDerivatives, operator, sourc
     n = call.x0.size
     if sparse is False or (sparse is None and n < SPARSE_MIN_SIZE) or isinstance(source, UserHessian):
         return operator, source, None
-    if operator != derivatives.at:   # the user's hessp or jac, or a quasi-Newton strategy
-        reason = _NOT_AUTODIFF.get(source.name, f"the Hessian comes from {source.name}")
-    elif derivatives.variables is not None:
-        reason = "x0 is a list of Variables: the sparse Hessian needs f as a function of x"
-    else:
-        sparse_source = SparseAutodiff(lambda flat: derivatives.f(call.unravel(flat)), derivatives.at)
+    sparse_source, reason = _sparse_autodiff(call, derivatives, operator, source)
+    if sparse_source is not None:
         try:
             pattern = sparse_source.pattern(call.x0)
         except Exception as error:   # any failure to find it is reported, and the dense path taken
@@ -551,17 +547,27 @@ def _preconditioning_source(call: Call, derivatives: AutodiffDerivatives, operat
         if scipy.sparse.issparse(source.at(call.x0)):
             return user_sparse_operator(source), None
         reason = "the user's hess does not return a sparse matrix"
-    elif operator != derivatives.at:   # the user's hessp or jac, or a quasi-Newton strategy
-        reason = _NOT_AUTODIFF.get(source.name, f"the Hessian comes from {source.name}")
-    elif derivatives.variables is not None:
-        reason = "x0 is a list of Variables: the sparse Hessian needs f as a function of x"
     else:
-        return SparseAutodiff(lambda flat: derivatives.f(call.unravel(flat)), derivatives.at), None
+        sparse_source, reason = _sparse_autodiff(call, derivatives, operator, source)
+        if sparse_source is not None:
+            return sparse_source, None
     if precondition:
         warnings.warn(f"options['precondition'] is True, but there is no preconditioner: {reason}",
                       OptimizeWarning, stacklevel=3)
     call.options["precondition"] = False
     return operator, reason
+
+
+
+def _sparse_autodiff(call: Call, derivatives: AutodiffDerivatives, operator,
+                     source) -> tuple[SparseAutodiff | None, str | None]:
+    """autodiff's sparse Hessians of f (:class:`~hessopt._hessians.SparseAutodiff`, the pattern
+    found when first asked), when they are the run's Hessian; else None and why not."""
+    if operator != derivatives.at:   # the user's hessp or jac, or a quasi-Newton strategy
+        return None, _NOT_AUTODIFF.get(source.name, f"the Hessian comes from {source.name}")
+    if derivatives.variables is not None:
+        return None, "x0 is a list of Variables: the sparse Hessian needs f as a function of x"
+    return SparseAutodiff(lambda flat: derivatives.f(call.unravel(flat)), derivatives.at), None
 
 
 _NOT_AUTODIFF = {
