@@ -269,9 +269,9 @@ def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: 
     >>> end = lambda y0: scipy_integrate.odeint(rotation, y0, np.array([0.0, np.pi / 2]), rtol=1e-12, atol=1e-12)[1, 1]
     >>> np.round(ad.grad(end)(np.array([1.0, 0.0])), 8) + 0.0
     array([1., 0.])
-    >>> ys, report = scipy_integrate.odeint(rotation, np.array([1.0, 0.0]), np.array([0.0, np.pi / 2]), full_output=True)
-    >>> report["message"]
-    'Integration successful.'
+    >>> ys, report = scipy_integrate.odeint(rotation, np.array([1.0, 0.0]), np.array([0.0, 1.0]), full_output=True)
+    >>> report["message"], report["nst"].shape          # and the steps taken up to each time after t[0]
+    ('Integration successful.', (1,))
     """
     refused = [name for name in _UNSUPPORTED if kwargs.get(name)]
     if refused:
