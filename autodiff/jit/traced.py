@@ -106,12 +106,13 @@ class Traced:
                  _counts: _Counts | None = None):
         if not callable(f):
             raise TypeError(f"autodiff.function needs a callable, got {type(f).__name__}")
-        self._cache = LeastRecentlyUsed(cache_size)
-        functools.update_wrapper(self, f)
+        cache = LeastRecentlyUsed(cache_size)
+        functools.update_wrapper(self, f)       # (copies f's __dict__: what is ours comes after)
         self.f = f
         self.eager_fallback = eager_fallback
         self.cache_size = cache_size
         self._counts = _counts or _Counts()
+        self._cache = cache
         self._derived: dict = {}
 
     @property
