@@ -18,7 +18,7 @@ import collections
 import contextlib
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, ValuesView
 from typing import Any
 
 import numpy as np
@@ -57,17 +57,17 @@ class LeastRecentlyUsed:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def values(self):
+    def values(self) -> ValuesView:
         return self._entries.values()
 
-    def get(self, key):
+    def get(self, key: Hashable) -> Any:
         """The entry of ``key``, made the most recent; None when there is none."""
         entry = self._entries.get(key)
         if entry is not None:
             self._entries.move_to_end(key)
         return entry
 
-    def put(self, key, entry) -> None:
+    def put(self, key: Hashable, entry: Any) -> None:
         """``entry`` as ``key``'s, the most recent; the least recent beyond ``size`` are dropped."""
         self._entries[key] = entry
         self._entries.move_to_end(key)
