@@ -39,6 +39,9 @@ __all__ = ["Problem", "MGH", "SCALABLE", "BOUNDED", "HOCK_SCHITTKOWSKI", "CONSTR
            "constrained", "hock_schittkowski", "get", "enneper_edges"]
 
 
+_DENSE_JACOBIAN_ROWS = 64  # up to this many constraint rows, violation() takes the Jacobian in reverse mode
+
+
 @dataclass(frozen=True, eq=False)
 class Problem:
     """One test problem instance.
@@ -176,15 +179,19 @@ class Problem:
         if self.constraint is None:
             return worst
         c = np.asarray(self.constraint(x), dtype=np.float64)
-        scale = np.maximum(1.0, abs(self._constraint_jacobian(x)) @ np.abs(x))
+        scale = np.maximum(1.0, np.asarray(abs(self._constraint_jacobian(x)) @ np.abs(x)).ravel())
         excess = np.maximum(np.nan_to_num(self.constraint_lower - c, nan=0.0, neginf=0.0),
                             np.nan_to_num(c - self.constraint_upper, nan=0.0, neginf=0.0))
         return max(worst, np.max(excess / scale, initial=0.0))
 
     @cached_property
     def _constraint_jacobian(self) -> Callable:
+        """x -> the constraint Jacobian: reverse mode, one sweep per row, for a few rows (a dense
+        row, such as a budget, would cost a column colouring n products); else ``sparse_jacobian``."""
         import autodiff as ad
 
+        if self.n_constraints <= _DENSE_JACOBIAN_ROWS:
+            return ad.jacobian(self.constraint)
         return ad.sparse_jacobian(self.constraint)
 
     @cached_property
