@@ -46,8 +46,9 @@ import scipy.sparse  # noqa: E402
 
 import autodiff as ad  # noqa: E402
 import hessopt  # noqa: E402
-from common import optional  # noqa: E402
 from hessopt import problems  # noqa: E402
+
+from common import optional  # noqa: E402
 
 SOLVERS = ("SLSQP", "trust-constr", "ipopt", "casadi", "hessopt")
 SLSQP_MAX_N = 3000  # SLSQP's dense least-squares subproblems: n^2 memory, n^3 work per iteration
@@ -463,10 +464,10 @@ def profile(runs: list[ConstrainedRun], path: str) -> None:
     fig, axes = plt.subplots(1, len(groups), figsize=(6.5 * len(groups), 4.8), squeeze=False)
     for ax, (title, group) in zip(axes[0], groups):
         plot.performance_profile(group, ax=ax)
-        ax.set_title(f"{title}: {len({(r.problem, r.n) for r in group})} problems")
+        ax.set_title(f"{title}: {len({(r.problem, r.n) for r in group})} problems (Dolan & Moré 2002)", fontsize=11)
+        ax.set_xlabel("τ: within a factor τ of the fewest evaluations\n(values + gradients and Jacobians + Hessians)")
         ax.legend(loc="lower right", fontsize=9)
         ax.grid(True, alpha=0.3)
-    fig.suptitle("Performance profiles (Dolan & Moré 2002): evaluations (values + derivatives + Hessians)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"profile written to {path}")
