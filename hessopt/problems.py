@@ -1,11 +1,13 @@
-"""Standard test problems, unconstrained and bound-constrained.
+"""Standard test problems: unconstrained, bound-constrained and constrained.
 
 ``MGH`` holds the 35 problems of Moré, Garbow & Hillstrom, "Testing unconstrained optimization
 software", ACM TOMS 7(1), 1981, 17-41, as 39 instances; ``scalable(name, n)`` builds large
 problems (n up to 10^4 and beyond) from the MGH paper, CUTEst and Dixon & Maany (1988);
 ``bounded(name, n)`` builds bound-constrained ones: four MINPACK-2 problems (Averick, Carter, Moré
 & Xue, "The MINPACK-2 test problem collection", Argonne MCS-P153-0692, 1992) on square grids of
-finite elements, and chained Rosenbrock in a box.
+finite elements, and chained Rosenbrock in a box. ``HOCK_SCHITTKOWSKI`` (103 problems of Hock &
+Schittkowski 1981, ``hock_schittkowski(number)``) and ``constrained(name, n)`` (sparse problems at
+any n) have general constraints; they are written in ``hessopt._constrained_problems``.
 
 Variable-dimension MGH problems are given at the customary sizes: n = 10 (n = 12 for the extended
 Powell function, whose n must be a multiple of 4), m = 20 for the three linear functions (MGH 32-34)
