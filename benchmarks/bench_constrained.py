@@ -168,13 +168,18 @@ class Derivatives:
         """Its lower triangle in ``hessian_structure``'s order (the pattern never changes: a replay)."""
         return self.hessian(x, multipliers, sigma).data[self._lower]
 
-    def record(self, method: str, x, success: bool, nit: int, seconds: float, message: str,
-               build_seconds: float = 0.0) -> ConstrainedRun:
-        solved, f, violation = judge(self.problem, x)
+    def record(self, method: str, x, success: bool, nit: int, seconds: float, message: str) -> ConstrainedRun:
         c = self.counts
-        return ConstrainedRun(self.problem.name, self.problem.n, method, solved, bool(success), f, violation,
-                              int(nit), c["f"] + c["c"], c["g"] + c["J"], c["H"], seconds, build_seconds,
-                              " ".join(str(message).split())[:90])
+        return record(self.problem, method, x, success, nit, (c["f"] + c["c"], c["g"] + c["J"], c["H"]), seconds,
+                      message)
+
+
+def record(problem: problems.Problem, method: str, x, success: bool, nit: int, counts: tuple, seconds: float,
+           message: str, build_seconds: float = 0.0) -> ConstrainedRun:
+    """The run, judged at x; ``counts`` = (values, first derivatives, Hessians)."""
+    solved, f, violation = judge(problem, x)
+    return ConstrainedRun(problem.name, problem.n, method, solved, bool(success), f, violation, int(nit), *counts,
+                          seconds, build_seconds, " ".join(str(message).split())[:90])
 
 
 class Budget:
@@ -294,15 +299,14 @@ def hessopt_refusal() -> str | None:
 
 def run_hessopt(problem: problems.Problem, seconds: float) -> ConstrainedRun:
     """As a user calls it: scipy's forms, derivatives from autodiff, its tracing in the time."""
-    counter = Derivatives.__new__(Derivatives)
-    counter.problem, counter.counts = problem, dict.fromkeys(("f", "c", "g", "J", "H"), 0)
     start = time.perf_counter()
     result = hessopt.minimize(problem.fun, np.array(problem.x0),
                               bounds=scipy.optimize.Bounds(problem.lower, problem.upper),
                               constraints=problem.constraints)
-    counter.counts.update(f=int(result.get("nfev", 0)), g=int(result.get("njev", 0)), H=int(result.get("nhev", 0)))
-    return counter.record("hessopt", result.x, result.success, result.get("nit", 0), time.perf_counter() - start,
-                          result.message)
+    seconds = time.perf_counter() - start
+    counts = tuple(int(result.get(key, 0)) for key in ("nfev", "njev", "nhev"))
+    return record(problem, "hessopt", result.x, result.success, result.get("nit", 0), counts, seconds,
+                  result.message)
 
 
 # --- CasADi: the scalable problems in CasADi's own language -------------------------------------------
@@ -364,14 +368,10 @@ def run_casadi(problem: problems.Problem, seconds: float) -> ConstrainedRun | st
                     ubg=problem.constraint_upper)
     solve = time.perf_counter() - start
     stats = solver.stats()
-    solved, fx, violation = judge(problem, np.asarray(result["x"]).ravel())
-    calls = {key: stats.get(key, {}).get("n_call", 0) if isinstance(stats.get(key), dict) else 0
-             for key in ("nlp_f", "nlp_g", "nlp_grad_f", "nlp_jac_g", "nlp_hess_l")}
-    calls = {key: stats.get("n_call_" + key, value) for key, value in calls.items()}
-    return ConstrainedRun(problem.name, problem.n, "casadi+ipopt", solved, bool(stats["success"]), fx, violation,
-                          int(stats["iter_count"]), calls["nlp_f"] + calls["nlp_g"],
-                          calls["nlp_grad_f"] + calls["nlp_jac_g"], calls["nlp_hess_l"], solve, build,
-                          stats["return_status"])
+    calls = {key: stats.get("n_call_" + key, 0) for key in ("nlp_f", "nlp_g", "nlp_grad_f", "nlp_jac_g", "nlp_hess_l")}
+    counts = (calls["nlp_f"] + calls["nlp_g"], calls["nlp_grad_f"] + calls["nlp_jac_g"], calls["nlp_hess_l"])
+    return record(problem, "casadi+ipopt", np.asarray(result["x"]).ravel(), stats["success"], stats["iter_count"],
+                  counts, solve, stats["return_status"], build)
 
 
 # --- the race ---------------------------------------------------------------------------------------
