@@ -25,7 +25,8 @@ within that of a documented local minimum counts too (Lukšan-Vlček 5.1's, near
 tolerance is flagged (``below``): a lower local minimum, or a transcription to check. A false
 success (NO*) is a reported success that is not solved. Counts: nfev = objective and constraint
 values, njev = gradients and constraint Jacobians, nhev = Hessians (of the Lagrangian, or of f and
-of lambda^T c for trust-constr). One BLAS thread for every solver.
+of lambda^T c for trust-constr); deriv. s = the time spent in autodiff's callbacks, part of time s.
+One BLAS thread for every solver.
 
 Run: python benchmarks/bench_constrained.py [--solvers SLSQP,trust-constr,ipopt,casadi,hessopt]
          [--problems hs,scalable | hs071,hanging_chain,...] [--sizes 1000,10000,100000]
@@ -76,6 +77,7 @@ class ConstrainedRun:
     seconds: float
     build_seconds: float = 0.0
     message: str = ""
+    derivative_seconds: float = np.nan
 
     @property
     def false_success(self) -> bool:
@@ -103,6 +105,7 @@ class Derivatives:
     def __init__(self, problem: problems.Problem):
         self.problem, self.m = problem, problem.n_constraints
         self.counts = dict.fromkeys(("f", "c", "g", "J", "H"), 0)
+        self.seconds = 0.0  # spent in the callbacks: autodiff's share of a run
         self._fun, self._grad = ad.function(problem.fun), ad.function(ad.grad(problem.fun))
         self._c = ad.function(problem.constraint) if self.m else None
         self.weights = ad.Variable(np.ones(1 + self.m))  # (sigma, lambda): read afresh by each replay
@@ -134,24 +137,27 @@ class Derivatives:
         self.fun(x0), self.grad(x0), self.hessian_values(x0, np.ones(self.m), 1.0)
         if self.m:
             self.constraint(x0), self.jacobian_values(x0), self.jacobian(x0)
-        self.counts = dict.fromkeys(self.counts, 0)
+        self.counts, self.seconds = dict.fromkeys(self.counts, 0), 0.0
+
+    def _timed(self, key: str, evaluate, x):
+        start = time.perf_counter()
+        value = evaluate(x)
+        self.counts[key] += 1
+        self.seconds += time.perf_counter() - start
+        return value
 
     def fun(self, x):
-        self.counts["f"] += 1
-        return float(self._fun(x))
+        return float(self._timed("f", self._fun, x))
 
     def grad(self, x):
-        self.counts["g"] += 1
-        return np.asarray(self._grad(x), dtype=np.float64)
+        return np.asarray(self._timed("g", self._grad, x), dtype=np.float64)
 
     def constraint(self, x):
-        self.counts["c"] += 1
-        return np.asarray(self._c(x), dtype=np.float64)
+        return np.asarray(self._timed("c", self._c, x), dtype=np.float64)
 
     def jacobian_values(self, x):
         """The Jacobian's entries in ``jacobian_structure``'s order."""
-        self.counts["J"] += 1
-        return self._jacobian(x)
+        return self._timed("J", self._jacobian, x)
 
     def jacobian(self, x):
         """The Jacobian as a CSR matrix."""
@@ -160,9 +166,8 @@ class Derivatives:
 
     def hessian(self, x, multipliers, sigma: float):
         """The Hessian of sigma f + multipliers^T c, a symmetric CSC matrix."""
-        self.counts["H"] += 1
         self.weights.assign(np.concatenate([[sigma], multipliers]))
-        return self._lagrangian(x)
+        return self._timed("H", self._lagrangian, x)
 
     def hessian_values(self, x, multipliers, sigma: float):
         """Its lower triangle in ``hessian_structure``'s order (the pattern never changes: a replay)."""
@@ -170,8 +175,10 @@ class Derivatives:
 
     def record(self, method: str, x, success: bool, nit: int, seconds: float, message: str) -> ConstrainedRun:
         c = self.counts
-        return record(self.problem, method, x, success, nit, (c["f"] + c["c"], c["g"] + c["J"], c["H"]), seconds,
-                      message)
+        run = record(self.problem, method, x, success, nit, (c["f"] + c["c"], c["g"] + c["J"], c["H"]), seconds,
+                     message)
+        run.derivative_seconds = self.seconds
+        return run
 
 
 def record(problem: problems.Problem, method: str, x, success: bool, nit: int, counts: tuple, seconds: float,
@@ -424,12 +431,14 @@ def race(chosen: list[problems.Problem], solvers: list[str], seconds: float, ver
 def row(run: ConstrainedRun, problem: problems.Problem) -> str:
     flag = ("yes" + ("<" if run.below(problem) else "")) if run.solved else ("NO*" if run.false_success else "no")
     build = f"{run.build_seconds:8.2f}" if run.build_seconds else " " * 8
+    derivatives = f"{run.derivative_seconds:9.3f}" if np.isfinite(run.derivative_seconds) else " " * 9
     return (f"{run.problem:<20}{run.n:>7}  {run.method:<14}{flag:>5}{run.f:>16.9g}{run.violation:>10.1e}"
-            f"{run.nit:>6}{run.nfev:>7}{run.njev:>7}{run.nhev:>7}{run.seconds:>9.3f}{build}  {run.message[:40]}")
+            f"{run.nit:>6}{run.nfev:>7}{run.njev:>7}{run.nhev:>7}{run.seconds:>9.3f}{derivatives}{build}"
+            f"  {run.message[:40]}")
 
 
 ROW_HEADER = (f"{'problem':<20}{'n':>7}  {'solver':<14}{'solved':>5}{'f':>16}{'violation':>10}{'nit':>6}"
-              f"{'nfev':>7}{'njev':>7}{'nhev':>7}{'time s':>9}{'build s':>8}  message")
+              f"{'nfev':>7}{'njev':>7}{'nhev':>7}{'time s':>9}{'deriv. s':>9}{'build s':>8}  message")
 
 
 def summary(runs: list[ConstrainedRun], label: str) -> str:
