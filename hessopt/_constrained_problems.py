@@ -1233,9 +1233,9 @@ def _trapezoid(values, h: float):
 # reaches from x0, not known to be global; the portfolio's is global (a convex problem).
 _CHAIN_FMIN = {999: 5.068672533154, 9999: 5.068483578943}
 _BRYSON_DENHAM_FMIN = {999: 4.000324170336, 9999: 4.000003240525}
-_ROSENBROCK_TRIGEXP_LOCAL = {1000: 6.232458632438, 10000: 6.232458632438}
-_WOOD_BROYDEN_FMIN = {1000: 29365.90048453, 10000: 294881.0590019}
-_PORTFOLIO_FMIN = {1000: 0.3199464100810, 10000: 0.3184886243925}
+_ROSENBROCK_TRIGEXP_LOCAL = {1000: 6.232458632438, 10000: 6.232458632438, 100000: 6.232458632438}
+_WOOD_BROYDEN_FMIN = {1000: 29365.90048453, 10000: 294881.0590019, 100000: 2950032.644176}
+_PORTFOLIO_FMIN = {1000: 0.3199462414234, 10000: 0.3184621044824, 100000: 0.3211369832682}
 
 
 def _hanging_chain(n: int, a: float = 1.0, b: float = 3.0, length: float = 4.0) -> Problem:
@@ -1399,7 +1399,8 @@ def constrained(name: str, n: int) -> Problem:
     Rosenbrock with trigonometric-exponential constraints) and 5.2 (chained Wood with Broyden
     banded constraints, n even); and a long-only factor-model portfolio with bounds, an inequality
     and equalities. ``fmin`` is known at n = 999, 9999, 99999 (control problems) and 1000, 10000,
-    100000 (the others), computed here (NaN at other sizes).
+    100000 (the others), computed here (NaN at other sizes; n = 99999 of the control problems is not
+    computed yet).
 
     Raises
     ------
