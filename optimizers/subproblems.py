@@ -117,8 +117,10 @@ class _DenseShifts:
 
 class _SparseShifts:
     """``H + lam I`` for a sparse symmetric H (CSC): sparse LDL^T solves with the symbolic
-    analysis of ``factorization`` (:class:`~optimizers.sparse.LDLFactorization`), and the
-    leftmost eigenpair from ARPACK."""
+    analysis of ``factorization`` (:class:`~optimizers.sparse.LDLFactorization`; a singular
+    semidefinite ``H + lam I`` is factored with a rounding-level extra shift, as a dense
+    Cholesky would), and the leftmost eigenpair by shift-invert Lanczos on factorizations below
+    the spectrum (:func:`~optimizers.sparse.sparse_leftmost_eigenpair`)."""
 
     def __init__(self, H: scipy.sparse.csc_matrix, factorization: LDLFactorization):
         self.H, self._factorization = H, factorization
@@ -145,7 +147,7 @@ class _SparseShifts:
 
     @cached_property
     def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
-        return sparse_leftmost_eigenpair(self.H)
+        return sparse_leftmost_eigenpair(self.H, self._factorization)
 
 
 def matrix_shifts(H, factorization: LDLFactorization | None = None) -> _DenseShifts | _SparseShifts:
@@ -530,8 +532,9 @@ class MoreSorensen:
     sparse H: LDL^T factorizations, :class:`~optimizers.sparse.LDLFactorization`, whose pivots
     tell whether ``H + lam I`` is positive definite, the symbolic analysis of ``factorization``
     reused) and, only when H is not positive definite and an iterate falls inside the region, the
-    leftmost eigenpair (scipy.linalg.eigh; ARPACK for a sparse H) to detect and solve the hard
-    case. See :func:`solve_secular`.
+    leftmost eigenpair (scipy.linalg.eigh; for a sparse H shift-invert Lanczos on the same
+    factorizations, :func:`~optimizers.sparse.sparse_leftmost_eigenpair`) to detect and solve the
+    hard case. See :func:`solve_secular`.
     """
 
     def __init__(self, g: np.ndarray, H, rtol: float = 1e-8,
