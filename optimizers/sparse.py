@@ -10,9 +10,9 @@ pivot of D is positive (Sylvester's law of inertia): an LDL^T without pivoting e
 positive definite matrix, is as stable as Cholesky there (Golub & Van Loan, *Matrix Computations*,
 4th ed., §4.2), and meets a pivot that is not positive on every other one, which is the answer
 the methods need (a failed Cholesky in the dense code). A pivot within rounding of zero, as on a
-singular positive semidefinite Hessian, is what a dense Cholesky meets as a rounding error of
-either sign; it is factored with a rounding-level shift instead of being taken for negative
-curvature (:meth:`LDLFactorization.factor`).
+singular positive semidefinite Hessian, is what a Cholesky factorization meets as a rounding
+error of either sign; it is factored again with a rounding-level shift instead of being taken
+for negative curvature, by the dense factorizations too (:func:`rounding_shift`).
 
 The leftmost eigenpair, for the hard case of the secular iteration, dogleg's eigenpoint and the
 direction out of a saddle, comes from the same factorizations: shift-invert Lanczos on ``(H -
@@ -50,7 +50,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse
 
-from .krylov import EPS, SADDLE_CURVATURE, Lanczos, norm
+from .krylov import EPS, SADDLE_CURVATURE, Lanczos, dense_leftmost_curvature, norm
 
 # The automatic rule: a Hessian given as a sparse matrix is used as one from this size on, when
 # under this fraction of its entries are structural nonzeros (at n = 1,000, 50 a row).
@@ -114,8 +114,7 @@ def symmetric_csc(h) -> scipy.sparse.csc_matrix:
 class LDLFactor(NamedTuple):
     """One factorization ``P (H + shift I) P^T = L D L^T``: ``pivots`` (D), whether it is
     ``positive_definite`` (every pivot positive), ``solve(b) = (H + shift I)^{-1} b``, and the
-    ``shift`` factored (the one asked for, or above it by rounding: see
-    :meth:`LDLFactorization.factor`)."""
+    ``shift`` factored (the one asked for, or above it by rounding: :func:`rounding_shift`)."""
     pivots: np.ndarray
     positive_definite: bool
     solve: Callable[[np.ndarray], np.ndarray]
@@ -182,26 +181,9 @@ class LDLFactorization:
     def factor(self, h: scipy.sparse.csc_matrix, shift: float = 0.0) -> LDLFactor:
         """The factorization of ``h + shift I``, h a symmetric CSC matrix with sorted indices (as
         :func:`symmetric_csc` gives); not finite entries give a factor that is not positive
-        definite.
-
-        A matrix that is positive semidefinite and singular to working precision, its pivots
-        positive but some within rounding of zero (``d >= -r`` with ``r = n eps ||h + shift
-        I||``; qdldl stops at an exact zero), is factored again at ``shift + 2 r`` and counts as
-        positive definite there. A dense Cholesky has a backward error of that size (Higham
-        2002, Thm 10.3) and meets such
-        a pivot as a rounding error of either sign; 2 r lifts it above rounding, since a pivot
-        grows at least as fast as the shift. So a zero pivot is not taken for indefiniteness: on
-        a singular semidefinite Hessian Newton takes the step on the range of H, as the dense
-        path does, instead of the shift of 1e-3 ||H||_F meant for negative curvature.
-        """
-        factor = self._factor(h, shift)
-        if not factor.positive_definite:
-            rounding = h.shape[0] * EPS * (norm_bound(h) + abs(shift))
-            if rounding > 0 and factor.pivots.min() >= -rounding:
-                factor = self._factor(h, shift + 2.0 * rounding)
-        return factor
-
-    def _factor(self, h: scipy.sparse.csc_matrix, shift: float) -> LDLFactor:
+        definite. A pivot within rounding of zero (a singular semidefinite matrix; qdldl stops
+        at an exact zero) has the matrix factored again with the shift of
+        :func:`rounding_shift`, which the factor's ``shift`` then includes."""
         import qdldl
         if self._pattern is None or not (np.array_equal(h.indptr, self._pattern[0])
                                          and np.array_equal(h.indices, self._pattern[1])):
@@ -209,6 +191,17 @@ class LDLFactorization:
         upper = self._upper(h, shift)
         if not np.all(np.isfinite(upper.data)):
             return LDLFactor(np.full(h.shape[0], np.nan), False, _not_definite, shift)
+        pivots = self._numeric(upper, qdldl)
+        extra = rounding_shift(float(pivots.min()), upper.data[self._diagonal])
+        if extra:
+            upper.data[self._diagonal] += extra
+            shift, pivots = shift + extra, self._numeric(upper, qdldl)
+        self._generation += 1
+        return LDLFactor(pivots, bool(np.all(pivots > 0)), self._solve_of(self._generation), shift)
+
+    def _numeric(self, upper: scipy.sparse.csc_matrix, qdldl) -> np.ndarray:
+        """Factor ``upper`` (the upper triangle, pattern analysed) numerically; its pivots. qdldl
+        stops at a zero pivot, that pivot and the later ones left 0: D > 0 fails there."""
         self.factorizations += 1
         if self._solver is None:
             try:
@@ -221,10 +214,7 @@ class LDLFactorization:
                 self._solver.update(upper, upper=True)
         else:
             self._solver.update(upper, upper=True)
-        self._generation += 1
-        # qdldl stops at a zero pivot, with that pivot and the later ones 0: D > 0 fails there
-        pivots = self._solver.factors()[1]
-        return LDLFactor(pivots, bool(np.all(pivots > 0)), self._solve_of(self._generation), shift)
+        return self._solver.factors()[1]
 
     def _solve_of(self, generation: int) -> Callable[[np.ndarray], np.ndarray]:
         def solve(b: np.ndarray) -> np.ndarray:
@@ -233,6 +223,26 @@ class LDLFactorization:
             self.solves += 1
             return self._solver.solve(np.ascontiguousarray(b, dtype=float))
         return solve
+
+
+def rounding_shift(smallest_pivot: float, diagonal: np.ndarray) -> float:
+    """The shift to factor again with when the smallest pivot of a factorization (LDL^T's, or
+    the one a Cholesky factorization stopped at) of a symmetric matrix A with ``diagonal`` lies
+    within rounding of zero, ``|d| <= r = n eps max_i |a_ii|``: 2 r; else 0 (also for NaN, and
+    for A = 0, which nothing scales a shift for).
+
+    Such a matrix is singular to working precision and, as far as the factorization can tell,
+    positive semidefinite: a Cholesky factorization of it is exact for a matrix within about r
+    of it (Higham 2002, ch. 10: the backward error of a semidefinite matrix's factors is
+    about n eps max_i a_ii an entry), so the pivot's sign is a rounding error, and a factorization
+    succeeds or fails on that alone. 2 r lifts every pivot above rounding (a pivot grows at
+    least as fast as the shift), so the answer no longer depends on it: on a singular
+    semidefinite Hessian Newton's step is the step on its range, with no more than rounding
+    along its null space, instead of the shift of 1e-3 ||H||_F meant for negative curvature.
+    Dense and sparse factorizations apply the same rule.
+    """
+    rounding = diagonal.size * EPS * float(np.max(np.abs(diagonal), initial=0.0))
+    return 2.0 * rounding if abs(smallest_pivot) <= rounding else 0.0
 
 
 def _not_definite(b: np.ndarray) -> np.ndarray:
@@ -366,9 +376,13 @@ def sparse_leftmost_curvature(h: scipy.sparse.csc_matrix, factorization: LDLFact
     factorization of ``H + t I``, t the saddle test's ``SADDLE_CURVATURE * scale``; when it is
     positive definite, lambda_1 > -t and H has no clearly negative curvature
     (:func:`~optimizers.krylov.clearly_negative`), so no eigenvector is sought (theta is then 0);
-    else the leftmost eigenpair (:func:`sparse_leftmost_eigenpair`). None when H is not finite."""
+    else the leftmost eigenpair (:func:`sparse_leftmost_eigenpair`). Up to
+    :data:`DENSE_EIGEN_SIZE` variables the dense path's check, the same eigenvector where
+    lambda_1 is repeated. None when H is not finite."""
     if not np.all(np.isfinite(h.data)):
         return None
+    if h.shape[0] <= DENSE_EIGEN_SIZE:
+        return dense_leftmost_curvature(h.toarray())
     scale = norm_bound(h)
     if factorization.factor(h, SADDLE_CURVATURE * scale).positive_definite:
         return 0.0, np.zeros(h.shape[0]), scale

@@ -33,8 +33,8 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse
-from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh, eigh_tridiagonal
-from scipy.linalg.lapack import dpttrf, dpttrs
+from scipy.linalg import cho_solve, eigh, eigh_tridiagonal
+from scipy.linalg.lapack import dpotrf, dpttrf, dpttrs
 
 from .krylov import (
     EPS,
@@ -51,7 +51,7 @@ from .krylov import (
     sphere_crossings,
     steihaug_maxiter,
 )
-from .sparse import LDLFactorization, frobenius_norm, sparse_leftmost_eigenpair
+from .sparse import LDLFactorization, frobenius_norm, rounding_shift, sparse_leftmost_eigenpair
 from .sparse import norm_bound as sparse_norm_bound
 
 # The hard case's extra shift of H - lam1 I, relative to max(1, |lam1|): from sqrt(eps), which
@@ -102,17 +102,31 @@ class _DenseShifts:
         return float(np.linalg.norm(self.H))
 
     def factor(self, lam: float) -> Callable | None:
-        """A solver for ``(H + lam I) x = b``; None when ``H + lam I`` is not positive definite."""
-        try:
-            factors = cho_factor(self.H + lam * np.eye(len(self.H)), check_finite=False)
-        except LinAlgError:
-            return None
-        return lambda b: cho_solve(factors, b, check_finite=False)
+        """A solver for ``(H + lam I) x = b``; None when ``H + lam I`` is not positive definite.
+        A pivot within rounding of zero has it factored again a rounding-level shift higher
+        (:func:`~optimizers.sparse.rounding_shift`), as the sparse factorization does."""
+        shifted = self.H + lam * np.eye(len(self.H))
+        solve, pivot = _cholesky(shifted)
+        extra = rounding_shift(pivot, shifted.diagonal())
+        if extra:
+            shifted[np.diag_indices_from(shifted)] += extra
+            solve, _ = _cholesky(shifted)
+        return solve
 
     @cached_property
     def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
         values, vectors = eigh(self.H, subset_by_index=[0, 0])
         return float(values[0]), vectors[:, 0]
+
+
+def _cholesky(a: np.ndarray) -> tuple[Callable | None, float]:
+    """LAPACK's Cholesky factorization of a symmetric matrix: a solver (None when it is not
+    positive definite) and the smallest pivot, r_kk^2, or the one it stopped at, which potrf
+    leaves on the diagonal."""
+    factors, info = dpotrf(a, lower=False, clean=False)
+    if info > 0:
+        return None, float(factors[info - 1, info - 1])
+    return (lambda b: cho_solve((factors, False), b, check_finite=False)), float(np.min(np.diag(factors)) ** 2)
 
 
 class _SparseShifts:
