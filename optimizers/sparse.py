@@ -191,17 +191,20 @@ class LDLFactorization:
         upper = self._upper(h, shift)
         if not np.all(np.isfinite(upper.data)):
             return LDLFactor(np.full(h.shape[0], np.nan), False, _not_definite, shift)
-        pivots = self._numeric(upper, qdldl)
-        extra = rounding_shift(float(pivots.min()), upper.data[self._diagonal])
+        pivots, order = self._numeric(upper, qdldl)
+        zero = np.flatnonzero(pivots == 0.0)
+        reached = zero[0] + 1 if zero.size else pivots.size   # qdldl stops at a zero pivot
+        extra = rounding_shift(pivots[:reached], upper.data[self._diagonal][order])
         if extra:
             upper.data[self._diagonal] += extra
-            shift, pivots = shift + extra, self._numeric(upper, qdldl)
+            shift, (pivots, _) = shift + extra, self._numeric(upper, qdldl)
         self._generation += 1
         return LDLFactor(pivots, bool(np.all(pivots > 0)), self._solve_of(self._generation), shift)
 
-    def _numeric(self, upper: scipy.sparse.csc_matrix, qdldl) -> np.ndarray:
-        """Factor ``upper`` (the upper triangle, pattern analysed) numerically; its pivots. qdldl
-        stops at a zero pivot, that pivot and the later ones left 0: D > 0 fails there."""
+    def _numeric(self, upper: scipy.sparse.csc_matrix, qdldl) -> tuple[np.ndarray, np.ndarray]:
+        """Factor ``upper`` (the upper triangle, pattern analysed) numerically: its pivots and
+        the elimination order (pivot k eliminates variable ``order[k]``). qdldl stops at a zero
+        pivot, that pivot and the later ones left 0: D > 0 fails there."""
         self.factorizations += 1
         if self._solver is None:
             try:
@@ -214,7 +217,8 @@ class LDLFactorization:
                 self._solver.update(upper, upper=True)
         else:
             self._solver.update(upper, upper=True)
-        return self._solver.factors()[1]
+        _, pivots, order = self._solver.factors()
+        return pivots, order
 
     def _solve_of(self, generation: int) -> Callable[[np.ndarray], np.ndarray]:
         def solve(b: np.ndarray) -> np.ndarray:
@@ -225,24 +229,35 @@ class LDLFactorization:
         return solve
 
 
-def rounding_shift(smallest_pivot: float, diagonal: np.ndarray) -> float:
-    """The shift to factor again with when the smallest pivot of a factorization (LDL^T's, or
-    the one a Cholesky factorization stopped at) of a symmetric matrix A with ``diagonal`` lies
-    within rounding of zero, ``|d| <= r = n eps max_i |a_ii|``: 2 r; else 0 (also for NaN, and
-    for A = 0, which nothing scales a shift for).
+def rounding_shift(pivots: np.ndarray, diagonal: np.ndarray) -> float:
+    """The shift to factor a symmetric n x n matrix A again with when a pivot of its
+    factorization is zero but for rounding: ``pivots`` d_k in elimination order, up to the one
+    the factorization stopped at (LDL^T's D, or a Cholesky factorization's r_kk^2), and
+    ``diagonal`` the n entries a_kk in that order. A pivot is zero but for rounding when ``|d_k|
+    <= r_k = n eps a_kk`` (the exact 0 of a zero row too); then, unless another is clearly
+    negative (``d_k < -r_k``), the shift is 2 max r_k over those, or ``2 n eps max_j |a_jj|``
+    when they are all zero rows; else 0 (also for NaN, and for A = 0, which nothing scales a
+    shift for).
 
-    Such a matrix is singular to working precision and, as far as the factorization can tell,
-    positive semidefinite: a Cholesky factorization of it is exact for a matrix within about r
-    of it (Higham 2002, ch. 10: the backward error of a semidefinite matrix's factors is
-    about n eps max_i a_ii an entry), so the pivot's sign is a rounding error, and a factorization
-    succeeds or fails on that alone. 2 r lifts every pivot above rounding (a pivot grows at
-    least as fast as the shift), so the answer no longer depends on it: on a singular
-    semidefinite Hessian Newton's step is the step on its range, with no more than rounding
-    along its null space, instead of the shift of 1e-3 ||H||_F meant for negative curvature.
-    Dense and sparse factorizations apply the same rule.
+    d_k = a_kk - sum_j l_kj^2 d_j is computed with an error of about k eps a_kk when A is
+    semidefinite, the sum being at most a_kk (Higham, *Accuracy and Stability of Numerical
+    Algorithms*, 2nd ed., 2002, ch. 10), so such a pivot says A is singular to working precision
+    and, as far as the factorization can tell, semidefinite, and its sign, on which a
+    factorization succeeds or fails, is a rounding error. The shift lifts it above rounding (a
+    pivot grows at least as fast as the shift), so the answer no longer depends on that sign: on
+    a singular semidefinite Hessian Newton's step is the step on its range (along its null
+    space only the gradient's rounding error over the shift), instead of the shift of 1e-3
+    ||H||_F meant for negative curvature. Relative to each pivot's own diagonal entry, the test
+    leaves the small pivots of a badly scaled but definite matrix alone. Dense and sparse
+    factorizations apply the same rule.
     """
-    rounding = diagonal.size * EPS * float(np.max(np.abs(diagonal), initial=0.0))
-    return 2.0 * rounding if abs(smallest_pivot) <= rounding else 0.0
+    n = diagonal.size
+    rounding = n * EPS * np.abs(diagonal[:pivots.size])
+    near = np.abs(pivots) <= rounding
+    if not near.any() or np.any(pivots < -rounding):
+        return 0.0
+    largest = rounding[near].max()
+    return 2.0 * float(largest if largest > 0 else n * EPS * np.abs(diagonal).max())
 
 
 def _not_definite(b: np.ndarray) -> np.ndarray:

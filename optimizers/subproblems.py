@@ -103,11 +103,11 @@ class _DenseShifts:
 
     def factor(self, lam: float) -> Callable | None:
         """A solver for ``(H + lam I) x = b``; None when ``H + lam I`` is not positive definite.
-        A pivot within rounding of zero has it factored again a rounding-level shift higher
+        A pivot zero but for rounding has it factored again a rounding-level shift higher
         (:func:`~optimizers.sparse.rounding_shift`), as the sparse factorization does."""
         shifted = self.H + lam * np.eye(len(self.H))
-        solve, pivot = _cholesky(shifted)
-        extra = rounding_shift(pivot, shifted.diagonal())
+        solve, pivots = _cholesky(shifted)
+        extra = rounding_shift(pivots, shifted.diagonal())
         if extra:
             shifted[np.diag_indices_from(shifted)] += extra
             solve, _ = _cholesky(shifted)
@@ -119,21 +119,22 @@ class _DenseShifts:
         return float(values[0]), vectors[:, 0]
 
 
-def _cholesky(a: np.ndarray) -> tuple[Callable | None, float]:
+def _cholesky(a: np.ndarray) -> tuple[Callable | None, np.ndarray]:
     """LAPACK's Cholesky factorization of a symmetric matrix: a solver (None when it is not
-    positive definite) and the smallest pivot, r_kk^2, or the one it stopped at, which potrf
-    leaves on the diagonal."""
+    positive definite) and the pivots r_kk^2, up to the one it stopped at, which potrf leaves
+    on the diagonal as it found it."""
     factors, info = dpotrf(a, lower=False, clean=False)
+    diagonal = np.diag(factors)
     if info > 0:
-        return None, float(factors[info - 1, info - 1])
-    return (lambda b: cho_solve((factors, False), b, check_finite=False)), float(np.min(np.diag(factors)) ** 2)
+        return None, np.r_[diagonal[:info - 1] ** 2, diagonal[info - 1]]
+    return (lambda b: cho_solve((factors, False), b, check_finite=False)), diagonal ** 2
 
 
 class _SparseShifts:
     """``H + lam I`` for a sparse symmetric H (CSC): sparse LDL^T solves with the symbolic
     analysis of ``factorization`` (:class:`~optimizers.sparse.LDLFactorization`; a singular
-    semidefinite ``H + lam I`` is factored with a rounding-level extra shift, as a dense
-    Cholesky would), and the leftmost eigenpair by shift-invert Lanczos on factorizations below
+    semidefinite ``H + lam I`` is factored with a rounding-level extra shift, as the dense one
+    is), and the leftmost eigenpair by shift-invert Lanczos on factorizations below
     the spectrum (:func:`~optimizers.sparse.sparse_leftmost_eigenpair`)."""
 
     def __init__(self, H: scipy.sparse.csc_matrix, factorization: LDLFactorization):

@@ -429,3 +429,24 @@ def test_a_trust_region_iteration_costs_a_few_factorizations_at_any_n(method, mo
         factorizations = sum(ldl.factorizations for ldl in _Counted.made) / result.nit
         work = (sum(ldl.solves for ldl in _Counted.made) + len(products)) / result.nit
         assert factorizations <= 20 and work <= 100, (n, factorizations, work)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_the_subproblems_of_a_variable_f_ignores_take_the_newton_step_on_the_others(sparse):
+    """H = diag(2, ..., 2, 0) and g_12 = 0 (f does not depend on x_12): H's zero row gives an
+    exact zero pivot, which the rounding rule shifts by 2 n eps max a_jj, so Moré-Sorensen's
+    step at lam = 0 is the Newton step on the others in two factorizations (it took 100 secular
+    steps towards lam = 0, ending on a boundary it never reached), and dogleg's its Newton step
+    (it took the Cauchy point). The shift changes the step by 2 n eps max a_jj / 2 relative."""
+    diagonal = np.r_[np.full(11, 2.0), 0.0]
+    h = scipy.sparse.diags(diagonal, format="csc")
+    h.eliminate_zeros()
+    g = np.r_[np.linspace(-1.0, 1.0, 11), 0.0]
+    newton = np.r_[-g[:11] / 2.0, 0.0]
+    ldl = LDLFactorization()
+    matrix = h if sparse else h.toarray()
+    for solution in (MoreSorensen(g, matrix, factorization=ldl).solve(10.0), Dogleg(g, matrix, ldl).solve(10.0)):
+        assert not solution.on_boundary
+        np.testing.assert_allclose(solution.p, newton, rtol=4 * 12 * np.finfo(float).eps, atol=0)
+    if sparse:
+        assert ldl.factorizations == 4   # the zero pivot and the shifted factorization, twice
