@@ -60,9 +60,9 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
     ``to_sparse()``) is factored as one (:mod:`optimizers.sparse`): the shifted Cholesky becomes
     a sparse LDL^T whose pivots say whether ``H + tau I`` is positive definite (a singular
     semidefinite H, a pivot zero but for rounding, is factored with a rounding-level shift, as
-    the dense Cholesky is), its ordering and elimination tree found once and reused, and the second-order check
-    an LDL^T too (an eigenpair, by shift-invert Lanczos on more of them, only where that shows
-    clearly negative curvature).
+    the dense Cholesky is), its ordering and elimination tree found once and reused, and the
+    second-order check an LDL^T too (an eigenpair, by shift-invert Lanczos on more of them, only
+    where that shows clearly negative curvature).
 
     Parameters
     ----------
