@@ -113,9 +113,9 @@ def _output_and_aux(f: Callable, what: str) -> tuple[Callable, list]:
 
 
 def _scalar(y: Any, what: str) -> Tensor:
-    """``y`` if it is a Tensor of one element; a tuple or list names ``has_aux`` (f may return
-    ``(loss, aux)``), anything else is refused as ``_require_scalar`` refuses it."""
-    if isinstance(y, (tuple, list)):
+    """``y`` if it is a Tensor of one element; for grad and value_and_grad a tuple or list names
+    ``has_aux`` (f may return ``(loss, aux)``); anything else is refused as ``_require_scalar`` does."""
+    if isinstance(y, (tuple, list)) and what == "grad":
         raise TypeError(f"{what} needs a function with a scalar output, got a {type(y).__name__} of {len(y)} "
                         "entries; for a function returning (output, aux) pass has_aux=True (as in JAX), for "
                         "vector outputs use jacobian")
