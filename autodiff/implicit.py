@@ -76,8 +76,9 @@ class _Problem:
     solution and of its linear solves carry it as a keyword, so that their rules read it."""
 
     def __init__(self, settings: dict, structure: Any, n_init: int, kwargs: dict):
-        self.solver, self.optimality, self.fixed_point = settings["solver"], settings["optimality"], settings["fixed_point"]
-        self.has_aux, self.solve, self.name = settings["has_aux"], settings["solve"], settings["name"]
+        self.solver, self.optimality = settings["solver"], settings["optimality"]
+        self.fixed_point, self.has_aux = settings["fixed_point"], settings["has_aux"]
+        self.solve, self.name = settings["solve"], settings["name"]
         self.xtol, self.xatol = settings["xtol"], settings["xatol"]
         self.structure, self.n_init, self.kwargs = structure, n_init, kwargs
         self.unravel: Callable | None = None

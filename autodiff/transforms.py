@@ -1,11 +1,13 @@
 """The transforms: grad, value_and_grad, jacobian, hessian, hvp, jvp, vjp, linearize.
 
-Each is written once, on plain callables, with JAX's signatures and habits: ``has_aux=True`` for a
-function returning ``(output, aux)`` (aux is passed through, never differentiated), pytrees in and
-out, and ``hvp(f)(x, v)`` curried as autograd's ``hessian_vector_product(f)(x, v)``. Outputs mirror inputs: NumPy arrays in, NumPy arrays out;
+Each is written once, on plain callables. Outputs mirror inputs: NumPy arrays in, NumPy arrays out;
 Tensors in (inside an enclosing tape), Tensors out, so the transforms nest (``grad(grad(f))``,
 ``hessian(f)`` = ``jacobian(jacobian(f))``). Jacobians and Hessians are one batched sweep each, not
 one sweep per row.
+
+They keep JAX's signatures and habits: ``has_aux=True`` for a function returning ``(output, aux)``
+(aux is passed through, never differentiated), pytrees in and out (``hvp`` of a dict with a dict
+tangent is a dict), and ``hvp(f)(x, v)`` curried as autograd's ``hessian_vector_product(f)(x, v)``.
 
 A callable may supply its own version of a transform of it (``autodiff.function`` does: its
 transforms are replayed programs). Two methods, looked up on its type, make the protocol:

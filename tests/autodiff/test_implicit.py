@@ -371,3 +371,13 @@ def test_solves_refuse_what_they_cannot_solve():
     with pytest.raises(RuntimeError, match="singular"):
         solve_lu(lambda V: V @ singular.T, np.ones(3))
     np.testing.assert_allclose(solve_gmres(lambda V: V @ singular.T, np.array([1.0, 1.0, 0.0])), [1.0, 0.5, 0.0])
+
+
+def test_a_traced_solve_with_aux_is_refused_since_a_replay_could_not_recompute_it():
+    @ad.custom_root(cubic, has_aux=True)
+    def with_note(x, a, b):
+        return newton.__wrapped__(x, a, b), "converged"
+
+    assert with_note(1.0, 2.0, ad.constant(5.0))[1] == "converged"
+    with pytest.raises(ad.UntraceableError, match="custom_root's aux"):
+        ad.function(lambda b: with_note(1.0, 2.0, b)[0])(np.array(5.0))

@@ -90,7 +90,7 @@ def test_a_tuple_returned_to_grad_names_has_aux():
     for transform in (ad.grad, ad.value_and_grad):
         with pytest.raises(TypeError, match=r"got a tuple of 2 entries.*has_aux=True"):
             transform(lambda x: (np.sum(x ** 2), 1.0))(X)       # said "returned a plain float" before
-    with pytest.raises(TypeError, match=r"has_aux=True needs a function returning a pair \(output, aux\), got a Tensor"):
+    with pytest.raises(TypeError, match=r"has_aux=True needs a function returning a pair \(output, aux\), got a"):
         ad.grad(lambda x: np.sum(x ** 2), has_aux=True)(X)
     with pytest.raises(TypeError, match="got a tuple of 3 entries"):
         ad.jvp(lambda x: (x, x, x), (X,), (X,), has_aux=True)
