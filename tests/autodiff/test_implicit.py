@@ -118,6 +118,28 @@ def test_a_hypergradient_and_its_hessian_over_two_strengths():
     np.testing.assert_allclose(op.to_dense(), np.full((2, 2), curvature), rtol=1e-9)
 
 
+def test_a_solution_that_is_a_pytree_gets_derivatives_in_its_structure():
+    # ridge with an unpenalized intercept: z = (w, b) = (A^T A + lam D)^-1 A^T y, D = diag(1, .., 1, 0),
+    # so dz/dlam = -(A^T A + lam D)^-1 D z
+    def loss(params, lam):
+        return 0.5 * np.sum((X @ params["w"] + params["b"] - Y) ** 2) + 0.5 * lam * np.sum(params["w"] ** 2)
+
+    A = np.hstack([X, np.ones((len(Y), 1))])
+    D = np.diag([1.0] * N_FEATURES + [0.0])
+
+    @ad.custom_root(ad.grad(loss), solve="lu")
+    def fit(params0, lam):
+        z = np.linalg.solve(A.T @ A + lam * D, A.T @ Y)
+        return {"w": z[:-1], "b": z[-1]}
+
+    jacobian = ad.jacobian(lambda lam: fit({"w": np.zeros(N_FEATURES), "b": 0.0}, lam))(LAM)
+    z = np.linalg.solve(A.T @ A + LAM * D, A.T @ Y)
+    exact = -np.linalg.solve(A.T @ A + LAM * D, D @ z)
+    assert set(jacobian) == {"w", "b"}
+    np.testing.assert_allclose(jacobian["w"], exact[:-1], rtol=1e-12)
+    np.testing.assert_allclose(jacobian["b"], exact[-1], rtol=1e-12, atol=1e-15)
+
+
 # --- a fixed point: x = tanh(W x + theta) ---------------------------------------------------------
 
 N_STATE = 8
