@@ -275,13 +275,14 @@ class _ProcessPool(_Engine):
     killing the pool's processes: the batch goes on on a fresh pool of the same size, start method
     and initializer, which this engine owns and shuts down at the end (a pool passed in is left
     broken). Runs must pickle, so that is checked once, up front; results come back packed, and
-    each run says it started with a file, once its process is up (initializer included)."""
+    with a timeout each run says it started with a file, once its process is up (initializer
+    included)."""
 
-    def __init__(self, executor: ProcessPoolExecutor, owned: bool = False):
+    def __init__(self, executor: ProcessPoolExecutor, timed: bool, owned: bool = False):
         super().__init__(executor)
         self.owned = owned
         self.futures: list[Future] = []     # the current pool's
-        self.beacon = _FileBeacon(tempfile.mkdtemp(prefix="minimize_many-"))
+        self.beacon = _FileBeacon(tempfile.mkdtemp(prefix="minimize_many-")) if timed else None
         self.tokens: dict[Future, str] = {}
 
     def prepare(self, run: _Run) -> _Run:
@@ -306,9 +307,13 @@ class _ProcessPool(_Engine):
         return future
 
     def started(self, future: Future) -> float | None:
-        token = self.tokens.get(future)
-        seen = future.done() or (token is not None and os.path.exists(self.beacon.path(token)))
-        return time.monotonic() if seen else None
+        """Seen as soon as the run is done or its file is (which is then removed)."""
+        if not future.done():
+            path = self.beacon.path(self.tokens[future])
+            if not os.path.exists(path):
+                return None
+            os.remove(path)
+        return time.monotonic()
 
     def stop(self, futures: list[Future]) -> list[Future]:
         stopped = [f for f in self.futures if f not in futures and not f.done()]
@@ -338,7 +343,8 @@ class _ProcessPool(_Engine):
             if not clean:       # interrupted: runs may still be going, and nobody waits for them
                 self._kill()
             self.executor.shutdown(wait=True, cancel_futures=True)
-        shutil.rmtree(self.beacon.folder, ignore_errors=True)
+        if self.beacon is not None:
+            shutil.rmtree(self.beacon.folder, ignore_errors=True)
 
 
 class _Dask(_Engine):
@@ -444,8 +450,7 @@ class _Dask(_Engine):
         self.threads = self.client.nthreads()
         for future, task in list(self.tasks.items()):
             worker = self.announced.get(task.key, (None, None))[1]
-            if worker is not None and worker not in self.threads:
-                self._forget(future, died=True)
+            if worker is not None and worker not in self.threads and self._forget(future, died=True):
                 self.client.cancel([task])
                 try:
                     future.set_exception(WorkerLost(f"its worker {worker} left the cluster while it ran"))
@@ -496,10 +501,10 @@ def _engine(executor: Executor | None, timeout: float | None) -> _Engine:
         return _InProcess()
     if executor is None:
         from concurrent.futures import ProcessPoolExecutor
-        return _ProcessPool(ProcessPoolExecutor(1), owned=True)
+        return _ProcessPool(ProcessPoolExecutor(1), timed=True, owned=True)
     processes = sys.modules.get("concurrent.futures.process")     # loaded if executor is a pool
     if processes is not None and isinstance(executor, processes.ProcessPoolExecutor):
-        return _ProcessPool(executor)
+        return _ProcessPool(executor, timed=timeout is not None)
     distributed = sys.modules.get("distributed")
     if distributed is not None:
         if isinstance(executor, distributed.Client):

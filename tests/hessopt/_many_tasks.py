@@ -73,6 +73,14 @@ def hanging(x, release):
     return shifted_sphere(x)
 
 
+def interrupting_its_caller(x, release):
+    """At the BAD start, Ctrl-C to the process that handed the run out (a pool worker's parent),
+    until ``release`` exists, then hangs as ``hanging`` does."""
+    if _at_bad_start(x) and not os.path.exists(release):
+        os.kill(os.getppid(), signal.SIGINT)
+    return hanging(x, release)
+
+
 def quartic_refusing_near_minimum(x):
     """sum (x - 3)^4, refusing points within 1 of the minimum: Newton from 0 contracts the distance
     by 2/3 a step, so it accepts 1 and 5/3, and raises at its third point, 19/9."""

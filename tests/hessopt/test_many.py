@@ -30,6 +30,7 @@ from _many_tasks import (
     exiting,
     hanging,
     interrupted,
+    interrupting_its_caller,
     killed,
     locked_operator_hessian,
     quartic_refusing_near_minimum,
@@ -160,6 +161,20 @@ def test_an_interrupt_in_a_run_here_stops_the_batch_with_what_finished():
     results = interrupt.value.results
     assert results[1:] == [None, None, None]
     assert_solved(results, [0])
+
+
+def test_ctrl_c_while_runs_are_in_flight_stops_the_batch_with_what_finished(tmp_path):
+    # The BAD run sends this process SIGINT, as Ctrl-C would, and hangs: the batch stops at once,
+    # without that run, which had not finished.
+    release = str(tmp_path / "release")
+    with ProcessPoolExecutor(2) as pool:
+        with pytest.raises(KeyboardInterrupt) as interrupt:
+            hessopt.minimize_many(interrupting_its_caller, STARTS, method="newton", executor=pool,
+                                  args=(release,))
+        open(release, "w").close()
+    results = interrupt.value.results
+    assert len(results) == 4 and results[1] is None
+    assert_solved(results, [i for i, r in enumerate(results) if r is not None])
 
 
 def test_a_raising_run_reports_its_last_iterate():
@@ -414,3 +429,17 @@ def test_a_run_that_kills_its_slow_worker_is_worker_died_not_timed_out(slow_work
     assert [r.status for r in results] == [0, BatchStatus.WORKER_DIED, 0, 0]
     assert results[1].message.startswith("worker died (")
     assert_solved(results, [0, 2, 3])
+
+
+def test_a_dask_worker_without_a_nanny_left_running_a_hung_run_gets_no_more_runs(tmp_path):
+    """A cluster of threads (no nanny): the hung run's worker cannot be ended, keeps the run, and
+    its one thread: the runs after it never start, and say so."""
+    distributed = pytest.importorskip("distributed")
+    release = str(tmp_path / "release")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) \
+            as cluster, distributed.Client(cluster) as client:
+        results = hessopt.minimize_many(hanging, STARTS, method="newton", executor=client.get_executor(),
+                                        timeout=SHORT_TIMEOUT, args=(release,))
+        open(release, "w").close()
+    assert [r.status for r in results] == [0, BatchStatus.TIMED_OUT, BatchStatus.NOT_RUN, BatchStatus.NOT_RUN]
+    assert_solved(results, [0])
