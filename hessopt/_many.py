@@ -1,14 +1,15 @@
 """hessopt.minimize_many: independent runs (multistart, sweeps) where one bad start costs one entry.
 
 Each start runs as its own task on an existing engine (no executor: here; a process pool; a Dask
-cluster). Whatever a run raises, any BaseException, comes back as a failed result from the worker
-itself; a run that outlives its timeout or whose worker dies is settled here, and every other run is
-kept. A run's clock starts when the run does (it says so from its worker), not when it is handed
-out, so that waiting for a worker (one that replaces a stopped one, a pool's initializer, a cluster
-that is starting) never counts against it. Runs hit by a dying worker they did not cause (they
-shared a broken pool, or a worker that died) are run again, alone, so that only the run that kills
-its worker is reported as such. A result that comes back from another process travels field by
-field, so that a field that does not pickle costs only itself.
+cluster). Whatever a run raises, any BaseException (but Ctrl-C to the caller, when the run is the
+caller), comes back as a failed result from the worker itself; a run that outlives its timeout or
+whose worker dies is settled here, and every other run is kept. A run's clock starts when the run
+does (it says so from its worker), not when it is handed out, so that waiting for a worker (one
+that replaces a stopped one, a pool's initializer, a cluster that is starting) never counts against
+it. Runs hit by a dying worker they did not cause (they shared a broken pool, or a worker that
+died) are run again, alone, so that only the run that kills its worker is reported as such. A
+result that comes back from another process travels field by field, so that a field that does not
+pickle costs only itself.
 """
 from __future__ import annotations
 
@@ -239,6 +240,10 @@ class _Engine:
         """When the run began (``time.monotonic()``, or as soon as that is seen), None while it waits."""
         return time.monotonic() if future.running() or future.done() else None
 
+    def finished(self, future: Future) -> bool:
+        """Whether the run is over where it ran (its result may still be on its way here)."""
+        return future.done()
+
     def watch(self) -> None:
         """Look at the workers (engines that lose runs without a word: Dask)."""
 
@@ -367,6 +372,7 @@ class _Dask(_Engine):
         self.held: set[str] = set()         # workers without a nanny, left running a hung run
         self.tasks: dict[Future, Any] = {}
         self.beacon = _DaskBeacon(f"minimize_many-{uuid.uuid4().hex}")
+        self.unannounced: set[str] = set()                      # tasks in flight that have not started
         self.announced: dict[str, tuple[float, str]] = {}      # task -> (when it started, its worker)
         self.running_on: dict[str, set[str]] = {}               # worker -> its tasks that started
         self.sole: dict[Future, bool] = {}  # runs whose worker died: whether they were its only run
@@ -387,6 +393,7 @@ class _Dask(_Engine):
         if self.held:
             options = {**options, "workers": [w for w in self.threads if w not in self.held],
                        "allow_other_workers": False}
+        self.unannounced.add(key)
         task = self.client.submit(run, x0, key, key=key, **options)
         future = Future()
         self.tasks[future] = task
@@ -394,9 +401,10 @@ class _Dask(_Engine):
         return future
 
     def _announce(self, event: tuple[float, dict]) -> None:
-        """A run's beacon (in the client's event loop): the first start of each task counts."""
+        """A run's beacon (in the client's event loop): the first start of a task in flight counts."""
         key, worker = event[1]["token"], event[1]["worker"]
-        if key not in self.announced:
+        if key in self.unannounced:
+            self.unannounced.discard(key)
             self.announced[key] = (time.monotonic(), worker)
             self.running_on.setdefault(worker, set()).add(key)
 
@@ -408,24 +416,29 @@ class _Dask(_Engine):
     def alone(self, future: Future) -> bool:
         return self.sole.pop(future, False)
 
+    def finished(self, future: Future) -> bool:
+        """Also once its task is done on its worker, while the client fetches the result."""
+        task = self.tasks.get(future)
+        return future.done() or (task is not None and task.done())
+
     def _settle(self, future: Future, task) -> None:
-        """Dask's outcome onto the concurrent.futures Future (in Dask's callback thread); whatever
-        happens here, the future is settled, so the batch never waits for it in vain."""
+        """Dask's outcome onto the concurrent.futures Future (in Dask's callback thread), unless
+        the run was settled here already (stopped, or its worker seen to leave): whatever happens,
+        the future is settled once, so the batch never waits for it in vain."""
         try:
             if task.cancelled():
-                self._forget(future, died=False)
-                if future.cancel():
+                if self._forget(future, died=False) is not None and future.cancel():
                     future.set_running_or_notify_cancel()
                 return
             try:
                 value = task.result()
             except BaseException as error:  # KilledWorker, or a result that did not travel
-                self._forget(future, died=_worker_died(error))
-                future.set_exception(error)
+                if self._forget(future, died=_worker_died(error)) is not None:
+                    future.set_exception(error)
             else:
-                self._forget(future, died=False)
-                future.set_result(value)
-        except InvalidStateError:           # settled already: stopped or lost here
+                if self._forget(future, died=False) is not None:
+                    future.set_result(value)
+        except InvalidStateError:           # the batch was interrupted, and cancelled it
             pass
 
     def _forget(self, future: Future, died: bool) -> Any:
@@ -434,6 +447,7 @@ class _Dask(_Engine):
         task = self.tasks.pop(future, None)
         if task is None:
             return None
+        self.unannounced.discard(task.key)
         worker = self.announced.pop(task.key, (None, None))[1]
         on_worker = self.running_on.get(worker, set())
         if died:
@@ -451,11 +465,8 @@ class _Dask(_Engine):
         for future, task in list(self.tasks.items()):
             worker = self.announced.get(task.key, (None, None))[1]
             if worker is not None and worker not in self.threads and self._forget(future, died=True):
-                self.client.cancel([task])
-                try:
-                    future.set_exception(WorkerLost(f"its worker {worker} left the cluster while it ran"))
-                except InvalidStateError:   # its outcome came first
-                    pass
+                future.set_exception(WorkerLost(f"its worker {worker} left the cluster while it ran"))
+                self.client.cancel([task])      # not to be run again on another worker
 
     def stop(self, futures: list[Future]) -> list[Future]:
         hung = {self.tasks[f].key for f in futures if f in self.tasks}
@@ -621,9 +632,8 @@ class _Batch:
             self._settle_one(future, self.inflight.pop(future))
         if self.timeout is None:
             return
-        now = time.monotonic()
-        overdue = [f for f, slot in self.inflight.items()
-                   if slot.started is not None and slot.started + self.timeout <= now and not f.done()]
+        left = {future: self._time_left(future, slot) for future, slot in self.inflight.items()}
+        overdue = [future for future, seconds in left.items() if seconds is not None and seconds <= 0.0]
         if not overdue:
             return
         for future in overdue:
@@ -636,15 +646,21 @@ class _Batch:
 
     def _patience(self) -> float | None:
         """Seconds to wait for a run to finish before looking again: until the first deadline, and
-        no more than _POLL while a run has not started (its clock starts when it does) or the
-        engine watches its workers."""
+        no more than _POLL while a run's clock is not running or the engine watches its workers."""
         waits = [_POLL] if self.engine.watches else []
         if self.timeout is not None:
-            for future, slot in self.inflight.items():
-                if slot.started is None:
-                    slot.started = self.engine.started(future)
-                waits.append(_POLL if slot.started is None else slot.started + self.timeout - time.monotonic())
+            waits += [_POLL if left is None else left
+                      for left in (self._time_left(f, slot) for f, slot in self.inflight.items())]
         return max(0.0, min(waits)) if waits else None
+
+    def _time_left(self, future: Future, slot: _Slot) -> float | None:
+        """Seconds left on this run's clock; None while it is not running: the run has not started
+        (its clock starts when it does), or it has finished and its result is on its way."""
+        if slot.started is None:
+            slot.started = self.engine.started(future)
+        if slot.started is None or self.engine.finished(future):
+            return None
+        return slot.started + self.timeout - time.monotonic()
 
     def _settle_one(self, future: Future, slot: _Slot) -> None:
         try:
