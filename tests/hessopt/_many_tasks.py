@@ -19,7 +19,7 @@ from scipy.sparse.linalg import LinearOperator
 import autodiff as ad
 
 BAD = -7.0
-SLOW_START = 3.0    # seconds a slow worker takes to start (tests/hessopt/test_many.py)
+SLOW_START = 4.0    # seconds a slow worker takes to start (tests/hessopt/test_many.py)
 
 
 def shifted_sphere(x):
