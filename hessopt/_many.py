@@ -759,9 +759,9 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
         Before any run, for an unknown method or a timeout that is not a positive number.
     KeyboardInterrupt
         Ctrl-C in this process (with no executor, also in a run, which is then this process) stops
-        the batch: runs not yet started are cancelled (running ones too on Dask, or on the pool
-        made here for a ``timeout``; a pool passed in keeps running them), and the interrupt is
-        re-raised with ``.results`` attached, the list so far (None for each run not finished).
+        the batch: runs not yet started are cancelled, running ones are killed in the pool made
+        here for a ``timeout`` (elsewhere they run to their end, unreported), and the interrupt
+        is re-raised with ``.results`` attached, the list so far (None for each run not finished).
 
     Examples
     --------
