@@ -170,6 +170,13 @@ def test_fixed_point_jacobian_in_both_modes_is_the_closed_form_and_the_differenc
     np.testing.assert_allclose(reverse, central_differences(equilibrium, THETA, 1e-6), rtol=0, atol=1e-9)
 
 
+def test_a_fixed_point_at_zero_passes_the_check_with_xatol_zero():
+    # theta = 0: x* = 0 exactly, F(0) = 0 exactly, so the Newton step is 0 <= xtol ||x*|| + 0
+    assert np.all(equilibrium(np.zeros(N_STATE)) == 0)
+    jacobian = ad.jacobian(equilibrium)(np.zeros(N_STATE))            # D = I there: (I - W)^-1
+    assert relative_error(jacobian, np.linalg.inv(np.eye(N_STATE) - W)) < 1e-11
+
+
 def test_fixed_point_second_derivatives_match_differences_of_the_gradient():
     def energy(theta):
         return np.sum(equilibrium(theta) ** 3)
