@@ -66,7 +66,7 @@ from .tree import flatten, ravel
 __all__ = ["custom_root", "custom_fixed_point", "fixed_point"]
 
 SOLVES = {"gmres": solve_gmres, "cg": solve_cg, "lu": solve_lu}
-CHECK_RTOL = 1e-3   # the Newton step of the convergence check, to this relative residual: about right
+CHECK_RTOL = 1e-3   # the convergence check needs the Newton step's size only: solved to this relative residual
 XTOL = 1e-6         # the default test: the solution within 1e-6 (relative) of the exact root
 
 
@@ -116,9 +116,9 @@ class _Problem:
             rows = np.reshape(b, (-1, np.shape(b)[-1]))
             return np.stack([np.asarray(solve(matvec, row)) for row in rows]).reshape(np.shape(b))
         except RuntimeError as error:
-            raise RuntimeError(f"{self.name}: the linear system with dF/dx at the solution could not be solved "
-                               f"({error}); the root is not isolated there (dF/dx singular), or the solve "
-                               "needs other settings (solve=...)") from error
+            raise RuntimeError(f"autodiff.{self.name}: the linear system with dF/dx at the solution could not be "
+                               f"solved ({error}); the root is not isolated there (dF/dx singular), or the "
+                               "solve needs other settings (solve=...)") from error
 
 
 def _with(values: list | tuple, places: list, chosen: tuple) -> list:
@@ -416,7 +416,8 @@ def fixed_point(f: Callable, x0: Any, *args: Any, tol: float = 1e-10, maxiter: i
 
     Returns
     -------
-    The fixed point, in x0's structure.
+    array or pytree
+        The fixed point, in x0's structure (Tensors when a Tensor is among the arguments).
 
     Raises
     ------
