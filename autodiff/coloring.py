@@ -47,7 +47,8 @@ import numpy as np
 
 from ._index_sets import Sets, _distinct_sorted, segments, union
 
-__all__ = ["star_coloring", "column_coloring", "star_recovery", "column_recovery"]
+__all__ = ["star_coloring", "column_coloring", "bicoloring", "star_recovery", "column_recovery",
+           "bicoloring_recovery", "worth_colouring"]
 
 _WORD = 64                          # colours looked at per pass, one bit each in a uint64
 _LAST = np.iinfo(np.int64).max      # the priority of a vertex no longer waiting
@@ -337,15 +338,42 @@ def _recoloured(rows: _Rows, colours: np.ndarray) -> np.ndarray:
 
 def _colour(rows: _Rows) -> np.ndarray:
     """The greedy colouring in the order of ``_order``: class by class when its classes fit (the
-    result checked), else in Jones-Plassmann rounds and then recoloured."""
+    result checked), else in Jones-Plassmann rounds and then recoloured; each vertex its own colour
+    when no colouring can be worth its search (``worth_colouring``)."""
     if not rows.incidence.rows:
         return np.zeros(0, np.int64)
+    present = rows.incidence.lengths() > 0
+    if not worth_colouring(_needed(rows), int(present.sum())):
+        colours = np.zeros(rows.incidence.rows, np.int64)
+        colours[present] = np.arange(int(present.sum()))
+        return colours
     order, starts, fitted = _order(rows)
     if fitted:
         colours = _by_classes(rows, order, starts)
         if _valid(rows, colours):
             return colours
     return _recoloured(rows, _jones_plassmann(rows, order, starts))
+
+
+def _needed(rows: _Rows) -> int:
+    """A lower bound on the colours of any colouring: in each row, every read member takes a colour
+    of its own, and the members it does not read at least one more."""
+    lengths, read = rows.members.lengths(), rows.read.lengths()
+    return int(np.max(read + (lengths > read), initial=0))
+
+
+def worth_colouring(colours: int, dense: int) -> bool:
+    """Whether ``colours`` products (at least) can be worth a colouring against the ``dense``
+    products of the whole matrix: within one word of 64 colours (the greedy search is fast there)
+    or under half of them. Past that a colouring saves less than half the products, and its search
+    (every vertex conflicting with most others, hundreds of colours) costs more than it saves.
+
+    Examples
+    --------
+    >>> worth_colouring(3, 100_000), worth_colouring(60, 100), worth_colouring(600, 1000)
+    (True, True, False)
+    """
+    return colours <= _WORD or 2 * colours < dense
 
 
 def star_coloring(rows: np.ndarray, cols: np.ndarray, n: int) -> np.ndarray:
@@ -423,6 +451,135 @@ def column_coloring(rows: np.ndarray, cols: np.ndarray, shape: tuple) -> np.ndar
     everywhere = np.ones(by_row.nnz, bool)
     colours = _colour(_Rows(by_row, everywhere, by_column, everywhere))
     return colours[:n]
+
+
+PARTITIONS = ("auto", "columns", "rows", "bidirectional")
+
+
+def bicoloring(rows: np.ndarray, cols: np.ndarray, shape: tuple,
+               partition: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """Colours of the columns and of the rows of an m x n Jacobian pattern for forward products
+    J S (a seed per column colour) and reverse products U^T J (a cotangent per row colour); -1 for
+    a column or row in no product. ``bicoloring_recovery`` reads every entry from them.
+
+    ``partition``: "columns" (forward products only: a column colouring), "rows" (reverse only: a
+    column colouring of the transpose), "bidirectional" (the entries of the longest rows read from
+    reverse products, the rest from forward ones, or the longest columns forward and the rest
+    reverse, whichever takes fewer products), "auto" (the fewest products of them all). Candidates
+    are coloured in the order of their lower bounds, and one whose bound reaches the products
+    already found is not coloured.
+
+    Examples
+    --------
+    A chain of rows (i, i + 1) with a dense last row (a budget): a column colouring needs one
+    colour per column, the split two colours and one reverse product.
+
+    >>> import numpy as np
+    >>> n = 6
+    >>> rows = np.concatenate([np.repeat(np.arange(n - 1), 2), np.full(n, n - 1)])
+    >>> cols = np.concatenate([np.stack([np.arange(n - 1), np.arange(1, n)], 1).ravel(), np.arange(n)])
+    >>> bicoloring(rows, cols, (n, n))
+    (array([0, 1, 0, 1, 0, 1]), array([-1, -1, -1, -1, -1,  0]))
+    >>> bicoloring(rows, cols, (n, n), "columns")[0]
+    array([0, 1, 2, 3, 4, 5])
+    """
+    if partition not in PARTITIONS:
+        raise ValueError(f"partition must be one of {', '.join(map(repr, PARTITIONS))}, got {partition!r}")
+    rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+    best, fewest = None, 0
+    for bound, reverse in sorted(_candidates(rows, cols, shape, partition), key=lambda candidate: candidate[0]):
+        if best is not None and bound >= fewest:
+            break
+        found = _split(rows, cols, shape, reverse)
+        products = int(found[0].max(initial=-1)) + int(found[1].max(initial=-1)) + 2
+        if best is None or products < fewest:
+            best, fewest = found, products
+    return best
+
+
+def _candidates(rows: np.ndarray, cols: np.ndarray, shape: tuple, partition: str) -> list:
+    """(lower bound on the products, which entries are read from reverse products) of each way to
+    compute the matrix that ``partition`` allows: all entries forward, the longest rows reverse,
+    all reverse, the longest columns forward (a split only where it has long rows or columns)."""
+    m, n = shape
+    candidates = []
+    for by_rows, members, count in ((True, rows, m), (False, cols, n)):
+        lengths = np.bincount(members, minlength=count)
+        whole = np.full(rows.size, not by_rows)
+        if partition in ("auto", "columns" if by_rows else "rows"):
+            candidates.append((int(lengths.max(initial=0)), whole))
+        long, bound = _longest(lengths)
+        if partition == "bidirectional" or (partition == "auto" and long.any()):
+            candidates.append((bound, long[members] if by_rows else ~long[cols]))
+    return candidates
+
+
+def _longest(lengths: np.ndarray) -> tuple[np.ndarray, int]:
+    """The d longest rows whose own products (d) and a colouring of the rest (at least the longest
+    row left) have the smallest bound, the fewest rows among equal bounds; and that bound."""
+    descending = np.append(np.sort(lengths)[::-1], 0)
+    bounds = np.arange(descending.size) + descending
+    d = int(np.argmin(bounds))
+    return lengths > descending[d], int(bounds[d])
+
+
+def _split(rows: np.ndarray, cols: np.ndarray, shape: tuple, reverse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column colours for the entries not in ``reverse`` and row colours for those in it, each a
+    partial distance-2 colouring of its part (Gebremedhin, Manne & Pothen 2005)."""
+    m, n = shape
+    return _partial(rows, cols, (m, n), ~reverse), _partial(cols, rows, (n, m), reverse)
+
+
+def _partial(rows: np.ndarray, cols: np.ndarray, shape: tuple, kept: np.ndarray) -> np.ndarray:
+    """A column colouring of the entries ``kept``: -1 for a column without one, the others numbered
+    from 0 without gaps."""
+    colours = np.full(shape[1], -1, np.int64)
+    if kept.any():
+        found = column_coloring(rows[kept], cols[kept], shape)
+        present = np.zeros(shape[1], bool)
+        present[cols[kept]] = True
+        colours[present] = np.unique(found[present], return_inverse=True)[1]
+    return colours
+
+
+def bicoloring_recovery(rows: np.ndarray, cols: np.ndarray, column_colours: np.ndarray,
+                        row_colours: np.ndarray) -> np.ndarray:
+    """Where each entry (rows, cols) is read from the products laid flat one after the other: the
+    k_f forward products J S (m each) then the k_r reverse products U^T J (n each).
+
+    Entry (i, j) is read from forward product colour(j) at i when no other coloured column of row i
+    shares that colour, else from reverse product colour(i) at j when no other coloured row of
+    column j shares it.
+
+    Raises
+    ------
+    ValueError
+        If some entry is readable from neither.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows, cols = np.array([0, 0, 1]), np.array([0, 1, 0])      # a dense first row and column
+    >>> bicoloring_recovery(rows, cols, np.array([0, -1]), np.array([0, -1]))   # J e_0, then e_0^T J
+    array([0, 3, 1])
+    """
+    m, n = row_colours.size, column_colours.size
+    k_forward = int(column_colours.max(initial=-1)) + 1
+    k_reverse = int(row_colours.max(initial=-1)) + 1
+    forward, reverse = column_colours[cols], row_colours[rows]
+    forward_read = _readable(rows, forward, k_forward, m)
+    reverse_read = _readable(cols, reverse, k_reverse, n)
+    if not np.all(forward_read | reverse_read):
+        raise ValueError("autodiff: the bicolouring leaves an entry readable from no product")
+    return np.where(forward_read, forward * m + rows, k_forward * m + reverse * n + cols)
+
+
+def _readable(lines: np.ndarray, colours: np.ndarray, k: int, count: int) -> np.ndarray:
+    """For each entry, whether it has a colour (not -1) that no other entry of its line shares."""
+    coloured = colours >= 0
+    readable = np.zeros(lines.size, bool)
+    readable[coloured] = _unique_in_row(lines[coloured], colours[coloured], k, count)
+    return readable
 
 
 def star_recovery(rows: np.ndarray, cols: np.ndarray, colours: np.ndarray) -> np.ndarray:
