@@ -322,8 +322,22 @@ def jacobian_sparsity(f: Callable, x: ArrayLike) -> SparsityPattern:
 
 class DensePatternWarning(UserWarning):
     """A sparse Hessian or Jacobian was asked of a pattern so dense that its products save less
-    than half of those of the dense matrix (``ad.hessian``, ``ad.jacobian``): the caller decides
-    (a dense method, or a structure the pattern cannot show, such as a low-rank term)."""
+    than half of those of the dense matrix (``ad.hessian``, ``ad.jacobian``): no colouring is
+    searched (each column is its own colour) and the caller decides (a dense method, or a
+    structure the pattern cannot show, such as a low-rank term). Said once per pattern.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> rank_one = lambda x: np.sum(x) ** 2 + np.sum(x ** 4)     # a dense Hessian
+    >>> with warnings.catch_warnings(record=True) as said:
+    ...     warnings.simplefilter("always")
+    ...     H = ad.sparse_hessian(rank_one)(np.ones(100))
+    >>> said[0].category.__name__, H.nnz
+    ('DensePatternWarning', 10000)
+    """
 
 
 class _Compression:
