@@ -32,6 +32,23 @@ then recoloured by iterated greedy (Culberson 1992: the classes of the last colo
 colour first, each in one round; a pass never adds a colour). No step loops over vertices in
 Python.
 
+A Jacobian with a dense row (a budget sum(x) = 1 beside sparse rows) would take one column colour
+per column, and one with a dense column one row colour per row. A *bicolouring* computes it from
+both sides: forward products J S for a column colouring of some entries and reverse products U^T J
+for a row colouring of the others, each a partial distance-2 colouring of its part (Gebremedhin,
+Manne & Pothen 2005), together a star bicolouring in the sense of Coleman & Verma ("The efficient
+computation of sparse Jacobian matrices using automatic differentiation", SIAM J. Sci. Comput.
+19, 1998), in which a row or column in no product has the neutral colour -1. The split is by
+length: the d longest rows go to reverse products (or the d longest columns to forward ones), d
+minimizing d + the longest line left, a lower bound on the products. ``bicoloring`` colours the
+candidates (all forward, all reverse, the two splits) in the order of their bounds and stops when
+no bound left is below the fewest products found.
+
+A pattern so dense that no colouring can save half the products of the dense matrix (every
+vertex conflicting with most others: a rank-one term's dense Hessian) gets one colour per vertex
+at once: its greedy search, with hundreds of colours past the 64 of one bitmask word, would cost
+more than the products it could save (``worth_colouring``).
+
 Examples
 --------
 >>> import numpy as np
@@ -48,7 +65,7 @@ import numpy as np
 from ._index_sets import Sets, _distinct_sorted, segments, union
 
 __all__ = ["star_coloring", "column_coloring", "bicoloring", "star_recovery", "column_recovery",
-           "bicoloring_recovery", "worth_colouring"]
+           "bicoloring_recovery", "worth_colouring", "check_partition", "PARTITIONS"]
 
 _WORD = 64                          # colours looked at per pass, one bit each in a uint64
 _LAST = np.iinfo(np.int64).max      # the priority of a vertex no longer waiting
@@ -453,7 +470,7 @@ def column_coloring(rows: np.ndarray, cols: np.ndarray, shape: tuple) -> np.ndar
     return colours[:n]
 
 
-PARTITIONS = ("auto", "columns", "rows", "bidirectional")
+PARTITIONS = ("auto", "columns", "rows", "bidirectional")   # the products a Jacobian may be computed from
 
 
 def bicoloring(rows: np.ndarray, cols: np.ndarray, shape: tuple,
@@ -483,8 +500,7 @@ def bicoloring(rows: np.ndarray, cols: np.ndarray, shape: tuple,
     >>> bicoloring(rows, cols, (n, n), "columns")[0]
     array([0, 1, 2, 3, 4, 5])
     """
-    if partition not in PARTITIONS:
-        raise ValueError(f"partition must be one of {', '.join(map(repr, PARTITIONS))}, got {partition!r}")
+    check_partition(partition)
     rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
     best, fewest = None, 0
     for bound, reverse in sorted(_candidates(rows, cols, shape, partition), key=lambda candidate: candidate[0]):
@@ -495,6 +511,21 @@ def bicoloring(rows: np.ndarray, cols: np.ndarray, shape: tuple,
         if best is None or products < fewest:
             best, fewest = found, products
     return best
+
+
+def check_partition(partition: str) -> None:
+    """Refuse, by name, a partition that is not one of ``PARTITIONS``.
+
+    Examples
+    --------
+    >>> check_partition("rows")
+    >>> check_partition("row")
+    Traceback (most recent call last):
+    ...
+    ValueError: partition must be one of 'auto', 'columns', 'rows', 'bidirectional', got 'row'
+    """
+    if partition not in PARTITIONS:
+        raise ValueError(f"partition must be one of {', '.join(map(repr, PARTITIONS))}, got {partition!r}")
 
 
 def _candidates(rows: np.ndarray, cols: np.ndarray, shape: tuple, partition: str) -> list:

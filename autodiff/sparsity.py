@@ -12,8 +12,12 @@ multiplication by a value that happens to be zero keeps its entry, so no input t
 program can produce a nonzero outside the pattern.
 
 A colouring (``autodiff.coloring``) then groups the columns into k seeds, and one batched sweep of
-k products recovers every entry (Curtis, Powell & Reid 1974; Coleman & Moré 1984). ``sparse_hessian``
-and ``sparse_jacobian`` find the pattern and colouring once per input signature and reuse them.
+k products recovers every entry (Curtis, Powell & Reid 1974; Coleman & Moré 1984). A Jacobian may
+also be read from reverse products U^T J, a row colouring's: its dense rows (a budget, a total)
+from one each, the rest from a column colouring (a bicolouring). ``sparse_hessian`` and
+``sparse_jacobian`` find the pattern and colouring once per input signature and reuse them; a
+pattern no colouring can compress to half the dense matrix's products is said so
+(``DensePatternWarning``).
 
 Examples
 --------
@@ -59,7 +63,8 @@ class SparsityPattern:
     """The structural nonzeros of a Jacobian (m x n) or a symmetric Hessian (n x n).
 
     ``rows`` and ``cols`` list the entries in row-major order. ``coloring()`` groups the columns
-    for compressed products: a star colouring for a Hessian, a column colouring for a Jacobian.
+    for compressed products: a star colouring for a Hessian, a column colouring for a Jacobian;
+    ``bicoloring()`` groups a Jacobian's columns and rows for forward and reverse products.
 
     Attributes
     ----------
@@ -368,6 +373,7 @@ class _Compression:
 
     @property
     def products(self) -> int:
+        """k_f + k_r."""
         return self.seeds.shape[0] + self.cotangents.shape[0]
 
     @cached_property
@@ -541,9 +547,7 @@ class SparseJacobian(_Sparse):
     _hessian = False
 
     def __init__(self, f: Callable, cache_size: int = CACHE_SIZE, partition: str = "auto"):
-        if partition not in coloring_.PARTITIONS:
-            raise ValueError(f"partition must be one of {', '.join(map(repr, coloring_.PARTITIONS))}, "
-                             f"got {partition!r}")
+        coloring_.check_partition(partition)
         super().__init__(f, cache_size)
         self._partition = partition
 

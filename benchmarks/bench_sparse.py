@@ -337,10 +337,10 @@ def rank_one(x):
     return np.sum(x[1:] * x[:-1] ** 2) + np.sum(x) ** 2
 
 
-def timed(step) -> tuple:
-    """(seconds, result) of one call."""
+def timed(step, *args) -> tuple:
+    """(seconds, result) of one call ``step(*args)``."""
     start = time.perf_counter()
-    result = step()
+    result = step(*args)
     return time.perf_counter() - start, result
 
 
@@ -350,29 +350,29 @@ def dense_lines_table(sizes: list, repeats: int = 5) -> None:
     for name, f in (("chain + 1 dense", budget), ("chain + 3 dense", three_dense_rows)):
         for n in sizes:
             x = np.random.default_rng(0).uniform(0.5, 1.5, n)
-            detect, pattern = timed(lambda: ad.jacobian_sparsity(f, x))
+            detect, pattern = timed(ad.jacobian_sparsity, f, x)
             colour, (columns, rows) = timed(pattern.bicoloring)
             jacobian = ad.sparse_jacobian(f)
             jacobian(x)   # its own pattern, partition and traces, once
-            sparse = statistics.median(timed(lambda: jacobian(x))[0] for _ in range(repeats))
+            sparse = statistics.median(timed(jacobian, x)[0] for _ in range(repeats))
             line = (f"{name:<18}{n:>9,}{detect:>10.3f}{colour:>10.3f}{sparse:>12.4f}{columns.max() + 1:>5}"
                     f"{rows.max() + 1:>5} | {pattern.bicoloring('columns')[0].max() + 1:>12,}")
             if n <= 10 ** 4:
                 forward_only = ad.sparse_jacobian(f, partition="columns")
                 forward_only(x)
-                line += f"{timed(lambda: forward_only(x))[0]:>9.3f}"
+                line += f"{timed(forward_only, x)[0]:>9.3f}"
             print(line, flush=True)
     print(f"\n{'Hessian':<18}{'n':>9}{'detect s':>10}{'colour s':>10}{'sparse H s':>12}{'k':>7}  dense warning")
     for name, f, sizes_run in (("arrowhead", arrowhead_lagrangian, sizes), ("rank one", rank_one, [1000, 3000])):
         for n in sizes_run:
             x = np.random.default_rng(0).uniform(0.5, 1.5, n)
-            detect, pattern = timed(lambda: ad.hessian_sparsity(f, x))
+            detect, pattern = timed(ad.hessian_sparsity, f, x)
             colour, colours = timed(pattern.coloring)
             hessian = ad.sparse_hessian(f)
             with warnings.catch_warnings(record=True) as said:
                 warnings.simplefilter("always")
                 hessian(x)
-            sparse = statistics.median(timed(lambda: hessian(x))[0] for _ in range(repeats))
+            sparse = statistics.median(timed(hessian, x)[0] for _ in range(repeats))
             print(f"{name:<18}{n:>9,}{detect:>10.3f}{colour:>10.3f}{sparse:>12.4f}{colours.max() + 1:>7,}  "
                   f"{any(issubclass(w.category, ad.DensePatternWarning) for w in said)}", flush=True)
 
