@@ -40,9 +40,10 @@ Manne & Pothen 2005), together a star bicolouring in the sense of Coleman & Verm
 computation of sparse Jacobian matrices using automatic differentiation", SIAM J. Sci. Comput.
 19, 1998), in which a row or column in no product has the neutral colour -1. The split is by
 length: the d longest rows go to reverse products (or the d longest columns to forward ones), d
-minimizing d + the longest line left, a lower bound on the products. ``bicoloring`` colours the
-candidates (all forward, all reverse, the two splits) in the order of their bounds and stops when
-no bound left is below the fewest products found.
+minimizing d + the longest line left. ``bicoloring`` colours the candidates (all forward, all
+reverse, the two splits) in the order of lower bounds on their products (the longest row of the
+forward part plus the longest column of the reverse part) and stops when no bound left is below
+the fewest products found, so "auto" never takes more products than another partition.
 
 A pattern so dense that no colouring can save half the products of the dense matrix (every
 vertex conflicting with most others: a rank-one term's dense Hessian) gets one colour per vertex
@@ -530,28 +531,37 @@ def check_partition(partition: str) -> None:
 
 def _candidates(rows: np.ndarray, cols: np.ndarray, shape: tuple, partition: str) -> list:
     """(lower bound on the products, which entries are read from reverse products) of each way to
-    compute the matrix that ``partition`` allows: all entries forward, the longest rows reverse,
-    all reverse, the longest columns forward (a split only where it has long rows or columns)."""
+    compute the matrix that ``partition`` allows, in the order preferred among equal bounds: all
+    entries forward, the longest rows reverse, all reverse, the longest columns forward (a split
+    only where there are long rows or columns, unless asked for)."""
     m, n = shape
-    candidates = []
-    for by_rows, members, count in ((True, rows, m), (False, cols, n)):
-        lengths = np.bincount(members, minlength=count)
-        whole = np.full(rows.size, not by_rows)
-        if partition in ("auto", "columns" if by_rows else "rows"):
-            candidates.append((int(lengths.max(initial=0)), whole))
-        long, bound = _longest(lengths)
-        if partition == "bidirectional" or (partition == "auto" and long.any()):
-            candidates.append((bound, long[members] if by_rows else ~long[cols]))
-    return candidates
+    long_rows, long_columns = _longest(np.bincount(rows, minlength=m)), _longest(np.bincount(cols, minlength=n))
+    reverse = []
+    if partition in ("auto", "columns"):
+        reverse.append(np.zeros(rows.size, bool))
+    if partition == "bidirectional" or (partition == "auto" and long_rows.any()):
+        reverse.append(long_rows[rows])
+    if partition in ("auto", "rows"):
+        reverse.append(np.ones(rows.size, bool))
+    if partition == "bidirectional" or (partition == "auto" and long_columns.any()):
+        reverse.append(~long_columns[cols])
+    return [(_lower_bound(rows, cols, shape, chosen), chosen) for chosen in reverse]
 
 
-def _longest(lengths: np.ndarray) -> tuple[np.ndarray, int]:
-    """The d longest rows whose own products (d) and a colouring of the rest (at least the longest
-    row left) have the smallest bound, the fewest rows among equal bounds; and that bound."""
+def _longest(lengths: np.ndarray) -> np.ndarray:
+    """The d longest lines (rows or columns), d minimizing d + the longest line left (their own
+    products and a colouring of the rest, at least), the fewest among equal values."""
     descending = np.append(np.sort(lengths)[::-1], 0)
-    bounds = np.arange(descending.size) + descending
-    d = int(np.argmin(bounds))
-    return lengths > descending[d], int(bounds[d])
+    d = int(np.argmin(np.arange(descending.size) + descending))
+    return lengths > descending[d]
+
+
+def _lower_bound(rows: np.ndarray, cols: np.ndarray, shape: tuple, reverse: np.ndarray) -> int:
+    """The products no colouring of a split can go below: the longest row of its forward part
+    (one colour per member) and the longest column of its reverse part."""
+    m, n = shape
+    return (int(np.bincount(rows[~reverse], minlength=m).max(initial=0))
+            + int(np.bincount(cols[reverse], minlength=n).max(initial=0)))
 
 
 def _split(rows: np.ndarray, cols: np.ndarray, shape: tuple, reverse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
