@@ -20,6 +20,7 @@ from .numpy import scipy_integrate as _scipy_integrate  # noqa: F401  (not by au
 from .numpy import stop_gradient
 from .operators import GGNOperator, HessianOperator, ggn_operator, hessian_operator
 from .sparsity import (
+                       DensePatternWarning,
                        SparseHessian,
                        SparseJacobian,
                        SparsityPattern,
@@ -38,4 +39,4 @@ __all__ = ["Tensor", "Variable", "constant", "GradientTape", "UnconnectedGradien
            "HessianOperator", "ggn_operator", "GGNOperator", "ravel", "tree", "check_grad", "numpy", "extend",
            "function", "Function", "UntraceableError", "hessian_sparsity", "jacobian_sparsity",
            "SparsityPattern", "sparse_hessian", "sparse_jacobian", "SparseHessian", "SparseJacobian",
-           "custom_root", "custom_fixed_point", "fixed_point"]
+           "DensePatternWarning", "custom_root", "custom_fixed_point", "fixed_point"]
