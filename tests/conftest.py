@@ -7,6 +7,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from optimizers.stopping import DEFAULT_GTOL
+
 EPS = np.finfo(np.float64).eps
 
 
@@ -81,3 +83,38 @@ def rounding() -> Rounding:
     """Rounding-error bounds and the comparisons built on them (session-scoped, so property tests
     can take it)."""
     return Rounding()
+
+
+class Stopping:
+    """How far from the minimizer a run that passed its gradient test can be (optimizers.stopping):
+    the bound an assertion on an optimizer's answer takes, instead of a number the answer happened to
+    meet on one machine (Newton's quadratic convergence often lands much closer, by an amount that
+    rounding decides)."""
+
+    @staticmethod
+    def passing_gradient(x, f: float, gtol: float | None = None) -> np.ndarray:
+        """The largest |g_i| (|pg_i| with bounds) the gradient test lets pass at x: ``gtol``, or the
+        default relative test's 1e-8 max(1, |f|) / max(1, |x_i|)."""
+        x = np.asarray(x, dtype=float)
+        if gtol is not None:
+            return np.full(x.shape, gtol)
+        return DEFAULT_GTOL * max(1.0, abs(float(f))) / np.maximum(1.0, np.abs(x))
+
+    def distance_bound(self, x, f: float, mu: float, *, bounded: bool = False, gtol: float | None = None) -> float:
+        """The bound on ||x - x*||_2 for an f whose Hessian is >= mu I: mu ||x - x*|| <= ||g(x)|| without
+        bounds; with bounds f(x) - f* <= pg^T (x - x*) (where a bound binds, g points out of the box)
+        and f(x) - f* >= mu ||x - x*||^2 / 2 give twice that. Plus the rounding of x itself."""
+        t = np.linalg.norm(self.passing_gradient(x, f, gtol))
+        return (2 if bounded else 1) * t / mu + np.size(x) * EPS * max(1.0, float(np.linalg.norm(x)))
+
+    def assert_near_minimizer(self, x, x_star, f: float, mu: float, **kwargs) -> None:
+        """x is within ``distance_bound`` of the minimizer x_star (keywords: ``bounded``, ``gtol``)."""
+        distance = float(np.linalg.norm(np.asarray(x) - np.asarray(x_star)))
+        bound = self.distance_bound(x, f, mu, **kwargs)
+        assert distance <= bound, f"||x - x*|| = {distance:.3g} > {bound:.3g}, what the gradient test promises"
+
+
+@pytest.fixture(scope="session")
+def stopping() -> Stopping:
+    """Bounds from the gradient test on an optimizer's answer."""
+    return Stopping()
