@@ -505,13 +505,15 @@ def test_dixmaan(name):
 
 @pytest.mark.parametrize("name", ["extended_rosenbrock", "extended_powell", "broyden_tridiagonal",
                                   "broyden_banded", "discrete_boundary_value"])
-def test_scalable_mgh_problems_match_the_mgh_instances(name):
+def test_scalable_mgh_problems_match_the_mgh_instances(name, rounding):
     p, q = scalable(name, small_size(name)), get(name)
     rng = np.random.default_rng(3)
     x = rng.standard_normal(p.n)
     assert p.number == q.number and p.fun(x) == q.fun(x)
     big = scalable(name, 1000)
-    np.testing.assert_allclose(big.residuals(big.x0 + 0.1), ref_residuals(big, big.x0 + 0.1), rtol=1e-12)
+    # NumPy's vectorized sums against Python's scalar ones: a residual near zero (a difference of terms
+    # of the size of the others) carries their rounding, so the comparison is normwise
+    rounding.assert_close_normwise(big.residuals(big.x0 + 0.1), ref_residuals(big, big.x0 + 0.1), rtol=1e-12)
 
 
 def python_lines_and_peak_memory(problem: Problem) -> tuple[int, int]:
