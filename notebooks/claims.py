@@ -11,7 +11,24 @@ counts the notebook names, never only on one machine's rounding.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from optimizers.stopping import DEFAULT_GTOL
+
 MIME = "application/vnd.hessopt.claim+json"
+
+
+def passing_gradient(x, f: float) -> np.ndarray:
+    """The largest |g_i| (|pg_i| with bounds) hessopt's default gradient test lets pass at x,
+    DEFAULT_GTOL max(1, |f|) / max(1, |x_i|) (``optimizers.stopping``): what a claim about a run's
+    distance to the minimizer is derived from.
+
+    Examples
+    --------
+    >>> passing_gradient([0.5, -4.0], 20.0)
+    array([2.e-07, 5.e-08])
+    """
+    return DEFAULT_GTOL * max(1.0, abs(float(f))) / np.maximum(1.0, np.abs(np.asarray(x, dtype=float)))
 
 
 def claim(name: str, value: float, expected: float, *, rtol: float = 0.0, atol: float = 0.0) -> float:

@@ -27,7 +27,7 @@ import autodiff as ad
 import hessopt
 from hessopt import problems
 
-from claims import claim
+from claims import claim, passing_gradient
 
 # %% [markdown]
 # ## Non-negative least squares
@@ -65,14 +65,10 @@ print(f"{np.count_nonzero(x_nnls == 0)} of the 50 variables are 0 at the solutio
 eps = np.finfo(float).eps
 
 
-def gradient_test(x, f):
-    """t: the largest |pg_i| the default stopping test lets pass at x (the relative gradient test)."""
-    return 1e-8 * max(1.0, abs(f)) / np.maximum(1.0, np.abs(x))
-
-
 def distance_bound(x, f, mu):
-    """The bound on ||x - x*|| of a strongly convex f (Hessian >= mu I) where the stopping test passed."""
-    return 2 * np.linalg.norm(gradient_test(x, f)) / mu
+    """The bound on ||x - x*|| of a strongly convex f (Hessian >= mu I) over a box where the stopping
+    test passed: 2 ||t|| / mu, t the largest |pg_i| the test lets pass (``claims.passing_gradient``)."""
+    return 2 * np.linalg.norm(passing_gradient(x, f)) / mu
 
 
 mu = 2 * np.linalg.eigvalsh(A.T @ A)[0]
@@ -139,7 +135,7 @@ print(rates.history["active"], rates.history["gnorm"].round(10), sep="\n")
 
 # %%
 expected = np.clip(sums / sizes, lower, upper)
-t = gradient_test(rates.x, rates.fun)
+t = passing_gradient(rates.x, rates.fun)
 claim("max relative error of the rates", np.max(np.abs(rates.x / expected - 1)), 0.0,
       atol=np.max(t / (sizes - t)) + 2 * eps)
 print("expected   ", expected.round(4))
@@ -175,7 +171,7 @@ c = -ad.grad(obstacle.fun)(np.zeros(obstacle.n))
 terms = 4 * (int(np.sqrt(obstacle.n)) + 1) ** 2 + obstacle.n   # a squared slope per triangle, and sum(x)
 # each term rounds by 3 ε / 2 itself (a difference, its square), then N sums add N ε / 2
 rounding = (terms + 3) * eps / 2 * (tron.x @ (H @ tron.x) / 2 + np.abs(c) @ np.abs(tron.x))
-gap_bound = 2 * np.sum(gradient_test(tron.x, tron.fun) ** 2) / mu_obstacle
+gap_bound = 2 * np.sum(passing_gradient(tron.x, tron.fun) ** 2) / mu_obstacle
 claim("obstacle: f - f*", tron.fun - obstacle.fmin, 0.0, atol=gap_bound + 5e-12 + 2 * rounding)
 print(f"mu = {mu_obstacle:.3g}; 2 ||t||^2 / mu = {gap_bound:.2g}, rounding of f {rounding:.1g}")
 
