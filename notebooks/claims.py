@@ -2,12 +2,13 @@
 
 ``claim(name, value, expected, rtol=..., atol=...)`` asserts that ``value`` is within
 ``atol + rtol * |expected|`` of the ``expected`` value the prose states, and shows it: as a line
-of text and, in a notebook, as data (``MIME``) that ``tests/test_notebooks.py`` reads to compare
-the saved outputs with a fresh run within that tolerance. A tolerance follows the README's testing
-section: it comes from what the computation guarantees (for an optimizer's answer, the bound its
-stopping test gives, computed in the notebook), and for a measured number that no algorithm bounds
-(a count, a trained network's statistic) it held across the initial seeds, BLAS kernels and thread
-counts the notebook names, never only on one machine's rounding.
+of text and, in a notebook, as data (``MIME``) that ``tests/test_notebooks.py`` reads to check
+that the saved outputs, like a fresh run, are within that tolerance of the text. A tolerance
+follows the README's testing section: it comes from what the computation guarantees (for an
+optimizer's answer, the bound its stopping test gives, computed in the notebook), and for a
+measured number that no algorithm bounds (a count, a trained network's statistic) it held across
+the initial seeds, BLAS kernels and thread counts the notebook names, never only on one machine's
+rounding.
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Tests of hessopt.problems: definitions, starting points, minima, and traceability."""
 
+import gc
 import math
 import sys
 import tracemalloc
@@ -533,6 +534,8 @@ def python_lines_and_peak_memory(problem: Problem) -> tuple[int, int]:
 
     evaluate()
     lines = 0
+    collecting = gc.isenabled()
+    gc.disable()   # a collection would run other libraries' Python callbacks (gc.callbacks) in between
     tracemalloc.start()
     sys.settrace(count)
     try:
@@ -541,6 +544,8 @@ def python_lines_and_peak_memory(problem: Problem) -> tuple[int, int]:
         sys.settrace(None)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
+        if collecting:
+            gc.enable()
     return lines, peak
 
 
