@@ -19,7 +19,7 @@ import autodiff as ad
 import optimizers
 
 from ._arguments import normalize, scalar_value
-from ._minimize import AutodiffDerivatives, _variables
+from ._derivatives import AutodiffDerivatives, variables_of
 
 STOCHASTIC_METHODS: dict[str, Callable] = {
     "hessian-free": optimizers.minimize_stochastic_hessian_free,
@@ -186,7 +186,7 @@ def minimize_stochastic(fun: Callable, x0, batches: Iterable | Callable[[int], I
         raise TypeError("options['ggn'] must be a pair (predict, loss) of callables")
     options.setdefault("keep_iterates", False)
     call = normalize(x0, (), callback, options, solver, method.lower())
-    derivatives = BatchDerivatives(fun, call.unravel, _variables(x0), None if ggn is None else tuple(ggn),
+    derivatives = BatchDerivatives(fun, call.unravel, variables_of(x0), None if ggn is None else tuple(ggn),
                                    trace)
     keywords = dict(call.options, batches=batches, epochs=epochs)
     if second_order:
