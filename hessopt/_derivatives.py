@@ -16,6 +16,9 @@ import numpy as np
 from scipy.optimize import HessianUpdateStrategy, OptimizeResult
 
 import autodiff as ad
+import optimizers
+from optimizers.methods import Declaration
+from optimizers.objective import same_point
 
 from ._arguments import (
     FINITE_DIFFERENCES,
@@ -23,6 +26,7 @@ from ._arguments import (
     UserHessian,
     exact_derivatives,
     gradient_vector,
+    plain_value,
     scalar_value,
     value_and_gradient,
 )
@@ -88,28 +92,22 @@ class AutodiffDerivatives:
         point = self.point(x)
         return self.f() if self.variables is not None else self.f(point)
 
-    def _is_current(self, x: np.ndarray) -> bool:
-        """Whether x is the point of the kept operator (``np.array_equal`` without its overhead,
-        which showed in the profile of every Hessian-vector product)."""
-        return self._x is not None and x.shape == self._x.shape and bool((x == self._x).all())
-
     def at(self, x: np.ndarray) -> ad.HessianOperator:
-        if not self._is_current(x):
+        if not same_point(x, self._x):
             self._x = self._operator = None   # the old recording goes before the new one is made
             self._operator = self._operator_at(self.point(x))
             self._x = np.array(x, copy=True)
         return self._operator
 
     def fun(self, x: np.ndarray) -> float:
-        if self._is_current(x):
+        if same_point(x, self._x):
             return self._operator.value
         return np.asarray(plain_value(self.call(x)))
 
     def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """f(x) and its gradient, with no recording kept (first-order methods)."""
         value, gradient = self._value_and_grad(self.point(x))
-        return np.asarray(plain_value(value)), np.concatenate([np.ravel(plain_value(g))
-                                                               for g in ad.tree.flatten(gradient)[0]])
+        return np.asarray(plain_value(value)), flat_gradient(gradient)
 
     def jac(self, x: np.ndarray) -> np.ndarray:
         return self.at(x).gradient
@@ -136,19 +134,26 @@ class AutodiffDerivatives:
         return result
 
 
+def flat_gradient(gradient) -> np.ndarray:
+    """A gradient of the structure of x0 (arrays or Tensors) as one flat vector, in ``ad.ravel`` order."""
+    return np.concatenate([np.ravel(plain_value(g)) for g in ad.tree.flatten(gradient)[0]])
+
+
 def variables_of(x0) -> list | None:
     """The Variables when x0 is a structure of them (a model's trainable_variables), else None."""
     leaves = ad.tree.flatten(x0)[0]
     return leaves if leaves and all(isinstance(leaf, ad.Variable) for leaf in leaves) else None
 
 
-def ggn_option(options: dict, method: str) -> tuple[Callable, Callable] | None:
-    """Take ``options["ggn"]``, the (predict, loss) split for Gauss-Newton products, if given."""
+def ggn_option(options: dict, declaration: Declaration) -> tuple[Callable, Callable] | None:
+    """Take ``options["ggn"]``, the (predict, loss) split for Gauss-Newton products, if given (for
+    the methods declared to take them)."""
     ggn = options.pop("ggn", None)
     if ggn is None:
         return None
-    if method.lower() != "hessian-free":
-        raise ValueError(f"the 'ggn' option is for method='hessian-free', not {method!r}")
+    if not declaration.gauss_newton:
+        takers = " or ".join(f"method={d.name!r}" for d in optimizers.REGISTRY.declarations() if d.gauss_newton)
+        raise ValueError(f"the 'ggn' option is for {takers}, not {declaration.name!r}")
     if not (isinstance(ggn, (tuple, list)) and len(ggn) == 2 and all(map(callable, ggn))):
         raise TypeError("options['ggn'] must be a pair (predict, loss) of callables")
     return tuple(ggn)
@@ -237,5 +242,39 @@ def second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivatives
     return None, None, derivatives.at, Named("autodiff (generalized Gauss-Newton)" if ggn else "autodiff")
 
 
-def plain_value(x):
-    return x.numpy() if isinstance(x, ad.Tensor) else x
+class Flat(NamedTuple):
+    """The run's derivatives on flat vectors, as the optimizers take them: ``fun``, ``jac`` (True:
+    fun returns (f, g)), ``hess``, ``hessp``, ``operator``; the Hessian's ``source`` (its name is
+    ``result.hessian_source``; None for a first-order method); the user's gradient on flat vectors
+    (``gradient``, None without one), the user's counted function (``counted``, None when
+    autodiff gives the gradient) and the run's gradient with its last value (``last``)."""
+    fun: Callable
+    jac: Callable | bool
+    hess: Callable | None
+    hessp: Callable | None
+    operator: Callable | None
+    source: object
+    gradient: Callable | None
+    counted: Counted | None
+    last: LastGradient
+
+
+def flat_derivatives(fun: Callable, jac, hess, hessp, call: Call, derivatives: AutodiffDerivatives,
+                     declaration: Declaration, *, ggn: bool, trace: bool) -> Flat:
+    """The derivatives a method takes (:class:`Flat`): a first-order method's value and gradient
+    (one sweep when they come from autodiff), a second-order method's curvature too
+    (:func:`second_derivatives`); a quasi-Newton or gradient-derivative source reads the run's
+    last gradient, so the run's gradient goes through it."""
+    if declaration.first_order and exact_derivatives(jac):
+        flat_fun, flat_jac, gradient, counted = derivatives.value_and_grad, True, None, None
+    else:
+        flat_fun, flat_jac, gradient, counted = first_derivatives(fun, jac, call, derivatives)
+    last = LastGradient(flat_fun, pair=True) if flat_jac is True else LastGradient(flat_jac)
+    if declaration.first_order:
+        flat_hess = flat_hessp = operator = source = None
+    else:
+        flat_hess, flat_hessp, operator, source = second_derivatives(
+            hess, hessp, call, derivatives, gradient=gradient, last=last, trace=trace, ggn=ggn)
+    if isinstance(source, (QuasiNewton, GradientDerivative)):   # they read the run's last gradient
+        flat_fun, flat_jac = (last, True) if flat_jac is True else (flat_fun, last)
+    return Flat(flat_fun, flat_jac, flat_hess, flat_hessp, operator, source, gradient, counted, last)

@@ -9,9 +9,16 @@ from scipy.optimize import OptimizeResult
 import autodiff as ad
 import optimizers
 
-from ._arguments import as_options, check_option, exact_derivatives, normalize, real_array, residual_vector
-from ._bounds import box_from_bounds, in_the_box, report_bounds
-from ._derivatives import plain_value
+from ._arguments import (
+    as_options,
+    check_option,
+    exact_derivatives,
+    normalize,
+    plain_value,
+    real_array,
+    residual_vector,
+)
+from ._bounds import feasible_set, report_bounds
 
 
 def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | None = None,
@@ -86,13 +93,13 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
         raise TypeError(f"residuals must be callable, got {type(residuals).__name__}")
     if method not in ("lm", "gn"):
         raise ValueError(f"unknown least-squares method {method!r}; choose 'lm' or 'gn'")
-    box = box_from_bounds(bounds, x0, pairs=False)
+    feasible = feasible_set(bounds, x0, pairs=False)
     options = as_options(options)
     trace = options.pop("trace", True)
     check_option("trace", trace)
     call = normalize(x0, args, callback, options, optimizers.least_squares_lm, "least_squares")
     unravel, args, n = call.unravel, call.args, call.x0.size
-    box, call.x0, note = in_the_box(box, call.x0, method, ("lm", "gn"))
+    call.x0, note = feasible.start(call.x0)
 
     def flat_residuals(x):
         return residual_vector(residuals(unravel(x), *args))
@@ -107,7 +114,7 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
         raise ValueError(f"jac must be a callable or None (exact, from autodiff); got {jac!r}")
     result = optimizers.least_squares_lm(lambda x: np.asarray(plain_value(flat_residuals(x)), dtype=float),
                                          call.x0, jacobian, callback=call.callback, method=method,
-                                         bounds=box, **call.options)
+                                         bounds=feasible, **call.options)
     if traced is not None and traced.fallback_reason is not None:
         result.untraced_reason = traced.fallback_reason
     report_bounds(result, result.get("active_mask", np.zeros(n, dtype=int)), note, unravel)

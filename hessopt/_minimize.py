@@ -9,16 +9,20 @@ objective that cannot be traced runs eagerly, with the same results.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.optimize import OptimizeResult
 
 import optimizers
-from optimizers.bounds import restrict
-from optimizers.krylov import CURVATURE_PROBE_STEPS, clearly_negative, leftmost_curvature
+from optimizers.feasible import FeasibleSet
+from optimizers.krylov import clearly_negative
+from optimizers.loop import krylov_curvature
+from optimizers.methods import Declaration
 from optimizers.objective import MESSAGES, Status
 
 from ._arguments import (
+    Call,
     UserHessian,
     as_options,
     check_option,
@@ -27,46 +31,29 @@ from ._arguments import (
     scalar_value,
     scipy_rosen_derivatives,
 )
-from ._bounds import BOUNDED_DEFAULT, binds, box_from_bounds, in_the_box, report_bounds
-from ._derivatives import (
-    AutodiffDerivatives,
-    check_split,
-    first_derivatives,
-    ggn_option,
-    second_derivatives,
-    variables_of,
-)
-from ._hessians import GradientDerivative, LastGradient, QuasiNewton, SparseAutodiff
-from ._sparse_policy import preconditioning_source, sparse_source
+from ._bounds import feasible_set, report_bounds
+from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
+from ._hessians import GradientDerivative, QuasiNewton
+from ._sparse_policy import Structure, structured
 
-DEFAULT_METHOD = "newton-cg"   # as scipy's minimize without bounds; "trust-ncg" with bounds
-METHODS: dict[str, Callable] = {
-    "newton": optimizers.minimize_newton,
-    "newton-cg": optimizers.minimize_newton_cg,
-    "trust-ncg": optimizers.minimize_trust_ncg,
-    "trust-krylov": optimizers.minimize_trust_krylov,
-    "trust-exact": optimizers.minimize_trust_exact,
-    "dogleg": optimizers.minimize_dogleg,
-    "arc": optimizers.minimize_arc,
-    "hessian-free": optimizers.minimize_hessian_free,
-}
-# scipy's methods that return ``result.hess``, the user's Hessian at the solution
-_TRUST_REGION_METHODS = frozenset({"trust-ncg", "trust-krylov", "trust-exact", "dogleg"})
-# The methods that factor the Hessian's matrix, which may be sparse.
-SPARSE_METHODS = (optimizers.minimize_newton, optimizers.minimize_trust_exact, optimizers.minimize_dogleg)
-# The Krylov methods, whose solves a sparse Hessian's incomplete factorization may precondition.
-PRECONDITIONED_METHODS = (optimizers.minimize_newton_cg, optimizers.minimize_trust_ncg,
-                          optimizers.minimize_trust_krylov)
-# First-order baselines: accepted by minimize, not part of the second-order suite.
-FIRST_ORDER: dict[str, Callable] = {"adam": optimizers.minimize_adam, "gd": optimizers.minimize_gd}
+#: The second-order methods by name (first-order ones, "adam" and "gd", are accepted too), as
+#: declared in :data:`optimizers.REGISTRY`.
+METHODS: dict[str, Callable] = {d.name: d.function for d in optimizers.REGISTRY.declarations() if not d.first_order}
 
 
-def _method(method: str) -> Callable:
-    try:
-        return {**METHODS, **FIRST_ORDER}[method.lower()]
-    except (KeyError, AttributeError):
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS) + sorted(FIRST_ORDER)}") \
-            from None
+def method_declaration(method: str) -> Declaration:
+    """The declaration of ``method`` (case-insensitive) among minimize's methods.
+
+    Raises
+    ------
+    ValueError
+        For an unknown method, naming the known ones.
+    """
+    found = optimizers.REGISTRY.get(method.lower()) if isinstance(method, str) else None
+    if found is None:
+        first_order = sorted(d.name for d in optimizers.REGISTRY.declarations() if d.first_order)
+        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS) + first_order}")
+    return found
 
 
 def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
@@ -203,85 +190,22 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
     _refuse_constraints(constraints)
-    box = box_from_bounds(bounds, x0)
-    if method is None:
-        method = BOUNDED_DEFAULT if binds(box) else DEFAULT_METHOD
-    solver = _method(method)
+    feasible = feasible_set(bounds, x0)
+    declaration = optimizers.REGISTRY.default(feasible) if method is None else method_declaration(method)
     jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
-    options = as_options(options)
-    if tol is not None:
-        check_option("gtol", tol, label="tol")
-        options.setdefault("gtol", tol)
-    ggn = ggn_option(options, method)
-    trace = options.pop("trace", True)
-    check_option("trace", trace)
-    call = normalize(x0, args, callback, options, solver, method.lower())
+    options, ggn, trace = _face_options(options, tol, declaration)
+    call = normalize(x0, args, callback, options, declaration.function, declaration.name)
     start = call.x0
-    box, call.x0, note = in_the_box(box, call.x0, method.lower())
-    variables = variables_of(x0)
-    if variables is None:
-        derivatives = AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel,
-                                          ggn=ggn, trace=trace)
-    elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
-        derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn,
-                                          trace)
-    else:
-        raise ValueError("with Variables as x0, derivatives come from autodiff: leave jac, hess and "
-                         "hessp unset")
-    if ggn is not None:
-        check_split(derivatives, call.x0)
-    first_order = solver in FIRST_ORDER.values()
-    if first_order and exact_derivatives(jac):
-        flat_fun, flat_jac, gradient, counted = derivatives.value_and_grad, True, None, None
-    else:
-        flat_fun, flat_jac, gradient, counted = first_derivatives(fun, jac, call, derivatives)
-    last = LastGradient(flat_fun, pair=True) if flat_jac is True else LastGradient(flat_jac)
-    if first_order:
-        flat_hess = flat_hessp = operator = source = None
-    else:
-        flat_hess, flat_hessp, operator, source = second_derivatives(
-            hess, hessp, call, derivatives, gradient=gradient, last=last, trace=trace, ggn=ggn is not None)
-    if isinstance(source, (QuasiNewton, GradientDerivative)):   # they read the run's last gradient
-        flat_fun, flat_jac = (last, True) if flat_jac is True else (flat_fun, last)
-    dense_reason = precondition_reason = None
-    if solver in SPARSE_METHODS:
-        operator, source, dense_reason = sparse_source(call, derivatives, operator, source,
-                                                       call.options.get("sparse"))
-    if solver in PRECONDITIONED_METHODS and box is None:
-        operator, precondition_reason = preconditioning_source(call, derivatives, operator, source,
-                                                               call.options.get("precondition"))
-    bounded = {} if box is None else {"bounds": box}
-    result = derivatives.solve(solver, start, flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
-                               callback=call.callback, operator=operator, **bounded, **call.options)
-    if callable(hess) and method.lower() in _TRUST_REGION_METHODS:   # as scipy's: the user's Hessian at x
-        user = source if isinstance(source, UserHessian) else UserHessian(hess, call.unravel, call.args, start.size)
-        result.hess = user.at(result.x)
-    if source is not None:
-        _report_hessian(result, source)
-    if dense_reason is not None and not result.sparse:
-        result.dense_reason = dense_reason
-    if precondition_reason is not None:
-        result.precondition_reason = precondition_reason
-    for made in (source, operator):
-        if isinstance(made, SparseAutodiff) and made.untraced_reason is not None:
-            result.setdefault("untraced_reason", made.untraced_reason)
-    if isinstance(source, QuasiNewton) and result.success and call.options.get("check_second_order", True):
-        exact = GradientDerivative(gradient, last, trace=trace) if gradient is not None else derivatives.at
-        matvec, free = exact(result.x).matvec, np.ones(result.x.size, dtype=bool)
-        if box is not None:   # with bounds, the curvature that counts is that of the free variables
-            free = box.free(result.x)
-            matvec = restrict(matvec, free)
-        if free.any():
-            _check_curvature(result, matvec, int(free.sum()))
-    if counted is None:
-        result.njev += last.extra
-    else:   # every call of the user's gradient, the Hessian's recordings and differences too
-        result.njev = counted.calls
-        if flat_jac is True:
-            result.nfev = counted.calls   # jac=True: each gradient is a call of fun
+    call.x0, note = _placed(feasible, declaration, call.x0)
+    derivatives = _autodiff(fun, x0, call, jac, hess, hessp, ggn, trace)
+    flat = flat_derivatives(fun, jac, hess, hessp, call, derivatives, declaration, ggn=ggn is not None, trace=trace)
+    structure = structured(flat, call, derivatives, declaration, feasible)
+    result = _solve(declaration, feasible, derivatives, structure.flat, call, start)
+    _report(result, hess, call, declaration, structure)
+    _check_quasi_newton(result, structure.flat, derivatives, feasible, call, trace)
+    _count_user_calls(result, structure.flat)
     if bounds is not None:
-        report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note,
-                      call.unravel)
+        report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note, call.unravel)
     return call.finish(result)
 
 
@@ -294,12 +218,101 @@ def _refuse_constraints(constraints) -> None:
                          f"trust-constr does); got {type(constraints).__name__} {constraints!r:.60}")
 
 
-def _check_curvature(result: OptimizeResult, matvec: Callable, n: int) -> None:
-    """A quasi-Newton run's success, checked with true second derivatives at its end: the
-    strategy's matrix (positive definite for BFGS) cannot tell a saddle point from a minimum, the
-    loop's own Krylov check with ``matvec`` (over n variables) can. Clearly negative curvature
-    turns the result into status 5 (no false success)."""
-    estimate = leftmost_curvature(matvec, n, CURVATURE_PROBE_STEPS)
+def _face_options(options, tol: float | None, declaration: Declaration) -> tuple[dict, tuple | None, bool]:
+    """The options dict (a copy), with ``gtol`` from ``tol`` (the options' own wins), and the face's
+    own options taken out of it: ``ggn`` (for the methods declared to take Gauss-Newton products)
+    and ``trace``."""
+    options = as_options(options)
+    if tol is not None:
+        check_option("gtol", tol, label="tol")
+        options.setdefault("gtol", tol)
+    ggn = ggn_option(options, declaration)
+    trace = options.pop("trace", True)
+    check_option("trace", trace)
+    return options, ggn, trace
+
+
+def _placed(feasible: FeasibleSet, declaration: Declaration, x0: np.ndarray) -> tuple[np.ndarray, str | None]:
+    """x0 placed in the set (:meth:`~optimizers.feasible.FeasibleSet.start`) and its note, once the
+    method is known to take the set; a method that takes no bounds refuses a box by name."""
+    if not declaration.takes(feasible):
+        takers = ", ".join(d.name for d in optimizers.REGISTRY.declarations() if d.takes(feasible))
+        raise ValueError(f"method {declaration.name!r} does not take bounds; the methods that do: {takers}")
+    return feasible.start(x0)
+
+
+def _autodiff(fun: Callable, x0, call: Call, jac, hess, hessp, ggn: tuple | None,
+              trace: bool) -> AutodiffDerivatives:
+    """autodiff's derivatives of ``fun`` of x0's structure, or of the Variables x0 is a list of (then
+    derivatives come from autodiff only); with ``ggn``, loss(predict(x0)) checked to be fun(x0)."""
+    variables = variables_of(x0)
+    if variables is None:
+        derivatives = AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel,
+                                          ggn=ggn, trace=trace)
+    elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
+        derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn,
+                                          trace)
+    else:
+        raise ValueError("with Variables as x0, derivatives come from autodiff: leave jac, hess and hessp unset")
+    if ggn is not None:
+        check_split(derivatives, call.x0)
+    return derivatives
+
+
+def _solve(declaration: Declaration, feasible: FeasibleSet, derivatives: AutodiffDerivatives, flat: Flat,
+           call: Call, start: np.ndarray) -> OptimizeResult:
+    """The declared method's run with the flat derivatives, in the set when it takes bounds (the
+    Variables, if any, then hold its x; or ``start`` again if it raises)."""
+    in_set = {"bounds": feasible} if declaration.bounds else {}
+    return derivatives.solve(declaration.function, start, flat.fun, call.x0, flat.jac, hess=flat.hess,
+                             hessp=flat.hessp, callback=call.callback, operator=flat.operator, **in_set,
+                             **call.options)
+
+
+def _report(result: OptimizeResult, hess, call: Call, declaration: Declaration, structure: Structure) -> None:
+    """What the face adds to the optimizer's result: scipy's ``hess`` (the user's Hessian at x, for
+    the methods whose scipy counterparts return it), the Hessian's source (:func:`_report_hessian`)
+    and the sparse policy's reasons."""
+    source = structure.flat.source
+    if callable(hess) and declaration.returns_hess:
+        user = source if isinstance(source, UserHessian) else UserHessian(hess, call.unravel, call.args,
+                                                                         result.x.size)
+        result.hess = user.at(result.x)
+    if source is not None:
+        _report_hessian(result, source)
+    structure.report(result)
+
+
+def _check_quasi_newton(result: OptimizeResult, flat: Flat, derivatives: AutodiffDerivatives,
+                        feasible: FeasibleSet, call: Call, trace: bool) -> None:
+    """A quasi-Newton run's success checked with true second derivatives (those of the user's
+    gradient, or autodiff's) at its end (:func:`_check_curvature`), unless ``check_second_order``
+    is off."""
+    if isinstance(flat.source, QuasiNewton) and result.success and call.options.get("check_second_order", True):
+        exact = derivatives.at if flat.gradient is None else GradientDerivative(flat.gradient, flat.last, trace=trace)
+        _check_curvature(result, feasible, exact(result.x).matvec)
+
+
+def _count_user_calls(result: OptimizeResult, flat: Flat) -> None:
+    """nfev and njev as the user's functions were called: every call of the user's gradient (the
+    Hessian's recordings and differences too; with jac=True each is a call of fun), or autodiff's
+    gradients plus those the Hessian sources asked for at other points."""
+    if flat.counted is None:
+        result.njev += flat.last.extra
+    else:
+        result.njev = flat.counted.calls
+        if flat.jac is True:
+            result.nfev = flat.counted.calls
+
+
+def _check_curvature(result: OptimizeResult, feasible: FeasibleSet, matvec: Callable) -> None:
+    """A quasi-Newton run's success, checked with true second derivatives (products ``matvec`` at
+    its x) at its end: the strategy's matrix (positive definite for BFGS) cannot tell a saddle
+    point from a minimum, the loop's own Krylov check in the set's curvature space (in a box, the
+    free variables) can. Clearly negative curvature turns the result into status 5 (no false
+    success)."""
+    space = feasible.curvature_space(SimpleNamespace(x=result.x, matvec=matvec))
+    estimate = None if space is None else krylov_curvature(space)
     if estimate is not None and clearly_negative(estimate[0], estimate[2]):
         result.update(status=Status.NOT_A_MINIMUM, success=False, message=(
             f"{MESSAGES[Status.NOT_A_MINIMUM]}: the gradient test passed, but the true Hessian has "

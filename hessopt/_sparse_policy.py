@@ -11,16 +11,55 @@ result says why.
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import scipy.sparse
-from scipy.optimize import OptimizeWarning
+from scipy.optimize import OptimizeResult, OptimizeWarning
 
 import optimizers.sparse
+from optimizers.feasible import FeasibleSet
+from optimizers.methods import Declaration
 from optimizers.sparse import SPARSE_MIN_SIZE
 
 from ._arguments import Call, UserHessian
-from ._derivatives import AutodiffDerivatives
+from ._derivatives import AutodiffDerivatives, Flat
 from ._hessians import SparseAutodiff, user_sparse_operator
+
+
+class Structure(NamedTuple):
+    """The run's derivatives after the policy (:func:`structured`), and what it says of them:
+    why a factored Hessian stayed dense (``dense_reason``), when a preconditioner started or why
+    not (``precondition_reason``); None where the policy did not consider it."""
+    flat: Flat
+    dense_reason: str | None = None
+    precondition_reason: str | None = None
+
+    def report(self, result: OptimizeResult) -> None:
+        """The reasons in ``result`` (``dense_reason`` only where the run did not go sparse), and
+        ``untraced_reason`` when the sparse Hessian's products ran eagerly."""
+        if self.dense_reason is not None and not result.sparse:
+            result.dense_reason = self.dense_reason
+        if self.precondition_reason is not None:
+            result.precondition_reason = self.precondition_reason
+        for made in (self.flat.source, self.flat.operator):
+            if isinstance(made, SparseAutodiff) and made.untraced_reason is not None:
+                result.setdefault("untraced_reason", made.untraced_reason)
+
+
+def structured(flat: Flat, call: Call, derivatives: AutodiffDerivatives, declaration: Declaration,
+               feasible: FeasibleSet) -> Structure:
+    """The policy for a method (its :class:`~optimizers.methods.Declaration`) in ``feasible``:
+    sparse Hessians for a method that factors the Hessian's matrix (:func:`sparse_source`, after
+    the option ``sparse``), the sparse matrix on demand for one whose Krylov solves may be
+    preconditioned in that set (:func:`preconditioning_source`, after ``precondition``)."""
+    operator, source, dense_reason, precondition_reason = flat.operator, flat.source, None, None
+    if declaration.sparse:
+        operator, source, dense_reason = sparse_source(call, derivatives, operator, source,
+                                                       call.options.get("sparse"))
+    if declaration.preconditioned and feasible.preconditioned:
+        operator, precondition_reason = preconditioning_source(call, derivatives, operator, source,
+                                                               call.options.get("precondition"))
+    return Structure(flat._replace(operator=operator, source=source), dense_reason, precondition_reason)
 
 
 def sparse_source(call: Call, derivatives: AutodiffDerivatives, operator, source, sparse: bool | None):

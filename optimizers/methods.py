@@ -29,7 +29,7 @@ import numpy as np
 from scipy.optimize import OptimizeResult
 
 from .bounds import Box
-from .feasible import UNCONSTRAINED, FeasibleSet
+from .feasible import UNCONSTRAINED, FeasibleSet, Unconstrained
 from .loop import RunOptions, Step, run
 from .objective import HessianOperator, Objective
 
@@ -73,6 +73,11 @@ class Declaration:
     gauss_newton: bool = False
     returns_hess: bool = False
     default_in: tuple[type[FeasibleSet], ...] = ()
+
+    def takes(self, feasible: FeasibleSet) -> bool:
+        """Whether the method runs in ``feasible``: every method unconstrained, a box where it takes
+        bounds."""
+        return isinstance(feasible, (Unconstrained, Box) if self.bounds else Unconstrained)
 
 
 @dataclass(frozen=True)
