@@ -416,13 +416,14 @@ _SEQUENCES = (list, tuple)
 
 def list_operand(a: list | tuple) -> Tensor | np.ndarray:
     """A list (or tuple) in an operand's place: an ndarray, or the Tensors it holds stacked (differentiably)."""
-    if not _holds_tensor(a):
+    if not holds_tensor(a):
         return np.asarray(a)
     return sys.modules[f"{__package__}.numpy"].array(a)  # loaded with autodiff (no import cycle)
 
 
-def _holds_tensor(obj) -> bool:
-    return any(isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and _holds_tensor(x)) for x in obj)
+def holds_tensor(obj: Iterable) -> bool:
+    """Whether a list or tuple holds a Tensor, at any depth."""
+    return any(isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and holds_tensor(x)) for x in obj)
 
 
 class Primitive:
@@ -453,7 +454,7 @@ class Primitive:
             return apply_unary(self, args[0])
         for k, a in enumerate(args):
             if isinstance(a, Tensor) or (type(a) in _SEQUENCES and (self.variadic or k in self.vjps)
-                                         and _holds_tensor(a)):
+                                         and holds_tensor(a)):
                 return apply(self, args, kwargs)
         return self.fun(*args, **kwargs)  # plain NumPy, as rules run in raw sweeps
 
@@ -492,7 +493,7 @@ def apply(prim: Primitive, args: tuple, kwargs: dict = _NO_KWARGS) -> Any:
     operands = None  # args with lists converted, when there are any
     for a in args:
         if type(a) in _SEQUENCES and (prim.variadic or len(raw) in prim.vjps) and \
-                (type(a) is list or _holds_tensor(a)):  # a tuple operand holding no Tensor is left alone
+                (type(a) is list or holds_tensor(a)):  # a tuple operand holding no Tensor is left alone
             operands = operands or list(args)
             a = operands[len(raw)] = list_operand(a)
         if isinstance(a, Tensor):
@@ -823,13 +824,13 @@ def _as_recorded(args, raw, parents):
     values = list(args)
     for i in parents:
         if args[i]._value is not raw[i]:
-            values[i] = _read(args[i], raw[i])
+            values[i] = snapshot_read(args[i], raw[i])
     return values
 
 
-_read = Primitive(lambda variable, value: value, "read")
-_read.vjps[0] = lambda g, ans, variable, value: g
-_read.jvps[0] = lambda t, ans, variable, value: t
+snapshot_read = Primitive(lambda variable, value: value, "read")
+snapshot_read.vjps[0] = lambda g, ans, variable, value: g
+snapshot_read.jvps[0] = lambda t, ans, variable, value: t
 
 
 def _output_cotangents(grads, outputs, keep):

@@ -37,7 +37,7 @@ from ._propagation import propagate
 from .core import Tensor, constant, value_of
 from .function import function as replayed
 from .operators import hessian_operator
-from .tape import GradientTape, UnconnectedGradients, _require_scalar, _require_tensors
+from .tape import GradientTape, UnconnectedGradients, require_scalar, require_tensors
 from .tree import ravel
 
 if TYPE_CHECKING:
@@ -168,10 +168,10 @@ def _record(f: Callable, x: np.ndarray, hessian: bool) -> _Recording:
 
     def build():
         if not hessian:
-            return _require_tensors(f(source), "jacobian_sparsity")
+            return require_tensors(f(source), "jacobian_sparsity")
         with GradientTape() as inner:
             inner.watch(source)
-            y = _require_scalar(f(source), "hessian_sparsity")
+            y = require_scalar(f(source), "hessian_sparsity")
         return inner.gradient(y, source, unconnected_gradients=ZERO)
     try:
         recording = record(build, [source])
@@ -458,7 +458,7 @@ def _jacobian_products(f: Callable, x, seeds):
     with GradientTape(persistent=True) as outer:
         with GradientTape() as inner:
             inner.watch(source)
-            y = _require_tensors(f(source), "sparse_jacobian")
+            y = require_tensors(f(source), "sparse_jacobian")
         cotangent = constant(np.zeros(y.shape, y.dtype))
         outer.watch(cotangent)
         pulled = inner.gradient(y, source, output_gradients=cotangent, unconnected_gradients=ZERO)

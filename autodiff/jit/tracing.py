@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..core import Primitive, Tensor, Variable, stand_in, state, value_of
-from ..tape import _Node
+from ..tape import CustomNode
 from ..tree import flatten
 
 
@@ -198,7 +198,7 @@ def record(build: Callable, inputs: list) -> Recording:
     with trace:
         out = build()
     for prim, args, values, _kwargs, _result, parents in trace.records:
-        if isinstance(prim, _Node):
+        if isinstance(prim, CustomNode):
             raise UntraceableError(f"autodiff.function: {prim.name} (custom_gradient or "
                                    "recompute_grad) cannot be traced yet")
         if any(type(args[i]) is Variable and value_of(args[i]) is not values[i] for i in parents):
