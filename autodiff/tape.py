@@ -17,6 +17,7 @@ import numpy as np
 from . import core
 from .core import Primitive, Tensor, Variable, paused, state, sweep
 from .numpy import broadcast_to, concatenate, moveaxis, reshape, stack
+from .residuals import kept_values, rules_read
 from .tree import flatten
 
 
@@ -151,9 +152,9 @@ class GradientTape:
             return
         if not prim.complex_ok:
             core.refuse_complex(prim, raw, out)
-        reads = None if prim.joint else prim.vjps.values_read(tracked)
-        if reads is not None:   # keep only what the rules read (core.residuals)
-            args, raw, out = core.residuals(args, raw, out, reads)
+        reads = None if prim.joint else rules_read(prim.vjps, tracked)
+        if reads is not None:   # keep only what the rules read (autodiff.residuals)
+            args, raw, out = kept_values(args, raw, out, reads)
         self._records.append((prim, args, raw, kwargs, out, tracked))
         if type(out) is tuple:
             watched.update(o._id for o in out)
