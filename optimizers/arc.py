@@ -17,25 +17,21 @@ from scipy.optimize import OptimizeResult
 from .loop import RunOptions, curvature_check
 from .methods import Problem, declared
 from .subproblems import LanczosCubic, SubproblemSolution
-from .trust_region import TrustRegion
+from .trust_region import Control, TrustRegion
 
 
-class SigmaControl:
-    """The regularization weight sigma (ARC Part I, (2.5)-(2.7)): lowered after a very successful
-    step, kept after a successful one, and raised by the interpolated backtracking factor after a
-    failure."""
+class SigmaControl(Control):
+    """The regularization weight sigma (ARC Part I, (2.5)-(2.7)): lowered (to the floor ``limit``
+    at least) after a very successful step, kept after a successful one, and raised by the
+    interpolated backtracking factor after a failure."""
 
     name = "sigma"
 
-    def __init__(self, sigma: float, min_sigma: float):
-        self.value, self.min_value = sigma, min_sigma
-
-    def update(self, rho: float, step: SubproblemSolution, step_norm: float,
-               backtrack: float) -> None:
+    def update(self, rho: float, step: SubproblemSolution, step_norm: float, backtrack: float) -> None:
         if not rho >= 0.1:  # also NaN
             self.value /= backtrack
         elif rho >= 0.9:
-            self.value = max(0.5 * self.value, self.min_value)
+            self.value = max(0.5 * self.value, self.limit)
 
 
 @declared("arc")

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import functools
 import math
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
 
 import numpy as np
 from scipy.optimize import OptimizeResult
@@ -54,21 +54,36 @@ NONMONOTONE_MEMORY = 20
 ETA, TRON_ETA = 0.15, 1e-4
 
 
-class RadiusControl:
+class Control(ABC):
+    """The quantity that bounds the model's steps, updated from the reduction ratio: the trust
+    radius (:class:`RadiusControl`, its ``limit`` a cap) or the cubic weight sigma
+    (:class:`~optimizers.arc.SigmaControl`, its ``limit`` a floor). ``name`` is its history
+    column."""
+
+    name: str
+
+    def __init__(self, value: float, limit: float):
+        self.value, self.limit = value, limit
+
+    @abstractmethod
+    def update(self, rho: float, step: SubproblemSolution, step_norm: float, backtrack: float) -> None:
+        """Move ``value`` after a trial of reduction ratio ``rho`` (NaN, or -inf when rejected) and
+        length ``step_norm``; ``backtrack`` is the interpolated fraction of the step where f's
+        quadratic model along it has its minimum (:func:`backtrack_fraction`)."""
+
+
+class RadiusControl(Control):
     """The trust radius: shrink to an interpolated fraction of a poor step; after a good step
-    that hit the boundary, grow by 2, or by 4 when the model was very accurate (rho >= 0.9)."""
+    that hit the boundary, grow by 2, or by 4 when the model was very accurate (rho >= 0.9), up
+    to the cap ``limit``."""
 
     name = "radius"
 
-    def __init__(self, radius: float, max_radius: float):
-        self.value, self.max_value = radius, max_radius
-
-    def update(self, rho: float, step: SubproblemSolution, step_norm: float,
-               backtrack: float) -> None:
+    def update(self, rho: float, step: SubproblemSolution, step_norm: float, backtrack: float) -> None:
         if not rho >= 0.25:  # also NaN
             self.value = min(self.value, backtrack * step_norm)
         elif rho >= 0.75 and step.on_boundary:
-            self.value = min((4.0 if rho >= 0.9 else 2.0) * self.value, self.max_value)
+            self.value = min((4.0 if rho >= 0.9 else 2.0) * self.value, self.limit)
 
 
 def backtrack_fraction(f: float, f_trial: float, slope: float) -> float:
@@ -88,18 +103,6 @@ def reduction_ratio(f: float, f_trial: float, decrease: float) -> float:
     if decrease + noise(f) <= 0:
         return -np.inf
     return (f - f_trial + noise(f)) / (decrease + noise(f))
-
-
-class Control(Protocol):
-    """The quantity that bounds the model's steps, updated from the reduction ratio: the trust
-    radius (:class:`RadiusControl`) or the cubic weight sigma
-    (:class:`~optimizers.arc.SigmaControl`). ``name`` is its history column."""
-
-    name: str
-    value: float
-
-    def update(self, rho: float, step: SubproblemSolution, step_norm: float,
-               backtrack: float) -> None: ...
 
 
 class TrustRegion(Step):
