@@ -211,6 +211,15 @@ class Registry:
     ------
     ValueError
         For two methods of one name and kind, or a function that is not :func:`declared`.
+
+    Examples
+    --------
+    >>> import optimizers
+    >>> from optimizers.bounds import Box
+    >>> [d.name for d in optimizers.REGISTRY.declarations() if d.sparse]
+    ['newton', 'trust-exact', 'dogleg']
+    >>> optimizers.REGISTRY.default(Box([0.0], [1.0])).name, optimizers.REGISTRY.get("arc").bounds
+    ('trust-ncg', False)
     """
 
     def __init__(self, methods: Iterable[Callable]):
