@@ -85,10 +85,14 @@ def _quadratic_problem(n=3):
 
 @pytest.mark.parametrize("declaration", [d for d in DETERMINISTIC if d.bounds], ids=lambda d: d.name)
 def test_a_method_declared_with_bounds_runs_in_the_box(declaration):
+    """min x^T A x / 2 - sum(x), A = diag(1, 2, 3), over [0, 0.6]^3: x* = (0.6, 1/2, 1/3), the first
+    on its upper bound. At success the free variables' error is at most |pg_i| / A_ii <= |pg_i|,
+    which the relative gradient test holds to 1e-8 max(1, |f|) (|f| < 1 here)."""
     fun, x0, jac, hess = _quadratic_problem()
     options = {"maxiter": 5000, "learning_rate": 0.1} if declaration.first_order else {}
     result = declaration.function(fun, x0, jac, hess=hess, bounds=([0.0] * 3, [0.6] * 3), **options)
-    np.testing.assert_allclose(result.x, [0.6, 0.5, 1 / 3], atol=1e-6)
+    assert result.success
+    np.testing.assert_allclose(result.x, [0.6, 0.5, 1 / 3], rtol=0, atol=1e-8)
     np.testing.assert_array_equal(result.active_mask, [1, 0, 0])
 
 
