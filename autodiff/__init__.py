@@ -40,6 +40,7 @@ from .numpy import scipy_integrate as _scipy_integrate  # noqa: F401  (not by au
 from .numpy import stop_gradient
 from .operators import GGNOperator, HessianOperator, ggn_operator, hessian_operator
 from .sparsity import (
+                       DensePatternWarning,
                        SparseHessian,
                        SparseJacobian,
                        SparsityPattern,
@@ -57,4 +58,5 @@ __all__ = ["Tensor", "Variable", "constant", "GradientTape", "UnconnectedGradien
            "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp", "linearize", "hessian_operator",
            "HessianOperator", "ggn_operator", "GGNOperator", "ravel", "tree", "check_grad", "numpy", "extend",
            "function", "Function", "UntraceableError", "hessian_sparsity", "jacobian_sparsity",
-           "SparsityPattern", "sparse_hessian", "sparse_jacobian", "SparseHessian", "SparseJacobian"]
+           "SparsityPattern", "sparse_hessian", "sparse_jacobian", "SparseHessian", "SparseJacobian",
+           "DensePatternWarning"]
