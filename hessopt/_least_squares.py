@@ -19,8 +19,10 @@ from ._arguments import (
     residual_vector,
 )
 from ._bounds import feasible_set, report_bounds
+from ._implicit import least_squares_derivatives
 
 
+@least_squares_derivatives
 def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | None = None,
                   args: tuple = (), callback: Callable | None = None,
                   options: dict | None = None, bounds=None) -> OptimizeResult:

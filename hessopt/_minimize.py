@@ -34,6 +34,7 @@ from ._arguments import (
 from ._bounds import feasible_set, report_bounds
 from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
 from ._hessians import GradientDerivative, QuasiNewton
+from ._implicit import minimize_derivatives
 from ._sparse_policy import Structure, structured
 
 #: The second-order methods by name (first-order ones, "adam" and "gd", are accepted too), as
@@ -56,6 +57,7 @@ def method_declaration(method: str) -> Declaration:
     return found
 
 
+@minimize_derivatives
 def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
              jac: Callable | bool | None = None, hess=None,
              hessp: Callable | None = None, bounds=None, constraints=(), tol: float | None = None,
