@@ -10,8 +10,10 @@ records of the engine: the minimizer x*(theta) has grad_x f(x*, theta) = 0, so
 At a bound an active coordinate does not move: the system is H on the free coordinates and the
 identity on the active ones, ``A = P H P + (I - P)`` with P the diagonal 0/1 mask of the free ones
 (symmetric positive definite at a strict local minimum), and the right-hand sides are masked.
-The solves are conjugate gradients on Hessian-vector products of the objective recorded once at
-the solution (``autodiff.hessian_operator``; ``autodiff.linear_solve.solve_cg``). ``fun`` is f at
+The Hessian is the objective's recorded once at the solution (``autodiff.hessian_operator``): up
+to 200 variables A is formed in one batched sweep and factored by Cholesky (an error of about
+cond(A) eps), beyond that the solves are conjugate gradients on its products
+(``autodiff.linear_solve.solve_cg``, to ``||r|| <= 1e-10 ||b||``). ``fun`` is f at
 the differentiable x, so its derivatives follow by the chain rule (the envelope theorem at first
 order).
 
@@ -39,6 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 from scipy.optimize import OptimizeResult
 
 import autodiff as ad
@@ -50,6 +53,9 @@ from autodiff.tape import GradientTape
 from autodiff.tree import flatten, ravel
 
 from ._derivatives import variables_of
+
+#: Up to this many variables the system is formed (one batched sweep) and factored by Cholesky.
+DENSE_UP_TO = 200
 
 
 class _ReadTensors:
@@ -100,6 +106,7 @@ class _Solution:
 
     def __init__(self, objective: Callable, x: np.ndarray, free: np.ndarray, thetas: list, name: str):
         self.objective, self.x, self.free, self.thetas, self.name = objective, x, free, thetas, name
+        self.factored: tuple | None = None   # (x's bytes, the solve at x)
 
     def gradient(self, x: Any) -> Any:
         """grad_x f at x, with the engine's ops (x a Tensor)."""
@@ -111,19 +118,33 @@ class _Solution:
         return self.free * hessian_product(self.free * v) + (1 - self.free) * v
 
     def solve(self, x: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """v with A(x) v = b row by row, at plain values: CG on the Hessian recorded once at x."""
-        with paused():
-            operator = ad.hessian_operator(self.objective, x)
-        free, fixed = self.free, 1 - self.free
-
-        def matvec(V):
-            return free * operator.matmat((free * V).T).T + fixed * V
+        """v with A(x) v = b row by row, at plain values, by the Hessian recorded once at x (kept for
+        the next solve at the same x): Cholesky of A formed by one batched sweep up to
+        ``DENSE_UP_TO`` variables (an error of about cond(A) eps), else CG on the products (stopped
+        at ``||r|| <= 1e-10 ||b||``: a relative error of at most cond(A) 1e-10)."""
+        key = np.asarray(x).tobytes()
+        if self.factored is None or self.factored[0] != key:
+            self.factored = (key, self._factor(np.asarray(x)))
         try:
-            return solve_cg(matvec, b)
-        except RuntimeError as error:
+            return self.factored[1](np.asarray(b))
+        except (RuntimeError, np.linalg.LinAlgError) as error:
             raise RuntimeError(f"{self.name}: the derivatives of the solution need the Hessian at it to be "
                                f"positive definite on the free variables, and the solve with it failed ({error}): "
                                "the minimizer is not isolated there (a flat or saddle direction)") from error
+
+    def _factor(self, x: np.ndarray) -> Callable:
+        """b -> A(x)^{-1} b (rows), from the Hessian recorded at x."""
+        with paused():
+            operator = ad.hessian_operator(self.objective, x)
+        free, fixed = self.free, 1 - self.free
+        if x.size <= DENSE_UP_TO:
+            A = free[:, None] * operator.to_dense() * free + np.diag(fixed)
+            try:
+                factor = scipy.linalg.cho_factor(A)
+            except np.linalg.LinAlgError:
+                return lambda b: solve_cg(lambda V: V @ A, b)   # raises, naming the curvature met
+            return lambda b: scipy.linalg.cho_solve(factor, b.T).T
+        return lambda b: solve_cg(lambda V: free * operator.matmat((free * V).T).T + fixed * V, b)
 
 
 def _plain_unless_recording(values: list) -> list:
