@@ -35,8 +35,6 @@ References: S. G. Krantz and H. R. Parks, The Implicit Function Theorem (2002); 
 """
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -278,39 +276,27 @@ def _start(x0: Any) -> Any:
     return x0
 
 
-def differentiable_through(objective_of: Callable, fields_of: Callable, name: str) -> Callable:
-    """Decorator of a solver ``solver(fun, x0, args=(), ...)``: called with a ``fun`` that reads
-    tracked Tensors, it solves on plain values and returns its result with ``x`` and the fields
-    ``fields_of(fun, x, args)`` (a dict) as records of the engine (see the module docstring).
-
-    ``objective_of(fun, args)`` is the scalar function of the tree x that the solution minimizes.
-    Otherwise (nothing records, or fun reads no tracked Tensor, or x0 is a list of Variables) the
-    solver runs as it is.
-    """
-    def decorate(solver: Callable) -> Callable:
-        signature = inspect.signature(solver)
-
-        @functools.wraps(solver)
-        def solver_with_derivatives(*arguments: Any, **keywords: Any) -> OptimizeResult:
-            if not (state.tapes or state.accumulators):
-                return solver(*arguments, **keywords)
-            bound = signature.bind(*arguments, **keywords)
-            fun, x0, args = bound.arguments[next(iter(signature.parameters))], bound.arguments["x0"], \
-                bound.arguments.get("args", ())
-            if not callable(fun) or variables_of(x0) is not None:
-                return solver(*arguments, **keywords)
-            start = _start(x0)
-            thetas = read_tensors(lambda: fun(start, *args))
-            if not thetas:
-                return solver(*arguments, **keywords)
-            bound.arguments["x0"] = start
-            with paused():
-                result = solver(*bound.args, **bound.kwargs)
-            x = differentiable_solution(result, objective_of(fun, args), thetas, name)
-            result.update(x=x, **fields_of(fun, x, args))
-            return result
-        return solver_with_derivatives
-    return decorate
+def _through_solution(solver: Callable, arguments: dict, objective_of: Callable, fields_of: Callable,
+                      name: str) -> OptimizeResult | None:
+    """A call ``solver(**arguments)`` (the first argument the function, then ``x0`` and ``args``) as
+    the solver's first statement makes it: None when it should run as it is (nothing records, fun
+    reads no tracked Tensor, or x0 is a list of Variables); else its result, solved on plain values,
+    with ``x`` and the fields ``fields_of(fun, x, args)`` (a dict) as records of the engine.
+    ``objective_of(fun, args)`` is the scalar function of the tree x that the solution minimizes."""
+    if not (state.tapes or state.accumulators):
+        return None
+    fun, x0, args = next(iter(arguments.values())), arguments["x0"], arguments.get("args", ())
+    if not callable(fun) or variables_of(x0) is not None:
+        return None
+    start = _start(x0)
+    thetas = read_tensors(lambda: fun(start, *args))
+    if not thetas:
+        return None
+    with paused():
+        result = solver(**dict(arguments, x0=start))
+    x = differentiable_solution(result, objective_of(fun, args), thetas, name)
+    result.update(x=x, **fields_of(fun, x, args))
+    return result
 
 
 def _minimize_objective(fun: Callable, args: tuple) -> Callable:
@@ -334,9 +320,15 @@ def _least_squares_fields(fun: Callable, x: Any, args: tuple) -> dict:
     return {"fun": residuals, "cost": 0.5 * anp.sum(residuals ** 2)}
 
 
-#: minimize's x and fun differentiable in what the objective reads.
-minimize_derivatives = differentiable_through(_minimize_objective, _minimize_fields, "hessopt.minimize")
-#: least_squares' x, fun (the residuals) and cost differentiable in what the residuals read; the
-#: solution's system is the Hessian of the cost 0.5 ||r||^2 (not its Gauss-Newton part).
-least_squares_derivatives = differentiable_through(_least_squares_objective, _least_squares_fields,
-                                                   "hessopt.least_squares")
+def minimize_through_solution(minimize: Callable, arguments: dict) -> OptimizeResult | None:
+    """minimize's call with ``x`` and ``fun`` differentiable in what the objective reads, or None
+    (see :func:`_through_solution`)."""
+    return _through_solution(minimize, arguments, _minimize_objective, _minimize_fields, "hessopt.minimize")
+
+
+def least_squares_through_solution(least_squares: Callable, arguments: dict) -> OptimizeResult | None:
+    """least_squares' call with ``x``, ``fun`` (the residuals) and ``cost`` differentiable in what the
+    residuals read, or None; the solution's system is the Hessian of the cost 0.5 ||r||^2 (not its
+    Gauss-Newton part)."""
+    return _through_solution(least_squares, arguments, _least_squares_objective, _least_squares_fields,
+                             "hessopt.least_squares")

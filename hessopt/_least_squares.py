@@ -19,10 +19,9 @@ from ._arguments import (
     residual_vector,
 )
 from ._bounds import feasible_set, report_bounds
-from ._implicit import least_squares_derivatives
+from ._implicit import least_squares_through_solution
 
 
-@least_squares_derivatives
 def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | None = None,
                   args: tuple = (), callback: Callable | None = None,
                   options: dict | None = None, bounds=None) -> OptimizeResult:
@@ -45,6 +44,10 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
     clipped into it, and the message says so) and success means the projected gradient test.
     ``result.active_mask`` (always there, in the form of x0) is -1 at a lower bound, +1 at an
     upper one and 0 for free variables, as in scipy.
+
+    Inside a transform, residuals that read a tracked Tensor make ``x``, ``fun`` and ``cost``
+    differentiable in it (the implicit function theorem on the cost's exact Hessian; see
+    :func:`minimize`). ``hessopt.covariance(result)`` is curve_fit's ``pcov``.
 
     Parameters
     ----------
@@ -91,6 +94,9 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
     >>> result.x.round(6), result.active_mask
     (array([1.903881, 0.4     ]), array([0, 1]))
     """
+    differentiated = least_squares_through_solution(least_squares, dict(locals()))   # inside a transform
+    if differentiated is not None:
+        return differentiated
     if not callable(residuals):
         raise TypeError(f"residuals must be callable, got {type(residuals).__name__}")
     if method not in ("lm", "gn"):
