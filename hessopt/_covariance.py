@@ -23,13 +23,14 @@ heteroskedasticity-consistent HC0).
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse
 import scipy.sparse.linalg
-from scipy.optimize import OptimizeResult
+from scipy.optimize import OptimizeResult, OptimizeWarning
 from scipy.sparse.linalg import LinearOperator
 
 import autodiff as ad
@@ -127,11 +128,150 @@ def _not_positive_definite(error) -> ValueError:
                       "direction, or parameters that the data do not identify)")
 
 
-def attach_hess_inv(result: OptimizeResult, hessian_at: Callable, objective: Callable | None) -> None:
-    """``result.hess_inv`` for a run whose flat ``result.x`` it describes: ``hessian_at(x)`` the
-    Hessian operator at x, ``objective`` (flat x -> f, or None) for the sparse Hessian's diagonal."""
+def attach_hess_inv(result: OptimizeResult, derivatives) -> None:
+    """``result.hess_inv`` for a run whose flat ``result.x`` it describes, from ``derivatives``
+    (``hessopt._derivatives.AutodiffDerivatives``: ``at(x)`` the Hessian operator at x, kept from
+    the run's last iterate when it is x; its objective for the sparse Hessian's diagonal)."""
     x = np.array(result.x, dtype=np.float64, copy=True)
     active = result.get("active_mask")
     free = np.ones(x.size, bool) if active is None else np.asarray(active).reshape(-1) == 0
-    sparse_at = None if objective is None else (lambda: ad.sparse_hessian(objective)(x))
-    result.hess_inv = InverseHessian(lambda: hessian_at(x), free, sparse_at)
+    sparse_at = None
+    if derivatives.variables is None:
+        sparse_at = lambda: ad.sparse_hessian(lambda z: derivatives.f(derivatives.unravel(z)))(x)  # noqa: E731
+    result.hess_inv = InverseHessian(lambda: derivatives.at(x), free, sparse_at)
+
+
+KINDS = ("hessian", "gauss-newton", "sandwich")
+
+
+def covariance(result: OptimizeResult, kind: str | None = None, *, absolute_sigma: bool = False,
+               observations: Callable | None = None) -> np.ndarray:
+    """The covariance of a fit's parameters from the exact curvature at its solution.
+
+    For a ``minimize`` result, ``fun`` is taken as a negative log-likelihood: ``"hessian"`` (the
+    default) is ``result.hess_inv`` (the inverse observed information), ``"sandwich"`` is H^-1 B
+    H^-1 with B = sum_i g_i g_i^T over the per-observation gradients (Huber 1967, White 1982),
+    which needs ``observations``. For a ``least_squares`` result: ``"gauss-newton"`` (the default)
+    is (J^T J)^-1 times ``2 cost / (m - n)`` (the residuals' variance) unless ``absolute_sigma``,
+    exactly ``scipy.optimize.curve_fit``'s ``pcov`` (absolute_sigma: the residuals are already
+    divided by the observations' known standard deviations); ``"sandwich"`` is White's HC0,
+    (J^T J)^-1 J^T diag(r^2) J (J^T J)^-1, with no scale. Variables on a bound are held fixed: their
+    rows and columns are zero.
+
+    Parameters
+    ----------
+    result : OptimizeResult
+        Of ``hessopt.minimize`` (a second-order method: it has ``hess_inv``) or
+        ``hessopt.least_squares``; it must have succeeded.
+    kind : {"hessian", "gauss-newton", "sandwich"}, optional
+        Default "hessian" for minimize, "gauss-newton" for least_squares.
+    absolute_sigma : bool, default False
+        least_squares' Gauss-Newton only: curve_fit's meaning (False: scale by the residual variance).
+    observations : callable, optional
+        For a minimize sandwich: ``observations(x) -> array`` of the per-observation terms whose sum
+        is ``fun(x)``, x in the form of ``result.x``.
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+        Over the parameters in ``autodiff.ravel(result.x)``'s order.
+
+    Raises
+    ------
+    ValueError
+        For an unknown kind, a kind the result cannot give, a run that did not succeed, a
+        curvature that is not positive definite (parameters the data do not identify), or
+        observations that do not add up to fun.
+
+    Examples
+    --------
+    Fit y = a exp(-b t): the covariance is curve_fit's pcov.
+
+    >>> import numpy as np
+    >>> import hessopt
+    >>> t = np.linspace(0, 2, 8)
+    >>> y = 2 * np.exp(-0.7 * t) + 0.01 * np.cos(9 * t)
+    >>> fit = hessopt.least_squares(lambda p: p[0] * np.exp(-p[1] * t) - y, [1.0, 1.0])
+    >>> hessopt.standard_errors(fit).round(5)
+    array([0.00684, 0.00481])
+    """
+    least_squares = "cost" in result and np.ndim(result.get("jac")) == 2
+    kind = kind or ("gauss-newton" if least_squares else "hessian")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if not result.success:
+        raise ValueError(f"covariance: the run did not converge ({result.message}); its x is not an estimate whose "
+                         "curvature means anything")
+    if least_squares:
+        return _least_squares_covariance(result, kind, absolute_sigma)
+    if kind == "gauss-newton":
+        raise ValueError("covariance: kind='gauss-newton' needs the residuals' Jacobian: fit with "
+                         "hessopt.least_squares, or use kind='hessian' for a minimize result")
+    if "hess_inv" not in result:
+        raise ValueError("covariance: the result has no hess_inv (it comes with the second-order methods when the "
+                         "curvature is autodiff's Hessian of fun, not a user's hess, hessp or jac)")
+    inverse = result.hess_inv.todense()
+    if kind == "hessian":
+        return inverse
+    return inverse @ _outer_gradients(result, observations) @ inverse
+
+
+def standard_errors(result: OptimizeResult, kind: str | None = None, **options) -> np.ndarray:
+    """The square roots of the covariance's diagonal (see :func:`covariance`, which takes the same
+    arguments); a minimize result's Hessian kind reads only ``hess_inv.diagonal()``, from the sparse
+    factorization for large problems (no dense inverse)."""
+    if kind in (None, "hessian") and "hess_inv" in result and result.success and not options:
+        return np.sqrt(result.hess_inv.diagonal())
+    return np.sqrt(np.diagonal(covariance(result, kind, **options)))
+
+
+def _outer_gradients(result: OptimizeResult, observations: Callable | None) -> np.ndarray:
+    """B = sum_i g_i g_i^T, g_i the gradients of the per-observation terms at x (one Jacobian)."""
+    if not callable(observations):
+        raise ValueError("covariance: kind='sandwich' of a minimize result needs observations=f, f(x) the "
+                         "per-observation terms whose sum is fun(x)")
+    x, unravel = ad.ravel(result.x)
+    terms = lambda z: ad.numpy.ravel(observations(unravel(z)))  # noqa: E731
+    total = float(np.sum(terms(x)))
+    if not np.isclose(total, float(result.fun), rtol=1e-8, atol=1e-12 * max(1.0, abs(total))):
+        raise ValueError(f"covariance: the observations add up to {total:.10g}, but fun(x) = {float(result.fun):.10g}; "
+                         "pass the terms whose sum is the objective")
+    J = np.asarray(ad.jacobian(terms)(x)).reshape(-1, x.size)
+    free = _free(result, x.size)
+    return (J * free).T @ (J * free)
+
+
+def _free(result: OptimizeResult, n: int) -> np.ndarray:
+    """1.0 for the free variables, 0.0 for those on a bound."""
+    active = result.get("active_mask")
+    return np.ones(n) if active is None else (ad.ravel(active)[0] == 0).astype(float)
+
+
+def _least_squares_covariance(result: OptimizeResult, kind: str, absolute_sigma: bool) -> np.ndarray:
+    """Gauss-Newton (curve_fit's pcov) or HC0 from the residuals and their Jacobian at x."""
+    if kind == "hessian":
+        raise ValueError("covariance: kind='hessian' of a least_squares result needs the residuals' second "
+                         "derivatives: minimize 0.5 * sum(r**2) with hessopt.minimize and use its result")
+    J, r = np.asarray(result.jac, dtype=float), np.asarray(result.fun, dtype=float).reshape(-1)
+    m, n = J.shape
+    free = _free(result, n).astype(bool)
+    _, s, VT = np.linalg.svd(J[:, free], full_matrices=False)
+    if s.size < free.sum() or s[-1] <= np.finfo(float).eps * max(m, n) * s[0]:
+        raise ValueError("covariance: J^T J is singular at x: the data do not identify every parameter "
+                         f"(singular values {s[-1]:.3g} to {s[0]:.3g})")
+    bread = (VT.T / s ** 2) @ VT                          # (J^T J)^-1, as curve_fit computes it
+    if kind == "sandwich":
+        Jf = J[:, free]
+        inner = bread @ (Jf.T * r ** 2) @ Jf @ bread
+    elif absolute_sigma:
+        inner = bread
+    elif m > free.sum():
+        inner = bread * (2 * float(result.cost) / (m - free.sum()))
+    else:                                                  # curve_fit: no degrees of freedom left
+        warnings.warn("covariance: as many parameters as residuals, so the residual variance (and the "
+                      "covariance) cannot be estimated; pass absolute_sigma=True if the sigmas are known",
+                      OptimizeWarning, stacklevel=3)
+        inner = np.full_like(bread, np.inf)
+    out = np.zeros((n, n))
+    out[np.ix_(free, free)] = inner
+    return out

@@ -32,6 +32,7 @@ from ._arguments import (
     scipy_rosen_derivatives,
 )
 from ._bounds import feasible_set, report_bounds
+from ._covariance import attach_hess_inv
 from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
 from ._hessians import GradientDerivative, QuasiNewton
 from ._implicit import minimize_through_solution
@@ -214,6 +215,9 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     structure = structured(flat, call, derivatives, declaration, feasible)
     result = _solve(declaration, feasible, derivatives, structure.flat, call, start)
     _report(result, hess, call, declaration, structure)
+    if not (declaration.first_order or ggn is not None or callable(hess) or hessp is not None
+            or structure.flat.gradient is not None):   # the curvature is autodiff's Hessian of fun
+        attach_hess_inv(result, derivatives)
     _check_quasi_newton(result, structure.flat, derivatives, feasible, call, trace)
     _count_user_calls(result, structure.flat)
     if bounds is not None:
