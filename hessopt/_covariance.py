@@ -88,8 +88,9 @@ class InverseHessian(LinearOperator):
         return self
 
     def todense(self) -> np.ndarray:
-        """The inverse as an (n, n) array (scipy's ``LbfgsInvHessProduct.todense``)."""
-        return self._matmat(np.eye(self.shape[0]))
+        """The inverse as an (n, n) array (scipy's ``LbfgsInvHessProduct.todense``), symmetric."""
+        inverse = self._matmat(np.eye(self.shape[0]))
+        return 0.5 * (inverse + inverse.T)
 
     def diagonal(self) -> np.ndarray:
         """The inverse's diagonal (the variances): from the dense factorization, or for a large
