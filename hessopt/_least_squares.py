@@ -20,6 +20,7 @@ from ._arguments import (
 )
 from ._bounds import feasible_set, report_bounds
 from ._implicit import least_squares_through_solution
+from ._precision import in_x0_precision
 
 
 def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | None = None,
@@ -126,4 +127,4 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
     if traced is not None and traced.fallback_reason is not None:
         result.untraced_reason = traced.fallback_reason
     report_bounds(result, result.get("active_mask", np.zeros(n, dtype=int)), note, unravel)
-    return call.finish(result, ("x", "grad"))
+    return in_x0_precision(call.finish(result, ("x", "grad")), x0, ("x", "grad"))

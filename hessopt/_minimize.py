@@ -36,6 +36,7 @@ from ._covariance import attach_hess_inv
 from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
 from ._hessians import GradientDerivative, QuasiNewton
 from ._implicit import minimize_through_solution
+from ._precision import in_x0_precision
 from ._sparse_policy import Structure, structured
 
 #: The second-order methods by name (first-order ones, "adam" and "gd", are accepted too), as
@@ -222,7 +223,7 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     _count_user_calls(result, structure.flat)
     if bounds is not None:
         report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note, call.unravel)
-    return call.finish(result)
+    return in_x0_precision(call.finish(result), x0, ("x", "jac"))
 
 
 def _refuse_constraints(constraints) -> None:
