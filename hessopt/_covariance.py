@@ -220,7 +220,22 @@ def covariance(result: OptimizeResult, kind: str | None = None, *, absolute_sigm
 def standard_errors(result: OptimizeResult, kind: str | None = None, **options) -> np.ndarray:
     """The square roots of the covariance's diagonal (see :func:`covariance`, which takes the same
     arguments); a minimize result's Hessian kind reads only ``hess_inv.diagonal()``, from the sparse
-    factorization for large problems (no dense inverse)."""
+    factorization for large problems (no dense inverse).
+
+    Examples
+    --------
+    A Poisson regression's standard errors, sqrt(diag((X^T W X)^-1)) with W = diag(exp(X beta)):
+
+    >>> import numpy as np
+    >>> import hessopt
+    >>> X = np.column_stack([np.ones(6), np.arange(6.0)])
+    >>> counts = np.array([1.0, 2.0, 2.0, 4.0, 6.0, 9.0])
+    >>> fit = hessopt.minimize(lambda b: np.sum(np.exp(X @ b) - counts * (X @ b)), np.zeros(2))
+    >>> errors = hessopt.standard_errors(fit)
+    >>> W = np.exp(X @ fit.x)
+    >>> bool(np.allclose(errors, np.sqrt(np.diag(np.linalg.inv(X.T @ (W[:, None] * X)))), rtol=1e-8))
+    True
+    """
     if kind in (None, "hessian") and "hess_inv" in result and result.success and not options:
         return np.sqrt(result.hess_inv.diagonal())
     return np.sqrt(np.diagonal(covariance(result, kind, **options)))
