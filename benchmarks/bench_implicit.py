@@ -188,7 +188,8 @@ def main() -> None:
           f"{ours['differences']:.12e} (Richardson): relative {relative(ours['hypergradient'], ours['differences']):.1e}")
     if not args.no_jax:
         theirs = jax_runs(data, ours["w"], args.repeats)
-        print(f"  JAX by hand (cg on jitted HVP)   {theirs['time'] * 1e3:9.1f} ms  (compile {theirs['compile']:.2f} s)")
+        print(f"  JAX by hand (cg on jitted HVP)   {theirs['time'] * 1e3:9.1f} ms  "
+              f"(compile {theirs['compile']:.2f} s)")
         print(f"  agreement with JAX: hypergradient {relative(ours['hypergradient'], theirs['hypergradient']):.1e}, "
               f"influence {relative(ours['influence'], theirs['influence']):.1e}")
     for k, seconds, value in unrolled_runs(data, args.features, [int(s) for s in args.unrolled.split(",")]):
