@@ -185,7 +185,8 @@ def main() -> None:
     print(f"  influence, all {args.train} points     {ours['influence time'] * 1e3:9.1f} ms  (derivative: "
           f"{(ours['influence time'] - ours['solve']) * 1e3:.1f} ms)")
     print(f"  hypergradient {ours['hypergradient']:.12e}; central differences (h 1e-4) "
-          f"{ours['differences']:.12e} (Richardson): relative {relative(ours['hypergradient'], ours['differences']):.1e}")
+          f"{ours['differences']:.12e} (Richardson): relative "
+          f"{relative(ours['hypergradient'], ours['differences']):.1e}")
     if not args.no_jax:
         theirs = jax_runs(data, ours["w"], args.repeats)
         print(f"  JAX by hand (cg on jitted HVP)   {theirs['time'] * 1e3:9.1f} ms  "
