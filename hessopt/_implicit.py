@@ -286,7 +286,11 @@ def _through_solution(solver: Callable, arguments: dict, objective_of: Callable,
     if not (state.tapes or state.accumulators):
         return None
     fun, x0, args = next(iter(arguments.values())), arguments["x0"], arguments.get("args", ())
-    if not callable(fun) or variables_of(x0) is not None:
+    if not callable(fun):
+        return None
+    variables = variables_of(x0)
+    if variables is not None:
+        _refuse_over_variables(fun, args, variables, name)
         return None
     start = _start(x0)
     thetas = read_tensors(lambda: fun(start, *args))
@@ -297,6 +301,16 @@ def _through_solution(solver: Callable, arguments: dict, objective_of: Callable,
     x = differentiable_solution(result, objective_of(fun, args), thetas, name)
     result.update(x=x, **fields_of(fun, x, args))
     return result
+
+
+def _refuse_over_variables(fun: Callable, args: tuple, variables: list, name: str) -> None:
+    """A loss over Variables that reads another tracked Tensor: its solution's derivative is not
+    taken (the Variables are the solver's state), and saying so beats the curvature operator's error."""
+    mine = {id(v) for v in variables}
+    if any(id(t) not in mine for t in read_tensors(lambda: fun(*args))):
+        raise TypeError(f"{name}: the loss over Variables reads a Tensor that a transform differentiates; the "
+                        "derivatives of a solution are taken for a loss of its parameters: pass them as x0 (an "
+                        "array or a pytree of arrays) and the differentiated value through a closure or args")
 
 
 def _minimize_objective(fun: Callable, args: tuple) -> Callable:

@@ -249,3 +249,9 @@ def test_a_run_that_did_not_converge_is_not_differentiated():
 def test_without_a_tracked_tensor_minimize_runs_as_before():
     result = ad.grad(lambda lam: lam * hessopt.minimize(lambda w: ridge_loss(w, 0.5), np.zeros(N)).fun)(1.0)
     np.testing.assert_allclose(result, ridge_loss(closed_form(0.5, 0), 0.5), rtol=1e-9)
+
+
+def test_a_loss_over_variables_that_reads_a_differentiated_tensor_is_refused_by_name():
+    w = ad.Variable(np.zeros(2))
+    with pytest.raises(TypeError, match="loss over Variables reads a Tensor that a transform differentiates"):
+        ad.grad(lambda lam: hessopt.minimize(lambda: np.sum((w - lam) ** 2), [w]).fun)(1.0)
