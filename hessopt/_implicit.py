@@ -44,7 +44,7 @@ from scipy.optimize import OptimizeResult
 
 import autodiff as ad
 from autodiff import numpy as anp
-from autodiff.core import Primitive, Tensor, constant, paused, state, tracked, value_of
+from autodiff.core import Primitive, Tensor, constant, note_read, paused, state, tracked, value_of
 from autodiff.forward import ForwardAccumulator
 from autodiff.linear_solve import solve_cg
 from autodiff.tape import GradientTape
@@ -296,6 +296,8 @@ def _through_solution(solver: Callable, arguments: dict, objective_of: Callable,
     thetas = read_tensors(lambda: fun(start, *args))
     if not thetas:
         return None
+    for theta in thetas:   # a trace (autodiff.function) refuses: its replay could not solve again
+        note_read(theta, f"{name} solves with its value")
     with paused():
         result = solver(**dict(arguments, x0=start))
     x = differentiable_solution(result, objective_of(fun, args), thetas, name)
@@ -314,7 +316,7 @@ def _refuse_over_variables(fun: Callable, args: tuple, variables: list, name: st
 
 
 def _minimize_objective(fun: Callable, args: tuple) -> Callable:
-    return lambda x: fun(x, *args)
+    return lambda x: anp.reshape(fun(x, *args), ())   # a value of size one is a scalar, as minimize takes it
 
 
 def _minimize_fields(fun: Callable, x: Any, args: tuple) -> dict:

@@ -255,3 +255,20 @@ def test_a_loss_over_variables_that_reads_a_differentiated_tensor_is_refused_by_
     w = ad.Variable(np.zeros(2))
     with pytest.raises(TypeError, match="loss over Variables reads a Tensor that a transform differentiates"):
         ad.grad(lambda lam: hessopt.minimize(lambda: np.sum((w - lam) ** 2), [w]).fun)(1.0)
+
+
+def test_a_bilevel_problem_minimizes_through_the_inner_solution():
+    # the outer newton-cg needs the validation loss's gradient and Hessian-vector products in
+    # log lam, both through the inner solution; its objective cannot be traced (a replay could not
+    # solve again), so it runs eagerly and says why
+    def validation(log_lam):   # log_lam of shape (1,): the inner objective's value has size one
+        return logistic_loss(trained(np.exp(log_lam)), X_VALID, Y_VALID)
+
+    outer = hessopt.minimize(validation, np.array([np.log(0.05)]), method="newton-cg", options={"gtol": 1e-9})
+    assert outer.success and "hessopt.minimize solves with its value" in outer.untraced_reason
+    # at the outer minimum the central difference of re-solved problems vanishes: h = 1e-3 leaves
+    # a truncation of h^2 / 6 |L'''| and the inner solutions' errors over h (~1e-8 / h)
+    h = 1e-3
+    slope = (validation(outer.x + h) - validation(outer.x - h)) / (2 * h)
+    assert abs(slope) < 1e-6 + 1e-8 / h
+    assert validation(outer.x) < min(validation(outer.x + 0.1), validation(outer.x - 0.1))
