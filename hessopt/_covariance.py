@@ -62,20 +62,13 @@ class InverseHessian(LinearOperator):
         self._solve: Callable | None = None
 
     def _solver(self) -> Callable:
-        """B (n, k) -> P A^{-1} P B with A = P H P + (I - P): the free block's inverse."""
+        """B (n, k) -> P A^{-1} P B: the free block's inverse (:func:`masked_inverse`)."""
         if self._solve is None:
-            operator, mask = self._hessian_at(), self._mask
-            if self.shape[0] <= DENSE_UP_TO:
-                A = mask[:, None] * operator.to_dense() * mask + np.diag(1 - mask)
-                try:
-                    factor = scipy.linalg.cho_factor(A)
-                except np.linalg.LinAlgError as error:
-                    raise _not_positive_definite(error) from error
-                self._solve = lambda B: mask[:, None] * scipy.linalg.cho_solve(factor, mask[:, None] * B)
-            else:
-                def matvec(V):
-                    return mask * operator.matmat((mask * V).T).T + (1 - mask) * V
-                self._solve = lambda B: mask[:, None] * _cg(matvec, (mask[:, None] * B).T).T
+            try:
+                rows = masked_inverse(self._hessian_at(), self._mask, DENSE_UP_TO)
+            except np.linalg.LinAlgError as error:
+                raise _not_positive_definite(error) from error
+            self._solve = lambda B: _cg_errors_named(rows, np.asarray(B).T).T
         return self._solve
 
     def _matvec(self, v: np.ndarray) -> np.ndarray:
@@ -116,9 +109,24 @@ class InverseHessian(LinearOperator):
         return diagonal
 
 
-def _cg(matvec: Callable, B: np.ndarray) -> np.ndarray:
+def masked_inverse(operator, free: np.ndarray, dense_up_to: int) -> Callable:
+    """B (k, n) -> the rows of P A^{-1} P B, A = P H P + (I - P), H the Hessian ``operator``
+    (``to_dense``, ``matmat``) and P the diagonal 0/1 mask ``free``: the inverse of the free
+    variables' block, zero on the others. Up to ``dense_up_to`` variables A is formed (one batched
+    sweep) and factored by Cholesky (an error of about cond(A) eps; ``LinAlgError`` here if A is not
+    positive definite), beyond that each call solves by CG on the products (to 1e-10 relative
+    residual: an error of at most cond(A) 1e-10; ``RuntimeError`` when it meets non-positive
+    curvature)."""
+    fixed = 1 - free
+    if free.size <= dense_up_to:
+        factor = scipy.linalg.cho_factor(free[:, None] * operator.to_dense() * free + np.diag(fixed))
+        return lambda B: free * scipy.linalg.cho_solve(factor, (free * B).T).T
+    return lambda B: free * solve_cg(lambda V: free * operator.matmat((free * V).T).T + fixed * V, free * B)
+
+
+def _cg_errors_named(rows: Callable, B: np.ndarray) -> np.ndarray:
     try:
-        return solve_cg(matvec, B)
+        return rows(B)
     except RuntimeError as error:
         raise _not_positive_definite(error) from error
 

@@ -39,17 +39,16 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 from scipy.optimize import OptimizeResult
 
 import autodiff as ad
 from autodiff import numpy as anp
 from autodiff.core import Primitive, Tensor, constant, note_read, paused, state, tracked, value_of
 from autodiff.forward import ForwardAccumulator
-from autodiff.linear_solve import solve_cg
 from autodiff.tape import GradientTape
 from autodiff.tree import flatten, ravel
 
+from ._covariance import masked_inverse
 from ._derivatives import variables_of
 
 #: Up to this many variables the system is formed (one batched sweep) and factored by Cholesky.
@@ -111,38 +110,27 @@ class _Solution:
         return ad.grad(self.objective)(x)
 
     def product(self, x: Any, v: Any) -> Any:
-        """A(x) v, with the engine's ops (x a Tensor; v may have leading batch axes)."""
+        """A(x) v, with the engine's ops (x a Tensor; v may have leading batch axes); on the masked
+        vectors the rules use, P A P v = P H P v."""
         hessian_product = ad.linearize(self.gradient, x)[1]
         return self.free * hessian_product(self.free * v) + (1 - self.free) * v
 
     def solve(self, x: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """v with A(x) v = b row by row, at plain values, by the Hessian recorded once at x (kept for
-        the next solve at the same x): Cholesky of A formed by one batched sweep up to
-        ``DENSE_UP_TO`` variables (an error of about cond(A) eps), else CG on the products (stopped
-        at ``||r|| <= 1e-10 ||b||``: a relative error of at most cond(A) 1e-10)."""
+        """v = P A(x)^{-1} P b row by row, at plain values, by the Hessian recorded once at x (kept for
+        the next solve at the same x; ``hessopt._covariance.masked_inverse``: Cholesky up to
+        ``DENSE_UP_TO`` variables, else CG). The rules' right-hand sides are masked, so P A^{-1} P
+        is A^{-1} on them."""
         key = np.asarray(x).tobytes()
-        if self.factored is None or self.factored[0] != key:
-            self.factored = (key, self._factor(np.asarray(x)))
         try:
+            if self.factored is None or self.factored[0] != key:
+                with paused():
+                    operator = ad.hessian_operator(self.objective, np.asarray(x))
+                self.factored = (key, masked_inverse(operator, self.free, DENSE_UP_TO))
             return self.factored[1](np.asarray(b))
         except (RuntimeError, np.linalg.LinAlgError) as error:
             raise RuntimeError(f"{self.name}: the derivatives of the solution need the Hessian at it to be "
                                f"positive definite on the free variables, and the solve with it failed ({error}): "
                                "the minimizer is not isolated there (a flat or saddle direction)") from error
-
-    def _factor(self, x: np.ndarray) -> Callable:
-        """b -> A(x)^{-1} b (rows), from the Hessian recorded at x."""
-        with paused():
-            operator = ad.hessian_operator(self.objective, x)
-        free, fixed = self.free, 1 - self.free
-        if x.size <= DENSE_UP_TO:
-            A = free[:, None] * operator.to_dense() * free + np.diag(fixed)
-            try:
-                factor = scipy.linalg.cho_factor(A)
-            except np.linalg.LinAlgError:
-                return lambda b: solve_cg(lambda V: V @ A, b)   # raises, naming the curvature met
-            return lambda b: scipy.linalg.cho_solve(factor, b.T).T
-        return lambda b: solve_cg(lambda V: free * operator.matmat((free * V).T).T + fixed * V, b)
 
 
 def _plain_unless_recording(values: list) -> list:
