@@ -38,6 +38,7 @@ from autodiff.linear_solve import solve_cg
 
 #: Up to this many variables the Hessian is formed (one batched sweep) and factored densely.
 DENSE_UP_TO = 2000
+PICKLED_DENSE_UP_TO = 200   # a pickled hess_inv is its dense inverse up to this many variables
 _DIAGONAL_BLOCK = 256   # unit vectors solved at once for the diagonal of a large inverse
 
 
@@ -80,6 +81,18 @@ class InverseHessian(LinearOperator):
     def _adjoint(self) -> InverseHessian:
         return self
 
+    def __reduce__(self):
+        """Pickled as its values (the recording it is made from does not pickle): the dense inverse up
+        to ``PICKLED_DENSE_UP_TO`` variables, beyond that an operator that says why it has none."""
+        n = self.shape[0]
+        if n <= PICKLED_DENSE_UP_TO:
+            try:
+                return DenseInverse, (self.todense(),)
+            except ValueError as error:
+                return UnpickledInverse, (n, str(error))
+        return UnpickledInverse, (n, f"hess_inv of {n} > {PICKLED_DENSE_UP_TO} variables is not pickled (its "
+                                     "inverse would be dense): use it, or hessopt.covariance, where minimize ran")
+
     def todense(self) -> np.ndarray:
         """The inverse as an (n, n) array (scipy's ``LbfgsInvHessProduct.todense``), symmetric."""
         inverse = self._matmat(np.eye(self.shape[0]))
@@ -107,6 +120,47 @@ class InverseHessian(LinearOperator):
         if np.any(diagonal[mask > 0] <= 0):
             raise _not_positive_definite("a variance is not positive")
         return diagonal
+
+
+class DenseInverse(LinearOperator):
+    """An inverse Hessian held as an array (what an :class:`InverseHessian` pickles to)."""
+
+    def __init__(self, matrix: np.ndarray):
+        super().__init__(dtype=np.float64, shape=matrix.shape)
+        self.matrix = matrix
+
+    def _matmat(self, V: np.ndarray) -> np.ndarray:
+        return self.matrix @ V
+
+    def _adjoint(self) -> DenseInverse:
+        return self
+
+    def todense(self) -> np.ndarray:
+        return self.matrix.copy()
+
+    def diagonal(self) -> np.ndarray:
+        return np.diagonal(self.matrix).copy()
+
+
+class UnpickledInverse(LinearOperator):
+    """What a large (or not positive definite) :class:`InverseHessian` pickles to: any use raises,
+    saying why."""
+
+    def __init__(self, n: int, reason: str):
+        super().__init__(dtype=np.float64, shape=(n, n))
+        self.reason = reason
+
+    def _matmat(self, V: np.ndarray) -> np.ndarray:
+        raise ValueError(self.reason)
+
+    def _adjoint(self) -> UnpickledInverse:
+        return self
+
+    def todense(self) -> np.ndarray:
+        raise ValueError(self.reason)
+
+    def diagonal(self) -> np.ndarray:
+        raise ValueError(self.reason)
 
 
 def masked_inverse(operator, free: np.ndarray, dense_up_to: int) -> Callable:

@@ -195,3 +195,13 @@ def test_covariance_refuses_a_run_that_did_not_converge():
     fit = hessopt.minimize(rosenbrock, [-1.2, 1.0], method="newton-cg", options={"maxiter": 2})
     with pytest.raises(ValueError, match="did not converge"):
         hessopt.covariance(fit)
+
+
+def test_hess_inv_pickles_as_its_values():
+    import pickle
+    fit = pickle.loads(pickle.dumps(hessopt.minimize(lambda x: np.sum([1.0, 2.0, 4.0] * (x - 1) ** 2), np.zeros(3))))
+    np.testing.assert_allclose(fit.hess_inv.todense(), np.diag([1 / 2, 1 / 4, 1 / 8]), rtol=1e-12)
+    np.testing.assert_allclose(hessopt.standard_errors(fit), np.sqrt([1 / 2, 1 / 4, 1 / 8]), rtol=1e-12)
+    large = pickle.loads(pickle.dumps(hessopt.minimize(lambda x: np.sum((x - 1) ** 2), np.zeros(201))))
+    with pytest.raises(ValueError, match="not pickled"):
+        large.hess_inv @ np.ones(201)
