@@ -1,0 +1,328 @@
+"""The primal-dual systems of the interior-point method: assembly, an inertia-revealing factorization,
+iterative refinement, and the inertia correction of the matrix.
+
+Each iteration of :mod:`optimizers.interior_point` solves
+
+    [ W + Sigma + delta_w I      J^T      ] [dw]     [r_w]
+    [        J               -delta_c I   ] [dy] = - [r_c]
+
+(A. Wächter and L. T. Biegler, "On the implementation of an interior-point filter line-search
+algorithm for large-scale nonlinear programming", Math. Program. 106 (2006) 25-57, eq. (13) with
+the slacks of the inequalities among the primal variables w, as in eq. (26)): W the Hessian of the
+Lagrangian, Sigma the diagonal of the bound terms, J the constraint Jacobian. Its direction is a
+descent direction of the barrier problem exactly when the matrix has the inertia ``(n, m, 0)``
+(n primal variables, m constraints): n positive, m negative and no zero eigenvalues (§3.1).
+
+- :class:`KKTMatrix` assembles the matrix at one iterate, dense or sparse, once, and gives it for
+  any ``(delta_w, delta_c)`` by changing its diagonal only (the sparse pattern, with the whole
+  diagonal stored, stays that of the first iterate, so the symbolic analysis is reused).
+- A factorization behind the two-method interface ``factor(K) -> Inertia`` and ``solve(b)``:
+  :class:`DenseLDL`, LAPACK's Bunch-Kaufman ``P K P^T = L D L^T`` (``dsytrf``), the inertia counted
+  on D's 1x1 and 2x2 blocks (Sylvester's law of inertia); :class:`SparseLDL`, an LDL^T without
+  pivoting (qdldl, through :class:`~optimizers.sparse.LDLFactorization`, with its AMD ordering),
+  whose D gives the inertia whenever the factorization completes. With ``delta_c > 0`` and ``W +
+  Sigma + delta_w I`` positive definite the matrix is quasi-definite, and the LDL^T exists for
+  every ordering (R. J. Vanderbei, "Symmetric quasidefinite matrices", SIAM J. Optim. 5, 1995), so
+  the sparse path always factors with at least ``delta_c = 1e-8 mu^(1/4)`` and refines the solution
+  on the system it meant to solve. A supernodal factorization can take the sparse one's place.
+- :class:`InertiaCorrection` is Algorithm IC of §3.1: first no perturbation; a zero eigenvalue (a
+  rank-deficient J) gets ``delta_c = 1e-8 mu^(1/4)``; a wrong inertia gets ``delta_w``, from
+  1e-4 or a third of the last one used, times 100 (first time) or 8 until the inertia is right.
+- :meth:`Factored.solve` refines iteratively (at least one step, up to ten) until the residual
+  ratio ``||K x - b||_inf / (min(||x||_inf, 1e6 ||b||_inf) + ||b||_inf)`` is at most 1e-10;
+  a ratio still above 1e-5 marks the matrix as singular (IPOPT's test, where the factorization's
+  pivots cannot tell a singular matrix from a badly scaled one: at the end of a run Sigma spans
+  twenty orders of magnitude).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse
+from scipy.linalg import lapack
+
+from .sparse import LDLFactorization
+
+# Algorithm IC's constants (Wächter & Biegler §3.1; IPOPT's defaults)
+DELTA_W_FIRST = 1e-4          # delta_w^0
+DELTA_W_MIN = 1e-20           # delta_w^min
+DELTA_W_MAX = 1e40            # delta_w^max: beyond it the step computation has failed
+DELTA_W_DECREASE = 1.0 / 3.0  # kappa_w^-
+DELTA_W_INCREASE = 8.0        # kappa_w^+
+DELTA_W_FIRST_INCREASE = 100.0  # bar kappa_w^+
+DELTA_C = 1e-8                # bar delta_c
+DELTA_C_EXPONENT = 0.25       # kappa_c
+# Iterative refinement (IPOPT's min/max_refinement_steps, residual_ratio_max, residual_ratio_singular)
+MIN_REFINEMENT_STEPS = 1
+MAX_REFINEMENT_STEPS = 10
+RESIDUAL_RATIO = 1e-10
+SINGULAR_RATIO = 1e-5
+
+
+class Inertia(NamedTuple):
+    """The numbers of positive, negative and zero eigenvalues of a symmetric matrix."""
+    positive: int
+    negative: int
+    zero: int
+
+
+class DenseLDL:
+    """Bunch-Kaufman ``P K P^T = L D L^T`` of a dense symmetric matrix (LAPACK ``dsytrf``), D block
+    diagonal with 1x1 and 2x2 blocks; the inertia of K is D's (Sylvester's law), counted block by
+    block.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from optimizers.kkt import DenseLDL
+    >>> K = np.array([[2.0, 1.0, 1.0], [1.0, 2.0, 0.0], [1.0, 0.0, 0.0]])
+    >>> ldl = DenseLDL()
+    >>> ldl.factor(K)
+    Inertia(positive=2, negative=1, zero=0)
+    >>> np.allclose(K @ ldl.solve(np.array([1.0, 2.0, 3.0])), [1.0, 2.0, 3.0])
+    True
+    """
+
+    def __init__(self):
+        self._factors: tuple[np.ndarray, np.ndarray] | None = None
+
+    def factor(self, K: np.ndarray) -> Inertia:
+        """Factor K (its lower triangle is read); its inertia. A matrix that is not finite has
+        none: ``Inertia(0, 0, n)``."""
+        n = K.shape[0]
+        if not np.all(np.isfinite(K)):
+            self._factors = None
+            return Inertia(0, 0, n)
+        ldu, ipiv, info = lapack.dsytrf(K, lower=1)
+        if info < 0:
+            raise ValueError(f"dsytrf: argument {-info} is invalid")
+        self._factors = (ldu, ipiv)
+        diagonal = np.diag(ldu)
+        ones = diagonal[ipiv > 0]
+        starts = np.flatnonzero(ipiv < 0)[0::2]   # each 2x2 block holds two adjacent negative entries
+        a, b, c = diagonal[starts], ldu[starts + 1, starts], diagonal[starts + 1]
+        det = a * c - b * b
+        # a 2x2 block: one eigenvalue of each sign when det < 0, two of the trace's sign when det > 0
+        both_positive = int(np.sum((det > 0) & (a + c > 0)))
+        both_negative = int(np.sum((det > 0) & (a + c < 0)))
+        mixed = int(np.sum(det < 0))
+        positive = int(np.sum(ones > 0)) + 2 * both_positive + mixed + int(np.sum((det == 0) & (a + c > 0)))
+        negative = int(np.sum(ones < 0)) + 2 * both_negative + mixed + int(np.sum((det == 0) & (a + c < 0)))
+        return Inertia(positive, negative, n - positive - negative)
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        """``K^{-1} b`` with the last factorization."""
+        ldu, ipiv = self._factors
+        x, info = lapack.dsytrs(ldu, ipiv, b.reshape(-1, 1), lower=1)
+        return x.reshape(-1)
+
+
+class SparseLDL:
+    """LDL^T without pivoting of a sparse symmetric matrix (qdldl with an AMD ordering, the symbolic
+    analysis kept across matrices of one pattern: :class:`~optimizers.sparse.LDLFactorization`).
+    When it completes (no zero pivot) ``P K P^T = L D L^T`` with L unit lower triangular, so K has
+    D's inertia (Sylvester's law); a zero pivot stops it and is counted as a zero eigenvalue.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse
+    >>> from optimizers.kkt import SparseLDL
+    >>> K = scipy.sparse.csc_matrix([[2.0, 1.0, 1.0], [1.0, 2.0, 0.0], [1.0, 0.0, -1e-8]])
+    >>> ldl = SparseLDL()
+    >>> ldl.factor(K)
+    Inertia(positive=2, negative=1, zero=0)
+    >>> np.allclose(K @ ldl.solve(np.array([1.0, 2.0, 3.0])), [1.0, 2.0, 3.0])
+    True
+    """
+
+    def __init__(self):
+        self._ldl = LDLFactorization()
+        self._solve = None
+
+    def factor(self, K: scipy.sparse.csc_matrix) -> Inertia:
+        """Factor K (symmetric CSC with sorted indices and its whole diagonal stored); its inertia."""
+        factor = self._ldl.factor(K)
+        pivots = factor.pivots
+        n = K.shape[0]
+        if not np.all(np.isfinite(pivots)) or np.any(pivots == 0):
+            self._solve = None
+            return Inertia(0, 0, n)
+        self._solve = factor.solve
+        positive = int(np.sum(pivots > 0))
+        return Inertia(positive, n - positive, 0)
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        """``K^{-1} b`` with the last factorization."""
+        return self._solve(b)
+
+
+def jacobian_regularization(mu: float) -> float:
+    """Algorithm IC's ``delta_c = bar delta_c mu^kappa_c``."""
+    return DELTA_C * mu ** DELTA_C_EXPONENT
+
+
+class KKTMatrix:
+    """The matrix ``[[W + diag(sigma) + delta_w I, J^T], [J, -delta_c I]]`` of one iterate, assembled
+    once (dense, or sparse with its whole diagonal stored) and given for any perturbation.
+
+    Parameters
+    ----------
+    hessian : ndarray or sparse matrix, shape (n, n)
+        W, symmetric (both triangles stored).
+    sigma : ndarray, shape (n,)
+        The barrier terms' diagonal.
+    jacobian : ndarray or sparse matrix, shape (m, n)
+        J.
+    sparse : bool
+        Assemble a CSC matrix (else a dense array).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from optimizers.kkt import KKTMatrix
+    >>> kkt = KKTMatrix(np.eye(2), np.array([1.0, 0.0]), np.array([[1.0, 1.0]]), sparse=False)
+    >>> kkt.matrix(0.5, 0.1)
+    array([[ 2.5,  0. ,  1. ],
+           [ 0. ,  1.5,  1. ],
+           [ 1. ,  1. , -0.1]])
+    """
+
+    def __init__(self, hessian, sigma: np.ndarray, jacobian, sparse: bool):
+        self.n, self.m = sigma.size, jacobian.shape[0]
+        self.sparse = sparse
+        if sparse:
+            self._base, self._diagonal = _sparse_kkt(hessian, sigma, jacobian)
+        else:
+            base = np.zeros((self.n + self.m, self.n + self.m))
+            base[:self.n, :self.n] = hessian.toarray() if scipy.sparse.issparse(hessian) else hessian
+            jac = jacobian.toarray() if scipy.sparse.issparse(jacobian) else jacobian
+            base[self.n:, :self.n] = jac
+            base[:self.n, self.n:] = jac.T
+            base[np.arange(self.n), np.arange(self.n)] += sigma
+            self._base = base
+
+    def shift(self, delta_w: float, delta_c: float) -> np.ndarray:
+        """The perturbation on the diagonal: delta_w on the first n entries, -delta_c on the rest."""
+        return np.concatenate([np.full(self.n, delta_w), np.full(self.m, -delta_c)])
+
+    def matrix(self, delta_w: float, delta_c: float):
+        """The matrix with the perturbation ``(delta_w, delta_c)``."""
+        shift = self.shift(delta_w, delta_c)
+        if self.sparse:
+            matrix = self._base.copy()
+            matrix.data[self._diagonal] += shift
+            return matrix
+        matrix = self._base.copy()
+        matrix[np.diag_indices_from(matrix)] += shift
+        return matrix
+
+    def matvec(self, v: np.ndarray, delta_w: float, delta_c: float) -> np.ndarray:
+        """The product of the perturbed matrix with v, without forming it."""
+        return self._base @ v + self.shift(delta_w, delta_c) * v
+
+
+def _sparse_kkt(hessian, sigma: np.ndarray, jacobian) -> tuple[scipy.sparse.csc_matrix, np.ndarray]:
+    """The sparse KKT matrix (CSC, sorted indices, the whole diagonal stored, explicit zeros kept)
+    and the positions of its diagonal entries in its ``data``."""
+    n, m = sigma.size, jacobian.shape[0]
+    h = scipy.sparse.coo_matrix(hessian)
+    j = scipy.sparse.coo_matrix(jacobian)
+    diagonal = np.arange(n + m)
+    rows = np.concatenate([h.row, j.row + n, j.col, diagonal])
+    cols = np.concatenate([h.col, j.col, j.row + n, diagonal])
+    values = np.concatenate([h.data, j.data, j.data, np.concatenate([sigma, np.zeros(m)])])
+    matrix = scipy.sparse.csc_matrix((values, (rows, cols)), shape=(n + m, n + m))
+    matrix.sum_duplicates()
+    matrix.sort_indices()
+    columns = np.repeat(np.arange(n + m), np.diff(matrix.indptr))
+    positions = np.flatnonzero(matrix.indices == columns)
+    return matrix, positions
+
+
+class Factored(NamedTuple):
+    """A factored KKT matrix: the perturbation used (``delta_w``, ``delta_c``: the system to
+    solve), the ``factor_delta_c`` actually factored (larger on the sparse path), the matrix and
+    the factorization."""
+    delta_w: float
+    delta_c: float
+    factor_delta_c: float
+    kkt: KKTMatrix
+    ldl: DenseLDL | SparseLDL
+
+    def solve(self, rhs: np.ndarray) -> tuple[np.ndarray, float]:
+        """The solution of the system with perturbation ``(delta_w, delta_c)``, refined on it, and
+        its final residual ratio (see the module docstring)."""
+        x = self.ldl.solve(rhs)
+        scale = float(np.max(np.abs(rhs))) if rhs.size else 0.0
+        ratio = np.inf
+        for step in range(MAX_REFINEMENT_STEPS + 1):
+            residual = rhs - self.kkt.matvec(x, self.delta_w, self.delta_c)
+            size = float(np.max(np.abs(x))) if x.size else 0.0
+            new_ratio = float(np.max(np.abs(residual))) / (min(size, 1e6 * scale) + scale) if scale > 0 else 0.0
+            if not np.isfinite(new_ratio) or (step >= MIN_REFINEMENT_STEPS and
+                                              (new_ratio <= RESIDUAL_RATIO or new_ratio >= ratio)):
+                ratio = min(ratio, new_ratio) if np.isfinite(new_ratio) else np.inf
+                break
+            ratio = new_ratio
+            if step < MAX_REFINEMENT_STEPS:
+                x = x + self.ldl.solve(residual)
+        return x, ratio
+
+
+class InertiaCorrection:
+    """Algorithm IC of Wächter & Biegler (2006) §3.1: the smallest perturbation ``(delta_w,
+    delta_c)`` in its sequence that gives the KKT matrix the inertia ``(n, m, 0)``. Keeps the last
+    ``delta_w`` used, from which the next search starts (a third of it).
+
+    Before perturbing W for a matrix with a zero eigenvalue, ``delta_c`` alone is tried (IPOPT's
+    order: a rank-deficient Jacobian needs no change of W). On the sparse path every factorization
+    has ``delta_c >= 1e-8 mu^(1/4)`` (quasi-definite), the solve refined on the unperturbed one.
+
+    Examples
+    --------
+    A nonconvex W: the inertia is corrected by delta_w = 1e-4 * 100^k until W + delta_w I is
+    positive definite on the null space of J (here delta_w = 1.0 > 0.5):
+
+    >>> import numpy as np
+    >>> from optimizers.kkt import DenseLDL, InertiaCorrection, KKTMatrix
+    >>> kkt = KKTMatrix(np.diag([-0.5, 1.0, 1.0]), np.zeros(3), np.array([[0.0, 1.0, 1.0]]), sparse=False)
+    >>> factored = InertiaCorrection(DenseLDL()).factor(kkt, mu=0.1)
+    >>> factored.delta_w, factored.delta_c
+    (1.0, 0.0)
+    """
+
+    def __init__(self, ldl: DenseLDL | SparseLDL):
+        self.ldl = ldl
+        self.last_delta_w = 0.0
+
+    def _try(self, kkt: KKTMatrix, delta_w: float, delta_c: float, floor: float) -> tuple[Factored, Inertia]:
+        factor_delta_c = max(delta_c, floor)
+        inertia = self.ldl.factor(kkt.matrix(delta_w, factor_delta_c))
+        return Factored(delta_w, delta_c, factor_delta_c, kkt, self.ldl), inertia
+
+    def factor(self, kkt: KKTMatrix, mu: float, singular: bool = False) -> Factored | None:
+        """The factored matrix with the first perturbation of Algorithm IC that corrects its
+        inertia; ``singular``: the matrix is known to be singular (start from ``delta_c > 0``).
+        None when ``delta_w`` would exceed :data:`DELTA_W_MAX`."""
+        wanted = Inertia(kkt.n, kkt.m, 0)
+        floor = jacobian_regularization(mu) if kkt.sparse and kkt.m else 0.0
+        delta_c = jacobian_regularization(mu) if singular else 0.0
+        factored, inertia = self._try(kkt, 0.0, delta_c, floor)        # IC-1
+        if inertia == wanted:
+            return factored
+        if inertia.zero and not delta_c and kkt.m:                      # IC-2, delta_c alone first
+            delta_c = jacobian_regularization(mu)
+            factored, inertia = self._try(kkt, 0.0, delta_c, floor)
+            if inertia == wanted:
+                return factored
+        first = self.last_delta_w == 0.0                                # IC-3
+        delta_w = DELTA_W_FIRST if first else max(DELTA_W_MIN, DELTA_W_DECREASE * self.last_delta_w)
+        while delta_w <= DELTA_W_MAX:
+            factored, inertia = self._try(kkt, delta_w, delta_c, floor)  # IC-4
+            if inertia == wanted:
+                self.last_delta_w = delta_w
+                return factored
+            delta_w *= DELTA_W_FIRST_INCREASE if first else DELTA_W_INCREASE  # IC-5
+        return None                                                     # IC-6
