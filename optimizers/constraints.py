@@ -35,7 +35,8 @@ class CanonicalConstraint:
         ``jac(x) -> J``, their Jacobian (m, n): a dense array or a ``scipy.sparse`` matrix.
     lower, upper : array_like
         The bounds on c, broadcast to (m,): ``-inf``/``inf`` for a missing side, ``lower ==
-        upper`` for an equality.
+        upper`` for an equality. Two scalars stand for every constraint: m is then the size of the
+        first c(x) evaluated.
     hess : callable, optional
         ``hess(x, v) -> H``, the Hessian of ``v^T fun(x)`` (n, n; dense or sparse, symmetric).
         None: the constraints are linear (no curvature in the Lagrangian). A nonlinear constraint
@@ -78,6 +79,8 @@ class CanonicalConstraint:
                 raise TypeError(f"the constraint's {name} must be callable, got {type(f).__name__}")
         if hess is not None and not callable(hess):
             raise TypeError(f"the constraint's hess must be callable or None, got {type(hess).__name__}")
+        # two scalars: m is known at the first evaluation (scipy's NonlinearConstraint habit)
+        self._pending = groups is None and np.ndim(lower) == 0 and np.ndim(upper) == 0
         lower, upper = (np.atleast_1d(np.asarray(b, dtype=float)) for b in np.broadcast_arrays(lower, upper))
         if lower.ndim != 1:
             raise ValueError(f"the constraint bounds must be 1-D, got shape {lower.shape}")
@@ -114,6 +117,9 @@ class CanonicalConstraint:
         if self._cx is None or not np.array_equal(x, self._cx):
             c = np.asarray(self._fun(x), dtype=float).reshape(-1)
             self.nfev += 1
+            if self._pending:
+                self.lower, self.upper = np.full(c.size, self.lower[0]), np.full(c.size, self.upper[0])
+                self.groups, self._pending = (c.size,), False
             if c.size != self.m:
                 raise ValueError(f"the constraint function returned {c.size} values for {self.m} bounds")
             self._cx, self._c = x.copy(), c
@@ -163,6 +169,9 @@ class CanonicalConstraint:
     def concatenate(cls, constraints: Sequence[CanonicalConstraint]) -> CanonicalConstraint:
         """Several constraints as one, their groups kept in order."""
         constraints = list(constraints)
+        if any(constraint._pending for constraint in constraints):
+            raise ValueError("a constraint with scalar bounds has an unknown size until evaluated: give its "
+                             "bounds as arrays of shape (m,) to concatenate it")
         groups = [k for constraint in constraints for k in constraint.groups]
         lower = np.concatenate([constraint.lower for constraint in constraints])
         upper = np.concatenate([constraint.upper for constraint in constraints])

@@ -367,6 +367,7 @@ class _KKTLoop(Loop):
             step.view.report(result, step.multipliers())
             result.barrier_parameter = step.solver.mu
             result.kkt_error = step.solver.optimality_error()
+            result.sparse = bool(step.solver.sparse)
         return result
 
 
@@ -440,7 +441,8 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
         gradient), ``violation``, ``mu``, ``alpha``, ``ls``, ``delta_w``, ``restoration``), and scipy
         trust-constr's ``v, constr, constr_violation, lagrangian_grad, optimality`` (the bounds as
         the last group when given), the bound multipliers ``z_lower, z_upper``, the final
-        ``barrier_parameter`` and ``kkt_error`` (E_0).
+        ``barrier_parameter`` and ``kkt_error`` (E_0), and ``sparse`` (whether the KKT matrix was
+        factored as a sparse matrix).
 
     Raises
     ------
@@ -489,6 +491,7 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     constraint = constraints if constraints is not None else _no_constraints(n)
     view = Constrained(constraint, lower, upper, bounded=box is not None)
     objective = Objective(fun, view.start(x0), jac, hess, hessp, operator, sparse=sparse)
+    constraint.fun(objective.x0)   # m, for constraints whose bounds were given as scalars
     hessian = lagrangian_hessian(objective, constraint, lagrangian_hess)
     form = SlackForm(objective, constraint, lower, upper, hessian, objective.x0)
     step = InteriorPoint(objective, form, view, tol=tol, sparse=sparse, mu_init=mu_init)

@@ -94,7 +94,8 @@ class DenseLDL:
         if not np.all(np.isfinite(K)):
             self._factors = None
             return Inertia(0, 0, n)
-        ldu, ipiv, info = lapack.dsytrf(K, lower=1)
+        work, _ = lapack.dsytrf_lwork(n, lower=1)   # the blocked algorithm (the default lwork = n is not)
+        ldu, ipiv, info = lapack.dsytrf(K, lower=1, lwork=max(int(work), 1))
         if info < 0:
             raise ValueError(f"dsytrf: argument {-info} is invalid")
         self._factors = (ldu, ipiv)

@@ -1,0 +1,478 @@
+"""The interior-point method (optimizers.minimize_ipm): closed-form solutions and multipliers, the
+KKT conditions recomputed from the result, infeasible and unbounded problems, evaluations only
+inside the bounds, degenerate and nonconvex problems, the sparse KKT path at thousands of
+variables against the dense one, and the KKT factorizations' inertia against eigenvalues.
+
+Iteration counts quoted in comments are IPOPT 3.14's (cyipopt, MUMPS, default options) from the
+same start points with the same exact derivatives; the tests do not depend on them.
+"""
+import numpy as np
+import pytest
+import scipy.sparse
+from scipy.optimize import rosen, rosen_der, rosen_hess
+
+from optimizers import CanonicalConstraint, Status, minimize_ipm
+from optimizers.barrier import push_inside
+from optimizers.kkt import DenseLDL, InertiaCorrection, KKTMatrix, SparseLDL
+
+TOL = 1e-8
+
+
+def assert_kkt(result, tol=TOL):
+    """The KKT conditions of the problem, recomputed from the result's public fields, to the
+    accuracy the method's scaled test E_0 <= tol guarantees (W&B eq. (5)-(6), s_max = 100):
+    stationarity of the Lagrangian, feasibility, sign and complementarity of every multiplier."""
+    assert result.success and result.status == 0, result.message
+    v = np.concatenate(result.v) if result.v else np.zeros(0)
+    z = np.concatenate([result.z_lower, result.z_upper])
+    count = max(v.size + np.count_nonzero(z), 1)
+    s_d = max(100.0, (np.abs(v).sum() + z.sum()) / count) / 100.0
+    s_c = max(100.0, z.sum() / max(np.count_nonzero(z), 1)) / 100.0
+    assert np.abs(result.lagrangian_grad).max() <= tol * s_d
+    assert result.constr_violation <= tol
+    assert np.all(result.z_lower >= 0) and np.all(result.z_upper >= 0)
+    return s_c
+
+
+def assert_complementary(result, constraint, lower, upper, tol=TOL):
+    """Each multiplier is zero unless its constraint or bound is active (to tol * s_c): v_i < 0 only
+    at a lower bound of c_i, v_i > 0 only at an upper one; z times the distance to its bound."""
+    s_c = assert_kkt(result, tol)
+    x, c = result.x, constraint.fun(result.x)
+    v = np.concatenate(result.v[:len(constraint.groups)]) if constraint.m else np.zeros(0)
+    with np.errstate(invalid="ignore"):
+        assert np.all(np.where(v < 0, -v * (c - constraint.lower), 0.0) <= 10 * tol * s_c)
+        assert np.all(np.where(v > 0, v * (constraint.upper - c), 0.0) <= 10 * tol * s_c)
+        assert np.all(np.nan_to_num(result.z_lower * (x - lower)) <= 10 * tol * s_c)
+        assert np.all(np.nan_to_num(result.z_upper * (upper - x)) <= 10 * tol * s_c)
+
+
+# --- closed forms -------------------------------------------------------------------------------
+
+def test_equality_constrained_quadratic_has_the_closed_form_solution_and_multipliers():
+    # min 1/2 x^T Q x + q^T x s.t. A x = b: the KKT system [[Q, A^T], [A, 0]] [x; v] = [-q; b]
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((6, 6))
+    Q, q = M @ M.T + np.eye(6), rng.standard_normal(6)
+    A, b = rng.standard_normal((2, 6)), rng.standard_normal(2)
+    kkt = np.block([[Q, A.T], [A, np.zeros((2, 2))]])
+    exact = np.linalg.solve(kkt, np.concatenate([-q, b]))
+    constraint = CanonicalConstraint.linear(A, b, b)
+    result = minimize_ipm(lambda x: 0.5 * x @ Q @ x + q @ x, np.zeros(6), lambda x: Q @ x + q,
+                          hess=lambda x: Q, constraints=constraint)
+    assert_kkt(result)
+    np.testing.assert_allclose(result.x, exact[:6], atol=1e-8)
+    np.testing.assert_allclose(result.v[0], exact[6:], atol=1e-8)
+    assert result.nit == 1          # a quadratic with linear equalities: one Newton step
+
+
+def test_sphere_constraint_multiplier_is_the_closed_form():
+    # min sum(x) s.t. ||x||^2 = 1: x* = -1/sqrt(n), and 1 + 2 v x_i = 0 gives v = sqrt(n) / 2
+    n = 5
+    sphere = CanonicalConstraint(lambda x: np.array([x @ x]), lambda x: 2 * x[None, :], 1.0, 1.0,
+                                 hess=lambda x, v: 2 * v[0] * np.eye(x.size))
+    result = minimize_ipm(np.sum, np.eye(n)[0], lambda x: np.ones(n), hess=lambda x: np.zeros((n, n)),
+                          constraints=sphere)
+    assert_kkt(result)
+    np.testing.assert_allclose(result.x, -np.ones(n) / np.sqrt(n), atol=1e-8)
+    np.testing.assert_allclose(result.v[0], [np.sqrt(n) / 2], rtol=1e-8)
+
+
+def test_linear_inequalities_and_bounds():
+    # scipy's tutorial problem: min (x0 - 1)^2 + (x1 - 2.5)^2, three linear inequalities, x >= 0;
+    # x* = (1.4, 1.7), only the first inequality active, with v = -0.8 (a lower bound: v <= 0)
+    A = np.array([[1.0, -2.0], [-1.0, -2.0], [-1.0, 2.0]])
+    constraint = CanonicalConstraint.linear(A, [-2.0, -6.0, -2.0], np.inf)
+    lower, upper = np.zeros(2), np.full(2, np.inf)
+    result = minimize_ipm(lambda x: (x[0] - 1) ** 2 + (x[1] - 2.5) ** 2, [2.0, 0.0],
+                          lambda x: np.array([2 * (x[0] - 1), 2 * (x[1] - 2.5)]), hess=lambda x: 2 * np.eye(2),
+                          constraints=constraint, bounds=(lower, upper))
+    assert_complementary(result, constraint, lower, upper)
+    np.testing.assert_allclose(result.x, [1.4, 1.7], atol=1e-8)
+    np.testing.assert_allclose(result.v[0], [-0.8, 0.0, 0.0], atol=1e-7)
+    assert len(result.v) == 2 and len(result.constr) == 2     # the bounds are the last group, as in scipy
+    assert result.nit <= 12                                    # IPOPT: 8
+
+
+def test_multipliers_have_scipy_trust_constr_signs():
+    # lower <= x0 + x1 <= upper active at its upper side, and at its lower side: scipy's v is
+    # positive at an upper bound and negative at a lower one
+    for target, bounds, sign in ((3.0, (-np.inf, 1.0), 1), (-3.0, (-1.0, np.inf), -1)):
+        constraint = CanonicalConstraint.linear([[1.0, 1.0]], *bounds)
+        result = minimize_ipm(lambda x, t=target: (x - t) @ (x - t), np.zeros(2),
+                              lambda x, t=target: 2 * (x - t), hess=lambda x: 2 * np.eye(2), constraints=constraint)
+        assert_kkt(result)
+        np.testing.assert_allclose(result.v[0], [sign * 2 * (abs(target) - 0.5)], rtol=1e-7)
+
+
+def test_bounds_only_is_the_projection_of_the_unconstrained_minimum():
+    target = np.array([-3.0, 0.5, 7.0, 2.0])
+    lower, upper = np.array([-1.0, -1.0, -np.inf, 2.0]), np.array([1.0, 1.0, 4.0, 2.0])   # x3 fixed
+    result = minimize_ipm(lambda x: 0.5 * (x - target) @ (x - target), np.zeros(4), lambda x: x - target,
+                          hess=lambda x: np.eye(4), bounds=(lower, upper))
+    assert_complementary(result, CanonicalConstraint.linear(np.zeros((0, 4)), [], []), lower, upper)
+    np.testing.assert_allclose(result.x, np.clip(target, lower, upper), atol=1e-8)
+    # the multipliers of the active bounds are the gradient there (g = x - target)
+    np.testing.assert_allclose(result.z_lower, [2.0, 0.0, 0.0, 0.0], atol=1e-7)
+    np.testing.assert_allclose(result.z_upper, [0.0, 0.0, 3.0, 0.0], atol=1e-7)
+
+
+def test_rosenbrock_in_a_box_stops_at_the_bound():
+    # x0 <= 0.5 binds: x* = (0.5, 0.25), where df/dx0 = -1, so z_upper[0] = 1
+    lower, upper = np.array([-2.0, -2.0]), np.array([0.5, 2.0])
+    result = minimize_ipm(rosen, [-1.2, 1.0], rosen_der, hess=rosen_hess, bounds=(lower, upper))
+    assert_kkt(result)
+    np.testing.assert_allclose(result.x, [0.5, 0.25], atol=1e-8)
+    np.testing.assert_allclose(result.z_upper, [1.0, 0.0], atol=1e-7)
+    assert result.nit <= 25                                     # IPOPT: 18
+
+
+def hs071():
+    """Hock & Schittkowski problem 71 (IPOPT's example), written from the published problem."""
+    def f(x):
+        return x[0] * x[3] * (x[0] + x[1] + x[2]) + x[2]
+
+    def g(x):
+        return np.array([x[3] * (2 * x[0] + x[1] + x[2]), x[0] * x[3], x[0] * x[3] + 1, x[0] * (x[0] + x[1] + x[2])])
+
+    def hessian(x, obj_factor, v):
+        s = 2 * x[0] + x[1] + x[2]
+        h = obj_factor * np.array([[2 * x[3], x[3], x[3], s], [x[3], 0, 0, x[0]], [x[3], 0, 0, x[0]],
+                                   [s, x[0], x[0], 0]])
+        product = np.prod(x) / np.outer(x, x)
+        np.fill_diagonal(product, 0.0)
+        return h + v[0] * product + 2 * v[1] * np.eye(4)
+
+    constraint = CanonicalConstraint(lambda x: np.array([np.prod(x), x @ x]),
+                                     lambda x: np.array([np.prod(x) / x, 2 * x]), [25.0, 40.0], [np.inf, 40.0])
+    return f, g, hessian, constraint
+
+
+def test_hs071_reaches_the_published_solution():
+    f, g, hessian, constraint = hs071()
+    lower, upper = np.ones(4), np.full(4, 5.0)
+    result = minimize_ipm(f, [1.0, 5.0, 5.0, 1.0], g, lagrangian_hess=hessian, constraints=constraint,
+                          bounds=(lower, upper))
+    assert_complementary(result, constraint, lower, upper)
+    # Hock & Schittkowski (1981): f* = 17.0140173, x* = (1, 4.7429994, 3.8211503, 1.3794082); the
+    # printed x* is accurate to about 4e-7 (the KKT system solved to 1e-15 gives 4.74299964,
+    # 3.82114998, 1.37940829, as IPOPT reports)
+    assert abs(result.fun - 17.0140173) <= 1e-7
+    np.testing.assert_allclose(result.x, [1.0, 4.7429994, 3.8211503, 1.3794082], atol=5e-7)
+    np.testing.assert_allclose(result.x, [1.0, 4.742999637, 3.821149984, 1.379408293], atol=1e-8)
+    # IPOPT's multipliers for this problem: lambda = (-0.55229366, 0.16146857), z_L[0] = 1.08787121
+    np.testing.assert_allclose(result.v[0], [-0.55229366, 0.16146857], atol=1e-7)
+    assert abs(result.z_lower[0] - 1.08787121) <= 1e-7
+    assert result.nit == 8                                       # IPOPT: 8
+
+
+def test_result_fields_and_history():
+    f, g, hessian, constraint = hs071()
+    result = minimize_ipm(f, [1.0, 5.0, 5.0, 1.0], g, lagrangian_hess=hessian, constraints=constraint,
+                          bounds=(np.ones(4), np.full(4, 5.0)))
+    history = result.history
+    assert len(history) == result.nit + 1
+    for column in ("f", "gnorm", "violation", "mu", "alpha", "ls", "delta_w", "restoration"):
+        assert column in history.columns
+    assert history["violation"][-1] == result.constr_violation <= TOL
+    assert np.all(np.diff(history["mu"]) <= 0)                     # the monotone barrier update
+    np.testing.assert_allclose(result.constr[0], constraint.fun(result.x))
+    np.testing.assert_array_equal(result.constr[1], result.x)
+    assert result.optimality == np.abs(result.lagrangian_grad).max()
+    assert result.kkt_error <= TOL and TOL / 10 <= result.barrier_parameter <= TOL
+    assert result.constr_nfev >= result.nit and result.nhev == result.nit     # one Hessian an iteration
+    assert not result.sparse
+
+
+# --- honest failures ----------------------------------------------------------------------------
+
+def square(lower, upper):
+    return CanonicalConstraint(lambda x: x ** 2, lambda x: np.diag(2 * x), lower, upper,
+                               hess=lambda x, v: np.diag(2 * v))
+
+
+@pytest.mark.parametrize("problem", ["x^2 <= -1", "incompatible equalities"])
+def test_infeasible_problems_end_locally_infeasible(problem):
+    if problem == "x^2 <= -1":
+        constraint, x0 = square(-np.inf, -1.0), np.array([1.0])       # IPOPT: 12 iterations, infeasible
+    else:
+        constraint, x0 = CanonicalConstraint.linear([[1.0, 1.0], [1.0, 1.0]], [1.0, 2.0], [1.0, 2.0]), np.zeros(2)
+    result = minimize_ipm(lambda x: x @ x, x0, lambda x: 2 * x, hess=lambda x: 2 * np.eye(x.size),
+                          constraints=constraint)
+    assert result.status == Status.INFEASIBLE == 6 and not result.success
+    assert "infeasib" in result.message
+    assert result.constr_violation >= 0.5 - 1e-6                       # 1 and 0.5 at the best points
+    assert np.any(result.history["restoration"])
+
+
+@pytest.mark.parametrize("bounded", [True, False])
+def test_unbounded_problems_end_unbounded(bounded):
+    # min -x0 - x1 s.t. x0 = x1, x >= 0 (IPOPT: 6 iterations, diverging iterates); min x0 - x1 s.t.
+    # x0 + x1 = 0, no bounds
+    if bounded:
+        result = minimize_ipm(lambda x: -x.sum(), np.zeros(2), lambda x: -np.ones(2), hess=lambda x: np.zeros((2, 2)),
+                              constraints=CanonicalConstraint.linear([[1.0, -1.0]], 0.0, 0.0),
+                              bounds=(np.zeros(2), np.full(2, np.inf)))
+    else:
+        result = minimize_ipm(lambda x: x[0] - x[1], np.zeros(2), lambda x: np.array([1.0, -1.0]),
+                              hess=lambda x: np.zeros((2, 2)),
+                              constraints=CanonicalConstraint.linear([[1.0, 1.0]], 0.0, 0.0))
+    assert result.status == Status.UNBOUNDED == 7 and not result.success
+    assert "unbounded" in result.message
+    assert result.fun < -1e20 or np.abs(result.x).max() > 1e20
+
+
+def test_f_and_c_are_never_evaluated_on_or_outside_the_bounds():
+    lower, upper = np.array([0.0, 1.0, -np.inf]), np.array([2.0, np.inf, 0.5])
+    seen = []
+
+    def inside(x):
+        seen.append(x.copy())
+        if not (np.all(x > lower) and np.all(x < upper)):
+            raise AssertionError(f"evaluated at {x}, outside the open box")
+
+    def f(x):
+        inside(x)
+        return (x[0] + 1) ** 2 + (x[1] - 0.5) ** 2 + (x[2] - 3) ** 2     # the optimum lies on the bounds
+
+    def c(x):
+        inside(x)
+        return np.array([x[0] + x[1] + x[2]])
+
+    constraint = CanonicalConstraint(c, lambda x: np.ones((1, 3)), 1.5, np.inf)
+    result = minimize_ipm(f, [-5.0, -5.0, 9.0], lambda x: 2 * (x - [-1.0, 0.5, 3.0]), hess=lambda x: 2 * np.eye(3),
+                          constraints=constraint, bounds=(lower, upper))
+    assert_kkt(result)
+    np.testing.assert_allclose(result.x, [0.0, 1.0, 0.5], atol=1e-8)
+    assert len(seen) >= result.nit
+
+
+def test_a_fixed_variable_keeps_its_value_and_gets_the_multiplier():
+    values = []
+
+    def f(x):
+        values.append(x[1])
+        return (x[0] - 1) ** 2 + x[0] * x[1]
+
+    result = minimize_ipm(f, [0.0, 5.0], lambda x: np.array([2 * (x[0] - 1) + x[1], x[0]]),
+                          hess=lambda x: np.array([[2.0, 1.0], [1.0, 0.0]]),
+                          bounds=(np.array([-np.inf, 3.0]), np.array([np.inf, 3.0])))
+    assert set(values) == {3.0}
+    assert_kkt(result)
+    np.testing.assert_allclose(result.x, [-0.5, 3.0], atol=1e-8)        # 2 (x0 - 1) + 3 = 0
+    np.testing.assert_allclose(result.z_lower - result.z_upper, [0.0, -0.5], atol=1e-8)   # df/dx1 = x0
+
+
+def test_nonfinite_trial_points_are_refused():
+    # f = x + 1/x on x > 0 (NaN elsewhere, no bound given): the first step from x0 = 3 lands at -9
+    f = lambda x: float(x[0] + 1 / x[0]) if x[0] > 0 else np.nan
+    result = minimize_ipm(f, [3.0], lambda x: np.array([1 - 1 / x[0] ** 2]), hess=lambda x: np.array([[2 / x[0] ** 3]]))
+    assert_kkt(result)
+    np.testing.assert_allclose(result.x, [1.0], atol=1e-8)
+    assert result.history["ls"][1] > 1
+
+
+def test_nonfinite_start_is_status_3():
+    result = minimize_ipm(lambda x: np.nan, [1.0], lambda x: np.ones(1), hess=lambda x: np.eye(1))
+    assert result.status == 3 and not result.success
+    constraint = CanonicalConstraint(lambda x: np.array([np.inf]), lambda x: np.ones((1, 1)), 0.0, 0.0)
+    result = minimize_ipm(lambda x: x @ x, [1.0], lambda x: 2 * x, hess=lambda x: 2 * np.eye(1), constraints=constraint)
+    assert result.status == 3 and "constraints are not finite" in result.message
+
+
+def test_maxiter_and_callback():
+    f, g, hessian, constraint = hs071()
+    result = minimize_ipm(f, [1.0, 5.0, 5.0, 1.0], g, lagrangian_hess=hessian, constraints=constraint,
+                          bounds=(np.ones(4), np.full(4, 5.0)), maxiter=3)
+    assert result.status == 1 and result.nit == 3 and "KKT" in result.message
+    calls = []
+
+    def stop(intermediate):
+        calls.append(intermediate.nit)
+        if intermediate.nit == 2:
+            raise StopIteration
+
+    result = minimize_ipm(f, [1.0, 5.0, 5.0, 1.0], g, lagrangian_hess=hessian, constraints=constraint,
+                          bounds=(np.ones(4), np.full(4, 5.0)), callback=stop)
+    assert result.status == 99 and calls == [1, 2]
+
+
+def test_bad_input_is_refused_by_name():
+    with pytest.raises(ValueError, match="second derivatives"):
+        minimize_ipm(lambda x: x @ x, [1.0], lambda x: 2 * x)
+    with pytest.raises(ValueError, match="tol"):
+        minimize_ipm(lambda x: x @ x, [1.0], lambda x: 2 * x, hess=lambda x: 2 * np.eye(1), tol=0.0)
+    with pytest.raises(ValueError, match="lower bound exceeds"):
+        CanonicalConstraint.linear([[1.0]], 2.0, 1.0)
+    with pytest.raises(ValueError, match="bounds have 1 entries for 2"):
+        minimize_ipm(lambda x: x @ x, [1.0, 1.0], lambda x: 2 * x, hess=lambda x: 2 * np.eye(2),
+                     bounds=([0.0], [1.0]))
+    with pytest.raises(ValueError, match="returned 2 values for 1"):
+        constraint = CanonicalConstraint(lambda x: x, lambda x: np.eye(2), [0.0], [1.0])
+        minimize_ipm(lambda x: x @ x, [1.0, 1.0], lambda x: 2 * x, hess=lambda x: 2 * np.eye(2), constraints=constraint)
+
+
+# --- degenerate and nonconvex -------------------------------------------------------------------
+
+def test_redundant_equalities_are_solved_with_the_jacobian_regularization():
+    # x0 + x1 = 1 twice (the second scaled by 2) and x1 + x2 = 1: J has rank 2, the KKT matrix is
+    # singular; min ||x||^2 gives x* = (1/3, 2/3, 1/3) (IPOPT: 1 iteration)
+    A = np.array([[1.0, 1.0, 0.0], [2.0, 2.0, 0.0], [0.0, 1.0, 1.0]])
+    constraint = CanonicalConstraint.linear(A, [1.0, 2.0, 1.0], [1.0, 2.0, 1.0])
+    result = minimize_ipm(lambda x: x @ x, np.zeros(3), lambda x: 2 * x, hess=lambda x: 2 * np.eye(3),
+                          constraints=constraint)
+    assert_kkt(result)
+    np.testing.assert_allclose(result.x, [1 / 3, 2 / 3, 1 / 3], atol=1e-8)
+    np.testing.assert_allclose(A.T @ result.v[0], -2 * result.x, atol=1e-8)
+
+
+def test_nonconvex_problem_needs_the_inertia_correction_and_avoids_the_saddle():
+    # min (x0^2 - 1)^2 + x1^2 s.t. x0 + x1 = 0: along the line f = (x0^2 - 1)^2 + x0^2 has a maximum
+    # at 0 and minima at x0 = +-1/sqrt(2) (f = 3/4). From x0 = 0.1, where the Hessian is indefinite on
+    # the constraint's null space, Newton's method on the KKT conditions heads for the maximum
+    f = lambda x: (x[0] ** 2 - 1) ** 2 + x[1] ** 2
+    g = lambda x: np.array([4 * x[0] * (x[0] ** 2 - 1), 2 * x[1]])
+    hess = lambda x: np.diag([12 * x[0] ** 2 - 4, 2.0])
+    result = minimize_ipm(f, [0.1, -0.1], g, hess=hess, constraints=CanonicalConstraint.linear([[1.0, 1.0]], 0.0, 0.0))
+    assert_kkt(result)
+    np.testing.assert_allclose(np.abs(result.x), [1 / np.sqrt(2)] * 2, atol=1e-8)
+    assert result.fun == pytest.approx(0.75, abs=1e-12)
+    assert result.history["delta_w"][1] > 0
+
+
+# --- the sparse KKT path ------------------------------------------------------------------------
+
+def chained_problem(n):
+    """Lukšan & Vlček (1999), problem 5.1: the chained Rosenbrock function with n - 2
+    trigonometric-exponential equality constraints c_i(x_i, x_{i+1}, x_{i+2}); derivatives by hand,
+    sparse (tridiagonal Hessians, a Jacobian with three diagonals)."""
+    def f(x):
+        return float(np.sum(100 * (x[:-1] ** 2 - x[1:]) ** 2 + (x[:-1] - 1) ** 2))
+
+    def g(x):
+        r = x[:-1] ** 2 - x[1:]
+        out = np.zeros_like(x)
+        out[:-1] += 400 * x[:-1] * r + 2 * (x[:-1] - 1)
+        out[1:] -= 200 * r
+        return out
+
+    def hess(x):
+        d = np.zeros(x.size)
+        d[:-1] += 1200 * x[:-1] ** 2 - 400 * x[1:] + 2
+        d[1:] += 200
+        return scipy.sparse.diags([-400 * x[:-1], d, -400 * x[:-1]], [-1, 0, 1], format="csc")
+
+    def c(x):   # 3 b^3 + 2 d - 5 + sin(b - d) sin(b + d) + 4 b - a e^(a - b) - 3
+        a, b, d = x[:-2], x[1:-1], x[2:]
+        return 3 * b ** 3 + 2 * d - 5 + np.sin(b - d) * np.sin(b + d) + 4 * b - a * np.exp(a - b) - 3
+
+    def jac(x):
+        a, b, d = x[:-2], x[1:-1], x[2:]
+        e, i = np.exp(a - b), np.arange(x.size - 2)
+        values = np.concatenate([-(1 + a) * e, 9 * b ** 2 + 4 + np.sin(2 * b) + a * e, 2 - np.sin(2 * d)])
+        return scipy.sparse.csr_matrix((values, (np.tile(i, 3), np.concatenate([i, i + 1, i + 2]))),
+                                       shape=(x.size - 2, x.size))
+
+    def chess(x, v):   # sin(b - d) sin(b + d) = sin^2 b - sin^2 d
+        a, b, d = x[:-2], x[1:-1], x[2:]
+        e, i = np.exp(a - b), np.arange(x.size - 2)
+        rows = np.concatenate([i, i + 1, i, i + 1, i + 2])
+        cols = np.concatenate([i, i + 1, i + 1, i, i + 2])
+        values = np.concatenate([-(2 + a) * e * v, (18 * b + 2 * np.cos(2 * b) - a * e) * v, (1 + a) * e * v,
+                                 (1 + a) * e * v, -2 * np.cos(2 * d) * v])
+        return scipy.sparse.csc_matrix((values, (rows, cols)), shape=(x.size, x.size))
+
+    x0 = np.where(np.arange(n) % 2 == 0, -1.2, 1.0)
+    return f, g, hess, CanonicalConstraint(c, jac, 0.0, 0.0, hess=chess), x0
+
+
+def test_chained_problem_derivatives_match_central_differences():
+    f, g, hess, constraint, x0 = chained_problem(7)
+    x, v, h = x0 + 0.1 * np.arange(7), np.linspace(-1, 1, 5), 1e-6
+    columns = np.eye(7) * h
+    np.testing.assert_allclose(g(x), [(f(x + e) - f(x - e)) / (2 * h) for e in columns], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(hess(x).toarray(), np.array([(g(x + e) - g(x - e)) / (2 * h) for e in columns]),
+                               rtol=1e-6, atol=1e-5)
+    constraint_jac = np.array([(constraint.fun(x + e) - constraint.fun(x - e)) / (2 * h) for e in columns]).T
+    np.testing.assert_allclose(constraint.jac(x).toarray(), constraint_jac, rtol=1e-6, atol=1e-6)
+    vjac = np.array([(constraint.jac(x + e).T @ v - constraint.jac(x - e).T @ v) / (2 * h) for e in columns])
+    np.testing.assert_allclose(constraint.hess(x, v).toarray(), vjac, rtol=1e-6, atol=1e-6)
+
+
+def test_thousands_of_variables_take_the_sparse_path():
+    f, g, hess, constraint, x0 = chained_problem(5000)
+    result = minimize_ipm(f, x0, g, hess=hess, constraints=constraint)
+    assert result.sparse
+    assert_kkt(result)
+    # a local minimum (the global one is x = 1, f = 0); IPOPT reaches the same, f = 6.232458632437989,
+    # in 6 iterations for every n from 100 to 20,000
+    assert result.fun == pytest.approx(6.232458632437989, rel=1e-9)
+    assert result.nit == 6
+
+
+def test_sparse_and_dense_paths_agree():
+    f, g, hess, constraint, x0 = chained_problem(200)
+    dense = minimize_ipm(f, x0, g, hess=hess, constraints=constraint, sparse=False)
+    f, g, hess, constraint, x0 = chained_problem(200)
+    sparse = minimize_ipm(f, x0, g, hess=hess, constraints=constraint, sparse=True)
+    assert sparse.sparse and not dense.sparse
+    assert_kkt(dense)
+    assert_kkt(sparse)
+    assert sparse.nit == dense.nit
+    np.testing.assert_allclose(sparse.x, dense.x, atol=1e-8)
+    np.testing.assert_allclose(sparse.v[0], dense.v[0], atol=1e-6 * np.abs(dense.v[0]).max())
+
+
+# --- the KKT factorizations ---------------------------------------------------------------------
+
+def eigen_inertia(K):
+    eigenvalues = np.linalg.eigvalsh(K)
+    return int(np.sum(eigenvalues > 0)), int(np.sum(eigenvalues < 0)), int(np.sum(eigenvalues == 0))
+
+
+def test_dense_inertia_is_the_eigenvalues_signs():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        n = int(rng.integers(1, 15))
+        K = rng.standard_normal((n, n))
+        K = K + K.T
+        K[rng.random((n, n)) < 0.3] = 0.0
+        K = np.triu(K) + np.triu(K, 1).T          # symmetric, with zeros forcing 2x2 pivots
+        if np.linalg.cond(K) > 1e10:              # (numerically) singular: its zero eigenvalues are rounding's
+            continue
+        ldl = DenseLDL()
+        assert tuple(ldl.factor(K)) == eigen_inertia(K)
+        b = rng.standard_normal(n)
+        bound = 1e-12 * np.linalg.cond(K) * np.abs(K).max() * np.abs(b).max()   # backward stable, cond x eps
+        np.testing.assert_allclose(K @ ldl.solve(b), b, atol=bound)
+
+
+def test_sparse_inertia_of_quasidefinite_matrices_is_the_eigenvalues_signs():
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        n, m = int(rng.integers(2, 30)), int(rng.integers(1, 20))
+        H = scipy.sparse.random(n, n, density=0.2, random_state=rng)
+        H = H @ H.T + 0.1 * scipy.sparse.identity(n)
+        J = scipy.sparse.random(m, n, density=0.3, random_state=rng)
+        K = scipy.sparse.bmat([[H, J.T], [J, -1e-3 * scipy.sparse.identity(m)]], format="csc")
+        K.sort_indices()
+        assert tuple(SparseLDL().factor(K)) == eigen_inertia(K.toarray()) == (n, m, 0)
+
+
+def test_inertia_correction_follows_algorithm_ic():
+    # W = diag(-0.5, 1, 1), J = (0, 1, 1): the null space of J holds e_0, of curvature -0.5, so
+    # delta_w must exceed 0.5: Algorithm IC tries 1e-4, then times 100 -> 1e-2, 1.0
+    for sparse in (False, True):
+        W = np.diag([-0.5, 1.0, 1.0])
+        kkt = KKTMatrix(scipy.sparse.csc_matrix(W) if sparse else W, np.zeros(3), np.array([[0.0, 1.0, 1.0]]), sparse)
+        correction = InertiaCorrection(SparseLDL() if sparse else DenseLDL())
+        assert correction.factor(kkt, mu=0.1).delta_w == pytest.approx(1.0)
+        # the next search starts from a third of the last delta_w, then grows by 8
+        assert correction.factor(kkt, mu=0.1).delta_w == pytest.approx(8 / 3)
+
+
+def test_push_inside_moves_the_start_point_inside_the_bounds():
+    x = push_inside(np.array([-1.0, 10.0, 0.5, 1e6, 3.0]), np.array([0.0, -np.inf, 0.0, 1e6, -np.inf]),
+                    np.array([np.inf, 5.0, 1e-3, np.inf, np.inf]))
+    # kappa_1 max(1, |bound|) = 1e-2 from a single bound; 1e-2 of the gap between two close ones
+    np.testing.assert_allclose(x, [0.01, 4.95, 1e-3 - 1e-5, 1e6 + 1e4, 3.0])
