@@ -112,7 +112,9 @@ class BarrierSolver:
     mu : float
         The first barrier parameter.
     tol : float
-        The tolerance of ``E_0``; the barrier parameter goes down to ``tol / 10``.
+        The tolerance of ``E_0``.
+    mu_min : float, optional
+        The smallest barrier parameter (default ``tol / 10``, W&B eq. (7)).
     sparse : bool or None
         Factor the KKT matrix as a sparse matrix: None decides from the first Hessian and Jacobian
         (sparse when one comes sparse and the KKT matrix is large and sparse enough,
@@ -140,9 +142,9 @@ class BarrierSolver:
     """
 
     def __init__(self, problem, w: np.ndarray, y: np.ndarray, zl: np.ndarray, zu: np.ndarray, *,
-                 mu: float, tol: float, sparse: bool | None = None):
+                 mu: float, tol: float, mu_min: float | None = None, sparse: bool | None = None):
         self.problem, self.terms = problem, BoundTerms(problem.lower, problem.upper)
-        self.tol, self.mu_min = tol, tol / 10.0
+        self.tol, self.mu_min = tol, tol / 10.0 if mu_min is None else mu_min
         self.mu, self.tau = mu, max(TAU_MIN, 1.0 - mu)
         self.sparse = sparse
         self.correction: InertiaCorrection | None = None

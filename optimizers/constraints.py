@@ -61,7 +61,7 @@ class CanonicalConstraint:
     >>> import numpy as np
     >>> from optimizers.constraints import CanonicalConstraint
     >>> line = CanonicalConstraint.linear(np.array([[1.0, 1.0]]), 1.0, 1.0)
-    >>> disk = CanonicalConstraint(lambda x: np.array([x @ x]), lambda x: 2 * x[None, :], -np.inf, 4.0,
+    >>> disk = CanonicalConstraint(lambda x: np.array([x @ x]), lambda x: 2 * x[None, :], [-np.inf], [4.0],
     ...                            hess=lambda x, v: 2 * v[0] * np.eye(2))
     >>> both = CanonicalConstraint.concatenate([line, disk])
     >>> both.m, both.equality, both.fun(np.array([1.0, 2.0]))

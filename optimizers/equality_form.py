@@ -9,11 +9,17 @@ constraints, and the callables ``objective(w)``, ``gradient(w)``, ``constraints(
 of ``obj_factor f(w) + y^T C(w)``. Two problems take it:
 
 - :class:`SlackForm`, a user's problem ``min f(x) s.t. c_l <= c(x) <= c_u, x_l <= x <= x_u``:
-  ``w = (x, s)`` with a slack s for each inequality, ``C(w) = c(x) - b - S s`` (b the right-hand side
-  of the equalities, S selecting the inequalities) and the slacks bounded by ``c_l`` and ``c_u``
-  (W&B eq. (26) and §3.4; IPOPT's ``d(x) - s = 0``). Variables fixed by their bounds (``x_l ==
-  x_u``) are not among w: they keep their values (IPOPT's ``make_parameter``). The multipliers y
-  of C are those of c, in scipy's sign (``grad f + J^T y`` is the Lagrangian's gradient).
+  ``w = (x, s)`` with a slack s for each inequality, ``C(w) = c(x) - b - S s`` (b the right-hand
+  side of the equalities, S selecting the inequalities) and the slacks bounded by ``c_l`` and
+  ``c_u`` (W&B eq. (26) and §3.4; IPOPT's ``d(x) - s = 0``), the objective ``s_f f`` with W&B
+  §3.8's gradient-based scaling ``s_f = min(1, 100 / ||grad f(x_0)||_inf)`` (:meth:`SlackForm.scale`).
+  The constraints are not scaled: §3.8 scales them the same way, but at the start point pushed
+  inside the bounds their gradients can be unrepresentative (HS109: 7e4 there, 50 at the
+  published start point, which lies outside the bounds and is where IPOPT measures them), and on
+  the Hock-Schittkowski set constraint scaling changed no other result. Variables fixed by their
+  bounds (``x_l == x_u``) are not among w: they keep their values (IPOPT's ``make_parameter``). The
+  multipliers y of C give those of c in scipy's sign, ``v = y / s_f`` (``grad f + J^T v`` is the
+  Lagrangian's gradient).
 - :class:`RestorationForm`, the restoration problem of W&B §3.3 for a problem P and a reference
   point w_R: ``min rho sum(p + n) + zeta/2 ||D_R (w - w_R)||^2 s.t. C(w) - p + n = 0``, p, n >= 0,
   w within P's bounds, with ``rho = 1000``, ``zeta = sqrt(mu)`` and ``D_R = diag(min(1, 1/|w_R|))``
@@ -26,11 +32,15 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse
 
+from .barrier import push_inside
 from .constraints import CanonicalConstraint, add_matrices
 from .objective import Objective
 
 # W&B §3.3 (IPOPT's resto_penalty_parameter)
 RESTORATION_PENALTY = 1000.0
+# W&B §3.8 (IPOPT's nlp_scaling_max_gradient, nlp_scaling_min_value)
+SCALED_GRADIENT = 100.0
+MIN_SCALE = 1e-8
 
 
 class SlackForm:
@@ -84,13 +94,30 @@ class SlackForm:
         self._template[x_lower == x_upper] = x_lower[x_lower == x_upper]
         self.n_x, self.m = self.free.size, constraint.m
         self.n = self.n_x + self.inequality.size
-        self.lower = np.concatenate([x_lower[self.free], constraint.lower[self.inequality]])
-        self.upper = np.concatenate([x_upper[self.free], constraint.upper[self.inequality]])
         k = self.inequality.size
         # the slacks' columns of the Jacobian, -S
         self._slack_jacobian = scipy.sparse.csr_matrix((np.full(k, -1.0), (self.inequality, np.arange(k))),
                                                        shape=(self.m, k))
         self._all_free = self.free.size == x_lower.size
+        self.lower = np.concatenate([x_lower[self.free], constraint.lower[self.inequality]])
+        self.upper = np.concatenate([x_upper[self.free], constraint.upper[self.inequality]])
+        self.objective_scale = 1.0
+
+    def scale(self, x: np.ndarray) -> None:
+        """W&B §3.8's gradient-based scaling of f from its gradient at x (the start point, inside
+        the bounds): ``s_f = min(1, 100 / ||grad f(x)||_inf)``, not below 1e-8."""
+        size = float(np.max(np.abs(self._objective.grad(x)))) if x.size else 0.0
+        self.objective_scale = float(np.clip(SCALED_GRADIENT / max(size, 1e-300), MIN_SCALE, 1.0))
+
+    def start(self, x: np.ndarray) -> np.ndarray:
+        """The w of x with each slack pushed strictly inside its bounds (W&B §3.6)."""
+        values = self.values_of(x)[self.inequality]
+        lower, upper = self.lower[self.n_x:], self.upper[self.n_x:]
+        return np.concatenate([x[self.free], push_inside(values, lower, upper)])
+
+    def multipliers(self, y: np.ndarray) -> np.ndarray:
+        """The user's constraint multipliers (scipy's sign) of C's multipliers y."""
+        return y / self.objective_scale
 
     def x(self, w: np.ndarray) -> np.ndarray:
         """The full x of w (the fixed variables at their values)."""
@@ -104,23 +131,19 @@ class SlackForm:
         """The inequalities' slacks in w."""
         return w[self.n_x:]
 
-    def point(self, x: np.ndarray, slacks: np.ndarray) -> np.ndarray:
-        """The w of x and slacks."""
-        return np.concatenate([x[self.free], slacks])
+    def values_of(self, x: np.ndarray) -> np.ndarray:
+        """c(x), the user's constraints."""
+        return self._constraint.fun(x)
 
     def objective(self, w: np.ndarray) -> float:
-        return self._objective.fun(self.x(w))
+        return self.objective_scale * self._objective.fun(self.x(w))
 
     def gradient(self, w: np.ndarray) -> np.ndarray:
         g = self._objective.grad(self.x(w))
-        return np.concatenate([g[self.free], np.zeros(self.n - self.n_x)])
-
-    def values(self, w: np.ndarray) -> np.ndarray:
-        """c(x) of the user's constraints at w's x."""
-        return self._constraint.fun(self.x(w))
+        return np.concatenate([self.objective_scale * g[self.free], np.zeros(self.n - self.n_x)])
 
     def constraints(self, w: np.ndarray) -> np.ndarray:
-        c = self.values(w) - self.rhs
+        c = self.values_of(self.x(w)) - self.rhs
         c[self.inequality] -= self.slacks(w)
         return c
 
@@ -133,7 +156,7 @@ class SlackForm:
         return np.hstack([j, self._slack_jacobian.toarray()])
 
     def hessian(self, w: np.ndarray, obj_factor: float, y: np.ndarray):
-        h = self._hessian(self.x(w), obj_factor, y)
+        h = self._hessian(self.x(w), obj_factor * self.objective_scale, y)
         if not self._all_free:
             h = h[self.free][:, self.free] if scipy.sparse.issparse(h) else h[np.ix_(self.free, self.free)]
         return _padded(h, self.n)

@@ -72,7 +72,10 @@ class Multipliers(NamedTuple):
 
 class Constrained:
     """The feasible set ``{x : x_l <= x <= x_u, c_l <= c(x) <= c_u}`` as the loop and the result
-    see it: the start point, what a record and the result report.
+    see it, in the shape of the loop's feasible-set contract (issue 30: start point, stationarity
+    measure, curvature space, history columns, result fields): x0 pushed strictly inside the
+    bounds, the Lagrangian's gradient with the multipliers the step keeps here
+    (:meth:`update`), the columns ``violation`` and ``mu``, and scipy trust-constr's result fields.
 
     Parameters
     ----------
@@ -88,46 +91,83 @@ class Constrained:
     --------
     >>> import numpy as np
     >>> from optimizers.constraints import CanonicalConstraint
-    >>> from optimizers.interior_point import Constrained
+    >>> from optimizers.interior_point import Constrained, Multipliers
     >>> view = Constrained(CanonicalConstraint.linear([[1.0, 1.0]], 1.0, np.inf),
     ...                    np.array([0.0, 2.0]), np.array([np.inf, 2.0]), bounded=True)
-    >>> view.start(np.array([-1.0, 0.0]))        # pushed inside x_0 >= 0; x_1 fixed at 2
+    >>> x, note = view.start(np.array([-1.0, 0.0]))     # pushed inside x_0 >= 0; x_1 fixed at 2
+    >>> x
     array([0.01, 2.  ])
+    >>> note
+    'x0 was moved strictly inside the bounds in 2 of 2 entries (the first at flat index 0)'
+
+    >>> view.update(Multipliers(np.array([-1.0]), np.zeros(2), np.zeros(2)), mu=0.1)
+    >>> view.stationarity(x, np.array([1.0, 1.0])), view.history(x)
+    (array([0., 0.]), {'violation': 0.0, 'mu': 0.1})
     """
+
+    #: how messages name the stationarity measure and the test
+    gradient_name = "gL"
+    test_name = "the KKT test"
+    #: the KKT systems are factored, never solved by a preconditioned Krylov method
+    preconditioned = False
 
     def __init__(self, constraint: CanonicalConstraint, lower: np.ndarray, upper: np.ndarray, bounded: bool):
         self.constraint, self.lower, self.upper, self.bounded = constraint, lower, upper, bounded
         self.fixed = lower == upper
+        self.multipliers = Multipliers(np.zeros(0), np.zeros(lower.size), np.zeros(lower.size))
+        self.mu = np.nan
 
-    def start(self, x0: np.ndarray) -> np.ndarray:
-        """x0 strictly inside the bounds (W&B §3.6), fixed variables at their value."""
+    def start(self, x0: np.ndarray) -> tuple[np.ndarray, str | None]:
+        """x0 strictly inside the bounds (W&B §3.6), fixed variables at their value, and a note
+        when it moved."""
+        if x0.size != self.lower.size:
+            raise ValueError(f"the bounds are over {self.lower.size} variables, but x0 has {x0.size}")
         x = np.array(x0, dtype=float)
         x[self.fixed] = self.lower[self.fixed]
         free = ~self.fixed
         x[free] = push_inside(x[free], self.lower[free], self.upper[free])
-        return x
+        moved = np.flatnonzero(x != x0)
+        if not moved.size:
+            return x, None
+        return x, (f"x0 was moved strictly inside the bounds in {moved.size} of {x0.size} entries (the first "
+                   f"at flat index {moved[0]})")
+
+    def contains(self, x: np.ndarray) -> bool:
+        """Whether x lies strictly inside the bounds (fixed variables at their value)."""
+        free = ~self.fixed
+        return bool(np.all((x[free] > self.lower[free]) & (x[free] < self.upper[free]))
+                    and np.array_equal(x[self.fixed], self.lower[self.fixed]))
+
+    def update(self, multipliers: Multipliers, mu: float) -> None:
+        """The step's current multipliers (scipy's sign, user's scaling) and barrier parameter."""
+        self.multipliers, self.mu = multipliers, mu
+
+    def stationarity(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """The Lagrangian's gradient ``grad f + J^T v - z_lower + z_upper`` at x."""
+        v, z_lower, z_upper = self.multipliers
+        jacobian_term = self.constraint.jac(x).T @ v if v.size else 0.0
+        return g + jacobian_term - z_lower + z_upper
 
     def violation(self, x: np.ndarray) -> float:
-        """The largest violation of a constraint at x (bounds hold at every iterate)."""
+        """The largest violation of a constraint at x (the bounds hold at every iterate)."""
         return norm_inf(self.constraint.violation(self.constraint.fun(x)))
 
-    def lagrangian_gradient(self, x: np.ndarray, g: np.ndarray, multipliers: Multipliers) -> np.ndarray:
-        """``grad f + J^T v - z_lower + z_upper`` at x."""
-        return g + self.constraint.jac(x).T @ multipliers.v - multipliers.z_lower + multipliers.z_upper
+    def history(self, x: np.ndarray) -> dict:
+        """The columns ``violation`` (the largest) and ``mu`` (the barrier parameter)."""
+        return {"violation": self.violation(x), "mu": self.mu}
 
-    def report(self, result: OptimizeResult, multipliers: Multipliers) -> None:
-        """scipy trust-constr's fields on ``result`` (at ``result.x``): ``v`` and ``constr`` one
-        array per constraint group (the bounds last, when given), ``constr_violation``,
-        ``lagrangian_grad``, ``optimality`` (its infinity norm), and ``z_lower``, ``z_upper``."""
-        x, constraint = result.x, self.constraint
+    def result_fields(self, x: np.ndarray, g: np.ndarray) -> dict:
+        """scipy trust-constr's fields at x: ``v`` and ``constr`` one array per constraint group
+        (the bounds last, when given), ``constr_violation``, ``lagrangian_grad``, ``optimality``
+        (its infinity norm), and the bound multipliers ``z_lower``, ``z_upper``."""
+        constraint, (v, z_lower, z_upper) = self.constraint, self.multipliers
         c = constraint.fun(x)
-        result.v = constraint.split(multipliers.v) + ([multipliers.z_upper - multipliers.z_lower]
-                                                       if self.bounded else [])
-        result.constr = constraint.split(c) + ([x.copy()] if self.bounded else [])
-        result.constr_violation = norm_inf(constraint.violation(c))
-        result.lagrangian_grad = self.lagrangian_gradient(x, result.jac, multipliers)
-        result.optimality = norm_inf(result.lagrangian_grad)
-        result.z_lower, result.z_upper = multipliers.z_lower, multipliers.z_upper
+        lagrangian_grad = self.stationarity(x, g)
+        return {"v": constraint.split(v) + ([z_upper - z_lower] if self.bounded else []),
+                "constr": constraint.split(c) + ([x.copy()] if self.bounded else []),
+                "constr_violation": norm_inf(constraint.violation(c)), "lagrangian_grad": lagrangian_grad,
+                "optimality": norm_inf(lagrangian_grad), "z_lower": z_lower, "z_upper": z_upper,
+                "barrier_parameter": self.mu}
 
 
 def elastic_variables(c: np.ndarray, mu: float, rho: float) -> tuple[np.ndarray, np.ndarray]:
@@ -236,34 +276,35 @@ class InteriorPoint(Step):
         return DEFAULT_MAXITER
 
     def start(self, point: Iterate) -> dict:
-        c = self.view.constraint.fun(point.x)
-        if not np.all(np.isfinite(c)):
+        if not np.all(np.isfinite(self.form.values_of(point.x))):
             self.failure = Stop(Status.NONFINITE, "The start point is not usable: the constraints are "
                                                   "not finite at x0")
             return {}
-        inequality = self.form.inequality
-        slacks = push_inside(c[inequality], self.view.constraint.lower[inequality],
-                             self.view.constraint.upper[inequality])
-        w = self.form.point(point.x, slacks)
-        lower, upper = np.isfinite(self.form.lower), np.isfinite(self.form.upper)
-        solver = BarrierSolver(self.form, w, np.zeros(self.form.m), np.ones(int(lower.sum())),
-                               np.ones(int(upper.sum())), mu=self.mu_init, tol=self.tol, sparse=self.sparse)
-        if not solver.finite:
-            self.failure = Stop(Status.NONFINITE, "The start point is not usable: the constraints' "
-                                                  "Jacobian or the gradient is not finite at x0")
+        if not np.all(np.isfinite(point.g)) or not _finite(self.view.constraint.jac(point.x)):
+            self.failure = Stop(Status.NONFINITE, "The start point is not usable: the gradient or the "
+                                                  "constraints' Jacobian is not finite at x0")
             return {}
+        self.form.scale(point.x)
+        w = self.form.start(point.x)
+        lower, upper = np.isfinite(self.form.lower), np.isfinite(self.form.upper)
+        # mu down to where the user's complementarity (the scaled one over s_f) passes its test too
+        mu_min = min(self.tol, COMPLEMENTARITY_TOLERANCE * self.form.objective_scale) / 10.0
+        solver = BarrierSolver(self.form, w, np.zeros(self.form.m), np.ones(int(lower.sum())),
+                               np.ones(int(upper.sum())), mu=self.mu_init, tol=self.tol, mu_min=mu_min,
+                               sparse=self.sparse)
         solver.y = solver.least_squares_multipliers()
         self.solver = solver
-        return self.fields({"mu": solver.mu})
+        return self.fields({})
 
     def fields(self, iteration: dict, restoration: bool = False) -> dict:
         """The history fields of the current iterate, in column order: ``gnorm`` (the Lagrangian's
-        gradient, inf norm), ``violation`` (the largest constraint violation), the barrier
-        parameter ``mu``, the step ``alpha`` and the line search's trials ``ls``, the inertia
-        correction ``delta_w``, and whether the iteration was one of the ``restoration`` phase."""
-        solver = self.solver
-        return {"gnorm": norm_inf(solver.dual_residual()), "violation": self.view.violation(self.form.x(solver.w)),
-                **{name: iteration.get(name, np.nan) for name in ("mu", "alpha", "ls", "delta_w")},
+        gradient, inf norm), the view's ``violation`` and ``mu``, the step ``alpha`` and the line
+        search's trials ``ls``, the inertia correction ``delta_w``, and whether the iteration was
+        one of the ``restoration`` phase."""
+        x = self.form.x(self.solver.w)
+        self.view.update(self.multipliers(), self.solver.mu)
+        return {"gnorm": norm_inf(self.view.stationarity(x, self.objective.grad(x))), **self.view.history(x),
+                **{name: iteration.get(name, np.nan) for name in ("alpha", "ls", "delta_w")},
                 "restoration": int(restoration)}
 
     def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
@@ -309,13 +350,13 @@ class InteriorPoint(Step):
         return Trial(x, f, self.fields(fields, restoration), self.verdict(x, f) if self.restoration is None else None)
 
     def verdict(self, x: np.ndarray | None = None, f: float | None = None) -> Stop | None:
-        """SUCCESS when the KKT test passes, UNBOUNDED on diverging iterates, PRECISION_LOSS when a
-        tiny step at the smallest barrier parameter left nothing to gain; else None."""
+        """SUCCESS when the KKT test passes (E_0 of the scaled problem at most tol, and IPOPT's
+        absolute tests on the user's: Lagrangian gradient at most 1, violation and complementarity
+        at most 1e-4), UNBOUNDED on diverging iterates, PRECISION_LOSS when a tiny step at the
+        smallest barrier parameter left nothing to gain; else None."""
         solver = self.solver
         error = solver.optimality_error()
-        if error <= self.tol and norm_inf(solver.dual_residual()) <= DUAL_TOLERANCE and \
-                self.view.violation(self.form.x(solver.w)) <= VIOLATION_TOLERANCE and \
-                solver.terms.complementarity(solver.w, solver.zl, solver.zu, 0.0) <= COMPLEMENTARITY_TOLERANCE:
+        if error <= self.tol and self._user_kkt_holds():
             return Stop(Status.SUCCESS, f"{SUCCESS_MESSAGE} (E_0 = {error:.1e} <= tol = {self.tol:.0e})")
         if f is not None and (f < -DIVERGING or norm_inf(x) > DIVERGING):
             return Stop(Status.UNBOUNDED, f"Iterates diverging (f = {f:.3e}, ||x||_inf = {norm_inf(x):.3e}): "
@@ -325,24 +366,40 @@ class InteriorPoint(Step):
                                                f"barrier parameter (E_0 = {error:.1e} > tol = {self.tol:.0e})")
         return None
 
-    def multipliers(self) -> Multipliers:
-        """The current multipliers in scipy's sign over the user's x (fixed variables' from the
-        Lagrangian's gradient)."""
+    def _user_kkt_holds(self) -> bool:
+        """IPOPT's absolute tests in the user's units (``dual_inf_tol``, ``constr_viol_tol``,
+        ``compl_inf_tol``)."""
         solver, form = self.solver, self.form
-        n = form.x(solver.w).size
-        z_lower, z_upper = np.zeros(n), np.zeros(n)
+        x = form.x(solver.w)
+        self.view.update(self.multipliers(), solver.mu)
+        # the user's multipliers are the scaled problem's divided by s_f (the slacks' scale cancels)
+        complementarity = solver.terms.complementarity(solver.w, solver.zl, solver.zu, 0.0) / form.objective_scale
+        return (norm_inf(self.view.stationarity(x, self.objective.grad(x))) <= DUAL_TOLERANCE
+                and self.view.violation(x) <= VIOLATION_TOLERANCE
+                and complementarity <= COMPLEMENTARITY_TOLERANCE)
+
+    def multipliers(self) -> Multipliers:
+        """The current multipliers in scipy's sign and the user's scaling, over the user's x (fixed
+        variables' from the Lagrangian's gradient)."""
+        solver, form = self.solver, self.form
+        x = form.x(solver.w)
+        z_lower, z_upper = np.zeros(x.size), np.zeros(x.size)
         terms = solver.terms
         on_x = terms.lower_index < form.n_x
-        z_lower[form.free[terms.lower_index[on_x]]] = solver.zl[on_x]
+        z_lower[form.free[terms.lower_index[on_x]]] = solver.zl[on_x] / form.objective_scale
         on_x = terms.upper_index < form.n_x
-        z_upper[form.free[terms.upper_index[on_x]]] = solver.zu[on_x]
-        multipliers = Multipliers(solver.y.copy(), z_lower, z_upper)
+        z_upper[form.free[terms.upper_index[on_x]]] = solver.zu[on_x] / form.objective_scale
+        multipliers = Multipliers(form.multipliers(solver.y), z_lower, z_upper)
         fixed = self.view.fixed
         if np.any(fixed):
-            x = form.x(solver.w)
-            residual = self.view.lagrangian_gradient(x, self.objective.grad(x), multipliers)[fixed]
+            self.view.update(multipliers, solver.mu)
+            residual = self.view.stationarity(x, self.objective.grad(x))[fixed]
             z_lower[fixed], z_upper[fixed] = np.maximum(residual, 0.0), np.maximum(-residual, 0.0)
         return multipliers
+
+
+def _finite(matrix) -> bool:
+    return bool(np.all(np.isfinite(matrix.data if scipy.sparse.issparse(matrix) else matrix)))
 
 
 class _KKTLoop(Loop):
@@ -352,9 +409,12 @@ class _KKTLoop(Loop):
     def test(self, point: Iterate) -> tuple[Status | None, Saddle | None]:
         return None, None   # the step tests its KKT conditions itself (Trial.stop / Stop)
 
+    note: str | None = None
+
     def result(self, point: Iterate, status: Status, nit: int) -> OptimizeResult:
         step: InteriorPoint = self.step
         message = self.message or step.messages.get(status) or MESSAGES[status]
+        message = message if self.note is None else f"{message} Note: {self.note}."
         if self.monitor.disp:
             if status in (Status.SUCCESS, Status.CALLBACK_STOP):
                 print(message)
@@ -364,8 +424,8 @@ class _KKTLoop(Loop):
                                 status=status, success=status == Status.SUCCESS, message=message,
                                 history=self.monitor.history)
         if step.solver is not None:
-            step.view.report(result, step.multipliers())
-            result.barrier_parameter = step.solver.mu
+            step.view.update(step.multipliers(), step.solver.mu)
+            result.update(step.view.result_fields(point.x, point.g))
             result.kkt_error = step.solver.optimality_error()
             result.sparse = bool(step.solver.sparse)
         return result
@@ -486,11 +546,10 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     box = bounds if isinstance(bounds, Box) or bounds is None else Box(*bounds)
     lower = box.lower if box is not None else np.full(n, -np.inf)
     upper = box.upper if box is not None else np.full(n, np.inf)
-    if lower.size != n:
-        raise ValueError(f"the bounds have {lower.size} entries for {n} variables")
     constraint = constraints if constraints is not None else _no_constraints(n)
     view = Constrained(constraint, lower, upper, bounded=box is not None)
-    objective = Objective(fun, view.start(x0), jac, hess, hessp, operator, sparse=sparse)
+    x0, note = view.start(x0)
+    objective = Objective(fun, x0, jac, hess, hessp, operator, sparse=sparse)
     constraint.fun(objective.x0)   # m, for constraints whose bounds were given as scalars
     hessian = lagrangian_hessian(objective, constraint, lagrangian_hess)
     form = SlackForm(objective, constraint, lower, upper, hessian, objective.x0)
@@ -498,6 +557,7 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
 
     def counts() -> dict:
         return {**objective.counts(), **constraint.counts()}
-    monitor = Monitor(counts, callback, disp, keep_iterates)
-    return _KKTLoop(objective, step, None, GradientTest(None), monitor).iterate(maxiter)
+    loop = _KKTLoop(objective, step, None, GradientTest(None), Monitor(counts, callback, disp, keep_iterates))
+    loop.note = note
+    return loop.iterate(maxiter)
 

@@ -304,7 +304,7 @@ def test_bad_input_is_refused_by_name():
         minimize_ipm(lambda x: x @ x, [1.0], lambda x: 2 * x, hess=lambda x: 2 * np.eye(1), tol=0.0)
     with pytest.raises(ValueError, match="lower bound exceeds"):
         CanonicalConstraint.linear([[1.0]], 2.0, 1.0)
-    with pytest.raises(ValueError, match="bounds have 1 entries for 2"):
+    with pytest.raises(ValueError, match="bounds are over 1 variables, but x0 has 2"):
         minimize_ipm(lambda x: x @ x, [1.0, 1.0], lambda x: 2 * x, hess=lambda x: 2 * np.eye(2),
                      bounds=([0.0], [1.0]))
     with pytest.raises(ValueError, match="returned 2 values for 1"):
