@@ -345,8 +345,9 @@ class BarrierSolver:
 
     def least_squares_multipliers(self) -> np.ndarray:
         """The multipliers y minimizing ``||grad f + J^T y - z_L + z_U||`` (W&B eq. (36)), from
-        ``[[I, J^T], [J, 0]]``; zero when they exceed :data:`MULTIPLIER_INIT_MAX` or there are
-        at least as many constraints as variables (IPOPT's rule)."""
+        ``[[I, J^T], [J, 0]]``; zero when they exceed :data:`MULTIPLIER_INIT_MAX`, when J is
+        rank-deficient (the estimate is not unique) or when there are at least as many constraints
+        as variables (IPOPT's rules)."""
         n, m = self.problem.n, self.problem.m
         if m == 0 or m >= n:
             return np.zeros(m)
@@ -355,7 +356,7 @@ class BarrierSolver:
         zero = scipy.sparse.csc_matrix((n, n)) if sparse else np.zeros((n, n))
         kkt = KKTMatrix(zero, np.ones(n), self.jacobian, sparse)
         factored = InertiaCorrection(SparseLDL() if sparse else DenseLDL()).factor(kkt, 1.0)
-        if factored is None:
+        if factored is None or factored.delta_c > 0:   # J is rank-deficient: no unique estimate (IPOPT: 0)
             return np.zeros(m)
         rhs = -np.concatenate([self.g + self.terms.multipliers(self.zl, self.zu), np.zeros(m)])
         y = factored.solve(rhs)[0][n:]

@@ -23,11 +23,16 @@ descent direction of the barrier problem exactly when the matrix has the inertia
   whose D gives the inertia whenever the factorization completes. With ``delta_c > 0`` and ``W +
   Sigma + delta_w I`` positive definite the matrix is quasi-definite, and the LDL^T exists for
   every ordering (R. J. Vanderbei, "Symmetric quasidefinite matrices", SIAM J. Optim. 5, 1995), so
-  the sparse path always factors with at least ``delta_c = 1e-8 mu^(1/4)`` and refines the solution
-  on the system it meant to solve. A supernodal factorization can take the sparse one's place.
-- :class:`InertiaCorrection` is Algorithm IC of §3.1: first no perturbation; a zero eigenvalue (a
-  rank-deficient J) gets ``delta_c = 1e-8 mu^(1/4)``; a wrong inertia gets ``delta_w``, from
-  1e-4 or a third of the last one used, times 100 (first time) or 8 until the inertia is right.
+  the sparse path always factors with at least ``delta_c = 1e-8 mu^(1/4)``, and with ``delta_w``
+  that large too where a zero pivot stopped it (variables that enter linearly and have no bound
+  leave zeros on W + Sigma's diagonal). These floors are part of the system solved: refining
+  towards the unperturbed matrix fails exactly where they matter, when that matrix is (nearly)
+  singular, and elsewhere they move the step by about 1e-8 of itself. A supernodal factorization
+  can take the sparse one's place.
+- :class:`InertiaCorrection` is Algorithm IC of §3.1: first no perturbation; a zero eigenvalue or
+  fewer than m negative ones (a rank-deficient J) gets ``delta_c = 1e-8 mu^(1/4)``; a wrong
+  inertia gets ``delta_w``, from 1e-4 or a third of the last one used, times 100 (first time) or
+  8 until the inertia is right.
 - :meth:`Factored.solve` refines iteratively (at least one step, up to ten) until the residual
   ratio ``||K x - b||_inf / (min(||x||_inf, 1e6 ||b||_inf) + ||b||_inf)`` is at most 1e-10;
   a ratio still above 1e-5 marks the matrix as singular (IPOPT's test, where the factorization's
@@ -123,7 +128,11 @@ class SparseLDL:
     """LDL^T without pivoting of a sparse symmetric matrix (qdldl with an AMD ordering, the symbolic
     analysis kept across matrices of one pattern: :class:`~optimizers.sparse.LDLFactorization`).
     When it completes (no zero pivot) ``P K P^T = L D L^T`` with L unit lower triangular, so K has
-    D's inertia (Sylvester's law); a zero pivot stops it and is counted as a zero eigenvalue.
+    D's inertia (Sylvester's law); a zero pivot stops it and is counted as zero eigenvalues.
+
+    Without pivoting the computed signs are reliable only while the matrix's eigenvalues stay
+    clear of rounding: a nearly singular K (a rank-deficient J with a tiny delta_c) can be given a
+    wrong inertia, which a pivoting (supernodal) factorization would not.
 
     Examples
     --------
@@ -243,12 +252,10 @@ def _sparse_kkt(hessian, sigma: np.ndarray, jacobian) -> tuple[scipy.sparse.csc_
 
 
 class Factored(NamedTuple):
-    """A factored KKT matrix: the perturbation used (``delta_w``, ``delta_c``: the system to
-    solve), the ``factor_delta_c`` actually factored (larger on the sparse path), the matrix and
-    the factorization."""
+    """A factored KKT matrix: its perturbation (``delta_w``, ``delta_c``), the matrix and the
+    factorization."""
     delta_w: float
     delta_c: float
-    factor_delta_c: float
     kkt: KKTMatrix
     ldl: DenseLDL | SparseLDL
 
@@ -277,9 +284,10 @@ class InertiaCorrection:
     delta_c)`` in its sequence that gives the KKT matrix the inertia ``(n, m, 0)``. Keeps the last
     ``delta_w`` used, from which the next search starts (a third of it).
 
-    Before perturbing W for a matrix with a zero eigenvalue, ``delta_c`` alone is tried (IPOPT's
-    order: a rank-deficient Jacobian needs no change of W). On the sparse path every factorization
-    has ``delta_c >= 1e-8 mu^(1/4)`` (quasi-definite), the solve refined on the unperturbed one.
+    Before perturbing W for a matrix with a zero eigenvalue or fewer than m negative ones,
+    ``delta_c`` alone is tried (IPOPT's order: a rank-deficient Jacobian needs no change of W). On
+    the sparse path every factorization has ``delta_c >= 1e-8 mu^(1/4)`` (quasi-definite when W +
+    Sigma + delta_w I is positive definite), and ``delta_w`` that much too after a zero pivot.
 
     Examples
     --------
@@ -299,21 +307,31 @@ class InertiaCorrection:
         self.last_delta_w = 0.0
 
     def _try(self, kkt: KKTMatrix, delta_w: float, delta_c: float, floor: float) -> tuple[Factored, Inertia]:
-        factor_delta_c = max(delta_c, floor)
-        inertia = self.ldl.factor(kkt.matrix(delta_w, factor_delta_c))
-        return Factored(delta_w, delta_c, factor_delta_c, kkt, self.ldl), inertia
+        """Factor with the perturbation ``(delta_w, delta_c)``, each at least ``floor``: delta_c
+        always, delta_w after an LDL^T without pivoting met a zero pivot (W + Sigma with zeros on
+        its diagonal: variables that enter linearly and have no bound). The floors are part of the
+        system solved: refining towards the unperturbed matrix fails exactly where they matter,
+        when it is (nearly) singular."""
+        delta_c = max(delta_c, floor) if kkt.m else delta_c
+        inertia = self.ldl.factor(kkt.matrix(delta_w, delta_c))
+        if inertia.zero == kkt.n + kkt.m and delta_w < floor:   # the factorization stopped at a zero pivot
+            delta_w = floor
+            inertia = self.ldl.factor(kkt.matrix(delta_w, delta_c))
+        return Factored(delta_w, delta_c, kkt, self.ldl), inertia
 
     def factor(self, kkt: KKTMatrix, mu: float, singular: bool = False) -> Factored | None:
         """The factored matrix with the first perturbation of Algorithm IC that corrects its
         inertia; ``singular``: the matrix is known to be singular (start from ``delta_c > 0``).
         None when ``delta_w`` would exceed :data:`DELTA_W_MAX`."""
         wanted = Inertia(kkt.n, kkt.m, 0)
-        floor = jacobian_regularization(mu) if kkt.sparse and kkt.m else 0.0
+        floor = jacobian_regularization(mu) if kkt.sparse else 0.0
         delta_c = jacobian_regularization(mu) if singular else 0.0
         factored, inertia = self._try(kkt, 0.0, delta_c, floor)        # IC-1
         if inertia == wanted:
             return factored
-        if inertia.zero and not delta_c and kkt.m:                      # IC-2, delta_c alone first
+        # IC-2, delta_c alone first: a zero eigenvalue, or fewer than m negative ones (with J of full
+        # rank there are at least m: a rank-deficient J, as IPOPT's degeneracy test finds it)
+        if (inertia.zero or inertia.negative < kkt.m) and not delta_c and kkt.m:
             delta_c = jacobian_regularization(mu)
             factored, inertia = self._try(kkt, 0.0, delta_c, floor)
             if inertia == wanted:

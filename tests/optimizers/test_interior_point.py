@@ -476,3 +476,101 @@ def test_push_inside_moves_the_start_point_inside_the_bounds():
                     np.array([np.inf, 5.0, 1e-3, np.inf, np.inf]))
     # kappa_1 max(1, |bound|) = 1e-2 from a single bound; 1e-2 of the gap between two close ones
     np.testing.assert_allclose(x, [0.01, 4.95, 1e-3 - 1e-5, 1e6 + 1e4, 3.0])
+
+
+def test_a_rank_deficient_jacobian_gets_delta_c_alone():
+    # W positive definite, J with a repeated row: the KKT matrix is singular (fewer than m negative
+    # eigenvalues, or a zero one); delta_c > 0 alone corrects it, W is left as it is
+    W, J = np.diag([2.0, 1.0, 3.0]), np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    for sparse in (False, True):
+        kkt = KKTMatrix(scipy.sparse.csc_matrix(W) if sparse else W, np.zeros(3),
+                        scipy.sparse.csr_matrix(J) if sparse else J, sparse)
+        factored = InertiaCorrection(SparseLDL() if sparse else DenseLDL()).factor(kkt, mu=1e-2)
+        assert factored.delta_w == 0.0 and factored.delta_c == pytest.approx(1e-8 * 1e-2 ** 0.25)
+
+
+def test_least_squares_multipliers_are_zero_for_a_rank_deficient_jacobian():
+    # IPOPT's rule: no unique least-squares estimate, so y0 = 0; with a full-rank J, the estimate
+    # solves min ||g + J^T y|| (here g = (1, 2), J = (1, 1): y = -1.5)
+    from optimizers.barrier_method import BarrierSolver
+
+    class Problem:
+        n, lower, upper = 2, np.full(2, -np.inf), np.full(2, np.inf)
+
+        def __init__(self, rows):
+            self.rows = np.array(rows, dtype=float)
+            self.m = self.rows.shape[0]
+
+        def objective(self, w): return float(w @ [1.0, 2.0])
+        def gradient(self, w): return np.array([1.0, 2.0])
+        def constraints(self, w): return self.rows @ w
+        def jacobian(self, w): return self.rows
+        def hessian(self, w, obj_factor, y): return np.zeros((2, 2))
+
+    def estimate(rows):
+        solver = BarrierSolver(Problem(rows), np.zeros(2), np.zeros(len(rows)), np.zeros(0), np.zeros(0),
+                               mu=0.1, tol=1e-8)
+        return solver.least_squares_multipliers()
+
+    np.testing.assert_allclose(estimate([[1.0, 1.0]]), [-1.5])
+    np.testing.assert_array_equal(estimate([[1.0, 1.0], [2.0, 2.0]]), [0.0, 0.0])
+
+
+def test_linear_variables_without_bounds_on_the_sparse_path():
+    # z enters f not at all and the constraint linearly, with no bound: W + Sigma has a zero on its
+    # diagonal, where an LDL^T without pivoting can stop; the floor delta_w = 1e-8 mu^(1/4) lets it
+    # through. min x^2 + (y - 1)^2 s.t. x + y + z = 3, z = 1: x* = 0.5, y* = 1.5 (KKT: 2x = 2(y - 1))
+    A = scipy.sparse.csr_matrix([[1.0, 1.0, 1.0], [0.0, 0.0, 1.0]])
+    constraint = CanonicalConstraint.linear(A, [3.0, 1.0], [3.0, 1.0])
+    result = minimize_ipm(lambda w: w[0] ** 2 + (w[1] - 1) ** 2, np.zeros(3),
+                          lambda w: np.array([2 * w[0], 2 * (w[1] - 1), 0.0]),
+                          hess=lambda w: scipy.sparse.diags([2.0, 2.0, 0.0], format="csc"),
+                          constraints=constraint, sparse=True)
+    assert result.sparse
+    assert_kkt(result)
+    np.testing.assert_allclose(result.x, [0.5, 1.5, 1.0], atol=1e-8)
+    assert np.nanmax(result.history["delta_w"]) <= 1e-8 * 0.1 ** 0.25    # the floor, not Algorithm IC's 1e-4
+
+
+def hanging_chain(intervals):
+    """COPS 3.0's hanging chain (Dolan, Moré & Munson 2004; Cesari 1983): (y_i, u_i, z_i) at N + 1
+    nodes, min the trapezoidal integral of y sqrt(1 + u^2) with y' = u, z' = sqrt(1 + u^2), y(0) =
+    1, y(1) = 3, z(0) = 0, z(1) = 4; derivatives from autodiff. At the start (u constant) the
+    Jacobian is rank-deficient: the z-equations' u-parts are multiples of the y-equations'."""
+    import autodiff as ad
+    N, h = intervals, 1.0 / intervals
+
+    def split(x):
+        nodes = np.reshape(x, (N + 1, 3))
+        return nodes[:, 0], nodes[:, 1], nodes[:, 2]
+
+    def trapezoid(v):
+        return 0.5 * h * (v[1:] + v[:-1])
+
+    def f(x):
+        y, u, _ = split(x)
+        return np.sum(trapezoid(y * np.sqrt(1.0 + u ** 2)))
+
+    def c(x):
+        y, u, z = split(x)
+        return np.concatenate([y[1:] - y[:-1] - trapezoid(u), z[1:] - z[:-1] - trapezoid(np.sqrt(1.0 + u ** 2)),
+                               np.stack([y[0] - 1.0, y[-1] - 3.0, z[0], z[-1] - 4.0])])
+
+    gradient, jacobian = ad.grad(f), ad.jacobian(c)
+
+    def hessian(x, obj_factor, v):
+        return np.asarray(ad.hessian(lambda p: obj_factor * f(p) + v @ c(p))(x))
+
+    t = np.linspace(0.0, 1.0, N + 1)
+    x0 = np.stack([1.0 + 2.0 * t, np.full(N + 1, 2.0), 4.0 * t], axis=1).ravel()
+    constraint = CanonicalConstraint(c, lambda x: np.asarray(jacobian(x)), np.zeros(2 * N + 4), np.zeros(2 * N + 4))
+    return f, lambda x: np.asarray(gradient(x)), hessian, constraint, x0
+
+
+def test_hanging_chain_from_its_degenerate_start():
+    f, g, hessian, constraint, x0 = hanging_chain(19)
+    result = minimize_ipm(f, x0, g, lagrangian_hess=hessian, constraints=constraint)
+    assert_kkt(result)
+    # IPOPT 3.14 from the same start: f = 5.084579987, 21 iterations
+    assert result.fun == pytest.approx(5.084579987, abs=1e-8)
+    assert result.nit <= 30
