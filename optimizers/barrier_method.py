@@ -39,7 +39,7 @@ import scipy.sparse
 
 from .barrier import BoundTerms, fraction_to_boundary
 from .filter import THETA_MAX_FACTOR, THETA_MIN_FACTOR, Filter, Reference, judge
-from .kkt import SINGULAR_RATIO, DenseLDL, Factored, InertiaCorrection, KKTMatrix, SparseLDL
+from .kkt import SINGULAR_RATIO, DenseLDL, Factored, InertiaCorrection, KKTMatrix, SparseAssembly, SparseLDL
 from .krylov import EPS
 from .sparse import SPARSE_MIN_SIZE, dense_reason
 
@@ -148,6 +148,7 @@ class BarrierSolver:
         self.mu, self.tau = mu, max(TAU_MIN, 1.0 - mu)
         self.sparse = sparse
         self.correction: InertiaCorrection | None = None
+        self.assembly = SparseAssembly()
         self.w, self.y, self.zl, self.zu = w, y, zl, zu
         self.f, self.c = problem.objective(w), problem.constraints(w)
         self.g, self.jacobian = problem.gradient(w), problem.jacobian(w)
@@ -245,7 +246,8 @@ class BarrierSolver:
         if not np.all(np.isfinite(values)):
             return None
         correction = self._factorization(hessian)
-        kkt = KKTMatrix(hessian, self.terms.sigma(self.w, self.zl, self.zu), self.jacobian, self.sparse)
+        kkt = KKTMatrix(hessian, self.terms.sigma(self.w, self.zl, self.zu), self.jacobian, self.sparse,
+                        self.assembly)
         factored = correction.factor(kkt, self.mu)
         if factored is None:
             return None

@@ -187,6 +187,8 @@ class KKTMatrix:
         J.
     sparse : bool
         Assemble a CSC matrix (else a dense array).
+    assembly : SparseAssembly, optional
+        The sparse assembly to reuse (it keeps where the entries of one pattern go).
 
     Examples
     --------
@@ -199,11 +201,11 @@ class KKTMatrix:
            [ 1. ,  1. , -0.1]])
     """
 
-    def __init__(self, hessian, sigma: np.ndarray, jacobian, sparse: bool):
+    def __init__(self, hessian, sigma: np.ndarray, jacobian, sparse: bool, assembly: SparseAssembly | None = None):
         self.n, self.m = sigma.size, jacobian.shape[0]
         self.sparse = sparse
         if sparse:
-            self._base, self._diagonal = _sparse_kkt(hessian, sigma, jacobian)
+            self._base, self._diagonal = (assembly or SparseAssembly()).assemble(hessian, sigma, jacobian)
         else:
             base = np.zeros((self.n + self.m, self.n + self.m))
             base[:self.n, :self.n] = hessian.toarray() if scipy.sparse.issparse(hessian) else hessian
@@ -233,22 +235,53 @@ class KKTMatrix:
         return self._base @ v + self.shift(delta_w, delta_c) * v
 
 
-def _sparse_kkt(hessian, sigma: np.ndarray, jacobian) -> tuple[scipy.sparse.csc_matrix, np.ndarray]:
-    """The sparse KKT matrix (CSC, sorted indices, the whole diagonal stored, explicit zeros kept)
-    and the positions of its diagonal entries in its ``data``."""
-    n, m = sigma.size, jacobian.shape[0]
-    h = scipy.sparse.coo_matrix(hessian)
-    j = scipy.sparse.coo_matrix(jacobian)
-    diagonal = np.arange(n + m)
-    rows = np.concatenate([h.row, j.row + n, j.col, diagonal])
-    cols = np.concatenate([h.col, j.col, j.row + n, diagonal])
-    values = np.concatenate([h.data, j.data, j.data, np.concatenate([sigma, np.zeros(m)])])
-    matrix = scipy.sparse.csc_matrix((values, (rows, cols)), shape=(n + m, n + m))
-    matrix.sum_duplicates()
-    matrix.sort_indices()
-    columns = np.repeat(np.arange(n + m), np.diff(matrix.indptr))
-    positions = np.flatnonzero(matrix.indices == columns)
-    return matrix, positions
+class SparseAssembly:
+    """The assembly of sparse KKT matrices ``[[W + diag(sigma), J^T], [J, 0]]`` (CSC, sorted
+    indices, the whole diagonal stored, explicit zeros kept): where each entry of W and J goes is
+    found once per pattern of W and J, and every later matrix of that pattern is one weighted
+    bincount of the values (the iterates of a run share one pattern).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse
+    >>> from optimizers.kkt import SparseAssembly
+    >>> W, J = scipy.sparse.csc_matrix(np.eye(2)), scipy.sparse.csr_matrix([[1.0, 2.0]])
+    >>> K, diagonal = SparseAssembly().assemble(W, np.array([1.0, 0.0]), J)
+    >>> K.toarray(), diagonal
+    (array([[2., 0., 1.],
+           [0., 1., 2.],
+           [1., 2., 0.]]), array([0, 2, 6]))
+    """
+
+    def __init__(self):
+        self._key: tuple | None = None
+
+    def assemble(self, hessian, sigma: np.ndarray, jacobian) -> tuple[scipy.sparse.csc_matrix, np.ndarray]:
+        """The matrix and the positions of its diagonal entries in its ``data``."""
+        h, j = scipy.sparse.coo_matrix(hessian), scipy.sparse.coo_matrix(jacobian)
+        n, m = sigma.size, j.shape[0]
+        key = (n, m, h.row, h.col, j.row, j.col)
+        if self._key is None or not (key[:2] == self._key[:2] and all(
+                a.shape == b.shape and np.array_equal(a, b) for a, b in zip(key[2:], self._key[2:]))):
+            self._analyse(key)
+        values = np.concatenate([h.data, j.data, j.data, sigma, np.zeros(m)])
+        data = np.bincount(self._target, weights=values, minlength=self._indices.size)
+        matrix = scipy.sparse.csc_matrix((data, self._indices, self._indptr), shape=(n + m, n + m))
+        return matrix, self._diagonal
+
+    def _analyse(self, key: tuple) -> None:
+        """The CSC pattern of a key's W and J, and where each of their entries lands in it."""
+        n, m, h_row, h_col, j_row, j_col = key
+        diagonal = np.arange(n + m)
+        rows = np.concatenate([h_row, j_row + n, j_col, diagonal]).astype(np.int64)
+        cols = np.concatenate([h_col, j_col, j_row + n, diagonal]).astype(np.int64)
+        linear = cols * (n + m) + rows                       # sorted by column, then row: CSC order
+        unique, self._target = np.unique(linear, return_inverse=True)
+        self._indices = unique % (n + m)
+        self._indptr = np.searchsorted(unique // (n + m), np.arange(n + m + 1))
+        self._diagonal = np.searchsorted(unique, diagonal * (n + m) + diagonal)
+        self._key = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in key)
 
 
 class Factored(NamedTuple):

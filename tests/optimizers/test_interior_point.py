@@ -13,7 +13,7 @@ from scipy.optimize import rosen, rosen_der, rosen_hess
 
 from optimizers import CanonicalConstraint, Status, minimize_ipm
 from optimizers.barrier import push_inside
-from optimizers.kkt import DenseLDL, InertiaCorrection, KKTMatrix, SparseLDL
+from optimizers.kkt import DenseLDL, InertiaCorrection, KKTMatrix, SparseAssembly, SparseLDL
 
 TOL = 1e-8
 
@@ -574,3 +574,18 @@ def test_hanging_chain_from_its_degenerate_start():
     # IPOPT 3.14 from the same start: f = 5.084579987, 21 iterations
     assert result.fun == pytest.approx(5.084579987, abs=1e-8)
     assert result.nit <= 30
+
+
+def test_sparse_assembly_equals_the_block_matrix_and_reuses_its_pattern():
+    rng = np.random.default_rng(3)
+    assembly = SparseAssembly()
+    H = scipy.sparse.random(6, 6, density=0.4, random_state=rng)
+    H = (H + H.T).tocsc()
+    J = scipy.sparse.random(3, 6, density=0.5, random_state=rng).tocsr()
+    for scale in (1.0, -2.5):      # a second matrix of the same pattern takes the cached positions
+        sigma = scale * rng.random(6)
+        K, diagonal = assembly.assemble(scale * H, sigma, scale * J)
+        expected = np.block([[scale * H.toarray() + np.diag(sigma), scale * J.toarray().T],
+                             [scale * J.toarray(), np.zeros((3, 3))]])
+        np.testing.assert_array_equal(K.toarray(), expected)
+        np.testing.assert_array_equal(K.data[diagonal], np.diag(expected))
