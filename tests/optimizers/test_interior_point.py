@@ -589,3 +589,28 @@ def test_sparse_assembly_equals_the_block_matrix_and_reuses_its_pattern():
                              [scale * J.toarray(), np.zeros((3, 3))]])
         np.testing.assert_array_equal(K.toarray(), expected)
         np.testing.assert_array_equal(K.data[diagonal], np.diag(expected))
+
+
+def test_restoration_phase_returns_to_the_regular_phase():
+    # Hock & Schittkowski 65 from its published start (-5, 5, 0), outside the bounds: the first
+    # line search fails and the restoration phase takes one iteration (IPOPT: 28 iterations);
+    # f* = 0.9535288567 (Hock & Schittkowski 1981)
+    def f(x):
+        return (x[0] - x[1]) ** 2 + (x[0] + x[1] - 10) ** 2 / 9 + (x[2] - 5) ** 2
+
+    def g(x):
+        s = 2 * (x[0] + x[1] - 10) / 9
+        return np.array([2 * (x[0] - x[1]) + s, -2 * (x[0] - x[1]) + s, 2 * (x[2] - 5)])
+
+    def hessian(x, obj_factor, v):
+        h = np.array([[2 + 2 / 9, -2 + 2 / 9, 0.0], [-2 + 2 / 9, 2 + 2 / 9, 0.0], [0.0, 0.0, 2.0]])
+        return obj_factor * h - 2 * v[0] * np.eye(3)
+
+    constraint = CanonicalConstraint(lambda x: np.array([48 - x @ x]), lambda x: -2 * x[None, :], [0.0], [np.inf])
+    lower, upper = np.array([-4.5, -4.5, -5.0]), np.array([4.5, 4.5, 5.0])
+    result = minimize_ipm(f, [-5.0, 5.0, 0.0], g, lagrangian_hess=hessian, constraints=constraint,
+                          bounds=(lower, upper))
+    assert_complementary(result, constraint, lower, upper)
+    assert np.nansum(result.history["restoration"]) >= 1 and result.history["restoration"][-1] == 0
+    # f - f* is about the complementarity gap, seven pairs each at most tol (E_0 <= tol, s_c = 1)
+    assert result.fun == pytest.approx(0.9535288567, abs=7 * TOL)
