@@ -25,10 +25,10 @@ descent direction of the barrier problem exactly when the matrix has the inertia
   every ordering (R. J. Vanderbei, "Symmetric quasidefinite matrices", SIAM J. Optim. 5, 1995), so
   the sparse path always factors with at least ``delta_c = 1e-8 mu^(1/4)``, and with ``delta_w``
   that large too where a zero pivot stopped it (variables that enter linearly and have no bound
-  leave zeros on W + Sigma's diagonal). These floors are part of the system solved: refining
-  towards the unperturbed matrix fails exactly where they matter, when that matrix is (nearly)
-  singular, and elsewhere they move the step by about 1e-8 of itself. A supernodal factorization
-  can take the sparse one's place.
+  leave zeros on W + Sigma's diagonal); the solution is refined on the system Algorithm IC chose,
+  and where that refinement does not converge (the matrix is nearly singular, which is where the
+  floors matter) it is the floored system's. A supernodal factorization can take the sparse one's
+  place.
 - :class:`InertiaCorrection` is Algorithm IC of §3.1: first no perturbation; a zero eigenvalue or
   fewer than m negative ones (a rank-deficient J) gets ``delta_c = 1e-8 mu^(1/4)``; a wrong
   inertia gets ``delta_w``, from 1e-4 or a third of the last one used, times 100 (first time) or
@@ -285,31 +285,48 @@ class SparseAssembly:
 
 
 class Factored(NamedTuple):
-    """A factored KKT matrix: its perturbation (``delta_w``, ``delta_c``), the matrix and the
-    factorization."""
+    """A factored KKT matrix: the perturbation Algorithm IC chose (``delta_w``, ``delta_c``), the one
+    factored (``factor_delta_w``, ``factor_delta_c``: the sparse path's floors included), the
+    matrix and the factorization."""
     delta_w: float
     delta_c: float
+    factor_delta_w: float
+    factor_delta_c: float
     kkt: KKTMatrix
     ldl: DenseLDL | SparseLDL
 
     def solve(self, rhs: np.ndarray) -> tuple[np.ndarray, float]:
-        """The solution of the system with perturbation ``(delta_w, delta_c)``, refined on it, and
-        its final residual ratio (see the module docstring)."""
+        """The solution of the system with Algorithm IC's perturbation, iteratively refined on it
+        with the factorization, and its residual ratio (see the module docstring). Where that
+        refinement does not converge (the sparse path's floors are what keeps a nearly singular
+        matrix solvable), the solution of the system factored, refined on it."""
         x = self.ldl.solve(rhs)
+        if (self.delta_w, self.delta_c) != (self.factor_delta_w, self.factor_delta_c):
+            refined, ratio = self._refine(rhs, x, self.delta_w, self.delta_c)
+            if ratio <= SINGULAR_RATIO:
+                return refined, ratio
+        return self._refine(rhs, x, self.factor_delta_w, self.factor_delta_c)
+
+    def _refine(self, rhs: np.ndarray, x: np.ndarray, delta_w: float, delta_c: float) -> tuple[np.ndarray, float]:
+        """Iterative refinement of x on the system with ``(delta_w, delta_c)``: at least
+        :data:`MIN_REFINEMENT_STEPS`, at most :data:`MAX_REFINEMENT_STEPS`, until the residual ratio
+        is :data:`RESIDUAL_RATIO` or stops falling; the best x and its ratio."""
         scale = float(np.max(np.abs(rhs))) if rhs.size else 0.0
-        ratio = np.inf
+        best, best_ratio = x, np.inf
         for step in range(MAX_REFINEMENT_STEPS + 1):
-            residual = rhs - self.kkt.matvec(x, self.delta_w, self.delta_c)
+            residual = rhs - self.kkt.matvec(x, delta_w, delta_c)
             size = float(np.max(np.abs(x))) if x.size else 0.0
-            new_ratio = float(np.max(np.abs(residual))) / (min(size, 1e6 * scale) + scale) if scale > 0 else 0.0
-            if not np.isfinite(new_ratio) or (step >= MIN_REFINEMENT_STEPS and
-                                              (new_ratio <= RESIDUAL_RATIO or new_ratio >= ratio)):
-                ratio = min(ratio, new_ratio) if np.isfinite(new_ratio) else np.inf
+            ratio = float(np.max(np.abs(residual))) / (min(size, 1e6 * scale) + scale) if scale > 0 else 0.0
+            if not np.isfinite(ratio):
                 break
-            ratio = new_ratio
+            improved = ratio < best_ratio
+            if improved:
+                best, best_ratio = x, ratio
+            if step >= MIN_REFINEMENT_STEPS and (ratio <= RESIDUAL_RATIO or not improved):
+                break
             if step < MAX_REFINEMENT_STEPS:
                 x = x + self.ldl.solve(residual)
-        return x, ratio
+        return best, best_ratio
 
 
 class InertiaCorrection:
@@ -340,17 +357,16 @@ class InertiaCorrection:
         self.last_delta_w = 0.0
 
     def _try(self, kkt: KKTMatrix, delta_w: float, delta_c: float, floor: float) -> tuple[Factored, Inertia]:
-        """Factor with the perturbation ``(delta_w, delta_c)``, each at least ``floor``: delta_c
-        always, delta_w after an LDL^T without pivoting met a zero pivot (W + Sigma with zeros on
-        its diagonal: variables that enter linearly and have no bound). The floors are part of the
-        system solved: refining towards the unperturbed matrix fails exactly where they matter,
-        when it is (nearly) singular."""
-        delta_c = max(delta_c, floor) if kkt.m else delta_c
-        inertia = self.ldl.factor(kkt.matrix(delta_w, delta_c))
+        """Factor with the perturbation ``(delta_w, delta_c)``, each at least ``floor`` in the
+        matrix factored: delta_c always, delta_w after an LDL^T without pivoting met a zero pivot
+        (W + Sigma with zeros on its diagonal: variables that enter linearly and have no bound)."""
+        factor_delta_c = max(delta_c, floor) if kkt.m else delta_c
+        factor_delta_w = delta_w
+        inertia = self.ldl.factor(kkt.matrix(factor_delta_w, factor_delta_c))
         if inertia.zero == kkt.n + kkt.m and delta_w < floor:   # the factorization stopped at a zero pivot
-            delta_w = floor
-            inertia = self.ldl.factor(kkt.matrix(delta_w, delta_c))
-        return Factored(delta_w, delta_c, kkt, self.ldl), inertia
+            factor_delta_w = floor
+            inertia = self.ldl.factor(kkt.matrix(factor_delta_w, factor_delta_c))
+        return Factored(delta_w, delta_c, factor_delta_w, factor_delta_c, kkt, self.ldl), inertia
 
     def factor(self, kkt: KKTMatrix, mu: float, singular: bool = False) -> Factored | None:
         """The factored matrix with the first perturbation of Algorithm IC that corrects its

@@ -480,13 +480,19 @@ def test_push_inside_moves_the_start_point_inside_the_bounds():
 
 def test_a_rank_deficient_jacobian_gets_delta_c_alone():
     # W positive definite, J with a repeated row: the KKT matrix is singular (fewer than m negative
-    # eigenvalues, or a zero one); delta_c > 0 alone corrects it, W is left as it is
+    # eigenvalues, or a zero one); delta_c > 0 alone corrects it, W is left as it is (on the sparse
+    # path delta_c is the floor every factorization has)
     W, J = np.diag([2.0, 1.0, 3.0]), np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
     for sparse in (False, True):
         kkt = KKTMatrix(scipy.sparse.csc_matrix(W) if sparse else W, np.zeros(3),
                         scipy.sparse.csr_matrix(J) if sparse else J, sparse)
         factored = InertiaCorrection(SparseLDL() if sparse else DenseLDL()).factor(kkt, mu=1e-2)
-        assert factored.delta_w == 0.0 and factored.delta_c == pytest.approx(1e-8 * 1e-2 ** 0.25)
+        assert factored.delta_w == factored.factor_delta_w == 0.0
+        assert factored.factor_delta_c == pytest.approx(1e-8 * 1e-2 ** 0.25)
+        assert factored.delta_c == (0.0 if sparse else factored.factor_delta_c)
+        # the system is solvable: a consistent right-hand side is solved to the refinement's ratio
+        rhs = kkt.matvec(np.arange(5.0), factored.factor_delta_w, factored.factor_delta_c)
+        assert factored.solve(rhs)[1] <= 1e-10
 
 
 def test_least_squares_multipliers_are_zero_for_a_rank_deficient_jacobian():
@@ -529,7 +535,7 @@ def test_linear_variables_without_bounds_on_the_sparse_path():
     assert result.sparse
     assert_kkt(result)
     np.testing.assert_allclose(result.x, [0.5, 1.5, 1.0], atol=1e-8)
-    assert np.nanmax(result.history["delta_w"]) <= 1e-8 * 0.1 ** 0.25    # the floor, not Algorithm IC's 1e-4
+    assert np.nanmax(result.history["delta_w"]) == 0.0      # the floor only, not Algorithm IC's 1e-4
 
 
 def hanging_chain(intervals):
