@@ -21,9 +21,12 @@ line-search algorithm for large-scale nonlinear programming", Math. Program. 106
 
 :class:`InteriorPoint` is the method as a :class:`~optimizers.loop.Step` of the one loop: one
 interior-point iteration per call (a restoration iteration is one too, marked in the history),
-and it owns its convergence test: the scaled KKT error ``E_0 <= tol`` (W&B eq. (5)-(6)), never the
-gradient test. Success means that test passed; a run whose objective falls below -1e20 or whose
-iterates exceed 1e20 in size ends *unbounded* (status 7, IPOPT's diverging iterates).
+and it owns its convergence test: the scaled KKT error ``E_0 <= tol`` (W&B eq. (5)-(6)) of the
+problem with its objective scaled by W&B §3.8 (``s_f = min(1, 100 / ||grad f(x_0)||_inf)``), and
+IPOPT's absolute tests in the user's units (Lagrangian gradient at most 1, violation and
+complementarity at most 1e-4); never the gradient test. Success means that test passed; a run
+whose objective falls below -1e20 or whose iterates exceed 1e20 in size ends *unbounded* (status
+7, IPOPT's diverging iterates).
 :class:`Constrained` is the feasible set's view the loop and the result read (the start point
 pushed inside the bounds, §3.6; the history columns; scipy trust-constr's result fields): the
 third instance, after the unconstrained and the box, of the loop's feasible-set contract.
@@ -468,10 +471,11 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     primal-dual interior-point method with a filter line search of Wächter & Biegler (2006).
 
     f and c are evaluated only strictly inside the bounds (x0 is moved inside first, W&B §3.6).
-    The run succeeds when the scaled KKT error ``E_0`` (W&B eq. (5)) is at most ``tol``, the
-    unscaled Lagrangian gradient at most 1 and the violation and complementarity at most 1e-4;
-    it ends locally infeasible (status 6), unbounded (status 7) or short of precision (status 2)
-    otherwise, each with a message that says so.
+    The run succeeds when the scaled KKT error ``E_0`` (W&B eq. (5), of the problem with f scaled
+    down so that its gradient at x0 is at most 100, §3.8) is at most ``tol``, the user's
+    Lagrangian gradient at most 1 and the violation and complementarity at most 1e-4 (IPOPT's
+    tests); it ends locally infeasible (status 6), unbounded (status 7) or short of precision
+    (status 2) otherwise, each with a message that says so.
 
     Parameters
     ----------
