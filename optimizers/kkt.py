@@ -58,6 +58,10 @@ DELTA_W_INCREASE = 8.0        # kappa_w^+
 DELTA_W_FIRST_INCREASE = 100.0  # bar kappa_w^+
 DELTA_C = 1e-8                # bar delta_c
 DELTA_C_EXPONENT = 0.25       # kappa_c
+# The sparse path's LDL^T without pivoting can miss an eigenvalue -delta_c as small as the floor:
+# delta_c grows by 100 up to twice while too few negative eigenvalues are seen
+DELTA_C_INCREASE = 100.0
+DELTA_C_STEPS = 3
 # Iterative refinement (IPOPT's min/max_refinement_steps, residual_ratio_max, residual_ratio_singular)
 MIN_REFINEMENT_STEPS = 1
 MAX_REFINEMENT_STEPS = 10
@@ -382,9 +386,14 @@ class InertiaCorrection:
         # rank there are at least m: a rank-deficient J, as IPOPT's degeneracy test finds it)
         if (inertia.zero or inertia.negative < kkt.m) and not delta_c and kkt.m:
             delta_c = jacobian_regularization(mu)
-            factored, inertia = self._try(kkt, 0.0, delta_c, floor)
-            if inertia == wanted:
-                return factored
+            for _ in range(DELTA_C_STEPS if kkt.sparse else 1):
+                factored, inertia = self._try(kkt, 0.0, delta_c, floor)
+                if inertia == wanted:
+                    return factored
+                if not (inertia.zero or inertia.negative < kkt.m):
+                    break
+                delta_c *= DELTA_C_INCREASE   # without pivoting, -delta_c must stand clear of rounding
+
         first = self.last_delta_w == 0.0                                # IC-3
         delta_w = DELTA_W_FIRST if first else max(DELTA_W_MIN, DELTA_W_DECREASE * self.last_delta_w)
         while delta_w <= DELTA_W_MAX:

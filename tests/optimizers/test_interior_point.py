@@ -621,3 +621,18 @@ def test_restoration_phase_returns_to_the_regular_phase():
     assert np.nansum(result.history["restoration"]) >= 1 and result.history["restoration"][-1] == 0
     # f - f* is about the complementarity gap, seven pairs each at most tol (E_0 <= tol, s_c = 1)
     assert result.fun == pytest.approx(0.9535288567, abs=7 * TOL)
+
+
+@pytest.mark.parametrize("intervals, mu", [(99, 1e-6), (299, 1.5e-4)])
+def test_sparse_inertia_correction_leaves_w_alone_where_the_dense_one_does(intervals, mu):
+    # the hanging chain's KKT matrix at its start: J rank-deficient, W = the objective's Hessian.
+    # The dense path needs delta_c only; the sparse path's LDL^T without pivoting can miss the
+    # eigenvalue -delta_c at the floor's size and then perturbed W (delta_w = 1e-4): it now raises
+    # delta_c first
+    f, g, hessian, constraint, x0 = hanging_chain(intervals)
+    W, J = hessian(x0, 1.0, np.zeros(constraint.m)), constraint.jac(x0)
+    for sparse in (False, True):
+        kkt = KKTMatrix(scipy.sparse.csc_matrix(W) if sparse else W, np.zeros(x0.size),
+                        scipy.sparse.csr_matrix(J) if sparse else J, sparse)
+        factored = InertiaCorrection(SparseLDL() if sparse else DenseLDL()).factor(kkt, mu)
+        assert factored.delta_w == 0.0
