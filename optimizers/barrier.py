@@ -67,6 +67,11 @@ def push_inside(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarr
     return pushed
 
 
+def norm_inf(v: np.ndarray) -> float:
+    """``||v||_inf`` (0 for an empty v)."""
+    return float(np.max(np.abs(v))) if np.size(v) else 0.0
+
+
 def fraction_to_boundary(values: np.ndarray, steps: np.ndarray, tau: float) -> float:
     """The largest alpha in (0, 1] with ``values + alpha steps >= (1 - tau) values`` (values > 0)."""
     shrinking = steps < 0

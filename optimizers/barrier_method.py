@@ -7,9 +7,10 @@ Algorithm A, on a problem of :mod:`optimizers.equality_form`.
 the Jacobian there, and the barrier parameter mu, the filter and the inertia correction's memory.
 :meth:`BarrierSolver.iterate` is one iteration:
 
-- A-3, the barrier update (§2.1, monotone Fiacco-McCormick): while the barrier problem's error
-  ``E_mu <= kappa_eps mu`` (eq. (7)), ``mu <- max(tol / 10, min(kappa_mu mu, mu^theta_mu))`` (eq.
-  (7)), ``tau = max(tau_min, 1 - mu)``, and the filter is emptied;
+- A-3, the barrier update (:mod:`optimizers.barrier_update`); the monotone one is §2.1's
+  Fiacco-McCormick rule: while the barrier problem's error ``E_mu <= kappa_eps mu`` (eq. (7)),
+  ``mu <- max(tol / 10, min(kappa_mu mu, mu^theta_mu))`` (eq. (7)), ``tau = max(tau_min, 1 -
+  mu)``, and the filter is emptied;
 - A-4, the search direction: the primal-dual system of :mod:`optimizers.kkt` (eq. (13), the bound
   multipliers' steps by (11)), its inertia corrected (§3.1); a step too small to change w at
   working precision is taken whole and forces the next decrease of mu (IPOPT's tiny step);
@@ -22,9 +23,13 @@ the Jacobian there, and the barrier parameter mu, the filter and the inertia cor
   fraction-to-the-boundary step (15b), then kept near ``mu / slack`` by (16); the filter augmented
   unless the step was an f-type one.
 
-It answers ``"accepted"``, or ``"restoration"`` when no step was acceptable above alpha_min (23) or
-the inertia correction gave up: the caller then runs the restoration phase (§3.3,
-:mod:`optimizers.interior_point`), itself a :class:`BarrierSolver` on the restoration problem.
+Where no step is acceptable above alpha_min (23), IPOPT's soft restoration phase comes first: the
+step to the fraction to the boundary is taken if it reduces the barrier problem's error, for up to
+ten iterations until one also passes the filter's tests. The iteration answers ``"accepted"``, or
+``"restoration"`` when that fails too or the inertia correction gave up: the caller then runs the
+restoration phase (§3.3, :mod:`optimizers.interior_point`), itself a :class:`BarrierSolver` on
+the restoration problem. How mu moves is the barrier update's (:mod:`optimizers.barrier_update`:
+monotone, or adaptive).
 
 The optimality error (eq. (5)) scales the dual residual and the complementarity by ``s_d`` and
 ``s_c`` (eq. (6), ``s_max = 100``), so that large multipliers of a degenerate problem do not hold up
@@ -37,7 +42,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse
 
-from .barrier import BoundTerms, fraction_to_boundary
+from .barrier import BoundTerms, fraction_to_boundary, norm_inf
+from .barrier_update import AdaptiveUpdate, MonotoneUpdate
 from .filter import THETA_MAX_FACTOR, THETA_MIN_FACTOR, Filter, Reference, judge
 from .kkt import SINGULAR_RATIO, DenseLDL, Factored, InertiaCorrection, KKTMatrix, SparseAssembly, SparseLDL
 from .krylov import EPS
@@ -56,10 +62,8 @@ BACKTRACK = 0.5
 MULTIPLIER_INIT_MAX = 1e3   # least-squares multipliers larger than this are discarded (§3.6)
 TINY_STEP = 10.0 * EPS      # max_i |dw_i| / (1 + |w_i|) below this: the step changes nothing
 TINY_STEP_VIOLATION = 1e-4  # ... and taken whole only at a nearly feasible point (IPOPT)
-
-
-def norm_inf(v: np.ndarray) -> float:
-    return float(np.max(np.abs(v))) if np.size(v) else 0.0
+SOFT_REDUCTION = 0.9999     # IPOPT's soft_resto_pderror_reduction_factor
+MAX_SOFT_ITERATIONS = 10    # IPOPT's max_soft_resto_iters
 
 
 class TrialPoint(NamedTuple):
@@ -84,13 +88,35 @@ class Direction(NamedTuple):
 
 class AcceptedStep(NamedTuple):
     """An accepted trial: the point, the primal step alpha, the direction, the filter's verdict,
-    the trials spent and whether a second-order correction made it."""
+    the trials spent, whether a second-order correction made it, and the bound multipliers' step
+    (None: their fraction to the boundary)."""
     trial: TrialPoint
     alpha: float
     direction: Direction
     f_type: bool
     trials: int
     corrected: bool
+    alpha_z: float | None = None
+
+
+class State(NamedTuple):
+    """A primal-dual point: w, y and the bound multipliers."""
+    w: np.ndarray
+    y: np.ndarray
+    zl: np.ndarray
+    zu: np.ndarray
+
+
+def optimality_error(terms: BoundTerms, state: State, dual_residual: np.ndarray, c: np.ndarray, mu: float) -> float:
+    """E_mu of W&B eq. (5): the dual residual, the constraint violation and the complementarity
+    (less mu), the first and the last scaled by s_d and s_c (eq. (6), ``s_max = 100``), so that
+    the large multipliers of a degenerate problem do not hold the test up."""
+    z_sum = float(np.sum(state.zl) + np.sum(state.zu))
+    count = state.y.size + terms.count
+    s_d = max(S_MAX, (float(np.sum(np.abs(state.y))) + z_sum) / count) / S_MAX if count else 1.0
+    s_c = max(S_MAX, z_sum / terms.count) / S_MAX if terms.count else 1.0
+    return max(norm_inf(dual_residual) / s_d, norm_inf(c),
+               terms.complementarity(state.w, state.zl, state.zu, mu) / s_c)
 
 
 class Outcome(NamedTuple):
@@ -119,6 +145,8 @@ class BarrierSolver:
         Factor the KKT matrix as a sparse matrix: None decides from the first Hessian and Jacobian
         (sparse when one comes sparse and the KKT matrix is large and sparse enough,
         :func:`~optimizers.sparse.dense_reason`).
+    update : MonotoneUpdate or AdaptiveUpdate, optional
+        How mu moves (:mod:`optimizers.barrier_update`; default monotone).
 
     Examples
     --------
@@ -142,8 +170,10 @@ class BarrierSolver:
     """
 
     def __init__(self, problem, w: np.ndarray, y: np.ndarray, zl: np.ndarray, zu: np.ndarray, *,
-                 mu: float, tol: float, mu_min: float | None = None, sparse: bool | None = None):
+                 mu: float, tol: float, mu_min: float | None = None, sparse: bool | None = None,
+                 update: MonotoneUpdate | AdaptiveUpdate | None = None):
         self.problem, self.terms = problem, BoundTerms(problem.lower, problem.upper)
+        self.update = update or MonotoneUpdate()
         self.tol, self.mu_min = tol, tol / 10.0 if mu_min is None else mu_min
         self.mu, self.tau = mu, max(TAU_MIN, 1.0 - mu)
         self.sparse = sparse
@@ -156,6 +186,7 @@ class BarrierSolver:
         self.filter = Filter(THETA_MAX_FACTOR * max(1.0, theta))
         self.theta_min = THETA_MIN_FACTOR * max(1.0, theta)
         self.force_mu_decrease = False
+        self.soft_iterations = 0   # successive iterations of the soft restoration phase
         self.stalled = False     # a tiny step at the smallest mu: nothing more to gain
 
     # --- measures ---------------------------------------------------------------------------------
@@ -183,20 +214,19 @@ class BarrierSolver:
         return residual + self.terms.damping(mu) if mu > 0 else residual
 
     def optimality_error(self, mu: float = 0.0) -> float:
-        """E_mu of W&B eq. (5) (E_0: of the problem itself), scaled by s_d and s_c (eq. (6))."""
-        z_sum = float(np.sum(self.zl) + np.sum(self.zu))
-        count = self.y.size + self.terms.count
-        s_d = max(S_MAX, (float(np.sum(np.abs(self.y))) + z_sum) / count) / S_MAX if count else 1.0
-        s_c = max(S_MAX, z_sum / self.terms.count) / S_MAX if self.terms.count else 1.0
-        return max(norm_inf(self.dual_residual(mu)) / s_d, norm_inf(self.c),
-                   self.terms.complementarity(self.w, self.zl, self.zu, mu) / s_c)
+        """E_mu of W&B eq. (5) (E_0: of the problem itself) at the iterate."""
+        return optimality_error(self.terms, State(self.w, self.y, self.zl, self.zu), self.dual_residual(mu),
+                                self.c, mu)
 
     # --- one iteration ----------------------------------------------------------------------------
 
     def iterate(self) -> Outcome:
-        """One iteration of Algorithm A from A-3 (see the module docstring)."""
-        self.update_barrier()
-        direction = self.direction()
+        """One iteration of Algorithm A from A-3 (see the module docstring): the barrier update's
+        part before the direction, the direction (the update may choose mu with it), the line
+        search and the new iterate."""
+        self.update.prepare(self)
+        factored = self.factor()
+        direction = None if factored is None else self.update.direction(self, factored)
         if direction is None:
             return Outcome("restoration", {"mu": self.mu})
         fields = {"mu": self.mu, "delta_w": direction.factored.delta_w}
@@ -207,13 +237,55 @@ class BarrierSolver:
                 self.force_mu_decrease = True
                 self.accept(AcceptedStep(trial, alpha, direction, True, 1, False))
                 return Outcome("tiny", {**fields, "alpha": alpha, "ls": 1})
-        step = self.line_search(direction)
+        step = self.line_search(direction) if not self.soft_iterations else None
         if step is None:
-            return Outcome("restoration", fields)
+            step = self.soft_restoration(direction)
+            if step is None:
+                self.soft_iterations = 0
+                return Outcome("restoration", fields)
         self.accept(step)
         return Outcome("accepted", {**fields, "alpha": step.alpha, "ls": step.trials})
 
-    def update_barrier(self) -> None:
+    def soft_restoration(self, direction: Direction) -> AcceptedStep | None:
+        """IPOPT's soft restoration phase, tried when the line search fails and before the
+        restoration phase: the step ``min(alpha_p, alpha_d)`` along the direction (primal and dual
+        alike) is taken when it reduces the barrier problem's error E_mu by the factor
+        :data:`SOFT_REDUCTION`; the phase ends when a step passes the filter's tests too, or
+        after :data:`MAX_SOFT_ITERATIONS` iterations, in the restoration phase. None: not taken."""
+        if self.soft_iterations >= MAX_SOFT_ITERATIONS:
+            return None
+        if not self.soft_iterations:
+            self.filter.add(self.theta, self.phi)     # as the restoration phase starts (A-9)
+        d = direction
+        alpha = min(self.terms.primal_fraction(self.w, d.dw, self.tau),
+                    self.terms.dual_fraction(self.zl, self.zu, d.dzl, d.dzu, self.tau))
+        trial = self.trial(self.w + alpha * d.dw)
+        if trial is None:
+            return None
+        g, jacobian = self.problem.gradient(trial.w), self.problem.jacobian(trial.w)
+        state = State(trial.w, self.y + alpha * d.dy, self.zl + alpha * d.dzl, self.zu + alpha * d.dzu)
+        dual = g + jacobian.T @ state.y + self.terms.multipliers(state.zl, state.zu) + self.terms.damping(self.mu)
+        if not optimality_error(self.terms, state, dual, trial.c, self.mu) <= SOFT_REDUCTION * self.optimality_error(
+                self.mu):
+            return None
+        slope = float((self.g + self.terms.gradient(self.w, self.mu)) @ d.dw)
+        verdict = judge(Reference(self.theta, self.phi, slope), trial.theta, trial.phi, alpha, self.filter,
+                        self.theta_min)
+        self.soft_iterations = 0 if verdict.accepted else self.soft_iterations + 1
+        return AcceptedStep(trial, alpha, d, verdict.f_type, 1, False, alpha)
+
+    def set_mu(self, mu: float) -> None:
+        """A new barrier parameter: tau = max(tau_min, 1 - mu), and the filter emptied (§2.3);
+        a problem whose objective follows mu (``barrier_changed``: the restoration problem's
+        proximity term) is told, and f and its gradient are evaluated again."""
+        self.mu, self.tau = mu, max(TAU_MIN, 1.0 - mu)
+        self.filter.reset()
+        follow = getattr(self.problem, "barrier_changed", None)
+        if follow is not None:
+            follow(mu)
+            self.f, self.g = self.problem.objective(self.w), self.problem.gradient(self.w)
+
+    def monotone_update(self) -> None:
         """A-3: decrease mu while the barrier problem is solved to ``kappa_eps mu`` (or a tiny
         step forces it); a forced decrease at the smallest mu marks the run as stalled."""
         forced, self.force_mu_decrease = self.force_mu_decrease, False
@@ -222,8 +294,8 @@ class BarrierSolver:
             if mu >= self.mu:
                 self.stalled = forced
                 return
-            self.mu, self.tau, forced = mu, max(TAU_MIN, 1.0 - mu), False
-            self.filter.reset()
+            self.set_mu(mu)
+            forced = False
 
     def _factorization(self, hessian) -> InertiaCorrection:
         """The inertia correction with the dense or sparse factorization, decided once (see
@@ -238,9 +310,9 @@ class BarrierSolver:
             self.correction = InertiaCorrection(SparseLDL() if self.sparse else DenseLDL())
         return self.correction
 
-    def direction(self) -> Direction | None:
-        """A-4: the primal-dual direction with the corrected inertia; None when the correction
-        failed (or the Hessian is not finite)."""
+    def factor(self) -> Factored | None:
+        """A-4's matrix: the KKT matrix at the iterate factored with its inertia corrected; None
+        when the correction failed (or the Hessian is not finite)."""
         hessian = self.problem.hessian(self.w, 1.0, self.y)
         values = hessian.data if scipy.sparse.issparse(hessian) else hessian
         if not np.all(np.isfinite(values)):
@@ -248,23 +320,37 @@ class BarrierSolver:
         correction = self._factorization(hessian)
         kkt = KKTMatrix(hessian, self.terms.sigma(self.w, self.zl, self.zu), self.jacobian, self.sparse,
                         self.assembly)
-        factored = correction.factor(kkt, self.mu)
-        if factored is None:
-            return None
-        residual = self.g + self.terms.gradient(self.w, self.mu) + self.jacobian.T @ self.y
-        solution, ratio = factored.solve(-np.concatenate([residual, self.c]))
-        if ratio > SINGULAR_RATIO and factored.delta_c == 0 and self.problem.m:
-            factored = correction.factor(kkt, self.mu, singular=True)   # a singular matrix after all
-            if factored is None:
-                return None
-            solution, ratio = factored.solve(-np.concatenate([residual, self.c]))
-        if not np.all(np.isfinite(solution)):
-            return None
-        return self._direction(solution, residual, factored)
+        return correction.factor(kkt, self.mu)
 
-    def _direction(self, solution: np.ndarray, residual: np.ndarray, factored: Factored) -> Direction:
+    def solve(self, factored: Factored, rhs_w: np.ndarray, rhs_c: np.ndarray) -> tuple[np.ndarray | None, Factored]:
+        """The solution of the factored system for the right-hand side ``(rhs_w, rhs_c)`` and the
+        factorization it came from: refactored with ``delta_c > 0`` when the solution shows the
+        matrix singular after all; None when no finite solution was found."""
+        rhs = np.concatenate([rhs_w, rhs_c])
+        solution, ratio = factored.solve(rhs)
+        if ratio > SINGULAR_RATIO and factored.delta_c == 0 and self.problem.m:
+            refactored = self.correction.factor(factored.kkt, self.mu, singular=True)
+            if refactored is None:
+                return None, factored
+            factored = refactored
+            solution, ratio = factored.solve(rhs)
+        return (solution if np.all(np.isfinite(solution)) else None), factored
+
+    def residual(self, mu: float) -> np.ndarray:
+        """The barrier problem's dual residual with mu eliminated, ``grad phi_mu + J^T y`` (the
+        direction's right-hand side): affine in mu."""
+        return self.g + self.terms.gradient(self.w, mu) + self.jacobian.T @ self.y
+
+    def direction(self, factored: Factored, mu: float) -> Direction | None:
+        """A-4: the primal-dual direction for the barrier parameter mu."""
+        residual = self.residual(mu)
+        solution, factored = self.solve(factored, -residual, -self.c)
+        return None if solution is None else self.combine(solution, residual, factored, mu)
+
+    def combine(self, solution: np.ndarray, residual: np.ndarray, factored: Factored, mu: float) -> Direction:
+        """The direction of a solution ``(dw, dy)``, with the bound multipliers' steps (11)."""
         dw, dy = solution[:self.problem.n], solution[self.problem.n:]
-        dzl, dzu = self.terms.multiplier_steps(self.w, self.zl, self.zu, self.mu, dw)
+        dzl, dzu = self.terms.multiplier_steps(self.w, self.zl, self.zu, mu, dw)
         return Direction(dw, dy, dzl, dzu, residual, factored)
 
     def tiny(self, direction: Direction) -> bool:
@@ -294,7 +380,7 @@ class BarrierSolver:
         alpha = self.terms.primal_fraction(self.w, direction.dw, self.tau)
         scale = norm_inf(direction.dw / (1.0 + np.abs(self.w)))
         trials = 0
-        while alpha >= alpha_min and alpha * scale >= EPS:
+        while (alpha >= alpha_min or not trials) and alpha * scale >= EPS:   # the first trial always (IPOPT)
             trial = self.trial(self.w + alpha * direction.dw)
             trials += 1
             if trial is not None:
@@ -317,7 +403,7 @@ class BarrierSolver:
         for count in range(1, MAX_SOC + 1):
             c_soc = alpha * c_soc + trial.c
             solution, _ = direction.factored.solve(-np.concatenate([direction.residual, c_soc]))
-            corrected = self._direction(solution, direction.residual, direction.factored)
+            corrected = self.combine(solution, direction.residual, direction.factored, self.mu)
             alpha = self.terms.primal_fraction(self.w, corrected.dw, self.tau)
             trial = self.trial(self.w + alpha * corrected.dw)
             if trial is None:
@@ -336,7 +422,8 @@ class BarrierSolver:
         if not step.f_type:
             self.filter.add(self.theta, self.phi)
         d = step.direction
-        alpha_z = self.terms.dual_fraction(self.zl, self.zu, d.dzl, d.dzu, self.tau)
+        alpha_z = step.alpha_z if step.alpha_z is not None else self.terms.dual_fraction(
+            self.zl, self.zu, d.dzl, d.dzu, self.tau)
         self.w, self.f, self.c = step.trial.w, step.trial.f, step.trial.c
         self.y = self.y + step.alpha * d.dy
         self.zl, self.zu = self.terms.safeguard(self.w, self.zl + alpha_z * d.dzl, self.zu + alpha_z * d.dzu,

@@ -130,8 +130,10 @@ class CanonicalConstraint:
         if self._jx is None or not np.array_equal(x, self._jx):
             j = self._jac(x)
             self.njev += 1
-            j = scipy.sparse.csr_matrix(j, dtype=float) if scipy.sparse.issparse(j) else \
-                np.asarray(j, dtype=float).reshape(self.m, x.size)
+            if scipy.sparse.issparse(j):
+                j = j if j.format == "csr" and j.dtype == float else scipy.sparse.csr_matrix(j, dtype=float)
+            else:
+                j = np.asarray(j, dtype=float).reshape(self.m, x.size)
             if j.shape != (self.m, x.size):
                 raise ValueError(f"the constraint Jacobian has shape {j.shape}, expected {(self.m, x.size)}")
             self._jx, self._j = x.copy(), j

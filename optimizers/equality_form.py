@@ -23,7 +23,13 @@ of ``obj_factor f(w) + y^T C(w)``. Two problems take it:
 - :class:`RestorationForm`, the restoration problem of W&B §3.3 for a problem P and a reference
   point w_R: ``min rho sum(p + n) + zeta/2 ||D_R (w - w_R)||^2 s.t. C(w) - p + n = 0``, p, n >= 0,
   w within P's bounds, with ``rho = 1000``, ``zeta = sqrt(mu)`` and ``D_R = diag(min(1, 1/|w_R|))``
-  (eq. (31)-(32)).
+  (eq. (31)-(32)). mu is the barrier parameter of the method solving it, so the proximity term
+  fades as that converges (:meth:`RestorationForm.barrier_changed`, as IPOPT does): the point it
+  converges to is then a stationary point of the l1 violation itself, which is what a verdict of
+  local infeasibility rests on.
+
+A problem may define ``barrier_changed(mu)``: the barrier method calls it whenever mu changes
+(and evaluates f and its gradient again).
 """
 from __future__ import annotations
 
@@ -59,6 +65,9 @@ class SlackForm:
         ``lagrangian_hessian(x, obj_factor, v)``: the Hessian in x of ``obj_factor f(x) + v^T c(x)``.
     x_start : ndarray
         A point of the full x whose fixed entries give the fixed variables' values.
+    dense : bool
+        Give the Jacobian and the Hessian as dense arrays (for the dense KKT path: small problems
+        spend their time in sparse matrices' constructors otherwise).
 
     Examples
     --------
@@ -84,8 +93,8 @@ class SlackForm:
     """
 
     def __init__(self, objective: Objective, constraint: CanonicalConstraint, x_lower: np.ndarray,
-                 x_upper: np.ndarray, lagrangian_hessian: Callable | None, x_start: np.ndarray):
-        self._objective, self._constraint = objective, constraint
+                 x_upper: np.ndarray, lagrangian_hessian: Callable | None, x_start: np.ndarray, dense: bool = False):
+        self._objective, self._constraint, self.dense = objective, constraint, dense
         self._hessian = lagrangian_hessian
         self.free = np.flatnonzero(x_lower < x_upper)
         self.inequality = np.flatnonzero(~constraint.equality)
@@ -149,6 +158,8 @@ class SlackForm:
 
     def jacobian(self, w: np.ndarray):
         j = self._constraint.jac(self.x(w))
+        if self.dense and scipy.sparse.issparse(j):
+            j = j.toarray()
         if not self._all_free:
             j = j[:, self.free]
         if scipy.sparse.issparse(j):
@@ -157,6 +168,8 @@ class SlackForm:
 
     def hessian(self, w: np.ndarray, obj_factor: float, y: np.ndarray):
         h = self._hessian(self.x(w), obj_factor * self.objective_scale, y)
+        if self.dense and scipy.sparse.issparse(h):
+            h = h.toarray()
         if not self._all_free:
             h = h[self.free][:, self.free] if scipy.sparse.issparse(h) else h[np.ix_(self.free, self.free)]
         return _padded(h, self.n)
@@ -175,19 +188,24 @@ class RestorationForm:
     ...     def constraints(self, w): return np.array([w @ w - 1.0])
     ...     def jacobian(self, w): return 2 * w[None, :]
     ...     def hessian(self, w, obj_factor, y): return 2 * y[0] * np.eye(2)
-    >>> resto = RestorationForm(Circle(), np.array([2.0, 0.5]), zeta=0.1)
+    >>> resto = RestorationForm(Circle(), np.array([2.0, 0.5]), mu=0.01)      # zeta = 0.1
     >>> v = np.array([2.0, 0.5, 3.25, 0.0])            # w = w_ref, p = 3.25, n = 0
     >>> resto.constraints(v), resto.objective(v)
     (array([0.]), 3250.0)
     """
 
-    def __init__(self, problem, w_ref: np.ndarray, zeta: float, rho: float = RESTORATION_PENALTY):
-        self.problem, self.w_ref, self.zeta, self.rho = problem, w_ref.copy(), zeta, rho
+    def __init__(self, problem, w_ref: np.ndarray, mu: float, rho: float = RESTORATION_PENALTY):
+        self.problem, self.w_ref, self.rho = problem, w_ref.copy(), rho
+        self.zeta = float(np.sqrt(mu))
         self.n_w, self.m = problem.n, problem.m
         self.n = self.n_w + 2 * self.m
         self.weights = np.minimum(1.0, 1.0 / np.maximum(np.abs(w_ref), 1e-300)) ** 2   # D_R^2
         self.lower = np.concatenate([problem.lower, np.zeros(2 * self.m)])
         self.upper = np.concatenate([problem.upper, np.full(2 * self.m, np.inf)])
+
+    def barrier_changed(self, mu: float) -> None:
+        """The proximity weight follows the barrier parameter: ``zeta = sqrt(mu)``."""
+        self.zeta = float(np.sqrt(mu))
 
     def split(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(w, p, n)`` of v."""

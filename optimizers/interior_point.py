@@ -11,11 +11,11 @@ line-search algorithm for large-scale nonlinear programming", Math. Program. 106
   matrix and the bound multipliers' safeguard: :class:`~optimizers.barrier_method.BarrierSolver`;
 - the feasibility restoration phase of §3.3 (:class:`Restoration`): when the line search finds no
   acceptable step, the same barrier method minimizes ``rho ||p + n||_1 + zeta/2 ||D_R (w -
-  w_R)||^2`` subject to ``C(w) - p + n = 0`` (:class:`~optimizers.equality_form.RestorationForm`)
-  until the constraint violation has fallen by 10% at a point the filter accepts; when the
-  restoration problem itself converges first, the iterate is a stationary point of the constraint
-  violation that is not feasible, and the run ends *locally infeasible* (status 6, IPOPT's
-  ``Infeasible_Problem_Detected``);
+  w_R)||^2`` (``zeta = sqrt(mu)``, fading with the phase's own mu) subject to ``C(w) - p + n = 0``
+  (:class:`~optimizers.equality_form.RestorationForm`) until the constraint violation has fallen
+  by 10% at a point the filter accepts; when the restoration problem itself converges first, the
+  iterate is a stationary point of the constraint violation that is not feasible, and the run
+  ends *locally infeasible* (status 6, IPOPT's ``Infeasible_Problem_Detected``);
 - the KKT systems (:mod:`optimizers.kkt`): a dense Bunch-Kaufman factorization for small problems,
   a sparse quasi-definite LDL^T for large sparse ones, the inertia read from D either way.
 
@@ -41,14 +41,16 @@ import numpy as np
 import scipy.sparse
 from scipy.optimize import OptimizeResult
 
-from .barrier import push_inside
-from .barrier_method import MU_INIT, BarrierSolver, norm_inf
+from .barrier import norm_inf, push_inside
+from .barrier_method import MU_INIT, BarrierSolver
+from .barrier_update import AdaptiveUpdate, MonotoneUpdate
 from .bounds import Box
 from .constraints import CanonicalConstraint, add_matrices
 from .equality_form import RestorationForm, SlackForm
 from .filter import Reference
 from .loop import Loop, Monitor, Saddle, Step, Stop, Trial
 from .objective import MESSAGES, HessianOperator, Iterate, Objective, Status
+from .sparse import SPARSE_MIN_SIZE
 from .stopping import GradientTest
 
 DEFAULT_TOL = 1e-8
@@ -195,7 +197,7 @@ class Restoration:
         self.reference = Reference(outer.theta, outer.phi, 0.0)
         self.start_violation = norm_inf(outer.c)
         mu = max(outer.mu, self.start_violation)
-        form = RestorationForm(outer.problem, outer.w, zeta=float(np.sqrt(mu)))
+        form = RestorationForm(outer.problem, outer.w, mu)
         p, n = elastic_variables(outer.c, mu, form.rho)
         zl = np.concatenate([np.minimum(form.rho, outer.zl), mu / p, mu / n])
         self.inner = BarrierSolver(form, np.concatenate([outer.w, p, n]), np.zeros(outer.problem.m), zl,
@@ -262,14 +264,17 @@ class InteriorPoint(Step):
         The KKT factorization (see :class:`~optimizers.barrier_method.BarrierSolver`).
     mu_init : float
         The first barrier parameter.
+    mu_strategy : {"monotone", "adaptive"}
+        How mu moves (:mod:`optimizers.barrier_update`).
     """
 
     messages = {Status.MAXITER: MAXITER_MESSAGE}
 
     def __init__(self, objective: Objective, form: SlackForm, view: Constrained, *, tol: float,
-                 sparse: bool | None, mu_init: float):
+                 sparse: bool | None, mu_init: float, mu_strategy: str = "monotone"):
         self.objective, self.form, self.view = objective, form, view
         self.tol, self.sparse, self.mu_init = tol, sparse, mu_init
+        self.mu_strategy = mu_strategy
         self.solver: BarrierSolver | None = None
         self.restoration: Restoration | None = None
         self.failure: Stop | None = None
@@ -292,9 +297,10 @@ class InteriorPoint(Step):
         lower, upper = np.isfinite(self.form.lower), np.isfinite(self.form.upper)
         # mu down to where the user's complementarity (the scaled one over s_f) passes its test too
         mu_min = min(self.tol, COMPLEMENTARITY_TOLERANCE * self.form.objective_scale) / 10.0
+        update = AdaptiveUpdate() if self.mu_strategy == "adaptive" else MonotoneUpdate()
         solver = BarrierSolver(self.form, w, np.zeros(self.form.m), np.ones(int(lower.sum())),
                                np.ones(int(upper.sum())), mu=self.mu_init, tol=self.tol, mu_min=mu_min,
-                               sparse=self.sparse)
+                               sparse=self.sparse, update=update)
         solver.y = solver.least_squares_multipliers()
         self.solver = solver
         return self.fields({})
@@ -444,7 +450,7 @@ def lagrangian_hessian(objective: Objective, constraint: CanonicalConstraint,
             objective.nhev += 1
             h = given(x, obj_factor, v)
             if scipy.sparse.issparse(h):
-                return scipy.sparse.csc_matrix(h, dtype=float)
+                return h if h.format == "csc" and h.dtype == float else scipy.sparse.csc_matrix(h, dtype=float)
             h = np.asarray(h, dtype=float).reshape(x.size, x.size)
             return 0.5 * (h + h.T)
         return hessian
@@ -466,7 +472,7 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
                  lagrangian_hess: Callable | None = None,
                  operator: Callable[[np.ndarray], HessianOperator] | None = None, tol: float = DEFAULT_TOL,
                  maxiter: int | None = None, disp: bool = False, keep_iterates: bool = True,
-                 sparse: bool | None = None, mu_init: float = MU_INIT) -> OptimizeResult:
+                 sparse: bool | None = None, mu_init: float = MU_INIT, mu_strategy: str = "monotone") -> OptimizeResult:
     """Minimize f subject to ``constraints.lower <= c(x) <= constraints.upper`` and bounds by the
     primal-dual interior-point method with a filter line search of Wächter & Biegler (2006).
 
@@ -496,6 +502,9 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
         comes sparse and the matrix is large and sparse enough; True or False to force it.
     mu_init : float
         The first barrier parameter (0.1).
+    mu_strategy : {"monotone", "adaptive"}
+        How the barrier parameter moves (IPOPT's option of that name): W&B's monotone rule, or
+        Nocedal, Wächter & Waltz's adaptive one (:mod:`optimizers.barrier_update`).
 
     Returns
     -------
@@ -542,6 +551,8 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     """
     if not tol > 0:
         raise ValueError(f"tol must be positive, got {tol!r}")
+    if mu_strategy not in ("monotone", "adaptive"):
+        raise ValueError(f"mu_strategy must be 'monotone' or 'adaptive', got {mu_strategy!r}")
     if hess is None and hessp is None and operator is None and lagrangian_hess is None:
         raise ValueError("the interior-point method needs second derivatives: pass hess, hessp, "
                          "operator or lagrangian_hess")
@@ -556,8 +567,11 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     objective = Objective(fun, x0, jac, hess, hessp, operator, sparse=sparse)
     constraint.fun(objective.x0)   # m, for constraints whose bounds were given as scalars
     hessian = lagrangian_hessian(objective, constraint, lagrangian_hess)
-    form = SlackForm(objective, constraint, lower, upper, hessian, objective.x0)
-    step = InteriorPoint(objective, form, view, tol=tol, sparse=sparse, mu_init=mu_init)
+    # small problems take the dense KKT path (optimizers.sparse.dense_reason): dense derivatives then
+    size = n + constraint.m + int(np.sum(~constraint.equality))
+    dense = sparse is False or (sparse is None and size < SPARSE_MIN_SIZE)
+    form = SlackForm(objective, constraint, lower, upper, hessian, objective.x0, dense=dense)
+    step = InteriorPoint(objective, form, view, tol=tol, sparse=sparse, mu_init=mu_init, mu_strategy=mu_strategy)
 
     def counts() -> dict:
         return {**objective.counts(), **constraint.counts()}

@@ -636,3 +636,128 @@ def test_sparse_inertia_correction_leaves_w_alone_where_the_dense_one_does(inter
                         scipy.sparse.csr_matrix(J) if sparse else J, sparse)
         factored = InertiaCorrection(SparseLDL() if sparse else DenseLDL()).factor(kkt, mu)
         assert factored.delta_w == 0.0
+
+
+# --- the adaptive barrier update ------------------------------------------------------------------
+
+def test_adaptive_update_reaches_the_same_solutions():
+    f, g, hessian, constraint = hs071()
+    lower, upper = np.ones(4), np.full(4, 5.0)
+    result = minimize_ipm(f, [1.0, 5.0, 5.0, 1.0], g, lagrangian_hess=hessian, constraints=constraint,
+                          bounds=(lower, upper), mu_strategy="adaptive")
+    assert_complementary(result, constraint, lower, upper)
+    np.testing.assert_allclose(result.x, [1.0, 4.742999637, 3.821149984, 1.379408293], atol=1e-8)
+    target = np.array([-3.0, 0.5, 7.0])
+    lower, upper = np.array([-1.0, -1.0, -np.inf]), np.array([1.0, 1.0, 4.0])
+    result = minimize_ipm(lambda x: 0.5 * (x - target) @ (x - target), np.zeros(3), lambda x: x - target,
+                          hess=lambda x: np.eye(3), bounds=(lower, upper), mu_strategy="adaptive")
+    assert_kkt(result)
+    np.testing.assert_allclose(result.x, np.clip(target, lower, upper), atol=1e-8)
+    result = minimize_ipm(lambda x: x @ x, np.array([1.0]), lambda x: 2 * x, hess=lambda x: 2 * np.eye(1),
+                          constraints=square(-np.inf, -1.0), mu_strategy="adaptive")
+    assert result.status == Status.INFEASIBLE
+
+
+def test_quality_function_oracle_finds_the_minimum_of_the_quality():
+    # min (x - 2)^2 + (y + 1)^2 in the box [0, 1]^2 from (0.5, 0.5): the oracle's sigma, by eight
+    # golden sections on log sigma, is within the last bracket of the quality function's minimum
+    from optimizers.barrier_method import BarrierSolver
+    from optimizers.barrier_update import AdaptiveUpdate, average_complementarity
+
+    class Box:
+        n, m, lower, upper = 2, 0, np.zeros(2), np.ones(2)
+        def objective(self, w): return float((w[0] - 2) ** 2 + (w[1] + 1) ** 2)
+        def gradient(self, w): return np.array([2 * (w[0] - 2), 2 * (w[1] + 1)])
+        def constraints(self, w): return np.zeros(0)
+        def jacobian(self, w): return np.zeros((0, 2))
+        def hessian(self, w, obj_factor, y): return 2 * obj_factor * np.eye(2)
+
+    update = AdaptiveUpdate()
+    solver = BarrierSolver(Box(), np.full(2, 0.5), np.zeros(0), np.ones(2), np.ones(2), mu=0.1, tol=1e-8,
+                           update=update)
+    update.mu_max = 1e3
+    factored = solver.factor()
+    base, part = solver.residual(0.0), solver.terms.gradient(solver.w, 1.0)
+    affine, _ = solver.solve(factored, -base, np.zeros(0))
+    per_mu, _ = solver.solve(factored, -part, np.zeros(0))
+    average = average_complementarity(solver)
+    sigma = update._oracle(solver, affine, per_mu, average)
+    grid = np.exp(np.linspace(np.log(1e-6), np.log(1e2), 2001))
+    qualities = [update.quality(solver, affine, per_mu, s * average) for s in grid]
+    best = grid[int(np.argmin(qualities))]
+    bracket = np.exp(0.618 ** 8 * (np.log(1e2) - np.log(1e-6)))    # the last bracket's width in sigma
+    assert best / bracket <= sigma <= best * bracket
+
+
+def test_adaptive_update_follows_a_changing_active_set_in_fewer_iterations():
+    # Bryson-Denham (hessopt.problems, derivatives from autodiff, sparse): the state bound x <= 1/9
+    # becomes active along an arc of ~3,000 nodes. The monotone rule's superlinear decrease of mu
+    # leaves the iterates far from the new central path and the fraction to the boundary cuts
+    # the steps short (61 iterations); the adaptive rule keeps mu near the iterates'
+    # complementarity (26). IPOPT: 37 monotone, 34 adaptive
+    import autodiff as ad
+    from hessopt import problems
+
+    p = problems.constrained("bryson_denham", 9999)
+    weights = ad.Variable(np.ones(1 + p.n_constraints))
+    hessian = ad.sparse_hessian(lambda x: weights[0] * p.fun(x) + weights[1:] @ p.constraint(x))
+
+    def lagrangian(x, obj_factor, v):
+        weights.assign(np.concatenate([[obj_factor], v]))
+        return hessian(x)
+
+    gradient = ad.function(ad.grad(p.fun))
+    constraint = CanonicalConstraint(ad.function(p.constraint), ad.sparse_jacobian(p.constraint),
+                                     p.constraint_lower, p.constraint_upper)
+    runs = {mu: minimize_ipm(p.fun, p.x0, lambda x: np.asarray(gradient(x)), lagrangian_hess=lagrangian,
+                             constraints=constraint, bounds=(p.lower, p.upper), mu_strategy=mu, keep_iterates=False)
+            for mu in ("monotone", "adaptive")}
+    for result in runs.values():
+        assert_kkt(result)
+        assert result.sparse and abs(result.fun - 4.0) <= 1e-5      # the continuous minimum is 4
+    assert 1.5 * runs["adaptive"].nit < runs["monotone"].nit
+
+
+def hock_schittkowski(number):
+    """A problem of hessopt.problems' Hock-Schittkowski set with dense derivatives from autodiff."""
+    import autodiff as ad
+    from hessopt import problems
+
+    p = problems.hock_schittkowski(number)
+    gradient, jacobian = ad.grad(p.fun), ad.jacobian(p.constraint)
+
+    def hessian(x, obj_factor, v):
+        return np.asarray(ad.hessian(lambda y: obj_factor * p.fun(y) + v @ p.constraint(y))(x))
+
+    constraint = CanonicalConstraint(p.constraint, lambda x: np.asarray(jacobian(x)), p.constraint_lower,
+                                     p.constraint_upper)
+    return p, lambda x: np.asarray(gradient(x)), hessian, constraint
+
+
+@pytest.mark.parametrize("number, x0, mu_strategy", [
+    (59, [-4.900272829589923, 16.74435449970238], "adaptive"),
+    (56, [0.9399443735411303, 1.3479318777924068, -2.3417001212302253, 1.7622634324727195, -0.35796700044118746,
+          -1.2614245547608134, 2.251117487428112], "monotone")])
+def test_the_restoration_phase_converges_to_what_the_violation_allows(number, x0, mu_strategy):
+    # From these starts (the published ones perturbed by rng(0) and rng(1) normals times 1 + |x0|) the
+    # restoration phase runs while mu is large; its proximity term zeta/2 ||D (w - w_R)||^2 with
+    # zeta = sqrt(mu) frozen at the phase's start held it at a feasible point that its
+    # filter would not take (HS59: reported locally infeasible, at violation 0) or short of one
+    # (HS56: a tiny step at the smallest mu). With zeta following the phase's own mu, as IPOPT's,
+    # both runs succeed, at HS59's and HS56's published minima
+    p, g, hessian, constraint = hock_schittkowski(number)
+    result = minimize_ipm(p.fun, np.array(x0), g, lagrangian_hess=hessian, constraints=constraint,
+                          bounds=(p.lower, p.upper), mu_strategy=mu_strategy)
+    assert_kkt(result)
+    assert result.fun == pytest.approx(p.fmin, abs=1e-6 * (1 + abs(p.fmin)))
+
+
+def test_soft_restoration_takes_the_step_the_filter_refuses_at_a_feasible_point():
+    # HS55 with the adaptive update: at iteration 6 the iterate is feasible and no step passes the
+    # filter's tests, where the restoration phase cannot help (the run ended with status 2); the
+    # step that reduces the barrier problem's error is taken instead (IPOPT's soft restoration),
+    # and the run ends at a KKT point (a local one: IPOPT's ends at another, f = 6.7053)
+    p, g, hessian, constraint = hock_schittkowski(55)
+    result = minimize_ipm(p.fun, np.array(p.x0), g, lagrangian_hess=hessian, constraints=constraint,
+                          bounds=(p.lower, p.upper), mu_strategy="adaptive")
+    assert_complementary(result, constraint, p.lower, p.upper)
