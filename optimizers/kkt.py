@@ -132,7 +132,10 @@ class SparseLDL:
     """LDL^T without pivoting of a sparse symmetric matrix (qdldl with an AMD ordering, the symbolic
     analysis kept across matrices of one pattern: :class:`~optimizers.sparse.LDLFactorization`).
     When it completes (no zero pivot) ``P K P^T = L D L^T`` with L unit lower triangular, so K has
-    D's inertia (Sylvester's law); a zero pivot stops it and is counted as zero eigenvalues.
+    D's inertia (Sylvester's law); a zero pivot stops it and is counted as zero eigenvalues, as is a
+    pivot zero but for rounding, where the factorization factors ``K + shift I`` instead (its
+    remedy for semidefinite Hessians, :func:`~optimizers.sparse.rounding_shift`): a KKT matrix is
+    indefinite, and the inertia correction decides its perturbation itself.
 
     Without pivoting the computed signs are reliable only while the matrix's eigenvalues stay
     clear of rounding: a nearly singular K (a rank-deficient J with a tiny delta_c) can be given a
@@ -160,7 +163,7 @@ class SparseLDL:
         factor = self._ldl.factor(K)
         pivots = factor.pivots
         n = K.shape[0]
-        if not np.all(np.isfinite(pivots)) or np.any(pivots == 0):
+        if factor.shift != 0.0 or not np.all(np.isfinite(pivots)) or np.any(pivots == 0):
             self._solve = None
             return Inertia(0, 0, n)
         self._solve = factor.solve
