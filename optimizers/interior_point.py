@@ -24,7 +24,8 @@ interior-point iteration per call (a restoration iteration is one too, marked in
 and it owns its convergence test: the scaled KKT error ``E_0 <= tol`` (W&B eq. (5)-(6)) of the
 problem with its objective scaled by W&B §3.8 (``s_f = min(1, 100 / ||grad f(x_0)||_inf)``), and
 IPOPT's absolute tests in the user's units (Lagrangian gradient at most 1, violation and
-complementarity at most 1e-4); never the gradient test. Success means that test passed; a run
+complementarity at most 1e-4), with the total complementarity (a convex problem's duality gap)
+at most ``tol max(1, |f|)``; never the gradient test. Success means that test passed; a run
 whose objective falls below -1e20 or whose iterates exceed 1e20 in size ends *unbounded* (status
 7, IPOPT's diverging iterates).
 :class:`Constrained` is the feasible set's view the loop and the result read (the start point
@@ -295,8 +296,10 @@ class InteriorPoint(Step):
         self.form.scale(point.x)
         w = self.form.start(point.x)
         lower, upper = np.isfinite(self.form.lower), np.isfinite(self.form.upper)
-        # mu down to where the user's complementarity (the scaled one over s_f) passes its test too
-        mu_min = min(self.tol, COMPLEMENTARITY_TOLERANCE * self.form.objective_scale) / 10.0
+        # mu down to where the user's complementarity (the scaled one over s_f) and the total
+        # complementarity over every bound pass their tests too
+        bounds = int(lower.sum() + upper.sum())
+        mu_min = min(self.tol / max(1, bounds), COMPLEMENTARITY_TOLERANCE * self.form.objective_scale) / 10.0
         update = AdaptiveUpdate() if self.mu_strategy == "adaptive" else MonotoneUpdate()
         solver = BarrierSolver(self.form, w, np.zeros(self.form.m), np.ones(int(lower.sum())),
                                np.ones(int(upper.sum())), mu=self.mu_init, tol=self.tol, mu_min=mu_min,
@@ -359,13 +362,14 @@ class InteriorPoint(Step):
         return Trial(x, f, self.fields(fields, restoration), self.verdict(x, f) if self.restoration is None else None)
 
     def verdict(self, x: np.ndarray | None = None, f: float | None = None) -> Stop | None:
-        """SUCCESS when the KKT test passes (E_0 of the scaled problem at most tol, and IPOPT's
-        absolute tests on the user's: Lagrangian gradient at most 1, violation and complementarity
-        at most 1e-4), UNBOUNDED on diverging iterates, PRECISION_LOSS when a tiny step at the
+        """SUCCESS when the KKT test passes (E_0 of the scaled problem at most tol, the total
+        complementarity at most ``tol max(1, |f|)``, and IPOPT's absolute tests on the user's:
+        Lagrangian gradient at most 1, violation and complementarity at most 1e-4), UNBOUNDED on
+        diverging iterates, PRECISION_LOSS when a tiny step at the
         smallest barrier parameter left nothing to gain; else None."""
         solver = self.solver
         error = solver.optimality_error()
-        if error <= self.tol and self._user_kkt_holds():
+        if error <= self.tol and self._gap_closed() and self._user_kkt_holds():
             return Stop(Status.SUCCESS, f"{SUCCESS_MESSAGE} (E_0 = {error:.1e} <= tol = {self.tol:.0e})")
         if f is not None and (f < -DIVERGING or norm_inf(x) > DIVERGING):
             return Stop(Status.UNBOUNDED, f"Iterates diverging (f = {f:.3e}, ||x||_inf = {norm_inf(x):.3e}): "
@@ -374,6 +378,15 @@ class InteriorPoint(Step):
             return Stop(Status.PRECISION_LOSS, f"Search direction too small to change x at the smallest "
                                                f"barrier parameter (E_0 = {error:.1e} > tol = {self.tol:.0e})")
         return None
+
+    def _gap_closed(self) -> bool:
+        """Whether the total complementarity, ``sum slack z`` over every bound (the duality gap of
+        a convex problem, which E_0 bounds only term by term), is at most ``tol max(1, |f|)`` (in
+        the scaled problem): then f is within that of the minimum's value, whatever the number
+        of bounds."""
+        solver = self.solver
+        sl, su = solver.terms.slacks(solver.w)
+        return float(sl @ solver.zl + su @ solver.zu) <= self.tol * max(1.0, abs(solver.f))
 
     def _user_kkt_holds(self) -> bool:
         """IPOPT's absolute tests in the user's units (``dual_inf_tol``, ``constr_viol_tol``,
@@ -480,8 +493,10 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     The run succeeds when the scaled KKT error ``E_0`` (W&B eq. (5), of the problem with f scaled
     down so that its gradient at x0 is at most 100, §3.8) is at most ``tol``, the user's
     Lagrangian gradient at most 1 and the violation and complementarity at most 1e-4 (IPOPT's
-    tests); it ends locally infeasible (status 6), unbounded (status 7) or short of precision
-    (status 2) otherwise, each with a message that says so.
+    tests), and the total complementarity ``sum slack z`` at most ``tol max(1, |f|)`` (E_0 bounds
+    each term only: with 10^5 bounds f could stay 1e-4 above its minimum); it ends locally
+    infeasible (status 6), unbounded (status 7) or short of precision (status 2) otherwise, each
+    with a message that says so.
 
     Parameters
     ----------

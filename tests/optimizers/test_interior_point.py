@@ -761,3 +761,18 @@ def test_soft_restoration_takes_the_step_the_filter_refuses_at_a_feasible_point(
     result = minimize_ipm(p.fun, np.array(p.x0), g, lagrangian_hess=hessian, constraints=constraint,
                           bounds=(p.lower, p.upper), mu_strategy="adaptive")
     assert_complementary(result, constraint, p.lower, p.upper)
+
+
+def test_success_means_f_is_within_tol_of_the_minimum_whatever_the_number_of_bounds():
+    # min 1/2 ||x - t||^2 in [0, 1]^20000: f* = 1/2 ||clip(t) - t||^2. E_0 <= tol bounds each of the
+    # 40,000 complementarity terms by tol; their sum, this convex problem's duality gap, left
+    # f - f* = 3.3e-5 > tol f* = 2.2e-5. Success now also asks the sum to be at most tol max(1, |f|)
+    rng = np.random.default_rng(0)
+    n = 20000
+    t = rng.uniform(-1.0, 2.0, n)
+    f_star = 0.5 * float((np.clip(t, 0.0, 1.0) - t) @ (np.clip(t, 0.0, 1.0) - t))
+    result = minimize_ipm(lambda x: 0.5 * float((x - t) @ (x - t)), np.full(n, 0.5), lambda x: x - t,
+                          hess=lambda x: scipy.sparse.identity(n, format="csc"), bounds=(np.zeros(n), np.ones(n)),
+                          keep_iterates=False)
+    assert_kkt(result)
+    assert 0.0 <= result.fun - f_star <= TOL * f_star
