@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from . import numpy as anp
-from .core import Tensor, Variable, constant, paused, state, tracked, value_of
+from .core import Tensor, Variable, constant, paused, state, value_of
 from .forward import ForwardAccumulator
-from .tape import GradientTape, UnconnectedGradients, _finish, _require_scalar, _require_tensors
-from .tree import flatten, flatten_like, ravel
+from .tape import GradientTape, UnconnectedGradients, require_scalar, require_tensors, source_gradient
+from .tree import flatten, flatten_like, mirror, ravel
 
 ZERO = UnconnectedGradients.ZERO
 
@@ -43,22 +43,7 @@ def partially_evaluated(build: Callable, f: Callable, args: tuple, late: Callabl
     return build(f, *args) if own is None else own(f, build, args, late)
 
 
-# --- outputs mirror inputs ----------------------------------------------------------------------------
-
-def _to_numpy(x):
-    """Tensors to NumPy (0-d results as NumPy scalars); structures keep their shape. A Tensor that
-    an enclosing tape or accumulator tracks stays a Tensor: with plain inputs, the function may
-    still close over a tracked value (``grad(lambda y: x * y)(2.0)`` inside a transform of x)."""
-    leaves, rebuild = flatten(x)
-    converted = []
-    for leaf in leaves:
-        if isinstance(leaf, Tensor) and _recording() and tracked(leaf):
-            converted.append(leaf)
-            continue
-        value = np.asarray(value_of(leaf)) if isinstance(leaf, Tensor) else leaf
-        converted.append(value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value)
-    return rebuild(converted)
-
+# --- outputs mirror inputs (tree.mirror) -----------------------------------------------------------
 
 def _has_tensors(tree) -> bool:
     return any(isinstance(leaf, Tensor) for leaf in flatten(tree)[0])
@@ -85,9 +70,6 @@ def _watched_args(args: Sequence, argnums):
         sources.append(new_args[k])
     return new_args, (sources[0] if single else tuple(sources)), tensors_in
 
-
-def _mirror(result, tensors_in: bool):
-    return result if tensors_in else _to_numpy(result)
 
 
 def _recording() -> bool:
@@ -136,9 +118,9 @@ def _value_and_grad(f: Callable, argnums, what: str = "grad") -> Callable:
         new_args, sources, tensors_in = _watched_args(args, argnums)
         with GradientTape() as tape:
             tape.watch(sources)
-            y = _require_scalar(f(*new_args, **kwargs), what)
+            y = require_scalar(f(*new_args, **kwargs), what)
         g = tape.gradient(y, sources, unconnected_gradients=ZERO)
-        return _mirror(y, tensors_in), _mirror(g, tensors_in)
+        return mirror(y, tensors_in), mirror(g, tensors_in)
     return value_and_grad_f
 
 
@@ -215,8 +197,8 @@ def _jacobian(f: Callable, argnums, chunk_size) -> Callable:
         new_args, sources, tensors_in = _watched_args(args, argnums)
         with GradientTape() as tape:
             tape.watch(sources)
-            y = _require_tensors(f(*new_args, **kwargs), "jacobian")
-        return _mirror(tape.jacobian(y, sources, unconnected_gradients=ZERO, chunk_size=chunk_size),
+            y = require_tensors(f(*new_args, **kwargs), "jacobian")
+        return mirror(tape.jacobian(y, sources, unconnected_gradients=ZERO, chunk_size=chunk_size),
                        tensors_in)
     return jacobian_f
 
@@ -289,7 +271,7 @@ def cached_hvp(f: Callable, x: Any) -> tuple:
     leaves = flatten(x)[0]
     reads_variables = bool(leaves) and all(isinstance(leaf, Variable) for leaf in leaves)
     call = (lambda _: f()) if reads_variables else f
-    (value, gradient), pullback = _vjp(_value_and_flat_gradient(call), x)
+    (value, gradient), pullback = recorded_vjp(_value_and_flat_gradient(call), x)
     sizes = [int(np.size(value_of(leaf))) for leaf in leaves]
 
     def product(seeds: Any) -> Any:
@@ -391,8 +373,8 @@ def _jvp(f: Callable) -> Callable:
         tangent_leaves = flatten_like(tangents, primals)
         watched, _, tensors_in = _watched_args(primals, tuple(range(len(primals))))
         with ForwardAccumulator(flatten(watched)[0], tangent_leaves) as accumulator:
-            y = _require_tensors(f(*watched), "jvp")
-        return _mirror(y, tensors_in), _mirror(accumulator.jvp(y, unconnected_gradients=ZERO), tensors_in)
+            y = require_tensors(f(*watched), "jvp")
+        return mirror(y, tensors_in), mirror(accumulator.jvp(y, unconnected_gradients=ZERO), tensors_in)
     return jvp_f
 
 
@@ -415,15 +397,16 @@ def vjp(f: Callable, *primals: Any) -> tuple:
     array([[2., 0.],
            [0., 4.]])
     """
-    return partially_evaluated(_vjp, f, primals, lambda y: (_zeros_like(y),))
+    return partially_evaluated(recorded_vjp, f, primals, lambda y: (zeros_like_tree(y),))
 
 
-def _vjp(f: Callable, *primals) -> tuple:
+def recorded_vjp(f: Callable, *primals: Any) -> tuple:
+    """``(f(*primals), vjp_fn)`` from one recording, without ``vjp``'s partial evaluation."""
     watched, _, tensors_in = _watched_args(primals, tuple(range(len(primals))))
     tape = GradientTape(persistent=True)
     with tape:
         tape.watch(watched)
-        y = _require_tensors(f(*watched), "vjp")
+        y = require_tensors(f(*watched), "vjp")
     targets, sources = flatten(y)[0], flatten(watched)[0]
     rebuild = flatten(tuple(watched))[1]
 
@@ -431,9 +414,9 @@ def _vjp(f: Callable, *primals) -> tuple:
         pairs = [(t, c) for t, c in zip(targets, flatten_like(cotangent, y)) if c is not None]
         batch_shape = _batch_shape(pairs)
         grads = tape.sweep([t for t, _ in pairs], [c for _, c in pairs], sources, batch_shape)
-        cotangents = rebuild([_finish(g, s, ZERO, batch_shape) for g, s in zip(grads, sources)])
-        return _mirror(cotangents, tensors_in or _has_tensors(cotangent))
-    return _mirror(y, tensors_in), vjp_fn
+        cotangents = rebuild([source_gradient(g, s, ZERO, batch_shape) for g, s in zip(grads, sources)])
+        return mirror(cotangents, tensors_in or _has_tensors(cotangent))
+    return mirror(y, tensors_in), vjp_fn
 
 
 def _batch_shape(pairs: list) -> tuple:
@@ -445,7 +428,8 @@ def _batch_shape(pairs: list) -> tuple:
     return tuple(shape[:max(len(shape) - target.ndim, 0)])
 
 
-def _zeros_like(tree):
+def zeros_like_tree(tree: Any) -> Any:
+    """Zeros in the structure, shapes and dtypes of ``tree``'s leaves."""
     return flatten(tree)[1]([np.zeros(np.shape(value_of(leaf)), value_of(leaf).dtype)
                              for leaf in flatten(tree)[0]])
 
@@ -471,12 +455,12 @@ def linearize(f: Callable, *primals: Any) -> tuple:
     >>> hvp(np.array([1.0, 1.0]))               # 6 x * v
     array([ 6., 12.])
     """
-    return partially_evaluated(_linearize, f, primals, lambda y: tuple(_zeros_like(p) for p in primals))
+    return partially_evaluated(_linearize, f, primals, lambda y: tuple(zeros_like_tree(p) for p in primals))
 
 
 def _linearize(f: Callable, *primals) -> tuple:
-    y, pullback = _vjp(f, *primals)
-    _, push = _vjp(pullback, _zeros_like(y))  # the VJP of u -> J^T u, linear in u, is v -> J v
+    y, pullback = recorded_vjp(f, *primals)
+    _, push = recorded_vjp(pullback, zeros_like_tree(y))  # the VJP of u -> J^T u, linear in u, is v -> J v
 
     def f_jvp(*tangents: Any) -> Any:
         return push(tangents)[0]

@@ -7,10 +7,10 @@ Algorithm A, on a problem of :mod:`optimizers.equality_form`.
 the Jacobian there, and the barrier parameter mu, the filter and the inertia correction's memory.
 :meth:`BarrierSolver.iterate` is one iteration:
 
-- A-3, the barrier update (:mod:`optimizers.barrier_update`); the monotone one is §2.1's
-  Fiacco-McCormick rule: while the barrier problem's error ``E_mu <= kappa_eps mu`` (eq. (7)),
-  ``mu <- max(tol / 10, min(kappa_mu mu, mu^theta_mu))`` (eq. (7)), ``tau = max(tau_min, 1 -
-  mu)``, and the filter is emptied;
+- A-3, the barrier update (:class:`MonotoneUpdate`, or :mod:`optimizers.barrier_update`'s
+  adaptive one); the monotone one is §2.1's Fiacco-McCormick rule: while the barrier problem's
+  error ``E_mu <= kappa_eps mu`` (eq. (7)), ``mu <- max(tol / 10, min(kappa_mu mu, mu^theta_mu))``
+  (eq. (7)), ``tau = max(tau_min, 1 - mu)``, and the filter is emptied;
 - A-4, the search direction: the primal-dual system of :mod:`optimizers.kkt` (eq. (13), the bound
   multipliers' steps by (11)), its inertia corrected (§3.1); a step too small to change w at
   working precision is taken whole and forces the next decrease of mu (IPOPT's tiny step);
@@ -37,13 +37,12 @@ the test: ``E_0 <= tol`` is the run's success.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import scipy.sparse
 
 from .barrier import BoundTerms, fraction_to_boundary, norm_inf
-from .barrier_update import AdaptiveUpdate, MonotoneUpdate
 from .filter import THETA_MAX_FACTOR, THETA_MIN_FACTOR, Filter, Reference, judge
 from .kkt import SINGULAR_RATIO, DenseLDL, Factored, InertiaCorrection, KKTMatrix, SparseAssembly, SparseLDL
 from .krylov import EPS
@@ -120,9 +119,44 @@ def optimality_error(terms: BoundTerms, state: State, dual_residual: np.ndarray,
 
 
 class Outcome(NamedTuple):
-    """What an iteration did: ``kind`` ("accepted", "tiny", "restoration") and its history fields."""
+    """What an iteration did: ``kind`` ("accepted", "tiny", "restoration", or "nonfinite" when the
+    Hessian of the Lagrangian is not finite at the iterate: no direction exists) and its history
+    fields."""
     kind: str
     fields: dict
+
+
+class BarrierUpdate(Protocol):
+    """How mu moves (A-3), asked twice an iteration: ``prepare`` before the KKT matrix is factored,
+    ``direction`` for the search direction from the factored matrix. :class:`MonotoneUpdate` here,
+    :class:`~optimizers.barrier_update.AdaptiveUpdate` there."""
+
+    name: str
+
+    def prepare(self, solver: BarrierSolver) -> None: ...
+
+    def direction(self, solver: BarrierSolver, factored: Factored) -> Direction | None: ...
+
+
+class MonotoneUpdate:
+    """W&B's monotone rule (see the module docstring).
+
+    Examples
+    --------
+    >>> from optimizers.barrier_method import MonotoneUpdate
+    >>> MonotoneUpdate().name
+    'monotone'
+    """
+
+    name = "monotone"
+
+    def prepare(self, solver: BarrierSolver) -> None:
+        """A-3: decrease mu while the barrier problem is solved."""
+        solver.monotone_update()
+
+    def direction(self, solver: BarrierSolver, factored: Factored) -> Direction | None:
+        """The direction for the current mu."""
+        return solver.direction(factored, solver.mu)
 
 
 class BarrierSolver:
@@ -145,8 +179,8 @@ class BarrierSolver:
         Factor the KKT matrix as a sparse matrix: None decides from the first Hessian and Jacobian
         (sparse when one comes sparse and the KKT matrix is large and sparse enough,
         :func:`~optimizers.sparse.dense_reason`).
-    update : MonotoneUpdate or AdaptiveUpdate, optional
-        How mu moves (:mod:`optimizers.barrier_update`; default monotone).
+    update : BarrierUpdate, optional
+        How mu moves (default :class:`MonotoneUpdate`; :mod:`optimizers.barrier_update`).
 
     Examples
     --------
@@ -171,7 +205,7 @@ class BarrierSolver:
 
     def __init__(self, problem, w: np.ndarray, y: np.ndarray, zl: np.ndarray, zu: np.ndarray, *,
                  mu: float, tol: float, mu_min: float | None = None, sparse: bool | None = None,
-                 update: MonotoneUpdate | AdaptiveUpdate | None = None):
+                 update: BarrierUpdate | None = None):
         self.problem, self.terms = problem, BoundTerms(problem.lower, problem.upper)
         self.update = update or MonotoneUpdate()
         self.tol, self.mu_min = tol, tol / 10.0 if mu_min is None else mu_min
@@ -187,6 +221,7 @@ class BarrierSolver:
         self.theta_min = THETA_MIN_FACTOR * max(1.0, theta)
         self.force_mu_decrease = False
         self.soft_iterations = 0   # successive iterations of the soft restoration phase
+        self.hessian_finite = True    # whether the last Hessian of the Lagrangian was finite
         self.stalled = False     # a tiny step at the smallest mu: nothing more to gain
 
     # --- measures ---------------------------------------------------------------------------------
@@ -226,6 +261,8 @@ class BarrierSolver:
         search and the new iterate."""
         self.update.prepare(self)
         factored = self.factor()
+        if factored is None and not self.hessian_finite:
+            return Outcome("nonfinite", {"mu": self.mu})
         direction = None if factored is None else self.update.direction(self, factored)
         if direction is None:
             return Outcome("restoration", {"mu": self.mu})
@@ -315,7 +352,8 @@ class BarrierSolver:
         when the correction failed (or the Hessian is not finite)."""
         hessian = self.problem.hessian(self.w, 1.0, self.y)
         values = hessian.data if scipy.sparse.issparse(hessian) else hessian
-        if not np.all(np.isfinite(values)):
+        self.hessian_finite = bool(np.all(np.isfinite(values)))
+        if not self.hessian_finite:
             return None
         correction = self._factorization(hessian)
         kkt = KKTMatrix(hessian, self.terms.sigma(self.w, self.zl, self.zu), self.jacobian, self.sparse,

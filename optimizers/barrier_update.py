@@ -4,9 +4,10 @@
 before the KKT matrix is factored, ``direction`` for the search direction from the factored
 matrix (which does not depend on mu: only the right-hand side does, affinely).
 
-- :class:`MonotoneUpdate` is the Fiacco-McCormick rule of A. Wächter and L. T. Biegler, Math.
-  Program. 106 (2006) 25-57, §2.1 (IPOPT's ``mu_strategy monotone``): mu stays until the barrier
-  problem is solved to ``kappa_eps mu``, then falls by ``min(kappa_mu mu, mu^theta_mu)``.
+- :class:`~optimizers.barrier_method.MonotoneUpdate` (the solver's default, defined with it) is
+  the Fiacco-McCormick rule of A. Wächter and L. T. Biegler, Math. Program. 106 (2006) 25-57, §2.1
+  (IPOPT's ``mu_strategy monotone``): mu stays until the barrier problem is solved to ``kappa_eps
+  mu``, then falls by ``min(kappa_mu mu, mu^theta_mu)``.
 - :class:`AdaptiveUpdate` is the adaptive rule of J. Nocedal, A. Wächter and R. A. Waltz,
   "Adaptive barrier update strategies for nonlinear interior methods", SIAM J. Optim. 19 (2009)
   1674-1693 (IPOPT's ``mu_strategy adaptive`` with its defaults): in *free mode* every iteration
@@ -26,15 +27,12 @@ hundreds of iterations; the adaptive rule keeps mu near the complementarity the 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .barrier import norm_inf
-
-if TYPE_CHECKING:   # the solver imports these rules: only the annotations name it here
-    from .barrier_method import BarrierSolver, Direction
-    from .kkt import Factored
+from .barrier_method import BarrierSolver, Direction
+from .kkt import Factored
 
 # Nocedal, Wächter & Waltz (2009) with IPOPT's defaults
 SIGMA_MIN, SIGMA_MAX = 1e-6, 1e2    # the quality function's search interval for sigma
@@ -43,27 +41,6 @@ MONOTONE_FACTOR = 0.8               # fixed mode starts from 0.8 x the average c
 MU_MAX_FACTOR = 1e3                 # mu <= 1e3 x the first average complementarity
 FILTER_MARGIN = 1e-5                # the progress filter's margin, times min(1, E_0)
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
-
-
-class MonotoneUpdate:
-    """W&B's monotone rule (see the module docstring).
-
-    Examples
-    --------
-    >>> from optimizers.barrier_update import MonotoneUpdate
-    >>> MonotoneUpdate().name
-    'monotone'
-    """
-
-    name = "monotone"
-
-    def prepare(self, solver: BarrierSolver) -> None:
-        """A-3: decrease mu while the barrier problem is solved."""
-        solver.monotone_update()
-
-    def direction(self, solver: BarrierSolver, factored: Factored) -> Direction | None:
-        """The direction for the current mu."""
-        return solver.direction(factored, solver.mu)
 
 
 def average_complementarity(solver: BarrierSolver) -> float:

@@ -34,7 +34,6 @@ third instance, after the unconstrained and the box, of the loop's feasible-set 
 """
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -43,14 +42,16 @@ import scipy.sparse
 from scipy.optimize import OptimizeResult
 
 from .barrier import norm_inf, push_inside
-from .barrier_method import MU_INIT, BarrierSolver
-from .barrier_update import AdaptiveUpdate, MonotoneUpdate
+from .barrier_method import MU_INIT, BarrierSolver, MonotoneUpdate
+from .barrier_update import AdaptiveUpdate
 from .bounds import Box
 from .constraints import CanonicalConstraint, add_matrices
 from .equality_form import RestorationForm, SlackForm
+from .feasible import CurvatureSpace, FeasibleSet
 from .filter import Reference
-from .loop import Loop, Monitor, Saddle, Step, Stop, Trial
-from .objective import MESSAGES, HessianOperator, Iterate, Objective, Status
+from .loop import RunOptions, Saddle, Step, Stop, Trial, Verdict, run
+from .methods import Problem, declared
+from .objective import Iterate, Objective, Status
 from .sparse import SPARSE_MIN_SIZE
 from .stopping import GradientTest
 
@@ -64,6 +65,7 @@ VIOLATION_TOLERANCE = 1e-4
 COMPLEMENTARITY_TOLERANCE = 1e-4
 
 SUCCESS_MESSAGE = "Optimal solution found: the scaled KKT conditions hold"
+NONFINITE_HESSIAN = "The Hessian of the Lagrangian is not finite at the iterate: no step can be computed"
 MAXITER_MESSAGE = "Maximum number of iterations has been exceeded before the KKT conditions held"
 
 
@@ -76,12 +78,12 @@ class Multipliers(NamedTuple):
     z_upper: np.ndarray
 
 
-class Constrained:
-    """The feasible set ``{x : x_l <= x <= x_u, c_l <= c(x) <= c_u}`` as the loop and the result
-    see it, in the shape of the loop's feasible-set contract (issue 30: start point, stationarity
-    measure, curvature space, history columns, result fields): x0 pushed strictly inside the
-    bounds, the Lagrangian's gradient with the multipliers the step keeps here
-    (:meth:`update`), the columns ``violation`` and ``mu``, and scipy trust-constr's result fields.
+class Constrained(FeasibleSet):
+    """The feasible set ``{x : x_l <= x <= x_u, c_l <= c(x) <= c_u}``, the third instance of the
+    loop's feasible-set contract (:mod:`optimizers.feasible`): x0 pushed strictly inside the
+    bounds, the Lagrangian's gradient with the multipliers the step keeps here (:meth:`update`),
+    no second-order check by the loop, the columns ``violation`` and ``mu``, scipy trust-constr's
+    result fields, and a failed run's last iterate reported (not the lowest f seen).
 
     Parameters
     ----------
@@ -106,7 +108,7 @@ class Constrained:
     >>> note
     'x0 was moved strictly inside the bounds in 2 of 2 entries (the first at flat index 0)'
 
-    >>> view.update(Multipliers(np.array([-1.0]), np.zeros(2), np.zeros(2)), mu=0.1)
+    >>> view.update(Multipliers(np.array([-1.0]), np.zeros(2), np.zeros(2)), mu=0.1, gradient=np.ones(2))
     >>> view.stationarity(x, np.array([1.0, 1.0])), view.history(x)
     (array([0., 0.]), {'violation': 0.0, 'mu': 0.1})
     """
@@ -116,12 +118,17 @@ class Constrained:
     test_name = "the KKT test"
     #: the KKT systems are factored, never solved by a preconditioned Krylov method
     preconditioned = False
+    #: a lower f at an infeasible point is no better: a failed run reports its last iterate
+    best_point_fallback = False
 
     def __init__(self, constraint: CanonicalConstraint, lower: np.ndarray, upper: np.ndarray, bounded: bool):
         self.constraint, self.lower, self.upper, self.bounded = constraint, lower, upper, bounded
         self.fixed = lower == upper
         self.multipliers = Multipliers(np.zeros(0), np.zeros(lower.size), np.zeros(lower.size))
-        self.mu = np.nan
+        self.mu, self.gradient = np.nan, np.zeros(lower.size)
+
+    def __repr__(self) -> str:
+        return f"Constrained(n={self.lower.size}, m={self.constraint.m})"
 
     def start(self, x0: np.ndarray) -> tuple[np.ndarray, str | None]:
         """x0 strictly inside the bounds (W&B §3.6), fixed variables at their value, and a note
@@ -144,15 +151,28 @@ class Constrained:
         return bool(np.all((x[free] > self.lower[free]) & (x[free] < self.upper[free]))
                     and np.array_equal(x[self.fixed], self.lower[self.fixed]))
 
-    def update(self, multipliers: Multipliers, mu: float) -> None:
-        """The step's current multipliers (scipy's sign, user's scaling) and barrier parameter."""
-        self.multipliers, self.mu = multipliers, mu
+    def update(self, multipliers: Multipliers, mu: float, gradient: np.ndarray) -> None:
+        """The step's current multipliers (scipy's sign, the user's scaling), barrier parameter and
+        the gradient of f at its iterate (for the result's Lagrangian gradient)."""
+        self.multipliers, self.mu, self.gradient = multipliers, mu, gradient
 
     def stationarity(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
-        """The Lagrangian's gradient ``grad f + J^T v - z_lower + z_upper`` at x."""
-        v, z_lower, z_upper = self.multipliers
+        """The Lagrangian's gradient at x with the multipliers the step keeps here."""
+        return self.lagrangian_gradient(x, g, self.multipliers)
+
+    def lagrangian_gradient(self, x: np.ndarray, g: np.ndarray, multipliers: Multipliers) -> np.ndarray:
+        """``grad f + J^T v - z_lower + z_upper`` at x."""
+        v, z_lower, z_upper = multipliers
         jacobian_term = self.constraint.jac(x).T @ v if v.size else 0.0
         return g + jacobian_term - z_lower + z_upper
+
+    def curvature_space(self, point: CurvatureSpace) -> None:
+        """None: no second-order check by the loop (the inertia correction of every KKT matrix
+        makes each step one of descent for the barrier problem)."""
+        return None
+
+    def lift(self, space: CurvatureSpace, direction: np.ndarray) -> np.ndarray:
+        return direction
 
     def violation(self, x: np.ndarray) -> float:
         """The largest violation of a constraint at x (the bounds hold at every iterate)."""
@@ -162,18 +182,27 @@ class Constrained:
         """The columns ``violation`` (the largest) and ``mu`` (the barrier parameter)."""
         return {"violation": self.violation(x), "mu": self.mu}
 
-    def result_fields(self, x: np.ndarray, g: np.ndarray) -> dict:
+    def result_fields(self, x: np.ndarray) -> dict:
         """scipy trust-constr's fields at x: ``v`` and ``constr`` one array per constraint group
         (the bounds last, when given), ``constr_violation``, ``lagrangian_grad``, ``optimality``
-        (its infinity norm), and the bound multipliers ``z_lower``, ``z_upper``."""
+        (its infinity norm), the bound multipliers ``z_lower``, ``z_upper`` and the final
+        ``barrier_parameter``."""
         constraint, (v, z_lower, z_upper) = self.constraint, self.multipliers
         c = constraint.fun(x)
-        lagrangian_grad = self.stationarity(x, g)
+        lagrangian_grad = self.stationarity(x, self.gradient)
         return {"v": constraint.split(v) + ([z_upper - z_lower] if self.bounded else []),
                 "constr": constraint.split(c) + ([x.copy()] if self.bounded else []),
                 "constr_violation": norm_inf(constraint.violation(c)), "lagrangian_grad": lagrangian_grad,
                 "optimality": norm_inf(lagrangian_grad), "z_lower": z_lower, "z_upper": z_upper,
-                "barrier_parameter": self.mu}
+                "barrier_parameter": self.mu, **({"active_mask": self.active_mask(x)} if self.bounded else {})}
+
+    def active_mask(self, x: np.ndarray) -> np.ndarray:
+        """The box's ``active_mask`` (-1 at a lower bound, fixed variables too, +1 at an upper
+        one) of an interior point: a bound is active where its multiplier exceeds x's distance to
+        it (Tapia's indicator; El-Bakry, Tapia & Zhang, 1991), since x never reaches a bound."""
+        _, z_lower, z_upper = self.multipliers
+        mask = np.where(z_upper > self.upper - x, 1, 0)
+        return np.where((z_lower > x - self.lower) | (self.lower == self.upper), -1, mask)
 
 
 def elastic_variables(c: np.ndarray, mu: float, rho: float) -> tuple[np.ndarray, np.ndarray]:
@@ -206,9 +235,12 @@ class Restoration:
         self.failed_searches = 0
 
     def iterate(self) -> tuple[str, dict]:
-        """One restoration iteration: ``("continue" | "returned" | "infeasible" | "failed", fields)``;
+        """One restoration iteration: ``("continue" | "returned" | "infeasible" | "failed" |
+        "nonfinite", fields)``;
         "returned" has moved the outer solver to the restored point."""
         outcome = self.inner.iterate()
+        if outcome.kind == "nonfinite":
+            return "nonfinite", outcome.fields
         if outcome.kind == "restoration":   # the restoration's own search failed: reset p and n (33)
             self.failed_searches += 1
             if self.failed_searches > 1 or not self.inner.finite:
@@ -269,7 +301,7 @@ class InteriorPoint(Step):
         How mu moves (:mod:`optimizers.barrier_update`).
     """
 
-    messages = {Status.MAXITER: MAXITER_MESSAGE}
+    messages = {Status.SUCCESS: SUCCESS_MESSAGE, Status.MAXITER: MAXITER_MESSAGE}
 
     def __init__(self, objective: Objective, form: SlackForm, view: Constrained, *, tol: float,
                  sparse: bool | None, mu_init: float, mu_strategy: str = "monotone"):
@@ -279,7 +311,6 @@ class InteriorPoint(Step):
         self.solver: BarrierSolver | None = None
         self.restoration: Restoration | None = None
         self.failure: Stop | None = None
-        self.tested = False
 
     def default_maxiter(self, n: int) -> int:
         return DEFAULT_MAXITER
@@ -309,26 +340,26 @@ class InteriorPoint(Step):
         return self.fields({})
 
     def fields(self, iteration: dict, restoration: bool = False) -> dict:
-        """The history fields of the current iterate, in column order: ``gnorm`` (the Lagrangian's
-        gradient, inf norm), the view's ``violation`` and ``mu``, the step ``alpha`` and the line
-        search's trials ``ls``, the inertia correction ``delta_w``, and whether the iteration was
-        one of the ``restoration`` phase."""
-        x = self.form.x(self.solver.w)
-        self.view.update(self.multipliers(), self.solver.mu)
-        return {"gnorm": norm_inf(self.view.stationarity(x, self.objective.grad(x))), **self.view.history(x),
-                **{name: iteration.get(name, np.nan) for name in ("alpha", "ls", "delta_w")},
+        """The history fields of an iteration, in column order (after the feasible set's
+        ``gnorm``, ``violation`` and ``mu``): the step ``alpha`` and the line search's trials
+        ``ls``, the inertia correction ``delta_w``, and whether the iteration was one of the
+        ``restoration`` phase. The feasible set is brought up to date first."""
+        self.sync()
+        return {**{name: iteration.get(name, np.nan) for name in ("alpha", "ls", "delta_w")},
                 "restoration": int(restoration)}
+
+    def sync(self) -> None:
+        """The feasible set's multipliers, barrier parameter and gradient: the regular iterate's."""
+        x = self.form.x(self.solver.w)
+        self.view.update(self.multipliers(), self.solver.mu, self.objective.grad(x))
 
     def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
         if self.failure is not None:
             return self.failure
-        if not self.tested:          # the start point may be optimal already
-            self.tested = True
-            verdict = self.verdict()
-            if verdict is not None:
-                return verdict
         if self.restoration is None:
             outcome = self.solver.iterate()
+            if outcome.kind == "nonfinite":
+                return Stop(Status.NONFINITE, NONFINITE_HESSIAN)
             if outcome.kind != "restoration":
                 return self.trial(self.solver.w, outcome.fields)
             if self.solver.problem.m == 0 or norm_inf(self.solver.c) <= self.tol:
@@ -343,11 +374,13 @@ class InteriorPoint(Step):
         w = self.restoration.inner.problem.split(self.restoration.inner.w)[0]
         if kind == "returned":
             self.restoration = None
+        elif kind == "nonfinite":
+            return Stop(Status.NONFINITE, NONFINITE_HESSIAN)
         trial = self.trial(w, fields, restoration=True)
         if kind == "infeasible":
             return trial._replace(stop=Stop(Status.INFEASIBLE, (
                 "Converged to a point of local infeasibility: the restoration phase reached a stationary "
-                f"point of the constraint violation (largest violation {trial.fields['violation']:.1e}); "
+                f"point of the constraint violation (largest violation {self.view.violation(trial.x):.1e}); "
                 "the problem may be infeasible")))
         elif kind == "failed":
             return trial._replace(stop=Stop(Status.PRECISION_LOSS, (
@@ -356,28 +389,44 @@ class InteriorPoint(Step):
         return trial
 
     def trial(self, w: np.ndarray, fields: dict, restoration: bool = False) -> Trial:
-        """The loop's trial for the iterate w, with the run's verdict when it ends here."""
+        """The loop's trial for the iterate w, with the run's end when it is one short of success."""
         x = self.form.x(w)
         f = self.objective.fun(x)
-        return Trial(x, f, self.fields(fields, restoration), self.verdict(x, f) if self.restoration is None else None)
+        stop = self.stop_at(x, f) if self.restoration is None else None
+        return Trial(x, f, self.fields(fields, restoration), stop)
 
-    def verdict(self, x: np.ndarray | None = None, f: float | None = None) -> Stop | None:
-        """SUCCESS when the KKT test passes (E_0 of the scaled problem at most tol, the total
-        complementarity at most ``tol max(1, |f|)``, and IPOPT's absolute tests on the user's:
-        Lagrangian gradient at most 1, violation and complementarity at most 1e-4), UNBOUNDED on
-        diverging iterates, PRECISION_LOSS when a tiny step at the
-        smallest barrier parameter left nothing to gain; else None."""
-        solver = self.solver
-        error = solver.optimality_error()
-        if error <= self.tol and self._gap_closed() and self._user_kkt_holds():
-            return Stop(Status.SUCCESS, f"{SUCCESS_MESSAGE} (E_0 = {error:.1e} <= tol = {self.tol:.0e})")
-        if f is not None and (f < -DIVERGING or norm_inf(x) > DIVERGING):
+    def stop_at(self, x: np.ndarray, f: float) -> Stop | None:
+        """UNBOUNDED on diverging iterates, PRECISION_LOSS when a tiny step at the smallest
+        barrier parameter left nothing to gain; None (also where :meth:`test` will find success)."""
+        if self.kkt_holds():
+            return None
+        if f < -DIVERGING or norm_inf(x) > DIVERGING:
             return Stop(Status.UNBOUNDED, f"Iterates diverging (f = {f:.3e}, ||x||_inf = {norm_inf(x):.3e}): "
                                           "the problem may be unbounded below")
-        if solver.stalled:
-            return Stop(Status.PRECISION_LOSS, f"Search direction too small to change x at the smallest "
-                                               f"barrier parameter (E_0 = {error:.1e} > tol = {self.tol:.0e})")
+        if self.solver.stalled:
+            return Stop(Status.PRECISION_LOSS, "Search direction too small to change x at the smallest "
+                                               "barrier parameter")
         return None
+
+    def test(self, point: Iterate, loop_test: Callable[[Iterate], Verdict]) -> Verdict:
+        """SUCCESS where the KKT test passes at the regular iterate (never the loop's gradient
+        test; not during the restoration phase)."""
+        if self.solver is None or self.restoration is not None or not self.kkt_holds():
+            return None, None
+        return Status.SUCCESS, None
+
+    def describe(self, message: str, x: np.ndarray, f: float, g: np.ndarray, feasible: FeasibleSet,
+                 test: GradientTest) -> str:
+        """``message`` ended with the KKT error E_0 and its tolerance."""
+        if self.solver is None:
+            return message
+        return f"{message.rstrip('.')} (E_0 = {self.solver.optimality_error():.1e}, tol = {self.tol:.0e})."
+
+    def kkt_holds(self) -> bool:
+        """The KKT test: E_0 of the scaled problem at most tol, the total complementarity at most
+        ``tol max(1, |f|)``, and IPOPT's absolute tests on the user's problem (Lagrangian gradient
+        at most 1, violation and complementarity at most 1e-4)."""
+        return self.solver.optimality_error() <= self.tol and self._gap_closed() and self._user_kkt_holds()
 
     def _gap_closed(self) -> bool:
         """Whether the total complementarity, ``sum slack z`` over every bound (the duality gap of
@@ -393,10 +442,10 @@ class InteriorPoint(Step):
         ``compl_inf_tol``)."""
         solver, form = self.solver, self.form
         x = form.x(solver.w)
-        self.view.update(self.multipliers(), solver.mu)
         # the user's multipliers are the scaled problem's divided by s_f (the slacks' scale cancels)
         complementarity = solver.terms.complementarity(solver.w, solver.zl, solver.zu, 0.0) / form.objective_scale
-        return (norm_inf(self.view.stationarity(x, self.objective.grad(x))) <= DUAL_TOLERANCE
+        lagrangian_gradient = self.view.lagrangian_gradient(x, self.objective.grad(x), self.multipliers())
+        return (norm_inf(lagrangian_gradient) <= DUAL_TOLERANCE
                 and self.view.violation(x) <= VIOLATION_TOLERANCE
                 and complementarity <= COMPLEMENTARITY_TOLERANCE)
 
@@ -414,43 +463,13 @@ class InteriorPoint(Step):
         multipliers = Multipliers(form.multipliers(solver.y), z_lower, z_upper)
         fixed = self.view.fixed
         if np.any(fixed):
-            self.view.update(multipliers, solver.mu)
-            residual = self.view.stationarity(x, self.objective.grad(x))[fixed]
+            residual = self.view.lagrangian_gradient(x, self.objective.grad(x), multipliers)[fixed]
             z_lower[fixed], z_upper[fixed] = np.maximum(residual, 0.0), np.maximum(-residual, 0.0)
         return multipliers
 
 
 def _finite(matrix) -> bool:
     return bool(np.all(np.isfinite(matrix.data if scipy.sparse.issparse(matrix) else matrix)))
-
-
-class _KKTLoop(Loop):
-    """Today's loop with the step's own convergence test and the constrained result (the thin
-    driver until the loop's feasible-set contract, issue 30, carries both; then this goes)."""
-
-    def test(self, point: Iterate) -> tuple[Status | None, Saddle | None]:
-        return None, None   # the step tests its KKT conditions itself (Trial.stop / Stop)
-
-    note: str | None = None
-
-    def result(self, point: Iterate, status: Status, nit: int) -> OptimizeResult:
-        step: InteriorPoint = self.step
-        message = self.message or step.messages.get(status) or MESSAGES[status]
-        message = message if self.note is None else f"{message} Note: {self.note}."
-        if self.monitor.disp:
-            if status in (Status.SUCCESS, Status.CALLBACK_STOP):
-                print(message)
-            else:
-                warnings.warn(message, step.warning, stacklevel=3)
-        result = OptimizeResult(x=point.x, fun=point.f, jac=point.g, nit=nit, **self.monitor.counts(),
-                                status=status, success=status == Status.SUCCESS, message=message,
-                                history=self.monitor.history)
-        if step.solver is not None:
-            step.view.update(step.multipliers(), step.solver.mu)
-            result.update(step.view.result_fields(point.x, point.g))
-            result.kkt_error = step.solver.optimality_error()
-            result.sparse = bool(step.solver.sparse)
-        return result
 
 
 def lagrangian_hessian(objective: Objective, constraint: CanonicalConstraint,
@@ -479,13 +498,10 @@ def _no_constraints(n: int) -> CanonicalConstraint:
     return CanonicalConstraint(lambda x: np.zeros(0), lambda x: np.zeros((0, n)), np.zeros(0), np.zeros(0))
 
 
-def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
-                 hessp: Callable | None = None, callback: Callable | None = None, *,
-                 constraints: CanonicalConstraint | None = None, bounds: Box | tuple | None = None,
-                 lagrangian_hess: Callable | None = None,
-                 operator: Callable[[np.ndarray], HessianOperator] | None = None, tol: float = DEFAULT_TOL,
-                 maxiter: int | None = None, disp: bool = False, keep_iterates: bool = True,
-                 sparse: bool | None = None, mu_init: float = MU_INIT, mu_strategy: str = "monotone") -> OptimizeResult:
+@declared("interior-point", bounds=True, sparse=True, constraints=True)
+def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: CanonicalConstraint | None = None,
+                 lagrangian_hess: Callable | None = None, sparse: bool | None = None, mu_init: float = MU_INIT,
+                 mu_strategy: str = "monotone") -> OptimizeResult:
     """Minimize f subject to ``constraints.lower <= c(x) <= constraints.upper`` and bounds by the
     primal-dual interior-point method with a filter line search of Wächter & Biegler (2006).
 
@@ -502,16 +518,16 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     ----------
     fun, x0, jac, hess, hessp, callback, operator, maxiter, disp, keep_iterates
         As for every method here (see :mod:`optimizers`): hess or hessp is the objective's Hessian.
+    gtol : float, optional
+        The tolerance of the scaled KKT error (IPOPT's ``tol``), default 1e-8.
+    bounds : Box or (lower, upper), optional
+        Bounds on x; ``lower == upper`` fixes a variable.
     constraints : CanonicalConstraint, optional
         The general constraints (equalities where lower == upper); their Hessian ``hess(x, v)``
         enters the Lagrangian's.
-    bounds : Box or (lower, upper), optional
-        Bounds on x; ``lower == upper`` fixes a variable.
     lagrangian_hess : callable, optional
         ``lagrangian_hess(x, obj_factor, v)``: the Hessian of ``obj_factor f(x) + v^T c(x)``
         (IPOPT's convention, dense or sparse, symmetric); replaces hess and the constraints' hess.
-    tol : float
-        The tolerance of the scaled KKT error (IPOPT's ``tol``), default 1e-8.
     sparse : bool or None
         Factor the KKT matrix as a sparse matrix (qdldl's LDL^T): None (default) when a derivative
         comes sparse and the matrix is large and sparse enough; True or False to force it.
@@ -536,7 +552,7 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     ------
     ValueError
         Without second derivatives (hess, hessp, operator or lagrangian_hess), for bounds that do
-        not fit x0, or for tol not positive.
+        not fit x0, for gtol not positive or an unknown mu_strategy.
 
     Examples
     --------
@@ -564,22 +580,23 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     >>> result.v[0].round(6), round(float(result.z_lower[0]), 6)    # the constraints' and x_0 >= 1's multipliers
     (array([-0.552294,  0.161469]), 1.087871)
     """
+    tol = DEFAULT_TOL if options.gtol is None else options.gtol
     if not tol > 0:
-        raise ValueError(f"tol must be positive, got {tol!r}")
+        raise ValueError(f"gtol (the KKT tolerance) must be positive, got {tol!r}")
     if mu_strategy not in ("monotone", "adaptive"):
         raise ValueError(f"mu_strategy must be 'monotone' or 'adaptive', got {mu_strategy!r}")
-    if hess is None and hessp is None and operator is None and lagrangian_hess is None:
+    if problem.hess is None and problem.hessp is None and problem.operator is None and lagrangian_hess is None:
         raise ValueError("the interior-point method needs second derivatives: pass hess, hessp, "
                          "operator or lagrangian_hess")
-    x0 = np.array(x0, dtype=float).reshape(-1)
-    n = x0.size
-    box = bounds if isinstance(bounds, Box) or bounds is None else Box(*bounds)
-    lower = box.lower if box is not None else np.full(n, -np.inf)
-    upper = box.upper if box is not None else np.full(n, np.inf)
+    n = problem.x0.size
+    box = problem.feasible
+    lower = box.lower if isinstance(box, Box) else np.full(n, -np.inf)
+    upper = box.upper if isinstance(box, Box) else np.full(n, np.inf)
     constraint = constraints if constraints is not None else _no_constraints(n)
-    view = Constrained(constraint, lower, upper, bounded=box is not None)
-    x0, note = view.start(x0)
-    objective = Objective(fun, x0, jac, hess, hessp, operator, sparse=sparse)
+    view = Constrained(constraint, lower, upper, bounded=isinstance(box, Box))
+    x0, note = view.start(problem.x0)
+    note = "; ".join(n for n in (problem.note, note) if n) or None
+    objective = Objective(problem.fun, x0, problem.jac, problem.hess, problem.hessp, problem.operator, sparse=sparse)
     constraint.fun(objective.x0)   # m, for constraints whose bounds were given as scalars
     hessian = lagrangian_hessian(objective, constraint, lagrangian_hess)
     # small problems take the dense KKT path (optimizers.sparse.dense_reason): dense derivatives then
@@ -590,7 +607,9 @@ def minimize_ipm(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
 
     def counts() -> dict:
         return {**objective.counts(), **constraint.counts()}
-    loop = _KKTLoop(objective, step, None, GradientTest(None), Monitor(counts, callback, disp, keep_iterates))
-    loop.note = note
-    return loop.iterate(maxiter)
+    result = run(objective, step, options, feasible=view, note=note, counts=counts)
+    if step.solver is not None:
+        result.kkt_error = step.solver.optimality_error()
+        result.sparse = bool(step.solver.sparse)
+    return result
 

@@ -11,8 +11,8 @@ from scipy.optimize import Bounds, nnls
 
 import autodiff as ad
 import hessopt
+import optimizers
 from hessopt import problems
-from hessopt._bounds import BOUNDED_METHODS
 
 INF = np.inf
 
@@ -35,7 +35,11 @@ def refusing(lower, upper):
     return wrap
 
 
-@pytest.mark.parametrize("method", [None, *BOUNDED_METHODS[:6]])
+BOUNDED_METHODS = [d.name for d in optimizers.REGISTRY.declarations() if d.bounds]
+
+
+@pytest.mark.parametrize("method", [None, *[d.name for d in optimizers.REGISTRY.declarations() if d.bounds
+                                            and not d.first_order]])
 def test_non_negative_least_squares_matches_scipy_nnls(method):
     A, b, expected = nnls_instance()
     fun = refusing(0.0, INF)(lambda x: np.sum((A @ x - b) ** 2))
@@ -179,7 +183,8 @@ def test_bad_bounds_and_unsupported_combinations_are_refused_by_name():
         hessopt.minimize(f, np.zeros(2), bounds=[(0, 1)])
     for method in ("arc", "hessian-free"):
         with pytest.raises(ValueError, match=f"method '{method}' does not take bounds; the methods "
-                                             "that do: trust-ncg, trust-krylov, newton-cg"):
+                                             "that do: newton, newton-cg, trust-ncg, trust-krylov, "
+                                             "trust-exact, dogleg, adam, gd$"):
             hessopt.minimize(f, np.zeros(2), method=method, bounds=[(0, 1)] * 2)
     with pytest.raises(ValueError, match="constraints are not supported"):
         hessopt.minimize(f, np.zeros(2), constraints=[{"type": "eq", "fun": f}])

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 import optimizers
-from optimizers.bounds import Box, bounded_start
+from optimizers.bounds import Box
+from optimizers.feasible import UNCONSTRAINED
 from optimizers.loop import Step, Trial, run
+from optimizers.methods import feasible_set
 from optimizers.objective import Objective, Status
 
 INF = np.inf
@@ -83,13 +85,16 @@ def test_every_bounded_method_finds_the_kkt_point_of_a_quadratic(method, seed):
 
 
 def test_bounds_as_a_pair_and_x0_projected_before_the_first_evaluation():
-    box, x0 = bounded_start(([0.0, -1.0], [1.0, INF]), [5.0, -7.0])
+    box = feasible_set(([0.0, -1.0], [1.0, INF]))
+    x0, note = box.start(np.array([5.0, -7.0]))
     np.testing.assert_array_equal(x0, [1.0, -1.0])
-    assert bounded_start(None, [5.0])[0] is None
+    assert note == ("x0 lay outside the bounds in 2 of 2 entries (the first at flat index 0) and was clipped "
+                    "into the box")
+    assert feasible_set(None) is UNCONSTRAINED
     with pytest.raises(ValueError, match="bounds are over 2 variables, but x0 has 3"):
-        bounded_start(box, np.zeros(3))
+        box.start(np.zeros(3))
     with pytest.raises(TypeError, match="a Box or a pair"):
-        bounded_start([0.0, 1.0, 2.0], np.zeros(3))
+        feasible_set([0.0, 1.0, 2.0])
     with pytest.raises(ValueError, match="lower bound exceeds the upper bound at index 1"):
         optimizers.minimize_trust_ncg(lambda x: x @ x, np.zeros(2), lambda x: 2 * x,
                                       hessp=lambda x, p: 2 * p, bounds=([0, 2], [1, 1]))
@@ -101,8 +106,8 @@ def test_the_loop_refuses_an_x0_outside_its_box():
         def start(self, point): return {}
         def __call__(self, point, saddle): return Trial(point.x, point.f, {})
     objective = Objective(lambda x: x @ x, np.array([2.0]), lambda x: 2 * x)
-    with pytest.raises(ValueError, match="x0 lies outside the bounds"):
-        run(objective, Still(), box=Box([0.0], [1.0]))
+    with pytest.raises(ValueError, match=r"x0 lies outside the feasible set Box\(n=1"):
+        run(objective, Still(), feasible=Box([0.0], [1.0]))
 
 
 def test_first_order_point_of_the_box_whose_gradient_is_not_zero_is_success():

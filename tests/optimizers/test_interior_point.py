@@ -301,7 +301,7 @@ def test_bad_input_is_refused_by_name():
     with pytest.raises(ValueError, match="second derivatives"):
         minimize_ipm(lambda x: x @ x, [1.0], lambda x: 2 * x)
     with pytest.raises(ValueError, match="tol"):
-        minimize_ipm(lambda x: x @ x, [1.0], lambda x: 2 * x, hess=lambda x: 2 * np.eye(1), tol=0.0)
+        minimize_ipm(lambda x: x @ x, [1.0], lambda x: 2 * x, hess=lambda x: 2 * np.eye(1), gtol=0.0)
     with pytest.raises(ValueError, match="lower bound exceeds"):
         CanonicalConstraint.linear([[1.0]], 2.0, 1.0)
     with pytest.raises(ValueError, match="bounds are over 1 variables, but x0 has 2"):
@@ -776,3 +776,18 @@ def test_success_means_f_is_within_tol_of_the_minimum_whatever_the_number_of_bou
                           keep_iterates=False)
     assert_kkt(result)
     assert 0.0 <= result.fun - f_star <= TOL * f_star
+
+
+def test_a_hessian_turning_nonfinite_stops_the_run_truthfully():
+    """No direction exists where the Lagrangian's Hessian is NaN: status 3 with a message saying
+    so, at the last iterate (it ended in the restoration phase or the line search before)."""
+    calls = []
+
+    def hess(x):
+        calls.append(1)
+        return np.eye(2) * 2 if len(calls) <= 2 else np.full((2, 2), np.nan)
+    constraint = CanonicalConstraint(lambda x: np.array([x @ x]), lambda x: 2 * x[None, :], [1.0], [4.0])
+    result = minimize_ipm(lambda x: (x - 3) @ (x - 3), [1.0, 0.5], lambda x: 2 * (x - 3), hess=hess,
+                          constraints=constraint)
+    assert result.status == 3 and not result.success and result.nit == 2
+    assert "Hessian of the Lagrangian is not finite" in result.message
