@@ -32,6 +32,8 @@ from ._arguments import (
     scipy_rosen_derivatives,
 )
 from ._bounds import feasible_set, report_bounds
+from ._constrained import constrained_method, minimize_constrained, refuse_constraints
+from ._constraints import constraint_items
 from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
 from ._hessians import GradientDerivative, QuasiNewton
 from ._sparse_policy import Structure, structured
@@ -191,9 +193,16 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
-    _refuse_constraints(constraints)
+    items = constraint_items(constraints)
     feasible = feasible_set(bounds, x0)
+    constrained = constrained_method(method, bool(items))
+    if constrained is not None:
+        declaration, scipy_name = constrained
+        return minimize_constrained(fun, x0, args, declaration, scipy_name, (jac, hess, hessp), feasible,
+                                    bounds is not None, items, tol, callback, as_options(options))
     declaration = optimizers.REGISTRY.default(feasible) if method is None else method_declaration(method)
+    if items:
+        refuse_constraints(declaration)
     jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
     options, ggn, trace = _face_options(options, tol, declaration)
     call = normalize(x0, args, callback, options, declaration.function, declaration.name)
@@ -209,15 +218,6 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     if bounds is not None:
         report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note, call.unravel)
     return call.finish(result)
-
-
-def _refuse_constraints(constraints) -> None:
-    """scipy's empty ``constraints`` (or None) are accepted; anything else is refused by name, never
-    ignored (scipy's Newton-CG and trust-region methods warn and drop them)."""
-    if constraints is not None and not (isinstance(constraints, (tuple, list)) and len(constraints) == 0):
-        raise ValueError("constraints are not supported (bounds are: pass bounds=); hessopt's methods "
-                         "take no general constraints (scipy.optimize.minimize with SLSQP or "
-                         f"trust-constr does); got {type(constraints).__name__} {constraints!r:.60}")
 
 
 def _face_options(options, tol: float | None, declaration: Declaration) -> tuple[dict, tuple | None, bool]:
