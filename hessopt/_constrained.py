@@ -138,6 +138,8 @@ def minimize_constrained(fun: Callable, x0, args, declaration: Declaration, scip
     result = derivatives.solve(declaration.function, call.x0, fun_, call.x0, jac_, callback=call.callback,
                                bounds=feasible, constraints=constraint, **second, **call.options)
     _report(result, flat, own_curvature, scipy_name)
+    if own_curvature:   # the constraints' curvature was part of the Lagrangian's: counted there
+        result.constr_nhev = curvature.evaluations
     if bounded:
         report_bounds(result, result.get("active_mask", np.zeros(call.x0.size, dtype=int)), None, call.unravel)
     return call.finish(result)

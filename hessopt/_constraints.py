@@ -235,6 +235,8 @@ class LagrangianCurvature:
         self.user = [(g.hess, a, b) for g, a, b in zip(groups, offsets[:-1], offsets[1:]) if g.hess is not None]
         parts = [(g.fun, a, b) for g, a, b in zip(groups, offsets[:-1], offsets[1:]) if g.autodiff_curvature]
         self.includes_objective = objective is not None
+        self.constrained = bool(parts or self.user)
+        self.evaluations = 0   # of the constraints' curvature (scipy's constr_nhev)
         self.weights = ad.Variable(np.ones(1 + int(offsets[-1])))
         self._autodiff = None
         if parts or objective is not None:
@@ -256,6 +258,7 @@ class LagrangianCurvature:
         return self._autodiff is None and not self.user
 
     def __call__(self, x: np.ndarray, s: float, v: np.ndarray):
+        self.evaluations += self.constrained
         parts = []
         if self._autodiff is not None:
             self.weights.assign(np.concatenate([[s if self.includes_objective else 0.0], v]))
