@@ -11,9 +11,15 @@ method for unconstrained or bound-constrained problems refuses constraints.
 Derivatives (:mod:`hessopt._constraints`): f's gradient from autodiff (or the user's jac); with f's
 curvature from autodiff, the method gets the whole Lagrangian's Hessian as one autodiff program
 (``lagrangian_hess``); with the user's hess or hessp for f, it gets f's Hessian from those and the
-constraints' from autodiff. From ``SPARSE_MIN_SIZE`` (1,000) on the KKT system's side, Jacobians
-and Hessians come sparse, with their patterns found in the program, and the KKT matrix is factored
-by the sparse LDL^T.
+constraints' from autodiff. From 100 variables on (or 1,000 on the KKT system's side), Jacobians
+and Hessians come sparse, with their patterns found in the program; from 1,000 on the KKT side the
+KKT matrix is factored by the sparse LDL^T. A constraint whose fun autodiff cannot follow gets
+finite differences (the message says so).
+
+The result is scipy trust-constr's (``v``, ``constr``, ``constr_violation``, ``optimality``,
+``lagrangian_grad``, ``grad``, the counts) with ``jac`` the gradient as for every other method;
+for ``method="trust-constr"`` the status codes are trust-constr's own (1 converged, 0 maxiter, 3
+callback), for the other names scipy's common ones (0 success).
 """
 from __future__ import annotations
 
@@ -23,14 +29,17 @@ import numpy as np
 from scipy.optimize import OptimizeResult
 
 import optimizers
+from optimizers.bounds import Box
 from optimizers.feasible import FeasibleSet
 from optimizers.methods import Declaration
+from optimizers.objective import Status
 
 from ._arguments import check_option, normalize, scalar_value
 from ._bounds import report_bounds
 from ._constraints import (
     LagrangianCurvature,
     canonical_constraint,
+    differentiable,
     parse_constraints,
     sparse_derivatives,
 )
@@ -51,6 +60,8 @@ _REFUSED = {
                      "finite_diff_rel_step"),
     "slsqp": ("eps", "finite_diff_rel_step", "workers"),
 }
+#: trust-constr's status codes where they differ from every other method's (scipy's convention)
+_TRUST_CONSTR_STATUS = {Status.SUCCESS: 1, Status.MAXITER: 0, Status.CALLBACK_STOP: 3}
 #: what the face passes to the method itself, never through options
 _FACE_ONLY = ("constraints", "lagrangian_hess")
 
@@ -122,7 +133,10 @@ def minimize_constrained(fun: Callable, x0, args, declaration: Declaration, scip
     jac, hess, hessp = derivatives_given
     derivatives = AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel, trace=trace)
     flat = flat_derivatives(fun, jac, hess, hessp, call, derivatives, declaration, ggn=False, trace=trace)
-    groups = parse_constraints(items, call.x0, call.unravel)
+    box = feasible if isinstance(feasible, Box) else None
+    groups = differentiable(parse_constraints(items, call.x0, call.unravel), call.x0,
+                            box.lower if box else np.full(call.x0.size, -np.inf),
+                            box.upper if box else np.full(call.x0.size, np.inf))
     sparse = sparse_derivatives(groups, call.x0.size, call.options.get("sparse"))
     own_curvature = flat.operator == derivatives.at    # f's curvature is autodiff's: in the Lagrangian
     objective = (lambda x: derivatives.f(call.unravel(x))) if own_curvature else None
@@ -138,6 +152,8 @@ def minimize_constrained(fun: Callable, x0, args, declaration: Declaration, scip
     result = derivatives.solve(declaration.function, call.x0, fun_, call.x0, jac_, callback=call.callback,
                                bounds=feasible, constraints=constraint, **second, **call.options)
     _report(result, flat, own_curvature, scipy_name)
+    for note in (g.note for g in groups if g.note is not None):
+        result.message = f"{result.message} {note}."
     if own_curvature:   # the constraints' curvature was part of the Lagrangian's: counted there
         result.constr_nhev = curvature.evaluations
     if bounded:
@@ -158,3 +174,5 @@ def _report(result: OptimizeResult, flat, own_curvature: bool, scipy_name: str |
             result.nfev = flat.counted.calls
     if scipy_name is not None:
         result.message = f"{result.message} (method={scipy_name!r} ran hessopt's interior-point method)"
+    if scipy_name == "trust-constr":   # its own codes: 1 converged (gtol), 0 maxiter, 3 callback
+        result.status = _TRUST_CONSTR_STATUS.get(result.status, int(result.status))

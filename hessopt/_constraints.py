@@ -52,6 +52,7 @@ class Group(NamedTuple):
     jac: Callable | None = None
     hess: Callable | None = None
     matrix: Any = None
+    note: str | None = None
 
     @property
     def autodiff_curvature(self) -> bool:
@@ -204,6 +205,57 @@ def _user_hessian(hess: Callable, unravel: Callable, n: int, label: str) -> Call
 SPARSE_DERIVATIVES_MIN = 100
 
 
+def differentiable(groups: list[Group], x0: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> list[Group]:
+    """The groups, those whose fun autodiff cannot follow (it leaves the engine: ``np.array([t0,
+    t1])``, ``float(t)``; a TypeError at one forward-mode product at x0) given finite-difference
+    derivatives instead: central differences of fun for the Jacobian unless the user gave one,
+    and of ``J(x)^T v`` for the curvature, steps kept inside the bounds; ``note`` says why."""
+    checked = []
+    for g in groups:
+        if g.fun is None or (g.jac is not None and g.hess is not None):
+            checked.append(g)
+            continue
+        try:
+            ad.jvp(g.fun, (x0,), (np.ones_like(x0),))
+        except TypeError as error:
+            jac = g.jac or _central_jacobian(_plain(g.fun), lower, upper)
+            checked.append(g._replace(jac=jac, hess=g.hess or _central_curvature(jac, lower, upper),
+                                      note=f"{g.label}'s derivatives came from finite differences: autodiff "
+                                           f"could not follow its fun ({str(error).split('. ')[0]})"))
+        else:
+            checked.append(g)
+    return checked
+
+
+def _steps(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Central-difference steps ``eps^(1/3) max(1, |x_i|)``, shortened to stay inside the bounds."""
+    step = np.finfo(float).eps ** (1 / 3) * np.maximum(1.0, np.abs(x))
+    room = np.minimum(x - lower, upper - x)
+    return np.where(room > 0, np.minimum(step, 0.5 * room), step)
+
+
+def _central_jacobian(fun: Callable, lower: np.ndarray, upper: np.ndarray) -> Callable:
+    def jacobian(x):
+        steps = _steps(x, lower, upper)
+        columns = [(fun(x + h * e) - fun(x - h * e)) / (2 * h) for h, e in zip(steps, np.eye(x.size))]
+        return np.stack(columns, axis=1)
+    return jacobian
+
+
+def _central_curvature(jac: Callable, lower: np.ndarray, upper: np.ndarray) -> Callable:
+    def hessian(x, v):
+        steps = _steps(x, lower, upper)
+        product = (lambda y: _dense(jac(y)).T @ v)
+        columns = [(product(x + h * e) - product(x - h * e)) / (2 * h) for h, e in zip(steps, np.eye(x.size))]
+        H = np.stack(columns, axis=1)
+        return 0.5 * (H + H.T)
+    return hessian
+
+
+def _dense(matrix) -> np.ndarray:
+    return matrix.toarray() if scipy.sparse.issparse(matrix) else np.asarray(matrix, dtype=float)
+
+
 def sparse_derivatives(groups: list[Group], n: int, sparse: bool | None) -> bool:
     """Whether autodiff's derivatives come as sparse matrices: with the option ``sparse=True`` (a
     sparse KKT factorization), from ``SPARSE_DERIVATIVES_MIN`` variables on, and from the KKT
@@ -256,7 +308,7 @@ class LagrangianCurvature:
                 return value
             hessian = ad.hessian(lagrangian)
             self._autodiff = ad.sparse_hessian(lagrangian) if sparse else \
-                (ad.function(hessian) if trace else hessian)
+                (ad.function(hessian, eager_fallback=True) if trace else hessian)
             self.sparse = sparse
 
     @property
@@ -311,4 +363,4 @@ def _autodiff_jacobian(fun: Callable, sparse: bool, trace: bool) -> Callable:
     if sparse:
         return ad.sparse_jacobian(fun)
     jacobian = ad.jacobian(fun)
-    return ad.function(jacobian) if trace else jacobian
+    return ad.function(jacobian, eager_fallback=True) if trace else jacobian

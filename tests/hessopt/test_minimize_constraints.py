@@ -251,6 +251,22 @@ def test_scipy_method_names_run_the_interior_point_and_map_their_options():
     tight = hessopt.minimize(f, [1.0, 5.0, 5.0, 1.0], method="trust-constr", bounds=Bounds(1, 5),
                              constraints=constraints, options={"gtol": 1e-10, "verbose": 0})
     assert tight.success and tight.kkt_error <= 1e-10 and tight.method == "interior-point"
+    assert tight.status == 1    # trust-constr's own code for convergence (0 is its maxiter)
+    capped = hessopt.minimize(f, [1.0, 5.0, 5.0, 1.0], method="trust-constr", bounds=Bounds(1, 5),
+                              constraints=constraints, options={"maxiter": 1})
+    assert capped.status == 0 and not capped.success
+
+
+def test_a_constraint_autodiff_cannot_follow_gets_finite_differences():
+    """The SLSQP idiom np.array([...]) of Tensors leaves the engine: the Jacobian and the curvature
+    come from central differences (steps inside the bounds), and the message says so. On the unit
+    disk min x0 + x1 has x* = -(1, 1) / sqrt(2), v = -1 / sqrt(2) (c = 1 - ||x||^2 >= 0, active)."""
+    disk = {"type": "ineq", "fun": lambda x: np.array([1 - x[0] ** 2 - x[1] ** 2])}
+    for constraint in (disk, {**disk, "jac": lambda x: np.array([[-2 * x[0], -2 * x[1]]])}):
+        result = hessopt.minimize(lambda x: x[0] + x[1], [0.5, 0.0], constraints=constraint)
+        assert result.success and "constraints[0] (ineq)'s derivatives came from finite differences" in result.message
+        np.testing.assert_allclose(result.x, -np.ones(2) / np.sqrt(2), atol=X_TOL)
+        np.testing.assert_allclose(result.v[0], [-1 / np.sqrt(2)], atol=X_TOL)
 
 
 X0 = np.zeros(2)
