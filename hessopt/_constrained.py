@@ -164,7 +164,7 @@ def minimize_constrained(fun: Callable, x0, args, declaration: Declaration, scip
 def _report(result: OptimizeResult, flat, own_curvature: bool, scipy_name: str | None) -> None:
     """What the face adds: scipy trust-constr's ``grad`` and ``method``, the Hessian's source, the
     user's calls counted, and the message saying which method ran for scipy's name."""
-    result.grad = result.jac
+    result.grad, result.niter = result.jac, result.nit    # trust-constr's names too
     result.method = "interior-point"
     result.hessian_source = "autodiff (the Lagrangian's)" if own_curvature else \
         (flat.source.name if isinstance(flat.source, Named) else getattr(flat.source, "name", "hess"))

@@ -117,7 +117,7 @@ def _from_dict(item: dict, label: str, x0: np.ndarray, unravel: Callable) -> Gro
     fun = _flat_values(_callable(item.get("fun"), label, "fun"), unravel, args, label)
     m = fun(x0).size
     upper = np.zeros(m) if kind == "eq" else np.full(m, np.inf)
-    return Group(label, np.zeros(m), upper, fun, _user_jacobian(item.get("jac"), unravel, args, label))
+    return Group(label, np.zeros(m), upper, fun, _user_jacobian(item.get("jac"), unravel, args, label, m))
 
 
 def _from_linear(item: LinearConstraint, label: str, n: int) -> Group:
@@ -141,7 +141,7 @@ def _from_nonlinear(item: NonlinearConstraint, label: str, x0: np.ndarray, unrav
                       "stay strictly inside the bounds only; the constraint holds at a successful result",
                       OptimizeWarning, stacklevel=5)
     hess = _user_hessian(item.hess, unravel, x0.size, label) if callable(item.hess) else None
-    return Group(label, lower, upper, fun, _user_jacobian(item.jac, unravel, (), label), hess)
+    return Group(label, lower, upper, fun, _user_jacobian(item.jac, unravel, (), label, m), hess)
 
 
 def _callable(fun, label: str, name: str) -> Callable:
@@ -170,16 +170,17 @@ def _bounds(lb, ub, m: int, label: str) -> tuple[np.ndarray, np.ndarray]:
     return lower, upper
 
 
-def _user_jacobian(jac, unravel: Callable, args: tuple, label: str) -> Callable | None:
-    """The user's jac on flat x (an (m, n) array or a sparse matrix), or None for autodiff's
-    (None, False, a finite-difference scheme: derivatives are exact here)."""
+def _user_jacobian(jac, unravel: Callable, args: tuple, label: str, m: int) -> Callable | None:
+    """The user's jac on flat x (an (m, n) array, a 1-D one for a scalar constraint, or a sparse
+    matrix), or None for autodiff's (None, False, a finite-difference scheme: derivatives are
+    exact here)."""
     if jac is None or jac is False or (isinstance(jac, str) and jac in FINITE_DIFFERENCES):
         return None
     _callable(jac, label, "jac")
 
     def jacobian(x):
         J = jac(unravel(x), *args)
-        return J if scipy.sparse.issparse(J) else np.asarray(plain_value(J), dtype=float)
+        return J if scipy.sparse.issparse(J) else np.asarray(plain_value(J), dtype=float).reshape(m, x.size)
     return jacobian
 
 
