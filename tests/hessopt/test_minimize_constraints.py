@@ -299,8 +299,9 @@ def test_bad_input_is_refused_by_name(kwargs, error, match):
 
 
 def test_a_scalar_constraint_with_a_1d_jacobian_as_scipys_dicts_allow():
-    """min ||x||^2 s.t. x0 + x1 = 1, fun a scalar and jac a list: x* = (1/2, 1/2), v = -1."""
-    line = {"type": "eq", "fun": lambda x: x[0] + x[1] - 1.0, "jac": lambda x: [1.0, 1.0]}
+    """min ||x||^2 s.t. x0 + x1 = 1, fun a scalar (taken from an np.array: finite-difference
+    curvature of the user's jac) and jac a list: x* = (1/2, 1/2), v = -1."""
+    line = {"type": "eq", "fun": lambda x: np.array([x[0] + x[1] - 1.0])[0], "jac": lambda x: [1.0, 1.0]}
     result = hessopt.minimize(lambda x: x @ x, [3.0, -1.0], method="SLSQP", constraints=line)
     assert result.success
     np.testing.assert_allclose(result.x, [0.5, 0.5], atol=X_TOL)
