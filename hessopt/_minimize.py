@@ -39,8 +39,8 @@ from ._hessians import GradientDerivative, QuasiNewton
 from ._sparse_policy import Structure, structured
 
 #: The second-order methods by name (first-order ones, "adam" and "gd", are accepted too), as
-#: declared in :data:`optimizers.REGISTRY`; not yet those that take general constraints (the
-#: interior-point method: scipy's constraints are normalized into it later, issue 31).
+#: declared in :data:`optimizers.REGISTRY`; the one that takes general constraints (the interior
+#: point) is chosen by :func:`hessopt._constrained.constrained_method`.
 METHODS: dict[str, Callable] = {d.name: d.function for d in optimizers.REGISTRY.declarations()
                                 if not d.first_order and not d.constraints}
 
@@ -74,7 +74,6 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     ``hess``/``hessp``, second derivatives are the derivative of that gradient: autodiff of it when
     it is NumPy code, else its finite differences, as scipy's (the message then says so);
     ``result.hessian_source`` names the source. User functions get a copy of x, as in scipy.
-    ``bounds=None`` and empty ``constraints`` are accepted; anything else is refused by name.
     ``x0`` may be an array-like (a list of numbers is a
     vector, as in scipy; any shape is kept) or a pytree (dict, namedtuple, or list/tuple holding
     arrays): ``result.x`` and ``result.jac`` have its form, and so do ``jac``'s and ``hessp``'s
@@ -125,6 +124,15 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     ``active_mask`` in the form of x0 (-1 at a lower bound, +1 at an upper one, 0 free, as
     scipy's ``least_squares``), and the history an ``active`` column, the bounds x is on.
 
+    Constraints: scipy's dicts (``{"type": "eq" | "ineq", "fun", "jac", "args"}``, ineq meaning
+    ``fun >= 0``), ``LinearConstraint`` and ``NonlinearConstraint``, alone or in a list, with or
+    without bounds, run the primal-dual interior-point method (``method=None``,
+    ``"interior-point"``, or scipy's ``"trust-constr"`` and ``"SLSQP"``, which run it too; see
+    :mod:`hessopt._constrained`); the Jacobians and the Lagrangian's Hessian come from autodiff
+    where not given. The result adds scipy trust-constr's ``v``, ``constr``,
+    ``constr_violation``, ``optimality``, ``lagrangian_grad``; the other methods refuse
+    constraints by name.
+
     Parameters
     ----------
     fun : callable
@@ -135,14 +143,15 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         Extra arguments of fun, jac, hess and hessp.
     method : str, optional
         One of ``hessopt.METHODS`` (newton, newton-cg, trust-ncg, trust-krylov, trust-exact,
-        dogleg, arc, hessian-free), or "adam", "gd"; case-insensitive. Default (None) "newton-cg",
-        and "trust-ncg" with bounds.
+        dogleg, arc, hessian-free), or "adam", "gd", or "interior-point" ("trust-constr", "SLSQP");
+        case-insensitive. Default (None) "newton-cg", "trust-ncg" with bounds, and
+        "interior-point" with constraints.
     jac, hess, hessp : optional
         User derivatives, as in scipy; exact ones from autodiff where not given.
     bounds : scipy.optimize.Bounds, sequence of (lo, hi) pairs, or pytree of pairs, optional
         Bound constraints (see above).
-    constraints : ()
-        General constraints are not supported: anything but an empty sequence (or None) is refused.
+    constraints : dict, LinearConstraint, NonlinearConstraint or a list of them, optional
+        General constraints (see above); ``()`` or None: none.
     tol : float, optional
         Sets ``gtol``.
     callback : callable, optional
@@ -165,8 +174,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         If fun is not callable, derivatives have the wrong type, or an option is of the wrong kind.
     ValueError
         For an unknown method, an option out of range, jac/hess/hessp with Variables, bad
-        bounds (which entry, and why), bounds with a method that does not take them, or
-        constraints.
+        bounds (which entry, and why), bounds or constraints with a method that does not take
+        them, or malformed constraints (which one, and why).
 
     Examples
     --------
