@@ -333,11 +333,11 @@ class LagrangianCurvature:
 
 
 def canonical_constraint(groups: list[Group], *, sparse: bool, trace: bool,
-                         curvature: LagrangianCurvature | None = None) -> CanonicalConstraint:
+                         curvature: LagrangianCurvature | None = None) -> CanonicalConstraint | None:
     """The groups as one :class:`~optimizers.constraints.CanonicalConstraint` (their order and
     sizes kept, so the result hands back one array per group): the user's Jacobians or autodiff's
     (sparse or dense, traced), and ``curvature`` as the constraints' Hessian when given (else the
-    caller passes the whole Lagrangian's to the method)."""
+    caller passes the whole Lagrangian's to the method); None without constraints (bounds only)."""
     parts = []
     for g in groups:
         if g.matrix is not None:
