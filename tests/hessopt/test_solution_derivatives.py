@@ -273,3 +273,13 @@ def test_a_bilevel_problem_minimizes_through_the_inner_solution():
     slope = (validation(outer.x + h) - validation(outer.x - h)) / (2 * h)
     assert abs(slope) < 1e-6 + 1e-8 / h
     assert validation(outer.x) < min(validation(outer.x + 0.1), validation(outer.x - 0.1))
+
+
+def test_a_constrained_solution_is_not_differentiated_silently():
+    """Its derivative solves the KKT system, not H w' = -b: refused by name instead of a wrong value."""
+    def solution(lam):
+        return hessopt.minimize(lambda w: ridge_loss(w, lam), np.zeros(N),
+                                constraints=[{"type": "eq", "fun": lambda w: np.sum(w) - 1.0}]).x
+    assert np.isclose(np.sum(solution(LAM)), 1.0)               # outside a transform it solves
+    with pytest.raises(NotImplementedError, match="constrained solution"):
+        ad.jacobian(solution)(LAM)
