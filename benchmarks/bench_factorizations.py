@@ -82,7 +82,10 @@ for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -195,15 +198,15 @@ def kkt_schur(side: int) -> scipy.sparse.csc_matrix:
 
 # name: (builder, n)
 MATRICES = {
-    "minimal surface 1000^2": (lambda: minimal_surface(1000), 10 ** 6),
     "13-point energy 300^2": (lambda: hessian_at(energy13, grid_point(300 ** 2)), 300 ** 2),
-    "13-point energy 1000^2": (lambda: hessian_at(energy13, grid_point(1000 ** 2)), 10 ** 6),
-    "3-D 7-point 50^3": (lambda: hessian_at(energy3d, grid_point(50 ** 3)), 50 ** 3),
-    "3-D 7-point 100^3": (lambda: hessian_at(energy3d, grid_point(100 ** 3)), 10 ** 6),
-    "chained Rosenbrock 10^6": (lambda: hessian_at(rosenbrock, np.full(10 ** 6, 1.2)), 10 ** 6),
-    "ARWHEAD 10^6": (lambda: hessian_at(arwhead, np.ones(10 ** 6)), 10 ** 6),
     "KKT 13-point 300^2": (lambda: kkt(300), 300 ** 2 + 300 * 299),
     "KKT Schur 13-point 300^2": (lambda: kkt_schur(300), 300 ** 2),
+    "3-D 7-point 50^3": (lambda: hessian_at(energy3d, grid_point(50 ** 3)), 50 ** 3),
+    "chained Rosenbrock 10^6": (lambda: hessian_at(rosenbrock, np.full(10 ** 6, 1.2)), 10 ** 6),
+    "ARWHEAD 10^6": (lambda: hessian_at(arwhead, np.ones(10 ** 6)), 10 ** 6),
+    "minimal surface 1000^2": (lambda: minimal_surface(1000), 10 ** 6),
+    "13-point energy 1000^2": (lambda: hessian_at(energy13, grid_point(1000 ** 2)), 10 ** 6),
+    "3-D 7-point 100^3": (lambda: hessian_at(energy3d, grid_point(100 ** 3)), 10 ** 6),
 }
 KKT = {"KKT 13-point 300^2"}
 GRIDS = ("minimal surface 1000^2", "13-point energy 300^2", "13-point energy 1000^2", "3-D 7-point 50^3",
@@ -378,7 +381,7 @@ class Pardiso:
             return None if inertia else False
         if not inertia:
             return True
-        positive, negative = self.solver.get_iparm(22), self.solver.get_iparm(23)
+        positive, negative = int(self.solver.get_iparm(22)), int(self.solver.get_iparm(23))
         return positive, negative, a.shape[0] - positive - negative
 
     def _phase(self, phase, matrix, b=None):
@@ -497,6 +500,27 @@ def one_round(library, a, inertia: bool, b: np.ndarray, first_round: bool) -> di
     return row
 
 
+def child_round(library_name: str, name: str, directory: Path, first_round: bool) -> dict | None:
+    """:func:`one_round` in a fresh process (its peak memory its own; a factorization that does not
+    finish within :data:`LIMIT` seconds is ended there): the row, or None when it was ended."""
+    command = [sys.executable, __file__, "--child", library_name, "--matrices", str(directory), "--only", name]
+    try:
+        done = subprocess.run(command + (["--first"] if first_round else []), capture_output=True, text=True,
+                              timeout=LIMIT, check=True)
+    except subprocess.TimeoutExpired:
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def child(library_name: str, name: str, directory: Path, first_round: bool) -> None:
+    """The child's side of :func:`child_round`: one round, printed as a JSON line."""
+    library = next(lib for lib, _ in LIBRARIES if lib.name == library_name)
+    a = load(name, directory)
+    b = np.random.default_rng(1).standard_normal(a.shape[0])
+    row = one_round(library, a, name in KKT, b, first_round)
+    print(json.dumps(dict(row, answer=str(row["answer"]))))
+
+
 def direct_table(names: list, directory: Path, repeats: int) -> None:
     libraries = installed_libraries()
     measured: dict = {}
@@ -506,16 +530,18 @@ def direct_table(names: list, directory: Path, repeats: int) -> None:
         a = load(name, directory)
         inertia = name in KKT
         skipped = {lib.name: _skip_reason(lib, name, inertia, measured) for lib in libraries}
-        runnable = [lib for lib in libraries if skipped[lib.name] is None]
-        b = np.random.default_rng(1).standard_normal(a.shape[0])
-        rounds = {lib.name: [] for lib in runnable}
+        rounds: dict = {lib.name: [] for lib in libraries if skipped[lib.name] is None}
         for index in range(repeats):
-            for lib in runnable:
-                if index == 0 or rounds[lib.name][0]["first"] <= SLOW:
-                    rounds[lib.name].append(one_round(lib, a, inertia, b, index == 0))
-        _print_rows(name, a, rounds)
-        for library, rows in rounds.items():
-            measured[library, name] = statistics.median(row["refactor"] for row in rows)
+            for library, rows in rounds.items():
+                if skipped[library] is None and (index == 0 or rows[0]["first"] <= SLOW):
+                    row = child_round(library, name, directory, index == 0)
+                    if row is None:
+                        skipped[library] = f"not finished in {LIMIT:g} s"
+                    else:
+                        rows.append(row)
+        for library, rows in rounds.items():   # one not finished counts as infinitely slow
+            measured[library, name] = statistics.median(row["refactor"] for row in rows) if rows else math.inf
+        _print_rows(name, a, {library: rows for library, rows in rounds.items() if rows})
         for library, reason in skipped.items():
             if reason is not None:
                 print(f"{'':<46}{library:<14}skipped: {reason}")
@@ -530,6 +556,8 @@ def _skip_reason(library, name: str, inertia: bool, measured: dict) -> str | Non
         return "no LDL^T of an indefinite matrix"
     smaller, growth = PROJECTED_FROM.get(name, (None, 0.0))
     if (library.name, smaller) in measured and measured[library.name, smaller] * growth > LIMIT:
+        if math.isinf(measured[library.name, smaller]):
+            return f"not finished in {LIMIT:g} s on {smaller}"
         return (f"projected {measured[library.name, smaller] * growth:,.0f} s a factorization "
                 f"({growth:g} x {smaller}'s)")
     return None
@@ -611,9 +639,11 @@ def preconditioner_table(names: list, directory: Path, repeats: int) -> None:
         a = load(name, directory)
         b = np.random.default_rng(2).standard_normal(a.shape[0])
         rounds = {kind.label: [] for kind in kinds}
-        for _ in range(repeats):
+        for index in range(repeats):
             for kind in kinds:
-                rounds[kind.label].append(cg_round(a, b, kind()))
+                first = rounds[kind.label][0] if index else None
+                if first is None or first["analysis"] + first["setup"] + first["cg"] <= SLOW:
+                    rounds[kind.label].append(cg_round(a, b, kind()))
         for index, (label, rows) in enumerate(rounds.items()):
             analysis, setup, cg = (statistics.median(row[key] for row in rows) for key in ("analysis", "setup", "cg"))
             lead = f"{name:<24}{a.shape[0]:>10,}" if index == 0 else " " * 34
@@ -624,6 +654,7 @@ def preconditioner_table(names: list, directory: Path, repeats: int) -> None:
 
 
 def main() -> None:
+    global LIMIT
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="only the matrices with n <= 10^5")
     parser.add_argument("--no-direct", action="store_true", help="skip table 1")
@@ -631,9 +662,15 @@ def main() -> None:
     parser.add_argument("--matrices", type=Path, default=Path(tempfile.gettempdir()) / "hessopt_matrices",
                         help="where the matrices are cached (.npz)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--limit", type=float, default=LIMIT, help="seconds a library may take on a matrix")
     parser.add_argument("--only", nargs="*", help="these matrices (names as printed)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)    # one round of this library in this process
+    parser.add_argument("--first", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    LIMIT = args.limit
     args.matrices.mkdir(parents=True, exist_ok=True)
+    if args.child:
+        return child(args.child, args.only[0], args.matrices, args.first)
     names = args.only or [name for name, (_, n) in MATRICES.items() if not args.quick or n <= 2 * 10 ** 5]
     print("threads: " + ", ".join(f"{v}={os.environ[v]}" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                                                                     "MKL_NUM_THREADS")))
