@@ -11,13 +11,15 @@ The matrices (built once and cached as ``.npz`` in ``--matrices DIR``):
   1000^2: its Hessian at MINPACK-2's start, from ``ad.sparse_hessian`` (a 7-point coupling);
 - :func:`energy13`, a 2-D nonlinear energy (p-Laplacian-like, p = 3, with a quartic term), plain
   NumPy with ``np.pad`` and slices, whose Hessian is a 13-point stencil, at 300^2 and 1000^2;
-- :func:`energy3d`, a 3-D energy with a 7-point Laplacian-like Hessian, at 100^3;
+- :func:`energy3d`, a 3-D energy with a 7-point Laplacian-like Hessian, at 50^3 and 100^3;
 - chained Rosenbrock (tridiagonal) and ARWHEAD (diagonal plus a dense last row and column) at
   n = 10^6, at ``benchmarks/bench_sparse.py``'s starts;
 - :func:`kkt`: the quasi-definite KKT matrix [[H + delta I, J^T], [J, -delta_c I]] of
   :func:`energy13` at 300^2 with one equality per horizontally adjacent pair of nodes (J the
   forward difference, one row a pair; delta = delta_c = 1e-8, as an interior-point method
-  regularizes it), n + m = 179,700. Its inertia is (n, m, 0).
+  regularizes it), n + m = 179,700. Its inertia is (n, m, 0);
+- :func:`kkt_schur`: the Schur complement H + delta I + J^T J / delta_c of that KKT matrix, whose
+  Cholesky factorization is the same inertia test.
 
 Every Hessian but the KKT matrix is positive definite there (checked: every pivot of qdldl's LDL^T
 positive).
@@ -31,7 +33,12 @@ library reports it (L's for the Cholesky and LDL^T factorizations; L + U for Sup
 of one solve with the factor, and the peak memory above the matrix itself during the first
 factorization (MB: the growth of the process's peak resident set, ``VmHWM``, which is reset
 before; the first round only). Times are medians of ``--repeats`` rounds (3), each round timing
-every library once on that matrix in turn, so load from other processes hits them alike. The
+every library once on that matrix in turn, so load from other processes hits them alike; each
+library's round runs in a fresh process (its memory its own), ended after ``--limit`` seconds
+(600), and a library whose first factorization takes over ``SLOW`` seconds (60) is timed in one
+round only, its refactorization taken as its first (marked "~"). On the 3-D grid at 100^3 a
+library is not run where its time at 50^3 projects over the limit (nested dissection's work grows
+like n^2 there). The
 positive definite matrices are factored as Cholesky where the library has one (the Newton use: a
 failure signal when not positive definite), the KKT matrix as LDL^T with its inertia (the
 interior-point use). Each answer is checked: the relative residual of one solve, and the inertia
@@ -47,8 +54,8 @@ The libraries (a missing one is skipped with a line saying so):
 - ``cholmod`` / ``cholmod+metis``: CHOLMOD's supernodal Cholesky (BLAS-3 on supernodes) through
   ``kvxopt`` (or ``cvxopt``: the same CHOLMOD 3.0.6 build with OpenBLAS), AMD ordering or METIS's
   nested dissection (``pymetis``) handed in as the permutation; keeps its analysis. On the KKT
-  matrix, CHOLMOD's simplicial LDL^T (its only LDL^T; no pivoting), the inertia read from D
-  (``kvxopt.cholmod.getfactor``).
+  matrix, CHOLMOD's simplicial LDL^T (its only LDL^T; no pivoting), timed and solved with, but
+  without an inertia: ``getfactor`` turns the factor into L L^T, which fails on an indefinite D.
 - ``cholespy``: CHOLMOD's supernodal Cholesky with its own METIS, built with the reference BLAS;
   analyses every time; Cholesky only.
 - ``pardiso``: Intel MKL PARDISO through ``pypardiso`` (x86-64 only; MKL is about 700 MB),
@@ -65,13 +72,15 @@ Table 2, the preconditioners on the grid Hessians: conjugate gradients (``scipy.
 on H p = b (b standard normal, seeded) to a relative residual of 1e-6, unpreconditioned, with the
 incomplete Cholesky factorization of ``optimizers.preconditioning`` and with pyamg's smoothed
 aggregation V-cycle (``smoothed_aggregation_solver(H).aspreconditioner()``): the setup seconds
-(analysis and factorization; the smoothed aggregation hierarchy), iterations, the CG seconds and
-the total, medians of the rounds. Unpreconditioned CG stops at ``CG_MAXITER`` iterations.
+of the symbolic analysis, once per pattern (the incomplete Cholesky's), and of the setup, once per
+Hessian (its factorization; the smoothed aggregation hierarchy), iterations, the CG seconds and
+setup + CG, medians of the rounds. Unpreconditioned CG stops at ``CG_MAXITER`` iterations.
 
 Run: python benchmarks/bench_factorizations.py [--quick] [--no-direct] [--no-preconditioners]
-     [--matrices DIR] [--repeats N]
-(--quick: the matrices with n <= 10^5 only; BLAS, OpenMP and MKL run one thread each unless the
-environment says otherwise.)
+     [--matrices DIR] [--repeats N] [--limit SECONDS] [--only NAME ...]
+(--quick: the matrices with n <= 2 x 10^5 only; --only: these matrices, in this order; BLAS,
+OpenMP and MKL run one thread each unless the environment says otherwise. The whole run takes
+about an hour and a half on an idle machine of 2 cores; about 4 GB of memory.)
 """
 from __future__ import annotations
 
@@ -500,15 +509,17 @@ def one_round(library, a, inertia: bool, b: np.ndarray, first_round: bool) -> di
     return row
 
 
-def child_round(library_name: str, name: str, directory: Path, first_round: bool) -> dict | None:
+def child_round(library_name: str, name: str, directory: Path, first_round: bool) -> dict | str:
     """:func:`one_round` in a fresh process (its peak memory its own; a factorization that does not
-    finish within :data:`LIMIT` seconds is ended there): the row, or None when it was ended."""
+    finish within :data:`LIMIT` seconds is ended there): the row, or why there is none."""
     command = [sys.executable, __file__, "--child", library_name, "--matrices", str(directory), "--only", name]
     try:
         done = subprocess.run(command + (["--first"] if first_round else []), capture_output=True, text=True,
                               timeout=LIMIT, check=True)
     except subprocess.TimeoutExpired:
-        return None
+        return f"not finished in {LIMIT:g} s"
+    except subprocess.CalledProcessError as error:
+        return f"failed: {error.stderr.strip().splitlines()[-1][:120]}"
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -535,8 +546,8 @@ def direct_table(names: list, directory: Path, repeats: int) -> None:
             for library, rows in rounds.items():
                 if skipped[library] is None and (index == 0 or rows[0]["first"] <= SLOW):
                     row = child_round(library, name, directory, index == 0)
-                    if row is None:
-                        skipped[library] = f"not finished in {LIMIT:g} s"
+                    if isinstance(row, str):
+                        skipped[library] = row
                     else:
                         rows.append(row)
         for library, rows in rounds.items():   # one not finished counts as infinitely slow
