@@ -261,7 +261,6 @@ class Qdldl:
 
     def _result(self, inertia):
         pivots = self.solver.factors()[1]
-        self.nonzeros = None
         return _signs(pivots) if inertia else bool(np.all(pivots > 0))
 
     def solve(self, b):
