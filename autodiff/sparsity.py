@@ -36,6 +36,7 @@ from . import coloring as coloring_
 from ._propagation import propagate
 from .core import Tensor, constant, value_of
 from .function import function as replayed
+from .jit import CACHE_SIZE, LeastRecentlyUsed
 from .operators import hessian_operator
 from .tape import GradientTape, UnconnectedGradients, _require_scalar, _require_tensors
 from .tree import ravel
@@ -337,34 +338,49 @@ class _Compression:
         return csc_matrix((products.T.ravel()[read], indices, indptr), shape=self.pattern.shape)
 
 
+class _Signature:
+    """What a _Sparse keeps for one input signature: the compressions of the programs f ran (one
+    per set of branches, the latest first) and the program of the k products."""
+
+    __slots__ = ("compressions", "program")
+
+    def __init__(self, program):
+        self.compressions: list = []
+        self.program = program
+
+
 class _Sparse:
-    """The shared part of sparse_hessian and sparse_jacobian. Per input signature: the
-    compressions of the programs f ran (one per set of branches), found once, and the program of
-    the k products, an ``autodiff.function`` traced once and replayed (run eagerly when the tracer
-    refuses f: ``untraced_reason`` says why)."""
+    """The shared part of sparse_hessian and sparse_jacobian. Per input signature (at most
+    ``cache_size`` of them, the least recently used going first, as ``autodiff.function`` keeps
+    its traces): the compressions of the programs f ran, found once, and the program of the k
+    products, an ``autodiff.function`` traced once and replayed (run eagerly when the tracer refuses
+    f: ``untraced_reason`` says why). Pickled without them (they are made again), as
+    ``autodiff.function`` is."""
 
     _hessian: bool
 
-    def __init__(self, f: Callable):
+    def __init__(self, f: Callable, cache_size: int = CACHE_SIZE):
         self.f = f
-        self._cache: dict = {}      # signature -> compressions, the latest first
-        self._traced: dict = {}     # signature -> the traced program of the products
+        self._cache = LeastRecentlyUsed(cache_size)     # signature -> _Signature
+        self.cache_size = cache_size
+
+    def __reduce__(self):
+        return (type(self), (self.f, self.cache_size))
 
     @property
     def untraced_reason(self) -> str | None:
         """Why the products run eagerly (the tracer refused f), or None."""
-        reasons = [program.fallback_reason for program in self._traced.values()]
+        reasons = [kept.program.fallback_reason for kept in self._cache.values()]
         return next((reason for reason in reasons[::-1] if reason), None)
 
     def __call__(self, x):
         signature, point, f = _prepared(self.f, x)
         compression = self.compression(point, signature, f)
-        if signature not in self._traced:
-            self._traced[signature] = self._program(f)
         if not compression.k:
             return compression.matrix(np.zeros((0, compression.pattern.shape[0])))
         chunk = max(1, _SEED_ENTRIES // max(point.size, 1))
-        return compression.matrix(self._products(self._traced[signature], point, compression.seeds, chunk))
+        program = self._cache.get(signature).program
+        return compression.matrix(self._products(program, point, compression.seeds, chunk))
 
     def pattern(self, x) -> SparsityPattern:
         """The pattern for x, found once per input signature and branch (as the matrices' own):
@@ -384,7 +400,11 @@ class _Sparse:
 
     def compression(self, x: np.ndarray, signature: tuple, f: Callable) -> _Compression:
         """The pattern and colouring for x, from the cache when x runs a program seen before."""
-        known = self._cache.setdefault(signature, [])
+        kept = self._cache.get(signature)
+        if kept is None:
+            kept = _Signature(self._program(f))
+            self._cache.put(signature, kept)
+        known = kept.compressions
         for compression in known:
             if compression.recording.same_program(x):
                 return compression
@@ -466,7 +486,7 @@ def _jacobian_products(f: Callable, x, seeds):
     return np.zeros((seeds.shape[0],) + y.shape) if products is None else products
 
 
-def sparse_hessian(f: Callable) -> SparseHessian:
+def sparse_hessian(f: Callable, *, cache_size: int = CACHE_SIZE) -> SparseHessian:
     """The Hessian of a scalar f as a function returning ``scipy.sparse`` CSC matrices.
 
     At the first x of a signature (shape and dtype, or pytree structure) the pattern is found in
@@ -475,13 +495,17 @@ def sparse_hessian(f: Callable) -> SparseHessian:
     ``autodiff.function``, traced at the first call and replayed after; a function the tracer
     refuses (one reading float values) runs eagerly, ``untraced_reason`` says why, and its pattern
     is found again at every call (what it reads may change it). An x that takes other branches
-    than the recorded program gets its own pattern.
+    than the recorded program gets its own pattern. At most ``cache_size`` signatures are kept
+    (the least recently used go first), as by ``autodiff.function``; a pickled one leaves them
+    behind.
 
     Parameters
     ----------
     f : callable
         A scalar function of one array, or of a pytree (dicts, lists, tuples of arrays): the
         Hessian is over ``x.ravel()``, or over ``ad.ravel(x)``'s flat vector.
+    cache_size : int, default 64
+        How many input signatures (with their patterns and programs) are kept.
 
     Returns
     -------
@@ -502,21 +526,23 @@ def sparse_hessian(f: Callable) -> SparseHessian:
            [0., 6., 2.],
            [2., 2., 0.]])
     """
-    return SparseHessian(f)
+    return SparseHessian(f, cache_size)
 
 
-def sparse_jacobian(f: Callable) -> SparseJacobian:
+def sparse_jacobian(f: Callable, *, cache_size: int = CACHE_SIZE) -> SparseJacobian:
     """The Jacobian of f as a function returning ``scipy.sparse`` CSC matrices.
 
     At the first x of a signature the pattern is found in the recorded program and column-coloured
     with k colours (Curtis, Powell & Reid 1974); every call then takes one batched sweep of k
-    Jacobian-vector products (traced and replayed, as for ``sparse_hessian``) and reads each
-    entry from them.
+    Jacobian-vector products (traced and replayed, and at most ``cache_size`` signatures kept, as
+    for ``sparse_hessian``) and reads each entry from them.
 
     Parameters
     ----------
     f : callable
         A function of one array (or pytree: columns over ``ad.ravel(x)``) returning an array.
+    cache_size : int, default 64
+        How many input signatures (with their patterns and programs) are kept.
 
     Returns
     -------
@@ -532,4 +558,4 @@ def sparse_jacobian(f: Callable) -> SparseJacobian:
     >>> J.shape, J.nnz
     ((6, 4), 9)
     """
-    return SparseJacobian(f)
+    return SparseJacobian(f, cache_size)

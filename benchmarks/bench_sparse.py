@@ -40,6 +40,14 @@ the sparse Hessian from the iterate after the first whose solve took more than 1
 preconditioned, final ||g||_inf. Unpreconditioned newton-cg on the grid is run at 10^4 only
 (58,976 products there; at 10^5 it did not finish in 10 minutes).
 
+Table 4 (``--degenerate``), the sparse factorizations at degenerate points: trust-exact and
+dogleg on chained Rosenbrock from x_i = 0.5 (indefinite Hessians, lambda_1 = -98 and lambda_2
+within 1e-3 of it at n = 1,500) with
+``options={"sparse": True}`` at n = 500, 2,000 and 20,000: iterations, seconds, and per
+iteration the LDL^T factorizations and their solves (``optimizers.sparse.LDLFactorization``'s
+counts); then Newton on ``sum((x[1:] - x[:-1])**2)`` (a singular semidefinite Hessian) at n =
+2,000 from a standard normal x0: iterations and seconds.
+
 CasADi is skipped where its growth between the two sizes before projects over 15 minutes
 (``PEER_LIMIT``).
 
@@ -54,7 +62,8 @@ from (-1.2, 1, ...), ending at the local minimum f = 3.99 at n = 100; 90 / 846 /
 chain carries the solution's information one variable per iteration. From x_i = 1.2 both need 8.
 
 Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_sparse.py [--quick] [--no-solves]
-(--quick: n = 10^4 and 10^5 only; --no-solves: table 1 only; --preconditioning: table 3 only)
+(--quick: n = 10^4 and 10^5 only; --no-solves: table 1 only; --preconditioning: table 3 only;
+--degenerate: table 4 only)
 """
 from __future__ import annotations
 
@@ -68,6 +77,9 @@ import numpy as np
 import autodiff as ad
 import hessopt
 import optimizers
+import optimizers.newton
+import optimizers.sparse
+import optimizers.trust_region
 from hessopt.problems import bounded, enneper_edges
 
 from common import optional
@@ -305,15 +317,59 @@ def preconditioning_table(sizes: list) -> None:
                           f"{gradient_norm(f, result.x):>11.1e}", flush=True)
 
 
-def main(quick: bool, solves: bool, preconditioning_only: bool) -> None:
+class _CountedFactorization(optimizers.sparse.LDLFactorization):
+    """The methods' LDL^T, each instance registered so that a run's counts can be summed."""
+    made: list = []
+
+    def __init__(self):
+        super().__init__()
+        _CountedFactorization.made.append(self)
+
+
+def _counted_run(f, x0: np.ndarray, method: str) -> tuple:
+    """``hessopt.minimize(f, x0, method=method)`` on the sparse path: the result, its seconds,
+    and its factorizations and solves per iteration."""
+    _CountedFactorization.made = []
+    start = time.perf_counter()
+    result = hessopt.minimize(f, x0, method=method, options={"sparse": True, "keep_iterates": False})
+    seconds = time.perf_counter() - start
+    nit = max(result.nit, 1)
+    return (result, seconds, sum(ldl.factorizations for ldl in _CountedFactorization.made) / nit,
+            sum(ldl.solves for ldl in _CountedFactorization.made) / nit)
+
+
+def chain_differences(x):
+    return np.sum((x[1:] - x[:-1]) ** 2)
+
+
+def degenerate_table(sizes: list) -> None:
+    for module in (optimizers.trust_region, optimizers.newton):
+        module.LDLFactorization = _CountedFactorization
+    print(f"\n{'problem':<20}{'n':>8}  {'method':<12}|{'nit':>6}{'s':>9}{'s / it':>9}{'fact / it':>11}"
+          f"{'solves / it':>13}{'||g||inf':>11}")
+    cases = [("chained Rosenbrock", rosenbrock, method, n, np.full(n, 0.5))
+             for method in ("trust-exact", "dogleg") for n in sizes]
+    cases.append(("singular chain", chain_differences, "newton", 2000, np.random.default_rng(0).standard_normal(2000)))
+    for name, f, method, n, x0 in cases:
+        result, seconds, factorizations, solves = _counted_run(f, x0, method)
+        print(f"{name:<20}{n:>8,}  {method:<12}|{result.nit:>6}{seconds:>9.2f}{seconds / max(result.nit, 1):>9.3f}"
+              f"{factorizations:>11.1f}{solves:>13.1f}{gradient_norm(f, result.x):>11.1e}", flush=True)
+
+
+def main(quick: bool, solves: bool, preconditioning_only: bool, degenerate_only: bool) -> None:
     sizes = [10 ** 4, 10 ** 5] if quick else [10 ** 4, 10 ** 5, 10 ** 6]
+    if degenerate_only:
+        degenerate_table([500, 2000, 20000])
+        return
     if not preconditioning_only:
         sparse_table(sizes)
     if solves and not preconditioning_only:
         solve_table(sizes)
     if solves:
         preconditioning_table(sizes[:2])
+        degenerate_table([500, 2000, 20000])
 
 
 if __name__ == "__main__":
-    main("--quick" in sys.argv, "--no-solves" not in sys.argv, "--preconditioning" in sys.argv)
+    main("--quick" in sys.argv, "--no-solves" not in sys.argv, "--preconditioning" in sys.argv,
+         "--degenerate" in sys.argv)

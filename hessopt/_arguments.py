@@ -370,6 +370,11 @@ _POSITIVE_OR_NONE = _number("a positive number or None (the default)", lambda v:
 _NONNEGATIVE = _number("a non-negative number", lambda v: 0 <= v < np.inf)
 _FRACTION = _number("a number in [0, 1)", lambda v: 0 <= v < 1)
 _OPEN_FRACTION = _number("a number in (0, 1)", lambda v: 0 < v < 1)
+_NONNEGATIVE_INTEGER = _number("a non-negative integer", lambda v: v >= 0, integer=True)
+
+
+def _is_generator(value) -> bool:
+    return isinstance(value, np.random.Generator)
 
 #: The rule of each option of the methods (and of ``return_all``, ``trace`` and minimize_many's
 #: ``timeout``); an option that a method reads differently has its own under ``(method, name)``.
@@ -399,6 +404,11 @@ OPTION_RULES: dict = {
     "learning_rate": _POSITIVE, "momentum": _FRACTION, "beta1": _FRACTION, "beta2": _FRACTION,
     "epsilon": _NONNEGATIVE, "ftol": _NONNEGATIVE, "xtol": _NONNEGATIVE,
     "timeout": _number("a positive number of seconds or None", lambda v: 0 < v < np.inf, none=True),
+    # minimize_stochastic's draws of the curvature subsamples (numpy.random.default_rng's seed)
+    "seed": OptionRule("a non-negative integer, a numpy.random.Generator or None (fresh entropy)",
+                       lambda v: _is_generator(v) or _NONNEGATIVE_INTEGER.kind(v),
+                       lambda v: _is_generator(v) or _NONNEGATIVE_INTEGER.within(v), none=True,
+                       convert=lambda v: v if _is_generator(v) else int(v)),
     # scipy's options without effect here (SCIPY_ONLY_OPTIONS), checked as scipy documents them
     "eps": OptionRule("a positive number or an array of positive numbers", _is_numbers, _positive_numbers),
     "workers": OptionRule("an integer (-1: all processors), a map-like callable (such as "

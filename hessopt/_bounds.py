@@ -6,7 +6,11 @@ entry of x0 (``None`` or an infinity for no bound), as ``scipy.optimize.minimize
 ``scipy.optimize.least_squares`` does. An array x0 of any shape is bounded entry by entry in its
 raveled (C) order, or by arrays of its shape; a pytree x0 (dict, list, namedtuple of arrays) by
 the same over the flat vector of ``autodiff.ravel`` order, or by a pytree of x0's structure that
-holds a pair (or, for ``least_squares``, a bound) for each of its arrays. The result is an
+holds a pair (or, for ``least_squares``, a bound) for each of its arrays. Two pairs of two over
+two entries read two ways, as a pair of sides or as a pair per entry: a pytree's 2-entry array
+given such a pair is refused with both readings shown (``Bounds(lo, hi)`` says which), and
+``least_squares`` reads them as ``(lb, ub)``, as scipy does, but refuses them where scipy refuses
+that reading (some ``lb >= ub``: minimize's pairs, by all appearances). The result is an
 :class:`optimizers.bounds.Box`, which refuses NaN, ``lo > hi`` and empty bounds by index; ``lo ==
 hi`` fixes a variable. x0 outside the box is clipped into it, as L-BFGS-B does, with a note that
 says so (:func:`clip_into`). ``Bounds.keep_feasible`` is accepted and has no effect: every point
@@ -14,6 +18,7 @@ at which hessopt evaluates the objective lies in the box.
 """
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any, NamedTuple
 
@@ -53,7 +58,8 @@ def box_from_bounds(bounds: Any, x0: Any, *, pairs: bool = True) -> Box | None:
     Raises
     ------
     ValueError
-        For a wrong number of pairs, sides that do not fit x0, NaN, ``lo > hi`` or an empty bound.
+        For a wrong number of pairs, sides that do not fit x0, NaN, ``lo > hi``, an empty bound, or
+        two pairs of two over two entries that read two ways (see the module docstring).
     TypeError
         For entries that are not numbers (or None).
 
@@ -81,6 +87,7 @@ def box_from_bounds(bounds: Any, x0: Any, *, pairs: bool = True) -> Box | None:
         if not (isinstance(bounds, (tuple, list)) and len(bounds) == 2):
             raise ValueError("bounds must be a scipy.optimize.Bounds or a pair (lb, ub) of "
                              f"scalars or arrays, got {_describe(bounds)}")
+        _refuse_minimize_pairs(bounds, layout.n)
         lower, upper = bounds
     return Box(_side(lower, layout, -np.inf, "lb"), _side(upper, layout, np.inf, "ub"))
 
@@ -200,14 +207,91 @@ def _flat_pairs(bounds, n: int) -> bool:
 
 
 def _pair(pair, name: str, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """``(lo, hi)`` as two flat arrays over an array of ``shape``."""
+    """``(lo, hi)`` as two flat arrays over an array of ``shape``; two pairs of two over two
+    entries only where both readings are one box (:meth:`_Readings.one_box`)."""
     if isinstance(pair, Bounds):
-        pair = (pair.lb, pair.ub)
-    if not (isinstance(pair, (list, tuple, np.ndarray)) and len(pair) == 2):
+        lo, hi = pair.lb, pair.ub
+    elif not (isinstance(pair, (list, tuple, np.ndarray)) and len(pair) == 2):
         raise ValueError(f"{name} must be a pair (lo, hi), got {_describe(pair)}")
-    lo, hi = pair
+    elif math.prod(shape) == 2 and (readings := _Readings.of(pair)) is not None:
+        return readings.one_box(f"{name} (2 entries), {_describe(pair, full=True)},")
+    else:
+        lo, hi = pair
     return (_broadcast(lo, shape, -np.inf, f"{name}: lo"),
             _broadcast(hi, shape, np.inf, f"{name}: hi"))
+
+
+class _Readings(NamedTuple):
+    """Two pairs of two (numbers or None: no bound) over two entries, ``rows``, read both ways: as
+    a pair of sides (``rows[0]`` the lower bounds, ``rows[1]`` the upper) and as a (lo, hi) pair
+    per entry (``rows[k]`` entry k's). ``per_entry`` is the second reading as (lower, upper)
+    arrays."""
+    rows: list
+    per_entry: tuple[np.ndarray, np.ndarray]
+
+    @classmethod
+    def of(cls, value) -> _Readings | None:
+        """The readings of ``value``, or None when it is not two pairs of two."""
+        rows = [list(row) for row in value if isinstance(row, (list, tuple, np.ndarray)) and len(row) == 2]
+        if len(rows) != 2 or not all(entry is None or isinstance(entry, numbers.Real)
+                                     for row in rows for entry in row):
+            return None
+        columns = [[row[k] for row in rows] for k in range(2)]
+        per_entry = (_numbers_or(columns[0], -np.inf), _numbers_or(columns[1], np.inf))
+        return cls(rows, per_entry)
+
+    def as_sides(self) -> tuple[np.ndarray, np.ndarray]:
+        """The first reading as (lower, upper) arrays (None: no bound, as for the second)."""
+        return _numbers_or(self.rows[0], -np.inf), _numbers_or(self.rows[1], np.inf)
+
+    def agree(self) -> bool:
+        return all(np.array_equal(a, b) for a, b in zip(self.as_sides(), self.per_entry))
+
+    def one_box(self, what: str) -> tuple[np.ndarray, np.ndarray]:
+        """The box both readings give, or a ValueError showing both (``what``: the bounds)."""
+        if not self.agree():
+            raise ValueError(f"bounds: {what} can be read two ways: as (lo, hi) for the array, "
+                             f"{self.sides('lo', 'hi')}; or as a (lo, hi) pair per entry, as minimize "
+                             f"takes them, {self.pairs('lo', 'hi')}. Pass scipy.optimize.Bounds(lo, hi) "
+                             "for the array to say which")
+        return self.per_entry
+
+    def sides(self, lower: str, upper: str) -> str:
+        return f"{lower} = {_show(self.rows[0])} and {upper} = {_show(self.rows[1])}"
+
+    def pairs(self, lower: str, upper: str) -> str:
+        return (f"{lower} = {_show([row[0] for row in self.rows])} and "
+                f"{upper} = {_show([row[1] for row in self.rows])}")
+
+
+def _refuse_minimize_pairs(bounds, n: int) -> None:
+    """least_squares' ``(lb, ub)`` that is two pairs of two over two variables, where scipy refuses
+    it as (lb, ub) and it reads otherwise as minimize's pair per entry: a ValueError showing both."""
+    readings = _Readings.of(bounds) if n == 2 else None
+    if readings is None or readings.agree():
+        return
+    lower, upper = readings.as_sides()
+    if any(entry is None for row in readings.rows for entry in row):
+        refusal = "with a None inside lb or ub, which scipy.optimize.least_squares reads as NaN"
+    elif np.any(lower >= upper):
+        refusal = ("which scipy.optimize.least_squares refuses: Each lower bound must be strictly less "
+                   "than each upper bound")
+    else:
+        return
+    raise ValueError(f"bounds {_describe(bounds, full=True)} can be read two ways over x0's 2 entries: as "
+                     f"least_squares' (lb, ub), {readings.sides('lb', 'ub')}, {refusal}; or as minimize's "
+                     f"(lo, hi) pair per entry, {readings.pairs('lb', 'ub')}. Pass "
+                     "scipy.optimize.Bounds(lb, ub) to say which")
+
+
+def _numbers_or(values: list, none: float) -> np.ndarray:
+    """Numbers or None as floats, None read as ``none``."""
+    return np.array([none if value is None else value for value in values], dtype=float)
+
+
+def _show(values: list) -> str:
+    """Numbers or None as the user would write them: ``[0, 1.5, None]``."""
+    return "[" + ", ".join("None" if value is None else f"{float(value):g}" for value in values) + "]"
 
 
 def _side(value, layout: _Layout, default: float, name: str) -> np.ndarray:
@@ -252,6 +336,7 @@ def _numbers(value, default: float, name: str) -> np.ndarray:
         raise TypeError(f"bounds: {name} must be numbers or None, got {_describe(value)}") from None
 
 
-def _describe(value) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+def _describe(value, full: bool = False) -> str:
+    """``value`` for a message: its type and its repr, cut at 60 characters unless ``full``."""
+    text = " ".join(repr(value).split())
+    return f"{type(value).__name__} {text if full or len(text) <= 60 else text[:57] + '...'}"

@@ -18,7 +18,7 @@ from scipy.optimize import OptimizeResult
 import autodiff as ad
 import optimizers
 
-from ._arguments import normalize, scalar_value
+from ._arguments import check_option, normalize, scalar_value
 from ._minimize import AutodiffDerivatives, _variables
 
 STOCHASTIC_METHODS: dict[str, Callable] = {
@@ -128,7 +128,8 @@ def minimize_stochastic(fun: Callable, x0, batches: Iterable | Callable[[int], I
         there) or ``callback(xk)``; StopIteration ends the run.
     options : dict, optional
         ``curvature_fraction`` (0.1) or ``curvature_size`` (rows): the subsample of each batch for
-        curvature products, drawn with ``seed`` (0); ``ggn=(predict, loss)``: Gauss-Newton
+        curvature products, drawn with ``seed`` (0; an integer, a ``numpy.random.Generator``, or
+        None for fresh entropy); ``ggn=(predict, loss)``: Gauss-Newton
         products of ``loss(predict(params, batch), batch)`` (``predict(batch)`` with Variables),
         which must equal fun; ``trace`` (True); ``maxiter`` (a cap on steps), ``disp``,
         ``keep_iterates`` (False); and the method's own: ``damping`` (1.0), ``cg_maxiter``,
@@ -147,7 +148,8 @@ def minimize_stochastic(fun: Callable, x0, batches: Iterable | Callable[[int], I
     Raises
     ------
     TypeError
-        If fun or evaluate is not callable, or batches neither iterable nor callable.
+        If fun or evaluate is not callable, batches neither iterable nor callable (or a callable
+        returning no iterable), or an option of the wrong kind.
     ValueError
         For an unknown method or option value, an empty epoch, a generator for several epochs, or
         batch arrays whose first axes differ.
@@ -176,7 +178,7 @@ def minimize_stochastic(fun: Callable, x0, batches: Iterable | Callable[[int], I
     options = dict(options or {})
     second_order = method.lower() in SECOND_ORDER
     size, fraction = options.pop("curvature_size", None), options.pop("curvature_fraction", None)
-    rng = np.random.default_rng(options.pop("seed", 0))
+    rng = np.random.default_rng(check_option("seed", options.pop("seed", 0)))
     ggn = options.pop("ggn", None)
     trace = bool(options.pop("trace", True))
     if not second_order and (ggn is not None or size is not None or fraction is not None):

@@ -138,7 +138,7 @@ class IncompleteCholesky:
                 f"its incomplete factorization would take more than {level_limit(n):,} sequential "
                 f"levels (each column waits for the one before, as on a band or a chain)")
             return
-        self.levels, self.refusal = int(level_of.max()) + 1, None
+        self.levels, self.refusal = int(level_of.max(initial=-1)) + 1, None
         # the entries ordered by the level of their column, then by column and row (CSC order
         # within a column, the diagonal first); position[e]: where CSC entry e went
         order = np.argsort(level_of[cols], kind="stable")
@@ -153,10 +153,7 @@ class IncompleteCholesky:
         self._level_entries = np.append(self._diagonal[column_order], rows.size)[level_columns]
         self._level_counts = [counts[column_order[a:b]] for a, b in zip(level_columns[:-1], level_columns[1:])]
         # where each entry of the pattern is in h (-1: fill, zero to start with)
-        keys_h = self._columns_of_h * n + h.indices
-        keys = self._cols * n + self._rows
-        found = np.minimum(np.searchsorted(keys_h, keys), max(keys_h.size - 1, 0))
-        self._source = np.where((keys_h.size > 0) & (keys_h[found] == keys), found, -1)
+        self._source = _positions(self._columns_of_h * n + h.indices, self._cols * n + self._rows)
         # ICFS's limit, n_j + p entries below the diagonal, where a column has more candidates
         below_h = np.bincount(self._columns_of_h[h.indices > self._columns_of_h], minlength=n)
         self._keep = below_h + self.memory
@@ -177,10 +174,8 @@ class IncompleteCholesky:
         first = np.repeat(below, pairs)
         offset = np.arange(int(pairs.sum())) - np.repeat(np.cumsum(pairs) - pairs, pairs)
         second = first - rank.repeat(pairs) + offset          # entries at or above `first`
-        keys_pattern = cols * n + rows   # sorted (CSC)
-        keys = rows[second] * n + rows[first]                 # column j = rows[second], row i
-        found = np.minimum(np.searchsorted(keys_pattern, keys), keys_pattern.size - 1)
-        hit = keys_pattern[found] == keys
+        found = _positions(cols * n + rows, rows[second] * n + rows[first])   # (column j = rows[second], row i)
+        hit = found >= 0
         target = position[found[hit]]
         by_target = np.argsort(target, kind="stable")
         target = target[by_target]
@@ -193,7 +188,9 @@ class IncompleteCholesky:
     def factor(self, h: scipy.sparse.csc_matrix) -> IncompleteFactor | None:
         """The factorization of h (symmetric CSC with sorted indices, :func:`~optimizers.sparse.
         symmetric_csc`), with the smallest shift of 0, 1e-3, 2e-3, 4e-3, ... (or from 1e-3 -
-        min diag) that gives positive pivots; None when h is not finite.
+        min diag) that gives positive pivots; None when h is not finite. The scaling makes the
+        factor of s h that of h for any s > 0 (entries from 1e-300 to 1e300 included); h = 0
+        gives M = 1e-3 I.
 
         Raises
         ------
@@ -205,11 +202,14 @@ class IncompleteCholesky:
             raise ValueError(f"no incomplete Cholesky factorization: {refusal}")
         if not np.all(np.isfinite(h.data)):
             return None
-        norms = np.sqrt(np.bincount(self._columns_of_h, weights=h.data * h.data, minlength=h.shape[0]))
+        norms = _column_norms(h.data, self._columns_of_h, h.shape[0])
         scaling = 1.0 / np.sqrt(np.where(norms > 0, norms, 1.0))
-        scaled = np.where(self._source >= 0, h.data[np.maximum(self._source, 0)], 0.0)
-        scaled *= scaling[self._rows] * scaling[self._cols]
-        smallest = float(scaled[self._diagonal].min())
+        scaled = np.zeros(self._source.size)     # fill: zero to start with
+        in_h = self._source >= 0
+        scaled[in_h] = h.data[self._source[in_h]]
+        scaled *= scaling[self._rows]       # one side at a time: s_i s_j alone may overflow
+        scaled *= scaling[self._cols]
+        smallest = float(scaled[self._diagonal].min(initial=np.inf))
         shift = 0.0 if smallest > 0 else SHIFT_MIN - smallest
         while True:
             values = scaled.copy()
@@ -245,6 +245,26 @@ class IncompleteCholesky:
                 _keep_largest(column, starts, counts, self._level_keep[level])
             values[lo:hi] = column
         return True
+
+
+def _positions(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Where each of ``keys`` is in ``sorted_keys`` (-1 where it is not, or there are none)."""
+    found = np.searchsorted(sorted_keys, keys)
+    inside = found < sorted_keys.size
+    hit = np.zeros(keys.size, dtype=bool)
+    hit[inside] = sorted_keys[found[inside]] == keys[inside]
+    return np.where(hit, found, -1)
+
+
+def _column_norms(data: np.ndarray, columns: np.ndarray, n: int) -> np.ndarray:
+    """The l2 norm of each of n columns (entries ``data`` in ``columns``), each taken relative to
+    the column's largest magnitude, so entries near 1e200 do not overflow when squared, nor
+    entries near 1e-200 underflow to a zero norm (LAPACK's dnrm2 scales so too)."""
+    magnitude = np.abs(data)
+    largest = np.zeros(n)
+    np.maximum.at(largest, columns, magnitude)
+    largest[largest == 0] = 1.0
+    return largest * np.sqrt(np.bincount(columns, weights=(magnitude / largest[columns]) ** 2, minlength=n))
 
 
 def _keep_largest(column: np.ndarray, starts: np.ndarray, counts: np.ndarray, keep: np.ndarray) -> None:

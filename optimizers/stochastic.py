@@ -76,7 +76,8 @@ class Epochs:
     Raises
     ------
     TypeError
-        If ``batches`` is neither iterable nor callable.
+        If ``batches`` is neither iterable nor callable, or (while iterating) a callable returns
+        no iterable.
     ValueError
         For ``epochs`` not a positive integer, a one-pass iterator with more than one epoch, or (while
         iterating) an epoch without batches.
@@ -109,11 +110,21 @@ class Epochs:
     def __iter__(self) -> Iterator[tuple[int, Any]]:
         for epoch in range(self.epochs):
             empty = True
-            for batch in self._epoch(epoch):
+            for batch in self._batches_of(epoch):
                 empty = False
                 yield epoch, batch
             if empty:
                 raise ValueError(f"epoch {epoch} has no batches")
+
+    def _batches_of(self, epoch: int) -> Iterator:
+        """The batches of ``epoch``, or a TypeError naming what a callable ``batches`` returned."""
+        batches = self._epoch(epoch)
+        try:
+            return iter(batches)
+        except TypeError:
+            raise TypeError(f"batches({epoch}) returned {type(batches).__name__} {batches!r}, not an iterable "
+                            "of batches (a callable batches gives the batches of the epoch it is called "
+                            "with)") from None
 
 
 class BatchObjective(Objective):

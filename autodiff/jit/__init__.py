@@ -6,13 +6,14 @@
   passes that keep every floating-point operation and its order (dead code, simplification), and
   ``split`` is partial evaluation at late inputs;
 - ``traced``: ``Traced``, the cache of programs by signature (``signature``) that
-  ``autodiff.function`` returns, and the transform protocol through which transforms of it replay.
+  ``autodiff.function`` returns, and the transform protocol through which transforms of it replay;
+  ``LeastRecentlyUsed``, the bounded cache it (and ``autodiff.sparse_hessian``) keeps.
 
 This package knows no transform and no operator: a derivative is recorded like any computation.
 """
 from .program import Program, split
-from .traced import CACHE_SIZE, MAX_TRACES_PER_SIGNATURE, Late, Traced
+from .traced import CACHE_SIZE, MAX_TRACES_PER_SIGNATURE, Late, LeastRecentlyUsed, Traced
 from .tracing import Recording, UntraceableError, trace
 
 __all__ = ["trace", "Recording", "Program", "split", "Traced", "Late", "UntraceableError",
-           "MAX_TRACES_PER_SIGNATURE", "CACHE_SIZE"]
+           "MAX_TRACES_PER_SIGNATURE", "CACHE_SIZE", "LeastRecentlyUsed"]

@@ -18,7 +18,7 @@ import collections
 import contextlib
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, ValuesView
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,47 @@ from .tracing import UntraceableError, record
 MAX_TRACES_PER_SIGNATURE = 8  # guarded alternatives kept per signature (least recently used go)
 CACHE_SIZE = 64               # signatures kept per function (least recently used go)
 _EAGER = "eager"              # a cache entry: the trace was refused, f runs eagerly
+
+
+class LeastRecentlyUsed:
+    """At most ``size`` entries by key, the least recently used (read or stored) going first: the
+    cache of a ``Traced`` and of ``autodiff.sparse_hessian``, whatever they keep per signature.
+
+    Examples
+    --------
+    >>> from autodiff.jit.traced import LeastRecentlyUsed
+    >>> cache = LeastRecentlyUsed(2)
+    >>> cache.put("a", 1); cache.put("b", 2); cache.get("a"); cache.put("c", 3)
+    1
+    >>> list(cache.values())          # "b" was the least recently used
+    [1, 3]
+    """
+
+    def __init__(self, size: int):
+        if type(size) is not int or size < 1:
+            raise ValueError(f"cache_size must be a positive int, got {size!r}")
+        self.size = size
+        self._entries: collections.OrderedDict = collections.OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def values(self) -> ValuesView:
+        return self._entries.values()
+
+    def get(self, key: Hashable) -> Any:
+        """The entry of ``key``, made the most recent; None when there is none."""
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+        return entry
+
+    def put(self, key: Hashable, entry: Any) -> None:
+        """``entry`` as ``key``'s, the most recent; the least recent beyond ``size`` are dropped."""
+        self._entries[key] = entry
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
 
 
 class _Counts:
@@ -65,14 +106,13 @@ class Traced:
                  _counts: _Counts | None = None):
         if not callable(f):
             raise TypeError(f"autodiff.function needs a callable, got {type(f).__name__}")
-        if type(cache_size) is not int or cache_size < 1:
-            raise ValueError(f"cache_size must be a positive int, got {cache_size!r}")
-        functools.update_wrapper(self, f)
+        cache = LeastRecentlyUsed(cache_size)
+        functools.update_wrapper(self, f)       # (copies f's __dict__: what is ours comes after)
         self.f = f
         self.eager_fallback = eager_fallback
         self.cache_size = cache_size
         self._counts = _counts or _Counts()
-        self._cache: collections.OrderedDict = collections.OrderedDict()
+        self._cache = cache
         self._derived: dict = {}
 
     @property
@@ -133,10 +173,7 @@ class Traced:
     # --- the cache -------------------------------------------------------------------------------
     def _entry(self, key):
         """The cache entry of ``key`` (alternatives, ``_EAGER`` or None), made the most recent."""
-        entry = self._cache.get(key)
-        if entry is not None:
-            self._cache.move_to_end(key)
-        return entry
+        return self._cache.get(key)
 
     def _refuse(self, error: Exception, key) -> str:
         """Re-raise ``error`` unless it is (or comes from) a refusal and ``eager_fallback`` is set;
@@ -145,22 +182,16 @@ class Traced:
         if refusal is None or not self.eager_fallback:
             raise error
         self._counts.fallback_reason = str(refusal)
-        self._store(key, _EAGER)
+        self._cache.put(key, _EAGER)
         return _EAGER
 
     def _keep(self, key, traced) -> list:
         """Add a trace to the alternatives of ``key`` (first: the newest is the likeliest)."""
         self._counts.traces += 1
         entry = self._cache.get(key)
-        entry = [traced] + (entry if isinstance(entry, list) else [])
-        self._store(key, entry[:MAX_TRACES_PER_SIGNATURE])
-        return self._cache[key]
-
-    def _store(self, key, entry) -> None:
-        self._cache[key] = entry
-        self._cache.move_to_end(key)
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+        entry = ([traced] + (entry if isinstance(entry, list) else []))[:MAX_TRACES_PER_SIGNATURE]
+        self._cache.put(key, entry)
+        return entry
 
     # --- the transform protocol (autodiff.transforms) ----------------------------------------------
     def __autodiff_transform__(self, transform: Callable, *args):

@@ -19,6 +19,10 @@ The derivatives are those of the exact solution, computed to the tolerances ``rt
 they agree with finite differences of the computed values only as far as those tolerances allow.
 A Tensor that ``func`` reads from outside (a closure) must be passed through ``args`` to be
 differentiated; a tracked one read from outside is refused rather than silently treated as constant.
+``full_output=True`` returns scipy's ``(y, infodict)``: the report of the values' solve, which is
+scipy's own (the derivatives' integrations are further solves; a failed one warns as scipy does).
+Tolerances scipy would take silently or with only a warning (NaN, inf, negative, both zero) are
+refused by name.
 
 Examples
 --------
@@ -40,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as _np
 
-from ..core import Primitive, Tensor, shape_of, tracked, value_of
+from ..core import Primitive, Tensor, note_read, shape_of, tracked, value_of
 from ..transforms import jvp, vjp  # not circular: autodiff.numpy does not import this module (autodiff does)
 from ..tree import ravel
 from . import ops
@@ -50,9 +54,10 @@ if TYPE_CHECKING:
 
 __all__ = ["odeint"]
 
-# scipy.integrate.odeint's keywords that change its return value or its meaning, which the adjoint does
-# not follow
-_UNSUPPORTED = ("full_output", "Dfun", "col_deriv", "tfirst")
+# scipy.integrate.odeint's keywords that change its meaning, which the adjoint does not follow
+_UNSUPPORTED = ("Dfun", "col_deriv", "tfirst")
+# scipy's rtol and atol when None is given (LSODA's default)
+DEFAULT_TOLERANCE = 1.49012e-8
 
 
 def _scipy_odeint():
@@ -77,9 +82,21 @@ def _rate(func: Callable, y, t, args: tuple):
     return rate
 
 
-def _solve(y0, t, *args, func: Callable, rtol, atol, options: dict):
-    """The values: scipy.integrate.odeint with ``func`` on plain arrays."""
-    return _scipy_odeint()(lambda y, s: _rate(func, y, s, args), y0, t, rtol=rtol, atol=atol, **options)
+def _solve(y0, t, *args, func: Callable, rtol, atol, options: dict, report: dict | None = None):
+    """The values: scipy.integrate.odeint with ``func`` on plain arrays; scipy's infodict of the solve
+    goes into ``report`` when one is given (``full_output``)."""
+    solve = _scipy_odeint()
+    rate = lambda y, s: _rate(func, y, s, args)  # noqa: E731
+    if report is None:
+        return solve(rate, y0, t, rtol=rtol, atol=atol, **options)
+    values, infodict = solve(rate, y0, t, rtol=rtol, atol=atol, full_output=True, **options)
+    report.update(infodict)
+    return values
+
+
+def _derivative_settings(kwargs: dict) -> dict:
+    """The settings of the derivatives' integrations: the values' own, but for their report."""
+    return {name: value for name, value in kwargs.items() if name != "report"}
 
 
 class _Odeint(Primitive):
@@ -91,11 +108,11 @@ class _Odeint(Primitive):
         self.joint = True
 
     def backward(self, g, ans, args, kwargs, parents):
-        cotangents = _adjoint(g, ans, *args, parents=parents, **kwargs)
+        cotangents = _adjoint(g, ans, *args, parents=parents, **_derivative_settings(kwargs))
         return [cotangents[i] for i in parents]
 
     def forward(self, tangents, ans, args, kwargs):
-        return _tangent(tangents, ans, *args, **kwargs)
+        return _tangent(tangents, ans, *args, **_derivative_settings(kwargs))
 
 
 _odeint = _Odeint()
@@ -190,8 +207,8 @@ def _adjoint(g, ans, y0, t, *args, parents: tuple, func: Callable, rtol, atol, o
     return {i: ops.reshape(c, batch_shape + shape_of(([y0, t] + list(args))[i])) for i, c in cotangents.items()}
 
 
-def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: float | None = None,
-           atol: float | None = None, **kwargs: Any) -> Array:
+def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: ArrayLike | None = None,
+           atol: ArrayLike | None = None, full_output: bool = False, **kwargs: Any) -> Array | tuple[Array, dict]:
     """Integrate dy/dt = func(y, t, *args) from y(t[0]) = y0, as ``scipy.integrate.odeint``.
 
     Differentiable in ``y0``, ``t`` and each array of ``args`` by the adjoint method (Pontryagin et al.
@@ -203,28 +220,40 @@ def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: 
         ``func(y, t, *args)``, dy/dt as an array of ``y0``'s shape, written with NumPy functions (it is
         evaluated on plain arrays for the values and on Tensors for the derivatives).
     y0 : array_like
-        The initial state, 1-d.
+        The initial state, 1-d and not empty.
     t : array_like
         The times at which to return the state, 1-d and increasing; ``t[0]`` is the initial time.
     args : tuple
         Further arguments of ``func``; the Tensors among them are differentiated.
-    rtol, atol : float, optional
-        scipy's tolerances, for the values and for the backward (adjoint) integration.
+    rtol, atol : float or array_like, optional
+        scipy's tolerances (a number, or one per equation; None: 1.49012e-8), for the values and for
+        the backward (adjoint) integration: finite, non-negative and not both 0 for an equation.
+    full_output : bool, default False
+        Also return scipy's infodict of the values' solve (``"message"``, the counts ``nst``,
+        ``nfe``, ``nje``, the step sizes and orders, ...): see ``scipy.integrate.odeint``.
     **kwargs
-        scipy.integrate.odeint's other options (``mxstep``, ``hmax``, ...); ``full_output``, ``Dfun``,
-        ``col_deriv`` and ``tfirst`` are refused.
+        scipy.integrate.odeint's other options (``mxstep``, ``hmax``, ...); ``Dfun``, ``col_deriv``
+        and ``tfirst`` are refused.
 
     Returns
     -------
-    Array
-        Shape ``(len(t), len(y0))``: the state at each time, the first row ``y0``.
+    Array, or (Array, dict) with ``full_output``
+        Shape ``(len(t), len(y0))``: the state at each time, the first row ``y0``. A solve that
+        fails warns (scipy's ``ODEintWarning``) and its report's ``"message"`` says why.
 
     Raises
     ------
     ValueError
-        When ``y0`` or ``t`` is not 1-d, ``t`` is not increasing, or ``func`` returns another shape.
+        When ``y0`` is empty or not 1-d, ``t`` is not 1-d or not increasing, a tolerance is NaN,
+        infinite, negative, 0 together with the other or of another length than ``y0``, or
+        ``func`` returns another shape.
+    TypeError
+        For a tolerance that is not numbers.
     NotImplementedError
         For the options the adjoint does not follow.
+    autodiff.UntraceableError
+        For ``full_output`` under ``autodiff.function`` with ``y0``, ``t`` or ``args`` from the
+        inputs: a replay could not report its own solve.
 
     Examples
     --------
@@ -240,6 +269,9 @@ def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: 
     >>> end = lambda y0: scipy_integrate.odeint(rotation, y0, np.array([0.0, np.pi / 2]), rtol=1e-12, atol=1e-12)[1, 1]
     >>> np.round(ad.grad(end)(np.array([1.0, 0.0])), 8) + 0.0
     array([1., 0.])
+    >>> ys, report = scipy_integrate.odeint(rotation, np.array([1.0, 0.0]), np.array([0.0, 1.0]), full_output=True)
+    >>> report["message"], report["nst"].shape          # and the steps taken up to each time after t[0]
+    ('Integration successful.', (1,))
     """
     refused = [name for name in _UNSUPPORTED if kwargs.get(name)]
     if refused:
@@ -249,11 +281,48 @@ def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: 
     y0, t = ops.as_array(y0), ops.as_array(t)
     if len(shape_of(y0)) != 1:
         raise ValueError(f"autodiff: odeint's y0 must be 1-d, not of shape {shape_of(y0)}")
+    if shape_of(y0)[0] == 0:
+        raise ValueError("autodiff: odeint's y0 is empty: there is no equation to integrate (scipy's "
+                         "LSODA calls it 'Illegal input')")
     if len(shape_of(t)) != 1 or shape_of(t)[0] == 0:
         raise ValueError(f"autodiff: odeint's t must be a non-empty 1-d array of times, not of shape {shape_of(t)}")
     if _np.any(_np.diff(value_of(t)) <= 0):
         raise ValueError("autodiff: odeint's t must be increasing (for backward time, integrate "
                          "-func(y, -s) over s = -t)")
+    _check_tolerances(rtol, atol, shape_of(y0)[0])
     y0 = y0 if isinstance(y0, Tensor) else _np.asarray(y0, dtype=_np.float64)
     t = t if isinstance(t, Tensor) else _np.asarray(t, dtype=_np.float64)
-    return _odeint(y0, t, *args, func=func, rtol=rtol, atol=atol, options=options)
+    report = {} if full_output else None
+    values = _odeint(y0, t, *args, func=func, rtol=rtol, atol=atol, options=options, report=report)
+    if not full_output:
+        return values
+    if isinstance(values, Tensor):
+        note_read(values, "odeint's full_output")   # a trace refuses: its replay would not report
+    return values, report
+
+
+def _check_tolerances(rtol, atol, n: int) -> None:
+    """scipy's rtol and atol, each None, a number or n of them: finite, non-negative, and not both 0
+    for an equation (LSODA's error test would divide by 0); a ValueError or TypeError naming them."""
+    tolerances = [_tolerance(rtol, "rtol", n), _tolerance(atol, "atol", n)]
+    both_zero = _np.flatnonzero(_np.broadcast_to((tolerances[0] == 0) & (tolerances[1] == 0), (n,)))
+    if both_zero.size:
+        raise ValueError(f"autodiff: odeint's rtol and atol are both 0 (for y[{both_zero[0]}]): LSODA's error "
+                         "test needs one of them positive for every equation (scipy warns 'Illegal input' "
+                         "and returns y0)")
+
+
+def _tolerance(value, name: str, n: int) -> _np.ndarray:
+    """One tolerance as a float array (None: scipy's default), or an error naming it."""
+    if value is None:
+        return _np.asarray(DEFAULT_TOLERANCE)
+    try:
+        tolerance = _np.asarray(value_of(value), dtype=_np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"autodiff: odeint's {name} must be a number or an array of numbers; got {value!r}") from None
+    if tolerance.ndim > 1 or (tolerance.ndim == 1 and tolerance.size != n):
+        raise ValueError(f"autodiff: odeint's {name} must be a number or an array of len(y0) = {n} numbers, "
+                         f"not of shape {tolerance.shape}")
+    if not _np.all(_np.isfinite(tolerance) & (tolerance >= 0)):
+        raise ValueError(f"autodiff: odeint's {name} must be finite and non-negative; got {value!r}")
+    return tolerance

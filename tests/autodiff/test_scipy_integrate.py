@@ -158,10 +158,79 @@ def test_forward_mode_of_the_decay_is_the_closed_form():
     (lambda: scipy_integrate.odeint(decay, Y0, [0.0, 1.0, 1.0], args=(1.0,)), ValueError, "t must be increasing"),
     (lambda: scipy_integrate.odeint(lambda y, t: y[:2], Y0, TIMES), ValueError,
      r"y0's shape \(3,\), not of shape \(2,\)"),
-    (lambda: scipy_integrate.odeint(decay, Y0, TIMES, args=(1.0,), full_output=True), NotImplementedError,
-     "full_output"),
+    (lambda: scipy_integrate.odeint(decay, [], TIMES, args=(1.0,)), ValueError, "y0 is empty"),
     (lambda: scipy_integrate.odeint(decay, Y0, TIMES, args=(1.0,), tfirst=True), NotImplementedError, "tfirst"),
 ])
 def test_bad_input_is_refused_by_name(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("tolerances, error, message", [
+    ({"rtol": np.nan}, ValueError, r"rtol must be finite and non-negative; got nan"),
+    ({"atol": np.nan}, ValueError, r"atol must be finite and non-negative; got nan"),
+    ({"rtol": np.inf}, ValueError, r"rtol must be finite and non-negative; got inf"),
+    ({"rtol": -1.0}, ValueError, r"rtol must be finite and non-negative; got -1.0"),
+    ({"atol": [1e-8, -1e-8, 1e-8]}, ValueError, r"atol must be finite and non-negative; got \[1e-08, -1e-08, 1e-08\]"),
+    ({"rtol": "tight"}, TypeError, r"rtol must be a number or an array of numbers; got 'tight'"),
+    ({"rtol": [1e-6, 1e-6]}, ValueError, r"rtol must be a number or an array of len\(y0\) = 3 numbers, not of "
+                                         r"shape \(2,\)"),
+    ({"rtol": 0, "atol": 0}, ValueError, r"rtol and atol are both 0 \(for y\[0\]\)"),
+    ({"rtol": 0.0, "atol": [1e-8, 0.0, 1e-8]}, ValueError, r"rtol and atol are both 0 \(for y\[1\]\)"),
+])
+def test_tolerances_are_checked_by_name(tolerances, error, message):
+    """scipy takes rtol=nan and gives wrong values without a word, and rtol=atol=0 repeats y0 with
+    only an 'Illegal input' warning: each is refused here, naming the tolerance."""
+    with pytest.raises(error, match=message):
+        scipy_integrate.odeint(decay, Y0, TIMES, args=(1.0,), **tolerances)
+
+
+def test_tolerances_that_scipy_takes_give_scipys_values():
+    """rtol = 0 (absolute control only), atol = 0 with rtol > 0, and one tolerance per equation."""
+    for tolerances in ({"rtol": 0.0, "atol": 1e-10}, {"rtol": 1e-9, "atol": 0.0},
+                       {"rtol": [1e-9, 1e-6, 1e-8], "atol": np.array([1e-12, 1e-9, 1e-10])}):
+        np.testing.assert_array_equal(scipy_integrate.odeint(decay, Y0, TIMES, args=(1.0,), **tolerances),
+                                      scipy.integrate.odeint(decay, Y0, TIMES, args=(1.0,), **tolerances))
+
+
+def assert_same_report(report, expected):
+    assert sorted(report) == sorted(expected)
+    for key, value in expected.items():
+        np.testing.assert_array_equal(report[key], value, err_msg=key)
+
+
+def test_full_output_returns_scipys_report_of_the_solve():
+    """(y, infodict) as scipy returns them: the values' solve is scipy's own, so every count is."""
+    values, report = scipy_integrate.odeint(nonlinear, Y0, TIMES, args=(A1, A2), full_output=True)
+    expected_values, expected = scipy.integrate.odeint(nonlinear, Y0, TIMES, args=(A1, A2), full_output=True)
+    np.testing.assert_array_equal(values, expected_values)
+    assert report["message"] == "Integration successful."
+    assert_same_report(report, expected)
+    # on Tensors too, and the derivatives are those without full_output
+    with_report = ad.grad(lambda y0: np.sum(scipy_integrate.odeint(decay, y0, TIMES, args=(1.0,), full_output=True)[0]))
+    plain = ad.grad(lambda y0: np.sum(scipy_integrate.odeint(decay, y0, TIMES, args=(1.0,))))
+    np.testing.assert_array_equal(with_report(Y0), plain(Y0))
+
+
+def test_a_failed_solve_says_so_as_scipy_does():
+    """LSODA out of steps: scipy's ODEintWarning, and its message and counts in the report."""
+    options = {"args": (1.0,), "mxstep": 5, "full_output": True}
+    with pytest.warns(scipy.integrate.ODEintWarning, match="Excess work done on this call"):
+        expected_values, expected = scipy.integrate.odeint(decay, Y0, [0.0, 1000.0], **options)
+    with pytest.warns(scipy.integrate.ODEintWarning, match="Excess work done on this call"):
+        values, report = scipy_integrate.odeint(decay, Y0, [0.0, 1000.0], **options)
+    assert report["message"].startswith("Excess work done on this call")
+    assert_same_report(report, expected)
+    np.testing.assert_array_equal(values, expected_values)
+
+
+def test_full_output_is_refused_by_a_trace_and_fresh_at_each_eager_call():
+    """A replay could not give the report of its own solve, so a trace refuses full_output (the
+    eager fallback then reports each call's solve)."""
+    steps = lambda y0: scipy_integrate.odeint(decay, y0, TIMES, args=(1.0,), full_output=True)[1]["nst"]  # noqa: E731
+    with pytest.raises(ad.UntraceableError, match="odeint's full_output"):
+        ad.function(steps)(Y0)
+    fallback = ad.function(steps, eager_fallback=True)
+    for y0 in (Y0, 100.0 * Y0):
+        expected = scipy.integrate.odeint(decay, y0, TIMES, args=(1.0,), full_output=True)[1]["nst"]
+        np.testing.assert_array_equal(fallback(y0), expected)

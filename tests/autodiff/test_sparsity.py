@@ -21,6 +21,7 @@ from autodiff import _index_sets as index_sets
 from autodiff import coloring
 from autodiff._index_sets import Sets
 from autodiff.extend import defvjp, primitive
+from autodiff.function import CACHE_SIZE
 
 
 def rosen(x):
@@ -382,8 +383,8 @@ def test_the_pattern_is_found_once_per_signature_and_branch():
     positive, negative = np.linspace(1, 2, 6), np.linspace(-2, -1, 6)
     for x in (positive, positive + 0.5, negative, negative - 0.5, positive):
         np.testing.assert_allclose(hessian(x).toarray(), ad.hessian(f)(x), atol=1e-12)
-    (entries,) = hessian._cache.values()
-    assert len(entries) == 2                            # two branches, two patterns, found once each
+    (kept,) = hessian._cache.values()
+    assert len(kept.compressions) == 2                            # two branches, two patterns, found once each
     assert hessian(np.linspace(1, 2, 7)).shape == (7, 7)
     assert len(hessian._cache) == 2
 
@@ -393,7 +394,7 @@ def test_products_are_traced_once_and_replayed(f):
     hessian = ad.sparse_hessian(f)
     x = np.random.default_rng(5).normal(size=30)
     hessian(x)
-    (program,) = hessian._traced.values()
+    (program,) = [kept.program for kept in hessian._cache.values()]
     traces = program.traces                             # the gradient and the products, once
     for point in (x, x + 1.0, 2 * x):
         np.testing.assert_allclose(hessian(point).toarray(), ad.hessian(rosen)(point), rtol=1e-12, atol=1e-9)
@@ -411,6 +412,39 @@ def test_a_function_the_tracer_refuses_runs_eagerly_and_says_why():
         dense = ad.jacobian(lambda x: np.sort(x) * x ** 2)(x)
         np.testing.assert_allclose(jacobian(x).toarray(), dense, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
     assert "sort" in hessian.untraced_reason and "sort" in jacobian.untraced_reason
+
+
+@pytest.mark.parametrize("make", [ad.sparse_hessian, ad.sparse_jacobian], ids=["hessian", "jacobian"])
+def test_the_cache_keeps_the_most_recent_signatures_as_autodiff_function_does(make):
+    """One entry per input shape, at most cache_size of them (least recently used go first), as
+    ad.function keeps its traces: a run over ever new shapes no longer grows the cache without bound."""
+    f = rosen if make is ad.sparse_hessian else (lambda x: x[1:] * x[:-1])
+    matrices = make(f, cache_size=4)
+    patterns = {n: matrices.pattern(np.ones(n)) for n in range(2, 40)}
+    for n in range(40, 200):
+        matrices(np.ones(n))
+    assert len(matrices._cache) == 4 and matrices.cache_size == 4
+    assert matrices.pattern(np.ones(199)) is matrices.pattern(np.ones(199))   # kept: found once
+    again = matrices.pattern(np.ones(39))                                       # evicted: found again
+    assert again is not patterns[39] and np.array_equal(again.to_dense(), patterns[39].to_dense())
+    assert make(f).cache_size == ad.function(f).cache_size == CACHE_SIZE
+    with pytest.raises(ValueError, match="cache_size must be a positive int, got 0"):
+        make(f, cache_size=0)
+
+
+def test_a_used_sparse_hessian_pickles_without_its_cache():
+    """Its patterns and replayed programs are made again where it is unpickled (as ad.function's
+    traces are), so a used one pickles as a new one does."""
+    import pickle
+    hessian = ad.sparse_hessian(rosen, cache_size=3)
+    x = np.random.default_rng(7).normal(size=12)
+    expected = hessian(x).toarray()
+    copy = pickle.loads(pickle.dumps(hessian))
+    assert copy.f is rosen and copy.cache_size == 3 and len(copy._cache) == 0
+    np.testing.assert_array_equal(copy(x).toarray(), expected)
+    jacobian = ad.sparse_jacobian(np.sin)
+    jacobian(x)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(jacobian))(x).toarray(), np.diag(np.cos(x)))
 
 
 def test_pytree_inputs_are_raveled():

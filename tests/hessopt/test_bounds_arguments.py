@@ -96,6 +96,60 @@ def test_bad_bounds_raise_errors_that_name_the_problem(bounds, x0, pairs, error,
         box_from_bounds(bounds, x0, pairs=pairs)
 
 
+TWO_READINGS = ([(0, 1), (2, 3)], ((0, 1), (2, 3)), np.array([[0, 1], [2, 3]]),
+                (np.array([0, 1]), np.array([2, 3])))
+
+
+@pytest.mark.parametrize("pair", TWO_READINGS)
+def test_two_pairs_for_an_array_of_two_entries_are_refused_with_both_readings(pair):
+    """{"a": [(0, 1), (2, 3)]} over a 2-entry array is (lo, hi) = ((0, 1), (2, 3)) or one (lo, hi)
+    pair per entry, minimize's form: which was meant cannot be known, so both are shown."""
+    x0 = {"a": np.zeros(2), "b": 0.0}
+    with pytest.raises(ValueError) as refusal:
+        box_from_bounds({"a": pair, "b": (0, 1)}, x0)
+    message = str(refusal.value)
+    assert "array 0" in message and "can be read two ways" in message and "Bounds(lo, hi)" in message
+    assert "lo = [0, 1] and hi = [2, 3]" in message      # (lo, hi) for the array
+    assert "lo = [0, 2] and hi = [1, 3]" in message      # a pair per entry
+    # Bounds says which reading is meant
+    assert_box(box_from_bounds({"a": Bounds([0, 1], [2, 3]), "b": (0, 1)}, x0), [0, 1, 0], [2, 3, 1])
+    assert_box(box_from_bounds({"a": Bounds([0, 2], [1, 3]), "b": (0, 1)}, x0), [0, 2, 0], [1, 3, 1])
+
+
+def test_two_pairs_that_read_alike_either_way_are_that_box():
+    x0 = {"a": np.zeros(2), "b": 0.0}
+    assert_box(box_from_bounds({"a": [(0, 5), (5, 9)], "b": (0, 1)}, x0), [0, 5, 0], [5, 9, 1])
+    assert_box(box_from_bounds({"a": [(0, None), (None, 3)], "b": (0, 1)}, x0), [0, -INF, 0], [INF, 3, 1])
+    # a None inside a side is no (lo, hi) reading, but a pair per entry: still refused, both shown
+    with pytest.raises(ValueError, match=r"lo = \[0, None\] and hi = \[2, 3\].*lo = \[0, 2\] and "
+                                         r"hi = \[None, 3\]"):
+        box_from_bounds({"a": [(0, None), (2, 3)], "b": (0, 1)}, x0)
+
+
+def test_least_squares_refuses_minimizes_pairs_where_scipy_refuses_them():
+    """least_squares reads a 2 x 2 over two variables as (lb, ub), as scipy does; where scipy
+    refuses that reading (lb >= ub somewhere), the pairs were minimize's: refused with both
+    readings and scipy's words, instead of fixing the variables."""
+    import scipy.optimize
+    scipy_words = "Each lower bound must be strictly less than each upper bound"
+    for bounds, lb_ub, per_entry in [([(0, 1), (0, 1)], "lb = [0, 1] and ub = [0, 1]", "lb = [0, 0] and ub = [1, 1]"),
+                                     ([(0, 1), (-1, 0)], "lb = [0, 1] and ub = [-1, 0]",
+                                      "lb = [0, -1] and ub = [1, 0]")]:
+        with pytest.raises(ValueError, match=scipy_words):
+            scipy.optimize.least_squares(lambda x: x, np.full(2, 0.5), bounds=bounds)
+        with pytest.raises(ValueError) as refusal:
+            box_from_bounds(bounds, np.zeros(2), pairs=False)
+        message = str(refusal.value)
+        assert scipy_words in message and lb_ub in message and per_entry in message
+        assert "Bounds(lb, ub)" in message
+    with pytest.raises(ValueError, match=r"lb = \[0, None\] and ub = \[2, 3\], with a None inside lb or ub, "
+                                         r"which scipy.optimize.least_squares reads as NaN; or as minimize's"):
+        box_from_bounds([(0, None), (2, 3)], np.zeros(2), pairs=False)
+    # where scipy takes the (lb, ub) reading, so does hessopt (and where both readings agree)
+    assert_box(box_from_bounds(([0, 0], [INF, 0.4]), np.zeros(2), pairs=False), [0, 0], [INF, 0.4])
+    assert_box(box_from_bounds([(0, 0), (0, 1)], np.zeros(2), pairs=False), [0, 0], [0, 1])
+
+
 def test_fixed_variables_are_allowed():
     box = box_from_bounds([(1.5, 1.5), (0, 1)], np.zeros(2))
     assert box.lower[0] == box.upper[0] == 1.5

@@ -207,3 +207,30 @@ def test_least_squares_reports_active_mask_always_and_takes_scipy_forms():
                                  bounds=(-np.inf, np.inf))     # scipy's default: no bounds
     np.testing.assert_allclose(free.x, [2.0, 0.5], rtol=1e-7)
     np.testing.assert_array_equal(free.active_mask, [0, 0])
+
+
+def test_bounds_that_read_two_ways_are_refused_before_anything_runs():
+    """The issue's two silent misreadings: per-entry pairs for a pytree's 2-entry array were read
+    as (lo, hi) (the run reported success at the minimum of the other box), and minimize's pairs
+    given to least_squares fixed both variables; scipy refuses the second (lb >= ub)."""
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return np.sum((x["a"] - 1.5) ** 2)
+
+    with pytest.raises(ValueError, match=r"can be read two ways.*lo = \[0, 1\] and hi = \[2, 3\]"):
+        hessopt.minimize(f, {"a": np.zeros(2)}, bounds={"a": [(0, 1), (2, 3)]})
+
+    def residuals(x):
+        calls.append(1)
+        return x - 0.5
+
+    with pytest.raises(ValueError, match="Each lower bound must be strictly less than each upper bound"):
+        hessopt.least_squares(residuals, np.zeros(2), bounds=[(0, 1), (0, 1)])
+    assert calls == []
+    # said with Bounds, each reading runs to its own box's minimizer
+    per_entry = hessopt.minimize(f, {"a": np.zeros(2)}, bounds={"a": Bounds([0, 2], [1, 3])})
+    np.testing.assert_array_equal(per_entry.x["a"], [1.0, 2.0])
+    both = hessopt.least_squares(residuals, np.zeros(2), bounds=Bounds([0, 0], [1, 1]))
+    np.testing.assert_allclose(both.x, [0.5, 0.5], rtol=1e-12)

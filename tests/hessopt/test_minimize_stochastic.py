@@ -1,6 +1,8 @@
 """hessopt.minimize_stochastic: mini-batch training with exact derivatives from autodiff, for
 arrays, pytrees and a model's Variables; replayed runs equal eager ones bit for bit; batches with
 integer labels run eagerly; the curvature subsample; bad input."""
+import re
+
 import numpy as np
 import pytest
 
@@ -117,6 +119,33 @@ def test_bad_input_is_refused_by_name():
         hessopt.minimize_stochastic(squared_error, start, BATCHES, evaluate=3)
     with pytest.raises(ValueError, match="one-pass iterator"):
         hessopt.minimize_stochastic(squared_error, start, iter(BATCHES), epochs=2)
+
+
+@pytest.mark.parametrize("seed, error", [(1.5, ValueError), (-1, ValueError), (np.nan, ValueError),
+                                         ("abc", TypeError), (True, TypeError), ([1, 2], TypeError)])
+def test_a_seed_that_is_not_an_integer_is_named(seed, error):
+    """numpy's words were 'SeedSequence expects int or sequence of ints for entropy not 1.5' (or
+    'expected non-negative integer'), naming no option."""
+    with pytest.raises(error, match=r"^options\['seed'\] must be a non-negative integer, a numpy.random.Generator "
+                                    rf"or None \(fresh entropy\); got {re.escape(repr(seed))}$"):
+        hessopt.minimize_stochastic(squared_error, {"w": np.zeros(3), "b": 0.0}, BATCHES, options={"seed": seed})
+
+
+def test_a_seed_draws_the_same_subsamples_as_an_integer_a_whole_float_or_its_generator():
+    runs = [hessopt.minimize_stochastic(squared_error, {"w": np.zeros(3), "b": 0.0}, BATCHES[:3],
+                                        options={"seed": seed, "curvature_size": 5})
+            for seed in (3, 3.0, np.random.default_rng(3), 4)]
+    for same in runs[1:3]:
+        np.testing.assert_array_equal(same.x["w"], runs[0].x["w"])
+    assert not np.array_equal(runs[3].x["w"], runs[0].x["w"])   # the seed is used: another draws otherwise
+
+
+def test_a_batches_callable_that_returns_no_iterable_is_named():
+    with pytest.raises(TypeError, match=r"^batches\(0\) returned NoneType None, not an iterable of batches"):
+        hessopt.minimize_stochastic(squared_error, {"w": np.zeros(3), "b": 0.0}, lambda epoch: None)
+    with pytest.raises(TypeError, match=r"^batches\(1\) returned int 7, not an iterable of batches"):
+        hessopt.minimize_stochastic(squared_error, {"w": np.zeros(3), "b": 0.0},
+                                    lambda epoch: BATCHES if epoch == 0 else 7, "adam", epochs=2)
 
 
 def test_digits_are_held_out_and_augmented_by_shifts():

@@ -13,6 +13,7 @@ from optimizers import minimize_newton_cg, minimize_trust_krylov, minimize_trust
 from optimizers.krylov import ConjugateGradient, Lanczos
 from optimizers.preconditioning import (
     AUTOMATIC_PRODUCTS,
+    SHIFT_MIN,
     IncompleteCholesky,
     Preconditioning,
     level_limit,
@@ -113,6 +114,66 @@ def test_an_indefinite_matrix_is_shifted_until_every_pivot_is_positive():
     if factor.shift > 2e-3:
         scaled[smaller._diagonal] += factor.shift / 2
         assert not smaller._eliminate(scaled)
+
+
+def test_a_matrix_with_no_entries_gets_the_first_shift_and_an_empty_one_an_empty_factor():
+    """H = 0 (no stored entries, or only zeros): the scaled matrix is 0, so ICFS's first shift
+    gives M = 1e-3 I; a 0 x 0 matrix has an empty factor."""
+    r = np.random.default_rng(6).standard_normal(3)
+    stored_zeros = scipy.sparse.csc_matrix((np.zeros(3), np.arange(3), np.arange(4)), shape=(3, 3))
+    for H in (scipy.sparse.csc_matrix((3, 3)), stored_zeros):
+        factor = IncompleteCholesky().factor(H)
+        assert factor.shift == SHIFT_MIN
+        np.testing.assert_array_equal(factor.scaling, np.ones(3))
+        np.testing.assert_allclose(factor.solve(r), r / SHIFT_MIN, rtol=4 * np.finfo(float).eps)
+    empty = IncompleteCholesky().factor(scipy.sparse.csc_matrix((0, 0)))
+    assert empty.shift == 0.0 and empty.factor.shape == (0, 0) and empty.solve(np.zeros(0)).shape == (0,)
+
+
+def tridiagonal(n: int, seed: int) -> scipy.sparse.csc_matrix:
+    """A positive definite tridiagonal matrix: its incomplete factorization is the complete one."""
+    rng = np.random.default_rng(seed)
+    off = rng.uniform(-1, 1, n - 1)
+    return symmetric_csc(scipy.sparse.diags([off, rng.uniform(3, 4, n), off], [-1, 0, 1]))
+
+
+def assert_solves(solve, H: np.ndarray, r: np.ndarray, inverse_times_r: np.ndarray):
+    """solve(r) is H^{-1} r to a backward-stable solve's accuracy, n cond(H) eps (normwise)."""
+    bound = H.shape[0] * np.linalg.cond(H) * np.finfo(float).eps
+    assert np.linalg.norm(solve(r) - inverse_times_r) <= bound * np.linalg.norm(inverse_times_r)
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200, 1e300, 1e-300])
+def test_entries_near_the_ends_of_the_floats_factor_as_the_unscaled_matrix(scale):
+    """The column norms are taken without squaring the entries (1e200 ** 2 overflows, 1e-200 ** 2
+    underflows), so s H is factored as H is: the same scaled matrix, shift and factor, and
+    M^{-1} r = (s H)^{-1} r = H^{-1} r / s for a tridiagonal H (complete factorization)."""
+    H = tridiagonal(40, seed=7)
+    r = np.random.default_rng(8).standard_normal(40)
+    unscaled = IncompleteCholesky().factor(H)
+    factor = IncompleteCholesky().factor(symmetric_csc(H * scale))
+    assert factor.shift == unscaled.shift == 0.0
+    np.testing.assert_allclose(factor.factor.toarray(), unscaled.factor.toarray(), rtol=0,
+                               atol=8 * np.finfo(float).eps)
+    assert_solves(lambda v: scale * factor.solve(v), H.toarray(), r, np.linalg.solve(H.toarray(), r))
+    # an indefinite matrix takes the shift the unscaled one takes (of the scaled matrix, |entries| <= 1)
+    indefinite = random_sparse(80, seed=4, definite=False)
+    shifted = IncompleteCholesky().factor(symmetric_csc(indefinite * scale))
+    np.testing.assert_allclose(shifted.shift, IncompleteCholesky().factor(indefinite).shift, rtol=1e-12)
+    assert np.all(shifted.factor.diagonal() > 0)
+
+
+def test_columns_of_very_different_sizes_factor_as_the_unscaled_matrix():
+    """H = D T D with D alternating 1e100 and 1e-100 (entries from 1e-200 to 1e200): M^{-1} = H^{-1}
+    = D^{-1} T^{-1} D^{-1}, computed without forming H^{-1}; checked in T's coordinates."""
+    T = tridiagonal(40, seed=9)
+    d = np.where(np.arange(40) % 2 == 0, 1e100, 1e-100)
+    H = symmetric_csc(scipy.sparse.diags(d) @ T @ scipy.sparse.diags(d))
+    factor = IncompleteCholesky().factor(H)
+    assert factor.shift == 0.0 and np.all(np.isfinite(factor.factor.data))
+    u = np.random.default_rng(10).standard_normal(40)
+    in_t = lambda v: d * factor.solve(d * v)     # noqa: E731 (D M^{-1} D, which is T^{-1})
+    assert_solves(in_t, T.toarray(), u, np.linalg.solve(T.toarray(), u))
 
 
 def test_memory_keeps_the_largest_entries_of_each_column():
