@@ -334,8 +334,8 @@ class _CountedFactorization(optimizers.sparse.LDLFactorization):
     """The methods' LDL^T, each instance registered so that a run's counts can be summed."""
     made: list = []
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, method: str | None = None):
+        super().__init__(method)
         _CountedFactorization.made.append(self)
 
 

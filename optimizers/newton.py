@@ -48,7 +48,8 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
                     gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
                     shift: str = "cholesky", c1: float = 1e-4, c2: float = 0.9,
                     check_second_order: bool = True, keep_iterates: bool = True,
-                    bounds: Box | tuple | None = None, sparse: bool | None = None) -> OptimizeResult:
+                    bounds: Box | tuple | None = None, sparse: bool | None = None,
+                    factorization: str | None = None) -> OptimizeResult:
     """Newton's method with the full Hessian and a strong Wolfe line search (unit step first).
 
     An indefinite Hessian is made positive definite before solving (N&W §3.4): ``shift=
@@ -82,6 +83,10 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
         Use a sparse Hessian as one: None (default) from 1,000 variables on when it is under 5%
         dense (:func:`~optimizers.sparse.dense_reason`), True whenever it comes sparse, False
         never (it is made dense). ``shift="eigen"`` needs the dense matrix.
+    factorization : {None, "cholmod", "qdldl"}
+        The sparse factorization (:class:`~optimizers.sparse.LDLFactorization`): None (default)
+        chosen from the pattern (CHOLMOD's supernodal Cholesky on grids and meshes, qdldl on
+        bands, chains, arrowheads and small problems; :func:`optimizers.supernodal.choose`).
 
     Returns
     -------
@@ -112,7 +117,7 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
                          "Hessian (sparse=True); use shift='cholesky'")
     box, x0 = bounded_start(bounds, x0)
     objective = Objective(fun, x0, jac, hess, hessp, operator, sparse=False if shift == "eigen" else sparse)
-    factorization = LDLFactorization()
+    factorization = LDLFactorization(factorization)
     direction = CholeskyShift(factorization) if shift == "cholesky" else _eigen_shifted_step
     if box is None:
         step = _NewtonStep(objective, direction, c1=c1, c2=c2)

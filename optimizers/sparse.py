@@ -231,8 +231,9 @@ class LDLFactorization:
             self.factorizations += 1
             shift, (pivots, _, _) = shift + extra, self._backend.numeric(upper)
         self._generation += 1
-        definite = pivots is not None and bool(np.all(pivots > 0))
-        return LDLFactor(pivots, definite, self._solve_of(self._generation), shift)
+        if pivots is None:   # CHOLMOD stopped: no factor to solve with
+            return LDLFactor(None, False, _not_definite, shift)
+        return LDLFactor(pivots, bool(np.all(pivots > 0)), self._solve_of(self._generation), shift)
 
     def _solve_of(self, generation: int) -> Callable[[np.ndarray], np.ndarray]:
         def solve(b: np.ndarray) -> np.ndarray:

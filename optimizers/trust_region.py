@@ -247,7 +247,7 @@ def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Cal
               disp: bool, initial_trust_radius: float | None, max_trust_radius: float | None,
               eta: float | None, check_second_order: bool, keep_iterates: bool, bounds,
               nonmonotone: int = 1, sparse: bool | None = None,
-              precondition: bool | None = False) -> OptimizeResult:
+              precondition: bool | None = False, factorization: str | None = None) -> OptimizeResult:
     """A trust-region method with the subproblem solver ``make_solver(g, H)`` (H a matrix or
     products, after ``dense``; a sparse matrix's LDL^T factorizations share one symbolic
     analysis), or TRON's bounded step with ``bounds``. The dense methods' result says whether the
@@ -260,7 +260,7 @@ def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Cal
     box, x0 = bounded_start(bounds, x0)
     preconditioning = None if dense else krylov_preconditioning(precondition, x0.size, box)
     objective = Objective(fun, x0, jac, hess, hessp, operator, sparse=sparse if dense else None)
-    factorization = LDLFactorization()
+    factorization = LDLFactorization(factorization)
     if dense:
         make_solver = functools.partial(make_solver, factorization=factorization)
     if not objective.has_hessian:
@@ -354,7 +354,11 @@ _SPARSE_DOC = """
         Use a Hessian that comes as a ``scipy.sparse`` matrix as one: its subproblems are then
         solved with sparse LDL^T factorizations (:mod:`optimizers.sparse`), the second-order check
         too. None (default): from 1,000 variables on when it is under 5% dense; True: whenever it
-        comes sparse; False: never (it is made dense)."""
+        comes sparse; False: never (it is made dense).
+    factorization
+        The sparse factorization: None (default) chosen from the pattern (CHOLMOD's supernodal
+        Cholesky on grids and meshes, qdldl on bands, chains, arrowheads and small problems;
+        :func:`optimizers.supernodal.choose`), or ``"cholmod"`` or ``"qdldl"``."""
 
 _PRECONDITION_DOC = """
     precondition
@@ -438,7 +442,7 @@ def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable
                          max_trust_radius: float | None = None, eta: float | None = None,
                          check_second_order: bool = True, keep_iterates: bool = True,
                          bounds: Box | tuple | None = None,
-                         sparse: bool | None = None) -> OptimizeResult:
+                         sparse: bool | None = None, factorization: str | None = None) -> OptimizeResult:
     """Trust-region method with nearly exact subproblems (Moré & Sorensen 1983; N&W Alg. 4.3).
 
     Needs the Hessian's matrix (``hess``, dense or sparse; built from ``hessp`` column by column
@@ -456,7 +460,7 @@ def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
                     max_trust_radius: float | None = None, eta: float | None = None,
                     check_second_order: bool = True, keep_iterates: bool = True,
                     bounds: Box | tuple | None = None,
-                    sparse: bool | None = None) -> OptimizeResult:
+                    sparse: bool | None = None, factorization: str | None = None) -> OptimizeResult:
     """Powell's dogleg trust-region method (N&W §4.1), also for indefinite Hessians.
 
     Needs the Hessian's matrix (dense or sparse). Where it is not positive definite the step is the better of the
