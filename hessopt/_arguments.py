@@ -389,6 +389,8 @@ OPTION_RULES: dict = {
     "trace": _FLAG,
     "sparse": OptionRule("True, False or None (automatic)", _FLAG.kind, _FLAG.within, none=True),
     "precondition": OptionRule("True, False or None (automatic)", _FLAG.kind, _FLAG.within, none=True),
+    "preconditioner": OptionRule("'amg', 'incomplete-cholesky' or None (automatic)", lambda v: isinstance(v, str),
+                                 lambda v: v in ("amg", "incomplete-cholesky"), none=True),
     "factorization": OptionRule("'cholmod', 'qdldl' or None (chosen from the pattern)", lambda v: isinstance(v, str),
                                 lambda v: v in ("cholmod", "qdldl"), none=True),
     "cg_maxiter": _number("a positive integer or None (the default)", lambda v: v >= 1, integer=True,

@@ -138,7 +138,7 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
                        cg_maxiter: int | None = None, c1: float = 1e-4, c2: float = 0.5,
                        nonmonotone: int = NONMONOTONE_MEMORY, check_second_order: bool = True,
                        keep_iterates: bool = True, bounds: Box | tuple | None = None,
-                       precondition: bool | None = None) -> OptimizeResult:
+                       precondition: bool | None = None, preconditioner: str | None = None) -> OptimizeResult:
     """Truncated Newton: CG on H p = -g from Hessian-vector products only (N&W §7.1).
 
     The inner CG stops once ||H p + g|| <= eta ||g|| with the forcing term eta = min(0.25,
@@ -178,6 +178,11 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
         (default): automatic, from the iterate after the first whose CG took more than 100
         products, on 1,000 variables or more; True: from the first iterate; False: never. Not
         with bounds. The forcing test stays on the true residual ``||H p + g||``.
+    preconditioner : {None, "amg", "incomplete-cholesky"}
+        Which preconditioner: algebraic multigrid (``pyamg``'s smoothed aggregation, its
+        hierarchy kept while it works), the incomplete Cholesky factorization, or None (default):
+        multigrid, and the incomplete Cholesky where multigrid is refused
+        (:class:`~optimizers.preconditioning.Preconditioning`).
 
     Returns
     -------
@@ -196,7 +201,7 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
     (True, array([1., 1.]))
     """
     box, x0 = bounded_start(bounds, x0)
-    preconditioning = krylov_preconditioning(precondition, x0.size, box)
+    preconditioning = krylov_preconditioning(precondition, x0.size, box, preconditioner)
     objective = Objective(fun, x0, jac, hess, hessp, operator)
     cg_maxiter = cg_maxiter or newton_cg_maxiter(objective.x0.size)
     if box is None:
@@ -368,8 +373,7 @@ class _NewtonCGStep(LineSearchDescent):
     def search(self, point: Iterate) -> tuple[LineSearchResult, dict] | Stop:
         preconditioner = self.preconditioning.at(point)
         cg = _truncated_cg(point.matvec, point.g, maxiter=self.cg_maxiter, preconditioner=preconditioner)
-        if preconditioner is None:
-            self.preconditioning.observe(cg.iterations)
+        self.preconditioning.observe(cg.iterations)
         point.release()
         if not np.all(np.isfinite(cg.p)):   # a Hessian-vector product was not finite
             return Stop(Status.NONFINITE)

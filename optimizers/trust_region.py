@@ -247,7 +247,8 @@ def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Cal
               disp: bool, initial_trust_radius: float | None, max_trust_radius: float | None,
               eta: float | None, check_second_order: bool, keep_iterates: bool, bounds,
               nonmonotone: int = 1, sparse: bool | None = None,
-              precondition: bool | None = False, factorization: str | None = None) -> OptimizeResult:
+              precondition: bool | None = False, factorization: str | None = None,
+              preconditioner: str | None = None) -> OptimizeResult:
     """A trust-region method with the subproblem solver ``make_solver(g, H)`` (H a matrix or
     products, after ``dense``; a sparse matrix's LDL^T factorizations share one symbolic
     analysis), or TRON's bounded step with ``bounds``. The dense methods' result says whether the
@@ -258,7 +259,7 @@ def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Cal
         if value is not None and not value > 0:
             raise ValueError(f"{name} must be positive, got {value}")
     box, x0 = bounded_start(bounds, x0)
-    preconditioning = None if dense else krylov_preconditioning(precondition, x0.size, box)
+    preconditioning = None if dense else krylov_preconditioning(precondition, x0.size, box, preconditioner)
     objective = Objective(fun, x0, jac, hess, hessp, operator, sparse=sparse if dense else None)
     factorization = LDLFactorization(factorization)
     if dense:
@@ -367,7 +368,11 @@ _PRECONDITION_DOC = """
         from an operator's ``to_sparse`` or from ``hess`` without ``hessp``), the trust region
         then measured in the preconditioner's norm ``||p||_M``. None (default): automatic, from
         the iterate after the first whose solve took more than 100 products, on 1,000 variables
-        or more; True: from the first iterate; False: never. Not with bounds."""
+        or more; True: from the first iterate; False: never. Not with bounds.
+    preconditioner
+        Which: ``"amg"`` (``pyamg``'s smoothed aggregation, its hierarchy kept while it works),
+        ``"incomplete-cholesky"``, or None (default): multigrid, and the incomplete Cholesky where
+        multigrid is refused (:class:`~optimizers.preconditioning.Preconditioning`)."""
 
 _EXAMPLE_DOC = """
     Examples
@@ -406,7 +411,7 @@ def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
                        check_second_order: bool = True, keep_iterates: bool = True,
                        nonmonotone: int = NONMONOTONE_MEMORY,
                        bounds: Box | tuple | None = None,
-                       precondition: bool | None = None) -> OptimizeResult:
+                       precondition: bool | None = None, preconditioner: str | None = None) -> OptimizeResult:
     """Newton-CG trust-region method: Steihaug-Toint truncated CG subproblems (N&W Alg. 7.2).
 
     Uses only Hessian-vector products (``hessp``, or products with ``hess``).
@@ -424,7 +429,7 @@ def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callabl
                           check_second_order: bool = True, keep_iterates: bool = True,
                           nonmonotone: int = NONMONOTONE_MEMORY,
                           bounds: Box | tuple | None = None,
-                          precondition: bool | None = None) -> OptimizeResult:
+                          precondition: bool | None = None, preconditioner: str | None = None) -> OptimizeResult:
     """Trust-region method with GLTR subproblems (Gould, Lucidi, Roma & Toint 1999).
 
     Lanczos with Hessian-vector products only; solves the subproblem nearly exactly in the Krylov
