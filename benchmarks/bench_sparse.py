@@ -86,6 +86,7 @@ import time
 import warnings
 
 import numpy as np
+from bench_factorizations import energy3d, energy13, peak_megabytes
 
 import autodiff as ad
 import hessopt
@@ -98,6 +99,7 @@ from hessopt.problems import bounded, enneper_edges
 from common import optional
 
 casadi = optional("casadi")
+cyipopt = optional("cyipopt")
 jax = optional("jax")
 
 
@@ -427,15 +429,220 @@ def dense_lines_table(sizes: list, repeats: int = 5) -> None:
                   f"{any(issubclass(w.category, ad.DensePatternWarning) for w in said)}", flush=True)
 
 
-def main(quick: bool, solves: bool, preconditioning_only: bool, degenerate_only: bool,
-         dense_lines_only: bool) -> None:
+# --- table 6: grids and meshes at 10^5 and 10^6 against IPOPT and L-BFGS-B ---------------------
+
+# IPOPT and L-BFGS-B are stopped after this many seconds (IPOPT's max_wall_time, a callback's
+# StopIteration); a row quotes them as "> limit".
+GRID_LIMIT = 900.0
+
+
+def energy13_nodes(x):
+    """:func:`bench_factorizations.energy13` per node (over h^2): the same minimizer, gradients of
+    order one, so that the relative stopping tests ask for as many digits at every size."""
+    return energy13(x) * (math.isqrt(x.size) + 1) ** 2
+
+
+def energy3d_nodes(x):
+    """:func:`bench_factorizations.energy3d` per node (over h^3): a 7-point Laplacian plus a
+    quartic, on the m^3 interior grid of the unit cube."""
+    return energy3d(x) * (round(x.size ** (1 / 3)) + 1) ** 3
+
+
+class IpoptProblem:
+    """An unconstrained problem for cyipopt with hessopt's exact derivatives: f and its gradient
+    from one replayed program (``ad.function(ad.value_and_grad(f))``, cached per x), and the
+    lower triangle of ``ad.sparse_hessian(f)`` (pattern fixed at x0); ``iterations`` IPOPT's count."""
+
+    def __init__(self, f, x0: np.ndarray):
+        self._value_and_grad = ad.function(ad.value_and_grad(f))
+        self._hessian = ad.sparse_hessian(f)
+        self._x, self._value, self._gradient = None, None, None
+        self.iterations = 0
+        h = self._hessian(x0)
+        columns = np.repeat(np.arange(x0.size), np.diff(h.indptr))
+        self._lower = h.indices >= columns
+        self._pattern = (h.indptr.copy(), h.indices.copy())
+        self._structure = (h.indices[self._lower].astype(np.int64), columns[self._lower].astype(np.int64))
+
+    def _evaluate(self, x: np.ndarray) -> None:
+        if self._x is None or not np.array_equal(x, self._x):
+            value, gradient = self._value_and_grad(x)
+            self._x, self._value, self._gradient = x.copy(), float(value), np.asarray(gradient, dtype=float)
+
+    def objective(self, x):
+        self._evaluate(x)
+        return self._value
+
+    def gradient(self, x):
+        self._evaluate(x)
+        return self._gradient
+
+    def intermediate(self, alg_mod, iter_count, *rest):
+        self.iterations = iter_count
+        return True
+
+    def hessianstructure(self):
+        return self._structure
+
+    def hessian(self, x, lagrange, obj_factor):
+        h = self._hessian(x)
+        if not (np.array_equal(h.indptr, self._pattern[0]) and np.array_equal(h.indices, self._pattern[1])):
+            raise RuntimeError("the sparse Hessian's pattern changed")
+        return obj_factor * h.data[self._lower]
+
+
+def solve_cyipopt(f, x0: np.ndarray) -> dict:
+    """IPOPT (cyipopt, MUMPS) with hessopt's exact sparse derivatives, tol 1e-8 as table 2, wall
+    time capped at :data:`GRID_LIMIT`: the setup (the Hessian's pattern) and solve seconds."""
+    start = time.perf_counter()
+    problem = IpoptProblem(f, x0)
+    nlp = cyipopt.Problem(n=x0.size, m=0, problem_obj=problem, lb=None, ub=None, cl=[], cu=[])
+    for name, value in (("print_level", 0), ("sb", "yes"), ("tol", 1e-8), ("max_iter", 3000),
+                        ("max_wall_time", GRID_LIMIT)):
+        nlp.add_option(name, value)
+    built = time.perf_counter()
+    x, info = nlp.solve(x0)
+    solved = time.perf_counter()
+    return {"build": built - start, "solve": solved - built, "nit": problem.iterations, "x": x,
+            "status": info["status"]}
+
+
+def solve_lbfgsb(f, x0: np.ndarray, gtol: float) -> dict:
+    """scipy's L-BFGS-B fed hessopt's gradient (one replayed program for f and its gradient), to
+    ``max |g_i| <= gtol`` (hessopt's absolute threshold at its answer; ftol 0), stopped after
+    :data:`GRID_LIMIT` seconds."""
+    from scipy.optimize import minimize
+    value_and_grad = ad.function(ad.value_and_grad(f))
+    start = time.perf_counter()
+
+    def fun(x):
+        value, gradient = value_and_grad(x)
+        return float(value), np.asarray(gradient, dtype=float)
+
+    def stop_at_limit(intermediate_result):
+        if time.perf_counter() - start > GRID_LIMIT:
+            raise StopIteration
+    result = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=stop_at_limit,
+                      options={"gtol": gtol, "ftol": 0.0, "maxiter": 10 ** 6, "maxfun": 10 ** 7})
+    return {"solve": time.perf_counter() - start, "nit": result.nit, "x": result.x, "status": result.status}
+
+
+def hessopt_run(f, x0: np.ndarray, method: str) -> dict:
+    """``hessopt.minimize(f, x0, method=method)`` with its default options, stopped after
+    :data:`GRID_LIMIT` seconds (a callback's StopIteration: status 99): seconds, the result, the
+    factorization chosen and its factor's nonzeros (Newton), the growth of the peak resident set
+    (MB)."""
+    optimizers.newton.LDLFactorization = _CountedFactorization
+    _CountedFactorization.made = []
+    start = time.perf_counter()
+
+    def stop_at_limit(intermediate_result):
+        if time.perf_counter() - start > GRID_LIMIT:
+            raise StopIteration
+    result, megabytes = peak_megabytes(lambda: hessopt.minimize(f, x0, method=method, callback=stop_at_limit,
+                                                                options={"keep_iterates": False}))
+    seconds = time.perf_counter() - start
+    used = [ldl for ldl in _CountedFactorization.made if ldl.method is not None]
+    return {"result": result, "seconds": seconds, "megabytes": megabytes,
+            "factorization": used[0].method if used else "-",
+            "factor_nnz": used[0].factor_nonzeros if used else 0}
+
+
+# Newton (a sparse factorization) and IPOPT are skipped on the 3-D grid at 10^6, where one
+# factorization takes minutes (bench_factorizations: nested dissection's n^2 work, projected from
+# 50^3: CHOLMOD 150 s idle, MUMPS 757 s loaded).
+GRIDS = {"minimal surface": (minimal_surface, [10 ** 6]),
+         "13-point energy": (energy13_nodes, [316 ** 2, 10 ** 6]),
+         "3-D 7-point energy": (energy3d_nodes, [10 ** 6])}
+FACTORING_SKIPPED = {(energy3d_nodes, 10 ** 6): "a factorization takes minutes (3-D fill)"}
+
+
+PRECONDITIONER_LABELS = {"amg": "amg", "incomplete-cholesky": "ichol"}
+
+
+def grid_x0(f, n: int) -> np.ndarray:
+    return _surface(n).x0 if f is minimal_surface else np.zeros(n)
+
+
+def grid_table(only: str | None, small: bool) -> None:
+    """Table 6: per grid, hessopt's Newton (its factorization chosen) and default newton-cg (its
+    preconditioner chosen), IPOPT with hessopt's derivatives, L-BFGS-B with hessopt's gradient."""
+    print(f"\n{'problem':<20}{'n':>10} | {'newton nit':>10}{'s':>8}{'fact':>8}{'nnz(L)':>8}{'MB':>7} |"
+          f"{'newton-cg nit':>14}{'HVPs':>7}{'s':>8}{'precond':>9}{'MB':>7} |{'IPOPT nit':>10}{'s':>8} |"
+          f"{'L-BFGS-B nit':>13}{'s':>8} | {'best / IPOPT':>12}{'/ L-BFGS-B':>11} | ||g||inf: newton, newton-cg, "
+          "IPOPT, L-BFGS-B")
+    for name, (f, sizes) in GRIDS.items():
+        if only is not None and only not in name:
+            continue
+        for n in ([10 ** 4] if small else sizes):
+            n = size_of(f, n) if f is minimal_surface else round(n ** (1 / 3)) ** 3 if f is energy3d_nodes else n
+            _grid_row(name, f, n)
+
+
+def _grid_row(name: str, f, n: int) -> None:
+    x0 = grid_x0(f, n)
+    runs, norms = {}, []
+    skipped = FACTORING_SKIPPED.get((f, n))
+    if skipped is None:
+        runs["newton"] = hessopt_run(f, x0, "newton")
+    runs["newton-cg"] = hessopt_run(f, x0, "newton-cg")
+    for run in runs.values():
+        norms.append(gradient_norm(f, run["result"].x))
+    finished = [run for run in runs.values() if run["result"].status == 0]
+    best = min((run["seconds"] for run in finished), default=np.nan)
+    best_f = min(run["result"].fun for run in runs.values())
+    peer = solve_cyipopt(f, x0) if cyipopt is not None and skipped is None else None
+    quasi = solve_lbfgsb(f, x0, 1e-8 * max(1.0, abs(best_f)))
+    norms += [gradient_norm(f, peer["x"]) if peer else np.nan, gradient_norm(f, quasi["x"])]
+    newton = runs.get("newton")
+    line = f"{name:<20}{n:>10,} | "
+    line += (f"{newton['result'].nit:>10}{newton['seconds']:>8.1f}{newton['factorization']:>8}"
+             f"{newton['factor_nnz'] / 1e6:>7.1f}M{newton['megabytes']:>7.0f} |" if newton else
+             f"{'skipped: ' + skipped:>41} |")
+    cg = runs["newton-cg"]
+    line += (f"{cg['result'].nit:>14}{cg['result'].nhev:>7}{cg['seconds']:>8.1f}"
+             f"{PRECONDITIONER_LABELS.get(cg['result'].get('preconditioner'), '-'):>9}{cg['megabytes']:>7.0f} |")
+    line += f"{peer['nit']:>10}{peer['build'] + peer['solve']:>8.1f} |" if peer else f"{'':>18} |"
+    line += f"{quasi['nit']:>13}{quasi['solve']:>8.1f} | "
+    line += f"{best / (peer['build'] + peer['solve']) if peer else np.nan:>12.2f}{best / quasi['solve']:>11.2f} | "
+    line += ", ".join(f"{g:.1e}" for g in norms)
+    ended = [(solver, run["seconds"], run["result"].status) for solver, run in runs.items()]
+    ended += [("IPOPT", peer["solve"], peer["status"])] if peer else [("IPOPT", 0, f"skipped: {skipped}")]
+    ended.append(("L-BFGS-B", quasi["solve"], quasi["status"]))
+    line += "".join(f"  [{solver}: {'time limit' if seconds >= GRID_LIMIT else 'status ' + str(status)}]"
+                    for solver, seconds, status in ended if seconds >= GRID_LIMIT or status != 0)
+    print(line, flush=True)
+
+
+def chain_table() -> None:
+    """The chain and arrowhead rows of table 2 (hessopt's Newton at n = 10^6), for a comparison
+    of branches: run with each branch first on PYTHONPATH."""
+    for name in ("chained Rosenbrock", "ARWHEAD"):
+        f = PROBLEMS[name]
+        x0 = STARTS[f](10 ** 6)
+        start = time.perf_counter()
+        result = hessopt.minimize(f, x0, method="newton", options={"keep_iterates": False})
+        print(f"{name:<20}{10 ** 6:>10,}  newton nit {result.nit}  {time.perf_counter() - start:.2f} s  "
+              f"||g||inf {gradient_norm(f, result.x):.1e}  ({optimizers.__file__})", flush=True)
+
+
+def main(argv: list) -> None:
+    quick, solves = "--quick" in argv, "--no-solves" not in argv
     sizes = [10 ** 4, 10 ** 5] if quick else [10 ** 4, 10 ** 5, 10 ** 6]
-    if degenerate_only:
+    if "--grids" in argv:
+        only = argv[argv.index("--only") + 1] if "--only" in argv else None
+        grid_table(only, small="--small" in argv)
+        return
+    if "--chains" in argv:
+        chain_table()
+        return
+    if "--degenerate" in argv:
         degenerate_table([500, 2000, 20000])
         return
-    if dense_lines_only:
+    if "--dense-lines" in argv:
         dense_lines_table([10 ** 3, 10 ** 4, 10 ** 5])
         return
+    preconditioning_only = "--preconditioning" in argv
     if not preconditioning_only:
         sparse_table(sizes)
     if solves and not preconditioning_only:
@@ -446,5 +653,4 @@ def main(quick: bool, solves: bool, preconditioning_only: bool, degenerate_only:
 
 
 if __name__ == "__main__":
-    main("--quick" in sys.argv, "--no-solves" not in sys.argv, "--preconditioning" in sys.argv,
-         "--degenerate" in sys.argv, "--dense-lines" in sys.argv)
+    main(sys.argv[1:])

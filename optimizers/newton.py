@@ -181,7 +181,8 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
     preconditioner : {None, "amg", "incomplete-cholesky"}
         Which preconditioner: algebraic multigrid (``pyamg``'s smoothed aggregation, its
         hierarchy kept while it works), the incomplete Cholesky factorization, or None (default):
-        multigrid, and the incomplete Cholesky where multigrid is refused
+        multigrid from 50,000 variables on, the incomplete Cholesky below and where multigrid is
+        refused
         (:class:`~optimizers.preconditioning.Preconditioning`).
 
     Returns

@@ -371,8 +371,8 @@ _PRECONDITION_DOC = """
         or more; True: from the first iterate; False: never. Not with bounds.
     preconditioner
         Which: ``"amg"`` (``pyamg``'s smoothed aggregation, its hierarchy kept while it works),
-        ``"incomplete-cholesky"``, or None (default): multigrid, and the incomplete Cholesky where
-        multigrid is refused (:class:`~optimizers.preconditioning.Preconditioning`)."""
+        ``"incomplete-cholesky"``, or None (default): multigrid from 50,000 variables on, the
+        incomplete Cholesky below and where multigrid is refused (:class:`~optimizers.preconditioning.Preconditioning`)."""
 
 _EXAMPLE_DOC = """
     Examples

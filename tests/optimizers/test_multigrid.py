@@ -10,6 +10,7 @@ from scipy.optimize import OptimizeWarning
 from test_supernodal import grid_energy, grid_laplacian
 
 import hessopt
+import optimizers.preconditioning
 from optimizers.krylov import ConjugateGradient
 from optimizers.preconditioning import (
     AMG_REUSE_GROWTH,
@@ -64,8 +65,11 @@ def point(h):
     return types.SimpleNamespace(sparse_matrix=h)
 
 
-def test_automatic_takes_multigrid_and_the_incomplete_cholesky_where_it_is_refused():
+def test_automatic_takes_multigrid_from_its_size_on_and_the_incomplete_cholesky_where_it_is_refused(monkeypatch):
     grid = grid_laplacian(40)
+    small = Preconditioning(True, grid.shape[0])
+    assert isinstance(small.at(point(grid)), IncompleteFactor) and small.name == "incomplete-cholesky"
+    monkeypatch.setattr(optimizers.preconditioning, "AMG_MIN_SIZE", grid.shape[0])
     rule = Preconditioning(True, grid.shape[0])
     assert rule.at(point(grid)).solve(np.ones(1600)) @ np.ones(1600) > 0 and rule.name == "amg"
     zero_diagonal = (grid - scipy.sparse.diags(grid.diagonal())).tocsc()   # indefinite, diagonal 0
@@ -83,6 +87,7 @@ def test_a_v_cycle_that_is_not_positive_definite_hands_the_run_to_the_incomplete
     back to the identity, and after that solve the rule takes the incomplete Cholesky."""
     h = symmetric_csc((grid_laplacian(40) - 0.5 * scipy.sparse.identity(1600)).tocsc())
     rule = Preconditioning(True, 1600)
+    rule.n = optimizers.preconditioning.AMG_MIN_SIZE     # the automatic choice at its size
     cycle = rule.at(point(h))
     r = np.random.default_rng(2).standard_normal(1600)
     z = cycle.solve(r)
@@ -95,7 +100,7 @@ def test_a_v_cycle_that_is_not_positive_definite_hands_the_run_to_the_incomplete
 def test_runs_preconditioned_by_multigrid_find_newtons_minimum(method):
     x0 = np.random.default_rng(3).uniform(-1.0, 1.0, 2500)
     newton = hessopt.minimize(grid_energy, x0, method="newton")
-    for kind, name in ((None, "amg"), ("incomplete-cholesky", "incomplete-cholesky")):
+    for kind, name in (("amg", "amg"), (None, "incomplete-cholesky")):   # n under AMG_MIN_SIZE
         result = hessopt.minimize(grid_energy, x0, method=method,
                                   options={"precondition": True, "preconditioner": kind})
         assert result.success and result.preconditioned and result.preconditioner == name
