@@ -182,8 +182,7 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
         Which preconditioner: algebraic multigrid (``pyamg``'s smoothed aggregation, its
         hierarchy kept while it works), the incomplete Cholesky factorization, or None (default):
         multigrid from 50,000 variables on, the incomplete Cholesky below and where multigrid is
-        refused
-        (:class:`~optimizers.preconditioning.Preconditioning`).
+        refused (:class:`~optimizers.preconditioning.Preconditioning`).
 
     Returns
     -------

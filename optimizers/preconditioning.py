@@ -487,13 +487,13 @@ class Preconditioning:
     products (:meth:`observe`), on :data:`~optimizers.sparse.SPARSE_MIN_SIZE` variables or more.
     ``kind``: ``"amg"``, ``"incomplete-cholesky"``, or None: multigrid from :data:`AMG_MIN_SIZE`
     variables on, and the incomplete Cholesky below and where multigrid is refused (a diagonal
-    that is not positive) or a V-cycle was not positive definite, for the rest of the run. A preconditioner needs the Hessian as a sparse
-    matrix (from an operator's ``to_sparse``, or from ``hess`` without ``hessp``), under 5% dense
-    when automatic (:func:`~optimizers.sparse.dense_reason`), and the incomplete Cholesky a
-    factorization of a few sqrt(n) levels (:meth:`IncompleteCholesky.analyse`). Where one of
-    these fails the run goes on without, ``reason`` says why (and with ``option`` True a warning
-    too); where the automatic rule switched it on, ``reason`` says when; ``name`` is the
-    preconditioner in use.
+    that is not positive) or a V-cycle was not positive definite, for the rest of the run. A
+    preconditioner needs the Hessian as a sparse matrix (from an operator's ``to_sparse``, or
+    from ``hess`` without ``hessp``), under 5% dense when automatic
+    (:func:`~optimizers.sparse.dense_reason`), and the incomplete Cholesky a factorization of a
+    few sqrt(n) levels (:meth:`IncompleteCholesky.analyse`). Where one of these fails the run
+    goes on without, ``reason`` says why (and with ``option`` True a warning too); where the
+    automatic rule switched it on, ``reason`` says when; ``name`` is the preconditioner in use.
 
     Examples
     --------

@@ -20,18 +20,18 @@ sigma I)^{-1}`` with sigma below the spectrum, confirmed there by a positive def
 factorization (:func:`sparse_leftmost_eigenpair`), a few factorizations and solves at any n
 where Lanczos on H itself (ARPACK's smallest-algebraic mode) needs more products the larger n.
 
-The factorization is qdldl (the OSQP team's LDL^T with an AMD ordering; Apache 2.0, wheels for
-Linux, macOS and Windows, numpy and scipy its only dependencies), imported on first use. It was
-measured against scipy's own SuperLU in its symmetric mode (``splu`` with the MMD ordering of A^T +
-A, ``diag_pivot_thresh=0`` and ``SymmetricMode``, where diag(U) is D when no off-diagonal pivot
-was taken) on the Hessians of ``benchmarks/bench_sparse.py`` (one factorization, seconds, shared
-machine): chained Rosenbrock at n = 10^6 0.41 (SuperLU 0.73); the minimal-surface grid at n =
-10^6 36 (SuperLU 31); but ARWHEAD and BDQRTIC, whose last row and column are dense, 0.25 and 0.48
-at n = 10^6, where SuperLU's minimum-degree ordering is quadratic in n (0.07 s at 10^4, 0.5 s at
-3 x 10^4, 13 s at 10^5). qdldl also keeps its symbolic analysis (ordering, elimination tree)
-and refactors a matrix of the same pattern numerically, ten times faster on the band (0.04 s at
-n = 10^6), which every shifted factorization of a Newton iteration and every later iterate reuses.
-CHOLMOD (scikit-sparse) would be faster on grids but has no wheels.
+The factorization is chosen per pattern (:func:`optimizers.supernodal.choose`, or the
+``method`` given): CHOLMOD's supernodal Cholesky (through kvxopt) on grids and meshes, whose
+factors fill in and where its dense BLAS-3 blocks are 14-25 times faster than a column-by-column
+factorization, and qdldl (the OSQP team's LDL^T with an AMD ordering) on bands, chains,
+arrowheads and small problems, where it is 1.6-5 times faster than CHOLMOD and every other library
+measured (:mod:`optimizers.supernodal` has the numbers). qdldl was measured against scipy's own
+SuperLU in its symmetric mode (``splu`` with the MMD ordering of A^T + A, ``diag_pivot_thresh=0``
+and ``SymmetricMode``): chained Rosenbrock at n = 10^6 0.41 s (SuperLU 0.73), but ARWHEAD and
+BDQRTIC, whose last row and column are dense, 0.25 and 0.48 s at n = 10^6, where SuperLU's
+minimum-degree ordering is quadratic in n (13 s at 10^5). Both keep their symbolic analysis
+(ordering, elimination tree, supernodes) and refactor a matrix of the same pattern numerically,
+which every shifted factorization of a Newton iteration and every later iterate reuses.
 
 References: J. Nocedal and S. J. Wright, *Numerical Optimization*, 2nd ed., 2006 (N&W), §3.4;
 P. R. Amestoy, T. A. Davis and I. S. Duff, An approximate minimum degree ordering algorithm, SIAM

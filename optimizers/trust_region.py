@@ -372,7 +372,8 @@ _PRECONDITION_DOC = """
     preconditioner
         Which: ``"amg"`` (``pyamg``'s smoothed aggregation, its hierarchy kept while it works),
         ``"incomplete-cholesky"``, or None (default): multigrid from 50,000 variables on, the
-        incomplete Cholesky below and where multigrid is refused (:class:`~optimizers.preconditioning.Preconditioning`)."""
+        incomplete Cholesky below and where multigrid is refused
+        (:class:`~optimizers.preconditioning.Preconditioning`)."""
 
 _EXAMPLE_DOC = """
     Examples
