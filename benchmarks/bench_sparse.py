@@ -75,7 +75,9 @@ chain carries the solution's information one variable per iteration. From x_i = 
 
 Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_sparse.py [--quick] [--no-solves]
 (--quick: n = 10^4 and 10^5 only; --no-solves: table 1 only; --preconditioning: table 3 only;
---degenerate: table 4 only; --dense-lines: table 5 only)
+--degenerate: table 4 only; --dense-lines: table 5 only; --grids: table 6 only, with --only NAME,
+--n N and --solver newton|newton-cg|ipopt|l-bfgs-b to run a part, --small at n = 10^4; --chains:
+the chain and arrowhead rows of table 2 at 10^6, for comparing branches)
 """
 from __future__ import annotations
 
@@ -431,9 +433,9 @@ def dense_lines_table(sizes: list, repeats: int = 5) -> None:
 
 # --- table 6: grids and meshes at 10^5 and 10^6 against IPOPT and L-BFGS-B ---------------------
 
-# IPOPT and L-BFGS-B are stopped after this many seconds (IPOPT's max_wall_time, a callback's
-# StopIteration); a row quotes them as "> limit".
-GRID_LIMIT = 900.0
+# Every solver is stopped after this many CPU seconds of its process (IPOPT's max_cpu_time, a
+# callback's StopIteration); its row then says "time limit".
+GRID_LIMIT = 600.0
 
 
 def energy13_nodes(x):
@@ -446,6 +448,11 @@ def energy3d_nodes(x):
     """:func:`bench_factorizations.energy3d` per node (over h^3): a 7-point Laplacian plus a
     quartic, on the m^3 interior grid of the unit cube."""
     return energy3d(x) * (round(x.size ** (1 / 3)) + 1) ** 3
+
+
+def hessopt_converged(x: np.ndarray, value: float, gradient: np.ndarray) -> bool:
+    """hessopt's default stopping test: max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-8."""
+    return float(np.max(np.abs(gradient) * np.maximum(1.0, np.abs(x)))) <= 1e-8 * max(1.0, abs(value))
 
 
 class IpoptProblem:
@@ -492,126 +499,116 @@ class IpoptProblem:
 
 
 def solve_cyipopt(f, x0: np.ndarray) -> dict:
-    """IPOPT (cyipopt, MUMPS) with hessopt's exact sparse derivatives, tol 1e-8 as table 2, wall
-    time capped at :data:`GRID_LIMIT`: the setup (the Hessian's pattern) and solve seconds."""
-    start = time.perf_counter()
+    """IPOPT (cyipopt, MUMPS) with hessopt's exact sparse derivatives, tol 1e-8 as table 2,
+    stopped after :data:`GRID_LIMIT` CPU seconds; the CPU seconds include the first sparse
+    Hessian (its pattern and colouring)."""
+    start = time.process_time()
     problem = IpoptProblem(f, x0)
     nlp = cyipopt.Problem(n=x0.size, m=0, problem_obj=problem, lb=None, ub=None, cl=[], cu=[])
     for name, value in (("print_level", 0), ("sb", "yes"), ("tol", 1e-8), ("max_iter", 3000),
-                        ("max_wall_time", GRID_LIMIT)):
+                        ("max_cpu_time", GRID_LIMIT)):
         nlp.add_option(name, value)
-    built = time.perf_counter()
     x, info = nlp.solve(x0)
-    solved = time.perf_counter()
-    return {"build": built - start, "solve": solved - built, "nit": problem.iterations, "x": x,
-            "status": info["status"]}
+    return {"seconds": time.process_time() - start, "nit": problem.iterations, "x": x, "status": info["status"],
+            "note": ""}
 
 
-def solve_lbfgsb(f, x0: np.ndarray, gtol: float) -> dict:
-    """scipy's L-BFGS-B fed hessopt's gradient (one replayed program for f and its gradient), to
-    ``max |g_i| <= gtol`` (hessopt's absolute threshold at its answer; ftol 0), stopped after
-    :data:`GRID_LIMIT` seconds."""
+def solve_lbfgsb(f, x0: np.ndarray) -> dict:
+    """scipy's L-BFGS-B fed hessopt's gradient (one replayed program for f and its gradient),
+    stopped by hessopt's own test (:func:`hessopt_converged`, checked after each iteration; its
+    gtol and ftol set to 0) or after :data:`GRID_LIMIT` CPU seconds."""
     from scipy.optimize import minimize
     value_and_grad = ad.function(ad.value_and_grad(f))
-    start = time.perf_counter()
+    start = time.process_time()
+    last = {}
 
     def fun(x):
         value, gradient = value_and_grad(x)
-        return float(value), np.asarray(gradient, dtype=float)
+        last.update(x=x.copy(), value=float(value), gradient=np.asarray(gradient, dtype=float))
+        return last["value"], last["gradient"]
 
-    def stop_at_limit(intermediate_result):
-        if time.perf_counter() - start > GRID_LIMIT:
+    def stop(intermediate_result):
+        x = intermediate_result.x
+        if not np.array_equal(x, last["x"]):
+            fun(x)
+        if hessopt_converged(x, last["value"], last["gradient"]) or time.process_time() - start > GRID_LIMIT:
             raise StopIteration
-    result = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=stop_at_limit,
-                      options={"gtol": gtol, "ftol": 0.0, "maxiter": 10 ** 6, "maxfun": 10 ** 7})
-    return {"solve": time.perf_counter() - start, "nit": result.nit, "x": result.x, "status": result.status}
+    result = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=stop,
+                      options={"gtol": 0.0, "ftol": 0.0, "maxiter": 10 ** 6, "maxfun": 10 ** 7})
+    gradient = ad.grad(f)(result.x)
+    converged = hessopt_converged(result.x, result.fun, gradient)
+    return {"seconds": time.process_time() - start, "nit": result.nit, "x": result.x,
+            "status": 0 if converged else result.status, "note": ""}
 
 
 def hessopt_run(f, x0: np.ndarray, method: str) -> dict:
     """``hessopt.minimize(f, x0, method=method)`` with its default options, stopped after
-    :data:`GRID_LIMIT` seconds (a callback's StopIteration: status 99): seconds, the result, the
-    factorization chosen and its factor's nonzeros (Newton), the growth of the peak resident set
-    (MB)."""
+    :data:`GRID_LIMIT` CPU seconds (a callback's StopIteration: status 99): CPU seconds, the
+    factorization chosen and its factor's nonzeros (Newton), the preconditioner (newton-cg), the
+    growth of the peak resident set (MB)."""
     optimizers.newton.LDLFactorization = _CountedFactorization
     _CountedFactorization.made = []
-    start = time.perf_counter()
+    start = time.process_time()
 
     def stop_at_limit(intermediate_result):
-        if time.perf_counter() - start > GRID_LIMIT:
+        if time.process_time() - start > GRID_LIMIT:
             raise StopIteration
     result, megabytes = peak_megabytes(lambda: hessopt.minimize(f, x0, method=method, callback=stop_at_limit,
                                                                 options={"keep_iterates": False}))
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start
     used = [ldl for ldl in _CountedFactorization.made if ldl.method is not None]
-    return {"result": result, "seconds": seconds, "megabytes": megabytes,
-            "factorization": used[0].method if used else "-",
-            "factor_nnz": used[0].factor_nonzeros if used else 0}
+    builds = f", {result.multigrid_builds} AMG builds" if result.get("preconditioner") == "amg" else ""
+    note = (f"{used[0].method}, nnz(L) {used[0].factor_nonzeros / 1e6:.1f}M" if used else
+            f"{result.nhev} HVPs, preconditioner {result.get('preconditioner') or 'none'}{builds}")
+    return {"seconds": seconds, "nit": result.nit, "x": result.x, "status": result.status,
+            "note": f"{note}, peak +{megabytes:.0f} MB"}
 
 
-# Newton (a sparse factorization) and IPOPT are skipped on the 3-D grid at 10^6, where one
-# factorization takes minutes (bench_factorizations: nested dissection's n^2 work, projected from
-# 50^3: CHOLMOD 150 s idle, MUMPS 757 s loaded).
 GRIDS = {"minimal surface": (minimal_surface, [10 ** 6]),
          "13-point energy": (energy13_nodes, [316 ** 2, 10 ** 6]),
          "3-D 7-point energy": (energy3d_nodes, [10 ** 6])}
-FACTORING_SKIPPED = {(energy3d_nodes, 10 ** 6): "a factorization takes minutes (3-D fill)"}
-
-
-PRECONDITIONER_LABELS = {"amg": "amg", "incomplete-cholesky": "ichol"}
+# Runs not made at 10^6: the sparse factorizations (Newton, IPOPT) of the 3-D grid, where one takes
+# minutes (bench_factorizations: nested dissection's n^2 work, projected from 50^3: CHOLMOD 150 s
+# idle, MUMPS 757 s loaded); newton-cg on the minimal surface, which took 4,226 products at 316^2
+# preconditioned (table 3) and 209-324 iterations at 100^2 with multigrid.
+GRID_SKIPPED = {("newton", energy3d_nodes, 10 ** 6): "a factorization takes minutes (3-D fill)",
+                ("ipopt", energy3d_nodes, 10 ** 6): "a factorization takes minutes (3-D fill)",
+                ("newton-cg", minimal_surface, 10 ** 6): "thousands of products (table 3)"}
+GRID_SOLVERS = {"newton": lambda f, x0: hessopt_run(f, x0, "newton"),
+                "newton-cg": lambda f, x0: hessopt_run(f, x0, "newton-cg"),
+                "ipopt": solve_cyipopt, "l-bfgs-b": solve_lbfgsb}
 
 
 def grid_x0(f, n: int) -> np.ndarray:
     return _surface(n).x0 if f is minimal_surface else np.zeros(n)
 
 
-def grid_table(only: str | None, small: bool) -> None:
-    """Table 6: per grid, hessopt's Newton (its factorization chosen) and default newton-cg (its
-    preconditioner chosen), IPOPT with hessopt's derivatives, L-BFGS-B with hessopt's gradient."""
-    print(f"\n{'problem':<20}{'n':>10} | {'newton nit':>10}{'s':>8}{'fact':>8}{'nnz(L)':>8}{'MB':>7} |"
-          f"{'newton-cg nit':>14}{'HVPs':>7}{'s':>8}{'precond':>9}{'MB':>7} |{'IPOPT nit':>10}{'s':>8} |"
-          f"{'L-BFGS-B nit':>13}{'s':>8} | {'best / IPOPT':>12}{'/ L-BFGS-B':>11} | ||g||inf: newton, newton-cg, "
-          "IPOPT, L-BFGS-B")
+def grid_size(f, n: int) -> int:
+    return size_of(f, n) if f is minimal_surface else round(n ** (1 / 3)) ** 3 if f is energy3d_nodes else n
+
+
+def grid_table(only: str | None, solvers: list, small: bool, size: int | None = None) -> None:
+    """Table 6: per grid and solver, one line: iterations, CPU seconds, final ||g||_inf, status and
+    what the solver chose. Each solver may run in its own process (``--solver``): the rows'
+    ratios are formed from the lines."""
+    print(f"\n{'problem':<20}{'n':>11}  {'solver':<10}{'nit':>6}{'CPU s':>9}{'||g||inf':>10}  status, chosen")
     for name, (f, sizes) in GRIDS.items():
         if only is not None and only not in name:
             continue
         for n in ([10 ** 4] if small else sizes):
-            n = size_of(f, n) if f is minimal_surface else round(n ** (1 / 3)) ** 3 if f is energy3d_nodes else n
-            _grid_row(name, f, n)
-
-
-def _grid_row(name: str, f, n: int) -> None:
-    x0 = grid_x0(f, n)
-    runs, norms = {}, []
-    skipped = FACTORING_SKIPPED.get((f, n))
-    if skipped is None:
-        runs["newton"] = hessopt_run(f, x0, "newton")
-    runs["newton-cg"] = hessopt_run(f, x0, "newton-cg")
-    for run in runs.values():
-        norms.append(gradient_norm(f, run["result"].x))
-    finished = [run for run in runs.values() if run["result"].status == 0]
-    best = min((run["seconds"] for run in finished), default=np.nan)
-    best_f = min(run["result"].fun for run in runs.values())
-    peer = solve_cyipopt(f, x0) if cyipopt is not None and skipped is None else None
-    quasi = solve_lbfgsb(f, x0, 1e-8 * max(1.0, abs(best_f)))
-    norms += [gradient_norm(f, peer["x"]) if peer else np.nan, gradient_norm(f, quasi["x"])]
-    newton = runs.get("newton")
-    line = f"{name:<20}{n:>10,} | "
-    line += (f"{newton['result'].nit:>10}{newton['seconds']:>8.1f}{newton['factorization']:>8}"
-             f"{newton['factor_nnz'] / 1e6:>7.1f}M{newton['megabytes']:>7.0f} |" if newton else
-             f"{'skipped: ' + skipped:>41} |")
-    cg = runs["newton-cg"]
-    line += (f"{cg['result'].nit:>14}{cg['result'].nhev:>7}{cg['seconds']:>8.1f}"
-             f"{PRECONDITIONER_LABELS.get(cg['result'].get('preconditioner'), '-'):>9}{cg['megabytes']:>7.0f} |")
-    line += f"{peer['nit']:>10}{peer['build'] + peer['solve']:>8.1f} |" if peer else f"{'':>18} |"
-    line += f"{quasi['nit']:>13}{quasi['solve']:>8.1f} | "
-    line += f"{best / (peer['build'] + peer['solve']) if peer else np.nan:>12.2f}{best / quasi['solve']:>11.2f} | "
-    line += ", ".join(f"{g:.1e}" for g in norms)
-    ended = [(solver, run["seconds"], run["result"].status) for solver, run in runs.items()]
-    ended += [("IPOPT", peer["solve"], peer["status"])] if peer else [("IPOPT", 0, f"skipped: {skipped}")]
-    ended.append(("L-BFGS-B", quasi["solve"], quasi["status"]))
-    line += "".join(f"  [{solver}: {'time limit' if seconds >= GRID_LIMIT else 'status ' + str(status)}]"
-                    for solver, seconds, status in ended if seconds >= GRID_LIMIT or status != 0)
-    print(line, flush=True)
+            n = grid_size(f, n)
+            if size is not None and n != size:
+                continue
+            x0 = grid_x0(f, n)
+            for solver in solvers:
+                skipped = GRID_SKIPPED.get((solver, f, n))
+                if skipped is not None or (solver == "ipopt" and cyipopt is None):
+                    print(f"{name:<20}{n:>11,}  {solver:<10}  skipped: {skipped or 'cyipopt not installed'}")
+                    continue
+                run = GRID_SOLVERS[solver](f, x0)
+                status = "time limit" if run["seconds"] >= GRID_LIMIT else f"status {run['status']}"
+                print(f"{name:<20}{n:>11,}  {solver:<10}{run['nit']:>6}{run['seconds']:>9.1f}"
+                      f"{gradient_norm(f, run['x']):>10.1e}  {status}, {run['note']}", flush=True)
 
 
 def chain_table() -> None:
@@ -631,7 +628,9 @@ def main(argv: list) -> None:
     sizes = [10 ** 4, 10 ** 5] if quick else [10 ** 4, 10 ** 5, 10 ** 6]
     if "--grids" in argv:
         only = argv[argv.index("--only") + 1] if "--only" in argv else None
-        grid_table(only, small="--small" in argv)
+        solvers = [argv[argv.index("--solver") + 1]] if "--solver" in argv else list(GRID_SOLVERS)
+        size = int(argv[argv.index("--n") + 1]) if "--n" in argv else None
+        grid_table(only, solvers, small="--small" in argv, size=size)
         return
     if "--chains" in argv:
         chain_table()
