@@ -76,7 +76,8 @@ chain carries the solution's information one variable per iteration. From x_i = 
 Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_sparse.py [--quick] [--no-solves]
 (--quick: n = 10^4 and 10^5 only; --no-solves: table 1 only; --preconditioning: table 3 only;
 --degenerate: table 4 only; --dense-lines: table 5 only; --grids: table 6 only, with --only NAME,
---n N and --solver newton|newton-cg|ipopt|l-bfgs-b to run a part, --small at n = 10^4; --chains:
+--n N and --solver newton|newton-cg|ipopt|l-bfgs-b to run a part, --limit the CPU seconds, --small
+at n = 10^4; --chains:
 the chain and arrowhead rows of table 2 at 10^6, for comparing branches)
 """
 from __future__ import annotations
@@ -630,6 +631,9 @@ def main(argv: list) -> None:
         only = argv[argv.index("--only") + 1] if "--only" in argv else None
         solvers = [argv[argv.index("--solver") + 1]] if "--solver" in argv else list(GRID_SOLVERS)
         size = int(argv[argv.index("--n") + 1]) if "--n" in argv else None
+        if "--limit" in argv:
+            global GRID_LIMIT
+            GRID_LIMIT = float(argv[argv.index("--limit") + 1])
         grid_table(only, solvers, small="--small" in argv, size=size)
         return
     if "--chains" in argv:
