@@ -455,20 +455,21 @@ class AlgebraicMultigrid:
 AUTOMATIC_PRODUCTS = 100
 
 
-def krylov_preconditioning(option: bool | None, n: int, box, preconditioner: str | None = None
+def krylov_preconditioning(option: bool | None, n: int, feasible, preconditioner: str | None = None
                            ) -> Preconditioning | None:
     """The :class:`Preconditioning` of a Krylov method's ``precondition`` and ``preconditioner``
-    options over n variables; None with bounds (``box``), where the methods' steps are TRON's or
-    projected Newton's.
+    options over n variables in the ``feasible`` set; None where its steps are not preconditioned
+    (:attr:`~optimizers.feasible.FeasibleSet.preconditioned`: in a box, TRON's and projected
+    Newton-CG's).
 
     Raises
     ------
     ValueError
-        For ``precondition=True`` with bounds, or an unknown ``preconditioner``.
+        For ``precondition=True`` in such a set, or an unknown ``preconditioner``.
     """
     if preconditioner not in (None, *PRECONDITIONERS):
         raise ValueError(f"preconditioner must be 'amg', 'incomplete-cholesky' or None, got {preconditioner!r}")
-    if box is None:
+    if feasible.preconditioned:
         return Preconditioning(option, n, preconditioner)
     if option:
         raise ValueError("precondition=True takes no bounds: the bounded steps (TRON, projected "
