@@ -100,12 +100,16 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     recorded program at x0 is under 5% dense, each iterate's Hessian comes from
     ``autodiff.sparse_hessian`` (``options={"sparse": False}``: never; ``True``: at any size);
     ``result.sparse`` says whether it did and ``result.dense_reason`` why not, where it was
-    asked for or considered (:mod:`optimizers.sparse`). ``"newton-cg"``, ``"trust-ncg"`` and
-    ``"trust-krylov"`` precondition their Krylov solves with the sparse Hessian's incomplete
-    Cholesky factorization once a solve takes more than 100 products on 1,000 variables or more
-    (``options={"precondition": False}``: never; ``True``: from the first iterate);
-    ``result.preconditioned`` says whether they did and ``result.precondition_reason`` when it
-    started or why not (:mod:`optimizers.preconditioning`).
+    asked for or considered (:mod:`optimizers.sparse`); the factorization, CHOLMOD's supernodal
+    Cholesky or qdldl, is chosen from the pattern (``options={"factorization": "cholmod"}`` or
+    ``"qdldl"`` to choose; :mod:`optimizers.supernodal`). ``"newton-cg"``, ``"trust-ncg"`` and
+    ``"trust-krylov"`` precondition their Krylov solves from the sparse Hessian (algebraic
+    multigrid from 50,000 variables on, its incomplete Cholesky factorization below;
+    ``options={"preconditioner": "amg"}`` or ``"incomplete-cholesky"`` to choose) once a solve
+    takes more than 100 products on 1,000 variables or more (``options={"precondition": False}``:
+    never; ``True``: from the first iterate); ``result.preconditioned`` says whether they did,
+    ``result.preconditioner`` with which, and ``result.precondition_reason`` when it started or
+    why not (:mod:`optimizers.preconditioning`).
 
     Derivatives of the solution: inside a transform (``ad.grad``, ``jacobian``, ``hessian``,
     ``jvp``, ``vjp``), with ``fun`` reading a tracked Tensor (a closure's, or one of ``args``),
