@@ -60,6 +60,8 @@ Python, J. Open Source Softw. 7 (2022).
 """
 from __future__ import annotations
 
+import contextlib
+
 import math
 import warnings
 from collections.abc import Callable
@@ -93,6 +95,20 @@ AMG_MIN_SIZE = 50_000
 # first solve with it (and at least AMG_REUSE_SLACK more).
 AMG_REUSE_GROWTH = 2.0
 AMG_REUSE_SLACK = 10
+AMG_SEED = 0        # pyamg's spectral-radius estimates start from np.random.rand: seeded, a run repeats
+
+
+@contextlib.contextmanager
+def _global_random_state(seed: int):
+    """NumPy's global random state seeded for the block and restored after it: pyamg draws its
+    start vectors from it, so the same Hessian gives the same hierarchy (and the same iterates), and
+    the user's own global stream is neither read nor advanced."""
+    saved = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(saved)
 
 
 def level_limit(n: int) -> int:
@@ -430,7 +446,7 @@ class AlgebraicMultigrid:
             from pyamg import smoothed_aggregation_solver
             csr = scipy.sparse.csr_matrix((h.data, h.indices, h.indptr), shape=h.shape)   # h^T = h
             try:
-                with np.errstate(all="ignore"):
+                with np.errstate(all="ignore"), _global_random_state(AMG_SEED):
                     hierarchy = smoothed_aggregation_solver(csr)
             except (ValueError, ArithmeticError, np.linalg.LinAlgError) as error:
                 return f"pyamg's setup failed: {type(error).__name__}: {error}"

@@ -61,6 +61,19 @@ def test_the_hierarchy_is_kept_while_its_solves_stay_within_the_allowance():
     assert amg.preconditioner(2.0 * h) is not first and amg.builds == 2
 
 
+def test_the_hierarchy_is_the_same_each_time_and_leaves_the_global_random_stream_alone():
+    """pyamg's setup draws start vectors from NumPy's global stream: seeded inside, two builds of one
+    matrix give the same V-cycle (so runs repeat), and the caller's stream is not advanced."""
+    h = thirteen_point(30)
+    r = np.random.default_rng(2).standard_normal(h.shape[0])
+    np.random.seed(123)
+    expected_next = np.random.rand()
+    np.random.seed(123)
+    first = AlgebraicMultigrid().preconditioner(h).solve(r)
+    second = AlgebraicMultigrid().preconditioner(h).solve(r)
+    assert np.random.rand() == expected_next
+    np.testing.assert_array_equal(first, second)
+
 def point(h):
     return types.SimpleNamespace(sparse_matrix=h)
 
