@@ -61,7 +61,6 @@ Python, J. Open Source Softw. 7 (2022).
 from __future__ import annotations
 
 import contextlib
-
 import math
 import warnings
 from collections.abc import Callable
