@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as _np
 
 from ..core import Primitive, Tensor, note_read, shape_of, tracked, value_of
-from ..transforms import jvp, vjp  # not circular: autodiff.numpy does not import this module (autodiff does)
-from ..tree import ravel
+from ..transforms import vjp  # not circular: autodiff.numpy does not import this module (autodiff does)
 from . import ops
+from ._ode_replay import Dynamics, check_fresh
 
 if TYPE_CHECKING:
     from ..typing import Array, ArrayLike
@@ -82,11 +82,21 @@ def _rate(func: Callable, y, t, args: tuple):
     return rate
 
 
-def _solve(y0, t, *args, func: Callable, rtol, atol, options: dict, report: dict | None = None):
+def _solve(y0, t, *args, func: Callable, rtol, atol, options: dict, derivatives: str = "auto",
+           report: dict | None = None):
     """The values: scipy.integrate.odeint with ``func`` on plain arrays; scipy's infodict of the solve
-    goes into ``report`` when one is given (``full_output``)."""
+    goes into ``report`` when one is given (``full_output``). A derivative system (``Dynamics``)
+    runs as its replayed program, with the banded Jacobian of its diagonal blocks for LSODA's
+    stiff method."""
     solve = _scipy_odeint()
-    rate = lambda y, s: _rate(func, y, s, args)  # noqa: E731
+    if isinstance(func, Dynamics):
+        rate = func.compiled(y0, t[0], args)
+        banded = func.banded_jacobian(y0, t[0], args)
+        if banded is not None:
+            dfun, ml, mu = banded
+            options = {**options, "Dfun": dfun, "ml": ml, "mu": mu}
+    else:
+        rate = lambda y, s: _rate(func, y, s, args)  # noqa: E731
     if report is None:
         return solve(rate, y0, t, rtol=rtol, atol=atol, **options)
     values, infodict = solve(rate, y0, t, rtol=rtol, atol=atol, full_output=True, **options)
@@ -95,20 +105,21 @@ def _solve(y0, t, *args, func: Callable, rtol, atol, options: dict, report: dict
 
 
 def _derivative_settings(kwargs: dict) -> dict:
-    """The settings of the derivatives' integrations: the values' own, but for their report."""
-    return {name: value for name, value in kwargs.items() if name != "report"}
+    """The settings of the derivatives' integrations: the values' own, but for their report and
+    the choice of method."""
+    return {name: value for name, value in kwargs.items() if name not in ("report", "derivatives")}
 
 
 class _Odeint(Primitive):
     """odeint as one record over (y0, t, *args), whose backward pass gives all their cotangents from one
-    adjoint integration."""
+    integration of the forward sensitivities or of the adjoint."""
 
     def __init__(self):
         super().__init__(_solve, "odeint")
         self.joint = True
 
     def backward(self, g, ans, args, kwargs, parents):
-        cotangents = _adjoint(g, ans, *args, parents=parents, **_derivative_settings(kwargs))
+        cotangents = _sensitivity_cotangents(g, ans, *args, parents=parents, **_derivative_settings(kwargs))
         return [cotangents[i] for i in parents]
 
     def forward(self, tangents, ans, args, kwargs):
@@ -116,28 +127,6 @@ class _Odeint(Primitive):
 
 
 _odeint = _Odeint()
-
-
-def _layout(shapes: list) -> Callable:
-    """The way from a flat vector back to consecutive blocks of ``shapes`` (``autodiff.ravel``'s)."""
-    return ravel([_np.zeros(shape) for shape in shapes])[1]
-
-
-def _flattened(arrays: list):
-    return ops.concatenate([ops.reshape(a, (-1,)) for a in arrays])
-
-
-def _augmented_dynamics(func: Callable, differentiated: tuple, unflattened: Callable) -> Callable:
-    """The adjoint system in reversed time s = -t over the state [y, a, a^T df/dargs] (a holding
-    the batch of cotangents; ``unflattened`` splits the flat state into those blocks): d/ds of it is
-    [-f, a^T df/dy, a^T df/dargs] at t = -s."""
-
-    def dynamics(state, s, *args):
-        y, a = unflattened(state)[:2]
-        rate = lambda y, *chosen: func(y, -s, *_with_chosen(args, differentiated, chosen))  # noqa: E731
-        f, products = vjp(rate, y, *[args[k] for k in differentiated])
-        return _flattened([-f, *products(a)])
-    return dynamics
 
 
 def _with_chosen(args: tuple, chosen_places: tuple, chosen: tuple) -> list:
@@ -148,62 +137,118 @@ def _with_chosen(args: tuple, chosen_places: tuple, chosen: tuple) -> list:
     return full
 
 
-def _tangent_dynamics(func: Callable, n: int, moved: tuple, count: int) -> Callable:
-    """The forward sensitivity system over the state [y, dy] with the tangents of ``args[moved]`` as
-    further arguments: d/dt of it is [f, df/dy dy + df/dargs dargs]."""
-    def dynamics(state, s, *all_args):
-        args, arg_tangents = all_args[:count], all_args[count:]
+def _root_and_key(func: Callable) -> tuple:
+    """The user's function under ``func`` (whose programs it is) and ``func``'s key among them."""
+    return (func.func, func.key) if isinstance(func, Dynamics) else (func, ())
+
+
+def _sensitivity_dynamics(func: Callable, n: int, m: int, moved: tuple, count: int) -> Dynamics:
+    """The forward sensitivity system of ``func`` for m directions: the state [y, S] (S of shape
+    (m, n), a tangent of y per row) with ``args`` and the directions' tangents of ``args[moved]``
+    (shape (m,) + the argument's) as arguments; d/dt of it is [f, S J_y^T + P J_args^T]."""
+
+    def products(y, s, args):
+        """f and its Jacobian in y and ``args[moved]``, row by row: one batched sweep."""
         rate = lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen))  # noqa: E731
-        f, f_dot = jvp(rate, (state[:n], *[args[k] for k in moved]), (state[n:], *arg_tangents))
-        return ops.concatenate([f, f_dot])
-    return dynamics
+        f, pullback = vjp(rate, y, *[args[k] for k in moved])
+        return f, pullback(_np.eye(n))
+
+    def rate(z, s, *all_args):
+        args, tangents = all_args[:count], all_args[count:]
+        f, (jacobian_y, *jacobians) = products(z[:n], s, args)
+        sensitivities = ops.matmul(ops.reshape(z[n:], (m, n)), ops.transpose(jacobian_y))
+        for tangent, jacobian in zip(tangents, jacobians):
+            sensitivities = sensitivities + ops.matmul(ops.reshape(tangent, (m, -1)),
+                                                       ops.transpose(ops.reshape(jacobian, (n, -1))))
+        return ops.concatenate([f, ops.reshape(sensitivities, (-1,))])
+
+    def state_jacobian(z, s, *all_args):
+        return vjp(lambda y: func(y, s, *all_args[:count]), z[:n])[1](_np.eye(n))[0]
+
+    root, key = _root_and_key(func)
+    return Dynamics(rate, ("sensitivities", key, n, m, moved, count), root, state_jacobian, n)
+
+
+def _tiled(tolerance, copies: int):
+    """A tolerance for ``copies`` blocks of the state: one per equation is repeated."""
+    if tolerance is None or _np.ndim(value_of(tolerance)) == 0:
+        return tolerance
+    return _np.tile(_np.asarray(value_of(tolerance), dtype=_np.float64), copies)
+
+
+def _sensitivities(y0, t, *args, start, tangents: list, moved: tuple, func: Callable, rtol, atol,
+                   options: dict):
+    """The tangents of y(t_i), shape (len(t), m, n), for m directions: ``start`` (m, n) the initial
+    tangents of y, ``tangents[k]`` (m, ...) those of ``args[moved[k]]``. One integration of the
+    forward sensitivities with y (Hindmarsh et al. 2005, "SUNDIALS", section 5), by odeint
+    itself: it differentiates again."""
+    n, m = shape_of(y0)[0], shape_of(start)[0]
+    dynamics = _sensitivity_dynamics(func, n, m, moved, len(args))
+    states = _odeint(ops.concatenate([y0, ops.reshape(start, (-1,))]), t, *args, *tangents, func=dynamics,
+                     rtol=_tiled(rtol, 1 + m), atol=_tiled(atol, 1 + m), options=options)
+    return ops.reshape(states[:, n:], (shape_of(t)[0], m, n))
+
+
+def _initial_rate(func: Callable, y0, t, args: tuple):
+    """f(y0, t[0]), after checking that the programs kept for a user's ``func`` are still its own."""
+    if not isinstance(func, Dynamics):
+        check_fresh(func, value_of(y0), value_of(t)[0], tuple(value_of(a) for a in args))
+    return func(y0, t[0], *args)
 
 
 def _tangent(tangents: dict, ans, y0, t, *args, func: Callable, rtol, atol, options: dict):
     """The output tangent for the input tangents ``{argnum: tangent}`` of (y0, t, *args): the forward
-    sensitivities, integrated with the state from the initial tangent moved by t[0]'s, plus f dt at
+    sensitivities in that one direction, from the initial tangent moved by t[0]'s, plus f dt at
     each output time."""
     steps, n = shape_of(ans)
     moved = tuple(i - 2 for i in sorted(tangents) if i >= 2)
     start = tangents.get(0, _np.zeros(n))
+    f0 = _initial_rate(func, y0, t, args)
     if 1 in tangents:
-        start = start - func(y0, t[0], *args) * tangents[1][0]
-    dynamics = _tangent_dynamics(func, n, moved, len(args))
-    states = _odeint(ops.concatenate([y0, start]), t, *args, *[tangents[k + 2] for k in moved], func=dynamics,
-                     rtol=rtol, atol=atol, options=options)
-    tangent = states[:, n:]
+        start = start - f0 * tangents[1][0]
+    directions = [ops.reshape(tangents[k + 2], (1,) + shape_of(args[k])) for k in moved]
+    tangent = _sensitivities(y0, t, *args, start=ops.reshape(start, (1, n)), tangents=directions, moved=moved,
+                             func=func, rtol=rtol, atol=atol, options=options)[:, 0]
     if 1 in tangents:
         rates = ops.stack([func(ans[i], t[i], *args) for i in range(steps)])
         tangent = tangent + rates * tangents[1][:, None]
     return tangent
 
 
-def _adjoint(g, ans, y0, t, *args, parents: tuple, func: Callable, rtol, atol, options: dict) -> list:
-    """The cotangents of (y0, t, *args) for the output cotangent ``g`` (shape (..., len(t), n))."""
+def _sensitivity_cotangents(g, ans, y0, t, *args, parents: tuple, func: Callable, rtol, atol,
+                            options: dict) -> dict:
+    """The cotangents of (y0, t, *args) for the output cotangent ``g`` (shape (..., len(t), n)) from
+    the forward sensitivities in the directions of every differentiated input (y0's entries, the
+    arguments' entries, and t[0] when y0 is not differentiated): dy(t_i)/dt_i is f(y_i, t_i), and
+    dy(t_i)/dt_0 the sensitivity to y0 times -f(y0, t_0)."""
     steps, n = shape_of(ans)
     batch_shape = shape_of(g)[:-2]
-    batch = math.prod(batch_shape)
-    g = ops.reshape(g, (batch, steps, n))
-    differentiated = tuple(i - 2 for i in parents if i >= 2)
-    arg_shapes = [shape_of(args[k]) for k in differentiated]
-    unflattened = _layout([(n,), (batch, n)] + [(batch,) + shape for shape in arg_shapes])
-    dynamics = _augmented_dynamics(func, differentiated, unflattened)
-    a = _np.zeros((batch, n))
-    args_bar = [_np.zeros((batch,) + shape) for shape in arg_shapes]
-    t_bar = []
-    for i in range(steps - 1, 0, -1):
-        a = a + g[:, i]
-        if 1 in parents:
-            t_bar.append(ops.sum(g[:, i] * func(ans[i], t[i], *args), axis=-1))
-        state = _flattened([ans[i], a, *args_bar])
-        state = _odeint(state, ops.stack([-t[i], -t[i - 1]]), *args, func=dynamics, rtol=rtol, atol=atol,
-                        options=options)[1]
-        _, a, *args_bar = unflattened(state)
-    cotangents = {0: a + g[:, 0]}
+    g = ops.reshape(g, (math.prod(batch_shape), steps, n))
+    moved = tuple(i - 2 for i in parents if i >= 2)
+    sizes = [math.prod(shape_of(args[k])) for k in moved]
+    along_t0 = 1 in parents and 0 not in parents
+    m = (n if 0 in parents else 0) + sum(sizes) + along_t0
+    f0 = _initial_rate(func, y0, t, args)
+    rows = [_np.eye(n)] if 0 in parents else []
+    start = ops.concatenate(rows + [_np.zeros((sum(sizes), n))] + ([-f0[None]] if along_t0 else []))
+    identity, offset = _np.eye(m), (n if 0 in parents else 0)
+    tangents = []
+    for k, size in zip(moved, sizes):
+        tangents.append(_np.reshape(identity[:, offset:offset + size], (m,) + shape_of(args[k])))
+        offset += size
+    sensitivities = _sensitivities(y0, t, *args, start=start, tangents=tangents, moved=moved, func=func,
+                                   rtol=rtol, atol=atol, options=options)
+    along = ops.einsum("bsn,smn->bm", g, sensitivities)
+    cotangents, offset = {}, 0
+    if 0 in parents:
+        cotangents[0], offset = along[:, :n], n
+    for k, size in zip(moved, sizes):
+        cotangents[k + 2], offset = along[:, offset:offset + size], offset + size
     if 1 in parents:
-        t_bar.append(-ops.sum(a * func(y0, t[0], *args), axis=-1))
-        cotangents[1] = ops.stack(t_bar[::-1], axis=-1)
-    cotangents.update({k + 2: bar for k, bar in zip(differentiated, args_bar)})
+        rates = ops.stack([func(ans[i], t[i], *args) for i in range(steps)])
+        t_bar = ops.sum(g * rates, axis=-1)
+        moved_t0 = along[:, offset] if along_t0 else -ops.sum(along[:, :n] * f0, axis=-1)
+        cotangents[1] = ops.concatenate([t_bar[:, :1] + moved_t0[:, None], t_bar[:, 1:]], axis=1)
     return {i: ops.reshape(c, batch_shape + shape_of(([y0, t] + list(args))[i])) for i, c in cotangents.items()}
 
 

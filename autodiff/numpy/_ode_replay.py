@@ -1,0 +1,161 @@
+"""The right-hand sides of odeint's derivative systems, traced once and replayed as NumPy programs.
+
+A derivative of ``odeint`` is itself an integration: of the forward sensitivities or of the
+adjoint, whose rates need Jacobians or vector-Jacobian products of ``func`` at every step. Written
+with the engine's ops they would record and sweep a tape at each of LSODA's evaluations; here each
+rate is traced once (``autodiff.jit``: the same recording ``autodiff.function`` replays) and LSODA
+calls the straight-line program, plain NumPy with no Tensor and no tape. On Tensors (a derivative
+of the derivative) a rate runs on the engine's ops as written, so it differentiates again.
+
+Programs are kept per ``func`` while it lives, as ``jax.experimental.ode`` keeps its compiled
+``func``: one trace per derivative system and argument signature (shapes and dtypes of the float
+arrays, values of the rest). A value ``func`` reads from a global or a closure is a constant of the
+program, so each derivative computation first checks the program of ``func`` itself against
+``func`` at its initial point and traces again when they differ (a changed global or closure).
+A branch on the state is guarded (a replay that takes another branch traces again); a ``func`` that
+a trace cannot follow (one that reads a float value, ``float(t)``, ``np.interp``) runs on the
+engine's ops at each evaluation, as before this module existed.
+"""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+
+import numpy as _np
+
+from ..core import value_of
+from ..jit import CACHE_SIZE, MAX_TRACES_PER_SIGNATURE, LeastRecentlyUsed, Program, UntraceableError, trace
+from ..jit.program import Retrace
+from ..jit.signature import signature
+
+_PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # func -> its programs by key
+_EAGER = "eager"  # a cache entry: the trace was refused, the rate runs on the engine's ops
+
+
+class Dynamics:
+    """The rate ``rate(z, s, *args)`` of a derivative system of ``func``, written with the engine's
+    ops; ``key`` (hashable) names it among the systems of ``func``. ``state_jacobian(z, s, *args)``,
+    when given, is d rate / d z's first ``block`` entries, the diagonal block that LSODA's stiff
+    method gets (``banded_jacobian``).
+
+    Called on Tensors, it is the rate itself (recorded like any computation); ``compiled`` gives
+    the replayed program for one solve.
+    """
+
+    def __init__(self, rate: Callable, key: tuple, func: Callable, state_jacobian: Callable | None = None,
+                 block: int = 0):
+        self.rate, self.key, self.func = rate, key, func
+        self.state_jacobian, self.block = state_jacobian, block
+
+    def __call__(self, z, s, *args):
+        return self.rate(z, s, *args)
+
+    def compiled(self, z, s, args: tuple) -> Callable:
+        """``(z, s) -> rate`` as an ndarray for the solves with these ``args``, replayed."""
+        return _Replay(self.rate, self.key, self.func, z, s, args)
+
+    def banded_jacobian(self, z, s, args: tuple) -> tuple | None:
+        """``(Dfun, ml, mu)`` for scipy's odeint: the block diagonal of ``state_jacobian``, repeated
+        over the state (the blocks of the sensitivities or adjoints are all that Jacobian), in
+        LSODA's banded storage; None without ``state_jacobian``.
+
+        The rate's Jacobian also has blocks below the diagonal (the sensitivities' rates depend
+        on the state through the second derivatives of ``func``); LSODA uses the Jacobian only
+        in its Newton iteration, where this block lower triangular part only changes how fast
+        the iteration converges, not what it converges to.
+        """
+        if self.state_jacobian is None:
+            return None
+        block, size = self.block, _np.size(z)
+        jacobian = _Replay(self.state_jacobian, self.key + ("jacobian",), self.func, z, s, args)
+        rows, columns = _np.indices((block, block))
+        band_rows = rows - columns + block - 1   # LSODA's banded storage: jac[i - j + mu, j]
+        copies = size // block
+
+        def dfun(z, s):
+            band = _np.zeros((2 * block - 1, block))
+            band[band_rows, columns] = jacobian(z, s)
+            return _np.tile(band, (1, copies))
+        return dfun, block - 1, block - 1
+
+
+class _Replay:
+    """A rate for the solves with fixed ``args``: ``(z, s) -> ndarray``, by the programs traced for
+    its signature (alternatives for the branches taken), or on the engine's ops when the trace was
+    refused."""
+
+    def __init__(self, rate: Callable, key: tuple, func: Callable, z, s, args: tuple):
+        example = (_np.asarray(z, dtype=_np.float64), _np.float64(s), *args)
+        signature_key, values, self._rebuild, _ = signature(example)
+        self._rate, self._cache, self._key = rate, _programs_of(func), (key, signature_key)
+        self._fixed = values[2:]  # the float arrays of args, after z and s
+        self._args = args
+        entry = self._cache.get(self._key)
+        if entry is None:
+            entry = self._trace(example)
+        self._entry = entry
+
+    def __call__(self, z, s):
+        s = _np.float64(s)
+        while True:
+            if self._entry is _EAGER:
+                return _np.asarray(value_of(self._rate(z, s, *self._args)), dtype=_np.float64)
+            for run, variables in self._entry:
+                try:
+                    return run(z, s, *self._fixed, *[value_of(v) for v in variables])
+                except Retrace:
+                    continue
+            self._entry = self._trace(self._rebuild([z, s, *self._fixed]))
+
+    def _trace(self, example: tuple):
+        """Trace the rate at ``example`` and keep the program among the alternatives of its key."""
+        try:
+            recording = trace(self._rate, *example)
+        except UntraceableError:
+            self._cache.put(self._key, _EAGER)
+            return _EAGER
+        program = Program(recording.records, recording.inputs, recording.outputs, recording.guards,
+                          recording.raw, single=True)
+        entry = self._cache.get(self._key)
+        alternatives = [] if entry is None or entry is _EAGER else entry
+        variables = recording.inputs[2 + len(self._fixed):]  # read afresh by each solve's calls
+        entry = [(program.run, variables)] + alternatives[:MAX_TRACES_PER_SIGNATURE - 1]
+        self._cache.put(self._key, entry)
+        return entry
+
+
+def _programs_of(func: Callable) -> LeastRecentlyUsed:
+    """The programs kept for ``func`` (a fresh cache when ``func`` cannot be a weak key: they then
+    live for one derivative computation)."""
+    try:
+        programs = _PROGRAMS.get(func)
+        if programs is None:
+            programs = _PROGRAMS[func] = LeastRecentlyUsed(CACHE_SIZE)
+        return programs
+    except TypeError:
+        return LeastRecentlyUsed(CACHE_SIZE)
+
+
+def check_fresh(func: Callable, y0, t0, args: tuple) -> None:
+    """Keep the programs of ``func`` only if its own program, kept with them, still gives
+    ``func``'s rate at ``(y0, t0)``: a global or a closure it reads may have changed since they
+    were traced. Called before a derivative computation makes or takes any other program."""
+    if not _weak_key(func):
+        return  # its programs live for one derivative computation
+    y0, t0 = _np.asarray(y0, dtype=_np.float64), _np.float64(t0)
+    programs = _PROGRAMS.get(func)
+    if programs is not None and programs.get((("rate",), signature((y0, t0, *args))[0])) is not None:
+        rate = _Replay(func, ("rate",), func, y0, t0, args)
+        if _np.array_equal(rate(y0, t0), _np.asarray(value_of(func(y0, t0, *args))), equal_nan=True):
+            return
+    _PROGRAMS.pop(func, None)
+    _Replay(func, ("rate",), func, y0, t0, args)  # traced now, with the programs to come
+
+
+def _weak_key(func: Callable) -> bool:
+    try:
+        weakref.ref(func)
+        hash(func)
+    except TypeError:
+        return False
+    return True
