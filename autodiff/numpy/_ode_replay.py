@@ -56,27 +56,31 @@ class Dynamics:
 
     def banded_jacobian(self, z, s, args: tuple) -> tuple | None:
         """``(Dfun, ml, mu)`` for scipy's odeint: the block diagonal of ``state_jacobian``, repeated
-        over the state (the blocks of the sensitivities or adjoints are all that Jacobian), in
-        LSODA's banded storage; None without ``state_jacobian``.
+        over the state (the blocks of the sensitivities are all that Jacobian), in LSODA's banded
+        storage; None without ``state_jacobian``.
 
         The rate's Jacobian also has blocks below the diagonal (the sensitivities' rates depend
         on the state through the second derivatives of ``func``); LSODA uses the Jacobian only
-        in its Newton iteration, where this block lower triangular part only changes how fast
+        in its Newton iteration, where that block lower triangular part only changes how fast
         the iteration converges, not what it converges to.
         """
         if self.state_jacobian is None:
             return None
         block, size = self.block, _np.size(z)
         jacobian = _Replay(self.state_jacobian, self.key + ("jacobian",), self.func, z, s, args)
-        rows, columns = _np.indices((block, block))
-        band_rows = rows - columns + block - 1   # LSODA's banded storage: jac[i - j + mu, j]
-        copies = size // block
+        return (lambda z, s: banded(jacobian(z, s), size // block, size)), block - 1, block - 1
 
-        def dfun(z, s):
-            band = _np.zeros((2 * block - 1, block))
-            band[band_rows, columns] = jacobian(z, s)
-            return _np.tile(band, (1, copies))
-        return dfun, block - 1, block - 1
+
+def banded(block, copies: int, size: int) -> _np.ndarray:
+    """The matrix of ``copies`` of the square ``block`` down the diagonal (zeros after them, up
+    to ``size``) in LSODA's banded storage: ``band[i - j + b - 1, j]`` is its (i, j) entry."""
+    b = block.shape[0]
+    rows, columns = _np.indices((b, b))
+    one = _np.zeros((2 * b - 1, b))
+    one[rows - columns + b - 1, columns] = block
+    band = _np.zeros((2 * b - 1, size))
+    band[:, :b * copies] = _np.tile(one, (1, copies))
+    return band
 
 
 class _Replay:
@@ -90,10 +94,7 @@ class _Replay:
         self._rate, self._cache, self._key = rate, _programs_of(func), (key, signature_key)
         self._fixed = values[2:]  # the float arrays of args, after z and s
         self._args = args
-        entry = self._cache.get(self._key)
-        if entry is None:
-            entry = self._trace(example)
-        self._entry = entry
+        self._entry = self._cache.get(self._key) or []  # traced at the first call, if not kept
 
     def __call__(self, z, s):
         s = _np.float64(s)
@@ -149,7 +150,7 @@ def check_fresh(func: Callable, y0, t0, args: tuple) -> None:
         if _np.array_equal(rate(y0, t0), _np.asarray(value_of(func(y0, t0, *args))), equal_nan=True):
             return
     _PROGRAMS.pop(func, None)
-    _Replay(func, ("rate",), func, y0, t0, args)  # traced now, with the programs to come
+    _Replay(func, ("rate",), func, y0, t0, args)(y0, t0)  # traced now, with the programs to come
 
 
 def _weak_key(func: Callable) -> bool:

@@ -45,8 +45,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as _np
 
 from ..core import Primitive, Tensor, note_read, shape_of, tracked, value_of
-from ..transforms import vjp  # not circular: autodiff.numpy does not import this module (autodiff does)
+from ..transforms import jvp, vjp  # not circular: autodiff.numpy does not import this module (autodiff does)
 from . import ops
+from ._ode_adjoint import adjoint_cotangents
 from ._ode_replay import Dynamics, check_fresh
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ __all__ = ["odeint"]
 
 # scipy.integrate.odeint's keywords that change its meaning, which the adjoint does not follow
 _UNSUPPORTED = ("Dfun", "col_deriv", "tfirst")
+# how odeint's derivatives are computed (the ``derivatives`` option)
+DERIVATIVES = ("auto", "forward", "adjoint")
 # scipy's rtol and atol when None is given (LSODA's default)
 DEFAULT_TOLERANCE = 1.49012e-8
 
@@ -82,6 +85,14 @@ def _rate(func: Callable, y, t, args: tuple):
     return rate
 
 
+def _plain_rate(func: Callable, y0, t0, args: tuple) -> Callable:
+    """``(y, t) -> dy/dt`` on plain arrays: ``func`` itself, or a derivative system (``Dynamics``)
+    as its replayed program."""
+    if isinstance(func, Dynamics):
+        return func.compiled(y0, t0, args)
+    return lambda y, s: _rate(func, y, s, args)
+
+
 def _solve(y0, t, *args, func: Callable, rtol, atol, options: dict, derivatives: str = "auto",
            report: dict | None = None):
     """The values: scipy.integrate.odeint with ``func`` on plain arrays; scipy's infodict of the solve
@@ -89,14 +100,10 @@ def _solve(y0, t, *args, func: Callable, rtol, atol, options: dict, derivatives:
     runs as its replayed program, with the banded Jacobian of its diagonal blocks for LSODA's
     stiff method."""
     solve = _scipy_odeint()
-    if isinstance(func, Dynamics):
-        rate = func.compiled(y0, t[0], args)
-        banded = func.banded_jacobian(y0, t[0], args)
-        if banded is not None:
-            dfun, ml, mu = banded
-            options = {**options, "Dfun": dfun, "ml": ml, "mu": mu}
-    else:
-        rate = lambda y, s: _rate(func, y, s, args)  # noqa: E731
+    rate = _plain_rate(func, y0, t[0], args)
+    banded = func.banded_jacobian(y0, t[0], args) if isinstance(func, Dynamics) else None
+    if banded is not None:
+        options = {**options, "Dfun": banded[0], "ml": banded[1], "mu": banded[2]}
     if report is None:
         return solve(rate, y0, t, rtol=rtol, atol=atol, **options)
     values, infodict = solve(rate, y0, t, rtol=rtol, atol=atol, full_output=True, **options)
@@ -119,7 +126,11 @@ class _Odeint(Primitive):
         self.joint = True
 
     def backward(self, g, ans, args, kwargs, parents):
-        cotangents = _sensitivity_cotangents(g, ans, *args, parents=parents, **_derivative_settings(kwargs))
+        settings = _derivative_settings(kwargs)
+        if _uses_adjoint(kwargs.get("derivatives", "auto"), g, ans, args, parents):
+            cotangents = _adjoint_cotangents(g, ans, *args, parents=parents, **settings)
+        else:
+            cotangents = _sensitivity_cotangents(g, ans, *args, parents=parents, **settings)
         return [cotangents[i] for i in parents]
 
     def forward(self, tangents, ans, args, kwargs):
@@ -144,29 +155,35 @@ def _root_and_key(func: Callable) -> tuple:
 
 def _sensitivity_dynamics(func: Callable, n: int, m: int, moved: tuple, count: int) -> Dynamics:
     """The forward sensitivity system of ``func`` for m directions: the state [y, S] (S of shape
-    (m, n), a tangent of y per row) with ``args`` and the directions' tangents of ``args[moved]``
-    (shape (m,) + the argument's) as arguments; d/dt of it is [f, S J_y^T + P J_args^T]."""
-
-    def products(y, s, args):
-        """f and its Jacobian in y and ``args[moved]``, row by row: one batched sweep."""
-        rate = lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen))  # noqa: E731
-        f, pullback = vjp(rate, y, *[args[k] for k in moved])
-        return f, pullback(_np.eye(n))
+    (m, n), a tangent of y per row), with ``args`` and the directions' tangents of ``args[moved]``
+    (P, of m rows: their entries raveled and concatenated) as arguments; d/dt of it is
+    [f, [S, P] [J_y, J_args]^T], the Jacobian from one sweep batched over its n rows (for one
+    direction, a Jacobian-vector product instead)."""
 
     def rate(z, s, *all_args):
-        args, tangents = all_args[:count], all_args[count:]
-        f, (jacobian_y, *jacobians) = products(z[:n], s, args)
-        sensitivities = ops.matmul(ops.reshape(z[n:], (m, n)), ops.transpose(jacobian_y))
-        for tangent, jacobian in zip(tangents, jacobians):
-            sensitivities = sensitivities + ops.matmul(ops.reshape(tangent, (m, -1)),
-                                                       ops.transpose(ops.reshape(jacobian, (n, -1))))
-        return ops.concatenate([f, ops.reshape(sensitivities, (-1,))])
+        args, tangents = all_args[:count], all_args[count]
+        at = lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen))  # noqa: E731
+        chosen = [args[k] for k in moved]
+        if m == 1:
+            ends = _np.cumsum([0] + [math.prod(shape_of(c)) for c in chosen])
+            along = [ops.reshape(tangents[0, a:b], shape_of(c)) for a, b, c in zip(ends[:-1], ends[1:], chosen)]
+            return ops.concatenate(jvp(at, (z[:n], *chosen), (z[n:], *along)))
+        f, pullback = vjp(at, z[:n], *chosen)
+        rows = pullback(_np.eye(n))
+        jacobian = ops.concatenate([rows[0]] + [ops.reshape(row, (n, -1)) for row in rows[1:]], axis=1)
+        directions = ops.concatenate([ops.reshape(z[n:], (m, n)), tangents], axis=1)
+        return ops.concatenate([f, ops.reshape(ops.matmul(directions, ops.transpose(jacobian)), (-1,))])
 
     def state_jacobian(z, s, *all_args):
-        return vjp(lambda y: func(y, s, *all_args[:count]), z[:n])[1](_np.eye(n))[0]
+        return _jacobian_in_y(func, z[:n], s, all_args[:count])
 
     root, key = _root_and_key(func)
     return Dynamics(rate, ("sensitivities", key, n, m, moved, count), root, state_jacobian, n)
+
+
+def _jacobian_in_y(func: Callable, y, s, args: tuple):
+    """df/dy at (y, s): one sweep batched over its rows."""
+    return vjp(lambda y: func(y, s, *args), y)[1](_np.eye(shape_of(y)[0]))[0]
 
 
 def _tiled(tolerance, copies: int):
@@ -176,15 +193,15 @@ def _tiled(tolerance, copies: int):
     return _np.tile(_np.asarray(value_of(tolerance), dtype=_np.float64), copies)
 
 
-def _sensitivities(y0, t, *args, start, tangents: list, moved: tuple, func: Callable, rtol, atol,
-                   options: dict):
+def _sensitivities(y0, t, *args, start, tangents, moved: tuple, func: Callable, rtol, atol, options: dict):
     """The tangents of y(t_i), shape (len(t), m, n), for m directions: ``start`` (m, n) the initial
-    tangents of y, ``tangents[k]`` (m, ...) those of ``args[moved[k]]``. One integration of the
+    tangents of y, ``tangents`` (m, p) those of ``args[moved]`` (their entries raveled and
+    concatenated). One integration of the
     forward sensitivities with y (Hindmarsh et al. 2005, "SUNDIALS", section 5), by odeint
     itself: it differentiates again."""
     n, m = shape_of(y0)[0], shape_of(start)[0]
     dynamics = _sensitivity_dynamics(func, n, m, moved, len(args))
-    states = _odeint(ops.concatenate([y0, ops.reshape(start, (-1,))]), t, *args, *tangents, func=dynamics,
+    states = _odeint(ops.concatenate([y0, ops.reshape(start, (-1,))]), t, *args, tangents, func=dynamics,
                      rtol=_tiled(rtol, 1 + m), atol=_tiled(atol, 1 + m), options=options)
     return ops.reshape(states[:, n:], (shape_of(t)[0], m, n))
 
@@ -206,7 +223,7 @@ def _tangent(tangents: dict, ans, y0, t, *args, func: Callable, rtol, atol, opti
     f0 = _initial_rate(func, y0, t, args)
     if 1 in tangents:
         start = start - f0 * tangents[1][0]
-    directions = [ops.reshape(tangents[k + 2], (1,) + shape_of(args[k])) for k in moved]
+    directions = ops.concatenate([_np.zeros((1, 0))] + [ops.reshape(tangents[k + 2], (1, -1)) for k in moved], axis=1)
     tangent = _sensitivities(y0, t, *args, start=ops.reshape(start, (1, n)), tangents=directions, moved=moved,
                              func=func, rtol=rtol, atol=atol, options=options)[:, 0]
     if 1 in tangents:
@@ -224,18 +241,15 @@ def _sensitivity_cotangents(g, ans, y0, t, *args, parents: tuple, func: Callable
     steps, n = shape_of(ans)
     batch_shape = shape_of(g)[:-2]
     g = ops.reshape(g, (math.prod(batch_shape), steps, n))
-    moved = tuple(i - 2 for i in parents if i >= 2)
+    moved = tuple(i - 2 for i in sorted(parents) if i >= 2)
     sizes = [math.prod(shape_of(args[k])) for k in moved]
     along_t0 = 1 in parents and 0 not in parents
     m = (n if 0 in parents else 0) + sum(sizes) + along_t0
     f0 = _initial_rate(func, y0, t, args)
     rows = [_np.eye(n)] if 0 in parents else []
     start = ops.concatenate(rows + [_np.zeros((sum(sizes), n))] + ([-f0[None]] if along_t0 else []))
-    identity, offset = _np.eye(m), (n if 0 in parents else 0)
-    tangents = []
-    for k, size in zip(moved, sizes):
-        tangents.append(_np.reshape(identity[:, offset:offset + size], (m,) + shape_of(args[k])))
-        offset += size
+    offset = n if 0 in parents else 0
+    tangents = _np.eye(m)[:, offset:offset + sum(sizes)]
     sensitivities = _sensitivities(y0, t, *args, start=start, tangents=tangents, moved=moved, func=func,
                                    rtol=rtol, atol=atol, options=options)
     along = ops.einsum("bsn,smn->bm", g, sensitivities)
@@ -252,8 +266,88 @@ def _sensitivity_cotangents(g, ans, y0, t, *args, parents: tuple, func: Callable
     return {i: ops.reshape(c, batch_shape + shape_of(([y0, t] + list(args))[i])) for i, c in cotangents.items()}
 
 
+# The adjoint is chosen when the sensitivities' state (n (1 + m) for m differentiated inputs) is more
+# than this many times the adjoint's (batch (n + p) for p differentiated argument entries): the
+# sensitivities integrate once, the adjoint restarts at every output time and reads y from checkpoints.
+ADJOINT_STATE_RATIO = 8
+
+
+def _uses_adjoint(choice: str, g, ans, args: tuple, parents: tuple) -> bool:
+    """Whether the backward pass integrates the adjoint (else the forward sensitivities): as
+    ``choice`` says, or when "auto" by the sizes of their states; never when the cotangents are
+    differentiated again (the checkpointed adjoint is first order: it reads y's values)."""
+    if any(isinstance(x, Tensor) and tracked(x) for x in (g, ans, *args)):
+        return False
+    if choice != "auto":
+        return choice == "adjoint"
+    steps, n = shape_of(ans)
+    batch = math.prod(shape_of(g)[:-2])
+    p = sum(math.prod(shape_of(args[i])) for i in parents if i >= 2)
+    m = (n if 0 in parents else 0) + p + (1 in parents and 0 not in parents)
+    return n * (1 + m) > ADJOINT_STATE_RATIO * batch * (n + p)
+
+
+def _adjoint_dynamics(func: Callable, n: int, batch: int, moved: tuple, count: int) -> Dynamics:
+    """The adjoint's rates for a batch of adjoints: z = [y, a raveled] gives [a J_y, a J_args], each
+    raveled (the cotangents of y, then those of each of ``args[moved]`` for the whole batch), one
+    vector-Jacobian product of ``func`` batched over the adjoints (even one: the sweep of a batch
+    adds its slice cotangents simply)."""
+
+    def rate(z, s, *args):
+        _, pullback = vjp(lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen)), z[:n],
+                          *[args[k] for k in moved])
+        return ops.concatenate([ops.reshape(p, (-1,)) for p in pullback(ops.reshape(z[n:], (batch, n)))])
+
+    root, key = _root_and_key(func)
+    return Dynamics(rate, ("adjoint", key, n, batch, moved, count), root)
+
+
+def _adjoint_raw(g, ans, y0, t, *args, func: Callable, parents: tuple, rtol, atol, options: dict):
+    """The cotangents of the differentiated (y0, t, *args) for the cotangents ``g`` (batch, len(t),
+    n), each raveled, side by side: (batch, their total size). See ``_ode_adjoint``."""
+    steps, n = ans.shape
+    batch = g.shape[0]
+    moved = tuple(i - 2 for i in sorted(parents) if i >= 2)
+    sizes = sum(_np.size(args[k]) for k in moved)
+    if not isinstance(func, Dynamics):
+        check_fresh(func, y0, t[0], args)
+    root, key = _root_and_key(func)
+    in_y = Dynamics(lambda y, s, *args: _jacobian_in_y(func, y, s, args), ("jacobian", key, n), root)
+    adjoint, in_args = adjoint_cotangents(
+        g, ans, y0, t, args, _adjoint_dynamics(func, n, batch, moved, len(args)), in_y.compiled(y0, t[0], args),
+        sizes, rtol, atol, options, _plain_rate(func, y0, t[0], args))
+    ends = _np.cumsum([0] + [batch * _np.size(args[k]) for k in moved])
+    in_args = [in_args[start:end].reshape(batch, -1) for start, end in zip(ends[:-1], ends[1:])]
+    pieces = [adjoint + g[:, 0]] if 0 in parents else []
+    if 1 in parents:
+        rate = _plain_rate(func, y0, t[0], args)
+        rates = _np.stack([rate(ans[i], t[i]) for i in range(steps)])
+        t_bar = _np.sum(g * rates, axis=-1)
+        t_bar[:, 0] = -(adjoint @ rates[0])  # dy_0/dt_0 = 0: y(t_0) is y0
+        pieces.append(t_bar)
+    return _np.concatenate(pieces + in_args, axis=1)
+
+
+_odeint_adjoint = Primitive(_adjoint_raw, "odeint's adjoint")  # first order: no derivative rules
+
+
+def _adjoint_cotangents(g, ans, y0, t, *args, parents: tuple, func: Callable, rtol, atol, options: dict) -> dict:
+    """The cotangents of (y0, t, *args) for the output cotangent ``g`` (shape (..., len(t), n)) from
+    the checkpointed adjoint (one primitive: traces record it)."""
+    steps, n = shape_of(ans)
+    batch_shape = shape_of(g)[:-2]
+    g = ops.reshape(g, (math.prod(batch_shape), steps, n))
+    flat = _odeint_adjoint(g, ans, y0, t, *args, func=func, parents=parents, rtol=rtol, atol=atol, options=options)
+    sizes = {0: n, 1: steps, **{i: math.prod(shape_of(args[i - 2])) for i in parents if i >= 2}}
+    cotangents, offset = {}, 0
+    for i in sorted(parents):
+        cotangents[i], offset = flat[:, offset:offset + sizes[i]], offset + sizes[i]
+    return {i: ops.reshape(c, batch_shape + shape_of(([y0, t] + list(args))[i])) for i, c in cotangents.items()}
+
+
 def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: ArrayLike | None = None,
-           atol: ArrayLike | None = None, full_output: bool = False, **kwargs: Any) -> Array | tuple[Array, dict]:
+           atol: ArrayLike | None = None, full_output: bool = False, derivatives: str = "auto",
+           **kwargs: Any) -> Array | tuple[Array, dict]:
     """Integrate dy/dt = func(y, t, *args) from y(t[0]) = y0, as ``scipy.integrate.odeint``.
 
     Differentiable in ``y0``, ``t`` and each array of ``args`` by the adjoint method (Pontryagin et al.
@@ -335,10 +429,14 @@ def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: 
         raise ValueError("autodiff: odeint's t must be increasing (for backward time, integrate "
                          "-func(y, -s) over s = -t)")
     _check_tolerances(rtol, atol, shape_of(y0)[0])
+    if derivatives not in DERIVATIVES:
+        raise ValueError(f"autodiff: odeint's derivatives must be one of {', '.join(map(repr, DERIVATIVES))}; "
+                         f"got {derivatives!r}")
     y0 = y0 if isinstance(y0, Tensor) else _np.asarray(y0, dtype=_np.float64)
     t = t if isinstance(t, Tensor) else _np.asarray(t, dtype=_np.float64)
     report = {} if full_output else None
-    values = _odeint(y0, t, *args, func=func, rtol=rtol, atol=atol, options=options, report=report)
+    values = _odeint(y0, t, *args, func=func, rtol=rtol, atol=atol, options=options, derivatives=derivatives,
+                     report=report)
     if not full_output:
         return values
     if isinstance(values, Tensor):
