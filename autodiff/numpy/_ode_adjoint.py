@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as _np
 
-from ._ode_replay import Dynamics, banded
+from ._ode_replay import DENSE_JACOBIAN_LIMIT, banded
 
 # the smallest rtol scipy.integrate.LSODA takes without a warning
 _SMALLEST_RTOL = 100 * _np.finfo(float).eps
@@ -71,45 +71,67 @@ def _lsoda_options(options: dict) -> dict:
     return chosen
 
 
-def adjoint_cotangents(g, ans, y0, t, args: tuple, vjp_dynamics: Dynamics, state_jacobian: Callable,
-                       cotangent_sizes: int, rtol, atol, options: dict, rate: Callable):
+def adjoint_cotangents(g, y0, t, rate: Callable, products: Callable, jacobians: Callable, sizes: list, rtol, atol,
+                       options: dict) -> tuple:
     """The adjoint at t[0] (before ``g[:, 0]``), shape (batch, n), and the cotangents of the
-    differentiated arguments (as ``vjp_dynamics`` lays them out) for the output cotangents ``g``
-    (batch, len(t), n).
+    differentiated arguments (of ``sizes`` entries each), each (batch, size), for the output
+    cotangents ``g`` (batch, len(t), n).
 
-    ``vjp_dynamics(z, t, *args)`` is [a J_y, a J_args] raveled for z = [y, a raveled], ``batch *
-    cotangent_sizes`` entries after a J_y's; ``state_jacobian(y, t)`` is J_y on plain arrays. Between
-    consecutive output times, one integration of [a, the arguments' cotangents] in the reversed
-    time s = -t.
+    On plain arrays: ``rate(y, t)`` is dy/dt; ``products(z, t)`` is [a J_y, a J_args], each raveled,
+    for z = [y, a raveled]; ``jacobians(y, t)`` is [J_y, J_args] (n rows). Between consecutive output
+    times, one integration of [a, the arguments' cotangents] in the reversed time s = -t.
+
+    Raises
+    ------
+    RuntimeError
+        When an integration fails (LSODA's message says why).
     """
     batch, steps, n = g.shape
     solution = ForwardSolution(rate, y0, t[0], t[-1], rtol, atol, options)
-    example = _np.concatenate([y0, _np.zeros(batch * n)])
-    products = vjp_dynamics.compiled(example, t[0], args)
+    size = batch * (n + sum(sizes))
 
     def backward_rate(state, s):
         return products(_np.concatenate([solution(-s), state[:batch * n]]), -s)
 
-    def backward_jacobian(state, s):
-        return banded(state_jacobian(solution(-s), -s).T, batch, state.size)
-
+    settings = {**{name: value for name, value in options.items() if name not in ("ml", "mu", "Dfun")},
+                **_backward_jacobian(lambda s: jacobians(solution(-s), -s), batch, n, sizes, size)}
+    tolerances = {"rtol": _adjoint_tolerance(rtol, batch, size), "atol": _adjoint_tolerance(atol, batch, size)}
     solve = importlib.import_module("scipy.integrate").odeint
-    a, parameters = _np.zeros((batch, n)), _np.zeros(batch * cotangent_sizes)
-    tolerances = {"rtol": _adjoint_tolerance(rtol, batch, cotangent_sizes),
-                  "atol": _adjoint_tolerance(atol, batch, cotangent_sizes)}
-    settings = {name: value for name, value in options.items() if name not in ("ml", "mu", "Dfun")}
+    a, parameters = _np.zeros((batch, n)), _np.zeros(size - batch * n)
     for i in range(steps - 1, 0, -1):
         a = a + g[:, i]
-        state = solve(backward_rate, _np.concatenate([a.ravel(), parameters]), [-t[i], -t[i - 1]],
-                      Dfun=backward_jacobian, ml=n - 1, mu=n - 1, tcrit=[-t[i - 1]], **tolerances, **settings)[1]
-        a, parameters = state[:batch * n].reshape(batch, n), state[batch * n:]
-    return a, parameters
+        states, report = solve(backward_rate, _np.concatenate([a.ravel(), parameters]), [-t[i], -t[i - 1]],
+                               tcrit=[-t[i - 1]], full_output=True, **tolerances, **settings)
+        if report["message"] != "Integration successful.":
+            raise RuntimeError(f"autodiff: odeint's adjoint: the backward integration from t = {t[i]} to "
+                               f"{t[i - 1]} failed: {report['message']}")
+        a, parameters = states[1, :batch * n].reshape(batch, n), states[1, batch * n:]
+    ends = _np.cumsum([0] + [batch * k for k in sizes])
+    return a, [parameters[start:end].reshape(batch, -1) for start, end in zip(ends[:-1], ends[1:])]
 
 
-def _adjoint_tolerance(tolerance, batch: int, cotangent_sizes: int):
-    """A tolerance per equation, for the adjoint state: the adjoint's as y's, the parameter
-    cotangents' the smallest of them."""
+def _backward_jacobian(jacobians: Callable, batch: int, n: int, sizes: list, size: int) -> dict:
+    """odeint's options giving LSODA's stiff method the Jacobian of the adjoint's rate: exact for
+    a state of at most ``DENSE_JACOBIAN_LIMIT`` entries (d(a J_y)/da and d(a J_args)/da, each the
+    transposed Jacobian once per adjoint), else its adjoints' blocks J_y^T in banded storage."""
+    if size > DENSE_JACOBIAN_LIMIT:
+        return {"Dfun": lambda state, s: banded(jacobians(s)[:, :n].T, batch, size), "ml": n - 1, "mu": n - 1}
+    ends = _np.cumsum([0, n] + list(sizes))
+    identity = _np.eye(batch)
+
+    def exact(state, s):
+        full = jacobians(s)
+        matrix = _np.zeros((size, size))
+        matrix[:, :batch * n] = _np.concatenate([_np.kron(identity, full[:, start:end].T)
+                                                 for start, end in zip(ends[:-1], ends[1:])])
+        return matrix
+    return {"Dfun": exact}
+
+
+def _adjoint_tolerance(tolerance, batch: int, size: int):
+    """A tolerance per equation for the adjoint state (``size`` entries): the adjoints' as y's, the
+    arguments' cotangents' the smallest of them."""
     if tolerance is None or _np.ndim(tolerance) == 0:
         return tolerance
     tolerance = _np.asarray(tolerance, dtype=float)
-    return _np.concatenate([_np.tile(tolerance, batch), _np.full(batch * cotangent_sizes, tolerance.min())])
+    return _np.concatenate([_np.tile(tolerance, batch), _np.full(size - batch * tolerance.size, tolerance.min())])

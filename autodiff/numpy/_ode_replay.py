@@ -23,29 +23,30 @@ from collections.abc import Callable
 
 import numpy as _np
 
-from ..core import value_of
+from ..core import shape_of, value_of
 from ..jit import CACHE_SIZE, MAX_TRACES_PER_SIGNATURE, LeastRecentlyUsed, Program, UntraceableError, trace
 from ..jit.program import Retrace
 from ..jit.signature import signature
+from ..transforms import vjp
 
+# the largest state whose derivative system gets its exact (dense) Jacobian for LSODA's stiff method
+DENSE_JACOBIAN_LIMIT = 128
 _PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # func -> its programs by key
 _EAGER = "eager"  # a cache entry: the trace was refused, the rate runs on the engine's ops
 
 
 class Dynamics:
     """The rate ``rate(z, s, *args)`` of a derivative system of ``func``, written with the engine's
-    ops; ``key`` (hashable) names it among the systems of ``func``. ``state_jacobian(z, s, *args)``,
-    when given, is d rate / d z's first ``block`` entries, the diagonal block that LSODA's stiff
-    method gets (``banded_jacobian``).
+    ops; ``key`` (hashable) names it among the systems of ``func``. ``block_jacobian(z, s, *args)``,
+    when given, is the square block (of ``func``'s Jacobian in y) that the rate's Jacobian repeats
+    down its diagonal, for a state too large for the exact Jacobian (``stiff_jacobian``).
 
     Called on Tensors, it is the rate itself (recorded like any computation); ``compiled`` gives
     the replayed program for one solve.
     """
 
-    def __init__(self, rate: Callable, key: tuple, func: Callable, state_jacobian: Callable | None = None,
-                 block: int = 0):
-        self.rate, self.key, self.func = rate, key, func
-        self.state_jacobian, self.block = state_jacobian, block
+    def __init__(self, rate: Callable, key: tuple, func: Callable, block_jacobian: Callable | None = None):
+        self.rate, self.key, self.func, self.block_jacobian = rate, key, func, block_jacobian
 
     def __call__(self, z, s, *args):
         return self.rate(z, s, *args)
@@ -54,21 +55,33 @@ class Dynamics:
         """``(z, s) -> rate`` as an ndarray for the solves with these ``args``, replayed."""
         return _Replay(self.rate, self.key, self.func, z, s, args)
 
-    def banded_jacobian(self, z, s, args: tuple) -> tuple | None:
-        """``(Dfun, ml, mu)`` for scipy's odeint: the block diagonal of ``state_jacobian``, repeated
-        over the state (the blocks of the sensitivities are all that Jacobian), in LSODA's banded
-        storage; None without ``state_jacobian``.
+    def stiff_jacobian(self, z, s, args: tuple) -> dict:
+        """scipy odeint's options that give LSODA's stiff method the rate's Jacobian in z: the
+        exact one (one sweep of the rate's program batched over its rows) for a state of at most
+        ``DENSE_JACOBIAN_LIMIT`` entries; beyond, the block diagonal of ``block_jacobian`` in
+        banded storage (O(size block^2) to factor, not O(size^3)), or none (LSODA's own
+        differences) without it.
 
-        The rate's Jacobian also has blocks below the diagonal (the sensitivities' rates depend
-        on the state through the second derivatives of ``func``); LSODA uses the Jacobian only
-        in its Newton iteration, where that block lower triangular part only changes how fast
-        the iteration converges, not what it converges to.
+        The block diagonal leaves out the blocks below it (the sensitivities' rates depend on y
+        through the second derivatives of ``func``): LSODA's Newton iteration still converges to
+        the same solution, in more iterations and steps (tenfold for the stiff Robertson system,
+        whose exact Jacobian is small enough).
         """
-        if self.state_jacobian is None:
-            return None
-        block, size = self.block, _np.size(z)
-        jacobian = _Replay(self.state_jacobian, self.key + ("jacobian",), self.func, z, s, args)
-        return (lambda z, s: banded(jacobian(z, s), size // block, size)), block - 1, block - 1
+        size = _np.size(z)
+        if size <= DENSE_JACOBIAN_LIMIT:
+            exact = lambda z, s, *args: jacobian_rows(lambda z: self.rate(z, s, *args), z)  # noqa: E731
+            return {"Dfun": _Replay(exact, self.key + ("jacobian",), self.func, z, s, args)}
+        if self.block_jacobian is None:
+            return {}
+        block = _Replay(self.block_jacobian, self.key + ("block",), self.func, z, s, args)
+        width = _np.shape(block(z, s))[0]
+        return {"Dfun": lambda z, s: banded(block(z, s), size // width, size), "ml": width - 1, "mu": width - 1}
+
+
+def jacobian_rows(f: Callable, z):
+    """The Jacobian of ``f`` (1-d to 1-d) at z: one sweep batched over its rows."""
+    value, pullback = vjp(f, z)
+    return pullback(_np.eye(shape_of(value)[0]))[0]
 
 
 def banded(block, copies: int, size: int) -> _np.ndarray:

@@ -48,7 +48,7 @@ from ..core import Primitive, Tensor, note_read, shape_of, tracked, value_of
 from ..transforms import jvp, vjp  # not circular: autodiff.numpy does not import this module (autodiff does)
 from . import ops
 from ._ode_adjoint import adjoint_cotangents
-from ._ode_replay import Dynamics, check_fresh
+from ._ode_replay import Dynamics, check_fresh, jacobian_rows
 
 if TYPE_CHECKING:
     from ..typing import Array, ArrayLike
@@ -59,6 +59,9 @@ __all__ = ["odeint"]
 _UNSUPPORTED = ("Dfun", "col_deriv", "tfirst")
 # how odeint's derivatives are computed (the ``derivatives`` option)
 DERIVATIVES = ("auto", "forward", "adjoint")
+# scipy's steps per output interval when mxstep is 0 (the default), and how many times that a
+# derivative's integration may take
+DEFAULT_MXSTEP, DERIVATIVE_STEPS = 500, 10
 # scipy's rtol and atol when None is given (LSODA's default)
 DEFAULT_TOLERANCE = 1.49012e-8
 
@@ -97,18 +100,28 @@ def _solve(y0, t, *args, func: Callable, rtol, atol, options: dict, derivatives:
            report: dict | None = None):
     """The values: scipy.integrate.odeint with ``func`` on plain arrays; scipy's infodict of the solve
     goes into ``report`` when one is given (``full_output``). A derivative system (``Dynamics``)
-    runs as its replayed program, with the banded Jacobian of its diagonal blocks for LSODA's
-    stiff method."""
+    runs as its replayed program, with its Jacobian for LSODA's stiff method, and its failure
+    raises (a RuntimeError with LSODA's message) rather than give wrong derivatives."""
     solve = _scipy_odeint()
     rate = _plain_rate(func, y0, t[0], args)
-    banded = func.banded_jacobian(y0, t[0], args) if isinstance(func, Dynamics) else None
-    if banded is not None:
-        options = {**options, "Dfun": banded[0], "ml": banded[1], "mu": banded[2]}
+    if isinstance(func, Dynamics):
+        options = {**_derivative_options(options), **func.stiff_jacobian(y0, t[0], args)}
+        values, infodict = solve(rate, y0, t, rtol=rtol, atol=atol, full_output=True, **options)
+        if len(t) > 1 and infodict["message"] != "Integration successful.":
+            raise RuntimeError(f"autodiff: odeint's derivatives: the integration of the forward sensitivities "
+                               f"failed: {infodict['message']}")
+        return values
     if report is None:
         return solve(rate, y0, t, rtol=rtol, atol=atol, **options)
     values, infodict = solve(rate, y0, t, rtol=rtol, atol=atol, full_output=True, **options)
     report.update(infodict)
     return values
+
+
+def _derivative_options(options: dict) -> dict:
+    """The values' options for a derivative's integration, with ``DERIVATIVE_STEPS`` times their
+    steps per output interval (``mxstep``): its larger system may need more than the values'."""
+    return {**options, "mxstep": DERIVATIVE_STEPS * (options.get("mxstep") or DEFAULT_MXSTEP)}
 
 
 def _derivative_settings(kwargs: dict) -> dict:
@@ -168,22 +181,24 @@ def _sensitivity_dynamics(func: Callable, n: int, m: int, moved: tuple, count: i
             ends = _np.cumsum([0] + [math.prod(shape_of(c)) for c in chosen])
             along = [ops.reshape(tangents[0, a:b], shape_of(c)) for a, b, c in zip(ends[:-1], ends[1:], chosen)]
             return ops.concatenate(jvp(at, (z[:n], *chosen), (z[n:], *along)))
-        f, pullback = vjp(at, z[:n], *chosen)
-        rows = pullback(_np.eye(n))
-        jacobian = ops.concatenate([rows[0]] + [ops.reshape(row, (n, -1)) for row in rows[1:]], axis=1)
+        f, jacobian = _jacobians(func, z[:n], s, args, moved)
         directions = ops.concatenate([ops.reshape(z[n:], (m, n)), tangents], axis=1)
         return ops.concatenate([f, ops.reshape(ops.matmul(directions, ops.transpose(jacobian)), (-1,))])
 
-    def state_jacobian(z, s, *all_args):
-        return _jacobian_in_y(func, z[:n], s, all_args[:count])
+    def block_jacobian(z, s, *all_args):
+        return jacobian_rows(lambda y: func(y, s, *all_args[:count]), z[:n])
 
     root, key = _root_and_key(func)
-    return Dynamics(rate, ("sensitivities", key, n, m, moved, count), root, state_jacobian, n)
+    return Dynamics(rate, ("sensitivities", key, n, m, moved, count), root, block_jacobian)
 
 
-def _jacobian_in_y(func: Callable, y, s, args: tuple):
-    """df/dy at (y, s): one sweep batched over its rows."""
-    return vjp(lambda y: func(y, s, *args), y)[1](_np.eye(shape_of(y)[0]))[0]
+def _jacobians(func: Callable, y, s, args: tuple, moved: tuple) -> tuple:
+    """f and [J_y, J_args[moved]] at (y, s): the Jacobian in y and in the entries of ``args[moved]``
+    (raveled, concatenated), n rows from one sweep batched over them."""
+    n = shape_of(y)[0]
+    f, pullback = vjp(lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen)), y, *[args[k] for k in moved])
+    rows = pullback(_np.eye(n))
+    return f, ops.concatenate([rows[0]] + [ops.reshape(row, (n, -1)) for row in rows[1:]], axis=1)
 
 
 def _tiled(tolerance, copies: int):
@@ -308,19 +323,17 @@ def _adjoint_raw(g, ans, y0, t, *args, func: Callable, parents: tuple, rtol, ato
     steps, n = ans.shape
     batch = g.shape[0]
     moved = tuple(i - 2 for i in sorted(parents) if i >= 2)
-    sizes = sum(_np.size(args[k]) for k in moved)
     if not isinstance(func, Dynamics):
         check_fresh(func, y0, t[0], args)
     root, key = _root_and_key(func)
-    in_y = Dynamics(lambda y, s, *args: _jacobian_in_y(func, y, s, args), ("jacobian", key, n), root)
-    adjoint, in_args = adjoint_cotangents(
-        g, ans, y0, t, args, _adjoint_dynamics(func, n, batch, moved, len(args)), in_y.compiled(y0, t[0], args),
-        sizes, rtol, atol, options, _plain_rate(func, y0, t[0], args))
-    ends = _np.cumsum([0] + [batch * _np.size(args[k]) for k in moved])
-    in_args = [in_args[start:end].reshape(batch, -1) for start, end in zip(ends[:-1], ends[1:])]
+    jacobians = Dynamics(lambda y, s, *args: _jacobians(func, y, s, args, moved)[1],
+                         ("jacobians", key, n, moved, len(args)), root)
+    rate = _plain_rate(func, y0, t[0], args)
+    products = _adjoint_dynamics(func, n, batch, moved, len(args)).compiled(_np.zeros(n * (1 + batch)), t[0], args)
+    adjoint, in_args = adjoint_cotangents(g, y0, t, rate, products, jacobians.compiled(y0, t[0], args),
+                                          [_np.size(args[k]) for k in moved], rtol, atol, _derivative_options(options))
     pieces = [adjoint + g[:, 0]] if 0 in parents else []
     if 1 in parents:
-        rate = _plain_rate(func, y0, t[0], args)
         rates = _np.stack([rate(ans[i], t[i]) for i in range(steps)])
         t_bar = _np.sum(g * rates, axis=-1)
         t_bar[:, 0] = -(adjoint @ rates[0])  # dy_0/dt_0 = 0: y(t_0) is y0
