@@ -281,16 +281,18 @@ def _sensitivity_cotangents(g, ans, y0, t, *args, parents: tuple, func: Callable
     return {i: ops.reshape(c, batch_shape + shape_of(([y0, t] + list(args))[i])) for i, c in cotangents.items()}
 
 
-# The adjoint is chosen when the sensitivities' state (n (1 + m) for m differentiated inputs) is more
-# than this many times the adjoint's (batch (n + p) for p differentiated argument entries): the
-# sensitivities integrate once, the adjoint restarts at every output time and reads y from checkpoints.
-ADJOINT_STATE_RATIO = 8
+# The adjoint is chosen when the forward sensitivities' work per evaluation (a Jacobian of n (n + p)
+# entries and its product with m tangents: n (n + p + m)) is more than this many times the adjoint's
+# (batch (n + p)): the sensitivities integrate once, the adjoint restarts at every output time and
+# reads y from checkpoints of a further forward solve.
+ADJOINT_WORK_RATIO = 48
 
 
 def _uses_adjoint(choice: str, g, ans, args: tuple, parents: tuple) -> bool:
     """Whether the backward pass integrates the adjoint (else the forward sensitivities): as
-    ``choice`` says, or when "auto" by the sizes of their states; never when the cotangents are
-    differentiated again (the checkpointed adjoint is first order: it reads y's values)."""
+    ``choice`` says, or when "auto" by the work of their rates (``ADJOINT_WORK_RATIO``); never when
+    the cotangents are differentiated again (the checkpointed adjoint is first order: it reads y's
+    values)."""
     if any(isinstance(x, Tensor) and tracked(x) for x in (g, ans, *args)):
         return False
     if choice != "auto":
@@ -299,7 +301,7 @@ def _uses_adjoint(choice: str, g, ans, args: tuple, parents: tuple) -> bool:
     batch = math.prod(shape_of(g)[:-2])
     p = sum(math.prod(shape_of(args[i])) for i in parents if i >= 2)
     m = (n if 0 in parents else 0) + p + (1 in parents and 0 not in parents)
-    return n * (1 + m) > ADJOINT_STATE_RATIO * batch * (n + p)
+    return n * (n + p + m) > ADJOINT_WORK_RATIO * batch * (n + p)
 
 
 def _adjoint_dynamics(func: Callable, n: int, batch: int, moved: tuple, count: int) -> Dynamics:
