@@ -30,8 +30,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -164,7 +164,6 @@ def _jax_calls(system: System, data, x, v) -> dict:
     jax.config.update("jax_enable_x64", True)
     from jax.experimental.ode import odeint
     jnp = jax.numpy
-    n = system.y0.size
     tolerances = {"rtol": system.tolerances.get("rtol", 1.49012e-8), "atol": system.tolerances.get("atol", 1.49012e-8)}
     solve = lambda y0, params: odeint(system.jax_func, y0, jnp.asarray(system.t), *params, **tolerances)  # noqa: E731
     loss = lambda z: system.loss(z, jnp.asarray(data), np=jnp, odeint=solve)  # noqa: E731
