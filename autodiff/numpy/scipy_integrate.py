@@ -5,22 +5,34 @@ see through them: on a tracked Tensor, ``scipy.integrate.odeint(func, y0, t)`` r
 naming the version here. ``odeint`` keeps scipy's signature and values: they are scipy's own
 (LSODA, imported when first called), with ``func`` evaluated on plain arrays.
 
-The derivatives in ``y0``, ``t`` and the arrays of ``args`` come from the continuous adjoint method
-(Pontryagin et al. 1962, "The mathematical theory of optimal processes"; Chen et al. 2018, "Neural
-ordinary differential equations", NeurIPS): between consecutive output times, the adjoint state
-``a = dL/dy`` is integrated backward with ``da/dt = -a^T df/dy`` together with ``y`` itself and the
-parameter cotangents ``-a^T df/dargs``, the vector-Jacobian products of ``func`` coming from the
-engine. That backward integration is a call of ``odeint`` itself, on dynamics written with the
-engine's ops, so it differentiates again (as in ``jax.experimental.ode``): derivatives of every
-order in reverse mode. Forward mode integrates the forward sensitivities (the tangent of ``y``, whose
-rate is ``df/dy dy + df/dargs dargs``) with ``y``, again by a call of ``odeint``.
+The derivatives in ``y0``, ``t`` and the arrays of ``args`` come from one of two integrations,
+each a few solves' worth (not one recorded tape per step):
+
+- the forward sensitivities (Hindmarsh et al. 2005, "SUNDIALS", section 5): the tangents of ``y``
+  in every differentiated direction, whose rate is ``df/dy S + df/dargs P``, integrated with ``y``
+  in one call of ``odeint`` itself; the gradient contracts them with the output cotangents, and
+  a Jacobian of many outputs takes them all from that one integration. Written with the engine's
+  ops, they differentiate again: Hessians, forward mode (one direction, a JVP per step).
+- the continuous adjoint (Pontryagin et al. 1962; Chen et al. 2018, "Neural ordinary differential
+  equations"): ``a = dL/dy`` integrated backward between the output times, ``da/dt = -a df/dy``,
+  with the arguments' cotangents ``a df/dargs``; y comes from checkpoints (``_ode_adjoint``), not
+  from integrating it backward too, which is unstable for dissipative and stiff systems. First
+  order only: a cotangent that is differentiated again takes the sensitivities.
+
+``derivatives="auto"`` chooses by the work of their rates per evaluation (the sensitivities need
+the n x (n + p) Jacobian and its product with every direction, the adjoint one vector-Jacobian
+product per cotangent: ``ADJOINT_WORK_RATIO``); "forward" and "adjoint" choose by name. Either
+way the rates are ``func``'s Jacobians or vector-Jacobian products traced once and replayed as
+NumPy programs (``_ode_replay``), with their Jacobians for LSODA's stiff method. A derivative's
+integration that fails raises (a RuntimeError with LSODA's message) instead of giving wrong
+numbers; it may take ten times ``mxstep`` steps per output interval.
 
 The derivatives are those of the exact solution, computed to the tolerances ``rtol`` and ``atol``:
 they agree with finite differences of the computed values only as far as those tolerances allow.
 A Tensor that ``func`` reads from outside (a closure) must be passed through ``args`` to be
 differentiated; a tracked one read from outside is refused rather than silently treated as constant.
 ``full_output=True`` returns scipy's ``(y, infodict)``: the report of the values' solve, which is
-scipy's own (the derivatives' integrations are further solves; a failed one warns as scipy does).
+scipy's own (the derivatives' integrations are further solves).
 Tolerances scipy would take silently or with only a warning (NaN, inf, negative, both zero) are
 refused by name.
 
@@ -365,8 +377,9 @@ def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: 
            **kwargs: Any) -> Array | tuple[Array, dict]:
     """Integrate dy/dt = func(y, t, *args) from y(t[0]) = y0, as ``scipy.integrate.odeint``.
 
-    Differentiable in ``y0``, ``t`` and each array of ``args`` by the adjoint method (Pontryagin et al.
-    1962; Chen et al. 2018, "Neural ordinary differential equations"): see the module docstring.
+    Differentiable in ``y0``, ``t`` and each array of ``args`` by the forward sensitivities or the
+    adjoint method (Pontryagin et al. 1962; Chen et al. 2018, "Neural ordinary differential
+    equations"), their rates traced once per ``func`` and replayed: see the module docstring.
 
     Parameters
     ----------
@@ -385,6 +398,10 @@ def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: 
     full_output : bool, default False
         Also return scipy's infodict of the values' solve (``"message"``, the counts ``nst``,
         ``nfe``, ``nje``, the step sizes and orders, ...): see ``scipy.integrate.odeint``.
+    derivatives : {"auto", "forward", "adjoint"}, default "auto"
+        How the first derivatives are computed: the forward sensitivities, the checkpointed
+        adjoint, or the cheaper of the two for the inputs differentiated (see the module
+        docstring). A derivative that is differentiated again always takes the sensitivities.
     **kwargs
         scipy.integrate.odeint's other options (``mxstep``, ``hmax``, ...); ``Dfun``, ``col_deriv``
         and ``tfirst`` are refused.
@@ -399,8 +416,10 @@ def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: 
     ------
     ValueError
         When ``y0`` is empty or not 1-d, ``t`` is not 1-d or not increasing, a tolerance is NaN,
-        infinite, negative, 0 together with the other or of another length than ``y0``, or
-        ``func`` returns another shape.
+        infinite, negative, 0 together with the other or of another length than ``y0``,
+        ``derivatives`` is none of its values, or ``func`` returns another shape.
+    RuntimeError
+        When a derivative's integration fails (its message is LSODA's).
     TypeError
         For a tolerance that is not numbers.
     NotImplementedError
