@@ -45,7 +45,7 @@ class ForwardSolution:
         rtol = 1.49012e-8 if rtol is None else _np.maximum(rtol, _SMALLEST_RTOL)
         atol = 1.49012e-8 if atol is None else atol
         solver = lsoda(lambda t, y: rate(y, t), t0, y0, t_end, rtol=rtol, atol=atol, **_lsoda_options(options))
-        self.ends, self.steps, self.histories, self.powers = [t0], [], [], []
+        self.ends, self.pieces = [t0], []
         while solver.status == "running":
             message = solver.step()
             if solver.status == "failed":
@@ -53,13 +53,22 @@ class ForwardSolution:
                                    f"at t = {solver.t}: {message}")
             dense = solver.dense_output()
             self.ends.append(dense.t)
-            self.steps.append(dense.h)
-            self.histories.append(dense.yh)
-            self.powers.append(dense.p.astype(float))
+            # the step's Nordsieck history, evaluated directly (else through scipy's own call)
+            self.pieces.append((dense.yh, dense.h, dense.p.astype(float)) if hasattr(dense, "yh") else dense)
+        self._last = (None, None)  # LSODA asks again for the time it has just asked for
 
     def __call__(self, t: float) -> _np.ndarray:
-        k = min(max(bisect.bisect_left(self.ends, t), 1), len(self.steps)) - 1
-        return self.histories[k] @ (((t - self.ends[k + 1]) / self.steps[k]) ** self.powers[k])
+        if t == self._last[0]:
+            return self._last[1]
+        k = min(max(bisect.bisect_left(self.ends, t), 1), len(self.pieces)) - 1
+        piece = self.pieces[k]
+        if type(piece) is tuple:
+            history, step, powers = piece
+            y = history @ (((t - self.ends[k + 1]) / step) ** powers)
+        else:
+            y = piece(t)
+        self._last = (t, y)
+        return y
 
 
 def _lsoda_options(options: dict) -> dict:
