@@ -28,6 +28,7 @@ Run: python benchmarks/bench_fitting.py [--systems lotka_volterra,sir,...] [--re
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 from collections.abc import Callable
@@ -39,7 +40,7 @@ import autodiff as ad
 import hessopt
 from autodiff.numpy import scipy_integrate
 
-from common import interleaved_ratios, optional
+from common import calls_per_batch, optional
 
 jax = optional("jax")
 
@@ -122,6 +123,37 @@ def systems() -> dict:
     }
 
 
+# --- timing --------------------------------------------------------------------------------------------
+
+def interleaved(calls: dict, baseline: str, repeats: int) -> dict:
+    """{name: {"cpu"/"wall": (median seconds per call, median ratio to ``baseline``)}}, timed in
+    round-robin rounds of one batch per function, each batch with the garbage collector off and
+    after a collection (as ``timeit`` does), so that no call pays for another's garbage.
+
+    CPU time is this process's (``time.process_time``): on a loaded machine it is what a call
+    costs, while its wall time also counts the time other processes held the cores (a long call
+    is interrupted more often than a short one, which inflates ratios to a short solve). For the
+    single-threaded NumPy code here they agree on an idle machine; JAX's CPU time also counts its
+    worker threads."""
+    numbers = {name: calls_per_batch(call, 0.02) for name, call in calls.items()}
+    rounds = {name: {"cpu": [], "wall": []} for name in calls}
+    for _ in range(repeats):
+        for name, call in calls.items():
+            gc.collect()
+            gc.disable()
+            try:
+                wall, cpu = time.perf_counter(), time.process_time()
+                for _ in range(numbers[name]):
+                    call()
+                rounds[name]["wall"].append((time.perf_counter() - wall) / numbers[name])
+                rounds[name]["cpu"].append((time.process_time() - cpu) / numbers[name])
+            finally:
+                gc.enable()
+    return {name: {clock: (statistics.median(times), statistics.median(
+        t / b for t, b in zip(times, rounds[baseline][clock]))) for clock, times in clocks.items()}
+        for name, clocks in rounds.items()}
+
+
 # --- (a) derivatives ------------------------------------------------------------------------------------
 
 def derivative_timings(system: System, repeats: int) -> dict:
@@ -139,7 +171,7 @@ def derivative_timings(system: System, repeats: int) -> dict:
         "scipy FD gradient": lambda: _scipy_fd_gradient(system, data, x),
     }
     calls.update(_jax_calls(system, data, x, v))
-    timings = interleaved_ratios(calls, "solve", repeats=repeats)
+    timings = interleaved(calls, "solve", repeats)
     agreement = {name: _relative_difference(value(), gradient(x)) for name, value in
                  (("scipy FD gradient", lambda: _scipy_fd_gradient(system, data, x)),
                   ("jax gradient", calls.get("jax gradient"))) if value is not None}
@@ -187,11 +219,15 @@ def _relative_difference(a, b) -> float:
 def report_derivatives(name: str, result: dict) -> None:
     timings = result["timings"]
     print(f"\n{name}")
-    print(f"  {'':<20} {'ms':>10} {'x solve':>9} {'x jax':>8}")
-    for label, (seconds, ratio) in timings.items():
-        peer = timings.get("jax " + label)
-        versus = f"{seconds / peer[0]:8.1f}" if peer is not None and not label.startswith(("jax", "scipy")) else ""
-        print(f"  {label:<20} {seconds * 1e3:10.2f} {ratio:9.2f} {versus:>8}")
+    print(f"  {'':<20} {'CPU ms':>9} {'x solve':>8} {'x jax':>7}   {'wall ms':>9} {'x solve':>8} {'x jax':>7}")
+    for label, clocks in timings.items():
+        peer = timings.get("jax " + label) if not label.startswith(("jax", "scipy")) else None
+        columns = []
+        for clock in ("cpu", "wall"):
+            seconds, ratio = clocks[clock]
+            versus = f"{seconds / peer[clock][0]:7.1f}" if peer is not None else ""
+            columns.append(f"{seconds * 1e3:9.2f} {ratio:8.2f} {versus:>7}")
+        print(f"  {label:<20} {'   '.join(columns)}")
     for label, difference in result["agreement"].items():
         print(f"  {label} vs autodiff's: {difference:.1e} (relative to its largest entry)")
 

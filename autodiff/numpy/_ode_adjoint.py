@@ -86,8 +86,8 @@ def adjoint_cotangents(g, y0, t, rate: Callable, products: Callable, jacobians: 
     differentiated arguments (of ``sizes`` entries each), each (batch, size), for the output
     cotangents ``g`` (batch, len(t), n).
 
-    On plain arrays: ``rate(y, t)`` is dy/dt; ``products(z, t)`` is [a J_y, a J_args], each raveled,
-    for z = [y, a raveled]; ``jacobians(y, t)`` is [J_y, J_args] (n rows). Between consecutive output
+    On plain arrays: ``rate(y, t)`` is dy/dt; ``products(y, t, a)`` is [a J_y, a J_args], each
+    raveled, for a of shape (batch, n); ``jacobians(y, t)`` is [J_y, J_args] (n rows). Between consecutive output
     times, one integration of [a, the arguments' cotangents] in the reversed time s = -t.
 
     Raises
@@ -100,7 +100,7 @@ def adjoint_cotangents(g, y0, t, rate: Callable, products: Callable, jacobians: 
     size = batch * (n + sum(sizes))
 
     def backward_rate(state, s):
-        return products(_np.concatenate([solution(-s), state[:batch * n]]), -s)
+        return products(solution(-s), -s, state[:batch * n].reshape(batch, n))
 
     settings = {**{name: value for name, value in options.items() if name not in ("ml", "mu", "Dfun")},
                 **_backward_jacobian(lambda s: jacobians(solution(-s), -s), batch, n, sizes, size)}

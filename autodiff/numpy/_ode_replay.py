@@ -51,9 +51,10 @@ class Dynamics:
     def __call__(self, z, s, *args):
         return self.rate(z, s, *args)
 
-    def compiled(self, z, s, args: tuple) -> Callable:
-        """``(z, s) -> rate`` as an ndarray for the solves with these ``args``, replayed."""
-        return _Replay(self.rate, self.key, self.func, z, s, args)
+    def compiled(self, z, s, args: tuple, more: tuple = ()) -> Callable:
+        """``(z, s, *more) -> rate`` as an ndarray for the solves with these ``args``, replayed
+        (``more``: examples of further arguments that change between calls, after s)."""
+        return _Replay(self.rate, self.key, self.func, z, s, args, more)
 
     def stiff_jacobian(self, z, s, args: tuple) -> dict:
         """scipy odeint's options that give LSODA's stiff method the rate's Jacobian in z: the
@@ -97,31 +98,32 @@ def banded(block, copies: int, size: int) -> _np.ndarray:
 
 
 class _Replay:
-    """A rate for the solves with fixed ``args``: ``(z, s) -> ndarray``, by the programs traced for
-    its signature (alternatives for the branches taken), or on the engine's ops when the trace was
-    refused."""
+    """A rate for the solves with fixed ``args``: ``(z, s, *more) -> ndarray`` (``more``: further
+    arrays that change from call to call, as z does), by the programs traced for its signature
+    (alternatives for the branches taken), or on the engine's ops when the trace was refused."""
 
-    def __init__(self, rate: Callable, key: tuple, func: Callable, z, s, args: tuple):
-        example = (_np.asarray(z, dtype=_np.float64), _np.float64(s), *args)
+    def __init__(self, rate: Callable, key: tuple, func: Callable, z, s, args: tuple, more: tuple = ()):
+        example = (_np.asarray(z, dtype=_np.float64), _np.float64(s), *more, *args)
         signature_key, values, self._rebuild, _ = signature(example)
         self._rate, self._cache, self._key = rate, _programs_of(func), (key, signature_key)
-        # the float arrays of args (after z and s); a 0-d one as a NumPy scalar, on which NumPy's
-        # arithmetic is several times faster, with the same values
-        self._fixed = [value[()] if value.ndim == 0 else value for value in values[2:]]
+        self._changing = 2 + len(more)
+        # the float arrays of args (after z, s and more); a 0-d one as a NumPy scalar, on which
+        # NumPy's arithmetic is several times faster, with the same values
+        self._fixed = [value[()] if value.ndim == 0 else value for value in values[self._changing:]]
         self._args = args
         self._entry = self._cache.get(self._key) or []  # traced at the first call, if not kept
 
-    def __call__(self, z, s):
+    def __call__(self, z, s, *more):
         s = _np.float64(s)
         while True:
             if self._entry is _EAGER:
-                return _np.asarray(value_of(self._rate(z, s, *self._args)), dtype=_np.float64)
+                return _np.asarray(value_of(self._rate(z, s, *more, *self._args)), dtype=_np.float64)
             for run, variables in self._entry:
                 try:
-                    return run(z, s, *self._fixed, *[value_of(v) for v in variables])
+                    return run(z, s, *more, *self._fixed, *[value_of(v) for v in variables])
                 except Retrace:
                     continue
-            self._entry = self._trace(self._rebuild([z, s, *self._fixed]))
+            self._entry = self._trace(self._rebuild([z, s, *more, *self._fixed]))
 
     def _trace(self, example: tuple):
         """Trace the rate at ``example`` and keep the program among the alternatives of its key."""
@@ -134,7 +136,7 @@ class _Replay:
                           recording.raw, single=True)
         entry = self._cache.get(self._key)
         alternatives = [] if entry is None or entry is _EAGER else entry
-        variables = recording.inputs[2 + len(self._fixed):]  # read afresh by each solve's calls
+        variables = recording.inputs[self._changing + len(self._fixed):]  # read afresh by each call
         entry = [(program.run, variables)] + alternatives[:MAX_TRACES_PER_SIGNATURE - 1]
         self._cache.put(self._key, entry)
         return entry

@@ -317,15 +317,15 @@ def _uses_adjoint(choice: str, g, ans, args: tuple, parents: tuple) -> bool:
 
 
 def _adjoint_dynamics(func: Callable, n: int, batch: int, moved: tuple, count: int) -> Dynamics:
-    """The adjoint's rates for a batch of adjoints: z = [y, a raveled] gives [a J_y, a J_args], each
-    raveled (the cotangents of y, then those of each of ``args[moved]`` for the whole batch), one
-    vector-Jacobian product of ``func`` batched over the adjoints (even one: the sweep of a batch
-    adds its slice cotangents simply)."""
+    """The adjoint's rates for a batch of adjoints: ``rate(y, s, a, *args)`` (a of shape (batch, n))
+    is [a J_y, a J_args], each raveled (the cotangents of y, then those of each of ``args[moved]``
+    for the whole batch), one vector-Jacobian product of ``func`` batched over the adjoints (even
+    one: the sweep of a batch adds its slice cotangents simply)."""
 
-    def rate(z, s, *args):
-        _, pullback = vjp(lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen)), z[:n],
+    def rate(y, s, adjoints, *args):
+        _, pullback = vjp(lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen)), y,
                           *[args[k] for k in moved])
-        return ops.concatenate([ops.reshape(p, (-1,)) for p in pullback(ops.reshape(z[n:], (batch, n)))])
+        return ops.concatenate([ops.reshape(p, (-1,)) for p in pullback(adjoints)])
 
     root, key = _root_and_key(func)
     return Dynamics(rate, ("adjoint", key, n, batch, moved, count), root)
@@ -343,7 +343,7 @@ def _adjoint_raw(g, ans, y0, t, *args, func: Callable, parents: tuple, rtol, ato
     jacobians = Dynamics(lambda y, s, *args: _jacobians(func, y, s, args, moved)[1],
                          ("jacobians", key, n, moved, len(args)), root)
     rate = _plain_rate(func, y0, t[0], args)
-    products = _adjoint_dynamics(func, n, batch, moved, len(args)).compiled(_np.zeros(n * (1 + batch)), t[0], args)
+    products = _adjoint_dynamics(func, n, batch, moved, len(args)).compiled(y0, t[0], args, (_np.zeros((batch, n)),))
     adjoint, in_args = adjoint_cotangents(g, y0, t, rate, products, jacobians.compiled(y0, t[0], args),
                                           [_np.size(args[k]) for k in moved], rtol, atol, _derivative_options(options))
     pieces = [adjoint + g[:, 0]] if 0 in parents else []
