@@ -342,7 +342,8 @@ def _adjoint_raw(g, ans, y0, t, *args, func: Callable, parents: tuple, rtol, ato
     root, key = _root_and_key(func)
     jacobians = Dynamics(lambda y, s, *args: _jacobians(func, y, s, args, moved)[1],
                          ("jacobians", key, n, moved, len(args)), root)
-    rate = _plain_rate(func, y0, t[0], args)
+    # func itself, as the values' solve has checked its rate (a checked rate costs as much again)
+    rate = func.compiled(y0, t[0], args) if isinstance(func, Dynamics) else lambda y, s: func(y, s, *args)
     products = _adjoint_dynamics(func, n, batch, moved, len(args)).compiled(y0, t[0], args, (_np.zeros((batch, n)),))
     adjoint, in_args = adjoint_cotangents(g, y0, t, rate, products, jacobians.compiled(y0, t[0], args),
                                           [_np.size(args[k]) for k in moved], rtol, atol, _derivative_options(options))
