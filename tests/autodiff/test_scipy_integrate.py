@@ -482,3 +482,16 @@ def test_the_adjoint_replays_exactly_under_autodiff_function():
 def test_an_unknown_method_of_derivatives_is_refused_by_name():
     with pytest.raises(ValueError, match="derivatives must be one of 'auto', 'forward', 'adjoint'; got 'backward'"):
         scipy_integrate.odeint(decay, Y0, TIMES, args=(1.0,), derivatives="backward")
+
+
+@pytest.mark.parametrize("derivatives", ["forward", "adjoint"])
+def test_tolerances_per_equation_carry_over_to_the_derivatives(derivatives):
+    """One rtol and atol per equation: each block of the derivatives' larger state gets its
+    equation's (before, the backward integration refused an atol of y0's length for its state).
+    dy_i(t)/dk = -t y0_i exp(-k t) for the decay."""
+    y0, t, k = np.array([1.5, -0.5]), np.linspace(0.0, 2.0, 5), 0.8
+    tolerances = {"rtol": [1e-11, 1e-10], "atol": np.array([1e-12, 1e-11])}
+    functional = lambda x: np.sum(scipy_integrate.odeint(decay, x[:2], t, args=(x[2],), derivatives=derivatives,  # noqa: E731
+                                                         **tolerances))
+    expected = [np.sum(np.exp(-k * t)), np.sum(np.exp(-k * t)), np.sum(-t[:, None] * y0 * np.exp(-k * t)[:, None])]
+    np.testing.assert_allclose(ad.grad(functional)(np.array([*y0, k])), expected, rtol=1e-8)
