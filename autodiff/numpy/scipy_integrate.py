@@ -100,29 +100,23 @@ def _rate(func: Callable, y, t, args: tuple):
     return rate
 
 
-def _plain_rate(func: Callable, y0, t0, args: tuple) -> Callable:
-    """``(y, t) -> dy/dt`` on plain arrays: ``func`` itself, or a derivative system (``Dynamics``)
-    as its replayed program."""
-    if isinstance(func, Dynamics):
-        return func.compiled(y0, t0, args)
-    return lambda y, s: _rate(func, y, s, args)
-
-
 def _solve(y0, t, *args, func: Callable, rtol, atol, options: dict, derivatives: str = "auto",
            report: dict | None = None):
     """The values: scipy.integrate.odeint with ``func`` on plain arrays; scipy's infodict of the solve
-    goes into ``report`` when one is given (``full_output``). A derivative system (``Dynamics``)
-    runs as its replayed program, with its Jacobian for LSODA's stiff method, and its failure
-    raises (a RuntimeError with LSODA's message) rather than give wrong derivatives."""
+    goes into ``report`` when one is given (``full_output``); ``derivatives`` is for the backward
+    pass. A derivative system (``Dynamics``) runs as its replayed program, with its Jacobian for
+    LSODA's stiff method, and its failure raises (a RuntimeError with LSODA's message) rather than
+    give wrong derivatives."""
     solve = _scipy_odeint()
-    rate = _plain_rate(func, y0, t[0], args)
     if isinstance(func, Dynamics):
         options = {**_derivative_options(options), **func.stiff_jacobian(y0, t[0], args)}
-        values, infodict = solve(rate, y0, t, rtol=rtol, atol=atol, full_output=True, **options)
+        values, infodict = solve(func.compiled(y0, t[0], args), y0, t, rtol=rtol, atol=atol, full_output=True,
+                                 **options)
         if len(t) > 1 and infodict["message"] != "Integration successful.":
             raise RuntimeError(f"autodiff: odeint's derivatives: the integration of the forward sensitivities "
                                f"failed: {infodict['message']}")
         return values
+    rate = lambda y, s: _rate(func, y, s, args)  # noqa: E731
     if report is None:
         return solve(rate, y0, t, rtol=rtol, atol=atol, **options)
     values, infodict = solve(rate, y0, t, rtol=rtol, atol=atol, full_output=True, **options)
@@ -187,12 +181,12 @@ def _sensitivity_dynamics(func: Callable, n: int, m: int, moved: tuple, count: i
 
     def rate(z, s, *all_args):
         args, tangents = all_args[:count], all_args[count]
-        at = lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen))  # noqa: E731
-        chosen = [args[k] for k in moved]
         if m == 1:
+            chosen = [args[k] for k in moved]
             ends = _np.cumsum([0] + [math.prod(shape_of(c)) for c in chosen])
             along = [ops.reshape(tangents[0, a:b], shape_of(c)) for a, b, c in zip(ends[:-1], ends[1:], chosen)]
-            return ops.concatenate(jvp(at, (z[:n], *chosen), (z[n:], *along)))
+            return ops.concatenate(jvp(lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen)),
+                                       (z[:n], *chosen), (z[n:], *along)))
         f, jacobian = _jacobians(func, z[:n], s, args, moved)
         directions = ops.concatenate([ops.reshape(z[n:], (m, n)), tangents], axis=1)
         return ops.concatenate([f, ops.reshape(ops.matmul(directions, ops.transpose(jacobian)), (-1,))])
