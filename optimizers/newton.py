@@ -58,9 +58,11 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
 
     A Hessian that comes as a ``scipy.sparse`` matrix (``hess``, or the operator's
     ``to_sparse()``) is factored as one (:mod:`optimizers.sparse`): the shifted Cholesky becomes
-    a sparse LDL^T whose pivots say whether ``H + tau I`` is positive definite, its ordering and
-    elimination tree found once and reused, and the second-order check an LDL^T too (an
-    eigenpair from ARPACK only where that shows H is not positive definite).
+    a sparse LDL^T whose pivots say whether ``H + tau I`` is positive definite (a singular
+    semidefinite H, a pivot zero but for rounding, is factored with a rounding-level shift, as
+    the dense Cholesky is), its ordering and elimination tree found once and reused, and the
+    second-order check an LDL^T too (an eigenpair, by shift-invert Lanczos on more of them, only
+    where that shows clearly negative curvature).
 
     Parameters
     ----------
@@ -500,7 +502,10 @@ class CholeskyShift:
     beta when the diagonal is not positive) for which Cholesky succeeds (N&W Algorithm 3.3);
     beta is 1e-3 times ||H||_F so the shift follows the scale of H. A sparse H is factored as
     LDL^T (positive definite: every pivot positive), the symbolic analysis of ``factorization``
-    reused from one tau and one iterate to the next."""
+    reused from one tau and one iterate to the next. A pivot zero but for rounding, dense or
+    sparse, is not negative curvature: tau = 0 then succeeds with a rounding-level shift
+    (:func:`~optimizers.sparse.rounding_shift`) and a singular semidefinite H gets the Newton
+    step on its range, not a shift of beta."""
 
     def __init__(self, factorization: LDLFactorization):
         self.factorization = factorization

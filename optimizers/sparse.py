@@ -9,7 +9,16 @@ of a dense Cholesky or eigendecomposition. ``H + tau I`` is positive definite ex
 pivot of D is positive (Sylvester's law of inertia): an LDL^T without pivoting exists for every
 positive definite matrix, is as stable as Cholesky there (Golub & Van Loan, *Matrix Computations*,
 4th ed., §4.2), and meets a pivot that is not positive on every other one, which is the answer
-the methods need (a failed Cholesky in the dense code).
+the methods need (a failed Cholesky in the dense code). A pivot within rounding of zero, as on a
+singular positive semidefinite Hessian, is what a Cholesky factorization meets as a rounding
+error of either sign; it is factored again with a rounding-level shift instead of being taken
+for negative curvature, by the dense factorizations too (:func:`rounding_shift`).
+
+The leftmost eigenpair, for the hard case of the secular iteration, dogleg's eigenpoint and the
+direction out of a saddle, comes from the same factorizations: shift-invert Lanczos on ``(H -
+sigma I)^{-1}`` with sigma below the spectrum, confirmed there by a positive definite
+factorization (:func:`sparse_leftmost_eigenpair`), a few factorizations and solves at any n
+where Lanczos on H itself (ARPACK's smallest-algebraic mode) needs more products the larger n.
 
 The factorization is qdldl (the OSQP team's LDL^T with an AMD ordering; Apache 2.0, wheels for
 Linux, macOS and Windows, numpy and scipy its only dependencies), imported on first use. It was
@@ -27,7 +36,11 @@ CHOLMOD (scikit-sparse) would be faster on grids but has no wheels.
 References: J. Nocedal and S. J. Wright, *Numerical Optimization*, 2nd ed., 2006 (N&W), §3.4;
 P. R. Amestoy, T. A. Davis and I. S. Duff, An approximate minimum degree ordering algorithm, SIAM
 J. Matrix Anal. Appl. 17 (1996); B. Stellato, G. Banjac, P. Goulart, A. Bemporad and S. Boyd, OSQP:
-an operator splitting solver for quadratic programs, Math. Program. Comput. 12 (2020) (QDLDL).
+an operator splitting solver for quadratic programs, Math. Program. Comput. 12 (2020) (QDLDL);
+N. J. Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., SIAM 2002, ch. 10; T.
+Ericsson and A. Ruhe, The spectral transformation Lanczos method for the numerical solution of
+large sparse generalized symmetric eigenvalue problems, Math. Comp. 35 (1980); B. N. Parlett,
+*The Symmetric Eigenvalue Problem*, SIAM 1998 (residual bounds, Sylvester's inertia).
 """
 from __future__ import annotations
 
@@ -37,16 +50,25 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse
 
-from .krylov import leftmost_curvature
+from .krylov import EPS, SADDLE_CURVATURE, Lanczos, dense_leftmost_curvature, norm
 
 # The automatic rule: a Hessian given as a sparse matrix is used as one from this size on, when
 # under this fraction of its entries are structural nonzeros (at n = 1,000, 50 a row).
 SPARSE_MIN_SIZE = 1000
 SPARSE_MAX_DENSITY = 0.05
-# Leftmost eigenpairs of sparse Hessians: dense up to this size, ARPACK above, and Lanczos steps
-# where ARPACK does not converge.
+# Leftmost eigenpairs of sparse Hessians: dense up to this size, shift-invert Lanczos above
+# (:func:`sparse_leftmost_eigenpair`). A Ritz pair is accepted once ||H u - theta u|| <= 1e-12
+# ||H||: theta is then lambda_1 to that residual (the search also confirms that no eigenvalue
+# lies below it), and u is lambda_1's eigenvector to within the residual over the gap to
+# lambda_2 (Davis-Kahan), inside the rtol = 1e-8 at which Moré-Sorensen tests g^T u for the hard
+# case wherever that gap exceeds 1e-4 ||H||; 1e-12 is a few thousand eps, above the rounding
+# floor of the residual of backward-stable solves. The caps, Lanczos steps (solves) at one shift
+# and shifts (factorizations) in all, bound a search that on the test matrices (bands, grids,
+# clusters, repeated and singular spectra) took 1-3 shifts and at most 60 solves.
 DENSE_EIGEN_SIZE = 500
-LANCZOS_FALLBACK_STEPS = 50
+EIGEN_RESIDUAL = 1e-12
+INVERSE_LANCZOS_STEPS = 30
+MAX_EIGEN_SHIFTS = 12
 
 
 def dense_reason(n: int, nnz: int, sparse: bool | None) -> str | None:
@@ -94,10 +116,12 @@ def symmetric_csc(h) -> scipy.sparse.csc_matrix:
 
 class LDLFactor(NamedTuple):
     """One factorization ``P (H + shift I) P^T = L D L^T``: ``pivots`` (D), whether it is
-    ``positive_definite`` (every pivot positive), and ``solve(b) = (H + shift I)^{-1} b``."""
+    ``positive_definite`` (every pivot positive), ``solve(b) = (H + shift I)^{-1} b``, and the
+    ``shift`` factored (the one asked for, or above it by rounding: :func:`rounding_shift`)."""
     pivots: np.ndarray
     positive_definite: bool
     solve: Callable[[np.ndarray], np.ndarray]
+    shift: float
 
 
 class LDLFactorization:
@@ -106,6 +130,8 @@ class LDLFactorization:
     same pattern (the Hessians of a run, the shifts of one Newton step).
 
     Only the latest factorization can solve: a ``solve`` of an earlier one raises.
+    ``factorizations`` and ``solves`` count the numeric factorizations and the solves so far
+    (what the linear algebra of a run costs).
 
     Examples
     --------
@@ -119,12 +145,15 @@ class LDLFactorization:
     (True, array([2., 3., 3., 2.]))
     >>> ldl.factor(H, shift=-1.0).positive_definite      # eigenvalues of H: 0.38 ... 3.62
     False
+    >>> ldl.factor(H - scipy.sparse.diags([1.0, 0, 0, 1.0])).positive_definite   # singular, semidefinite
+    True
     """
 
     def __init__(self):
         self._pattern: tuple[np.ndarray, np.ndarray] | None = None
         self._solver = None
         self._generation = 0
+        self.factorizations = self.solves = 0
 
     def _analyse(self, h: scipy.sparse.csc_matrix) -> None:
         """The upper triangle of h's pattern with the whole diagonal (qdldl reads the upper
@@ -146,21 +175,40 @@ class LDLFactorization:
         self._solver = None
 
     def _upper(self, h: scipy.sparse.csc_matrix, shift: float) -> scipy.sparse.csc_matrix:
-        data = np.where(self._source >= 0, h.data[np.maximum(self._source, 0)], 0.0)
+        data = np.zeros(self._source.size)
+        stored = self._source >= 0
+        data[stored] = h.data[self._source[stored]]
         data[self._diagonal] += shift
         return scipy.sparse.csc_matrix((data, self._rows, self._indptr), shape=h.shape)
 
     def factor(self, h: scipy.sparse.csc_matrix, shift: float = 0.0) -> LDLFactor:
         """The factorization of ``h + shift I``, h a symmetric CSC matrix with sorted indices (as
         :func:`symmetric_csc` gives); not finite entries give a factor that is not positive
-        definite."""
+        definite. A pivot within rounding of zero (a singular semidefinite matrix; qdldl stops
+        at an exact zero) has the matrix factored again with the shift of
+        :func:`rounding_shift`, which the factor's ``shift`` then includes."""
         import qdldl
         if self._pattern is None or not (np.array_equal(h.indptr, self._pattern[0])
                                          and np.array_equal(h.indices, self._pattern[1])):
             self._analyse(h)
         upper = self._upper(h, shift)
         if not np.all(np.isfinite(upper.data)):
-            return LDLFactor(np.full(h.shape[0], np.nan), False, _not_definite)
+            return LDLFactor(np.full(h.shape[0], np.nan), False, _not_definite, shift)
+        pivots, order = self._numeric(upper, qdldl)
+        zero = np.flatnonzero(pivots == 0.0)
+        reached = zero[0] + 1 if zero.size else pivots.size   # qdldl stops at a zero pivot
+        extra = rounding_shift(pivots[:reached], upper.data[self._diagonal][order])
+        if extra:
+            upper.data[self._diagonal] += extra
+            shift, (pivots, _) = shift + extra, self._numeric(upper, qdldl)
+        self._generation += 1
+        return LDLFactor(pivots, bool(np.all(pivots > 0)), self._solve_of(self._generation), shift)
+
+    def _numeric(self, upper: scipy.sparse.csc_matrix, qdldl) -> tuple[np.ndarray, np.ndarray]:
+        """Factor ``upper`` (the upper triangle, pattern analysed) numerically: its pivots and
+        the elimination order (pivot k eliminates variable ``order[k]``). qdldl stops at a zero
+        pivot, that pivot and the later ones left 0: D > 0 fails there."""
+        self.factorizations += 1
         if self._solver is None:
             try:
                 self._solver = qdldl.Solver(upper, upper=True)
@@ -172,17 +220,47 @@ class LDLFactorization:
                 self._solver.update(upper, upper=True)
         else:
             self._solver.update(upper, upper=True)
-        self._generation += 1
-        # qdldl stops at a zero pivot, with that pivot (0) stored: D > 0 fails there
-        pivots = self._solver.factors()[1]
-        return LDLFactor(pivots, bool(np.all(pivots > 0)), self._solve_of(self._generation))
+        _, pivots, order = self._solver.factors()
+        return pivots, order
 
     def _solve_of(self, generation: int) -> Callable[[np.ndarray], np.ndarray]:
         def solve(b: np.ndarray) -> np.ndarray:
             if generation != self._generation:
                 raise RuntimeError("this LDL^T factorization was replaced by a later one")
+            self.solves += 1
             return self._solver.solve(np.ascontiguousarray(b, dtype=float))
         return solve
+
+
+def rounding_shift(pivots: np.ndarray, diagonal: np.ndarray) -> float:
+    """The shift to factor a symmetric n x n matrix A again with when a pivot of its
+    factorization is zero but for rounding: ``pivots`` d_k in elimination order, up to the one
+    the factorization stopped at (LDL^T's D, or a Cholesky factorization's r_kk^2), and
+    ``diagonal`` the n entries a_kk in that order. A pivot is zero but for rounding when ``|d_k|
+    <= r_k = n eps a_kk`` (the exact 0 of a zero row too); then, unless another is clearly
+    negative (``d_k < -r_k``), the shift is 2 max r_k over those, or ``2 n eps max_j |a_jj|``
+    when they are all zero rows; else 0 (also for NaN, and for A = 0, which nothing scales a
+    shift for).
+
+    d_k = a_kk - sum_j l_kj^2 d_j is computed with an error of about k eps a_kk when A is
+    semidefinite, the sum being at most a_kk (Higham, *Accuracy and Stability of Numerical
+    Algorithms*, 2nd ed., 2002, ch. 10), so such a pivot says A is singular to working precision
+    and, as far as the factorization can tell, semidefinite, and its sign, on which a
+    factorization succeeds or fails, is a rounding error. The shift lifts it above rounding (a
+    pivot grows at least as fast as the shift), so the answer no longer depends on that sign: on
+    a singular semidefinite Hessian Newton's step is the step on its range (along its null
+    space only the gradient's rounding error over the shift), instead of the shift of 1e-3
+    ||H||_F meant for negative curvature. Relative to each pivot's own diagonal entry, the test
+    leaves the small pivots of a badly scaled but definite matrix alone. Dense and sparse
+    factorizations apply the same rule.
+    """
+    n = diagonal.size
+    rounding = n * EPS * np.abs(diagonal[:pivots.size])
+    near = np.abs(pivots) <= rounding
+    if not near.any() or np.any(pivots < -rounding):
+        return 0.0
+    largest = rounding[near].max()
+    return 2.0 * float(largest if largest > 0 else n * EPS * np.abs(diagonal).max())
 
 
 def _not_definite(b: np.ndarray) -> np.ndarray:
@@ -203,40 +281,130 @@ def norm_bound(h: scipy.sparse.spmatrix) -> float:
     return float(min(abs(h).sum(axis=0).max(), frobenius_norm(h)))
 
 
-def sparse_leftmost_eigenpair(h: scipy.sparse.csc_matrix) -> tuple[float, np.ndarray]:
-    """The smallest eigenvalue of a symmetric sparse H and a unit eigenvector: ARPACK's implicitly
-    restarted Lanczos (``scipy.sparse.linalg.eigsh``, smallest algebraic, from a fixed start so a
-    run repeats), or the dense eigendecomposition up to :data:`DENSE_EIGEN_SIZE` variables. Where
-    ARPACK does not converge, the best Ritz pair of :data:`LANCZOS_FALLBACK_STEPS` Lanczos steps,
-    whose Rayleigh quotient is exact for its vector."""
+def gershgorin_lower_bound(h: scipy.sparse.spmatrix) -> float:
+    """``min_i (h_ii - sum_{j != i} |h_ij|)``: no eigenvalue of a symmetric H lies below it
+    (Gershgorin's theorem)."""
+    diagonal = h.diagonal()
+    off_diagonal = np.asarray(abs(h).sum(axis=0)).ravel() - np.abs(diagonal)
+    return float(np.min(diagonal - off_diagonal))
+
+
+class _RitzPair(NamedTuple):
+    """A unit vector ``u``, its Rayleigh quotient ``theta = u^T H u`` and its ``residual``
+    ``||H u - theta u||``, within which of theta an eigenvalue of H lies (Kato)."""
+    theta: float
+    u: np.ndarray
+    residual: float
+
+
+def _ritz_pair(h: scipy.sparse.spmatrix, v: np.ndarray) -> _RitzPair:
+    u = v / norm(v)
+    hu = h @ u
+    theta = float(u @ hu)
+    return _RitzPair(theta, u, norm(hu - theta * u))
+
+
+def sparse_leftmost_eigenpair(h: scipy.sparse.csc_matrix, factorization: LDLFactorization | None = None
+                              ) -> tuple[float, np.ndarray]:
+    """The smallest eigenvalue lambda_1 of a symmetric sparse H and a unit eigenvector, from
+    LDL^T factorizations of ``H - sigma I`` (``factorization``'s; a new one when None) with
+    sigma below the spectrum, or the dense eigendecomposition up to :data:`DENSE_EIGEN_SIZE`
+    variables.
+
+    Shift-invert Lanczos (Ericsson & Ruhe 1980; Parlett 1998): H - sigma I is
+    positive definite, so its factorization is stable, and Lanczos on its inverse finds the
+    inverse's largest eigenvalue 1/(lambda_1 - sigma) in a few solves once sigma is close to
+    lambda_1 relative to the gap lambda_2 - lambda_1 (:func:`_inverse_lanczos`). sigma starts at
+    Gershgorin's lower bound and moves up under lambda_1 by the Ritz pair's bounds; a
+    factorization that is positive definite confirms that no eigenvalue lies below sigma
+    (Sylvester), and one that is not halves the move (bisection). The Ritz pair is accepted once
+    ``||H u - theta u|| <= EIGEN_RESIDUAL ||H||`` and sigma lies within that residual below theta:
+    lambda_1 is then theta to within the residual. After :data:`MAX_EIGEN_SHIFTS` factorizations
+    the pair of lowest Rayleigh quotient is returned; theta is always ``u^T H u``, so a negative
+    theta is a genuine direction of negative curvature. H = 0 gives 0 and the first unit vector.
+    """
     from scipy.linalg import eigh
-    from scipy.sparse.linalg import ArpackNoConvergence, eigsh
     n = h.shape[0]
     if n <= DENSE_EIGEN_SIZE:
         values, vectors = eigh(h.toarray(), subset_by_index=[0, 0])
         return float(values[0]), vectors[:, 0]
-    start = np.random.default_rng(0).standard_normal(n)
-    try:
-        values, vectors = eigsh(h, k=1, which="SA", v0=start)
-    except ArpackNoConvergence:
-        theta, u, _ = leftmost_curvature(h.__matmul__, n, LANCZOS_FALLBACK_STEPS)
-        return theta, u
-    return float(values[0]), vectors[:, 0] / np.linalg.norm(vectors[:, 0])
+    scale = norm_bound(h)
+    if scale == 0.0:
+        return 0.0, np.eye(1, n)[0]
+    pair = _shift_invert_search(h, factorization or LDLFactorization(), scale)
+    return pair.theta, pair.u
+
+
+def _shift_invert_search(h: scipy.sparse.csc_matrix, factorization: LDLFactorization, scale: float) -> _RitzPair:
+    """The search of :func:`sparse_leftmost_eigenpair` for a nonzero H of norm at most ``scale``:
+    lambda_1 stays in ``[lower, upper]``, lower the last shift confirmed below it (Gershgorin's
+    bound at first), upper the lowest Rayleigh quotient or the last shift found above it."""
+    margin, tolerance = h.shape[0] * EPS * scale, EIGEN_RESIDUAL * scale
+
+    def accepted(pair: _RitzPair, sigma: float) -> bool:   # sigma confirmed below lambda_1
+        return pair.residual <= tolerance and pair.theta - pair.residual <= sigma + margin
+
+    pair = best = _ritz_pair(h, np.random.default_rng(0).standard_normal(h.shape[0]))
+    lower, upper = gershgorin_lower_bound(h) - margin, pair.theta
+    sigma = lower
+    for _ in range(MAX_EIGEN_SHIFTS):
+        factor = factorization.factor(h, -sigma)
+        if not factor.positive_definite:
+            if sigma > lower:              # lambda_1 lies below sigma: bisect
+                upper, sigma = sigma, 0.5 * (lower + sigma)
+            else:                          # rounding at Gershgorin's bound: well below it
+                lower = sigma = sigma - scale
+            continue
+        lower = sigma = -factor.shift
+        if accepted(pair, sigma):
+            return pair
+        pair, distance = _inverse_lanczos(h, factor.solve, pair.u, tolerance)
+        best = min(best, pair, key=lambda candidate: candidate.theta)
+        upper = min(upper, pair.theta)
+        if accepted(pair, sigma):
+            return pair
+        # a converged pair: confirm it by a shift under it; else close in by the Lanczos bound
+        sigma = pair.theta - pair.residual - margin if pair.residual <= tolerance else sigma + distance
+        if sigma >= upper:
+            sigma = 0.5 * (lower + upper)
+    return best
+
+
+def _inverse_lanczos(h: scipy.sparse.spmatrix, solve: Callable, start: np.ndarray,
+                     tolerance: float) -> tuple[_RitzPair, float]:
+    """Lanczos on ``solve = (H - sigma I)^{-1}`` (positive definite) from ``start``: the Ritz
+    pair in H of its largest Ritz value nu, once its residual is at most ``tolerance``, the
+    Krylov space is exhausted or has :data:`INVERSE_LANCZOS_STEPS` vectors; and ``1 / (nu +
+    rho)``, rho the Ritz residual of nu (Paige). An eigenvalue of the inverse lies within rho of
+    nu; when it is its largest, ``1 / (lambda_1 - sigma)``, sigma can move up by that much and
+    stay below lambda_1."""
+    lanczos = Lanczos(solve, start)
+    while True:
+        lanczos.extend()
+        values, vectors = lanczos.ritz()
+        pair = _ritz_pair(h, lanczos.combine(vectors[:, -1]))
+        if pair.residual <= tolerance or lanczos.exhausted or lanczos.size >= INVERSE_LANCZOS_STEPS:
+            return pair, 1.0 / (values[-1] + lanczos.residuals(vectors[:, -1]))
 
 
 def sparse_leftmost_curvature(h: scipy.sparse.csc_matrix, factorization: LDLFactorization
                               ) -> tuple[float, np.ndarray, float] | None:
     """The second-order check on a sparse Hessian, as ``(theta, u, scale)`` (see
-    :func:`~optimizers.krylov.leftmost_curvature`): one LDL^T factorization; when every pivot is
-    positive H is positive definite and no eigenvector is sought (theta is then 0, for "no
-    negative curvature"); else the leftmost eigenpair (:func:`sparse_leftmost_eigenpair`). The
-    scale is :func:`norm_bound`. None when H is not finite."""
+    :func:`~optimizers.krylov.leftmost_curvature`), the scale :func:`norm_bound`: one LDL^T
+    factorization of ``H + t I``, t the saddle test's ``SADDLE_CURVATURE * scale``; when it is
+    positive definite, lambda_1 > -t and H has no clearly negative curvature
+    (:func:`~optimizers.krylov.clearly_negative`), so no eigenvector is sought (theta is then 0);
+    else the leftmost eigenpair (:func:`sparse_leftmost_eigenpair`). Up to
+    :data:`DENSE_EIGEN_SIZE` variables the dense path's check, the same eigenvector where
+    lambda_1 is repeated. None when H is not finite."""
     if not np.all(np.isfinite(h.data)):
         return None
+    if h.shape[0] <= DENSE_EIGEN_SIZE:
+        return dense_leftmost_curvature(h.toarray())
     scale = norm_bound(h)
-    if factorization.factor(h).positive_definite:
+    if factorization.factor(h, SADDLE_CURVATURE * scale).positive_definite:
         return 0.0, np.zeros(h.shape[0]), scale
-    theta, u = sparse_leftmost_eigenpair(h)
+    theta, u = sparse_leftmost_eigenpair(h, factorization)
     return theta, u, max(scale, abs(theta))
 
 

@@ -33,8 +33,8 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse
-from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh, eigh_tridiagonal
-from scipy.linalg.lapack import dpttrf, dpttrs
+from scipy.linalg import cho_solve, eigh, eigh_tridiagonal
+from scipy.linalg.lapack import dpotrf, dpttrf, dpttrs
 
 from .krylov import (
     EPS,
@@ -51,7 +51,7 @@ from .krylov import (
     sphere_crossings,
     steihaug_maxiter,
 )
-from .sparse import LDLFactorization, frobenius_norm, sparse_leftmost_eigenpair
+from .sparse import LDLFactorization, frobenius_norm, rounding_shift, sparse_leftmost_eigenpair
 from .sparse import norm_bound as sparse_norm_bound
 
 # The hard case's extra shift of H - lam1 I, relative to max(1, |lam1|): from sqrt(eps), which
@@ -102,12 +102,16 @@ class _DenseShifts:
         return float(np.linalg.norm(self.H))
 
     def factor(self, lam: float) -> Callable | None:
-        """A solver for ``(H + lam I) x = b``; None when ``H + lam I`` is not positive definite."""
-        try:
-            factors = cho_factor(self.H + lam * np.eye(len(self.H)), check_finite=False)
-        except LinAlgError:
-            return None
-        return lambda b: cho_solve(factors, b, check_finite=False)
+        """A solver for ``(H + lam I) x = b``; None when ``H + lam I`` is not positive definite.
+        A pivot zero but for rounding has it factored again a rounding-level shift higher
+        (:func:`~optimizers.sparse.rounding_shift`), as the sparse factorization does."""
+        shifted = self.H + lam * np.eye(len(self.H))
+        solve, pivots = _cholesky(shifted)
+        extra = rounding_shift(pivots, shifted.diagonal())
+        if extra:
+            shifted[np.diag_indices_from(shifted)] += extra
+            solve, _ = _cholesky(shifted)
+        return solve
 
     @cached_property
     def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
@@ -115,10 +119,23 @@ class _DenseShifts:
         return float(values[0]), vectors[:, 0]
 
 
+def _cholesky(a: np.ndarray) -> tuple[Callable | None, np.ndarray]:
+    """LAPACK's Cholesky factorization of a symmetric matrix: a solver (None when it is not
+    positive definite) and the pivots r_kk^2, up to the one it stopped at, which potrf leaves
+    on the diagonal as it found it."""
+    factors, info = dpotrf(a, lower=False, clean=False)
+    diagonal = np.diag(factors)
+    if info > 0:
+        return None, np.r_[diagonal[:info - 1] ** 2, diagonal[info - 1]]
+    return (lambda b: cho_solve((factors, False), b, check_finite=False)), diagonal ** 2
+
+
 class _SparseShifts:
     """``H + lam I`` for a sparse symmetric H (CSC): sparse LDL^T solves with the symbolic
-    analysis of ``factorization`` (:class:`~optimizers.sparse.LDLFactorization`), and the
-    leftmost eigenpair from ARPACK."""
+    analysis of ``factorization`` (:class:`~optimizers.sparse.LDLFactorization`; a singular
+    semidefinite ``H + lam I`` is factored with a rounding-level extra shift, as the dense one
+    is), and the leftmost eigenpair by shift-invert Lanczos on factorizations below
+    the spectrum (:func:`~optimizers.sparse.sparse_leftmost_eigenpair`)."""
 
     def __init__(self, H: scipy.sparse.csc_matrix, factorization: LDLFactorization):
         self.H, self._factorization = H, factorization
@@ -145,7 +162,7 @@ class _SparseShifts:
 
     @cached_property
     def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
-        return sparse_leftmost_eigenpair(self.H)
+        return sparse_leftmost_eigenpair(self.H, self._factorization)
 
 
 def matrix_shifts(H, factorization: LDLFactorization | None = None) -> _DenseShifts | _SparseShifts:
@@ -530,8 +547,9 @@ class MoreSorensen:
     sparse H: LDL^T factorizations, :class:`~optimizers.sparse.LDLFactorization`, whose pivots
     tell whether ``H + lam I`` is positive definite, the symbolic analysis of ``factorization``
     reused) and, only when H is not positive definite and an iterate falls inside the region, the
-    leftmost eigenpair (scipy.linalg.eigh; ARPACK for a sparse H) to detect and solve the hard
-    case. See :func:`solve_secular`.
+    leftmost eigenpair (scipy.linalg.eigh; for a sparse H shift-invert Lanczos on the same
+    factorizations, :func:`~optimizers.sparse.sparse_leftmost_eigenpair`) to detect and solve the
+    hard case. See :func:`solve_secular`.
     """
 
     def __init__(self, g: np.ndarray, H, rtol: float = 1e-8,

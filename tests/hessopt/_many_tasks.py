@@ -1,20 +1,25 @@
 """Objectives for tests/hessopt/test_many.py, at module level in an importable module so that process
 and Dask workers can unpickle them (pytest puts this folder on sys.path; workers inherit it).
 
-Each misbehaves only at a start whose first coordinate is BAD: it raises, ends its process
-(os._exit, sys.exit, SIGKILL), or hangs until the file ``release`` exists (so a test can free a
-worker it could not stop).
+Each misbehaves only at a start whose first coordinate is BAD: it raises (an Exception or another
+BaseException), ends its process (os._exit, sys.exit, SIGKILL), or hangs until the file ``release``
+exists (so a test can free a worker it could not stop). Loaded as a Dask worker's preload, this
+module makes the worker start SLOW_START seconds late (``dask_setup``).
 """
+import asyncio
 import os
 import signal
 import sys
+import threading
 import time
 
 import numpy as np
+from scipy.sparse.linalg import LinearOperator
 
 import autodiff as ad
 
 BAD = -7.0
+SLOW_START = 4.0    # seconds a slow worker takes to start (tests/hessopt/test_many.py)
 
 
 def shifted_sphere(x):
@@ -62,10 +67,18 @@ def dying_once_logged(x, log):
 
 def hanging(x, release):
     if _at_bad_start(x):
-        deadline = time.monotonic() + 60.0
+        deadline = time.monotonic() + 120.0
         while not os.path.exists(release) and time.monotonic() < deadline:
             time.sleep(0.02)
     return shifted_sphere(x)
+
+
+def interrupting_its_caller(x, release):
+    """At the BAD start, Ctrl-C to the process that handed the run out (a pool worker's parent),
+    until ``release`` exists, then hangs as ``hanging`` does."""
+    if _at_bad_start(x) and not os.path.exists(release):
+        os.kill(os.getppid(), signal.SIGINT)
+    return hanging(x, release)
 
 
 def quartic_refusing_near_minimum(x):
@@ -95,3 +108,43 @@ class PauseAtStart:
                 with open(self.log, "a") as out:
                     out.write(f"{intermediate_result.x[0]}\n")
             time.sleep(0.5)
+
+
+def interrupted(x):
+    """Raises KeyboardInterrupt at the BAD start, as a run hit by Ctrl-C in its worker."""
+    if _at_bad_start(x):
+        raise KeyboardInterrupt
+    return shifted_sphere(x)
+
+
+def cancelled(x):
+    """Raises asyncio.CancelledError (a BaseException) at the BAD start, as a framework's cancellation."""
+    if _at_bad_start(x):
+        raise asyncio.CancelledError("the run's framework cancelled it")
+    return shifted_sphere(x)
+
+
+class Unprintable(ValueError):
+    """An exception whose str() raises."""
+
+    def __str__(self):
+        raise RuntimeError("no text for this exception")
+
+
+def raising_unprintable(x):
+    if _at_bad_start(x):
+        raise Unprintable
+    return shifted_sphere(x)
+
+
+def locked_operator_hessian(x):
+    """shifted_sphere's Hessian, 2 I, as a LinearOperator built from a lambda that holds a lock: it
+    pickles neither with pickle (a lambda) nor with cloudpickle (a lock)."""
+    lock = threading.Lock()
+    return LinearOperator((x.size, x.size), matvec=lambda v: 2.0 * v if lock else None, dtype=float)
+
+
+def dask_setup(worker):
+    """Dask's preload hook: a worker with this module as its preload registers with the scheduler
+    SLOW_START seconds late (a worker that starts slowly, as a replacement on a loaded machine)."""
+    time.sleep(SLOW_START)

@@ -113,3 +113,45 @@ def test_a_users_sparse_hess_is_factored_as_a_sparse_matrix():
     result = hessopt.minimize(chained, np.full(1000, 1.2), method="trust-exact", hess=hess)
     assert result.sparse and result.success and result.hessian_source == "hess"
     assert result.nhev == len(calls)
+
+
+def chain_differences(x):
+    """A singular positive semidefinite Hessian (2 x the path Laplacian, null vector ones)."""
+    return np.sum((x[1:] - x[:-1]) ** 2)
+
+
+@pytest.mark.parametrize("method", ["newton", "trust-exact", "dogleg"])
+@pytest.mark.parametrize("fun, x0", [(lambda x: np.sum((x - 1) ** 4), np.ones(1000)),   # H = 0 at x0
+                                     (lambda x: np.sum(x * 0), np.ones(1000)),          # no Hessian entry
+                                     (lambda x: 0.0 * np.sum(x), np.linspace(0, 1, 1000))],
+                         ids=["quartic at its minimizer", "x times 0", "0 times sum"])
+def test_the_sparse_path_passes_points_where_the_hessian_vanishes(method, fun, x0):
+    """The issue's runs (ARPACK error -9 from the final check at H = 0; an IndexError on an empty
+    pattern): a first-order point with H = 0 is a minimum to the second-order check, as on the
+    dense path."""
+    sparse = hessopt.minimize(fun, x0, method=method)
+    dense = hessopt.minimize(fun, x0, method=method, options={"sparse": False})
+    assert sparse.sparse and not dense.sparse
+    assert sparse.success and dense.success and sparse.nit == dense.nit == 0
+
+
+@pytest.mark.parametrize("method", ["newton", "trust-exact", "dogleg"])
+def test_a_singular_semidefinite_hessian_takes_one_step_on_the_sparse_path(method):
+    """sum((x[1:] - x[:-1])^2) at n = 2,000 took 14,950 sparse Newton iterations (an exact zero
+    pivot read as negative curvature, the shift then 1e-3 ||H||_F); the step on the range of H
+    reaches a constant vector at once, as the dense path does. At n = 12 with sparse=True the
+    iterates are the dense path's off the null space (along ones each carries the gradient's
+    rounding error over a rounding-level shift, which f does not see); there the Newton step has
+    condition lambda_max / lambda_+ = 60, so they agree to 1e-12 relative, asserted at 1e-9."""
+    x0 = np.random.default_rng(0).standard_normal(2000)
+    result = hessopt.minimize(chain_differences, x0, method=method, options={"maxiter": 10})
+    assert result.sparse and result.success and result.nit == 1
+    small = x0[:12]
+    sparse = hessopt.minimize(chain_differences, small, method=method, options={"sparse": True})
+    dense = hessopt.minimize(chain_differences, small, method=method)
+    assert sparse.sparse and sparse.success and dense.success and sparse.nit == dense.nit == 1
+
+    def centered(x):
+        return x - x.mean(axis=-1, keepdims=True)
+    np.testing.assert_allclose(centered(sparse.history["x"]), centered(dense.history["x"]), rtol=0,
+                               atol=1e-9 * np.linalg.norm(centered(small)))

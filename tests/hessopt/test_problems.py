@@ -516,11 +516,11 @@ def test_scalable_problems_evaluate_fast_at_n_10000():
     for name in SCALABLE:
         n = 9999 if name.startswith("dixmaan") else 10_000
         p = scalable(name, n)
-        start = time.perf_counter()
+        start = time.process_time()     # CPU time: a loaded machine delays, it does not add work
         value = p.fun(p.x0)
         if p.residuals is not None:
             assert p.residuals(p.x0).shape == (p.m,)
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
         assert np.isfinite(value) and elapsed < 0.1, (name, elapsed)
 
 
@@ -823,9 +823,9 @@ def test_bounded_minima_are_reached_by_an_independent_solver(name):
 def test_bounded_problems_evaluate_fast_at_n_10000_and_refuse_bad_sizes():
     for name in BOUNDED:
         p = bounded(name, 10_000)
-        start = time.perf_counter()
+        start = time.process_time()     # CPU time: a loaded machine delays, it does not add work
         value = p.fun(p.x0)
-        assert np.isfinite(value) and time.perf_counter() - start < 0.1, name
+        assert np.isfinite(value) and time.process_time() - start < 0.1, name
         assert np.isfinite(p.fmin)
     assert np.isnan(bounded("torsion", 16).fmin)
     with pytest.raises(ValueError, match="perfect square"):
