@@ -25,6 +25,7 @@ from scipy.optimize import OptimizeResult, OptimizeWarning
 from scipy.sparse.linalg import LinearOperator
 
 import autodiff as ad
+from optimizers.objective import same_point
 
 # scipy's finite-difference choices for jac and hess: derivatives here are exact instead.
 FINITE_DIFFERENCES = ("2-point", "3-point", "cs")
@@ -158,6 +159,12 @@ def _real_value(value, name: str, expected: str):
     return real_array(value, f"the value of {name}")
 
 
+def plain_value(value):
+    """What a user's function returned, a Tensor's value explicitly out of the engine
+    (``t.numpy()``); anything else as it is."""
+    return value.numpy() if isinstance(value, ad.Tensor) else value
+
+
 def gradient_vector(value, n: int, name: str = "jac"):
     """What ``name`` returned for the gradient (or a Hessian product): an array of x0's size or a
     pytree of x0's form, as one flat vector of n entries (Tensors stay Tensors, so the raveling is
@@ -212,7 +219,7 @@ class UserHessian:
         return self.calls
 
     def at(self, x: np.ndarray):
-        if self._x is None or not np.array_equal(x, self._x):
+        if not same_point(x, self._x):
             h = self._hess(self._unravel(x), *self._args)
             self.calls += 1
             self._h, self._x = self._checked(h), np.array(x, copy=True)

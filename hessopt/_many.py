@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from scipy.optimize import OptimizeResult
 
 from ._arguments import check_option, flatten_x0, takes_intermediate_result
-from ._minimize import _method, minimize
+from ._minimize import method_declaration, minimize
 
 if TYPE_CHECKING:       # multiprocessing is loaded only by those who use processes
     from concurrent.futures import ProcessPoolExecutor
@@ -781,7 +781,7 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
-    _method(method)
+    method_declaration(method)
     inspect.signature(minimize).bind(fun, None, method=method, **kwargs)
     callback = kwargs.get("callback")
     if callback is not None and not callable(callback):

@@ -14,8 +14,9 @@ import numpy as np
 import scipy.optimize
 
 from . import problems
+from ._derivatives import AutodiffDerivatives
 from ._many import minimize_many
-from ._minimize import METHODS, AutodiffDerivatives, minimize
+from ._minimize import METHODS, minimize
 
 SCIPY_COUNTERPARTS = {"newton-cg": "Newton-CG", "trust-ncg": "trust-ncg",
                       "trust-krylov": "trust-krylov", "trust-exact": "trust-exact", "dogleg": "dogleg"}

@@ -11,17 +11,20 @@ Marquardt's method", IMM-REP-1999-05, DTU; J. Nocedal and S. J. Wright, *Numeric
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg
 from scipy.optimize import OptimizeResult
 
-from .bounds import Box, bounded_start
+from .bounds import Box
+from .feasible import FeasibleSet, Unconstrained
 from .linesearch import backtracking
-from .loop import Saddle, Step, Stop, Trial, run
+from .loop import RunOptions, Saddle, Step, Stop, Trial, run
+from .methods import feasible_set
 from .newton import ProjectedNewton
-from .objective import Iterate, Objective, Status
+from .objective import Iterate, Objective, Status, same_point
 from .trust_region import trust_region_step
 
 # A Levenberg-Marquardt trial step is taken when its gain ratio exceeds this (Nielsen 1999 takes
@@ -45,7 +48,7 @@ class _Residuals:
 
     def residuals(self, x: np.ndarray) -> np.ndarray:
         for point, r in self._recent:
-            if np.array_equal(x, point):
+            if same_point(x, point):
                 return r
         self.nfev += 1
         r = np.atleast_1d(np.asarray(self._residuals(x), dtype=float))
@@ -53,7 +56,7 @@ class _Residuals:
         return r
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
-        if self._jx is None or not np.array_equal(x, self._jx):
+        if not same_point(x, self._jx):
             self.njev += 1
             j = np.atleast_2d(np.asarray(self._jac(x), dtype=float))
             if j.shape != (self.residuals(x).size, x.size):
@@ -88,7 +91,7 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
                      method: str = "lm", gtol: float | None = None, ftol: float = 1e-10,
                      xtol: float = 1e-10, maxiter: int | None = None, disp: bool = False,
                      damping: float = 1e-3, keep_iterates: bool = True,
-                     bounds: Box | tuple | None = None) -> OptimizeResult:
+                     bounds: FeasibleSet | tuple | None = None) -> OptimizeResult:
     """Minimize 0.5 ||r(x)||^2 given ``residuals(x)`` (shape (m,)) and ``jac(x)`` (shape (m, n)).
 
     ``method="gn"``: Gauss-Newton steps p = argmin ||J p + r|| (minimum norm when J is rank
@@ -141,24 +144,14 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     if method not in ("lm", "gn"):
         raise ValueError(f"method must be 'lm' or 'gn', got {method!r}")
     counted = _Residuals(residuals, jac)
-    box, x0 = bounded_start(bounds, x0)
-    if box is not None:
-        objective = Objective(counted.cost, x0, counted.gradient, hessp=counted.gauss_newton_product)
-    else:
-        objective = Objective(counted.cost, x0, counted.gradient)
+    feasible = feasible_set(bounds)
+    x0, note = feasible.start(np.array(x0, dtype=float))
+    objective = Objective(counted.cost, x0, counted.gradient, hessp=counted.gauss_newton_product)
     if not np.all(np.isfinite(counted.residuals(objective.x0))):   # scipy's least_squares refuses it
         raise ValueError("the residuals are not finite at x0")
-    if box is not None:
-        if method == "lm":
-            step = trust_region_step(objective, None, dense=False, eta=LM_ACCEPT_RATIO, box=box)
-        else:
-            step = _ProjectedGaussNewton(objective, box, counted)
-    elif method == "lm":
-        step = LevenbergMarquardt(objective, counted, ftol=ftol, xtol=xtol, damping=damping)
-    else:
-        step = GaussNewton(objective, counted, ftol=ftol, xtol=xtol)
-    result = run(objective, step, gtol=gtol, maxiter=maxiter, callback=callback, disp=disp,
-                 keep_iterates=keep_iterates, counts=counted.counts, box=box)
+    step = least_squares_step(feasible, method, objective, counted, ftol=ftol, xtol=xtol, damping=damping)
+    result = run(objective, step, RunOptions(gtol, maxiter, callback, disp, keep_iterates), feasible=feasible,
+                 note=note, counts=counted.counts)
     result.cost, result.grad = result.fun, result.jac
     result.fun, result.jac = counted.residuals(result.x), counted.jacobian(result.x)
     return result
@@ -291,3 +284,28 @@ class _ProjectedGaussNewton(ProjectedNewton):
     def reduced_step(self, point: Iterate, free: np.ndarray, g_free: np.ndarray) -> np.ndarray:
         jacobian = self.counted.jacobian(point.x)
         return scipy.linalg.lstsq(jacobian[:, free], -self.counted.residuals(point.x))[0]
+
+
+@functools.singledispatch
+def least_squares_step(feasible: FeasibleSet, method: str, objective: Objective, counted: _Residuals, *,
+                       ftol: float, xtol: float, damping: float) -> Step:
+    """The step of ``method`` ("lm" or "gn") in ``feasible``: Levenberg-Marquardt or Gauss-Newton;
+    in a box TRON's trust-region step on the Gauss-Newton model or projected Gauss-Newton (``ftol``,
+    ``xtol`` and ``damping`` then play no part)."""
+    raise TypeError(f"least squares takes no {type(feasible).__name__}")
+
+
+@least_squares_step.register
+def _(feasible: Unconstrained, method: str, objective: Objective, counted: _Residuals, *, ftol: float,
+      xtol: float, damping: float) -> Step:
+    if method == "lm":
+        return LevenbergMarquardt(objective, counted, ftol=ftol, xtol=xtol, damping=damping)
+    return GaussNewton(objective, counted, ftol=ftol, xtol=xtol)
+
+
+@least_squares_step.register
+def _(feasible: Box, method: str, objective: Objective, counted: _Residuals, *, ftol: float,
+      xtol: float, damping: float) -> Step:
+    if method == "lm":
+        return trust_region_step(objective, None, feasible, dense=False, eta=LM_ACCEPT_RATIO)
+    return _ProjectedGaussNewton(objective, feasible, counted)

@@ -342,16 +342,18 @@ def _triangular_solves(factor: scipy.sparse.csc_matrix, scaling: np.ndarray) -> 
 AUTOMATIC_PRODUCTS = 100
 
 
-def krylov_preconditioning(option: bool | None, n: int, box) -> Preconditioning | None:
-    """The :class:`Preconditioning` of a Krylov method's ``precondition`` option over n variables;
-    None with bounds (``box``), where the methods' steps are TRON's or projected Newton's.
+def krylov_preconditioning(option: bool | None, n: int, feasible) -> Preconditioning | None:
+    """The :class:`Preconditioning` of a Krylov method's ``precondition`` option over n variables
+    in the ``feasible`` set; None where its steps are not preconditioned
+    (:attr:`~optimizers.feasible.FeasibleSet.preconditioned`: in a box, TRON's and projected
+    Newton-CG's).
 
     Raises
     ------
     ValueError
-        For ``precondition=True`` with bounds.
+        For ``precondition=True`` in such a set.
     """
-    if box is None:
+    if feasible.preconditioned:
         return Preconditioning(option, n)
     if option:
         raise ValueError("precondition=True takes no bounds: the bounded steps (TRON, projected "

@@ -438,7 +438,8 @@ def test_bounds_are_honoured_where_scipy_newton_cg_warns_and_drops_them(bounds):
     result = hessopt.minimize(rosen, X0, method="newton-cg", bounds=bounds)   # scipy: ignored
     assert result.success and np.all((result.x >= 0) & (result.x <= 2))
     np.testing.assert_allclose(result.x, [1.0, 1.0], atol=1e-6)
-    with pytest.raises(ValueError, match="method 'arc' does not take bounds; the methods that do: trust-ncg"):
+    with pytest.raises(ValueError, match="method 'arc' does not take bounds; the methods that do: newton, "
+                                         "newton-cg, trust-ncg"):
         hessopt.minimize(rosen, X0, method="arc", bounds=bounds)
 
 

@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import OptimizeWarning, rosen, rosen_der, rosen_hess
 
 import optimizers
-from optimizers.loop import Step, Stop, Trial, run
+from optimizers.loop import RunOptions, Step, Stop, Trial, run
 from optimizers.objective import Objective, Status
 
 SQUARE = (lambda x: x @ x, lambda x: 2 * x)
@@ -64,17 +64,17 @@ def test_maxiter_none_is_the_step_default_and_bad_values_are_refused():
     assert result.status == Status.MAXITER and result.nit == 7
     for bad in (2.5, "3", True, 1j):
         with pytest.raises(ValueError, match=r"maxiter must be an integer \(0 or less: no iteration\) or None"):
-            run(Objective(SQUARE[0], np.array([4.0]), SQUARE[1]), Scripted([]), maxiter=bad)
+            run(Objective(SQUARE[0], np.array([4.0]), SQUARE[1]), Scripted([]), RunOptions(maxiter=bad))
 
 
 @pytest.mark.parametrize("maxiter", [0, -1, -7, 0.0])
 def test_maxiter_of_0_or_less_makes_no_iteration_as_in_scipy(maxiter):
     """scipy's reading (gh-8241: Newton-CG with maxiter=-1 is status 1): x0 is tested, no step."""
     step = Scripted([halve])
-    result = run(Objective(SQUARE[0], np.array([4.0]), SQUARE[1]), step, maxiter=maxiter)
+    result = run(Objective(SQUARE[0], np.array([4.0]), SQUARE[1]), step, RunOptions(maxiter=maxiter))
     assert result.status == Status.MAXITER and result.nit == 0 and step.seen == []
     np.testing.assert_array_equal(result.x, [4.0])
-    at_minimum = run(Objective(SQUARE[0], np.array([0.0]), SQUARE[1]), Scripted([]), maxiter=maxiter)
+    at_minimum = run(Objective(SQUARE[0], np.array([0.0]), SQUARE[1]), Scripted([]), RunOptions(maxiter=maxiter))
     assert at_minimum.success and at_minimum.nit == 0     # x0 passes the test: no false failure
 
 
