@@ -152,9 +152,45 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     step = least_squares_step(feasible, method, objective, counted, ftol=ftol, xtol=xtol, damping=damping)
     result = run(objective, step, RunOptions(gtol, maxiter, callback, disp, keep_iterates), feasible=feasible,
                  note=note, counts=counted.counts)
+    if result.status == Status.PRECISION_LOSS and isinstance(feasible, Unconstrained):
+        _refine(result, counted, step.scale)
     result.cost, result.grad = result.fun, result.jac
     result.fun, result.jac = counted.residuals(result.x), counted.jacobian(result.x)
     return result
+
+
+def _refine(result: OptimizeResult, counted: _Residuals, scale: np.ndarray) -> None:
+    """Full Gauss-Newton steps from where the cost stopped resolving progress, kept while they contract.
+
+    Near a minimizer a step that shortens the residual by d changes the cost by about d^2, so costs
+    rounded at eps ||r||^2 stop telling better from worse when d nears sqrt(eps) ||r||, while the
+    Gauss-Newton step, a linear least-squares solution, is accurate to about eps ||J^+|| ||r||. Its
+    iteration converges (linearly, at the rate ||sum r_i H_i|| / sigma_min(J)^2; Dennis & Schnabel,
+    1983, thm. 10.2.1) to the minimizer when that rate is below 1: a step at x_k + p_k shorter than
+    p_k is taken as that contraction, and x_k + p_k is kept; the first that is not ends the refinement
+    (at rounding, where two steps are noise of equal size, or where the iteration does not contract).
+    Updates ``result``'s x, fun, jac, the counts and its message.
+    """
+    x = result.x
+
+    def step(point):
+        return scipy.linalg.lstsq(counted.jacobian(point), -counted.residuals(point))[0]
+
+    p, taken = step(x), 0
+    for _ in range(default_maxiter(x.size)):
+        trial = x + p
+        if same_point(trial, x) or not np.all(np.isfinite(counted.residuals(trial))):
+            break
+        p_trial = step(trial)
+        if not np.linalg.norm(scale * p_trial) < np.linalg.norm(scale * p):
+            break
+        x, p, taken = trial, p_trial, taken + 1
+    if taken:
+        result.x, result.fun = x, counted.cost(x)
+        result.jac = counted.gradient(x)
+        result.message += (f" Then {taken} Gauss-Newton step{'s' * (taken > 1)}, each shorter than the last, "
+                           f"refined x (the next: {np.linalg.norm(scale * p):.1e} in the scaled norm).")
+    result.update(counted.counts())
 
 
 class NielsenDamping:
