@@ -100,6 +100,16 @@ class NistProblem:
     ``x`` is (observations,) or, for Nelson's two predictors, (observations, 2); ``starts`` holds
     NIST's "Start 1" and "Start 2" as rows; ``certified`` the certified parameters and
     ``certified_sd`` their standard deviations; ``digits`` the significant digits printed (11).
+
+    Examples
+    --------
+    >>> from hessopt.problems import nist_problem
+    >>> problem = nist_problem("Misra1a")
+    >>> problem.difficulty, problem.y.size, problem.starts[0], problem.certified
+    ('lower', 14, array([5.e+02, 1.e-04]), array([2.38942129e+02, 5.50156432e-04]))
+    >>> residuals = problem.residuals(problem.certified)
+    >>> bool(abs(residuals @ residuals - problem.certified_rss) < 1e-10 * problem.certified_rss)
+    True
     """
 
     name: str
@@ -125,7 +135,20 @@ def _significant_digits(number: str) -> int:
 
 @functools.cache
 def nist_problem(name: str) -> NistProblem:
-    """The NIST StRD problem ``name`` (one of ``NIST_STRD``), read from NIST's file."""
+    """The NIST StRD problem ``name`` (one of ``NIST_STRD``), read from NIST's file.
+
+    Examples
+    --------
+    Fit it from NIST's far start and compare with the certificate:
+
+    >>> import numpy as np
+    >>> import hessopt
+    >>> from hessopt.problems import nist_problem
+    >>> problem = nist_problem("Rat42")
+    >>> fit = hessopt.least_squares(problem.residuals, problem.starts[0], ftol=1e-14, xtol=1e-14, gtol=None)
+    >>> bool(np.all(np.abs(fit.x - problem.certified) <= 1e-9 * np.abs(problem.certified)))
+    True
+    """
     if name not in _MODELS:
         raise ValueError(f"unknown NIST StRD problem {name!r}; choose one of {', '.join(NIST_STRD)}")
     text = (_DATA / f"{name}.dat").read_text()

@@ -604,7 +604,7 @@ def test_least_squares_with_list_and_2d_x0_and_callbacks():
         assert intermediate_result.x.shape == (2, 2)
         raise StopIteration
 
-    assert hessopt.least_squares(lambda x: x - target, np.zeros((2, 2)), callback=stop).status == 99
+    assert hessopt.least_squares(lambda x: x - target, np.zeros((2, 2)), callback=stop).status == -2
 
 
 @pytest.mark.parametrize("residuals, error, match", [
