@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse
 from scipy.optimize import OptimizeResult
+from scipy.optimize._numdiff import approx_derivative
 from scipy.sparse.linalg import LinearOperator
 
 import autodiff as ad
@@ -25,6 +26,7 @@ from ._arguments import (
     as_options,
     check_option,
     exact_derivatives,
+    is_tree,
     normalize,
     plain_value,
     real_array,
@@ -138,6 +140,8 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
     if method not in METHODS:
         raise ValueError(f"unknown least-squares method {method!r}; choose one of {', '.join(map(repr, METHODS))}")
     _check_scipy_settings(x_scale, diff_step, tr_solver, tr_options, verbose, max_nfev)
+    if not is_tree(x0) and np.iscomplexobj(x0):
+        raise ValueError("x0 must be real (scipy's least_squares refuses complex x0 too)")
     robust = RobustResiduals(loss, f_scale)
     feasible = feasible_set(bounds, x0, pairs=False)
     options = {**_stopping(ftol, xtol, gtol, max_nfev, verbose), **as_options(options)}
@@ -145,7 +149,7 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
     check_option("trace", trace)
     call = normalize(x0, args, callback, options, optimizers.least_squares_lm, "least_squares")
     call.x0, note = feasible.start(call.x0)
-    residuals = _Residuals(fun, jac, call, kwargs or {}, trace, robust)
+    residuals = _Residuals(fun, jac, call, kwargs or {}, trace, robust, feasible)
     result = optimizers.least_squares_lm(residuals.robust_residuals, call.x0, residuals.robust_jacobian,
                                          callback=call.callback, method=METHODS[method], bounds=feasible,
                                          **call.options)
@@ -198,24 +202,42 @@ def _stopping(ftol, xtol, gtol, max_nfev, verbose) -> dict:
 class _Residuals:
     """The user's residuals f and Jacobian J on flat x, with the robust rewriting on top; the last
     two values of f are kept, so the Jacobian at an evaluated point and the result's ``fun`` cost
-    no evaluation."""
+    no evaluation. Values come from plain calls of ``fun``; the Jacobian from autodiff's program of
+    it (``trace``: replayed), the user's ``jac``, or finite differences where autodiff cannot follow."""
 
-    def __init__(self, fun: Callable, jac, call, kwargs: dict, trace: bool, robust: RobustResiduals):
+    def __init__(self, fun: Callable, jac, call, kwargs: dict, trace: bool, robust: RobustResiduals,
+                 feasible):
         unravel, args, n = call.unravel, call.args, call.x0.size
         self.robust, self.recent = robust, []
+        self.box = (feasible.lower, feasible.upper) if hasattr(feasible, "lower") else (-np.inf, np.inf)
 
         def flat(x):
             return residual_vector(fun(unravel(x), *args, **kwargs))
 
+        self.plain = lambda x: np.ravel(fun(unravel(x), *args, **kwargs))   # finite differences ('cs': complex x)
+        self.flat = flat   # values by a plain call: code autodiff cannot follow still has them
         self.traced = ad.function(flat, eager_fallback=True) if trace else None
-        self.flat = self.traced or flat
+        self.scheme = jac if isinstance(jac, str) else "2-point"
+        self.note: str | None = None    # why autodiff could not give the Jacobian, once it could not
         if callable(jac):
+            self.source = "jac"
             self.jacobian = lambda x: _dense(jac(unravel(x), *args, **kwargs), n)
         elif exact_derivatives(jac):
-            self.jacobian = ad.jacobian(self.flat)
+            self.source, self.autodiff = "autodiff", ad.jacobian(self.traced or flat)
+            self.jacobian = self.exact_or_differenced
         else:
             raise ValueError(f"jac must be a callable, None or one of {', '.join(map(repr, FINITE_DIFFERENCES))} "
                              f"(exact, from autodiff); got {jac!r}")
+
+    def exact_or_differenced(self, x: np.ndarray) -> np.ndarray:
+        """autodiff's Jacobian, or, once the engine refused the residuals (code it cannot follow, as
+        ``np.array([t0, t1])`` of Tensors), scipy's finite differences with the scheme of ``jac``."""
+        if self.note is None:
+            try:
+                return np.asarray(self.autodiff(x), dtype=float)
+            except TypeError as refusal:   # the engine's word for code it cannot differentiate
+                self.source, self.note = "finite differences", str(refusal).split("\n")[0]
+        return np.atleast_2d(approx_derivative(self.plain, x, method=self.scheme, f0=self.value(x), bounds=self.box))
 
     def value(self, x: np.ndarray) -> np.ndarray:
         for point, f in self.recent:
@@ -238,7 +260,10 @@ def _dense(value, n: int) -> np.ndarray:
         value = value.toarray()
     elif isinstance(value, LinearOperator):
         value = value @ np.eye(n)
-    return real_array(plain_value(value), "the value of jac").reshape(-1, n)
+    value = real_array(plain_value(value), "the value of jac")
+    if value.ndim > 2:
+        raise ValueError(f"jac must return a matrix (at most 2 dimensions), got shape {value.shape}")
+    return value.reshape(-1, n)
 
 
 def _as_scipy_result(result: OptimizeResult, residuals: _Residuals, feasible, jac) -> None:
@@ -251,7 +276,11 @@ def _as_scipy_result(result: OptimizeResult, residuals: _Residuals, feasible, ja
     result.hessopt_status, result.status, result.success = status, code, code > 0
     result.fun = residuals.value(result.x)
     result.optimality = float(np.max(np.abs(feasible.stationarity(result.x, result.grad)), initial=0.0))
-    if isinstance(jac, str):
+    result.jac_source = residuals.source
+    if residuals.note is not None:
+        result.message += (f" The Jacobian came from finite differences ({residuals.scheme!r}), which autodiff "
+                           f"could not follow: {residuals.note}")
+    elif isinstance(jac, str):
         result.message += f" The Jacobian was exact (autodiff), in place of jac={jac!r}."
     if residuals.traced is not None and residuals.traced.fallback_reason is not None:
         result.untraced_reason = residuals.traced.fallback_reason

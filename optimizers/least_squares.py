@@ -117,8 +117,9 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     (Lin & Moré 1999; :class:`~optimizers.bounds.BoxTrustRegion`) on the Gauss-Newton model,
     products ``J^T (J v)``; ``method="gn"`` is projected Gauss-Newton, Bertsekas' (1982)
     projected Newton method with the least-squares step of the columns of J of the variables not
-    held at a bound. Success then means the projected gradient passes the gradient test (``ftol``,
-    ``xtol`` and ``damping`` play no part), and the result has ``active_mask``.
+    held at a bound. Success then means the projected gradient passes the gradient test or a taken
+    step passes the ``ftol`` or ``xtol`` test (``damping`` plays no part), and the result has
+    ``active_mask``.
 
     Raises
     ------
@@ -326,8 +327,8 @@ class _ProjectedGaussNewton(ProjectedNewton):
 def least_squares_step(feasible: FeasibleSet, method: str, objective: Objective, counted: _Residuals, *,
                        ftol: float, xtol: float, damping: float) -> Step:
     """The step of ``method`` ("lm" or "gn") in ``feasible``: Levenberg-Marquardt or Gauss-Newton;
-    in a box TRON's trust-region step on the Gauss-Newton model or projected Gauss-Newton (``ftol``,
-    ``xtol`` and ``damping`` then play no part)."""
+    in a box TRON's trust-region step on the Gauss-Newton model or projected Gauss-Newton, with the
+    same small-change tests (``damping`` then plays no part)."""
     raise TypeError(f"least squares takes no {type(feasible).__name__}")
 
 
@@ -343,5 +344,36 @@ def _(feasible: Unconstrained, method: str, objective: Objective, counted: _Resi
 def _(feasible: Box, method: str, objective: Objective, counted: _Residuals, *, ftol: float,
       xtol: float, damping: float) -> Step:
     if method == "lm":
-        return trust_region_step(objective, None, feasible, dense=False, eta=LM_ACCEPT_RATIO)
-    return _ProjectedGaussNewton(objective, feasible, counted)
+        return _SmallChanges(trust_region_step(objective, None, feasible, dense=False, eta=LM_ACCEPT_RATIO),
+                             ftol=ftol, xtol=xtol)
+    return _SmallChanges(_ProjectedGaussNewton(objective, feasible, counted), ftol=ftol, xtol=xtol)
+
+
+class _SmallChanges(Step):
+    """A bounded step with the small-change tests of the unconstrained ones (scipy's ``ftol`` and
+    ``xtol`` in a box): a taken trial that lowers the cost by less than ``ftol`` relative, or moves x
+    by less than ``xtol`` relative, ends the run with success once recorded."""
+
+    def __init__(self, step: Step, *, ftol: float, xtol: float):
+        self.step, self.ftol, self.xtol = step, ftol, xtol
+        self.messages, self.warning = step.messages, step.warning
+
+    def default_maxiter(self, n: int) -> int:
+        return self.step.default_maxiter(n)
+
+    def start(self, point: Iterate) -> dict:
+        return self.step.start(point)
+
+    def test(self, point: Iterate, test):
+        return self.step.test(point, test)
+
+    def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
+        trial = self.step(point, saddle)
+        if isinstance(trial, Stop) or trial.x is None or trial.stop is not None:
+            return trial
+        moved, size = np.linalg.norm(trial.x - point.x), np.linalg.norm(point.x)
+        if point.f - trial.f <= self.ftol * point.f:
+            return trial._replace(stop=Stop(Status.SUCCESS, "Relative reduction of the cost below ftol."))
+        if moved <= self.xtol * (size + self.xtol):
+            return trial._replace(stop=Stop(Status.SUCCESS, "Relative step size below xtol."))
+        return trial
