@@ -18,8 +18,8 @@ from ._minimize import METHODS, minimize
 from ._stochastic import STOCHASTIC_METHODS, minimize_stochastic
 
 __all__ = ["minimize", "minimize_many", "minimize_stochastic", "BatchStatus", "least_squares", "curve_fit",
-           "confidence_band", "METHODS", "STOCHASTIC_METHODS", "problems", "curvature", "plot", "nn", "regularizers", "grad", "hessian",
-           "hvp", "jacobian", "hessian_operator"]
+           "confidence_band", "METHODS", "STOCHASTIC_METHODS", "problems", "curvature", "plot", "nn", "regularizers",
+           "grad", "hessian", "hvp", "jacobian", "hessian_operator"]
 
 
 def __getattr__(name: str):
