@@ -2,8 +2,9 @@
 
 The weighted residuals are ``(f(xdata, *p) - ydata) / sigma`` (for a covariance matrix sigma = L L^T,
 ``L^-1 (f - ydata)``), minimized by ``least_squares``; the parameters' covariance is (J^T J)^-1 from the
-Jacobian J of those residuals at the solution, by its singular value decomposition with singular values
-below eps max(m, n) s_max dropped (a pseudo-inverse, as scipy's), scaled by the reduced chi-square
+Jacobian J of those residuals at the solution, made as scipy makes it: for 'lm' from the column-pivoted
+QR of J (leastsq's; none when R is exactly singular), else by the singular value decomposition with
+singular values below eps max(m, n) s_max dropped (a pseudo-inverse); scaled by the reduced chi-square
 2 cost / (m - n) unless ``absolute_sigma``. ``confidence_band`` propagates that covariance to the fitted
 curve (the delta method: var f(x) = g^T pcov g, g the gradient of f(x, p) in p, exact from autodiff).
 """
@@ -83,27 +84,51 @@ def curve_fit(f: Callable, xdata, ydata, p0=None, sigma=None, absolute_sigma: bo
     """
     xdata, ydata, sigma = _data(xdata, ydata, sigma, check_finite, nan_policy)
     p0 = _start(f, p0, bounds)
-    if method is None:
-        method = "trf" if np.isfinite(_sides(bounds, p0.size)).any() else "lm"
-    if "maxfev" in kwargs:
-        kwargs["max_nfev"] = kwargs.pop("maxfev")
+    method = _method(method, bounds, p0, ydata.size, kwargs)
     weigh = _weights(sigma, ydata.size)
 
     def residuals(params):
-        return weigh(np.ravel(f(xdata, *params)) - np.ravel(ydata))
+        return weigh(np.ravel(f(xdata, *params) - ydata))   # ydata broadcast to f's shape, as scipy
 
     weighted_jac = jac
     if callable(jac):
         def weighted_jac(params):
-            return weigh(np.asarray(jac(xdata, *params), dtype=float).reshape(ydata.size, -1))
+            return weigh(np.asarray(jac(xdata, *params), dtype=float).reshape(-1, p0.size))
     result = least_squares(residuals, p0, jac=weighted_jac, bounds=bounds, method=method, **kwargs)
     if not result.success:
         raise RuntimeError("Optimal parameters not found: " + result.message)
-    pcov = _covariance(result.jac, 2 * result.cost, ydata.size, absolute_sigma)
+    pcov = _covariance(result.jac, 2 * result.cost, result.fun.size, absolute_sigma, method)
     if full_output:
-        info = {"nfev": result.nfev, "njev": result.njev, "fvec": result.fun}
-        return result.x, pcov, info, result.message, result.status
+        return result.x, pcov, _info(result), result.message, result.status
     return result.x, pcov
+
+
+def _method(method: str | None, bounds, p0: np.ndarray, m: int, kwargs: dict) -> str:
+    """scipy's choice of method (and its refusals), with kwargs made least_squares' (maxfev)."""
+    if "args" in kwargs:
+        raise ValueError("'args' is not a supported keyword argument: f takes the parameters after xdata")
+    if "maxfev" in kwargs:
+        kwargs["max_nfev"] = kwargs.pop("maxfev")
+    lower, upper = _sides(bounds, p0.size)
+    bounded = bool(np.isfinite(lower).any() or np.isfinite(upper).any())
+    if np.any(p0 < lower) or np.any(p0 > upper):
+        raise ValueError(f"Initial guess is outside of provided bounds: p0 = {p0}")
+    method = method or ("trf" if bounded else "lm")
+    if method == "lm" and bounded:
+        raise ValueError("Method 'lm' only works for unconstrained problems. Use 'trf' or 'dogbox' instead.")
+    if method == "lm" and 1 < m < p0.size:   # m = 1: a scalar ydata, broadcast to f's shape
+        raise TypeError(f"The number of func parameters={p0.size} must not exceed the number of data points={m}")
+    return method
+
+
+def _info(result) -> dict:
+    """full_output's infodict: nfev, njev, fvec (the weighted residuals) and, as MINPACK's, the
+    column-pivoted QR of the Jacobian: fjac (R^T padded, n x m), ipvt (1-based), qtf (Q^T fvec)."""
+    q, r, pivots = scipy.linalg.qr(result.jac, mode="economic", pivoting=True)
+    fjac = np.zeros((result.jac.shape[1], result.jac.shape[0]))
+    fjac[:, :r.shape[0]] = r.T
+    return {"nfev": result.nfev, "njev": result.njev, "fvec": result.fun, "fjac": fjac, "ipvt": pivots + 1,
+            "qtf": q.T @ result.fun}
 
 
 def confidence_band(f: Callable, x, popt, pcov, level: float = 0.95, dof: int | None = None):
@@ -132,8 +157,10 @@ def confidence_band(f: Callable, x, popt, pcov, level: float = 0.95, dof: int | 
 
 def _data(xdata, ydata, sigma, check_finite, nan_policy):
     """The data as float arrays, checked (NaN and inf) or with NaN points dropped, as scipy."""
+    if nan_policy == "propagate":
+        raise ValueError("`nan_policy='propagate'` is not supported by this function.")
     if nan_policy not in (None, "raise", "omit"):
-        raise ValueError(f"nan_policy must be None, 'raise' or 'omit', got {nan_policy!r}")
+        raise ValueError(f"nan_policy must be one of {{'raise', 'omit', None}}, got {nan_policy!r}")
     check_finite = nan_policy is None if check_finite is None else check_finite
     convert = np.asarray_chkfinite if check_finite else np.asarray
     ydata = convert(ydata, float)
@@ -141,6 +168,8 @@ def _data(xdata, ydata, sigma, check_finite, nan_policy):
         xdata = convert(xdata, float)
     if ydata.size == 0:
         raise ValueError("`ydata` must not be empty!")
+    if sigma is not None and np.ndim(sigma) == 0:
+        sigma = np.full(ydata.size, float(sigma))
     if nan_policy is not None and isinstance(xdata, np.ndarray):
         missing = np.isnan(ydata) | (np.isnan(xdata).reshape(-1, ydata.size).any(axis=0)
                                      if xdata.size % max(ydata.size, 1) == 0 else False)
@@ -172,11 +201,10 @@ def _start(f: Callable, p0, bounds) -> np.ndarray:
 
 
 def _sides(bounds, n: int) -> np.ndarray:
-    """(lb, ub) or a Bounds as a (2, n) array, None as no bound."""
+    """(lb, ub) or a Bounds as a (2, n) array, None (NaN) as no bound."""
     sides = (bounds.lb, bounds.ub) if hasattr(bounds, "lb") else bounds
-    return np.stack([np.broadcast_to(np.asarray(np.nan_to_num(np.asarray(side, dtype=float), nan=sign * np.inf)
-                                                if side is not None else sign * np.inf), n)
-                     for side, sign in zip(sides, (-1.0, 1.0))])
+    arrays = [np.broadcast_to(np.asarray(np.nan if side is None else side, dtype=float), n) for side in sides]
+    return np.stack([np.where(np.isnan(side), sign * np.inf, side) for side, sign in zip(arrays, (-1.0, 1.0))])
 
 
 def _weights(sigma, m: int) -> Callable:
@@ -185,7 +213,7 @@ def _weights(sigma, m: int) -> Callable:
         return lambda r: r
     sigma = np.asarray(sigma, dtype=float)
     if sigma.shape == (m,):
-        return lambda r: r / sigma
+        return lambda r: r / (sigma if np.ndim(r) == 1 else sigma[:, None])
     if sigma.shape == (m, m):
         try:
             factor = scipy.linalg.cholesky(sigma, lower=True)
@@ -196,14 +224,26 @@ def _weights(sigma, m: int) -> Callable:
     raise ValueError(f"`sigma` has incorrect shape {sigma.shape}: expected ({m},) or ({m}, {m}).")
 
 
-def _covariance(jacobian: np.ndarray, chi_square: float, m: int, absolute_sigma: bool) -> np.ndarray:
-    """(J^T J)^+ by the SVD of J, scaled by chi^2 / (m - n) unless absolute_sigma (module docstring)."""
+def _covariance(jacobian: np.ndarray, chi_square: float, m: int, absolute_sigma: bool, method: str) -> np.ndarray:
+    """(J^T J)^-1 as scipy's curve_fit makes it (module docstring), scaled by chi^2 / (m - n) unless
+    absolute_sigma; all inf, with scipy's warning, when it cannot be estimated."""
     n = jacobian.shape[1]
-    _, s, vt = np.linalg.svd(jacobian, full_matrices=False)
-    kept = s > np.finfo(float).eps * max(jacobian.shape) * (s[0] if s.size else 0.0)
-    pcov = (vt[kept].T / s[kept] ** 2) @ vt[kept]
-    if not absolute_sigma:
+    if method == "lm":   # leastsq's: R^-1 R^-T from the pivoted QR; an exactly singular R: none
+        r, pivots = scipy.linalg.qr(jacobian, mode="r", pivoting=True)
+        r = r[:n, :n]
+        if r.shape[0] < n or np.any(np.diag(r) == 0):
+            pcov = np.full((n, n), np.inf)
+        else:
+            inverse = np.empty((n, n))
+            inverse[pivots] = scipy.linalg.solve_triangular(r, np.eye(n))
+            pcov = inverse @ inverse.T
+    else:                # least_squares': the pseudo-inverse, singular values below eps max(m, n) s_1 dropped
+        _, s, vt = np.linalg.svd(jacobian, full_matrices=False)
+        kept = s > np.finfo(float).eps * max(jacobian.shape) * (s[0] if s.size else 0.0)
+        pcov = (vt[kept].T / s[kept] ** 2) @ vt[kept]
+    if not absolute_sigma and np.all(np.isfinite(pcov)):
         pcov = pcov * (chi_square / (m - n)) if m > n else np.full((n, n), np.inf)
     if not np.all(np.isfinite(pcov)):
+        pcov = np.full((n, n), np.inf)
         warnings.warn("Covariance of the parameters could not be estimated", OptimizeWarning, stacklevel=3)
     return pcov

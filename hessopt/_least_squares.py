@@ -260,10 +260,7 @@ def _dense(value, n: int) -> np.ndarray:
         value = value.toarray()
     elif isinstance(value, LinearOperator):
         value = value @ np.eye(n)
-    value = real_array(plain_value(value), "the value of jac")
-    if value.ndim > 2:
-        raise ValueError(f"jac must return a matrix (at most 2 dimensions), got shape {value.shape}")
-    return value.reshape(-1, n)
+    return real_array(plain_value(value), "the value of jac").reshape(-1, n)
 
 
 def _as_scipy_result(result: OptimizeResult, residuals: _Residuals, feasible, jac) -> None:

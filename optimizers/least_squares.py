@@ -25,8 +25,12 @@ from .loop import RunOptions, Saddle, Step, Stop, Trial, run
 from .methods import feasible_set
 from .newton import ProjectedNewton
 from .objective import Iterate, Objective, Status, same_point
+from .stopping import gradient_norm
 from .trust_region import trust_region_step
 
+# Gauss-Newton refinement (_refine) takes steps up to this size relative to x (in the scaled norm):
+# the steps a cost rounded at eps cannot resolve are near sqrt(eps) = 1.5e-8 relative and below.
+REFINED_STEP = 1e-4
 # A Levenberg-Marquardt trial step is taken when its gain ratio exceeds this (Nielsen 1999 takes
 # any decrease, rho > 0; a small positive margin keeps steps that gain only rounding out).
 LM_ACCEPT_RATIO = 1e-4
@@ -105,7 +109,10 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     Stops with status 0 when the gradient J^T r passes the test of :mod:`optimizers.stopping`
     (``||J^T r||_inf <= gtol``; by default the relative gradient ``<= 1e-8``), when a step
     reduces the cost by less than ``ftol`` relative (actual and predicted), or when it moves x by
-    less than ``xtol`` relative; the message says which. Returns x, cost, fun (the residuals), jac
+    less than ``xtol`` relative; the message says which. Without bounds, a run stopped by these two
+    tests or at working precision is refined by full Gauss-Newton steps while they contract
+    (:func:`_refine`: x to the rounding floor where the cost could not resolve it). Returns x, cost,
+    fun (the residuals), jac
     (the Jacobian), grad, nfev, njev, nit, status, success, message and history, a column-wise
     :class:`~optimizers.history.History` (f = cost, gnorm, step, lambda for LM, the cumulative
     nfev and njev of residuals and Jacobians, and the iterates x unless ``keep_iterates`` is
@@ -153,7 +160,9 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     step = least_squares_step(feasible, method, objective, counted, ftol=ftol, xtol=xtol, damping=damping)
     result = run(objective, step, RunOptions(gtol, maxiter, callback, disp, keep_iterates), feasible=feasible,
                  note=note, counts=counted.counts)
-    if result.status == Status.PRECISION_LOSS and isinstance(feasible, Unconstrained):
+    small_change = result.status == Status.SUCCESS and result.message.startswith(("Relative reduction",
+                                                                                  "Relative step"))
+    if isinstance(feasible, Unconstrained) and (result.status == Status.PRECISION_LOSS or small_change):
         _refine(result, counted, step.scale)
     result.cost, result.grad = result.fun, result.jac
     result.fun, result.jac = counted.residuals(result.x), counted.jacobian(result.x)
@@ -161,30 +170,37 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
 
 
 def _refine(result: OptimizeResult, counted: _Residuals, scale: np.ndarray) -> None:
-    """Full Gauss-Newton steps from where the cost stopped resolving progress, kept while they contract.
+    """Full Gauss-Newton steps from where the cost stopped resolving progress (or the ``ftol`` or
+    ``xtol`` test stopped the run), kept while they contract.
 
     Near a minimizer a step that shortens the residual by d changes the cost by about d^2, so costs
     rounded at eps ||r||^2 stop telling better from worse when d nears sqrt(eps) ||r||, while the
     Gauss-Newton step, a linear least-squares solution, is accurate to about eps ||J^+|| ||r||. Its
     iteration converges (linearly, at the rate ||sum r_i H_i|| / sigma_min(J)^2; Dennis & Schnabel,
-    1983, thm. 10.2.1) to the minimizer when that rate is below 1: a step at x_k + p_k shorter than
-    p_k is taken as that contraction, and x_k + p_k is kept; the first that is not ends the refinement
-    (at rounding, where two steps are noise of equal size, or where the iteration does not contract).
-    Updates ``result``'s x, fun, jac, the counts and its message.
+    1983, thm. 10.2.1) to the minimizer when that rate is below 1. Only steps below ``REFINED_STEP``
+    relative are refined (steps the cost cannot resolve are far smaller; a large-residual problem,
+    where Gauss-Newton diverges with steps that may shrink, has steps of x's size), and the point
+    x_k + p_k is kept when the step from it is shorter than p_k (that contraction); the first that is
+    not ends the refinement. Updates ``result``'s x, fun, jac, nit, history, the counts and its message.
     """
     x = result.x
 
     def step(point):
-        return scipy.linalg.lstsq(counted.jacobian(point), -counted.residuals(point))[0]
+        jacobian, r = counted.jacobian(point), counted.residuals(point)
+        finite = np.all(np.isfinite(jacobian)) and np.all(np.isfinite(r))
+        return scipy.linalg.lstsq(jacobian, -r)[0] if finite else None
 
     p, taken = step(x), 0
     for _ in range(default_maxiter(x.size)):
-        trial = x + p
-        if same_point(trial, x) or not np.all(np.isfinite(counted.residuals(trial))):
+        trial = x + p if p is not None else x
+        if same_point(trial, x):
+            break
+        if not np.linalg.norm(scale * p) <= REFINED_STEP * np.linalg.norm(scale * x):
             break
         p_trial = step(trial)
-        if not np.linalg.norm(scale * p_trial) < np.linalg.norm(scale * p):
+        if p_trial is None or not np.linalg.norm(scale * p_trial) < np.linalg.norm(scale * p):
             break
+        _record(result, counted, trial, float(np.linalg.norm(scale * p)))
         x, p, taken = trial, p_trial, taken + 1
     if taken:
         result.x, result.fun = x, counted.cost(x)
@@ -192,6 +208,15 @@ def _refine(result: OptimizeResult, counted: _Residuals, scale: np.ndarray) -> N
         result.message += (f" Then {taken} Gauss-Newton step{'s' * (taken > 1)}, each shorter than the last, "
                            f"refined x (the next: {np.linalg.norm(scale * p):.1e} in the scaled norm).")
     result.update(counted.counts())
+
+
+def _record(result: OptimizeResult, counted: _Residuals, x: np.ndarray, step: float) -> None:
+    """One refinement step as an iteration of the run's history (no damping: lambda 0)."""
+    result.nit += 1
+    fields = {"nit": result.nit, "f": counted.cost(x), "gnorm": gradient_norm(counted.gradient(x)), "step": step}
+    if "lambda" in result.history.columns:
+        fields["lambda"] = 0.0
+    result.history.append(fields, counted.counts(), x)
 
 
 class NielsenDamping:
