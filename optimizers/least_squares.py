@@ -109,9 +109,10 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     Stops with status 0 when the gradient J^T r passes the test of :mod:`optimizers.stopping`
     (``||J^T r||_inf <= gtol``; by default the relative gradient ``<= 1e-8``), when a step
     reduces the cost by less than ``ftol`` relative (actual and predicted), or when it moves x by
-    less than ``xtol`` relative; the message says which. Without bounds, a run stopped by these two
-    tests or at working precision is refined by full Gauss-Newton steps while they contract
-    (:func:`_refine`: x to the rounding floor where the cost could not resolve it). Returns x, cost,
+    less than ``xtol`` relative; the message says which. Without bounds, a Levenberg-Marquardt run
+    that succeeded or stopped at working precision (its damping slows the last steps, and its cost
+    stops resolving them) is refined by full Gauss-Newton steps while they contract
+    (:func:`_refine`: x to the rounding floor, which the cost cannot resolve). Returns x, cost,
     fun (the residuals), jac
     (the Jacobian), grad, nfev, njev, nit, status, success, message and history, a column-wise
     :class:`~optimizers.history.History` (f = cost, gnorm, step, lambda for LM, the cumulative
@@ -160,9 +161,7 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     step = least_squares_step(feasible, method, objective, counted, ftol=ftol, xtol=xtol, damping=damping)
     result = run(objective, step, RunOptions(gtol, maxiter, callback, disp, keep_iterates), feasible=feasible,
                  note=note, counts=counted.counts)
-    small_change = result.status == Status.SUCCESS and result.message.startswith(("Relative reduction",
-                                                                                  "Relative step"))
-    if isinstance(feasible, Unconstrained) and (result.status == Status.PRECISION_LOSS or small_change):
+    if isinstance(step, LevenbergMarquardt) and result.status in (Status.SUCCESS, Status.PRECISION_LOSS):
         _refine(result, counted, step.scale)
     result.cost, result.grad = result.fun, result.jac
     result.fun, result.jac = counted.residuals(result.x), counted.jacobian(result.x)
@@ -170,8 +169,8 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
 
 
 def _refine(result: OptimizeResult, counted: _Residuals, scale: np.ndarray) -> None:
-    """Full Gauss-Newton steps from where the cost stopped resolving progress (or the ``ftol`` or
-    ``xtol`` test stopped the run), kept while they contract.
+    """Full Gauss-Newton steps from where a run succeeded or the cost stopped resolving progress,
+    kept while they contract.
 
     Near a minimizer a step that shortens the residual by d changes the cost by about d^2, so costs
     rounded at eps ||r||^2 stop telling better from worse when d nears sqrt(eps) ||r||, while the
