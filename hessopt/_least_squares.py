@@ -9,10 +9,12 @@ cost (:mod:`hessopt._robust_loss`). The result has scipy's fields and status cod
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse
+import scipy.sparse.linalg
 from scipy.optimize import OptimizeResult
 from scipy.optimize._numdiff import approx_derivative
 from scipy.sparse.linalg import LinearOperator
@@ -43,6 +45,12 @@ METHODS = {"trf": "lm", "dogbox": "lm", "lm": "lm", "gn": "gn"}
 _FAILURES = {Status.MAXITER: 0, Status.CALLBACK_STOP: -2, Status.PRECISION_LOSS: -3, Status.NONFINITE: -4}
 _SUCCESSES = {"Relative reduction of the cost below ftol": 2, "Relative step size below xtol": 3}
 _EPS = np.finfo(float).eps
+#: ``options``: the keyword settings of optimizers.least_squares_lm (tolerances there override the
+#: keywords), autodiff's ``trace`` and ``return_all``.
+_OWN_OPTIONS = frozenset(name for name, parameter in inspect.signature(optimizers.least_squares_lm).parameters.items()
+                         if parameter.kind is parameter.KEYWORD_ONLY and name not in ("method", "bounds")) \
+    | {"trace", "return_all"}
+_LSMR_OPTIONS = frozenset(inspect.signature(scipy.sparse.linalg.lsmr).parameters) - {"A", "b"} | {"regularize"}
 
 
 def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf", ftol: float | None = 1e-8,
@@ -100,7 +108,9 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
         ``callback(intermediate_result)`` (an OptimizeResult with x and cost) or ``callback(xk)``;
         raising ``StopIteration`` ends the run with status -2.
     options : dict, optional
-        hessopt's own: ``trace``, ``keep_iterates``, ``damping``, ``maxiter``, ``disp``, ``return_all``.
+        hessopt's own: ``trace``, ``keep_iterates``, ``damping``, ``maxiter``, ``disp``, ``return_all``, and
+        the optimizer's ``ftol``, ``xtol``, ``gtol`` (overriding the keywords; 0 turns a test off); any
+        other name is a TypeError, as scipy's least_squares, which takes no options, raises one.
 
     Returns
     -------
@@ -139,17 +149,18 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
     if method not in METHODS:
         raise ValueError(f"unknown least-squares method {method!r}; choose one of {', '.join(map(repr, METHODS))}")
-    _check_scipy_settings(x_scale, diff_step, tr_solver, tr_options, verbose, max_nfev)
+    _check_scipy_settings(x_scale, diff_step, tr_solver, tr_options, jac_sparsity, verbose, max_nfev)
     if not is_tree(x0) and np.iscomplexobj(x0):
         raise ValueError("x0 must be real (scipy's least_squares refuses complex x0 too)")
     robust = RobustResiduals(loss, f_scale)
     feasible = feasible_set(bounds, x0, pairs=False)
-    options = {**_stopping(ftol, xtol, gtol, max_nfev, verbose), **as_options(options)}
+    options = {**_stopping(ftol, xtol, gtol, max_nfev, verbose), **_own_options(options)}
     trace = options.pop("trace", True)
     check_option("trace", trace)
     call = normalize(x0, args, callback, options, optimizers.least_squares_lm, "least_squares")
     call.x0, note = feasible.start(call.x0)
-    residuals = _Residuals(fun, jac, call, kwargs or {}, trace, robust, feasible)
+    residuals = _Residuals(fun, jac, call, kwargs or {}, trace, robust, feasible, tr_solver)
+    _check_sparsity(jac_sparsity, residuals.value(call.x0).size, call.x0.size)
     result = optimizers.least_squares_lm(residuals.robust_residuals, call.x0, residuals.robust_jacobian,
                                          callback=call.callback, method=METHODS[method], bounds=feasible,
                                          **call.options)
@@ -161,7 +172,7 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
     return call.finish(result, ("x", "grad"))
 
 
-def _check_scipy_settings(x_scale, diff_step, tr_solver, tr_options, verbose, max_nfev) -> None:
+def _check_scipy_settings(x_scale, diff_step, tr_solver, tr_options, jac_sparsity, verbose, max_nfev) -> None:
     """scipy's settings that have no effect here, refused where scipy refuses them."""
     if not (isinstance(x_scale, str) and x_scale == "jac") and x_scale is not None:
         try:
@@ -176,10 +187,31 @@ def _check_scipy_settings(x_scale, diff_step, tr_solver, tr_options, verbose, ma
         raise ValueError(f"tr_solver must be None, 'exact' or 'lsmr', got {tr_solver!r}")
     if tr_options is not None and not isinstance(tr_options, dict):
         raise TypeError(f"tr_options must be a dict, got {type(tr_options).__name__}")
+    unknown = sorted(set(tr_options or {}) - _LSMR_OPTIONS) if tr_solver == "lsmr" else []
+    if unknown:   # scipy passes them to lsmr, which refuses them the same way
+        raise TypeError(f"tr_options for tr_solver='lsmr' take lsmr's settings and 'regularize'; got {unknown}")
+    if tr_solver == "exact" and jac_sparsity is not None:
+        raise ValueError("tr_solver='exact' works only with dense Jacobians: jac_sparsity asks for a sparse one")
     if verbose not in (0, 1, 2):
         raise ValueError(f"verbose must be 0, 1 or 2, got {verbose!r}")
     if max_nfev is not None and not (isinstance(max_nfev, (int, np.integer)) and max_nfev > 0):
         raise ValueError(f"max_nfev must be None or a positive integer, got {max_nfev!r}")
+
+
+def _check_sparsity(jac_sparsity, m: int, n: int) -> None:
+    """scipy's check of ``jac_sparsity`` (which has no other effect here): an (m, n) structure."""
+    if jac_sparsity is not None and np.shape(jac_sparsity) != (m, n):
+        raise ValueError(f"jac_sparsity must have shape (m, n) = {(m, n)}, got {np.shape(jac_sparsity)}")
+
+
+def _own_options(options) -> dict:
+    """hessopt's own settings; anything else is refused (scipy's least_squares takes no options)."""
+    options = as_options(options)
+    unknown = sorted(set(options) - _OWN_OPTIONS)
+    if unknown:
+        raise TypeError(f"least_squares' options are hessopt's own ({', '.join(sorted(_OWN_OPTIONS))}); got "
+                        f"{unknown}: scipy's settings are keyword arguments")
+    return options
 
 
 def _stopping(ftol, xtol, gtol, max_nfev, verbose) -> dict:
@@ -206,7 +238,7 @@ class _Residuals:
     it (``trace``: replayed), the user's ``jac``, or finite differences where autodiff cannot follow."""
 
     def __init__(self, fun: Callable, jac, call, kwargs: dict, trace: bool, robust: RobustResiduals,
-                 feasible):
+                 feasible, tr_solver: str | None):
         unravel, args, n = call.unravel, call.args, call.x0.size
         self.robust, self.recent = robust, []
         self.box = (feasible.lower, feasible.upper) if hasattr(feasible, "lower") else (-np.inf, np.inf)
@@ -221,7 +253,7 @@ class _Residuals:
         self.note: str | None = None    # why autodiff could not give the Jacobian, once it could not
         if callable(jac):
             self.source = "jac"
-            self.jacobian = lambda x: _dense(jac(unravel(x), *args, **kwargs), n)
+            self.jacobian = lambda x: _dense(jac(unravel(x), *args, **kwargs), n, tr_solver)
         elif exact_derivatives(jac):
             self.source, self.autodiff = "autodiff", ad.jacobian(self.traced or flat)
             self.jacobian = self.exact_or_differenced
@@ -254,8 +286,12 @@ class _Residuals:
         return self.robust.jacobian(self.value(x), self.jacobian(x))
 
 
-def _dense(value, n: int) -> np.ndarray:
-    """A user's Jacobian (array, sparse matrix or LinearOperator) as a dense (m, n) array."""
+def _dense(value, n: int, tr_solver: str | None) -> np.ndarray:
+    """A user's Jacobian (array, sparse matrix or LinearOperator) as a dense (m, n) array; a sparse
+    one or an operator with ``tr_solver='exact'`` is refused, as scipy refuses it."""
+    if tr_solver == "exact" and (scipy.sparse.issparse(value) or isinstance(value, LinearOperator)):
+        raise ValueError("tr_solver='exact' works only with dense Jacobians; jac returned "
+                         f"{type(value).__name__} (tr_solver=None or 'lsmr' takes it)")
     if scipy.sparse.issparse(value):
         value = value.toarray()
     elif isinstance(value, LinearOperator):

@@ -91,7 +91,7 @@ def test_least_squares_reaches_the_certified_parameters(name, start):
         pytest.xfail(f"{name} from start {start}: see NOT_SOLVED_BY_LM")
     problem = nist_problem(name)
     result = hessopt.least_squares(problem.residuals, problem.starts[start - 1],
-                                   options={"ftol": 0, "xtol": 0, "gtol": 0, "maxiter": 2000})
+                                   ftol=None, xtol=None, gtol=1e-15, max_nfev=2000)
     tolerance = 10.0 ** -(problem.digits - 1) * np.abs(problem.certified) + 2 * rounding_floor(problem)
     np.testing.assert_array_less(np.abs(result.x - problem.certified), tolerance)
 
@@ -101,7 +101,7 @@ def test_the_unsolved_starts_do_not_report_success(name, start):
     """Where Levenberg-Marquardt misses the certified solution, the result says it did not succeed."""
     problem = nist_problem(name)
     result = hessopt.least_squares(problem.residuals, problem.starts[start - 1],
-                                   options={"ftol": 0, "xtol": 0, "gtol": 0, "maxiter": 2000})
+                                   ftol=None, xtol=None, gtol=1e-15, max_nfev=2000)
     assert np.max(np.abs(result.x - problem.certified) / np.abs(problem.certified)) > 1
     assert not result.success
 
