@@ -31,6 +31,9 @@ from .trust_region import trust_region_step
 # Gauss-Newton refinement (_refine) takes steps up to this size relative to x (in the scaled norm):
 # the steps a cost rounded at eps cannot resolve are near sqrt(eps) = 1.5e-8 relative and below.
 REFINED_STEP = 1e-4
+# ... and ends after this many steps in a row that are not the shortest so far.
+REFINE_STALLS = 5
+EPS = np.finfo(float).eps
 # A Levenberg-Marquardt trial step is taken when its gain ratio exceeds this (Nielsen 1999 takes
 # any decrease, rho > 0; a small positive margin keeps steps that gain only rounding out).
 LM_ACCEPT_RATIO = 1e-4
@@ -170,17 +173,19 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
 
 def _refine(result: OptimizeResult, counted: _Residuals, scale: np.ndarray) -> None:
     """Full Gauss-Newton steps from where a run succeeded or the cost stopped resolving progress,
-    kept while they contract.
+    ending at the point whose next step is the shortest.
 
     Near a minimizer a step that shortens the residual by d changes the cost by about d^2, so costs
     rounded at eps ||r||^2 stop telling better from worse when d nears sqrt(eps) ||r||, while the
     Gauss-Newton step, a linear least-squares solution, is accurate to about eps ||J^+|| ||r||. Its
     iteration converges (linearly, at the rate ||sum r_i H_i|| / sigma_min(J)^2; Dennis & Schnabel,
-    1983, thm. 10.2.1) to the minimizer when that rate is below 1. Only steps below ``REFINED_STEP``
-    relative are refined (steps the cost cannot resolve are far smaller; a large-residual problem,
-    where Gauss-Newton diverges with steps that may shrink, has steps of x's size), and the point
-    x_k + p_k is kept when the step from it is shorter than p_k (that contraction); the first that is
-    not ends the refinement. Updates ``result``'s x, fun, jac, nit, history, the counts and its message.
+    1983, thm. 10.2.1) to the minimizer when that rate is below 1, and its step measures the distance
+    to it, so the point with the shortest step seen is kept. The iteration runs while its steps are
+    below ``REFINED_STEP`` relative (steps the cost cannot resolve are far smaller; a large-residual
+    problem, where Gauss-Newton diverges with steps that may shrink, has steps of x's size) and above
+    the rounding of x itself (16 eps ||D x||), and ends after ``REFINE_STALLS`` steps without a
+    shorter one (rounding noise, or a rate near 1). Each kept point is recorded in the history;
+    ``result``'s x, fun, jac, nit, the counts and its message are updated.
     """
     x = result.x
 
@@ -189,23 +194,26 @@ def _refine(result: OptimizeResult, counted: _Residuals, scale: np.ndarray) -> N
         finite = np.all(np.isfinite(jacobian)) and np.all(np.isfinite(r))
         return scipy.linalg.lstsq(jacobian, -r)[0] if finite else None
 
-    p, taken = step(x), 0
+    def length(v):
+        return float(np.linalg.norm(scale * v))
+
+    p = step(x)
+    best, kept, stalls = (x, p), 0, 0
     for _ in range(default_maxiter(x.size)):
-        trial = x + p if p is not None else x
-        if same_point(trial, x):
+        if p is None or not 16 * EPS * length(x) < length(p) <= REFINED_STEP * length(x):
             break
-        if not np.linalg.norm(scale * p) <= REFINED_STEP * np.linalg.norm(scale * x):
+        x = x + p
+        p = step(x)
+        if p is not None and length(p) < length(best[1]):
+            _record(result, counted, x, length(x - best[0]))
+            best, kept, stalls = (x, p), kept + 1, 0
+        elif (stalls := stalls + 1) >= REFINE_STALLS:
             break
-        p_trial = step(trial)
-        if p_trial is None or not np.linalg.norm(scale * p_trial) < np.linalg.norm(scale * p):
-            break
-        _record(result, counted, trial, float(np.linalg.norm(scale * p)))
-        x, p, taken = trial, p_trial, taken + 1
-    if taken:
-        result.x, result.fun = x, counted.cost(x)
-        result.jac = counted.gradient(x)
-        result.message += (f" Then {taken} Gauss-Newton step{'s' * (taken > 1)}, each shorter than the last, "
-                           f"refined x (the next: {np.linalg.norm(scale * p):.1e} in the scaled norm).")
+    if kept:
+        result.x, result.fun = best[0], counted.cost(best[0])
+        result.jac = counted.gradient(best[0])
+        result.message += (f" Then Gauss-Newton steps refined x ({kept} kept; the next step from it: "
+                           f"{length(best[1]):.1e} in the scaled norm).")
     result.update(counted.counts())
 
 
