@@ -410,6 +410,9 @@ OPTION_RULES: dict = {
     "damping": _NONNEGATIVE, ("least_squares", "damping"): _POSITIVE,
     "learning_rate": _POSITIVE, "momentum": _FRACTION, "beta1": _FRACTION, "beta2": _FRACTION,
     "epsilon": _NONNEGATIVE, "ftol": _NONNEGATIVE, "xtol": _NONNEGATIVE,
+    # the interior point's (mu_strategy: IPOPT's names), and scipy's trust-constr and SLSQP levels
+    "mu_init": _POSITIVE, "mu_strategy": _choice("monotone", "adaptive"),
+    "verbose": _NONNEGATIVE_INTEGER, "iprint": _number("an integer", lambda v: True, integer=True),
     "timeout": _number("a positive number of seconds or None", lambda v: 0 < v < np.inf, none=True),
     # minimize_stochastic's draws of the curvature subsamples (numpy.random.default_rng's seed)
     "seed": OptionRule("a non-negative integer, a numpy.random.Generator or None (fresh entropy)",

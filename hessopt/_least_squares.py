@@ -35,6 +35,8 @@ from ._arguments import (
     residual_vector,
 )
 from ._bounds import feasible_set, report_bounds
+from ._implicit import least_squares_through_solution
+from ._precision import in_x0_precision
 from ._robust_loss import RobustResiduals
 
 #: scipy's method names (and hessopt's 'gn') -> the algorithm of optimizers.least_squares_lm that runs.
@@ -71,6 +73,10 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
     x0's structure for a pytree x0; ``-np.inf``/``np.inf`` or None for no bound) or a
     ``scipy.optimize.Bounds``. x0 outside the box is clipped into it (the message says so), and the
     residuals are never evaluated outside it; success then means the projected gradient test.
+
+    Inside a transform, residuals that read a tracked Tensor make ``x``, ``fun`` and ``cost``
+    differentiable in it (the implicit function theorem on the cost's exact Hessian; see
+    :func:`minimize`). ``hessopt.covariance(result)`` is curve_fit's ``pcov``.
 
     Parameters
     ----------
@@ -145,6 +151,10 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
     >>> result.x.round(6), result.active_mask
     (array([1.903881, 0.4     ]), array([0, 1]))
     """
+    if loss == "linear" and not kwargs:   # inside a transform: x, fun and cost differentiable (not yet robust)
+        differentiated = least_squares_through_solution(least_squares, dict(locals()))
+        if differentiated is not None:
+            return differentiated
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
     if method not in METHODS:
@@ -169,7 +179,7 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
     if verbose:
         print(f"{result.message} Function evaluations {result.nfev}, final cost {result.cost:.4e}, "
               f"first-order optimality {result.optimality:.2e}.")
-    return call.finish(result, ("x", "grad"))
+    return in_x0_precision(call.finish(result, ("x", "grad")), x0, ("x", "grad"))
 
 
 def _check_scipy_settings(x_scale, diff_step, tr_solver, tr_options, jac_sparsity, verbose, max_nfev) -> None:

@@ -32,13 +32,20 @@ from ._arguments import (
     scipy_rosen_derivatives,
 )
 from ._bounds import feasible_set, report_bounds
+from ._constrained import constrained_method, minimize_constrained, refuse_constraints
+from ._constraints import constraint_items
+from ._covariance import attach_hess_inv
 from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
 from ._hessians import GradientDerivative, QuasiNewton
+from ._implicit import minimize_through_solution
+from ._precision import in_x0_precision
 from ._sparse_policy import Structure, structured
 
 #: The second-order methods by name (first-order ones, "adam" and "gd", are accepted too), as
-#: declared in :data:`optimizers.REGISTRY`.
-METHODS: dict[str, Callable] = {d.name: d.function for d in optimizers.REGISTRY.declarations() if not d.first_order}
+#: declared in :data:`optimizers.REGISTRY`; the one that takes general constraints (the interior
+#: point) is chosen by :func:`hessopt._constrained.constrained_method`.
+METHODS: dict[str, Callable] = {d.name: d.function for d in optimizers.REGISTRY.declarations()
+                                if not d.first_order and not d.constraints}
 
 
 def method_declaration(method: str) -> Declaration:
@@ -50,7 +57,7 @@ def method_declaration(method: str) -> Declaration:
         For an unknown method, naming the known ones.
     """
     found = optimizers.REGISTRY.get(method.lower()) if isinstance(method, str) else None
-    if found is None:
+    if found is None or found.constraints:
         first_order = sorted(d.name for d in optimizers.REGISTRY.declarations() if d.first_order)
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS) + first_order}")
     return found
@@ -70,7 +77,6 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     ``hess``/``hessp``, second derivatives are the derivative of that gradient: autodiff of it when
     it is NumPy code, else its finite differences, as scipy's (the message then says so);
     ``result.hessian_source`` names the source. User functions get a copy of x, as in scipy.
-    ``bounds=None`` and empty ``constraints`` are accepted; anything else is refused by name.
     ``x0`` may be an array-like (a list of numbers is a
     vector, as in scipy; any shape is kept) or a pytree (dict, namedtuple, or list/tuple holding
     arrays): ``result.x`` and ``result.jac`` have its form, and so do ``jac``'s and ``hessp``'s
@@ -101,6 +107,14 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     ``result.preconditioned`` says whether they did and ``result.precondition_reason`` when it
     started or why not (:mod:`optimizers.preconditioning`).
 
+    Derivatives of the solution: inside a transform (``ad.grad``, ``jacobian``, ``hessian``,
+    ``jvp``, ``vjp``), with ``fun`` reading a tracked Tensor (a closure's, or one of ``args``),
+    ``result.x`` and ``result.fun`` are Tensors whose derivatives come from the implicit function
+    theorem at the returned point (active bounds held fixed), to any order; a run that did not
+    converge raises (:mod:`hessopt._implicit`). The second-order methods' results have
+    ``hess_inv``, the inverse of the exact Hessian at x as a LinearOperator, made on first use
+    (``.todense()``, ``.diagonal()``; :mod:`hessopt._covariance`).
+
     Models: when ``x0`` is a list of Variables (``model.trainable_variables``), ``fun(*args)`` takes
     no parameters and reads the Variables, as Keras' ``minimize(loss, var_list)``; at the end the
     Variables hold the solution (and, if the run raises, their initial values). ``"hessian-free"``
@@ -121,6 +135,15 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     ``active_mask`` in the form of x0 (-1 at a lower bound, +1 at an upper one, 0 free, as
     scipy's ``least_squares``), and the history an ``active`` column, the bounds x is on.
 
+    Constraints: scipy's dicts (``{"type": "eq" | "ineq", "fun", "jac", "args"}``, ineq meaning
+    ``fun >= 0``), ``LinearConstraint`` and ``NonlinearConstraint``, alone or in a list, with or
+    without bounds, run the primal-dual interior-point method (``method=None``,
+    ``"interior-point"``, or scipy's ``"trust-constr"`` and ``"SLSQP"``, which run it too; see
+    :mod:`hessopt._constrained`); the Jacobians and the Lagrangian's Hessian come from autodiff
+    where not given. The result adds scipy trust-constr's ``v``, ``constr``,
+    ``constr_violation``, ``optimality``, ``lagrangian_grad``; the other methods refuse
+    constraints by name.
+
     Parameters
     ----------
     fun : callable
@@ -131,14 +154,15 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         Extra arguments of fun, jac, hess and hessp.
     method : str, optional
         One of ``hessopt.METHODS`` (newton, newton-cg, trust-ncg, trust-krylov, trust-exact,
-        dogleg, arc, hessian-free), or "adam", "gd"; case-insensitive. Default (None) "newton-cg",
-        and "trust-ncg" with bounds.
+        dogleg, arc, hessian-free), or "adam", "gd", or "interior-point" ("trust-constr", "SLSQP");
+        case-insensitive. Default (None) "newton-cg", "trust-ncg" with bounds, and
+        "interior-point" with constraints.
     jac, hess, hessp : optional
         User derivatives, as in scipy; exact ones from autodiff where not given.
     bounds : scipy.optimize.Bounds, sequence of (lo, hi) pairs, or pytree of pairs, optional
         Bound constraints (see above).
-    constraints : ()
-        General constraints are not supported: anything but an empty sequence (or None) is refused.
+    constraints : dict, LinearConstraint, NonlinearConstraint or a list of them, optional
+        General constraints (see above); ``()`` or None: none.
     tol : float, optional
         Sets ``gtol``.
     callback : callable, optional
@@ -161,8 +185,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         If fun is not callable, derivatives have the wrong type, or an option is of the wrong kind.
     ValueError
         For an unknown method, an option out of range, jac/hess/hessp with Variables, bad
-        bounds (which entry, and why), bounds with a method that does not take them, or
-        constraints.
+        bounds (which entry, and why), bounds or constraints with a method that does not take
+        them, or malformed constraints (which one, and why).
 
     Examples
     --------
@@ -187,11 +211,21 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     >>> result.x.round(6), result.active_mask
     (array([0., 1.]), array([-1,  0]))
     """
+    differentiated = minimize_through_solution(minimize, dict(locals()))   # inside a transform
+    if differentiated is not None:
+        return differentiated
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
-    _refuse_constraints(constraints)
+    items = constraint_items(constraints)
     feasible = feasible_set(bounds, x0)
+    constrained = constrained_method(method, bool(items))
+    if constrained is not None:
+        declaration, scipy_name = constrained
+        return minimize_constrained(fun, x0, args, declaration, scipy_name, (jac, hess, hessp), feasible,
+                                    bounds is not None, items, tol, callback, as_options(options))
     declaration = optimizers.REGISTRY.default(feasible) if method is None else method_declaration(method)
+    if items:
+        refuse_constraints(declaration)
     jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
     options, ggn, trace = _face_options(options, tol, declaration)
     call = normalize(x0, args, callback, options, declaration.function, declaration.name)
@@ -202,20 +236,14 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     structure = structured(flat, call, derivatives, declaration, feasible)
     result = _solve(declaration, feasible, derivatives, structure.flat, call, start)
     _report(result, hess, call, declaration, structure)
+    if not (declaration.first_order or ggn is not None or callable(hess) or hessp is not None
+            or structure.flat.gradient is not None):   # the curvature is autodiff's Hessian of fun
+        attach_hess_inv(result, derivatives)
     _check_quasi_newton(result, structure.flat, derivatives, feasible, call, trace)
     _count_user_calls(result, structure.flat)
     if bounds is not None:
         report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note, call.unravel)
-    return call.finish(result)
-
-
-def _refuse_constraints(constraints) -> None:
-    """scipy's empty ``constraints`` (or None) are accepted; anything else is refused by name, never
-    ignored (scipy's Newton-CG and trust-region methods warn and drop them)."""
-    if constraints is not None and not (isinstance(constraints, (tuple, list)) and len(constraints) == 0):
-        raise ValueError("constraints are not supported (bounds are: pass bounds=); hessopt's methods "
-                         "take no general constraints (scipy.optimize.minimize with SLSQP or "
-                         f"trust-constr does); got {type(constraints).__name__} {constraints!r:.60}")
+    return in_x0_precision(call.finish(result), x0, ("x", "jac"))
 
 
 def _face_options(options, tol: float | None, declaration: Declaration) -> tuple[dict, tuple | None, bool]:

@@ -60,6 +60,9 @@ class Declaration:
         Its curvature may be generalized Gauss-Newton products (hessopt's ``ggn`` option).
     returns_hess : bool
         scipy's counterpart returns ``result.hess``, the user's Hessian at the solution.
+    constraints : bool
+        It takes ``constraints``, general ones ``lower <= c(x) <= upper`` (a
+        :class:`~optimizers.constraints.CanonicalConstraint`).
     default_in : tuple of FeasibleSet types
         The sets in which it is scipy's default method (Newton-CG unconstrained, TRON in a box).
     """
@@ -72,6 +75,7 @@ class Declaration:
     batches: bool = False
     gauss_newton: bool = False
     returns_hess: bool = False
+    constraints: bool = False
     default_in: tuple[type[FeasibleSet], ...] = ()
 
     def takes(self, feasible: FeasibleSet) -> bool:
@@ -217,7 +221,7 @@ class Registry:
     >>> import optimizers
     >>> from optimizers.bounds import Box
     >>> [d.name for d in optimizers.REGISTRY.declarations() if d.sparse]
-    ['newton', 'trust-exact', 'dogleg']
+    ['newton', 'trust-exact', 'dogleg', 'interior-point']
     >>> optimizers.REGISTRY.default(Box([0.0], [1.0])).name, optimizers.REGISTRY.get("arc").bounds
     ('trust-ncg', False)
     """

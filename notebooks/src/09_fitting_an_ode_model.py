@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 08 · Fitting an ODE model to data
+# # 09 · Fitting an ODE model to data
 #
 # A predator–prey (Lotka–Volterra) model, `x' = a x − b x y`, `y' = −c y + d x y`, observed at 31
 # times with 5% noise on both populations. `hessopt.curve_fit` is scipy's `curve_fit`; the model is
