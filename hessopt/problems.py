@@ -8,6 +8,8 @@ problems (n up to 10^4 and beyond) from the MGH paper, CUTEst and Dixon & Maany 
 finite elements, and chained Rosenbrock in a box. ``HOCK_SCHITTKOWSKI`` (103 problems of Hock &
 Schittkowski 1981, ``hock_schittkowski(number)``) and ``constrained(name, n)`` (sparse problems at
 any n) have general constraints; they are written in ``hessopt._constrained_problems``.
+``nist_problem(name)`` (``NIST_STRD``, 27 names) gives NIST's nonlinear regression problems with their
+certified parameters (``hessopt._nist``).
 
 Variable-dimension MGH problems are given at the customary sizes: n = 10 (n = 12 for the extended
 Powell function, whose n must be a multiple of 4), m = 20 for the three linear functions (MGH 32-34)
@@ -36,10 +38,11 @@ from collections.abc import Callable
 import numpy as np
 
 from ._constrained_problems import CONSTRAINED, HOCK_SCHITTKOWSKI, constrained, hock_schittkowski
+from ._nist import NIST_STRD, NistProblem, nist_problem
 from ._problem import Problem
 
 __all__ = ["Problem", "MGH", "SCALABLE", "BOUNDED", "HOCK_SCHITTKOWSKI", "CONSTRAINED", "scalable", "bounded",
-           "constrained", "hock_schittkowski", "get", "enneper_edges"]
+           "constrained", "hock_schittkowski", "get", "enneper_edges", "NIST_STRD", "NistProblem", "nist_problem"]
 
 
 def _sum_of_squares(residuals: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], float]:

@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 EXPECTED = ["01_gradient_tape", "02_hessian_vector_products", "03_jacobians_and_hessians",
             "04_newton_methods", "05_input_gradient_regularization", "06_curvature_spectrum",
-            "07_bound_constraints", "08_derivatives_of_solutions"]
+            "07_bound_constraints", "08_derivatives_of_solutions",
+            "09_fitting_an_ode_model"]
 
 
 
@@ -59,7 +60,7 @@ def test_a_claim_holds_within_its_tolerance_or_fails(capsys):
         claims.claim("z", 1.0, 1.0)
 
 
-def test_the_eight_notebooks_and_their_sources_are_there():
+def test_the_nine_notebooks_and_their_sources_are_there():
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == EXPECTED
     assert sorted(p.stem for p in build.SOURCES.glob("*.py")) == EXPECTED
 

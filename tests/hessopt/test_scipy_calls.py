@@ -456,7 +456,7 @@ def test_trust_region_radius_options_are_honoured(method):
     assert np.linalg.norm(free.allvecs[1] - free.allvecs[0]) > 0.05   # the default starts bigger
 
 
-def test_unknown_options_warn_as_in_scipy_and_are_ignored(stopping):
+def test_unknown_options_warn_as_in_scipy_and_are_ignored():
     reference = hessopt.minimize(rosen, X0, method="trust-exact")
     typos = {"maxiters": 3, "tolerance": 1}
     with pytest.warns(OptimizeWarning, match="^Unknown solver options: maxiters, tolerance$") as record:
@@ -470,10 +470,9 @@ def test_unknown_options_warn_as_in_scipy_and_are_ignored(stopping):
     # an option scipy has for another method is unknown here too, as in scipy
     with pytest.warns(OptimizeWarning, match="Unknown solver options: xtol"):
         hessopt.minimize(rosen, X0, method="trust-exact", options={"xtol": 1e-8})
-    with pytest.warns(OptimizeWarning, match="Unknown solver options: maxiters") as record:
-        fit = hessopt.least_squares(lambda x: x - 1.0, [0.0], options={"maxiters": 3})
-    assert record[0].filename == __file__
-    stopping.assert_near_minimizer(fit.x, [1.0], fit.cost, mu=1.0)
+    # scipy's least_squares takes no options: there an unknown name is a TypeError (its own tests say so)
+    with pytest.raises(TypeError, match=r"least_squares' options are hessopt's own .*\['maxiters'\]"):
+        hessopt.least_squares(lambda x: x - 1.0, [0.0], options={"maxiters": 3})
 
 
 # --- function values --------------------------------------------------------------------------
@@ -604,7 +603,7 @@ def test_least_squares_with_list_and_2d_x0_and_callbacks():
         assert intermediate_result.x.shape == (2, 2)
         raise StopIteration
 
-    assert hessopt.least_squares(lambda x: x - target, np.zeros((2, 2)), callback=stop).status == 99
+    assert hessopt.least_squares(lambda x: x - target, np.zeros((2, 2)), callback=stop).status == -2
 
 
 @pytest.mark.parametrize("residuals, error, match", [
