@@ -33,7 +33,7 @@ import numpy as np
 from scipy.optimize import OptimizeResult
 
 from .bounds import Box, BoxTrustRegion
-from .feasible import FeasibleSet, Unconstrained
+from .feasible import UNCONSTRAINED, FeasibleSet, Unconstrained
 from .krylov import EPS, norm
 from .loop import RunOptions, Saddle, Step, Stop, Trial, curvature_check, hessian_matrix
 from .methods import Problem, declared
@@ -52,6 +52,7 @@ NONMONOTONE_MEMORY = 20
 # it takes 64 iterations and 892 products where 0.15 takes 82 and 1,152; the other bounded
 # problems run alike with either.
 ETA, TRON_ETA = 0.15, 1e-4
+RADIUS_SHRINK = 0.5
 
 
 class Control(ABC):
@@ -81,7 +82,7 @@ class RadiusControl(Control):
 
     def update(self, rho: float, step: SubproblemSolution, step_norm: float, backtrack: float) -> None:
         if not rho >= 0.25:  # also NaN
-            self.value = min(self.value, backtrack * step_norm)
+            self.value = min(RADIUS_SHRINK * self.value, backtrack * step_norm)
         elif rho >= 0.75 and step.on_boundary:
             self.value = min((4.0 if rho >= 0.9 else 2.0) * self.value, self.limit)
 
@@ -135,6 +136,7 @@ class TrustRegion(Step):
         self.eta = self.default_eta if eta is None else eta
         self.preconditioning = preconditioning
         self.model, self.finite_trial = None, True
+        self.feasible: FeasibleSet = UNCONSTRAINED
         self.accepted_values: deque = deque(maxlen=memory)
 
     def default_maxiter(self, n: int) -> int:
@@ -168,7 +170,9 @@ class TrustRegion(Step):
         g_trial = self.objective.grad(x_trial) if rho > self.eta else None
         self.finite_trial = bool(np.isfinite(f_trial) and (g_trial is None
                                                            or np.all(np.isfinite(g_trial))))
-        accepted = rho > self.eta and _acceptable(f, reference, f_trial, step.decrease, g, g_trial)
+        accepted = rho > self.eta and _acceptable(f, reference, f_trial, step.decrease, g_trial,
+                                                  self.feasible.stationarity(x, g),
+                                                  self.feasible.stationarity(x_trial, g_trial))
         region_norm = getattr(step, "region_norm", None)   # a preconditioner's norm
         control.update(rho if accepted else -np.inf, step, step_norm if region_norm is None else region_norm,
                        backtrack_fraction(f, f_trial, g @ step.p))
@@ -213,7 +217,7 @@ class TronStep(TrustRegion):
     def __init__(self, objective: Objective, box: Box, control: Control, *, dense: bool,
                  eta: float | None = None, memory: int = 1):
         super().__init__(objective, None, control, dense=dense, eta=eta, memory=memory)
-        self.box = box
+        self.box = self.feasible = box
         self.cauchy_alpha = 1.0
 
     def _model(self, point: Iterate, saddle: Saddle | None) -> BoxTrustRegion:
@@ -246,15 +250,17 @@ def _downhill(step: SubproblemSolution, g: np.ndarray) -> SubproblemSolution:
     return step._replace(p=-step.p if slope > 0 else step.p, decrease=step.decrease + abs(slope))
 
 
-def _acceptable(f: float, reference: float, f_trial: float, decrease: float, g: np.ndarray,
-                g_trial: np.ndarray) -> bool:
-    """A good step must also have a finite gradient and lower f; or f below the nonmonotone
-    ``reference`` when the model predicts a decrease above rounding; or, when f changes only
-    within rounding, a lower gradient norm; so that the iteration cannot cycle."""
+def _acceptable(f: float, reference: float, f_trial: float, decrease: float, g_trial: np.ndarray,
+                measure: np.ndarray, measure_trial: np.ndarray) -> bool:
+    """A good step must also have a finite gradient ``g_trial`` and lower f; or f below the
+    nonmonotone ``reference`` when the model predicts a decrease above rounding; or, when f
+    changes only within rounding, a lower norm of the stationarity measure (``measure`` at x,
+    ``measure_trial`` at the trial point: the gradient, in a box the projected gradient, whose
+    components on active bounds say nothing of progress); so that the iteration cannot cycle."""
     tolerance = noise(f)
     return bool(np.all(np.isfinite(g_trial))) and (
         f_trial < f or (f_trial < reference and decrease > tolerance) or (
-            f_trial <= f + tolerance and np.linalg.norm(g_trial) < np.linalg.norm(g)))
+            f_trial <= f + tolerance and np.linalg.norm(measure_trial) < np.linalg.norm(measure)))
 
 
 def _negligible(p: np.ndarray, p_norm: float, x: np.ndarray) -> bool:
