@@ -72,6 +72,10 @@ class Control(ABC):
         length ``step_norm``; ``backtrack`` is the interpolated fraction of the step where f's
         quadratic model along it has its minimum (:func:`backtrack_fraction`)."""
 
+    def leave_saddle(self, f: float, curvature: float) -> None:
+        """Set ``value`` for the first step from a saddle of value ``f`` along a direction of
+        ``curvature < 0``; by default unchanged."""
+
 
 class RadiusControl(Control):
     """The trust radius: shrink to an interpolated fraction of a poor step; after a good step
@@ -85,6 +89,13 @@ class RadiusControl(Control):
             self.value = min(RADIUS_SHRINK * self.value, backtrack * step_norm)
         elif rho >= 0.75 and step.on_boundary:
             self.value = min((4.0 if rho >= 0.9 else 2.0) * self.value, self.limit)
+
+    def leave_saddle(self, f: float, curvature: float) -> None:
+        """At least the radius at which the model's decrease along the negative curvature,
+        ``|curvature| radius^2 / 2``, is above the rounding level of f: a shorter step is judged
+        by rounding alone, rejected, and the radius shrinks until the saddle is reported without
+        its escape ever being measured (HS25 from x0, a plateau where g ~ 2e-8 set the radius)."""
+        self.value = min(max(self.value, math.sqrt(2.0 * noise(f) / -curvature)), self.limit)
 
 
 def backtrack_fraction(f: float, f_trial: float, slope: float) -> float:
@@ -150,6 +161,8 @@ class TrustRegion(Step):
         x, f, g, control = point.x, point.f, point.g, self.control
         fresh = self.model is None
         if fresh:
+            if saddle:
+                control.leave_saddle(f, saddle.curvature)
             self.model = self._model(point, saddle)
         step = self.model.solve(control.value)
         if fresh and self.preconditioning is not None:
