@@ -74,7 +74,8 @@ class Control(ABC):
 
     def leave_saddle(self, f: float, curvature: float) -> None:
         """Set ``value`` for the first step from a saddle of value ``f`` along a direction of
-        ``curvature < 0``; by default unchanged."""
+        ``curvature < 0``; by default unchanged (ARC's cubic term sets the escape's length)."""
+        return None
 
 
 class RadiusControl(Control):

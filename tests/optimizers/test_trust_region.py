@@ -3,7 +3,13 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize, rosen, rosen_der, rosen_hess, rosen_hess_prod
 
-from optimizers.trust_region import RadiusControl, minimize_dogleg, minimize_trust_exact, minimize_trust_krylov, minimize_trust_ncg
+from optimizers.trust_region import (
+    RadiusControl,
+    minimize_dogleg,
+    minimize_trust_exact,
+    minimize_trust_krylov,
+    minimize_trust_ncg,
+)
 
 HESSP_METHODS = [minimize_trust_ncg, minimize_trust_krylov]
 DENSE_METHODS = [minimize_trust_exact, minimize_dogleg]
