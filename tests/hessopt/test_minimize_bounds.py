@@ -280,7 +280,8 @@ def test_hs25_leaves_its_plateau_start_and_reaches_what_the_test_promises(method
 @pytest.mark.parametrize("method", [None, *TRUST_REGION_METHODS])
 def test_hs2_reaches_the_local_minimum_on_its_bound_and_says_so(method):
     """From x0 the trust-region methods end at the local minimum on x_2 = 1.5, as the interior point
-    does (x_1 < 0; the published one has x_1 > 0): the root of d/dx_1 [100 (1.5 - x_1^2)^2 + (1 - x_1)^2] = 400 x_1^3 - 598 x_1 - 2.
+    does (x_1 < 0; the published one has x_1 > 0): the root of
+    d/dx_1 [100 (1.5 - x_1^2)^2 + (1 - x_1)^2] = 400 x_1^3 - 598 x_1 - 2.
     TRON stalled at ||pg|| = 3.8e-7 (status 2): its rounding-level steps were judged by the full
     gradient, whose bound-held x_2 entry they changed more than they lowered pg."""
     problem = problems.hock_schittkowski(2)
