@@ -12,7 +12,8 @@ and, by default, starts from the gradient scale; in the Krylov methods the reduc
 nonmonotone (measured from the highest of the last few accepted values, so steps along curved
 valleys are not cut short); a NaN/inf trial value shrinks the radius instead of failing; rejected
 steps reuse the subproblem's Krylov/CG work; a first-order point where the Hessian has clearly
-negative curvature is left along it rather than reported as a minimum.
+negative curvature is left along it rather than reported as a minimum, the radius there at least
+long enough for the curvature's decrease to exceed rounding.
 
 References: J. Nocedal and S. J. Wright, *Numerical Optimization*, 2nd ed., ch. 4 and 7;
 A. R. Conn, N. I. M. Gould and Ph. L. Toint, *Trust-Region Methods*, SIAM 2000, §17.1 (radius
@@ -52,6 +53,7 @@ NONMONOTONE_MEMORY = 20
 # it takes 64 iterations and 892 products where 0.15 takes 82 and 1,152; the other bounded
 # problems run alike with either.
 ETA, TRON_ETA = 0.15, 1e-4
+# A poor step leaves at most this fraction of the radius (Lin & Moré's sigma_2).
 RADIUS_SHRINK = 0.5
 
 
@@ -79,9 +81,11 @@ class Control(ABC):
 
 
 class RadiusControl(Control):
-    """The trust radius: shrink to an interpolated fraction of a poor step; after a good step
-    that hit the boundary, grow by 2, or by 4 when the model was very accurate (rho >= 0.9), up
-    to the cap ``limit``."""
+    """The trust radius: shrink to an interpolated fraction of a poor step, and to at most half
+    of itself, since TRON's steps may be longer than the radius (Lin & Moré 1999's sigma_2; else a
+    rejected step could leave the radius as it was and be tried again unchanged); after a good
+    step that hit the boundary, grow by 2, or by 4 when the model was very accurate (rho >= 0.9),
+    up to the cap ``limit``."""
 
     name = "radius"
 
