@@ -65,6 +65,11 @@ from .stopping import GradientTest, gradient_norm
 NONFINITE_HESSIAN_AT_STATIONARY_POINT = (
     "The gradient test passed, but the Hessian is not finite there: the second-order check is "
     "impossible, so the point is not reported as a minimum")
+# The iteration cap met at a first-order point that the second-order check sent on: the gradient
+# test passed there, so the cap's usual message ("before the gradient test passed") would be false.
+MAXITER_AT_SADDLE = (
+    "Maximum number of iterations has been exceeded at a point where the gradient test passed but "
+    "the Hessian has clearly negative curvature (a saddle point or maximum not yet left)")
 
 
 class Saddle(NamedTuple):
@@ -344,6 +349,8 @@ class Loop:
         while status is None:
             if nit >= cap:
                 status = Status.MAXITER
+                if saddle:
+                    self.message = MAXITER_AT_SADDLE
                 break
             trial = self.step(point, saddle)
             if isinstance(trial, Stop):

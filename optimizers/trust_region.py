@@ -12,7 +12,8 @@ and, by default, starts from the gradient scale; in the Krylov methods the reduc
 nonmonotone (measured from the highest of the last few accepted values, so steps along curved
 valleys are not cut short); a NaN/inf trial value shrinks the radius instead of failing; rejected
 steps reuse the subproblem's Krylov/CG work; a first-order point where the Hessian has clearly
-negative curvature is left along it rather than reported as a minimum.
+negative curvature is left along it rather than reported as a minimum, the radius there at least
+long enough for the curvature's decrease to exceed rounding.
 
 References: J. Nocedal and S. J. Wright, *Numerical Optimization*, 2nd ed., ch. 4 and 7;
 A. R. Conn, N. I. M. Gould and Ph. L. Toint, *Trust-Region Methods*, SIAM 2000, §17.1 (radius
@@ -33,7 +34,7 @@ import numpy as np
 from scipy.optimize import OptimizeResult
 
 from .bounds import Box, BoxTrustRegion
-from .feasible import FeasibleSet, Unconstrained
+from .feasible import UNCONSTRAINED, FeasibleSet, Unconstrained
 from .krylov import EPS, norm
 from .loop import RunOptions, Saddle, Step, Stop, Trial, curvature_check, hessian_matrix
 from .methods import Problem, declared
@@ -52,6 +53,8 @@ NONMONOTONE_MEMORY = 20
 # it takes 64 iterations and 892 products where 0.15 takes 82 and 1,152; the other bounded
 # problems run alike with either.
 ETA, TRON_ETA = 0.15, 1e-4
+# A poor step leaves at most this fraction of the radius (Lin & Moré's sigma_2).
+RADIUS_SHRINK = 0.5
 
 
 class Control(ABC):
@@ -71,19 +74,33 @@ class Control(ABC):
         length ``step_norm``; ``backtrack`` is the interpolated fraction of the step where f's
         quadratic model along it has its minimum (:func:`backtrack_fraction`)."""
 
+    def leave_saddle(self, f: float, curvature: float) -> None:
+        """Set ``value`` for the first step from a saddle of value ``f`` along a direction of
+        ``curvature < 0``; by default unchanged (ARC's cubic term sets the escape's length)."""
+        return None
+
 
 class RadiusControl(Control):
-    """The trust radius: shrink to an interpolated fraction of a poor step; after a good step
-    that hit the boundary, grow by 2, or by 4 when the model was very accurate (rho >= 0.9), up
-    to the cap ``limit``."""
+    """The trust radius: shrink to an interpolated fraction of a poor step, and to at most half
+    of itself, since TRON's steps may be longer than the radius (Lin & Moré 1999's sigma_2; else a
+    rejected step could leave the radius as it was and be tried again unchanged); after a good
+    step that hit the boundary, grow by 2, or by 4 when the model was very accurate (rho >= 0.9),
+    up to the cap ``limit``."""
 
     name = "radius"
 
     def update(self, rho: float, step: SubproblemSolution, step_norm: float, backtrack: float) -> None:
         if not rho >= 0.25:  # also NaN
-            self.value = min(self.value, backtrack * step_norm)
+            self.value = min(RADIUS_SHRINK * self.value, backtrack * step_norm)
         elif rho >= 0.75 and step.on_boundary:
             self.value = min((4.0 if rho >= 0.9 else 2.0) * self.value, self.limit)
+
+    def leave_saddle(self, f: float, curvature: float) -> None:
+        """At least the radius at which the model's decrease along the negative curvature,
+        ``|curvature| radius^2 / 2``, is above the rounding level of f: a shorter step is judged
+        by rounding alone, rejected, and the radius shrinks until the saddle is reported without
+        its escape ever being measured (HS25 from x0, a plateau where g ~ 2e-8 set the radius)."""
+        self.value = min(max(self.value, math.sqrt(2.0 * noise(f) / -curvature)), self.limit)
 
 
 def backtrack_fraction(f: float, f_trial: float, slope: float) -> float:
@@ -135,6 +152,7 @@ class TrustRegion(Step):
         self.eta = self.default_eta if eta is None else eta
         self.preconditioning = preconditioning
         self.model, self.finite_trial = None, True
+        self.feasible: FeasibleSet = UNCONSTRAINED
         self.accepted_values: deque = deque(maxlen=memory)
 
     def default_maxiter(self, n: int) -> int:
@@ -148,6 +166,8 @@ class TrustRegion(Step):
         x, f, g, control = point.x, point.f, point.g, self.control
         fresh = self.model is None
         if fresh:
+            if saddle:
+                control.leave_saddle(f, saddle.curvature)
             self.model = self._model(point, saddle)
         step = self.model.solve(control.value)
         if fresh and self.preconditioning is not None:
@@ -168,7 +188,9 @@ class TrustRegion(Step):
         g_trial = self.objective.grad(x_trial) if rho > self.eta else None
         self.finite_trial = bool(np.isfinite(f_trial) and (g_trial is None
                                                            or np.all(np.isfinite(g_trial))))
-        accepted = rho > self.eta and _acceptable(f, reference, f_trial, step.decrease, g, g_trial)
+        accepted = rho > self.eta and _acceptable(f, reference, f_trial, step.decrease, g_trial,
+                                                  self.feasible.stationarity(x, g),
+                                                  self.feasible.stationarity(x_trial, g_trial))
         region_norm = getattr(step, "region_norm", None)   # a preconditioner's norm
         control.update(rho if accepted else -np.inf, step, step_norm if region_norm is None else region_norm,
                        backtrack_fraction(f, f_trial, g @ step.p))
@@ -213,7 +235,7 @@ class TronStep(TrustRegion):
     def __init__(self, objective: Objective, box: Box, control: Control, *, dense: bool,
                  eta: float | None = None, memory: int = 1):
         super().__init__(objective, None, control, dense=dense, eta=eta, memory=memory)
-        self.box = box
+        self.box = self.feasible = box
         self.cauchy_alpha = 1.0
 
     def _model(self, point: Iterate, saddle: Saddle | None) -> BoxTrustRegion:
@@ -246,15 +268,17 @@ def _downhill(step: SubproblemSolution, g: np.ndarray) -> SubproblemSolution:
     return step._replace(p=-step.p if slope > 0 else step.p, decrease=step.decrease + abs(slope))
 
 
-def _acceptable(f: float, reference: float, f_trial: float, decrease: float, g: np.ndarray,
-                g_trial: np.ndarray) -> bool:
-    """A good step must also have a finite gradient and lower f; or f below the nonmonotone
-    ``reference`` when the model predicts a decrease above rounding; or, when f changes only
-    within rounding, a lower gradient norm; so that the iteration cannot cycle."""
+def _acceptable(f: float, reference: float, f_trial: float, decrease: float, g_trial: np.ndarray,
+                measure: np.ndarray, measure_trial: np.ndarray) -> bool:
+    """A good step must also have a finite gradient ``g_trial`` and lower f; or f below the
+    nonmonotone ``reference`` when the model predicts a decrease above rounding; or, when f
+    changes only within rounding, a lower norm of the stationarity measure (``measure`` at x,
+    ``measure_trial`` at the trial point: the gradient, in a box the projected gradient, whose
+    components on active bounds say nothing of progress); so that the iteration cannot cycle."""
     tolerance = noise(f)
     return bool(np.all(np.isfinite(g_trial))) and (
         f_trial < f or (f_trial < reference and decrease > tolerance) or (
-            f_trial <= f + tolerance and np.linalg.norm(g_trial) < np.linalg.norm(g)))
+            f_trial <= f + tolerance and np.linalg.norm(measure_trial) < np.linalg.norm(measure)))
 
 
 def _negligible(p: np.ndarray, p_norm: float, x: np.ndarray) -> bool:

@@ -13,6 +13,8 @@ import autodiff as ad
 import hessopt
 import optimizers
 from hessopt import problems
+from optimizers.bounds import Box
+from optimizers.stopping import DEFAULT_GTOL, GradientTest
 
 INF = np.inf
 
@@ -247,3 +249,49 @@ def test_bounds_that_read_two_ways_are_refused_before_anything_runs():
     np.testing.assert_array_equal(per_entry.x["a"], [1.0, 2.0])
     both = hessopt.least_squares(residuals, np.zeros(2), bounds=Bounds([0, 0], [1, 1]))
     np.testing.assert_allclose(both.x, [0.5, 0.5], rtol=1e-12)
+
+
+TRUST_REGION_METHODS = ["trust-ncg", "trust-krylov", "trust-exact", "dogleg"]
+
+
+@pytest.mark.parametrize("method", [None, *TRUST_REGION_METHODS])
+def test_hs25_leaves_its_plateau_start_and_reaches_what_the_test_promises(method):
+    """HS25 starts on a plateau (g ~ 2e-8, which set the radius; x0[0] on its upper bound) where
+    the gradient test passes and the Hessian has negative curvature. The trust-region methods
+    repeated one rejected trial for 1000 iterations (a TRON step longer than the radius did not
+    shrink it), then said "before the projected gradient test passed" of a point where it had. At
+    the interior x* the test ``||D pg||_inf <= 1e-8`` (D = diag(max(1, |x_i|)), f* = 0) promises
+    f - f* = (D g)^T (D H D)^-1 (D g) / 2 <= n 1e-16 / (2 lambda_min(D H D)) and
+    ||D^-1 (x - x*)||_2 <= sqrt(n) 1e-8 / lambda_min, each within a factor 2 (the quadratic model)."""
+    problem = problems.hock_schittkowski(25)
+    bounds = Bounds(problem.lower, problem.upper)
+    result = hessopt.minimize(problem.fun, problem.x0, bounds=bounds, method=method)
+    pg = Box(problem.lower, problem.upper).projected_gradient(result.x, result.jac)
+    measure = GradientTest().measure(result.x, result.fun, pg)
+    assert result.success and measure <= DEFAULT_GTOL, result.message
+    assert f"here {measure:.1e}" in result.message
+    xmin = np.asarray(problem.xmin)
+    scale = np.maximum(1.0, np.abs(xmin))
+    lambda_min = np.linalg.eigvalsh(scale[:, None] * ad.hessian(problem.fun)(xmin) * scale)[0]
+    n, gtol = xmin.size, DEFAULT_GTOL
+    assert result.fun - problem.fmin <= 2.0 * n * gtol ** 2 / (2.0 * lambda_min)
+    assert np.linalg.norm((result.x - xmin) / scale) <= 2.0 * np.sqrt(n) * gtol / lambda_min
+
+
+@pytest.mark.parametrize("method", [None, *TRUST_REGION_METHODS])
+def test_hs2_reaches_the_local_minimum_on_its_bound_and_says_so(method):
+    """From x0 the trust-region methods end at the local minimum on x_2 = 1.5, as the interior point
+    does (x_1 < 0; the published one has x_1 > 0): the root of
+    d/dx_1 [100 (1.5 - x_1^2)^2 + (1 - x_1)^2] = 400 x_1^3 - 598 x_1 - 2.
+    TRON stalled at ||pg|| = 3.8e-7 (status 2): its rounding-level steps were judged by the full
+    gradient, whose bound-held x_2 entry they changed more than they lowered pg."""
+    problem = problems.hock_schittkowski(2)
+    bounds = Bounds(problem.lower, problem.upper)
+    result = hessopt.minimize(problem.fun, problem.x0, method=method, bounds=bounds)
+    assert result.success, result.message
+    root = min(np.roots([400.0, 0.0, -598.0, -2.0]).real)
+    curvature = 1200.0 * root ** 2 - 598.0    # the cubic's derivative: f'' along x_1
+    assert result.x[1] == 1.5 and np.array_equal(result.active_mask, [0, -1])
+    # the test bounds |g_1| max(1, |x_1|) <= 1e-8 max(1, f)
+    gtol = DEFAULT_GTOL * max(1.0, result.fun) / abs(root)
+    assert abs(result.x[0] - root) <= 2.0 * gtol / curvature

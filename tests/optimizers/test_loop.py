@@ -78,6 +78,22 @@ def test_maxiter_of_0_or_less_makes_no_iteration_as_in_scipy(maxiter):
     assert at_minimum.success and at_minimum.nit == 0     # x0 passes the test: no false failure
 
 
+@pytest.mark.parametrize("method", [optimizers.minimize_newton, optimizers.minimize_trust_ncg,
+                                    optimizers.minimize_trust_exact])
+@pytest.mark.parametrize("bounds", [None, ([-1.0, -1.0], [1.0, 1.0])])
+def test_maxiter_at_a_saddle_says_the_gradient_test_passed_there(method, bounds):
+    """At the saddle of x^2 - y^2 the gradient test passes and the second-order check sends the
+    run on; meeting the cap there is status 1, but not "before the gradient test passed"."""
+    def hess(x):
+        return np.diag([2.0, -2.0])
+    result = method(lambda x: x[0] ** 2 - x[1] ** 2, np.zeros(2), lambda x: np.array([2.0, -2.0]) * x,
+                    hess=hess, maxiter=0, bounds=bounds)
+    test = "the projected gradient test" if bounds else "the gradient test"
+    assert result.status == Status.MAXITER and result.nit == 0
+    assert result.message.startswith(f"Maximum number of iterations has been exceeded at a point where {test} "
+                                     "passed but the Hessian has clearly negative curvature"), result.message
+
+
 @pytest.mark.parametrize("method", [optimizers.minimize_gd, optimizers.minimize_newton_cg,
                                     optimizers.minimize_trust_ncg, optimizers.minimize_arc])
 @pytest.mark.parametrize("f0, g0, match", [(np.nan, 1.0, r"f\(x0\) = nan"), (np.inf, 1.0, r"f\(x0\) = inf"),
