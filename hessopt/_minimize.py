@@ -33,6 +33,7 @@ from ._arguments import (
 )
 from ._bounds import feasible_set, report_bounds
 from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
+from ._finite_differences import fallback
 from ._hessians import GradientDerivative, QuasiNewton
 from ._sparse_policy import Structure, structured
 
@@ -194,16 +195,18 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     declaration = optimizers.REGISTRY.default(feasible) if method is None else method_declaration(method)
     jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
     options, ggn, trace = _face_options(options, tol, declaration)
+    eps = check_option("eps", options.pop("eps"), declaration.name) if "eps" in options else None
     call = normalize(x0, args, callback, options, declaration.function, declaration.name)
     start = call.x0
     call.x0, note = _placed(feasible, declaration, call.x0)
-    derivatives = _autodiff(fun, x0, call, jac, hess, hessp, ggn, trace)
+    derivatives = fallback(_autodiff(fun, x0, call, jac, hess, hessp, ggn, trace), jac, call, feasible, eps)
     flat = flat_derivatives(fun, jac, hess, hessp, call, derivatives, declaration, ggn=ggn is not None, trace=trace)
     structure = structured(flat, call, derivatives, declaration, feasible)
     result = _solve(declaration, feasible, derivatives, structure.flat, call, start)
     _report(result, hess, call, declaration, structure)
     _check_quasi_newton(result, structure.flat, derivatives, feasible, call, trace)
     _count_user_calls(result, structure.flat)
+    result.derivatives = derivatives.name if exact_derivatives(jac) else "jac"
     if bounds is not None:
         report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note, call.unravel)
     return call.finish(result)

@@ -1,0 +1,244 @@
+"""Derivatives by finite differences, for objectives autodiff cannot follow.
+
+An objective that builds arrays from x's entries (``np.array([x[0] ** 2, x[1]])``), calls
+``math.pow`` or ``float()`` leaves the engine: autodiff refuses it rather than return a wrong
+derivative. scipy takes finite differences of such code, and so does ``minimize`` then, where the
+call gives no derivative (``jac=None`` or ``False``) or asks for scipy's ``"2-point"``,
+``"3-point"`` or ``"cs"``: :func:`fallback` probes autodiff at x0 and, when it refuses, warns
+with the operation and the line of the user's code that stopped it, and gives
+:class:`FiniteDifferences` in place of :class:`~hessopt._derivatives.AutodiffDerivatives`.
+
+- The gradient (:func:`difference_gradient`) is forward differences (``"2-point"``, scipy's
+  default, step ``sqrt(eps) max(1, |x_i|)``) or central ones (``"3-point"`` and ``"cs"``, step
+  ``eps^(1/3) max(1, |x_i|)``), each step turned or shortened so that no evaluation leaves the
+  box, as scipy's ``approx_derivative`` does with bounds (one-sided three-point differences near a
+  bound). ``"cs"`` (complex step) is read as ``"3-point"``: code autodiff cannot follow
+  (``float()``, ``math``) drops an imaginary part without a word, so a complex step would give a
+  silently wrong gradient. scipy's ``approx_derivative`` is private (``scipy.optimize._numdiff``)
+  and ``approx_fprime`` takes no bounds, hence the few lines here.
+- A Hessian-vector product is the forward difference of that gradient along v (Nocedal & Wright,
+  *Numerical Optimization*, 2nd ed., §8.1), with the step ``sqrt(delta)`` for a gradient whose
+  relative error is ``delta`` (``eps^(1/4)`` after forward differences, ``eps^(1/3)`` after
+  central ones), shortened to stay in the box; the dense Hessian is n such products, symmetrized.
+
+Every call of the user's function is counted (``calls``), and f is kept per point, so the value a
+gradient starts from is never evaluated twice.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import traceback
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+from scipy.optimize import OptimizeResult, OptimizeWarning
+
+import autodiff
+from optimizers.feasible import FeasibleSet
+from optimizers.objective import same_point
+
+from ._arguments import Call, exact_derivatives, plain_value
+
+EPS = np.finfo(float).eps
+#: the gradient's step relative to max(1, |x_i|), and the product's, by scheme (see module docstring)
+GRADIENT_STEP = {"2-point": EPS ** 0.5, "3-point": EPS ** (1 / 3)}
+PRODUCT_STEP = {"2-point": EPS ** 0.25, "3-point": EPS ** (1 / 3)}
+#: where the engine and the face live: frames there are not the user's code
+_LIBRARY = tuple(os.path.dirname(module.__file__) + os.sep for module in (autodiff, np))
+_FACE = os.path.dirname(__file__) + os.sep
+
+
+def fallback(derivatives, jac, call: Call, feasible: FeasibleSet, eps=None):
+    """``derivatives`` (autodiff's), or :class:`FiniteDifferences` of the same function when the
+    call leaves the gradient to hessopt (``jac`` None, False or a scheme), x0 is not a list of
+    Variables, and autodiff refuses f at x0 while plain evaluation runs; the warning then names
+    what autodiff could not follow. ``eps``: scipy's absolute step (a number or one per entry)."""
+    if not exact_derivatives(jac) or derivatives.variables is not None:
+        return derivatives
+    try:
+        derivatives.at(call.x0)   # the recording the run starts from: kept, not wasted
+        return derivatives
+    except TypeError as refusal:
+        plain = derivatives.call(call.x0)    # the user's own error, if f fails without the tape too
+        where = refusal_site(refusal)
+    scheme = "3-point" if jac in ("3-point", "cs") else "2-point"
+    warnings.warn(f"autodiff cannot follow fun: {where}. Its derivatives are approximate: finite "
+                  f"differences ({scheme}) of f, and Hessian products from differences of that gradient",
+                  OptimizeWarning, stacklevel=3)
+    lower, upper = _box(feasible, call.x0.size)
+    function = lambda x: derivatives.call(x)   # noqa: E731  (a fresh copy of x for the user, each call)
+    return FiniteDifferences(function, lower, upper, scheme, eps, first=(call.x0, plain), reason=where)
+
+
+def refusal_site(error: BaseException) -> str:
+    """What autodiff refused and where: the operation (the refusal's first sentence when it names
+    none) and the last line of the user's code on the way to it ("float(), at script.py:12:
+    return float(x[0]) ** 2").
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> from hessopt._finite_differences import refusal_site
+    >>> try:
+    ...     ad.grad(lambda x: np.array([x[0] ** 2, x[1]]).sum())(np.ones(2))
+    ... except TypeError as error:
+    ...     print(refusal_site(error))
+    np.asarray() (a Tensor turned into a plain value), at <doctest ...>:2: ad.grad(lambda x: np.array([x[0] ** 2, x[1]]).sum())(np.ones(2))
+    """
+    message = str(error).split(". ")[0].removeprefix("autodiff: ")
+    operation = message.split(" would turn a Tensor")
+    if len(operation) == 2:
+        message = f"{operation[0]} (a Tensor turned into a plain value)"
+    user = [frame for frame in traceback.extract_tb(error.__traceback__)
+            if not frame.filename.startswith(_LIBRARY) and not frame.filename.startswith(_FACE)]
+    if not user:
+        return message
+    frame = user[-1]
+    line = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
+    return f"{message}, at {os.path.basename(frame.filename)}:{frame.lineno}: {line}"
+
+
+def _box(feasible: FeasibleSet, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The set's bounds (a Box's lower and upper), or no bound."""
+    lower, upper = getattr(feasible, "lower", None), getattr(feasible, "upper", None)
+    if lower is None:
+        return np.full(n, -np.inf), np.full(n, np.inf)
+    return np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+
+
+def difference_gradient(f: Callable, x: np.ndarray, f0: float, lower: np.ndarray, upper: np.ndarray,
+                        scheme: str = "2-point", step=None) -> np.ndarray:
+    """The gradient of f at x by finite differences (module docstring), no evaluation outside
+    ``[lower, upper]``; a variable fixed by its bounds gets 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hessopt._finite_differences import difference_gradient
+    >>> f = lambda x: float(x[0]) ** 2 + 3 * float(x[1])
+    >>> x, lower, upper = np.array([1.0, 2.0]), np.full(2, -np.inf), np.array([np.inf, 2.0])
+    >>> difference_gradient(f, x, f(x), lower, upper, "3-point").round(8)   # x[1] at its upper bound
+    array([2., 3.])
+    """
+    h = np.broadcast_to(GRADIENT_STEP[scheme] * np.maximum(1.0, np.abs(x)) if step is None
+                        else np.asarray(step, dtype=float), x.shape)
+    g = np.zeros(x.size)
+    for i in range(x.size):
+        e = np.zeros(x.size)
+        e[i] = 1.0
+        up, down = upper[i] - x[i], x[i] - lower[i]
+        if scheme == "3-point" and min(up, down) >= h[i]:
+            g[i] = (f(x + h[i] * e) - f(x - h[i] * e)) / (2 * h[i])
+        elif scheme == "3-point" and max(up, down) > 0:    # one-sided, three points, into the box
+            s = min(h[i], max(up, down) / 2) * (1.0 if up >= down else -1.0)
+            g[i] = (-3 * f0 + 4 * f(x + s * e) - f(x + 2 * s * e)) / (2 * s)
+        elif max(up, down) > 0:
+            s = h[i] if up >= h[i] else (-h[i] if down >= h[i] else (up if up >= down else -down))
+            g[i] = (f(x + s * e) - f0) / s
+    return g
+
+
+class FiniteDifferences:
+    """f, gradients and Hessian products of ``f`` on flat vectors by finite differences, with
+    :class:`~hessopt._derivatives.AutodiffDerivatives`' interface (``fun``, ``jac``, ``at``,
+    ``value_and_grad``, ``solve``); ``calls`` counts every call of f, ``reason`` says why
+    autodiff was not used. ``first``: a point and f there, already evaluated."""
+
+    name = "finite differences"
+    variables = None
+    untraced_reason = None
+
+    def __init__(self, f: Callable, lower: np.ndarray, upper: np.ndarray, scheme: str = "2-point",
+                 step=None, first: tuple | None = None, reason: str = ""):
+        self._f, self.lower, self.upper, self.scheme, self.step = f, lower, upper, scheme, step
+        self.reason, self.calls = reason, 0
+        self._values: dict[bytes, float] = {}
+        self._x = self._operator = None
+        if first is not None:
+            self.calls = 1
+            self._values[first[0].tobytes()] = float(np.asarray(plain_value(first[1])).reshape(()))
+
+    def fun(self, x: np.ndarray) -> float:
+        """f(x), evaluated once per point among the last few (the gradient's base, the iterate)."""
+        key = x.tobytes()
+        if key not in self._values:
+            if len(self._values) > 4:
+                self._values.pop(next(iter(self._values)))
+            self.calls += 1
+            self._values[key] = float(np.asarray(plain_value(self._f(x))).reshape(()))
+        return self._values[key]
+
+    def _plain(self, x: np.ndarray) -> float:
+        """f at a difference point: counted, not kept."""
+        self.calls += 1
+        return float(np.asarray(plain_value(self._f(x))).reshape(()))
+
+    def gradient(self, x: np.ndarray) -> np.ndarray:
+        return difference_gradient(self._plain, x, self.fun(x), self.lower, self.upper, self.scheme, self.step)
+
+    def at(self, x: np.ndarray) -> DifferencedPoint:
+        if not same_point(x, self._x):
+            self._x, self._operator = np.array(x, copy=True), None
+            self._operator = DifferencedPoint(self, self._x)
+        return self._operator
+
+    def jac(self, x: np.ndarray) -> np.ndarray:
+        return self.at(x).gradient
+
+    def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        return self.fun(x), self.jac(x)
+
+    def solve(self, solver: Callable, x0: np.ndarray, *args, **kwargs) -> OptimizeResult:
+        """``solver(*args, **kwargs)``; the result says where its derivatives came from and
+        counts every call of f in ``nfev``."""
+        result = solver(*args, **kwargs)
+        result.nfev = self.calls
+        result.message += f" The derivatives are finite differences ({self.scheme}): {self.reason}."
+        return result
+
+
+class DifferencedPoint:
+    """One point's f, gradient and Hessian products (forward differences of the gradient along
+    v, module docstring), the dense Hessian made from n products on demand."""
+
+    def __init__(self, source: FiniteDifferences, x: np.ndarray):
+        self._source, self._x = source, x
+        self.value = source.fun(x)
+        self.gradient = source.gradient(x)
+        self._dense = None
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        v = np.asarray(v, dtype=float)
+        size = np.max(np.abs(v), initial=0.0)
+        if size == 0:
+            return np.zeros_like(self._x)
+        t = self._step(v, PRODUCT_STEP[self._source.scheme] * max(1.0, np.max(np.abs(self._x))) / size)
+        if t == 0:   # v leaves the box both ways: column by column, each into the box
+            return self.to_dense() @ v
+        return (self._source.gradient(self._x + t * v) - self.gradient) / t
+
+    def _step(self, v: np.ndarray, t: float) -> float:
+        """t, -t, or the longest step along +-v that stays in the box (0 when none does)."""
+        source, x = self._source, self._x
+        with np.errstate(divide="ignore", invalid="ignore"):
+            forward = np.min(np.where(v > 0, (source.upper - x) / v, np.where(v < 0, (source.lower - x) / v, np.inf)))
+            backward = np.min(np.where(v < 0, (x - source.upper) / v, np.where(v > 0, (x - source.lower) / v, np.inf)))
+        if forward >= t:
+            return t
+        if backward >= t:
+            return -t
+        return forward if forward >= backward else -backward
+
+    def to_dense(self) -> np.ndarray:
+        if self._dense is None:
+            h = np.column_stack([self._column(i) for i in range(self._x.size)])
+            self._dense = 0.5 * (h + h.T)
+        return self._dense
+
+    def _column(self, i: int) -> np.ndarray:
+        e = np.zeros(self._x.size)
+        e[i] = 1.0
+        return self.matvec(e) if self._step(e, 1.0) != 0 else np.zeros(self._x.size)
