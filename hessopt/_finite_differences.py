@@ -10,7 +10,12 @@ with the operation and the line of the user's code that stopped it, and gives
 
 - The gradient (:func:`difference_gradient`) is forward differences (``"2-point"``, scipy's
   default, step ``sqrt(eps) max(1, |x_i|)``) or central ones (``"3-point"`` and ``"cs"``, step
-  ``eps^(1/3) max(1, |x_i|)``), each step turned or shortened so that no evaluation leaves the
+  ``eps^(1/3) max(1, |x_i|)``). Forward differences give way to central ones for the rest of
+  the run once a gradient comes within ``SWITCH_MARGIN`` of passing the gradient test (Gill,
+  Murray & Wright, *Practical Optimization*, 1981, §8.6): the forward gradient's error, about
+  ``sqrt(eps)`` times the curvature, is where the test's tolerance lies, and a point where it
+  vanishes lies a step of the ill-conditioned Hessian's inverse away from the minimizer (Watson's
+  function stops 2% above its minimum); the central gradient's error is ``eps^(2/3)``. Each step turned or shortened so that no evaluation leaves the
   box, as scipy's ``approx_derivative`` does with bounds (one-sided three-point differences near a
   bound). ``"cs"`` (complex step) is read as ``"3-point"``: code autodiff cannot follow
   (``float()``, ``math``) drops an imaginary part without a word, so a complex step would give a
@@ -19,7 +24,7 @@ with the operation and the line of the user's code that stopped it, and gives
 - A Hessian-vector product is the forward difference of that gradient along v (Nocedal & Wright,
   *Numerical Optimization*, 2nd ed., §8.1), with the step ``sqrt(delta)`` for a gradient whose
   relative error is ``delta`` (``eps^(1/4)`` after forward differences, ``eps^(1/3)`` after
-  central ones), shortened to stay in the box; the dense Hessian is n such products, symmetrized.
+  central ones) relative to ``max(1, |x_i|)`` in every entry that moves, shortened to stay in the box; the dense Hessian is n such products, symmetrized.
 
 Every call of the user's function is counted (``calls``), and f is kept per point, so the value a
 gradient starts from is never evaluated twice.
@@ -38,6 +43,7 @@ from scipy.optimize import OptimizeResult, OptimizeWarning
 import autodiff
 from optimizers.feasible import FeasibleSet
 from optimizers.objective import same_point
+from optimizers.stopping import DEFAULT_GTOL, GradientTest
 
 from ._arguments import Call, exact_derivatives, plain_value
 
@@ -45,16 +51,20 @@ EPS = np.finfo(float).eps
 #: the gradient's step relative to max(1, |x_i|), and the product's, by scheme (see module docstring)
 GRADIENT_STEP = {"2-point": EPS ** 0.5, "3-point": EPS ** (1 / 3)}
 PRODUCT_STEP = {"2-point": EPS ** 0.25, "3-point": EPS ** (1 / 3)}
+#: forward differences switch to central ones when the test's measure is below this many tolerances
+SWITCH_MARGIN = 100.0
 #: where the engine and the face live: frames there are not the user's code
 _LIBRARY = tuple(os.path.dirname(module.__file__) + os.sep for module in (autodiff, np))
 _FACE = os.path.dirname(__file__) + os.sep
 
 
-def fallback(derivatives, jac, call: Call, feasible: FeasibleSet, eps=None):
+def fallback(derivatives, jac, call: Call, feasible: FeasibleSet, eps=None, gtol: float | None = None):
     """``derivatives`` (autodiff's), or :class:`FiniteDifferences` of the same function when the
     call leaves the gradient to hessopt (``jac`` None, False or a scheme), x0 is not a list of
     Variables, and autodiff refuses f at x0 while plain evaluation runs; the warning then names
-    what autodiff could not follow. ``eps``: scipy's absolute step (a number or one per entry)."""
+    what autodiff could not follow. ``eps``: scipy's absolute step (a number or one per entry);
+    ``gtol``: the run's gradient test (None: the default relative one), for the switch to central
+    differences."""
     if not exact_derivatives(jac) or derivatives.variables is not None:
         return derivatives
     try:
@@ -69,7 +79,10 @@ def fallback(derivatives, jac, call: Call, feasible: FeasibleSet, eps=None):
                   OptimizeWarning, stacklevel=3)
     lower, upper = _box(feasible, call.x0.size)
     function = lambda x: derivatives.call(x)   # noqa: E731  (a fresh copy of x for the user, each call)
-    return FiniteDifferences(function, lower, upper, scheme, eps, first=(call.x0, plain), reason=where)
+    test = GradientTest(gtol)
+    tolerance = SWITCH_MARGIN * (DEFAULT_GTOL if gtol is None else gtol)
+    near = lambda x, f, g: test.measure(x, f, feasible.stationarity(x, g)) <= tolerance   # noqa: E731
+    return FiniteDifferences(function, lower, upper, scheme, eps, first=(call.x0, plain), reason=where, near=near)
 
 
 def refusal_site(error: BaseException) -> str:
@@ -145,15 +158,19 @@ class FiniteDifferences:
     """f, gradients and Hessian products of ``f`` on flat vectors by finite differences, with
     :class:`~hessopt._derivatives.AutodiffDerivatives`' interface (``fun``, ``jac``, ``at``,
     ``value_and_grad``, ``solve``); ``calls`` counts every call of f, ``reason`` says why
-    autodiff was not used. ``first``: a point and f there, already evaluated."""
+    autodiff was not used. ``first``: a point and f there, already evaluated; ``near(x, f, g)``:
+    whether a forward-difference gradient is close enough to passing the run's test to switch to
+    central differences (module docstring)."""
 
     name = "finite differences"
     variables = None
     untraced_reason = None
 
     def __init__(self, f: Callable, lower: np.ndarray, upper: np.ndarray, scheme: str = "2-point",
-                 step=None, first: tuple | None = None, reason: str = ""):
+                 step=None, first: tuple | None = None, reason: str = "", near: Callable | None = None):
         self._f, self.lower, self.upper, self.scheme, self.step = f, lower, upper, scheme, step
+        self._near, self.switched = near, None   # switched: the gradient count at the switch
+        self.gradients = 0
         self.reason, self.calls = reason, 0
         self._values: dict[bytes, float] = {}
         self._x = self._operator = None
@@ -177,7 +194,15 @@ class FiniteDifferences:
         return float(np.asarray(plain_value(self._f(x))).reshape(()))
 
     def gradient(self, x: np.ndarray) -> np.ndarray:
-        return difference_gradient(self._plain, x, self.fun(x), self.lower, self.upper, self.scheme, self.step)
+        """The gradient at x in the run's scheme, switching from forward to central differences
+        near the test (module docstring); ``step``, the user's ``eps``, is kept for both."""
+        self.gradients += 1
+        f = self.fun(x)
+        g = difference_gradient(self._plain, x, f, self.lower, self.upper, self.scheme, self.step)
+        if self.scheme == "2-point" and self._near is not None and self._near(x, f, g):
+            self.scheme, self.switched = "3-point", self.gradients
+            g = difference_gradient(self._plain, x, f, self.lower, self.upper, self.scheme, self.step)
+        return g
 
     def at(self, x: np.ndarray) -> DifferencedPoint:
         if not same_point(x, self._x):
@@ -196,7 +221,8 @@ class FiniteDifferences:
         counts every call of f in ``nfev``."""
         result = solver(*args, **kwargs)
         result.nfev = self.calls
-        result.message += f" The derivatives are finite differences ({self.scheme}): {self.reason}."
+        switch = "" if self.switched is None else f" from the {self.switched}th gradient on (2-point before)"
+        result.message += f" The derivatives are finite differences ({self.scheme}{switch}): {self.reason}."
         return result
 
 
@@ -212,10 +238,12 @@ class DifferencedPoint:
 
     def matvec(self, v: np.ndarray) -> np.ndarray:
         v = np.asarray(v, dtype=float)
-        size = np.max(np.abs(v), initial=0.0)
-        if size == 0:
+        moved = v != 0
+        if not moved.any():
             return np.zeros_like(self._x)
-        t = self._step(v, PRODUCT_STEP[self._source.scheme] * max(1.0, np.max(np.abs(self._x))) / size)
+        # no entry moves by more than the product step relative to max(1, |x_i|): badly scaled x
+        scale = np.min(np.maximum(1.0, np.abs(self._x[moved])) / np.abs(v[moved]))
+        t = self._step(v, PRODUCT_STEP[self._source.scheme] * scale)
         if t == 0:   # v leaves the box both ways: column by column, each into the box
             return self.to_dense() @ v
         return (self._source.gradient(self._x + t * v) - self.gradient) / t

@@ -199,7 +199,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     call = normalize(x0, args, callback, options, declaration.function, declaration.name)
     start = call.x0
     call.x0, note = _placed(feasible, declaration, call.x0)
-    derivatives = fallback(_autodiff(fun, x0, call, jac, hess, hessp, ggn, trace), jac, call, feasible, eps)
+    derivatives = fallback(_autodiff(fun, x0, call, jac, hess, hessp, ggn, trace), jac, call, feasible, eps,
+                           call.options.get("gtol"))
     flat = flat_derivatives(fun, jac, hess, hessp, call, derivatives, declaration, ggn=ggn is not None, trace=trace)
     structure = structured(flat, call, derivatives, declaration, feasible)
     result = _solve(declaration, feasible, derivatives, structure.flat, call, start)
