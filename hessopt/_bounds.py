@@ -75,7 +75,23 @@ def box_from_bounds(bounds: Any, x0: Any, *, pairs: bool = True) -> Box | None:
     """
     if bounds is None:
         return None
-    layout = _Layout.of(x0)
+    try:
+        return _box(bounds, _Layout.of(x0), pairs)
+    except ValueError as error:   # minimize: scipy's words first (its tests and users match them), then ours
+        words = next((w for key, w in _SCIPY_WORDS.items() if key in str(error)), None) if pairs else None
+        if words is None:
+            raise
+        raise ValueError(f"{words} ({error})") from None
+
+
+# minimize's errors that scipy.optimize.minimize words its own way: a part of ours -> scipy's sentence
+_SCIPY_WORDS = {"(lo, hi) pairs, but x0 has": "The number of bounds is not compatible with the length of `x0`.",
+                "it must be a scalar or an array of": "The number of bounds is not compatible with the length of `x0`.",
+                "exceeds the upper bound": "An upper bound is less than the corresponding lower bound."}
+
+
+def _box(bounds: Any, layout: _Layout, pairs: bool) -> Box:
+    """:func:`box_from_bounds` once bounds is not None."""
     if isinstance(bounds, Bounds):
         lower, upper = bounds.lb, bounds.ub
     elif pairs:

@@ -74,9 +74,12 @@ def fallback(derivatives, jac, call: Call, feasible: FeasibleSet, eps=None, gtol
         plain = derivatives.call(call.x0)    # the user's own error, if f fails without the tape too
         where = refusal_site(refusal)
     scheme = "3-point" if jac in ("3-point", "cs") else "2-point"
-    warnings.warn(f"autodiff cannot follow fun: {where}. Its derivatives are approximate: finite "
-                  f"differences ({scheme}) of f, and Hessian products from differences of that gradient",
-                  OptimizeWarning, stacklevel=3)
+    if not np.all(np.isfinite(np.asarray(plain_value(plain), dtype=float))):   # a failed result, no warning
+        where = f"f(x0) = {plain_value(plain)!r}"
+    else:
+        warnings.warn(f"autodiff cannot follow fun: {where}. Its derivatives are approximate: finite "
+                      f"differences ({scheme}) of f, and Hessian products from differences of that gradient",
+                      OptimizeWarning, stacklevel=3)
     lower, upper = _box(feasible, call.x0.size)
     function = lambda x: derivatives.call(x)   # noqa: E731  (a fresh copy of x for the user, each call)
     test = GradientTest(gtol)
@@ -174,8 +177,8 @@ class FiniteDifferences:
         self.reason, self.calls = reason, 0
         self._values: dict[bytes, float] = {}
         self._x = self._operator = None
-        if first is not None:
-            self.calls = 1
+        if first is not None:   # f there on the refused recording, then plainly: two calls
+            self.calls = 2
             self._values[first[0].tobytes()] = float(np.asarray(plain_value(first[1])).reshape(()))
 
     def fun(self, x: np.ndarray) -> float:
@@ -221,7 +224,7 @@ class FiniteDifferences:
         counts every call of f in ``nfev``."""
         result = solver(*args, **kwargs)
         result.nfev = self.calls
-        switch = "" if self.switched is None else f" from the {self.switched}th gradient on (2-point before)"
+        switch = "" if self.switched is None else f", 2-point for the first {self.switched - 1} gradients"
         result.message += f" The derivatives are finite differences ({self.scheme}{switch}): {self.reason}."
         return result
 

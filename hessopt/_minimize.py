@@ -34,6 +34,7 @@ from ._arguments import (
 from ._bounds import feasible_set, report_bounds
 from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
 from ._finite_differences import fallback
+from ._scipy_methods import all_fixed, evaluations, fixed_by_bounds, scipy_call
 from ._hessians import GradientDerivative, QuasiNewton
 from ._sparse_policy import Structure, structured
 
@@ -192,6 +193,7 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
     _refuse_constraints(constraints)
     feasible = feasible_set(bounds, x0)
+    method, options, scipy_run = scipy_call(method, options)   # L-BFGS-B, TNC: hessopt's bounded method
     declaration = optimizers.REGISTRY.default(feasible) if method is None else method_declaration(method)
     jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
     options, ggn, trace = _face_options(options, tol, declaration)
@@ -199,8 +201,14 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     call = normalize(x0, args, callback, options, declaration.function, declaration.name)
     start = call.x0
     call.x0, note = _placed(feasible, declaration, call.x0)
+    if all_fixed(feasible):   # scipy's early return: nothing to optimize
+        result = fixed_by_bounds(fun, call.x0, call.unravel, call.args)
+        report_bounds(result, feasible.active_mask(call.x0), note, call.unravel)
+        return call.finish(result, fields=("x",))
     derivatives = fallback(_autodiff(fun, x0, call, jac, hess, hessp, ggn, trace), jac, call, feasible, eps,
                            call.options.get("gtol"))
+    if scipy_run is not None:
+        call.callback = scipy_run.watch(call.callback, evaluations(derivatives))
     flat = flat_derivatives(fun, jac, hess, hessp, call, derivatives, declaration, ggn=ggn is not None, trace=trace)
     structure = structured(flat, call, derivatives, declaration, feasible)
     result = _solve(declaration, feasible, derivatives, structure.flat, call, start)
@@ -208,6 +216,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     _check_quasi_newton(result, structure.flat, derivatives, feasible, call, trace)
     _count_user_calls(result, structure.flat)
     result.derivatives = derivatives.name if exact_derivatives(jac) else "jac"
+    if scipy_run is not None:
+        scipy_run.finish(result)
     if bounds is not None:
         report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note, call.unravel)
     return call.finish(result)

@@ -1,0 +1,147 @@
+"""The finite-difference fallback (issue 35): code autodiff cannot follow still optimizes, with a
+warning naming what stopped autodiff and the line, approximate derivatives that never leave the
+box, every call of fun counted, and a result that says where its derivatives came from."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import OptimizeWarning
+
+import hessopt
+from hessopt import problems
+from hessopt._finite_differences import FiniteDifferences, difference_gradient
+
+EPS = np.finfo(float).eps
+MINIMUM = np.array([1.0, -2.0])
+
+
+def built_array(x):
+    """An array built from x's entries: np.array turns the Tensors into plain numbers."""
+    r = np.array([x[0] ** 2 - 1.0, x[1] + 2.0, x[0] - 1.0])
+    return r @ r
+
+
+def with_math_pow(x):
+    return math.pow(x[0] - 1.0, 2) + math.pow(x[1] + 2.0, 2) + math.pow(x[0] - 1.0, 4)
+
+
+def with_float(x):
+    return (float(x[0]) - 1.0) ** 2 + (float(x[1]) + 2.0) ** 4 + (float(x[1]) + 2.0) ** 2
+
+
+OPAQUE = {"np.asarray()": built_array, "float()": with_math_pow, "float() ": with_float}
+
+
+def minimize_quietly(*args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OptimizeWarning)
+        return hessopt.minimize(*args, **kwargs)
+
+
+@pytest.mark.parametrize("operation", sorted(OPAQUE))
+@pytest.mark.parametrize("jac", [None, False, "2-point", "3-point", "cs"])
+def test_code_autodiff_cannot_follow_is_minimized_with_a_warning_naming_it(operation, jac):
+    fun = OPAQUE[operation]
+    with pytest.warns(OptimizeWarning, match="autodiff cannot follow fun") as caught:
+        result = hessopt.minimize(fun, [3.0, 1.0], jac=jac, method="trust-ncg")
+    warning = str(caught[0].message)
+    assert operation.strip() in warning and "approximate" in warning
+    # the line of the user's code: this file, and the source of that line
+    assert "test_finite_differences.py:" in warning and "x[0]" in warning
+    assert result.success and result.derivatives == "finite differences"
+    assert "finite differences" in result.message
+    # the default relative gradient test (1e-8 at f ~ 0) on a gradient accurate to ~eps^(2/3)
+    # near the end (central differences): x within ~1e-7 of the minimizer, f within ~1e-14
+    np.testing.assert_allclose(result.x, MINIMUM, atol=1e-6)
+    assert result.fun < 1e-12
+
+
+def test_code_autodiff_follows_gets_exact_derivatives_for_2_point():
+    quadratic = lambda x: (x[0] - 1.0) ** 2 + (x[1] + 2.0) ** 4 + (x[1] + 2.0) ** 2   # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OptimizeWarning)   # no fallback, no warning
+        result = hessopt.minimize(quadratic, [3.0, 1.0], jac="2-point", options={"maxiter": 0})
+    assert result.derivatives == "autodiff"
+    # exact: the gradient at x0 = (3, 1) is (2 (x0 - 1), 4 (x1 + 2)^3 + 2 (x1 + 2)) = (4, 114), to the ulp
+    np.testing.assert_array_equal(result.jac, [4.0, 114.0])
+    assert result.nfev == 1
+
+
+def test_a_user_jac_is_named_as_the_source():
+    result = hessopt.minimize(lambda x: x @ x, [1.0, 2.0], jac=lambda x: 2 * x)
+    assert result.derivatives == "jac"
+
+
+def test_every_call_of_fun_is_counted_in_nfev():
+    calls = []
+
+    def counted(x):
+        calls.append(np.array(x))
+        return with_float(x)
+    result = minimize_quietly(counted, [3.0, 1.0], method="newton-cg")
+    assert result.success and result.nfev == len(calls)
+    # no point is evaluated twice in a row (f is kept per point)
+    assert not any(np.array_equal(a, b) for a, b in zip(calls, calls[1:]))
+
+
+def test_fun_is_never_evaluated_outside_the_box():
+    lower, upper = np.array([1.5, -1.0]), np.array([4.0, 3.0])   # the minimizer (1, -2) is outside
+
+    def guarded(x):
+        x = np.asarray(x)     # also leaves the engine
+        assert np.all(x >= lower) and np.all(x <= upper), x
+        return with_float(x)
+    for method in ("trust-ncg", "newton-cg", "trust-exact"):
+        result = minimize_quietly(guarded, [1.5, 3.0], method=method, bounds=list(zip(lower, upper)))
+        assert result.success and result.derivatives == "finite differences", method
+        np.testing.assert_array_equal(result.x, [1.5, -1.0])
+        np.testing.assert_array_equal(result.active_mask, [-1, -1])
+
+
+@pytest.mark.parametrize("scheme", ["2-point", "3-point"])
+def test_the_difference_gradient_stays_in_the_box_and_matches_the_gradient(scheme):
+    lower, upper = np.array([0.0, -np.inf, 2.0]), np.array([np.inf, 1.0, 2.0])   # x[2] fixed
+
+    def f(x):
+        assert np.all(x >= lower) and np.all(x <= upper), x
+        return math.exp(x[0]) + x[1] ** 3 + x[0] * x[1] + x[2] ** 2
+    for x in (np.array([0.0, 1.0, 2.0]), np.array([0.5, -0.3, 2.0])):   # on the bounds; inside them
+        g = difference_gradient(f, x, f(x), lower, upper, scheme)
+        exact = np.array([math.exp(x[0]) + x[1], 3 * x[1] ** 2 + x[0], 0.0])   # a fixed variable: 0
+        # truncation h |f''| / 2 (forward, h = sqrt(eps)) or h^2 |f'''| (three-point, h = eps^(1/3)),
+        # plus rounding 2 eps |f| / h; |f''|, |f'''| <= 7 here
+        h = {"2-point": EPS ** 0.5, "3-point": EPS ** (1 / 3)}[scheme]
+        bound = 7 * (h / 2 if scheme == "2-point" else h ** 2) + 4 * EPS * 10 / h
+        np.testing.assert_allclose(g, exact, rtol=0, atol=bound)
+
+
+def test_hessian_products_are_differences_of_the_gradient():
+    f = lambda x: float(x[0]) ** 4 + float(x[0]) * float(x[1]) ** 2   # noqa: E731
+    x = np.array([1.0, 2.0])
+    source = FiniteDifferences(f, np.full(2, -np.inf), np.full(2, np.inf), "3-point")
+    point = source.at(x)
+    hessian = np.array([[12.0, 4.0], [4.0, 2.0]])   # exact at (1, 2)
+    # step eps^(1/3) on a gradient accurate to eps^(2/3): error about eps^(1/3) |f'''| (<= 24)
+    for v in (np.array([1.0, 0.0]), np.array([0.3, -1.0])):
+        np.testing.assert_allclose(point.matvec(v), hessian @ v, atol=24 * 2 * EPS ** (1 / 3))
+    dense = point.to_dense()
+    np.testing.assert_array_equal(dense, dense.T)
+    np.testing.assert_allclose(dense, hessian, atol=24 * 2 * EPS ** (1 / 3))
+
+
+def test_eps_is_scipys_absolute_step():
+    cubic = lambda x: float(x[0]) ** 3 + float(x[1]) ** 3   # noqa: E731
+    result = minimize_quietly(cubic, [1.0, 2.0], jac="2-point", options={"eps": 1e-2, "maxiter": 0})
+    # forward differences with h = 0.01: 3 x^2 + 3 x h + h^2
+    np.testing.assert_allclose(result.jac, [3.0301, 12.0601], rtol=1e-12)
+
+
+def test_forward_differences_give_way_to_central_ones_so_no_false_success():
+    """Watson (n = 9) on forward differences alone stops where they vanish, 2% above the minimum
+    (f = 1.432e-6 against 1.39976e-6) and reports success; central differences near the test end
+    at the minimum."""
+    watson = next(p for p in problems.MGH if p.name == "watson" and p.n == 9)
+    result = minimize_quietly(lambda x: watson.fun(np.asarray(x)), watson.x0, method="newton-cg")
+    assert result.success and watson.solved(result.fun)
+    assert "3-point from the" in result.message
