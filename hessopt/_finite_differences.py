@@ -15,16 +15,20 @@ with the operation and the line of the user's code that stopped it, and gives
   Murray & Wright, *Practical Optimization*, 1981, §8.6): the forward gradient's error, about
   ``sqrt(eps)`` times the curvature, is where the test's tolerance lies, and a point where it
   vanishes lies a step of the ill-conditioned Hessian's inverse away from the minimizer (Watson's
-  function stops 2% above its minimum); the central gradient's error is ``eps^(2/3)``. Each step turned or shortened so that no evaluation leaves the
-  box, as scipy's ``approx_derivative`` does with bounds (one-sided three-point differences near a
-  bound). ``"cs"`` (complex step) is read as ``"3-point"``: code autodiff cannot follow
-  (``float()``, ``math``) drops an imaginary part without a word, so a complex step would give a
-  silently wrong gradient. scipy's ``approx_derivative`` is private (``scipy.optimize._numdiff``)
-  and ``approx_fprime`` takes no bounds, hence the few lines here.
-- A Hessian-vector product is the forward difference of that gradient along v (Nocedal & Wright,
-  *Numerical Optimization*, 2nd ed., §8.1), with the step ``sqrt(delta)`` for a gradient whose
-  relative error is ``delta`` (``eps^(1/4)`` after forward differences, ``eps^(1/3)`` after
-  central ones) relative to ``max(1, |x_i|)`` in every entry that moves, shortened to stay in the box; the dense Hessian is n such products, symmetrized.
+  function stops 2% above its minimum); the central gradient's error is ``eps^(2/3)``. Each step
+  is turned or shortened so that no evaluation leaves the box, as scipy's ``approx_derivative``
+  does with bounds (one-sided three-point differences near a bound). A variable fixed by its
+  bounds allows no step: its derivative is 0 inside the run (it never moves) and NaN in the
+  result's ``jac`` (unknown; scipy's too). ``"cs"`` (complex step) is read as ``"3-point"``: code
+  autodiff cannot follow (``float()``, ``math``) drops an imaginary part without a word, so a
+  complex step would give a silently wrong gradient. scipy's ``approx_derivative`` is private
+  (``scipy.optimize._numdiff``) and ``approx_fprime`` takes no bounds, hence the few lines here.
+- The Hessian (:func:`difference_hessian`) is forward second differences of f in the box; up to
+  ``DENSE_MAX`` variables the products are taken with it. Above, a Hessian-vector product is the
+  forward difference of the gradient along v (Nocedal & Wright, *Numerical Optimization*, 2nd
+  ed., §8.1), with the step ``sqrt(delta)`` for a gradient whose relative error is ``delta``
+  (``eps^(1/4)`` after forward differences, ``eps^(1/3)`` after central ones) relative to
+  ``max(1, |x_i|)`` in every entry that moves, shortened to stay in the box.
 
 Every call of the user's function is counted (``calls``), and f is kept per point, so the value a
 gradient starts from is never evaluated twice.
@@ -53,6 +57,10 @@ GRADIENT_STEP = {"2-point": EPS ** 0.5, "3-point": EPS ** (1 / 3)}
 PRODUCT_STEP = {"2-point": EPS ** 0.25, "3-point": EPS ** (1 / 3)}
 #: forward differences switch to central ones when the test's measure is below this many tolerances
 SWITCH_MARGIN = 100.0
+#: up to this many variables, Hessian products come from the matrix of f's second differences: it
+#: costs n (n + 3) / 2 values, what (n + 3) / 2 products of n + 1 values each cost, fewer than a
+#: Krylov solve on an ill-conditioned problem takes
+DENSE_MAX = 20
 #: where the engine and the face live: frames there are not the user's code
 _LIBRARY = tuple(os.path.dirname(module.__file__) + os.sep for module in (autodiff, np))
 _FACE = os.path.dirname(__file__) + os.sep
@@ -191,7 +199,7 @@ class FiniteDifferences:
             self._values[key] = float(np.asarray(plain_value(self._f(x))).reshape(()))
         return self._values[key]
 
-    def _plain(self, x: np.ndarray) -> float:
+    def plain(self, x: np.ndarray) -> float:
         """f at a difference point: counted, not kept."""
         self.calls += 1
         return float(np.asarray(plain_value(self._f(x))).reshape(()))
@@ -201,10 +209,10 @@ class FiniteDifferences:
         near the test (module docstring); ``step``, the user's ``eps``, is kept for both."""
         self.gradients += 1
         f = self.fun(x)
-        g = difference_gradient(self._plain, x, f, self.lower, self.upper, self.scheme, self.step)
+        g = difference_gradient(self.plain, x, f, self.lower, self.upper, self.scheme, self.step)
         if self.scheme == "2-point" and self._near is not None and self._near(x, f, g):
             self.scheme, self.switched = "3-point", self.gradients
-            g = difference_gradient(self._plain, x, f, self.lower, self.upper, self.scheme, self.step)
+            g = difference_gradient(self.plain, x, f, self.lower, self.upper, self.scheme, self.step)
         return g
 
     def at(self, x: np.ndarray) -> DifferencedPoint:
@@ -224,14 +232,16 @@ class FiniteDifferences:
         counts every call of f in ``nfev``."""
         result = solver(*args, **kwargs)
         result.nfev = self.calls
+        result.jac = np.where(self.lower == self.upper, np.nan, result.jac)   # no step: unknown
         switch = "" if self.switched is None else f", 2-point for the first {self.switched - 1} gradients"
         result.message += f" The derivatives are finite differences ({self.scheme}{switch}): {self.reason}."
         return result
 
 
 class DifferencedPoint:
-    """One point's f, gradient and Hessian products (forward differences of the gradient along
-    v, module docstring), the dense Hessian made from n products on demand."""
+    """One point's f, gradient and Hessian: products are forward differences of the gradient along
+    v, or, up to ``DENSE_MAX`` variables, products with the matrix :func:`difference_hessian`
+    makes from f values (module docstring); the matrix is made on first use."""
 
     def __init__(self, source: FiniteDifferences, x: np.ndarray):
         self._source, self._x = source, x
@@ -244,10 +254,12 @@ class DifferencedPoint:
         moved = v != 0
         if not moved.any():
             return np.zeros_like(self._x)
+        if self._x.size <= DENSE_MAX:
+            return self.to_dense() @ v
         # no entry moves by more than the product step relative to max(1, |x_i|): badly scaled x
         scale = np.min(np.maximum(1.0, np.abs(self._x[moved])) / np.abs(v[moved]))
         t = self._step(v, PRODUCT_STEP[self._source.scheme] * scale)
-        if t == 0:   # v leaves the box both ways: column by column, each into the box
+        if t == 0:   # v leaves the box both ways
             return self.to_dense() @ v
         return (self._source.gradient(self._x + t * v) - self.gradient) / t
 
@@ -265,11 +277,38 @@ class DifferencedPoint:
 
     def to_dense(self) -> np.ndarray:
         if self._dense is None:
-            h = np.column_stack([self._column(i) for i in range(self._x.size)])
-            self._dense = 0.5 * (h + h.T)
+            source = self._source
+            self._dense = difference_hessian(source.plain, self._x, self.value, source.lower, source.upper)
         return self._dense
 
-    def _column(self, i: int) -> np.ndarray:
-        e = np.zeros(self._x.size)
-        e[i] = 1.0
-        return self.matvec(e) if self._step(e, 1.0) != 0 else np.zeros(self._x.size)
+
+def difference_hessian(f: Callable, x: np.ndarray, f0: float, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The Hessian of f at x from n (n + 3) / 2 values of f: forward second differences
+    ``(f(x + s_i e_i + s_j e_j) - f(x + s_i e_i) - f(x + s_j e_j) + f(x)) / (s_i s_j)``, with
+    ``f(x + 2 s_i e_i)`` on the diagonal, the step ``eps^(1/3) max(1, |x_i|)`` turned or shortened
+    so that ``x + 2 s_i e_i`` stays in the box (error about the step times f''', plus rounding
+    ``eps |f| / s^2``); a variable fixed by its bounds gets a zero row and column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hessopt._finite_differences import difference_hessian
+    >>> f = lambda x: float(x[0]) ** 2 * float(x[1])
+    >>> x = np.array([1.0, 3.0])
+    >>> difference_hessian(f, x, f(x), np.full(2, -np.inf), np.array([np.inf, 3.0])).round(4)
+    array([[6., 2.],
+           [2., 0.]])
+    """
+    n = x.size
+    up, down = upper - x, x - lower
+    h = EPS ** (1 / 3) * np.maximum(1.0, np.abs(x))
+    s = np.where(up >= 2 * h, h, np.where(down >= 2 * h, -h, np.where(up >= down, up / 2, -down / 2)))
+    moved = s != 0
+    steps = np.diag(s)
+    single = np.array([f(x + steps[i]) if moved[i] else f0 for i in range(n)])
+    hessian = np.zeros((n, n))
+    for i in np.flatnonzero(moved):
+        hessian[i, i] = (f(x + 2 * steps[i]) - 2 * single[i] + f0) / s[i] ** 2
+        for j in np.flatnonzero(moved[i + 1:]) + i + 1:
+            hessian[i, j] = hessian[j, i] = (f(x + steps[i] + steps[j]) - single[i] - single[j] + f0) / (s[i] * s[j])
+    return hessian

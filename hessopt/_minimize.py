@@ -203,7 +203,7 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     call.x0, note = _placed(feasible, declaration, call.x0)
     if all_fixed(feasible):   # scipy's early return: nothing to optimize
         result = fixed_by_bounds(fun, call.x0, call.unravel, call.args)
-        report_bounds(result, feasible.active_mask(call.x0), note, call.unravel)
+        report_bounds(result, feasible.active_mask(call.x0), None, call.unravel)   # scipy's message as it is
         return call.finish(result, fields=("x",))
     derivatives = fallback(_autodiff(fun, x0, call, jac, hess, hessp, ggn, trace), jac, call, feasible, eps,
                            call.options.get("gtol"))

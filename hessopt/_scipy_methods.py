@@ -40,14 +40,13 @@ RUNS_AS = "trust-ncg"
 _RENAMED = {"pgtol": "gtol"}
 #: options that set the method's own machinery, at scipy's default values (any of them)
 _OWN = {
-    "L-BFGS-B": {"maxcor": (10,), "maxls": (20,), "iprint": (-1, None), "workers": (None, 1),
-                 "finite_diff_rel_step": (None,)},
+    "L-BFGS-B": {"maxcor": (10,), "maxls": (20,), "iprint": (-1, None), "finite_diff_rel_step": (None,)},
     "TNC": {"scale": (None,), "offset": (None,), "mesg_num": (None,), "maxCGit": (-1,), "eta": (-1,),
             "stepmx": (0,), "accuracy": (0,), "minfev": (0,), "xtol": (-1,), "rescale": (-1,),
-            "workers": (None, 1), "finite_diff_rel_step": (None,)},
+            "finite_diff_rel_step": (None,)},
 }
 _WHY = {"maxcor": "the memory of L-BFGS-B's quasi-Newton matrix", "maxls": "L-BFGS-B's line-search limit",
-        "iprint": "L-BFGS-B's Fortran output", "workers": "parallel finite differences",
+        "iprint": "L-BFGS-B's Fortran output",
         "finite_diff_rel_step": "a relative finite-difference step (eps, the absolute one, is read)",
         "scale": "TNC's variable scaling", "offset": "TNC's variable offsets", "mesg_num": "TNC's output",
         "maxCGit": "TNC's CG iterations per step", "eta": "TNC's line-search severity",
