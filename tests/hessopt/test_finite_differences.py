@@ -10,7 +10,7 @@ from scipy.optimize import OptimizeWarning
 
 import hessopt
 from hessopt import problems
-from hessopt._finite_differences import FiniteDifferences, difference_gradient
+from hessopt._finite_differences import DENSE_MAX, FiniteDifferences, difference_gradient
 
 EPS = np.finfo(float).eps
 MINIMUM = np.array([1.0, -2.0])
@@ -118,18 +118,28 @@ def test_the_difference_gradient_stays_in_the_box_and_matches_the_gradient(schem
         np.testing.assert_allclose(g, exact, rtol=0, atol=bound)
 
 
-def test_hessian_products_are_differences_of_the_gradient():
-    f = lambda x: float(x[0]) ** 4 + float(x[0]) * float(x[1]) ** 2   # noqa: E731
-    x = np.array([1.0, 2.0])
-    source = FiniteDifferences(f, np.full(2, -np.inf), np.full(2, np.inf), "3-point")
-    point = source.at(x)
-    hessian = np.array([[12.0, 4.0], [4.0, 2.0]])   # exact at (1, 2)
-    # step eps^(1/3) on a gradient accurate to eps^(2/3): error about eps^(1/3) |f'''| (<= 24)
-    for v in (np.array([1.0, 0.0]), np.array([0.3, -1.0])):
-        np.testing.assert_allclose(point.matvec(v), hessian @ v, atol=24 * 2 * EPS ** (1 / 3))
-    dense = point.to_dense()
-    np.testing.assert_array_equal(dense, dense.T)
-    np.testing.assert_allclose(dense, hessian, atol=24 * 2 * EPS ** (1 / 3))
+def test_hessian_products_from_second_differences_and_from_gradient_differences():
+    """Up to DENSE_MAX variables products come from the matrix of f's second differences, above
+    from forward differences of the (central) gradient; both against the exact Hessian of
+    f = sum x_i^4 + x_0 sum x_i^2 at x_i = 1 + i / n."""
+    def f(x):
+        x = np.array([float(value) for value in x])
+        return np.sum(x ** 4) + x[0] * np.sum(x ** 2)
+    for n in (2, DENSE_MAX + 5):
+        x = 1.0 + np.arange(n) / n
+        exact = np.diag(12 * x ** 2 + 2 * x[0])
+        exact[0, :] += 2 * x
+        exact[:, 0] += 2 * x
+        exact[0, 0] = 12 * x[0] ** 2 + 6 * x[0]
+        point = FiniteDifferences(f, np.full(n, -np.inf), np.full(n, np.inf), "3-point").at(x)
+        # step eps^(1/3) max(1, |x|) (<= 2): error about 2 eps^(1/3) times the third derivatives
+        # (<= 24 x_max + 6 <= 54), plus rounding eps |f| / step^2 (|f| <= 32 n here)
+        bound = 2 * EPS ** (1 / 3) * 54 + EPS * 32 * n / EPS ** (2 / 3)
+        for v in (np.eye(n)[0], np.linspace(-1.0, 1.0, n)):
+            np.testing.assert_allclose(point.matvec(v), exact @ v, rtol=0, atol=bound * np.abs(v).sum())
+        dense = point.to_dense()
+        np.testing.assert_array_equal(dense, dense.T)
+        np.testing.assert_allclose(dense, exact, rtol=0, atol=bound)
 
 
 def test_eps_is_scipys_absolute_step():
