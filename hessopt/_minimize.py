@@ -34,8 +34,8 @@ from ._arguments import (
 from ._bounds import feasible_set, report_bounds
 from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
 from ._finite_differences import fallback
-from ._scipy_methods import all_fixed, evaluations, fixed_by_bounds, scipy_call
 from ._hessians import GradientDerivative, QuasiNewton
+from ._scipy_methods import all_fixed, evaluations, fixed_by_bounds, scipy_call
 from ._sparse_policy import Structure, structured
 
 #: The second-order methods by name (first-order ones, "adam" and "gd", are accepted too), as

@@ -30,7 +30,6 @@ from scipy.optimize import OptimizeResult
 from optimizers.bounds import Box
 from optimizers.objective import Status
 
-
 from ._arguments import as_options, plain_value
 
 #: scipy's method names (lower case) run by the bounded trust-region method, and how scipy spells them
