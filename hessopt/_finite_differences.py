@@ -78,7 +78,10 @@ def fallback(derivatives, jac, call: Call, feasible: FeasibleSet, eps=None, gtol
     try:
         derivatives.at(call.x0)   # the recording the run starts from: kept, not wasted
         return derivatives
-    except TypeError as refusal:
+    except (TypeError, ValueError) as refusal:
+        # NumPy words a refused float() in `r[i] = t` as its own ValueError, the refusal its cause
+        if not isinstance(refusal, TypeError) and _engine_refusal(refusal) is None:
+            raise
         plain = derivatives.call(call.x0)    # the user's own error, if f fails without the tape too
         where = refusal_site(refusal)
     scheme = "3-point" if jac in ("3-point", "cs") else "2-point"
@@ -113,7 +116,7 @@ def refusal_site(error: BaseException) -> str:
     ...     print(refusal_site(error))
     np.asarray() (a Tensor turned into a plain value), at <doctest ...>:1: f = lambda x: np.array([x[0], x[1]]).sum()
     """
-    message = str(error).split(". ")[0].removeprefix("autodiff: ")
+    message = str(_engine_refusal(error) or error).split(". ")[0].removeprefix("autodiff: ")
     operation = message.split(" would turn a Tensor")
     if len(operation) == 2:
         message = f"{operation[0]} (a Tensor turned into a plain value)"
@@ -124,6 +127,15 @@ def refusal_site(error: BaseException) -> str:
     frame = user[-1]
     line = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
     return f"{message}, at {os.path.basename(frame.filename)}:{frame.lineno}: {line}"
+
+
+def _engine_refusal(error: BaseException) -> BaseException | None:
+    """The engine's own refusal (a message from autodiff) among ``error`` and its causes, if any."""
+    while error is not None:
+        if str(error).startswith("autodiff"):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def _box(feasible: FeasibleSet, n: int) -> tuple[np.ndarray, np.ndarray]:
