@@ -116,7 +116,9 @@ def refusal_site(error: BaseException) -> str:
     ...     print(refusal_site(error))
     np.asarray() (a Tensor turned into a plain value), at <doctest ...>:1: f = lambda x: np.array([x[0], x[1]]).sum()
     """
-    message = str(_engine_refusal(error) or error).split(". ")[0].removeprefix("autodiff: ")
+    refusal = _engine_refusal(error)
+    message = f"{type(error).__name__} {_text(error)}" if refusal is None else str(refusal)
+    message = message.split(". ")[0].removeprefix("autodiff: ")
     operation = message.split(" would turn a Tensor")
     if len(operation) == 2:
         message = f"{operation[0]} (a Tensor turned into a plain value)"
@@ -130,12 +132,21 @@ def refusal_site(error: BaseException) -> str:
 
 
 def _engine_refusal(error: BaseException) -> BaseException | None:
-    """The engine's own refusal (a message from autodiff) among ``error`` and its causes, if any."""
+    """The engine's own refusal (a TypeError from autodiff) among ``error`` and its causes, if any;
+    the user's exceptions are looked at only for their type (their str() may raise)."""
     while error is not None:
-        if str(error).startswith("autodiff"):
+        if type(error) is TypeError and str(error).startswith("autodiff"):
             return error
         error = error.__cause__ or error.__context__
     return None
+
+
+def _text(error: BaseException) -> str:
+    """str(error), or a stand-in when its str() raises."""
+    try:
+        return str(error)
+    except Exception:   # a user's exception may fail to print; its type still names it
+        return "(its str() raised)"
 
 
 def _box(feasible: FeasibleSet, n: int) -> tuple[np.ndarray, np.ndarray]:

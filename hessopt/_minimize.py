@@ -65,7 +65,13 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     """Minimize ``fun(x, *args)`` with a second-order method; scipy.optimize.minimize's interface.
 
     Derivatives default to exact ones from autodiff (``fun`` is plain NumPy code); ``jac=None``,
-    ``False`` or a finite-difference scheme ("2-point", ...) all mean exact derivatives.
+    ``False`` or a finite-difference scheme ("2-point", ...) all mean exact derivatives, and where
+    autodiff cannot follow ``fun`` (``float(x[0])``, ``math.pow``, ``np.array([x[0], x[1]])``),
+    finite differences of f that never leave the bounds, with a warning naming the operation and
+    the line (:mod:`hessopt._finite_differences`); ``result.derivatives`` says which.
+    ``method="L-BFGS-B"`` or ``"TNC"`` runs the bounded trust-region method under that name, with
+    their options mapped or refused by name (:mod:`hessopt._scipy_methods`); bounds that fix every
+    variable return at once with one evaluation, as in scipy.
     User-supplied ``jac`` (or ``jac=True``: fun returns (f, g)), ``hess`` (returning an array, a
     sparse matrix or a LinearOperator; or a ``scipy.optimize.HessianUpdateStrategy`` such as
     ``BFGS()``, updated at each iterate) and ``hessp`` are honoured. With a user gradient and no
@@ -152,7 +158,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     -------
     scipy.optimize.OptimizeResult
         ``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``njev``, ``nhev``, ``status``, ``success``,
-        ``message``, ``history``, for the second-order methods ``hessian_source``
+        ``message``, ``history``, ``derivatives`` ("autodiff", "finite differences" or "jac"),
+        for the second-order methods ``hessian_source``
         ("autodiff", "autodiff of the gradient", "finite differences of the gradient", "hess",
         "hessp", "quasi-Newton (BFGS updates)", ...), with bounds ``active_mask``, and as in scipy
         ``hess``, the user's ``hess`` at ``x``, from trust-ncg, trust-krylov, trust-exact and dogleg.

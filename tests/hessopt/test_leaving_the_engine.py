@@ -3,7 +3,6 @@ x = [0, 0] with success=True (the gradient was silently zero); autodiff refuses 
 minimize then takes finite differences of f and says why (issue 35)."""
 import numpy as np
 import pytest
-
 from scipy.optimize import OptimizeWarning
 
 import hessopt
