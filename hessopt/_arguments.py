@@ -413,6 +413,8 @@ OPTION_RULES: dict = {
     "damping": _NONNEGATIVE, ("least_squares", "damping"): _POSITIVE,
     "learning_rate": _POSITIVE, "momentum": _FRACTION, "beta1": _FRACTION, "beta2": _FRACTION,
     "epsilon": _NONNEGATIVE, "ftol": _NONNEGATIVE, "xtol": _NONNEGATIVE,
+    # L-BFGS-B's and TNC's cap on the evaluations of f (hessopt._scipy_methods)
+    "maxfun": OptionRule("a positive number or None (no cap)", _is_number, lambda v: 0 < v < np.inf, none=True),
     "timeout": _number("a positive number of seconds or None", lambda v: 0 < v < np.inf, none=True),
     # minimize_stochastic's draws of the curvature subsamples (numpy.random.default_rng's seed)
     "seed": OptionRule("a non-negative integer, a numpy.random.Generator or None (fresh entropy)",

@@ -30,7 +30,7 @@ from scipy.optimize import OptimizeResult
 from optimizers.bounds import Box
 from optimizers.objective import Status
 
-from ._arguments import as_options, plain_value
+from ._arguments import as_options, check_option, plain_value
 
 #: scipy's method names (lower case) run by the bounded trust-region method, and how scipy spells them
 SCIPY_BOUNDED = {"l-bfgs-b": "L-BFGS-B", "tnc": "TNC"}
@@ -59,25 +59,26 @@ def scipy_method(method) -> str | None:
 
 
 class ScipyBounded:
-    """One call with ``method="L-BFGS-B"`` or ``"TNC"``: its options translated (:meth:`options`),
+    """One call with ``method="L-BFGS-B"`` or ``"TNC"``: its options translated (``translated``),
     the stops hessopt's loop lacks (``ftol``, ``maxfun``) watched after each iteration
     (:meth:`watch`), and the result's status and message made scipy's (:meth:`finish`).
 
     Raises
     ------
     ValueError
-        For an option of the method's own machinery at a value other than scipy's default.
+        For an option of the method's own machinery at a value other than scipy's default, or
+        ``ftol``, ``maxfun`` out of range (TypeError: of the wrong kind).
     """
 
     def __init__(self, name: str, options: dict):
         self.name = name
         options = dict(options)
-        self.ftol = options.pop("ftol", None)
-        self.maxfun = options.pop("maxfun", None)
-        if name == "TNC" and self.ftol is not None and self.ftol < 0:
-            self.ftol = None
-        if name == "TNC" and options.get("gtol") is not None and options["gtol"] < 0:
-            options.pop("gtol")
+        if name == "TNC":   # TNC's -1 means its default: hessopt's own test, no ftol test
+            for default in ("ftol", "gtol"):
+                if isinstance(options.get(default), (int, float)) and options[default] < 0:
+                    options.pop(default)
+        self.ftol, self.maxfun = (check_option(stop, options.pop(stop), name) if stop in options else None
+                                  for stop in ("ftol", "maxfun"))
         for own, defaults in _OWN[name].items():
             if own in options:
                 value = options.pop(own)

@@ -52,6 +52,18 @@ def test_options_of_the_methods_own_machinery_are_refused_by_name(method, option
         hessopt.minimize(rosen, X0, method=method, bounds=BOUNDS, options={option: value})
 
 
+@pytest.mark.parametrize("options, error, match", [
+    ({"ftol": "a"}, TypeError, r"options\['ftol'\] must be a non-negative number"),
+    ({"ftol": -1.0}, ValueError, r"options\['ftol'\] must be a non-negative number"),
+    ({"maxfun": 0}, ValueError, r"options\['maxfun'\] must be a positive number"),
+    ({"maxfun": True}, TypeError, r"options\['maxfun'\] must be a positive number")])
+def test_ftol_and_maxfun_are_checked_before_anything_runs(options, error, match):
+    calls = []
+    with pytest.raises(error, match=match):
+        hessopt.minimize(lambda x: calls.append(1) or rosen(x), X0, method="L-BFGS-B", options=options)
+    assert calls == []
+
+
 def test_the_methods_defaults_of_those_options_are_accepted():
     defaults = {"maxcor": 10, "maxls": 20, "iprint": -1}
     result = hessopt.minimize(rosen, X0, method="L-BFGS-B", bounds=BOUNDS, options=defaults)
