@@ -157,3 +157,17 @@ def test_forward_differences_give_way_to_central_ones_so_no_false_success():
     result = minimize_quietly(lambda x: watson.fun(np.asarray(x)), watson.x0, method="newton-cg")
     assert result.success and watson.solved(result.fun)
     assert "finite differences (3-point, 2-point for the first" in result.message
+
+
+def test_the_suite_runs_with_the_fallback_forced(capsys):
+    """``python -m hessopt --finite-differences``: the objectives hidden from autodiff, so every call
+    of f (the differences too) is in nfev; Beale is solved either way."""
+    from hessopt import suite
+    from hessopt.__main__ import main
+    beale = problems.get("beale")
+    exact, differenced = (suite.run_suite([beale], ["newton-cg"], finite_differences=forced)[0] for forced in (False, True))
+    assert exact.solved and differenced.solved and not differenced.false_success
+    # a difference gradient costs n = 2 calls of f or more, besides the iterate's own
+    assert differenced.nfev >= differenced.nit + 2 * differenced.njev > exact.nfev
+    assert main(["--problems", "beale", "--methods", "newton-cg", "--finite-differences"]) == 0
+    assert "beale" in capsys.readouterr().out
