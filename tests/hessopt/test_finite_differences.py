@@ -165,7 +165,8 @@ def test_the_suite_runs_with_the_fallback_forced(capsys):
     from hessopt import suite
     from hessopt.__main__ import main
     beale = problems.get("beale")
-    exact, differenced = (suite.run_suite([beale], ["newton-cg"], finite_differences=forced)[0] for forced in (False, True))
+    exact, differenced = (suite.run_suite([beale], ["newton-cg"], finite_differences=forced)[0]
+                          for forced in (False, True))
     assert exact.solved and differenced.solved and not differenced.false_success
     # a difference gradient costs n = 2 calls of f or more, besides the iterate's own
     assert differenced.nfev >= differenced.nit + 2 * differenced.njev > exact.nfev
