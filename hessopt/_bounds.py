@@ -12,9 +12,11 @@ given such a pair is refused with both readings shown (``Bounds(lo, hi)`` says w
 ``least_squares`` reads them as ``(lb, ub)``, as scipy does, but refuses them where scipy refuses
 that reading (some ``lb >= ub``: minimize's pairs, by all appearances). The result is an
 :class:`optimizers.bounds.Box`, which refuses NaN, ``lo > hi`` and empty bounds by index; ``lo ==
-hi`` fixes a variable; bounds with no finite entry are no bounds (:func:`feasible_set`). x0 outside
-the box is clipped into it by the box (:meth:`optimizers.bounds.Box.start`, as L-BFGS-B does), with
-a note that the message ends with. ``Bounds.keep_feasible`` is accepted and has no effect: every
+hi`` fixes a variable; bounds with no finite entry are no bounds (:func:`feasible_set`). For
+``minimize``, bounds that do not fit x0 or cross begin their error with scipy's sentence (its
+tests and its users match it), then say which entry and why. x0 outside the box is clipped into
+it by the box (:meth:`optimizers.bounds.Box.start`, as L-BFGS-B does), with a note that the
+message ends with. ``Bounds.keep_feasible`` is accepted and has no effect: every
 point at which hessopt evaluates the objective lies in the box.
 """
 from __future__ import annotations
