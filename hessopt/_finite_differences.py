@@ -23,7 +23,20 @@ with the operation and the line of the user's code that stopped it, and gives
   autodiff cannot follow (``float()``, ``math``) drops an imaginary part without a word, so a
   complex step would give a silently wrong gradient. scipy's ``approx_derivative`` is private
   (``scipy.optimize._numdiff``) and ``approx_fprime`` takes no bounds, hence the few lines here.
-- The Hessian (:func:`difference_hessian`) is forward second differences of f in the box; up to
+- The Hessian of a trust-region method (trust-ncg, which L-BFGS-B and TNC run as, trust-krylov,
+  trust-exact, dogleg) is, by default, BFGS updates (:class:`~hessopt._hessians.QuasiNewton`,
+  scipy's ``BFGS()``) from the gradient differences the run already has, at no evaluation of f
+  (:func:`curvature`), as L-BFGS-B and TNC do with approximate gradients: a difference Hessian
+  costs ``n (n + 3) / 2`` values of f a point, a quasi-Newton one none (Nocedal & Wright,
+  *Numerical Optimization*, 2nd ed., §6.1; scipy's TNC test 1b, Rosenbrock in a box with
+  ``maxfun=200``: 289 calls with the difference Hessian, 156 with BFGS). A run that ends in
+  success has its curvature checked once with the difference Hessian (no false success at a
+  saddle). The other methods keep the difference Hessian: a quasi-Newton matrix starts as the
+  identity, and their first step, unbounded by a radius, is then the whole gradient (on the MGH
+  set, Jennrich-Sampson's first Newton step lands on the plateau f = 2020, where the gradient
+  vanishes in floating point: a false success). So does a call that asks for it (``hess="2-point"``,
+  ``"3-point"`` or ``"cs"``): the Hessian
+  (:func:`difference_hessian`) is forward second differences of f in the box; up to
   ``DENSE_MAX`` variables the products are taken with it. Above, a Hessian-vector product is the
   forward difference of the gradient along v (Nocedal & Wright, *Numerical Optimization*, 2nd
   ed., §8.1), with the step ``sqrt(delta)`` for a gradient whose relative error is ``delta``
@@ -42,7 +55,7 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
-from scipy.optimize import OptimizeResult, OptimizeWarning
+from scipy.optimize import BFGS, OptimizeResult, OptimizeWarning
 
 import autodiff
 from optimizers.feasible import FeasibleSet
@@ -66,37 +79,154 @@ _LIBRARY = tuple(os.path.dirname(module.__file__) + os.sep for module in (autodi
 _FACE = os.path.dirname(__file__) + os.sep
 
 
-def fallback(derivatives, jac, call: Call, feasible: FeasibleSet, eps=None, gtol: float | None = None):
+def fallback(derivatives, jac, call: Call, feasible: FeasibleSet, eps=None, gtol: float | None = None,
+             *, second: tuple):
     """``derivatives`` (autodiff's), or :class:`FiniteDifferences` of the same function when the
     call leaves the gradient to hessopt (``jac`` None, False or a scheme), x0 is not a list of
     Variables, and autodiff refuses f at x0 while plain evaluation runs; the warning then names
-    what autodiff could not follow. ``eps``: scipy's absolute step (a number or one per entry);
-    ``gtol``: the run's gradient test (None: the default relative one), for the switch to central
-    differences."""
+    what autodiff could not follow. Where autodiff follows f at x0, :class:`Switching` takes the
+    differences at the first point of the run where it does not. ``eps``: scipy's absolute step (a
+    number or one per entry); ``gtol``: the run's gradient test (None: the default relative one),
+    for the switch to central differences; ``second``: the call's ``hess``, ``hessp`` and the
+    method's declaration, for the warning (:func:`curvature_words`)."""
     if not exact_derivatives(jac) or derivatives.variables is not None:
         return derivatives
+    scheme = "3-point" if jac in ("3-point", "cs") else "2-point"
+    hess, hessp, declaration = second
+    later = curvature_words(scheme if hess is None or hess is False else hess, hessp, declaration)
+    differences = lambda reason, first=None: _differences(   # noqa: E731
+        derivatives, call, feasible, scheme, eps, gtol, reason, first)
     try:
         derivatives.at(call.x0)   # the recording the run starts from: kept, not wasted
-        return derivatives
+        return Switching(derivatives, differences, later, call.x0)
     except (TypeError, ValueError) as refusal:
         # NumPy words a refused float() in `r[i] = t` as its own ValueError, the refusal its cause
         if not isinstance(refusal, TypeError) and _engine_refusal(refusal) is None:
             raise
         plain = derivatives.call(call.x0)    # the user's own error, if f fails without the tape too
         where = refusal_site(refusal)
-    scheme = "3-point" if jac in ("3-point", "cs") else "2-point"
     if not np.all(np.isfinite(np.asarray(plain_value(plain), dtype=float))):   # a failed result, no warning
         where = f"f(x0) = {plain_value(plain)!r}"
     else:
-        warnings.warn(f"autodiff cannot follow fun: {where}. Its derivatives are approximate: finite "
-                      f"differences ({scheme}) of f, and Hessian products from differences of that gradient",
+        warnings.warn(f"autodiff cannot follow fun: {where}. {_approximate(scheme, curvature_words(*second))}",
                       OptimizeWarning, stacklevel=3)
+    return differences(where, (call.x0, plain))
+
+
+def _approximate(scheme: str, hessian: str) -> str:
+    """The warning's second sentence: what the derivatives are."""
+    return f"Its derivatives are approximate: finite differences ({scheme}) of f, and {hessian}"
+
+
+def _differences(derivatives, call: Call, feasible: FeasibleSet, scheme: str, eps, gtol: float | None,
+                 reason: str, first: tuple | None) -> FiniteDifferences:
+    """:class:`FiniteDifferences` of autodiff's function in the set's box (:func:`fallback`)."""
     lower, upper = _box(feasible, call.x0.size)
     function = lambda x: derivatives.call(x)   # noqa: E731  (a fresh copy of x for the user, each call)
     test = GradientTest(gtol)
     tolerance = SWITCH_MARGIN * (DEFAULT_GTOL if gtol is None else gtol)
     near = lambda x, f, g: test.measure(x, f, feasible.stationarity(x, g)) <= tolerance   # noqa: E731
-    return FiniteDifferences(function, lower, upper, scheme, eps, first=(call.x0, plain), reason=where, near=near)
+    return FiniteDifferences(function, lower, upper, scheme, eps, first=first, reason=reason, near=near)
+
+
+class Switching:
+    """autodiff's derivatives until autodiff refuses f at a point of the run (code that branches,
+    after x0, into something the engine cannot follow: ``if x[0] > 2: return float(x[0]) ** 2``),
+    then :class:`FiniteDifferences` (made by ``differences(reason)``) for the rest of the run, with
+    :func:`fallback`'s warning; ``hessian`` says, for it, where second derivatives then come from.
+    Everything else is autodiff's (``f``, ``point``, ``untraced_reason``, ...). ``calls`` is None
+    until the switch, then every evaluation of f: those served on autodiff's way (values and
+    recordings at distinct points, x0's recorded already) and the differences'."""
+
+    def __init__(self, autodiff, differences: Callable[[str], FiniteDifferences], hessian: str, x0: np.ndarray):
+        self._autodiff, self._differences, self._hessian = autodiff, differences, hessian
+        self.current, self.switched_at = autodiff, None
+        self._served, self._recorded = 1, np.array(x0, copy=True)
+
+    def __getattr__(self, name: str):
+        return getattr(self._autodiff, name)
+
+    @property
+    def name(self) -> str:
+        return "autodiff" if self.switched_at is None else "autodiff, then finite differences"
+
+    @property
+    def calls(self) -> int | None:
+        return None if self.switched_at is None else self._served + self.current.calls
+
+    def _guarded(self, method: str, x: np.ndarray, *rest):
+        """``current.method(x, *rest)``, switching to finite differences when autodiff refuses f at x."""
+        if self.switched_at is None:
+            try:
+                return getattr(self._autodiff, method)(x, *rest)
+            except (TypeError, ValueError) as error:
+                if _engine_refusal(error) is None:
+                    raise
+                where = refusal_site(error)
+            self.switched_at = np.array(x, copy=True)
+            self.current = self._differences(where)
+            warnings.warn(f"autodiff cannot follow fun at a point of the run after x0 (it could at x0): {where}. "
+                          f"From there on, {_approximate(self.current.scheme, self._hessian)[4:]}",
+                          OptimizeWarning, stacklevel=2)
+        return getattr(self.current, method)(x, *rest)
+
+    def at(self, x: np.ndarray):
+        if self.switched_at is None and not same_point(x, self._recorded):
+            self._served, self._recorded = self._served + 1, np.array(x, copy=True)
+        return self._guarded("at", x)
+
+    def fun(self, x: np.ndarray):
+        if self.switched_at is None and not same_point(x, self._recorded):
+            self._served += 1
+        return self.current.fun(x)
+
+    def value_and_grad(self, x: np.ndarray):
+        self._served += self.switched_at is None
+        return self._guarded("value_and_grad", x)
+
+    def jac(self, x: np.ndarray) -> np.ndarray:
+        return self.at(x).gradient
+
+    def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
+        return self.at(x).matvec(p)
+
+    def hess(self, x: np.ndarray) -> np.ndarray:
+        return self.at(x).to_dense()
+
+    def solve(self, solver: Callable, x0: np.ndarray, *args, **kwargs) -> OptimizeResult:
+        """autodiff's run; the result says, after a switch, from where its derivatives were
+        finite differences (:meth:`FiniteDifferences.report`)."""
+        result = self._autodiff.solve(solver, x0, *args, **kwargs)
+        if self.switched_at is not None:
+            self.current.report(result, f"autodiff's up to x = {np.array2string(self.switched_at, precision=4)}, "
+                                        "then finite differences")
+        return result
+
+
+def _quasi_newton_default(hess, hessp, declaration) -> bool:
+    """Whether a run on finite differences takes BFGS updates: a trust-region method, and a call
+    that names no second derivatives (``hess`` None or False, no ``hessp``; module docstring)."""
+    return declaration.trust_region and (hess is None or hess is False) and hessp is None
+
+
+def curvature(derivatives, hess, hessp, declaration):
+    """The run's ``hess``: a fresh ``BFGS()`` when its derivatives are finite differences and the
+    method and call leave the choice to hessopt (:func:`_quasi_newton_default`), else ``hess``."""
+    if isinstance(derivatives, FiniteDifferences) and _quasi_newton_default(hess, hessp, declaration):
+        return BFGS()
+    return hess
+
+
+def curvature_words(hess, hessp, declaration) -> str:
+    """Where a run on finite differences takes its second derivatives from, in words (the
+    warning's), for the call's ``hess`` and ``hessp`` and the method's declaration."""
+    if declaration.first_order:
+        return "no second derivatives (a first-order method)"
+    if _quasi_newton_default(hess, hessp, declaration):
+        return "the Hessian from BFGS updates of those gradients (no further evaluation of f)"
+    if hessp is None and (hess is None or hess is False or isinstance(hess, str)):
+        return f"the Hessian from second differences of f (up to {DENSE_MAX} variables, else of the gradient)"
+    return "second derivatives as given (hess, hessp)"
 
 
 def refusal_site(error: BaseException) -> str:
@@ -252,13 +382,16 @@ class FiniteDifferences:
         return self.fun(x), self.jac(x)
 
     def solve(self, solver: Callable, x0: np.ndarray, *args, **kwargs) -> OptimizeResult:
-        """``solver(*args, **kwargs)``; the result says where its derivatives came from and
-        counts every call of f in ``nfev``."""
-        result = solver(*args, **kwargs)
-        result.nfev = self.calls
-        result.jac = np.where(self.lower == self.upper, np.nan, result.jac)   # no step: unknown
+        """``solver(*args, **kwargs)``; the result says where its derivatives came from (``calls``,
+        every call of f, is its nfev: minimize sets it once the run's last check is done)."""
+        return self.report(solver(*args, **kwargs))
+
+    def report(self, result: OptimizeResult, kind: str = "finite differences") -> OptimizeResult:
+        """The result's ``jac`` with NaN for variables fixed by the bounds (no step: unknown), and
+        its message saying the derivatives were ``kind`` (scheme, why)."""
+        result.jac = np.where(self.lower == self.upper, np.nan, result.jac)
         switch = "" if self.switched is None else f", 2-point for the first {self.switched - 1} gradients"
-        result.message += f" The derivatives are finite differences ({self.scheme}{switch}): {self.reason}."
+        result.message += f" The derivatives are {kind} ({self.scheme}{switch}): {self.reason}."
         return result
 
 

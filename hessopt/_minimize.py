@@ -33,7 +33,7 @@ from ._arguments import (
 )
 from ._bounds import feasible_set, report_bounds
 from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
-from ._finite_differences import fallback
+from ._finite_differences import curvature, fallback
 from ._hessians import GradientDerivative, QuasiNewton
 from ._scipy_methods import all_fixed, evaluations, fixed_by_bounds, scipy_call
 from ._sparse_policy import Structure, structured
@@ -213,7 +213,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         report_bounds(result, feasible.active_mask(call.x0), None, call.unravel)   # scipy's message as it is
         return call.finish(result, fields=("x",))
     derivatives = fallback(_autodiff(fun, x0, call, jac, hess, hessp, ggn, trace), jac, call, feasible, eps,
-                           call.options.get("gtol"))
+                           call.options.get("gtol"), second=(hess, hessp, declaration))
+    hess = curvature(derivatives, hess, hessp, declaration)   # finite differences: BFGS in a trust region
     if scipy_run is not None:
         call.callback = scipy_run.watch(call.callback, evaluations(derivatives))
     flat = flat_derivatives(fun, jac, hess, hessp, call, derivatives, declaration, ggn=ggn is not None, trace=trace)
@@ -221,7 +222,7 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     result = _solve(declaration, feasible, derivatives, structure.flat, call, start)
     _report(result, hess, call, declaration, structure)
     _check_quasi_newton(result, structure.flat, derivatives, feasible, call, trace)
-    _count_user_calls(result, structure.flat)
+    _count_user_calls(result, structure.flat, derivatives)
     result.derivatives = derivatives.name if exact_derivatives(jac) else "jac"
     if scipy_run is not None:
         scipy_run.finish(result)
@@ -314,10 +315,14 @@ def _check_quasi_newton(result: OptimizeResult, flat: Flat, derivatives: Autodif
         _check_curvature(result, feasible, exact(result.x).matvec)
 
 
-def _count_user_calls(result: OptimizeResult, flat: Flat) -> None:
+def _count_user_calls(result: OptimizeResult, flat: Flat, derivatives) -> None:
     """nfev and njev as the user's functions were called: every call of the user's gradient (the
     Hessian's recordings and differences too; with jac=True each is a call of fun), or autodiff's
-    gradients plus those the Hessian sources asked for at other points."""
+    gradients plus those the Hessian sources asked for at other points; on finite differences,
+    every call of f (those of a quasi-Newton run's final curvature check too)."""
+    calls = getattr(derivatives, "calls", None)
+    if calls is not None:
+        result.nfev = calls
     if flat.counted is None:
         result.njev += flat.last.extra
     else:

@@ -60,6 +60,9 @@ class Declaration:
         Its curvature may be generalized Gauss-Newton products (hessopt's ``ggn`` option).
     returns_hess : bool
         scipy's counterpart returns ``result.hess``, the user's Hessian at the solution.
+    trust_region : bool
+        A trust region bounds its steps: a quasi-Newton matrix's unscaled start (the identity)
+        cannot throw its first step far (the face's default curvature on finite differences).
     default_in : tuple of FeasibleSet types
         The sets in which it is scipy's default method (Newton-CG unconstrained, TRON in a box).
     """
@@ -72,6 +75,7 @@ class Declaration:
     batches: bool = False
     gauss_newton: bool = False
     returns_hess: bool = False
+    trust_region: bool = False
     default_in: tuple[type[FeasibleSet], ...] = ()
 
     def takes(self, feasible: FeasibleSet) -> bool:

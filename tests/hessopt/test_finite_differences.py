@@ -172,3 +172,51 @@ def test_the_suite_runs_with_the_fallback_forced(capsys):
     assert differenced.nfev >= differenced.nit + 2 * differenced.njev > exact.nfev
     assert main(["--problems", "beale", "--methods", "newton-cg", "--finite-differences"]) == 0
     assert "beale" in capsys.readouterr().out
+
+
+def branching(x):
+    """Plain NumPy at x0 = (0, 0); past x[0] = 2 it calls float(), which autodiff cannot follow."""
+    if x[0] > 2:
+        return (float(x[0]) - 3.0) ** 2 + (x[1] - 1.0) ** 2 + (float(x[0]) - 3.0) ** 4
+    return (x[0] - 3.0) ** 2 + (x[1] - 1.0) ** 2 + (x[0] - 3.0) ** 4
+
+
+@pytest.mark.parametrize("method", ["trust-ncg", "newton-cg", "newton", "trust-exact"])
+@pytest.mark.parametrize("trace", [True, False])
+def test_a_refusal_after_x0_switches_the_run_to_finite_differences(method, trace):
+    calls = [0]
+
+    def counted(x):
+        calls[0] += 1
+        return branching(x)
+    with pytest.warns(OptimizeWarning, match="autodiff cannot follow fun at a point of the run after x0") as caught:
+        result = hessopt.minimize(counted, [0.0, 0.0], method=method, options={"trace": trace})
+    warning = str(next(w.message for w in caught if "after x0" in str(w.message)))
+    assert "float()" in warning and "test_finite_differences.py:" in warning and "approximate" in warning
+    assert result.success and result.derivatives == "autodiff, then finite differences"
+    assert "autodiff's up to x = " in result.message
+    # the minimizer (3, 1) is in the branch autodiff cannot follow: the gradient test there on
+    # central differences (error ~eps^(2/3)) puts x within ~1e-7 of it
+    np.testing.assert_allclose(result.x, [3.0, 1.0], atol=1e-6)
+    if not trace:   # every call of fun counted (traced recordings replay a program, not fun)
+        assert result.nfev == calls[0]
+
+
+def test_finite_differences_take_bfgs_updates_unless_hess_asks_for_differences():
+    """The Hessian of a run on finite differences costs no evaluation by default (BFGS updates);
+    hess="2-point" asks for second differences of f, n (n + 3) / 2 = 5 values a point here.
+    scipy's TNC test 1b: Rosenbrock written with math.pow, x[1] >= -1.5, maxfun=200."""
+    def rosenbrock(x):
+        return math.pow(1 - x[0], 2) + 100 * math.pow(x[1] - x[0] ** 2, 2)
+    bounds = [(-np.inf, None), (-1.5, None)]
+    with pytest.warns(OptimizeWarning, match="BFGS updates"):
+        quasi = hessopt.minimize(rosenbrock, [-2.0, 1.0], method="TNC", bounds=bounds, options={"maxfun": 200})
+    assert quasi.success and quasi.hessian_source == "quasi-Newton (BFGS updates)"
+    # the projected gradient test (relative 1e-8) on central differences: f at the minimum 0 to ~1e-12
+    assert quasi.fun < 1e-10 and quasi.nfev <= 200
+    with pytest.warns(OptimizeWarning, match="second differences"):
+        differenced = hessopt.minimize(rosenbrock, [-2.0, 1.0], method="trust-ncg", bounds=bounds, hess="2-point")
+    assert differenced.success and differenced.hessian_source == "finite differences"
+    assert differenced.fun < 1e-10
+    # each iteration's Hessian costs 5 values of f beyond the gradients, the quasi-Newton one none
+    assert differenced.nfev >= 5 * differenced.nit
