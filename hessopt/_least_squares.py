@@ -19,6 +19,8 @@ from ._arguments import (
     residual_vector,
 )
 from ._bounds import feasible_set, report_bounds
+from ._implicit import least_squares_through_solution
+from ._precision import in_x0_precision
 
 
 def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | None = None,
@@ -43,6 +45,10 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
     clipped into it, and the message says so) and success means the projected gradient test.
     ``result.active_mask`` (always there, in the form of x0) is -1 at a lower bound, +1 at an
     upper one and 0 for free variables, as in scipy.
+
+    Inside a transform, residuals that read a tracked Tensor make ``x``, ``fun`` and ``cost``
+    differentiable in it (the implicit function theorem on the cost's exact Hessian; see
+    :func:`minimize`). ``hessopt.covariance(result)`` is curve_fit's ``pcov``.
 
     Parameters
     ----------
@@ -89,6 +95,9 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
     >>> result.x.round(6), result.active_mask
     (array([1.903881, 0.4     ]), array([0, 1]))
     """
+    differentiated = least_squares_through_solution(least_squares, dict(locals()))   # inside a transform
+    if differentiated is not None:
+        return differentiated
     if not callable(residuals):
         raise TypeError(f"residuals must be callable, got {type(residuals).__name__}")
     if method not in ("lm", "gn"):
@@ -118,4 +127,4 @@ def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | N
     if traced is not None and traced.fallback_reason is not None:
         result.untraced_reason = traced.fallback_reason
     report_bounds(result, result.get("active_mask", np.zeros(n, dtype=int)), note, unravel)
-    return call.finish(result, ("x", "grad"))
+    return in_x0_precision(call.finish(result, ("x", "grad")), x0, ("x", "grad"))

@@ -32,9 +32,12 @@ from ._arguments import (
     scipy_rosen_derivatives,
 )
 from ._bounds import feasible_set, report_bounds
+from ._covariance import attach_hess_inv
 from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
 from ._finite_differences import curvature, fallback
 from ._hessians import GradientDerivative, QuasiNewton
+from ._implicit import minimize_through_solution
+from ._precision import in_x0_precision
 from ._scipy_methods import all_fixed, evaluations, fixed_by_bounds, scipy_call
 from ._sparse_policy import Structure, structured
 
@@ -108,6 +111,14 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     (``options={"precondition": False}``: never; ``True``: from the first iterate);
     ``result.preconditioned`` says whether they did and ``result.precondition_reason`` when it
     started or why not (:mod:`optimizers.preconditioning`).
+
+    Derivatives of the solution: inside a transform (``ad.grad``, ``jacobian``, ``hessian``,
+    ``jvp``, ``vjp``), with ``fun`` reading a tracked Tensor (a closure's, or one of ``args``),
+    ``result.x`` and ``result.fun`` are Tensors whose derivatives come from the implicit function
+    theorem at the returned point (active bounds held fixed), to any order; a run that did not
+    converge raises (:mod:`hessopt._implicit`). The second-order methods' results have
+    ``hess_inv``, the inverse of the exact Hessian at x as a LinearOperator, made on first use
+    (``.todense()``, ``.diagonal()``; :mod:`hessopt._covariance`).
 
     Models: when ``x0`` is a list of Variables (``model.trainable_variables``), ``fun(*args)`` takes
     no parameters and reads the Variables, as Keras' ``minimize(loss, var_list)``; at the end the
@@ -196,6 +207,9 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     >>> result.x.round(6), result.active_mask
     (array([0., 1.]), array([-1,  0]))
     """
+    differentiated = minimize_through_solution(minimize, dict(locals()))   # inside a transform
+    if differentiated is not None:
+        return differentiated
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
     _refuse_constraints(constraints)
@@ -221,6 +235,10 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     structure = structured(flat, call, derivatives, declaration, feasible)
     result = _solve(declaration, feasible, derivatives, structure.flat, call, start)
     _report(result, hess, call, declaration, structure)
+    if not (declaration.first_order or ggn is not None or callable(hess) or hessp is not None
+            or structure.flat.gradient is not None or derivatives.name != "autodiff"):
+        # the curvature is autodiff's Hessian of fun (not finite differences' approximation)
+        attach_hess_inv(result, derivatives)
     _check_quasi_newton(result, structure.flat, derivatives, feasible, call, trace)
     _count_user_calls(result, structure.flat, derivatives)
     result.derivatives = derivatives.name if exact_derivatives(jac) else "jac"
@@ -228,7 +246,7 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         scipy_run.finish(result)
     if bounds is not None:
         report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note, call.unravel)
-    return call.finish(result)
+    return in_x0_precision(call.finish(result), x0, ("x", "jac"))
 
 
 def _refuse_constraints(constraints) -> None:

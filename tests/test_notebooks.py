@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 EXPECTED = ["01_gradient_tape", "02_hessian_vector_products", "03_jacobians_and_hessians",
             "04_newton_methods", "05_input_gradient_regularization", "06_curvature_spectrum",
-            "07_bound_constraints"]
+            "07_bound_constraints", "08_derivatives_of_solutions"]
 
 
 
@@ -35,7 +35,7 @@ build = _load("notebook_build", NOTEBOOKS / "build.py")
 claims = _load("notebook_claims", NOTEBOOKS / "claims.py")
 # the notebooks whose text rests on measured numbers: each must check them with claim()
 WITH_CLAIMS = ["03_jacobians_and_hessians", "04_newton_methods", "05_input_gradient_regularization",
-               "06_curvature_spectrum", "07_bound_constraints"]
+               "06_curvature_spectrum", "07_bound_constraints", "08_derivatives_of_solutions"]
 
 
 def claims_of(notebook: nbformat.NotebookNode) -> dict[str, dict]:
@@ -59,7 +59,7 @@ def test_a_claim_holds_within_its_tolerance_or_fails(capsys):
         claims.claim("z", 1.0, 1.0)
 
 
-def test_the_seven_notebooks_and_their_sources_are_there():
+def test_the_eight_notebooks_and_their_sources_are_there():
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == EXPECTED
     assert sorted(p.stem for p in build.SOURCES.glob("*.py")) == EXPECTED
 
