@@ -169,7 +169,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     -------
     scipy.optimize.OptimizeResult
         ``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``njev``, ``nhev``, ``status``, ``success``,
-        ``message``, ``history``, ``derivatives`` ("autodiff", "finite differences" or "jac"),
+        ``message``, ``history``, ``derivatives`` ("autodiff", "finite differences", "autodiff, then
+        finite differences" when autodiff refused f after x0, or "jac"),
         for the second-order methods ``hessian_source``
         ("autodiff", "autodiff of the gradient", "finite differences of the gradient", "hess",
         "hessp", "quasi-Newton (BFGS updates)", ...), with bounds ``active_mask``, and as in scipy
