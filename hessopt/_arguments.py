@@ -399,6 +399,10 @@ OPTION_RULES: dict = {
     "trace": _FLAG,
     "sparse": OptionRule("True, False or None (automatic)", _FLAG.kind, _FLAG.within, none=True),
     "precondition": OptionRule("True, False or None (automatic)", _FLAG.kind, _FLAG.within, none=True),
+    "preconditioner": OptionRule("'amg', 'incomplete-cholesky' or None (automatic)", lambda v: isinstance(v, str),
+                                 lambda v: v in ("amg", "incomplete-cholesky"), none=True),
+    "factorization": OptionRule("'cholmod', 'qdldl' or None (chosen from the pattern)", lambda v: isinstance(v, str),
+                                lambda v: v in ("cholmod", "qdldl"), none=True),
     "cg_maxiter": _number("a positive integer or None (the default)", lambda v: v >= 1, integer=True,
                           none=True),
     ("hessian-free", "cg_maxiter"): _number("a positive integer", lambda v: v >= 1, integer=True),
@@ -415,6 +419,9 @@ OPTION_RULES: dict = {
     "epsilon": _NONNEGATIVE, "ftol": _NONNEGATIVE, "xtol": _NONNEGATIVE,
     # L-BFGS-B's and TNC's cap on the evaluations of f (hessopt._scipy_methods)
     "maxfun": OptionRule("a positive number or None (no cap)", _is_number, lambda v: 0 < v < np.inf, none=True),
+    # the interior point's (mu_strategy: IPOPT's names), and scipy's trust-constr and SLSQP levels
+    "mu_init": _POSITIVE, "mu_strategy": _choice("monotone", "adaptive"),
+    "verbose": _NONNEGATIVE_INTEGER, "iprint": _number("an integer", lambda v: True, integer=True),
     "timeout": _number("a positive number of seconds or None", lambda v: 0 < v < np.inf, none=True),
     # minimize_stochastic's draws of the curvature subsamples (numpy.random.default_rng's seed)
     "seed": OptionRule("a non-negative integer, a numpy.random.Generator or None (fresh entropy)",

@@ -47,7 +47,7 @@ _POLL = 0.1
 
 class BatchStatus(IntEnum):
     """Statuses of the runs :func:`minimize_many` could not finish; negative, so that they never
-    meet the optimizers' own (``optimizers.Status``: 0, 1, 2, 3, 5, 99).
+    meet the optimizers' own (``optimizers.Status``: 0, 1, 2, 3, 5, 6, 7, 99).
 
     Examples
     --------

@@ -32,6 +32,8 @@ from ._arguments import (
     scipy_rosen_derivatives,
 )
 from ._bounds import feasible_set, report_bounds
+from ._constrained import constrained_method, minimize_constrained, refuse_constraints
+from ._constraints import constraint_items
 from ._covariance import attach_hess_inv
 from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
 from ._finite_differences import curvature, fallback
@@ -42,8 +44,10 @@ from ._scipy_methods import all_fixed, evaluations, fixed_by_bounds, scipy_call
 from ._sparse_policy import Structure, structured
 
 #: The second-order methods by name (first-order ones, "adam" and "gd", are accepted too), as
-#: declared in :data:`optimizers.REGISTRY`.
-METHODS: dict[str, Callable] = {d.name: d.function for d in optimizers.REGISTRY.declarations() if not d.first_order}
+#: declared in :data:`optimizers.REGISTRY`; the one that takes general constraints (the interior
+#: point) is chosen by :func:`hessopt._constrained.constrained_method`.
+METHODS: dict[str, Callable] = {d.name: d.function for d in optimizers.REGISTRY.declarations()
+                                if not d.first_order and not d.constraints}
 
 
 def method_declaration(method: str) -> Declaration:
@@ -55,7 +59,7 @@ def method_declaration(method: str) -> Declaration:
         For an unknown method, naming the known ones.
     """
     found = optimizers.REGISTRY.get(method.lower()) if isinstance(method, str) else None
-    if found is None:
+    if found is None or found.constraints:
         first_order = sorted(d.name for d in optimizers.REGISTRY.declarations() if d.first_order)
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS) + first_order}")
     return found
@@ -81,7 +85,6 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     ``hess``/``hessp``, second derivatives are the derivative of that gradient: autodiff of it when
     it is NumPy code, else its finite differences, as scipy's (the message then says so);
     ``result.hessian_source`` names the source. User functions get a copy of x, as in scipy.
-    ``bounds=None`` and empty ``constraints`` are accepted; anything else is refused by name.
     ``x0`` may be an array-like (a list of numbers is a
     vector, as in scipy; any shape is kept) or a pytree (dict, namedtuple, or list/tuple holding
     arrays): ``result.x`` and ``result.jac`` have its form, and so do ``jac``'s and ``hessp``'s
@@ -105,12 +108,16 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     recorded program at x0 is under 5% dense, each iterate's Hessian comes from
     ``autodiff.sparse_hessian`` (``options={"sparse": False}``: never; ``True``: at any size);
     ``result.sparse`` says whether it did and ``result.dense_reason`` why not, where it was
-    asked for or considered (:mod:`optimizers.sparse`). ``"newton-cg"``, ``"trust-ncg"`` and
-    ``"trust-krylov"`` precondition their Krylov solves with the sparse Hessian's incomplete
-    Cholesky factorization once a solve takes more than 100 products on 1,000 variables or more
-    (``options={"precondition": False}``: never; ``True``: from the first iterate);
-    ``result.preconditioned`` says whether they did and ``result.precondition_reason`` when it
-    started or why not (:mod:`optimizers.preconditioning`).
+    asked for or considered (:mod:`optimizers.sparse`); the factorization, CHOLMOD's supernodal
+    Cholesky or qdldl, is chosen from the pattern (``options={"factorization": "cholmod"}`` or
+    ``"qdldl"`` to choose; :mod:`optimizers.supernodal`). ``"newton-cg"``, ``"trust-ncg"`` and
+    ``"trust-krylov"`` precondition their Krylov solves from the sparse Hessian (algebraic
+    multigrid from 50,000 variables on, its incomplete Cholesky factorization below;
+    ``options={"preconditioner": "amg"}`` or ``"incomplete-cholesky"`` to choose) once a solve
+    takes more than 100 products on 1,000 variables or more (``options={"precondition": False}``:
+    never; ``True``: from the first iterate); ``result.preconditioned`` says whether they did,
+    ``result.preconditioner`` with which, and ``result.precondition_reason`` when it started or
+    why not (:mod:`optimizers.preconditioning`).
 
     Derivatives of the solution: inside a transform (``ad.grad``, ``jacobian``, ``hessian``,
     ``jvp``, ``vjp``), with ``fun`` reading a tracked Tensor (a closure's, or one of ``args``),
@@ -140,6 +147,15 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     ``active_mask`` in the form of x0 (-1 at a lower bound, +1 at an upper one, 0 free, as
     scipy's ``least_squares``), and the history an ``active`` column, the bounds x is on.
 
+    Constraints: scipy's dicts (``{"type": "eq" | "ineq", "fun", "jac", "args"}``, ineq meaning
+    ``fun >= 0``), ``LinearConstraint`` and ``NonlinearConstraint``, alone or in a list, with or
+    without bounds, run the primal-dual interior-point method (``method=None``,
+    ``"interior-point"``, or scipy's ``"trust-constr"`` and ``"SLSQP"``, which run it too; see
+    :mod:`hessopt._constrained`); the Jacobians and the Lagrangian's Hessian come from autodiff
+    where not given. The result adds scipy trust-constr's ``v``, ``constr``,
+    ``constr_violation``, ``optimality``, ``lagrangian_grad``; the other methods refuse
+    constraints by name.
+
     Parameters
     ----------
     fun : callable
@@ -150,14 +166,15 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         Extra arguments of fun, jac, hess and hessp.
     method : str, optional
         One of ``hessopt.METHODS`` (newton, newton-cg, trust-ncg, trust-krylov, trust-exact,
-        dogleg, arc, hessian-free), or "adam", "gd"; case-insensitive. Default (None) "newton-cg",
-        and "trust-ncg" with bounds.
+        dogleg, arc, hessian-free), or "adam", "gd", or "interior-point" ("trust-constr", "SLSQP");
+        case-insensitive. Default (None) "newton-cg", "trust-ncg" with bounds, and
+        "interior-point" with constraints.
     jac, hess, hessp : optional
         User derivatives, as in scipy; exact ones from autodiff where not given.
     bounds : scipy.optimize.Bounds, sequence of (lo, hi) pairs, or pytree of pairs, optional
         Bound constraints (see above).
-    constraints : ()
-        General constraints are not supported: anything but an empty sequence (or None) is refused.
+    constraints : dict, LinearConstraint, NonlinearConstraint or a list of them, optional
+        General constraints (see above); ``()`` or None: none.
     tol : float, optional
         Sets ``gtol``.
     callback : callable, optional
@@ -182,8 +199,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         If fun is not callable, derivatives have the wrong type, or an option is of the wrong kind.
     ValueError
         For an unknown method, an option out of range, jac/hess/hessp with Variables, bad
-        bounds (which entry, and why), bounds with a method that does not take them, or
-        constraints.
+        bounds (which entry, and why), bounds or constraints with a method that does not take
+        them, or malformed constraints (which one, and why).
 
     Examples
     --------
@@ -213,10 +230,17 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         return differentiated
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
-    _refuse_constraints(constraints)
+    items = constraint_items(constraints)
     feasible = feasible_set(bounds, x0)
+    constrained = constrained_method(method, bool(items))
+    if constrained is not None:
+        declaration, scipy_name = constrained
+        return minimize_constrained(fun, x0, args, declaration, scipy_name, (jac, hess, hessp), feasible,
+                                    bounds is not None, items, tol, callback, as_options(options))
     method, options, scipy_run = scipy_call(method, options)   # L-BFGS-B, TNC: hessopt's bounded method
     declaration = optimizers.REGISTRY.default(feasible) if method is None else method_declaration(method)
+    if items:
+        refuse_constraints(declaration)
     jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
     options, ggn, trace = _face_options(options, tol, declaration)
     eps = check_option("eps", options.pop("eps"), declaration.name) if "eps" in options else None
@@ -248,15 +272,6 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     if bounds is not None:
         report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note, call.unravel)
     return in_x0_precision(call.finish(result), x0, ("x", "jac"))
-
-
-def _refuse_constraints(constraints) -> None:
-    """scipy's empty ``constraints`` (or None) are accepted; anything else is refused by name, never
-    ignored (scipy's Newton-CG and trust-region methods warn and drop them)."""
-    if constraints is not None and not (isinstance(constraints, (tuple, list)) and len(constraints) == 0):
-        raise ValueError("constraints are not supported (bounds are: pass bounds=); hessopt's methods "
-                         "take no general constraints (scipy.optimize.minimize with SLSQP or "
-                         f"trust-constr does); got {type(constraints).__name__} {constraints!r:.60}")
 
 
 def _face_options(options, tol: float | None, declaration: Declaration) -> tuple[dict, tuple | None, bool]:

@@ -49,8 +49,10 @@ Examples
 (True, array([1., 1.]), 24.2)
 """
 from .arc import minimize_arc
+from .constraints import CanonicalConstraint
 from .first_order import minimize_adam, minimize_gd
 from .history import History
+from .interior_point import minimize_ipm
 from .least_squares import least_squares_lm
 from .methods import Registry
 from .newton import minimize_hessian_free, minimize_newton, minimize_newton_cg
@@ -67,10 +69,11 @@ from .trust_region import minimize_dogleg, minimize_trust_exact, minimize_trust_
 REGISTRY = Registry([minimize_newton, minimize_newton_cg, minimize_trust_ncg, minimize_trust_krylov,
                      minimize_trust_exact, minimize_dogleg, minimize_arc, minimize_hessian_free, minimize_adam,
                      minimize_gd, minimize_stochastic_hessian_free, minimize_subsampled_newton_cg,
-                     minimize_stochastic_adam, minimize_sgd])
+                     minimize_stochastic_adam, minimize_sgd, minimize_ipm])
 
-__all__ = ["History", "REGISTRY", "Status", "least_squares_lm", "minimize_adam", "minimize_arc", "minimize_dogleg",
-           "minimize_gd", "minimize_hessian_free", "minimize_newton", "minimize_newton_cg",
-           "minimize_sgd", "minimize_stochastic_adam", "minimize_stochastic_hessian_free",
+__all__ = ["CanonicalConstraint", "History", "REGISTRY", "Status", "least_squares_lm", "minimize_adam",
+           "minimize_arc", "minimize_dogleg", "minimize_gd", "minimize_hessian_free", "minimize_ipm",
+           "minimize_newton", "minimize_newton_cg", "minimize_sgd", "minimize_stochastic_adam",
+           "minimize_stochastic_hessian_free",
            "minimize_subsampled_newton_cg", "minimize_trust_exact", "minimize_trust_krylov",
            "minimize_trust_ncg"]

@@ -34,14 +34,19 @@ algorithm for large-scale nonlinear programming", Math. Program. 106 (2006) 25-5
   x0 moved;
 - ``stationarity``: the scaled KKT residual (their (5)), of the Lagrangian's gradient with the
   multipliers the step keeps in the set; ``gradient_name`` and ``test_name`` name it;
-- ``curvature_space``: the reduced Hessian of the Lagrangian ``Z^T H Z`` on the null space Z of the
-  active constraints' Jacobian, with products and (for a dense or sparse check) its matrix;
-  ``lift``: ``Z u``;
+- ``curvature_space``: None, no second-order check by the loop (the inertia correction of every
+  KKT matrix makes each step one of descent for the barrier problem; a check at the solution would
+  probe the reduced Hessian of the Lagrangian ``Z^T H Z`` on the null space Z of the active
+  constraints' Jacobian); ``lift``: the direction itself;
 - ``history``: the columns ``violation`` and ``mu``; ``result_fields``: ``v`` (the multipliers,
   one array per constraint), ``constr``, ``constr_violation``, as scipy's trust-constr;
 - ``preconditioned``: False (the KKT system is factored, not solved by Krylov);
+  ``best_point_fallback``: False (a failed run reports its last iterate, not the lowest f);
 - its step overrides :meth:`~optimizers.loop.Step.test`: converged when the barrier parameter and
-  the KKT residual are below the tolerance, not on the gradient test alone.
+  the KKT residual are below the tolerance, not on the gradient test alone; and
+  :meth:`~optimizers.loop.Step.describe`, which ends the result's message with that test.
+
+:class:`optimizers.interior_point.Constrained` is that third set.
 
 References: P. H. Calamai and J. J. Moré, Projected gradient methods for linearly constrained
 problems, Math. Programming 39 (1987) 93-116; C.-J. Lin and J. J. Moré, Newton's method for large
@@ -78,6 +83,10 @@ class FeasibleSet(ABC):
     test_name: str = "the gradient test"
     #: whether the Krylov solves of the methods' steps in this set may be preconditioned
     preconditioned: bool = True
+    #: whether a failed run may report the best f it saw instead of its last iterate
+    #: (:func:`~optimizers.loop.final_point`): every point of the set is admissible there, but
+    #: not where constraints hold only at a solution (a lower f at an infeasible point)
+    best_point_fallback: bool = True
 
     @abstractmethod
     def start(self, x0: np.ndarray) -> tuple[np.ndarray, str | None]:

@@ -147,6 +147,13 @@ class Step(ABC):
         (optimistix's solvers own ``terminate`` the same way)."""
         return loop_test(point)
 
+    def describe(self, message: str, x: np.ndarray, f: float, g: np.ndarray, feasible: FeasibleSet,
+                 test: GradientTest) -> str:
+        """The result's ``message`` ended with the test the run was held to at its final point;
+        by default the gradient test's (:func:`with_gradient_norm`). A step that owns its test
+        (:meth:`test`) describes it."""
+        return with_gradient_norm(message, x, f, feasible.stationarity(x, g), test, feasible.gradient_name)
+
 
 def krylov_curvature(point: CurvatureSpace) -> tuple[float, np.ndarray, float] | None:
     """The second-order check from products: ``CURVATURE_PROBE_STEPS`` Lanczos steps
@@ -354,13 +361,14 @@ class Loop:
         return self.result(point, status, nit)
 
     def result(self, point: Iterate, status: Status, nit: int) -> OptimizeResult:
-        """The OptimizeResult of a run stopped at ``point`` (see :func:`final_point`), with the
-        status's message ended by the final gradient norm and the gradient test of the run."""
-        x, f, g = final_point(self.objective, point, status)
+        """The OptimizeResult of a run stopped at ``point`` (see :func:`final_point`; where the
+        feasible set admits it), with the status's message ended by the step's description of the
+        test the run was held to (:meth:`Step.describe`)."""
+        x, f, g = (final_point(self.objective, point, status) if self.feasible.best_point_fallback
+                   else (point.x, point.f, point.g))
         message = self.message or self.step.messages.get(status) or MESSAGES[status]
         message = message.replace("the gradient test", self.feasible.test_name)
-        message = with_gradient_norm(message, x, f, self.feasible.stationarity(x, g), self.converged,
-                                     self.feasible.gradient_name)
+        message = self.step.describe(message, x, f, g, self.feasible, self.converged)
         message = with_note(message, self.note)
         if self.monitor.disp:   # scipy's disp: the outcome printed, or a warning when the run failed
             if status in (Status.SUCCESS, Status.CALLBACK_STOP):

@@ -63,6 +63,9 @@ class Declaration:
     trust_region : bool
         A trust region bounds its steps: a quasi-Newton matrix's unscaled start (the identity)
         cannot throw its first step far (the face's default curvature on finite differences).
+    constraints : bool
+        It takes ``constraints``, general ones ``lower <= c(x) <= upper`` (a
+        :class:`~optimizers.constraints.CanonicalConstraint`).
     default_in : tuple of FeasibleSet types
         The sets in which it is scipy's default method (Newton-CG unconstrained, TRON in a box).
     """
@@ -76,6 +79,7 @@ class Declaration:
     gauss_newton: bool = False
     returns_hess: bool = False
     trust_region: bool = False
+    constraints: bool = False
     default_in: tuple[type[FeasibleSet], ...] = ()
 
     def takes(self, feasible: FeasibleSet) -> bool:
@@ -221,7 +225,7 @@ class Registry:
     >>> import optimizers
     >>> from optimizers.bounds import Box
     >>> [d.name for d in optimizers.REGISTRY.declarations() if d.sparse]
-    ['newton', 'trust-exact', 'dogleg']
+    ['newton', 'trust-exact', 'dogleg', 'interior-point']
     >>> optimizers.REGISTRY.default(Box([0.0], [1.0])).name, optimizers.REGISTRY.get("arc").bounds
     ('trust-ncg', False)
     """

@@ -46,7 +46,8 @@ def default_maxiter(n: int) -> int:
 
 @declared("newton", bounds=True, sparse=True)
 def minimize_newton(problem: Problem, options: RunOptions, *, shift: str = "cholesky", c1: float = 1e-4,
-                    c2: float = 0.9, check_second_order: bool = True, sparse: bool | None = None) -> OptimizeResult:
+                    c2: float = 0.9, check_second_order: bool = True, sparse: bool | None = None,
+                    factorization: str | None = None) -> OptimizeResult:
     """Newton's method with the full Hessian and a strong Wolfe line search (unit step first).
 
     An indefinite Hessian is made positive definite before solving (N&W §3.4): ``shift=
@@ -80,6 +81,10 @@ def minimize_newton(problem: Problem, options: RunOptions, *, shift: str = "chol
         Use a sparse Hessian as one: None (default) from 1,000 variables on when it is under 5%
         dense (:func:`~optimizers.sparse.dense_reason`), True whenever it comes sparse, False
         never (it is made dense). ``shift="eigen"`` needs the dense matrix.
+    factorization : {None, "cholmod", "qdldl"}
+        The sparse factorization (:class:`~optimizers.sparse.LDLFactorization`): None (default)
+        chosen from the pattern (CHOLMOD's supernodal Cholesky on grids and meshes, qdldl on
+        bands, chains, arrowheads and small problems; :func:`optimizers.supernodal.choose`).
 
     Returns
     -------
@@ -109,7 +114,7 @@ def minimize_newton(problem: Problem, options: RunOptions, *, shift: str = "chol
         raise ValueError("shift='eigen' needs the dense eigendecomposition: it takes no sparse "
                          "Hessian (sparse=True); use shift='cholesky'")
     objective = problem.objective(sparse=False if shift == "eigen" else sparse)
-    factorization = LDLFactorization()
+    factorization = LDLFactorization(factorization)
     direction = CholeskyShift(factorization) if shift == "cholesky" else _eigen_shifted_step
     step = newton_step(problem.feasible, objective, direction, c1=c1, c2=c2)
     result = problem.run(objective, step, options, probe=curvature_check(check_second_order, True, factorization))
@@ -121,7 +126,7 @@ def minimize_newton(problem: Problem, options: RunOptions, *, shift: str = "chol
 @declared("newton-cg", bounds=True, preconditioned=True, default_in=(Unconstrained,))
 def minimize_newton_cg(problem: Problem, options: RunOptions, *, cg_maxiter: int | None = None, c1: float = 1e-4,
                        c2: float = 0.5, nonmonotone: int = NONMONOTONE_MEMORY, check_second_order: bool = True,
-                       precondition: bool | None = None) -> OptimizeResult:
+                       precondition: bool | None = None, preconditioner: str | None = None) -> OptimizeResult:
     """Truncated Newton: CG on H p = -g from Hessian-vector products only (N&W §7.1).
 
     The inner CG stops once ||H p + g|| <= eta ||g|| with the forcing term eta = min(0.25,
@@ -161,6 +166,11 @@ def minimize_newton_cg(problem: Problem, options: RunOptions, *, cg_maxiter: int
         (default): automatic, from the iterate after the first whose CG took more than 100
         products, on 1,000 variables or more; True: from the first iterate; False: never. Not
         with bounds. The forcing test stays on the true residual ``||H p + g||``.
+    preconditioner : {None, "amg", "incomplete-cholesky"}
+        Which preconditioner: algebraic multigrid (``pyamg``'s smoothed aggregation, its
+        hierarchy kept while it works), the incomplete Cholesky factorization, or None (default):
+        multigrid from 50,000 variables on, the incomplete Cholesky below and where multigrid is
+        refused (:class:`~optimizers.preconditioning.Preconditioning`).
 
     Returns
     -------
@@ -178,7 +188,7 @@ def minimize_newton_cg(problem: Problem, options: RunOptions, *, cg_maxiter: int
     >>> result.success, result.x.round(4)
     (True, array([1., 1.]))
     """
-    preconditioning = krylov_preconditioning(precondition, problem.x0.size, problem.feasible)
+    preconditioning = krylov_preconditioning(precondition, problem.x0.size, problem.feasible, preconditioner)
     objective = problem.objective()
     cg_maxiter = cg_maxiter or newton_cg_maxiter(objective.x0.size)
     step = newton_cg_step(problem.feasible, objective, cg_maxiter, c1=c1, c2=c2, nonmonotone=nonmonotone,
@@ -339,8 +349,7 @@ class _NewtonCGStep(LineSearchDescent):
     def search(self, point: Iterate) -> tuple[LineSearchResult, dict] | Stop:
         preconditioner = self.preconditioning.at(point)
         cg = truncated_cg(point.matvec, point.g, maxiter=self.cg_maxiter, preconditioner=preconditioner)
-        if preconditioner is None:
-            self.preconditioning.observe(cg.iterations)
+        self.preconditioning.observe(cg.iterations)
         point.release()
         if not np.all(np.isfinite(cg.p)):   # a Hessian-vector product was not finite
             return Stop(Status.NONFINITE)

@@ -34,6 +34,8 @@ class Status(IntEnum):
     PRECISION_LOSS = 2      # no further progress possible at working precision
     NONFINITE = 3           # f or g became NaN/inf and recovery failed
     NOT_A_MINIMUM = 5       # stationary point with negative curvature (saddle or maximum)
+    INFEASIBLE = 6          # converged to a stationary point of the constraint violation, not feasible
+    UNBOUNDED = 7           # iterates diverging: f below -1e20 or ||x|| above 1e20
     CALLBACK_STOP = 99      # callback raised StopIteration (scipy's code)
 
 
@@ -46,6 +48,8 @@ MESSAGES = {
                       "recovered; returning the best point found",
     Status.NOT_A_MINIMUM: "Stopped at a stationary point with negative curvature (saddle point or "
                           "maximum)",
+    Status.INFEASIBLE: "Converged to a point of local infeasibility: the problem may be infeasible",
+    Status.UNBOUNDED: "Iterates diverging: the problem may be unbounded below",
     Status.CALLBACK_STOP: "`callback` raised `StopIteration`",
 }
 

@@ -277,7 +277,8 @@ def default_maxiter(n: int) -> int:
 def _minimize(make_solver: Callable, problem: Problem, options: RunOptions, *, dense: bool,
               initial_trust_radius: float | None, max_trust_radius: float | None, eta: float | None,
               check_second_order: bool, nonmonotone: int = 1, sparse: bool | None = None,
-              precondition: bool | None = False) -> OptimizeResult:
+              precondition: bool | None = False, factorization: str | None = None,
+              preconditioner: str | None = None) -> OptimizeResult:
     """A trust-region method with the subproblem solver ``make_solver(g, H)`` (H a matrix or
     products, after ``dense``; a sparse matrix's LDL^T factorizations share one symbolic
     analysis), or TRON's bounded step in a box. The dense methods' result says whether the
@@ -287,9 +288,10 @@ def _minimize(make_solver: Callable, problem: Problem, options: RunOptions, *, d
                         ("max_trust_radius", max_trust_radius), ("nonmonotone", nonmonotone)]:
         if value is not None and not value > 0:
             raise ValueError(f"{name} must be positive, got {value}")
-    preconditioning = None if dense else krylov_preconditioning(precondition, problem.x0.size, problem.feasible)
+    preconditioning = None if dense else krylov_preconditioning(precondition, problem.x0.size, problem.feasible,
+                                                                preconditioner)
     objective = problem.objective(sparse=sparse if dense else None)
-    factorization = LDLFactorization()
+    factorization = LDLFactorization(factorization)
     if dense:
         make_solver = functools.partial(make_solver, factorization=factorization)
     if not objective.has_hessian:
@@ -400,7 +402,11 @@ _SPARSE_DOC = """
         Use a Hessian that comes as a ``scipy.sparse`` matrix as one: its subproblems are then
         solved with sparse LDL^T factorizations (:mod:`optimizers.sparse`), the second-order check
         too. None (default): from 1,000 variables on when it is under 5% dense; True: whenever it
-        comes sparse; False: never (it is made dense)."""
+        comes sparse; False: never (it is made dense).
+    factorization
+        The sparse factorization: None (default) chosen from the pattern (CHOLMOD's supernodal
+        Cholesky on grids and meshes, qdldl on bands, chains, arrowheads and small problems;
+        :func:`optimizers.supernodal.choose`), or ``"cholmod"`` or ``"qdldl"``."""
 
 _PRECONDITION_DOC = """
     precondition
@@ -409,7 +415,12 @@ _PRECONDITION_DOC = """
         from an operator's ``to_sparse`` or from ``hess`` without ``hessp``), the trust region
         then measured in the preconditioner's norm ``||p||_M``. None (default): automatic, from
         the iterate after the first whose solve took more than 100 products, on 1,000 variables
-        or more; True: from the first iterate; False: never. Not with bounds."""
+        or more; True: from the first iterate; False: never. Not with bounds.
+    preconditioner
+        Which: ``"amg"`` (``pyamg``'s smoothed aggregation, its hierarchy kept while it works),
+        ``"incomplete-cholesky"``, or None (default): multigrid from 50,000 variables on, the
+        incomplete Cholesky below and where multigrid is refused
+        (:class:`~optimizers.preconditioning.Preconditioning`)."""
 
 _EXAMPLE_DOC = """
     Examples
@@ -444,14 +455,14 @@ def _documented(check: str, memory: int = 1, dense: bool = False):
 def minimize_trust_ncg(problem: Problem, options: RunOptions, *, initial_trust_radius: float | None = None,
                        max_trust_radius: float | None = None, eta: float | None = None,
                        check_second_order: bool = True, nonmonotone: int = NONMONOTONE_MEMORY,
-                       precondition: bool | None = None) -> OptimizeResult:
+                       precondition: bool | None = None, preconditioner: str | None = None) -> OptimizeResult:
     """Newton-CG trust-region method: Steihaug-Toint truncated CG subproblems (N&W Alg. 7.2).
 
     Uses only Hessian-vector products (``hessp``, or products with ``hess``).
     """
     return _minimize(SteihaugCG, problem, options, dense=False, initial_trust_radius=initial_trust_radius,
                      max_trust_radius=max_trust_radius, eta=eta, check_second_order=check_second_order,
-                     nonmonotone=nonmonotone, precondition=precondition)
+                     nonmonotone=nonmonotone, precondition=precondition, preconditioner=preconditioner)
 
 
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
@@ -459,7 +470,8 @@ def minimize_trust_ncg(problem: Problem, options: RunOptions, *, initial_trust_r
 def minimize_trust_krylov(problem: Problem, options: RunOptions, *, initial_trust_radius: float | None = None,
                           max_trust_radius: float | None = None, eta: float | None = None,
                           check_second_order: bool = True, nonmonotone: int = NONMONOTONE_MEMORY,
-                          precondition: bool | None = None) -> OptimizeResult:
+                          precondition: bool | None = None, preconditioner: str | None = None
+                          ) -> OptimizeResult:
     """Trust-region method with GLTR subproblems (Gould, Lucidi, Roma & Toint 1999).
 
     Lanczos with Hessian-vector products only; solves the subproblem nearly exactly in the Krylov
@@ -467,14 +479,15 @@ def minimize_trust_krylov(problem: Problem, options: RunOptions, *, initial_trus
     """
     return _minimize(LanczosGLTR, problem, options, dense=False, initial_trust_radius=initial_trust_radius,
                      max_trust_radius=max_trust_radius, eta=eta, check_second_order=check_second_order,
-                     nonmonotone=nonmonotone, precondition=precondition)
+                     nonmonotone=nonmonotone, precondition=precondition, preconditioner=preconditioner)
 
 
 @_documented("an LDL^T or the eigenvalues of the Hessian's matrix", dense=True)
 @declared("trust-exact", bounds=True, sparse=True, returns_hess=True, trust_region=True)
 def minimize_trust_exact(problem: Problem, options: RunOptions, *, initial_trust_radius: float | None = None,
                          max_trust_radius: float | None = None, eta: float | None = None,
-                         check_second_order: bool = True, sparse: bool | None = None) -> OptimizeResult:
+                         check_second_order: bool = True, sparse: bool | None = None,
+                         factorization: str | None = None) -> OptimizeResult:
     """Trust-region method with nearly exact subproblems (Moré & Sorensen 1983; N&W Alg. 4.3).
 
     Needs the Hessian's matrix (``hess``, dense or sparse; built from ``hessp`` column by column
@@ -482,14 +495,15 @@ def minimize_trust_exact(problem: Problem, options: RunOptions, *, initial_trust
     """
     return _minimize(MoreSorensen, problem, options, dense=True, initial_trust_radius=initial_trust_radius,
                      max_trust_radius=max_trust_radius, eta=eta, check_second_order=check_second_order,
-                     sparse=sparse)
+                     sparse=sparse, factorization=factorization)
 
 
 @_documented("an LDL^T or the eigenvalues of the Hessian's matrix", dense=True)
 @declared("dogleg", bounds=True, sparse=True, returns_hess=True, trust_region=True)
 def minimize_dogleg(problem: Problem, options: RunOptions, *, initial_trust_radius: float | None = None,
                     max_trust_radius: float | None = None, eta: float | None = None,
-                    check_second_order: bool = True, sparse: bool | None = None) -> OptimizeResult:
+                    check_second_order: bool = True, sparse: bool | None = None,
+                    factorization: str | None = None) -> OptimizeResult:
     """Powell's dogleg trust-region method (N&W §4.1), also for indefinite Hessians.
 
     Needs the Hessian's matrix (dense or sparse). Where it is not positive definite the step is the better of the
@@ -497,4 +511,4 @@ def minimize_dogleg(problem: Problem, options: RunOptions, *, initial_trust_radi
     """
     return _minimize(Dogleg, problem, options, dense=True, initial_trust_radius=initial_trust_radius,
                      max_trust_radius=max_trust_radius, eta=eta, check_second_order=check_second_order,
-                     sparse=sparse)
+                     sparse=sparse, factorization=factorization)

@@ -462,9 +462,13 @@ def test_keep_feasible_is_accepted_and_changes_nothing(method):
 
 @pytest.mark.parametrize("constraints", [{"type": "eq", "fun": lambda x: x[0]},
                                          [scipy.optimize.LinearConstraint(np.eye(2), 0, 1)]])
-def test_constraints_are_refused_by_name(constraints):
-    with pytest.raises(ValueError, match="constraints are not supported"):
-        hessopt.minimize(rosen, X0, constraints=constraints)
+@pytest.mark.parametrize("method", ["newton-cg", "trust-exact", "arc"])
+def test_constraints_are_refused_by_the_methods_without_them(constraints, method):
+    """scipy's Newton-CG and trust-region methods warn and drop constraints; here they are refused,
+    naming the method that takes them (method=None picks it)."""
+    with pytest.raises(ValueError, match=f"method '{method}' takes no general constraints.*use method=None or "
+                                         "'interior-point'"):
+        hessopt.minimize(rosen, X0, method=method, constraints=constraints)
 
 
 # --- options: scipy's readings, every one checked before anything runs -----------------------------

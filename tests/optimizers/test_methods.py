@@ -20,7 +20,7 @@ SHARED = [("fun", inspect.Parameter.empty), ("x0", inspect.Parameter.empty), ("j
 
 def test_the_registry_lists_every_method_in_the_suites_order():
     assert [d.name for d in DETERMINISTIC] == ["newton", "newton-cg", "trust-ncg", "trust-krylov", "trust-exact",
-                                               "dogleg", "arc", "hessian-free", "adam", "gd"]
+                                               "dogleg", "arc", "hessian-free", "adam", "gd", "interior-point"]
     assert [d.name for d in BATCHES] == ["hessian-free", "subsampled-newton-cg", "adam", "sgd"]
     exported = {getattr(optimizers, name) for name in optimizers.__all__ if name.startswith("minimize_")}
     assert {d.function for d in DETERMINISTIC + BATCHES} == exported
