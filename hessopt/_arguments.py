@@ -11,6 +11,7 @@ of the iterate, so one that changes its argument in place cannot corrupt the run
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 import sys
 import warnings
@@ -386,8 +387,10 @@ def _is_generator(value) -> bool:
 #: The rule of each option of the methods (and of ``return_all``, ``trace`` and minimize_many's
 #: ``timeout``); an option that a method reads differently has its own under ``(method, name)``.
 OPTION_RULES: dict = {
-    "maxiter": _number("an integer (0 or less: no iteration) or None (the method's default)",
-                       lambda v: True, integer=True, none=True),
+    # scipy runs while nit < maxiter, so a fraction counts as the next integer (maxiter=100.1: 101)
+    "maxiter": OptionRule("a number (0 or less: no iteration) or None (the method's default)", _is_number,
+                          lambda v: isinstance(v, numbers.Integral) or math.isfinite(v), none=True,
+                          convert=lambda v: v if isinstance(v, numbers.Integral) else math.ceil(v)),
     "gtol": _number("a non-negative number or None (the default relative test)",
                     lambda v: 0 <= v < np.inf, none=True),
     # scipy reads disp as true or false, so a level (disp=2) is taken as it is there
@@ -414,6 +417,8 @@ OPTION_RULES: dict = {
     "damping": _NONNEGATIVE, ("least_squares", "damping"): _POSITIVE,
     "learning_rate": _POSITIVE, "momentum": _FRACTION, "beta1": _FRACTION, "beta2": _FRACTION,
     "epsilon": _NONNEGATIVE, "ftol": _NONNEGATIVE, "xtol": _NONNEGATIVE,
+    # L-BFGS-B's and TNC's cap on the evaluations of f (hessopt._scipy_methods)
+    "maxfun": OptionRule("a positive number or None (no cap)", _is_number, lambda v: 0 < v < np.inf, none=True),
     # the interior point's (mu_strategy: IPOPT's names), and scipy's trust-constr and SLSQP levels
     "mu_init": _POSITIVE, "mu_strategy": _choice("monotone", "adaptive"),
     "verbose": _NONNEGATIVE_INTEGER, "iprint": _number("an integer", lambda v: True, integer=True),

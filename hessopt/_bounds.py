@@ -12,9 +12,11 @@ given such a pair is refused with both readings shown (``Bounds(lo, hi)`` says w
 ``least_squares`` reads them as ``(lb, ub)``, as scipy does, but refuses them where scipy refuses
 that reading (some ``lb >= ub``: minimize's pairs, by all appearances). The result is an
 :class:`optimizers.bounds.Box`, which refuses NaN, ``lo > hi`` and empty bounds by index; ``lo ==
-hi`` fixes a variable; bounds with no finite entry are no bounds (:func:`feasible_set`). x0 outside
-the box is clipped into it by the box (:meth:`optimizers.bounds.Box.start`, as L-BFGS-B does), with
-a note that the message ends with. ``Bounds.keep_feasible`` is accepted and has no effect: every
+hi`` fixes a variable; bounds with no finite entry are no bounds (:func:`feasible_set`). For
+``minimize``, bounds that do not fit x0 or cross begin their error with scipy's sentence (its
+tests and its users match it), then say which entry and why. x0 outside the box is clipped into
+it by the box (:meth:`optimizers.bounds.Box.start`, as L-BFGS-B does), with a note that the
+message ends with. ``Bounds.keep_feasible`` is accepted and has no effect: every
 point at which hessopt evaluates the objective lies in the box.
 """
 from __future__ import annotations
@@ -75,7 +77,23 @@ def box_from_bounds(bounds: Any, x0: Any, *, pairs: bool = True) -> Box | None:
     """
     if bounds is None:
         return None
-    layout = _Layout.of(x0)
+    try:
+        return _box(bounds, _Layout.of(x0), pairs)
+    except ValueError as error:   # minimize: scipy's words first (its tests and users match them), then ours
+        words = next((w for key, w in _SCIPY_WORDS.items() if key in str(error)), None) if pairs else None
+        if words is None:
+            raise
+        raise ValueError(f"{words} ({error})") from None
+
+
+# minimize's errors that scipy.optimize.minimize words its own way: a part of ours -> scipy's sentence
+_SCIPY_WORDS = {"(lo, hi) pairs, but x0 has": "The number of bounds is not compatible with the length of `x0`.",
+                "it must be a scalar or an array of": "The number of bounds is not compatible with the length of `x0`.",
+                "exceeds the upper bound": "An upper bound is less than the corresponding lower bound."}
+
+
+def _box(bounds: Any, layout: _Layout, pairs: bool) -> Box:
+    """:func:`box_from_bounds` once bounds is not None."""
     if isinstance(bounds, Bounds):
         lower, upper = bounds.lb, bounds.ub
     elif pairs:

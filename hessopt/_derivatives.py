@@ -45,8 +45,11 @@ class AutodiffDerivatives:
     generalized Gauss-Newton one of loss(predict(...)), ``predict`` called like ``f``. With
     ``trace`` every derivative (gradients, products, dense Hessians, Gauss-Newton products) is a
     replayed program of ``autodiff.function`` (f eagerly where it cannot be traced:
-    ``untraced_reason`` then says why); plain values are NumPy calls of f either way.
+    ``untraced_reason`` then says why); plain values are NumPy calls of f either way. ``name``
+    is where the derivatives come from (``result.derivatives``).
     """
+
+    name = "autodiff"
 
     def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
                  ggn: tuple[Callable, Callable] | None = None, trace: bool = False):
@@ -239,7 +242,7 @@ def second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivatives
     if gradient is not None and not ggn:
         source = GradientDerivative(gradient, last, "3-point" if hess == "3-point" else "2-point", trace)
         return None, None, source, source
-    return None, None, derivatives.at, Named("autodiff (generalized Gauss-Newton)" if ggn else "autodiff")
+    return None, None, derivatives.at, Named("autodiff (generalized Gauss-Newton)" if ggn else derivatives.name)
 
 
 class Flat(NamedTuple):

@@ -36,9 +36,11 @@ from ._constrained import constrained_method, minimize_constrained, refuse_const
 from ._constraints import constraint_items
 from ._covariance import attach_hess_inv
 from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
+from ._finite_differences import curvature, fallback
 from ._hessians import GradientDerivative, QuasiNewton
 from ._implicit import minimize_through_solution
 from ._precision import in_x0_precision
+from ._scipy_methods import all_fixed, evaluations, fixed_by_bounds, scipy_call
 from ._sparse_policy import Structure, structured
 
 #: The second-order methods by name (first-order ones, "adam" and "gd", are accepted too), as
@@ -70,7 +72,13 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     """Minimize ``fun(x, *args)`` with a second-order method; scipy.optimize.minimize's interface.
 
     Derivatives default to exact ones from autodiff (``fun`` is plain NumPy code); ``jac=None``,
-    ``False`` or a finite-difference scheme ("2-point", ...) all mean exact derivatives.
+    ``False`` or a finite-difference scheme ("2-point", ...) all mean exact derivatives, and where
+    autodiff cannot follow ``fun`` (``float(x[0])``, ``math.pow``, ``np.array([x[0], x[1]])``),
+    finite differences of f that never leave the bounds, with a warning naming the operation and
+    the line (:mod:`hessopt._finite_differences`); ``result.derivatives`` says which.
+    ``method="L-BFGS-B"`` or ``"TNC"`` runs the bounded trust-region method under that name, with
+    their options mapped or refused by name (:mod:`hessopt._scipy_methods`); bounds that fix every
+    variable return at once with one evaluation, as in scipy.
     User-supplied ``jac`` (or ``jac=True``: fun returns (f, g)), ``hess`` (returning an array, a
     sparse matrix or a LinearOperator; or a ``scipy.optimize.HessianUpdateStrategy`` such as
     ``BFGS()``, updated at each iterate) and ``hessp`` are honoured. With a user gradient and no
@@ -178,7 +186,9 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     -------
     scipy.optimize.OptimizeResult
         ``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``njev``, ``nhev``, ``status``, ``success``,
-        ``message``, ``history``, for the second-order methods ``hessian_source``
+        ``message``, ``history``, ``derivatives`` ("autodiff", "finite differences", "autodiff, then
+        finite differences" when autodiff refused f after x0, or "jac"),
+        for the second-order methods ``hessian_source``
         ("autodiff", "autodiff of the gradient", "finite differences of the gradient", "hess",
         "hessp", "quasi-Newton (BFGS updates)", ...), with bounds ``active_mask``, and as in scipy
         ``hess``, the user's ``hess`` at ``x``, from trust-ncg, trust-krylov, trust-exact and dogleg.
@@ -227,24 +237,38 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         declaration, scipy_name = constrained
         return minimize_constrained(fun, x0, args, declaration, scipy_name, (jac, hess, hessp), feasible,
                                     bounds is not None, items, tol, callback, as_options(options))
+    method, options, scipy_run = scipy_call(method, options)   # L-BFGS-B, TNC: hessopt's bounded method
     declaration = optimizers.REGISTRY.default(feasible) if method is None else method_declaration(method)
     if items:
         refuse_constraints(declaration)
     jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
     options, ggn, trace = _face_options(options, tol, declaration)
+    eps = check_option("eps", options.pop("eps"), declaration.name) if "eps" in options else None
     call = normalize(x0, args, callback, options, declaration.function, declaration.name)
     start = call.x0
     call.x0, note = _placed(feasible, declaration, call.x0)
-    derivatives = _autodiff(fun, x0, call, jac, hess, hessp, ggn, trace)
+    if all_fixed(feasible):   # scipy's early return: nothing to optimize
+        result = fixed_by_bounds(fun, call.x0, call.unravel, call.args)
+        report_bounds(result, feasible.active_mask(call.x0), None, call.unravel)   # scipy's message as it is
+        return call.finish(result, fields=("x",))
+    derivatives = fallback(_autodiff(fun, x0, call, jac, hess, hessp, ggn, trace), jac, call, feasible, eps,
+                           call.options.get("gtol"), second=(hess, hessp, declaration))
+    hess = curvature(derivatives, hess, hessp, declaration)   # finite differences: BFGS in a trust region
+    if scipy_run is not None:
+        call.callback = scipy_run.watch(call.callback, evaluations(derivatives))
     flat = flat_derivatives(fun, jac, hess, hessp, call, derivatives, declaration, ggn=ggn is not None, trace=trace)
     structure = structured(flat, call, derivatives, declaration, feasible)
     result = _solve(declaration, feasible, derivatives, structure.flat, call, start)
     _report(result, hess, call, declaration, structure)
     if not (declaration.first_order or ggn is not None or callable(hess) or hessp is not None
-            or structure.flat.gradient is not None):   # the curvature is autodiff's Hessian of fun
+            or structure.flat.gradient is not None or derivatives.name != "autodiff"):
+        # the curvature is autodiff's Hessian of fun (not finite differences' approximation)
         attach_hess_inv(result, derivatives)
     _check_quasi_newton(result, structure.flat, derivatives, feasible, call, trace)
-    _count_user_calls(result, structure.flat)
+    _count_user_calls(result, structure.flat, derivatives)
+    result.derivatives = derivatives.name if exact_derivatives(jac) else "jac"
+    if scipy_run is not None:
+        scipy_run.finish(result)
     if bounds is not None:
         report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note, call.unravel)
     return in_x0_precision(call.finish(result), x0, ("x", "jac"))
@@ -325,10 +349,14 @@ def _check_quasi_newton(result: OptimizeResult, flat: Flat, derivatives: Autodif
         _check_curvature(result, feasible, exact(result.x).matvec)
 
 
-def _count_user_calls(result: OptimizeResult, flat: Flat) -> None:
+def _count_user_calls(result: OptimizeResult, flat: Flat, derivatives) -> None:
     """nfev and njev as the user's functions were called: every call of the user's gradient (the
     Hessian's recordings and differences too; with jac=True each is a call of fun), or autodiff's
-    gradients plus those the Hessian sources asked for at other points."""
+    gradients plus those the Hessian sources asked for at other points; on finite differences,
+    every call of f (those of a quasi-Newton run's final curvature check too)."""
+    calls = getattr(derivatives, "calls", None)
+    if calls is not None:
+        result.nfev = calls
     if flat.counted is None:
         result.njev += flat.last.extra
     else:

@@ -123,6 +123,8 @@ def _sparse_autodiff(call: Call, derivatives: AutodiffDerivatives, operator,
     found when first asked), when they are the run's Hessian; else None and why not."""
     if operator != derivatives.at:   # the user's hessp or jac, or a quasi-Newton strategy
         return None, _NOT_AUTODIFF.get(source.name, f"the Hessian comes from {source.name}")
+    if derivatives.name != "autodiff":
+        return None, f"the derivatives are {derivatives.name}, not autodiff's"
     if derivatives.variables is not None:
         return None, "x0 is a list of Variables: the sparse Hessian needs f as a function of x"
     return SparseAutodiff(lambda flat: derivatives.f(call.unravel(flat)), derivatives.at), None

@@ -232,7 +232,7 @@ class Monitor:
         if self.callback is None or nit == 0:
             return False
         try:
-            self.callback(OptimizeResult(x=x.copy(), fun=f, jac=g.copy(), nit=nit))
+            self.callback(OptimizeResult(x=x.copy(), fun=f, jac=g.copy(), nit=nit, **self.counts()))
         except StopIteration:
             return True
         return False

@@ -60,6 +60,9 @@ class Declaration:
         Its curvature may be generalized Gauss-Newton products (hessopt's ``ggn`` option).
     returns_hess : bool
         scipy's counterpart returns ``result.hess``, the user's Hessian at the solution.
+    trust_region : bool
+        A trust region bounds its steps: a quasi-Newton matrix's unscaled start (the identity)
+        cannot throw its first step far (the face's default curvature on finite differences).
     constraints : bool
         It takes ``constraints``, general ones ``lower <= c(x) <= upper`` (a
         :class:`~optimizers.constraints.CanonicalConstraint`).
@@ -75,6 +78,7 @@ class Declaration:
     batches: bool = False
     gauss_newton: bool = False
     returns_hess: bool = False
+    trust_region: bool = False
     constraints: bool = False
     default_in: tuple[type[FeasibleSet], ...] = ()
 

@@ -474,7 +474,8 @@ def _documented(check: str, memory: int = 1, dense: bool = False):
 
 
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
-@declared("trust-ncg", bounds=True, preconditioned=True, returns_hess=True, default_in=(Box,))
+@declared("trust-ncg", bounds=True, preconditioned=True, returns_hess=True, trust_region=True,
+          default_in=(Box,))
 def minimize_trust_ncg(problem: Problem, options: RunOptions, *, initial_trust_radius: float | None = None,
                        max_trust_radius: float | None = None, eta: float | None = None,
                        check_second_order: bool = True, nonmonotone: int = NONMONOTONE_MEMORY,
@@ -489,7 +490,7 @@ def minimize_trust_ncg(problem: Problem, options: RunOptions, *, initial_trust_r
 
 
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
-@declared("trust-krylov", bounds=True, preconditioned=True, returns_hess=True)
+@declared("trust-krylov", bounds=True, preconditioned=True, returns_hess=True, trust_region=True)
 def minimize_trust_krylov(problem: Problem, options: RunOptions, *, initial_trust_radius: float | None = None,
                           max_trust_radius: float | None = None, eta: float | None = None,
                           check_second_order: bool = True, nonmonotone: int = NONMONOTONE_MEMORY,
@@ -506,7 +507,7 @@ def minimize_trust_krylov(problem: Problem, options: RunOptions, *, initial_trus
 
 
 @_documented("an LDL^T or the eigenvalues of the Hessian's matrix", dense=True)
-@declared("trust-exact", bounds=True, sparse=True, returns_hess=True)
+@declared("trust-exact", bounds=True, sparse=True, returns_hess=True, trust_region=True)
 def minimize_trust_exact(problem: Problem, options: RunOptions, *, initial_trust_radius: float | None = None,
                          max_trust_radius: float | None = None, eta: float | None = None,
                          check_second_order: bool = True, sparse: bool | None = None,
@@ -522,7 +523,7 @@ def minimize_trust_exact(problem: Problem, options: RunOptions, *, initial_trust
 
 
 @_documented("an LDL^T or the eigenvalues of the Hessian's matrix", dense=True)
-@declared("dogleg", bounds=True, sparse=True, returns_hess=True)
+@declared("dogleg", bounds=True, sparse=True, returns_hess=True, trust_region=True)
 def minimize_dogleg(problem: Problem, options: RunOptions, *, initial_trust_radius: float | None = None,
                     max_trust_radius: float | None = None, eta: float | None = None,
                     check_second_order: bool = True, sparse: bool | None = None,
