@@ -483,7 +483,9 @@ class BarrierSolver:
         zero = scipy.sparse.csc_matrix((n, n)) if sparse else np.zeros((n, n))
         kkt = KKTMatrix(zero, np.ones(n), self.jacobian, sparse)
         factored = InertiaCorrection(SparseLDL() if sparse else DenseLDL()).factor(kkt, 1.0)
-        if factored is None or factored.delta_c > 0:   # J is rank-deficient: no unique estimate (IPOPT: 0)
+        # J is rank-deficient: no unique estimate (IPOPT: 0); the sparse path's factorization always has
+        # delta_c > 0, so its solves tell
+        if factored is None or factored.delta_c > 0 or factored.singular():
             return np.zeros(m)
         rhs = -np.concatenate([self.g + self.terms.multipliers(self.zl, self.zu), np.zeros(m)])
         y = factored.solve(rhs)[0][n:]

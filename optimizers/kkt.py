@@ -26,8 +26,9 @@ descent direction of the barrier problem exactly when the matrix has the inertia
   the sparse path always factors with at least ``delta_c = 1e-8 mu^(1/4)``, and with ``delta_w``
   that large too where a zero pivot stopped it (variables that enter linearly and have no bound
   leave zeros on W + Sigma's diagonal); the solution is refined on the system Algorithm IC chose,
-  and where that refinement does not converge (the matrix is nearly singular, which is where the
-  floors matter) it is the floored system's. A supernodal factorization can take the sparse one's
+  by GMRES preconditioned with the floored factorization where plain refinement does not converge
+  (the matrix is nearly singular, which is where the floors matter), and where that fails too it
+  is the floored system's. A supernodal factorization can take the sparse one's
   place.
 - :class:`InertiaCorrection` is Algorithm IC of §3.1: first no perturbation; a zero eigenvalue or
   fewer than m negative ones (a rank-deficient J) gets ``delta_c = 1e-8 mu^(1/4)``; a wrong
@@ -47,6 +48,7 @@ import numpy as np
 import scipy.sparse
 from scipy.linalg import lapack
 
+from .barrier import norm_inf
 from .sparse import LDLFactorization
 
 # Algorithm IC's constants (Wächter & Biegler §3.1; IPOPT's defaults)
@@ -67,6 +69,9 @@ MIN_REFINEMENT_STEPS = 1
 MAX_REFINEMENT_STEPS = 10
 RESIDUAL_RATIO = 1e-10
 SINGULAR_RATIO = 1e-5
+# GMRES steps on the system Algorithm IC chose, preconditioned by the floored factorization, where
+# iterative refinement does not reach RESIDUAL_RATIO (the sparse path: Factored._krylov)
+KRYLOV_STEPS = 40
 
 
 class Inertia(NamedTuple):
@@ -306,13 +311,59 @@ class Factored(NamedTuple):
         """The solution of the system with Algorithm IC's perturbation, iteratively refined on it
         with the factorization, and its residual ratio (see the module docstring). Where that
         refinement does not converge (the sparse path's floors are what keeps a nearly singular
-        matrix solvable), the solution of the system factored, refined on it."""
+        matrix solvable), GMRES preconditioned by the factorization (:meth:`_krylov`); where that
+        fails too, the solution of the system factored, refined on it."""
         x = self.ldl.solve(rhs)
-        if (self.delta_w, self.delta_c) != (self.factor_delta_w, self.factor_delta_c):
-            refined, ratio = self._refine(rhs, x, self.delta_w, self.delta_c)
+        if self.floored:
+            refined, ratio = self._system_solve(rhs, x)
             if ratio <= SINGULAR_RATIO:
                 return refined, ratio
         return self._refine(rhs, x, self.factor_delta_w, self.factor_delta_c)
+
+    @property
+    def floored(self) -> bool:
+        """Whether the matrix factored is not the system's (the sparse path's floors)."""
+        return (self.delta_w, self.delta_c) != (self.factor_delta_w, self.factor_delta_c)
+
+    def _system_solve(self, rhs: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float]:
+        """x, the floored factorization's solution, refined on the system with Algorithm IC's
+        perturbation, by GMRES where plain refinement does not reach :data:`RESIDUAL_RATIO`."""
+        refined, ratio = self._refine(rhs, x, self.delta_w, self.delta_c)
+        return self._krylov(rhs, refined, ratio) if ratio > RESIDUAL_RATIO else (refined, ratio)
+
+    def singular(self) -> bool:
+        """Whether the system with Algorithm IC's perturbation is singular, where the factored one
+        has the sparse path's floors (their factorization is nonsingular, and its inertia says
+        nothing about the system's): a seeded random right-hand side, outside the range of a
+        singular matrix, leaves a residual above :data:`SINGULAR_RATIO` times its own size (IPOPT's
+        residual ratio, scaled by x too, stays small there: x grows as the inverse of the distance
+        to singularity). False where the matrix factored is the system's (the factorization's
+        inertia decides)."""
+        if not self.floored:
+            return False
+        rhs = np.random.default_rng(0).standard_normal(self.kkt.n + self.kkt.m)
+        x, _ = self._system_solve(rhs, self.ldl.solve(rhs))
+        residual = rhs - self.kkt.matvec(x, self.delta_w, self.delta_c)
+        return not norm_inf(residual) <= SINGULAR_RATIO * norm_inf(rhs)
+
+    def _krylov(self, rhs: np.ndarray, x: np.ndarray, ratio: float) -> tuple[np.ndarray, float]:
+        """GMRES on the system with Algorithm IC's perturbation from x (its residual ``ratio``),
+        preconditioned by the factorization of the floored one (M. Arioli, I. S. Duff, S. Gratton
+        and S. Pralet, "A note on GMRES preconditioned by a perturbed LDL^T decomposition with
+        static pivoting", SIAM J. Sci. Comput. 29 (2007) 2024-2044): where iterative refinement
+        diverges (the floors are as large as the matrix's smallest eigenvalues), the preconditioned
+        matrix is the identity but for a few eigenvalues, which GMRES resolves in as many steps.
+        At most :data:`KRYLOV_STEPS` steps, then refined; x kept unless the ratio fell."""
+        from scipy.sparse.linalg import LinearOperator, gmres
+        size = rhs.size
+        operator = LinearOperator((size, size), matvec=lambda v: self.kkt.matvec(v, self.delta_w, self.delta_c))
+        preconditioner = LinearOperator((size, size), matvec=self.ldl.solve)
+        target = RESIDUAL_RATIO * float(np.max(np.abs(rhs)))
+        y, _ = gmres(operator, rhs, x0=x, M=preconditioner, rtol=0.0, atol=target, restart=KRYLOV_STEPS, maxiter=1)
+        if not np.all(np.isfinite(y)):
+            return x, ratio
+        refined, refined_ratio = self._refine(rhs, y, self.delta_w, self.delta_c)
+        return (refined, refined_ratio) if refined_ratio < ratio else (x, ratio)
 
     def _refine(self, rhs: np.ndarray, x: np.ndarray, delta_w: float, delta_c: float) -> tuple[np.ndarray, float]:
         """Iterative refinement of x on the system with ``(delta_w, delta_c)``: at least

@@ -497,29 +497,48 @@ def test_a_rank_deficient_jacobian_gets_delta_c_alone():
 
 def test_least_squares_multipliers_are_zero_for_a_rank_deficient_jacobian():
     # IPOPT's rule: no unique least-squares estimate, so y0 = 0; with a full-rank J, the estimate
-    # solves min ||g + J^T y|| (here g = (1, 2), J = (1, 1): y = -1.5)
+    # solves min ||g + J^T y|| (here g = (1, 2, 3), J = (1, 1, 1): y = -2). The sparse path factors
+    # with delta_c >= 1e-8, whose inertia hides a rank-deficient J: its solves of the unfloored
+    # system tell
     from optimizers.barrier_method import BarrierSolver
 
     class Problem:
-        n, lower, upper = 2, np.full(2, -np.inf), np.full(2, np.inf)
+        n, lower, upper = 3, np.full(3, -np.inf), np.full(3, np.inf)
 
         def __init__(self, rows):
             self.rows = np.array(rows, dtype=float)
             self.m = self.rows.shape[0]
 
-        def objective(self, w): return float(w @ [1.0, 2.0])
-        def gradient(self, w): return np.array([1.0, 2.0])
+        def objective(self, w): return float(w @ [1.0, 2.0, 3.0])
+        def gradient(self, w): return np.array([1.0, 2.0, 3.0])
         def constraints(self, w): return self.rows @ w
         def jacobian(self, w): return self.rows
-        def hessian(self, w, obj_factor, y): return np.zeros((2, 2))
+        def hessian(self, w, obj_factor, y): return np.zeros((3, 3))
 
-    def estimate(rows):
-        solver = BarrierSolver(Problem(rows), np.zeros(2), np.zeros(len(rows)), np.zeros(0), np.zeros(0),
-                               mu=0.1, tol=1e-8)
+    def estimate(rows, sparse):
+        solver = BarrierSolver(Problem(rows), np.zeros(3), np.zeros(len(rows)), np.zeros(0), np.zeros(0),
+                               mu=0.1, tol=1e-8, sparse=sparse)
         return solver.least_squares_multipliers()
 
-    np.testing.assert_allclose(estimate([[1.0, 1.0]]), [-1.5])
-    np.testing.assert_array_equal(estimate([[1.0, 1.0], [2.0, 2.0]]), [0.0, 0.0])
+    for sparse in (False, True):
+        np.testing.assert_allclose(estimate([[1.0, 1.0, 1.0]], sparse), [-2.0])
+        np.testing.assert_array_equal(estimate([[1.0, 1.0, 0.0], [2.0, 2.0, 0.0]], sparse), [0.0, 0.0])
+
+
+def test_sparse_solve_is_the_systems_where_the_floors_stall_refinement():
+    # W = diag(0, 1), J = (eps, 1): the zero pivot of w_0 is floored (1e-8 on the diagonal) while K's
+    # smallest eigenvalue is about eps^2 = 1e-10, far below the floor: refinement from the floored
+    # factorization stalls (it returned the floored system's solution, 10x off), GMRES preconditioned
+    # by it solves the system itself. Forward error: cond(K) eps_machine ~ 1e10 * 2.2e-16 ~ 2e-6
+    eps = 1e-5
+    W, J = np.diag([0.0, 1.0]), np.array([[eps, 1.0]])
+    kkt = KKTMatrix(scipy.sparse.csc_matrix(W), np.zeros(2), scipy.sparse.csr_matrix(J), sparse=True)
+    factored = InertiaCorrection(SparseLDL()).factor(kkt, mu=1.0)
+    assert (factored.delta_w, factored.delta_c) == (0.0, 0.0)
+    assert factored.factor_delta_w == factored.factor_delta_c == 1e-8
+    rhs = np.ones(3)
+    x, ratio = factored.solve(rhs)
+    np.testing.assert_allclose(x, np.linalg.solve(np.block([[W, J.T], [J, np.zeros((1, 1))]]), rhs), rtol=1e-5)
 
 
 def test_linear_variables_without_bounds_on_the_sparse_path():
