@@ -53,7 +53,7 @@ NONMONOTONE_MEMORY = 20
 # it takes 64 iterations and 892 products where 0.15 takes 82 and 1,152; the other bounded
 # problems run alike with either.
 ETA, TRON_ETA = 0.15, 1e-4
-# A poor step leaves at most this fraction of the radius (Lin & Moré's sigma_2).
+# A poor step at least as long as the radius leaves this fraction of it (Lin & Moré's sigma_2).
 RADIUS_SHRINK = 0.5
 
 
@@ -81,9 +81,11 @@ class Control(ABC):
 
 
 class RadiusControl(Control):
-    """The trust radius: shrink to an interpolated fraction of a poor step, and to at most half
-    of itself, since TRON's steps may be longer than the radius (Lin & Moré 1999's sigma_2; else a
-    rejected step could leave the radius as it was and be tried again unchanged); after a good
+    """The trust radius: shrink to an interpolated fraction of a poor step, or to half of itself
+    where that fraction would not shorten it (TRON's steps may be longer than the radius; else a
+    rejected step could leave the radius as it was and be tried again unchanged). Lin & Moré
+    1999's min(fraction, sigma_2 radius) for every step shrank further than needed after long
+    projected steps: 228 evaluations instead of 106 on scipy's TNC test 1b; after a good
     step that hit the boundary, grow by 2, or by 4 when the model was very accurate (rho >= 0.9),
     up to the cap ``limit``."""
 
@@ -91,7 +93,8 @@ class RadiusControl(Control):
 
     def update(self, rho: float, step: SubproblemSolution, step_norm: float, backtrack: float) -> None:
         if not rho >= 0.25:  # also NaN
-            self.value = min(RADIUS_SHRINK * self.value, backtrack * step_norm)
+            shorter = backtrack * step_norm
+            self.value = shorter if shorter < self.value else RADIUS_SHRINK * self.value
         elif rho >= 0.75 and step.on_boundary:
             self.value = min((4.0 if rho >= 0.9 else 2.0) * self.value, self.limit)
 

@@ -152,8 +152,9 @@ def validation_loss(lam, gtol=GTOL):
 
 def test_logistic_hypergradient_matches_central_differences_of_resolved_problems():
     """To 1e-9 relative (the issue's figure), against fourth-order central differences of problems
-    re-solved to gtol 1e-13 (the hypergradient's own solve too): the stencil errs by h^4 / 30 |L^(5)| (measured from the stencils at h and
-    2h, whose difference falls 16-fold per halving here: ~2e-9 at h = 5e-4, ~1e-11 at 1.25e-4), the
+    re-solved to gtol 1e-13 (the hypergradient's own solve too): the stencil errs by h^4 / 30
+    |L^(5)| (measured from the stencils at h and 2h, whose difference falls 16-fold per halving
+    here: ~2e-9 at h = 5e-4, ~1e-11 at 1.25e-4), the
     re-solves by ||H^-1|| sqrt(n) 1e-13 |grad L| / h ~ 1e-9 at worst, ~1e-12 observed (a re-solve stops
     far below its gtol on this smooth problem)."""
     lam, h = 0.05, 1.25e-4
