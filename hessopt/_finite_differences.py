@@ -50,7 +50,8 @@ gradient starts from is never evaluated twice.
 
 The differences themselves are :func:`difference_jacobian`'s, the one place hessopt takes them: the
 gradient here is its one-row case, and it gives ``least_squares`` the Jacobian of residuals autodiff
-cannot follow (``"cs"`` there a complex step, as scipy's: the user's residuals take complex x),
+cannot follow (``"cs"`` read as ``"3-point"`` there too: ``float()`` in residuals drops the
+imaginary part, and a complex step gave a zero Jacobian and a false success at x0),
 ``minimize`` the Hessian as differences of a user gradient autodiff cannot follow
 (:class:`~hessopt._hessians.GradientDerivative`) and constraints' derivatives
 (:func:`~hessopt._constraints.differentiable`).
@@ -305,12 +306,11 @@ def difference_jacobian(fun: Callable, x: np.ndarray, f0, lower: np.ndarray, upp
                         scheme: str = "2-point", step=None) -> np.ndarray:
     """The (m, n) Jacobian of the vector function ``fun`` at x by finite differences, no
     evaluation outside ``[lower, upper]`` (module docstring): forward (``"2-point"``, step
-    ``sqrt(eps) max(1, |x_i|)``), central (``"3-point"``, step ``eps^(1/3) max(1, |x_i|)``,
-    one-sided on three points near a bound) or complex-step (``"cs"``, step ``sqrt(eps) max(1,
-    |x_i|)`` along the imaginary axis: x itself stays in the box; for code that carries complex
-    values through, Squire & Trapp, SIAM Review 40, 1998). ``step``: an absolute step (a number or
-    one per entry) in place of the relative one. ``f0``: fun(x), or None to evaluate it if a
-    one-sided difference needs it. A variable fixed by its bounds gets a zero column.
+    ``sqrt(eps) max(1, |x_i|)``) or central (``"3-point"``, step ``eps^(1/3) max(1, |x_i|)``,
+    one-sided on three points near a bound); callers read ``"cs"`` as ``"3-point"`` (module
+    docstring). ``step``: an absolute step (a number or one per entry) in place of the relative
+    one. ``f0``: fun(x), or None to evaluate it if a one-sided difference needs it. A variable
+    fixed by its bounds gets a zero column.
 
     Examples
     --------
@@ -322,17 +322,14 @@ def difference_jacobian(fun: Callable, x: np.ndarray, f0, lower: np.ndarray, upp
     array([[2., 1.],
            [0., 4.]])
     """
-    relative = GRADIENT_STEP["2-point" if scheme == "cs" else scheme]
-    h = np.broadcast_to(relative * np.maximum(1.0, np.abs(x)) if step is None else np.asarray(step, dtype=float),
-                        x.shape)
+    h = np.broadcast_to(GRADIENT_STEP[scheme] * np.maximum(1.0, np.abs(x)) if step is None
+                        else np.asarray(step, dtype=float), x.shape)
     at = lambda y: np.atleast_1d(fun(y))   # noqa: E731
     base = (lambda: f0) if f0 is not None else functools.cache(lambda: at(x))
     columns = []
     for i, e in enumerate(np.eye(x.size)):
         up, down = upper[i] - x[i], x[i] - lower[i]
-        if scheme == "cs":
-            columns.append(at(x + 1j * h[i] * e).imag / h[i])
-        elif scheme == "3-point" and min(up, down) >= h[i]:
+        if scheme == "3-point" and min(up, down) >= h[i]:
             columns.append((at(x + h[i] * e) - at(x - h[i] * e)) / (2 * h[i]))
         elif scheme == "3-point" and max(up, down) > 0:    # one-sided, three points, into the box
             s = min(h[i], max(up, down) / 2) * (1.0 if up >= down else -1.0)
@@ -343,7 +340,7 @@ def difference_jacobian(fun: Callable, x: np.ndarray, f0, lower: np.ndarray, upp
         else:
             columns.append(None)
     rows = next((c.size for c in columns if c is not None), None) or base().size   # all fixed: from f0
-    return np.stack([np.zeros(rows) if c is None else np.real(c) for c in columns], axis=1).reshape(rows, x.size)
+    return np.stack([np.zeros(rows) if c is None else c for c in columns], axis=1).reshape(rows, x.size)
 
 
 def difference_gradient(f: Callable, x: np.ndarray, f0: float, lower: np.ndarray, upper: np.ndarray,
