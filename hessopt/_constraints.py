@@ -34,6 +34,7 @@ from optimizers.constraints import CanonicalConstraint, add_matrices
 from optimizers.sparse import SPARSE_MIN_SIZE
 
 from ._arguments import FINITE_DIFFERENCES, as_args, plain_value, real_array, residual_vector
+from ._finite_differences import difference_jacobian
 
 _DICT_KEYS = frozenset({"type", "fun", "jac", "args"})
 
@@ -228,27 +229,15 @@ def differentiable(groups: list[Group], x0: np.ndarray, lower: np.ndarray, upper
     return checked
 
 
-def _steps(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """Central-difference steps ``eps^(1/3) max(1, |x_i|)``, shortened to stay inside the bounds."""
-    step = np.finfo(float).eps ** (1 / 3) * np.maximum(1.0, np.abs(x))
-    room = np.minimum(x - lower, upper - x)
-    return np.where(room > 0, np.minimum(step, 0.5 * room), step)
-
-
 def _central_jacobian(fun: Callable, lower: np.ndarray, upper: np.ndarray) -> Callable:
-    def jacobian(x):
-        steps = _steps(x, lower, upper)
-        columns = [(fun(x + h * e) - fun(x - h * e)) / (2 * h) for h, e in zip(steps, np.eye(x.size))]
-        return np.stack(columns, axis=1)
-    return jacobian
+    """The Jacobian of fun by three-point differences in the box (:func:`difference_jacobian`)."""
+    return lambda x: difference_jacobian(fun, x, None, lower, upper, "3-point")
 
 
 def _central_curvature(jac: Callable, lower: np.ndarray, upper: np.ndarray) -> Callable:
+    """``hess(x, v)``: the symmetrized three-point differences of ``J(x)^T v`` in the box."""
     def hessian(x, v):
-        steps = _steps(x, lower, upper)
-        product = (lambda y: _dense(jac(y)).T @ v)
-        columns = [(product(x + h * e) - product(x - h * e)) / (2 * h) for h, e in zip(steps, np.eye(x.size))]
-        H = np.stack(columns, axis=1)
+        H = difference_jacobian(lambda y: _dense(jac(y)).T @ v, x, None, lower, upper, "3-point")
         return 0.5 * (H + H.T)
     return hessian
 

@@ -47,9 +47,18 @@ with the operation and the line of the user's code that stopped it, and gives
 
 Every call of the user's function is counted (``calls``), and f is kept per point, so the value a
 gradient starts from is never evaluated twice.
+
+The differences themselves are :func:`difference_jacobian`'s, the one place hessopt takes them: the
+gradient here is its one-row case, and it gives ``least_squares`` the Jacobian of residuals autodiff
+cannot follow (``"cs"`` read as ``"3-point"`` there too: ``float()`` in residuals drops the
+imaginary part, and a complex step gave a zero Jacobian and a false success at x0),
+``minimize`` the Hessian as differences of a user gradient autodiff cannot follow
+(:class:`~hessopt._hessians.GradientDerivative`) and constraints' derivatives
+(:func:`~hessopt._constraints.differentiable`).
 """
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import traceback
@@ -293,10 +302,51 @@ def _box(feasible: FeasibleSet, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
 
 
+def difference_jacobian(fun: Callable, x: np.ndarray, f0, lower: np.ndarray, upper: np.ndarray,
+                        scheme: str = "2-point", step=None) -> np.ndarray:
+    """The (m, n) Jacobian of the vector function ``fun`` at x by finite differences, no
+    evaluation outside ``[lower, upper]`` (module docstring): forward (``"2-point"``, step
+    ``sqrt(eps) max(1, |x_i|)``) or central (``"3-point"``, step ``eps^(1/3) max(1, |x_i|)``,
+    one-sided on three points near a bound); callers read ``"cs"`` as ``"3-point"`` (module
+    docstring). ``step``: an absolute step (a number or one per entry) in place of the relative
+    one. ``f0``: fun(x), or None to evaluate it if a one-sided difference needs it. A variable
+    fixed by its bounds gets a zero column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hessopt._finite_differences import difference_jacobian
+    >>> fun = lambda x: np.array([float(x[0]) * float(x[1]), float(x[1]) ** 2])
+    >>> x, lower, upper = np.array([1.0, 2.0]), np.full(2, -np.inf), np.array([np.inf, 2.0])
+    >>> difference_jacobian(fun, x, None, lower, upper, "3-point").round(8)   # x[1] at its upper bound
+    array([[2., 1.],
+           [0., 4.]])
+    """
+    h = np.broadcast_to(GRADIENT_STEP[scheme] * np.maximum(1.0, np.abs(x)) if step is None
+                        else np.asarray(step, dtype=float), x.shape)
+    at = lambda y: np.atleast_1d(fun(y))   # noqa: E731
+    base = (lambda: f0) if f0 is not None else functools.cache(lambda: at(x))
+    columns = []
+    for i, e in enumerate(np.eye(x.size)):
+        up, down = upper[i] - x[i], x[i] - lower[i]
+        if scheme == "3-point" and min(up, down) >= h[i]:
+            columns.append((at(x + h[i] * e) - at(x - h[i] * e)) / (2 * h[i]))
+        elif scheme == "3-point" and max(up, down) > 0:    # one-sided, three points, into the box
+            s = min(h[i], max(up, down) / 2) * (1.0 if up >= down else -1.0)
+            columns.append((-3 * base() + 4 * at(x + s * e) - at(x + 2 * s * e)) / (2 * s))
+        elif max(up, down) > 0:
+            s = h[i] if up >= h[i] else (-h[i] if down >= h[i] else (up if up >= down else -down))
+            columns.append((at(x + s * e) - base()) / s)
+        else:
+            columns.append(None)
+    rows = next((c.size for c in columns if c is not None), None) or base().size   # all fixed: from f0
+    return np.stack([np.zeros(rows) if c is None else c for c in columns], axis=1).reshape(rows, x.size)
+
+
 def difference_gradient(f: Callable, x: np.ndarray, f0: float, lower: np.ndarray, upper: np.ndarray,
                         scheme: str = "2-point", step=None) -> np.ndarray:
-    """The gradient of f at x by finite differences (module docstring), no evaluation outside
-    ``[lower, upper]``; a variable fixed by its bounds gets 0.
+    """The gradient of f at x by finite differences, :func:`difference_jacobian`'s one-row case;
+    a variable fixed by its bounds gets 0.
 
     Examples
     --------
@@ -307,22 +357,7 @@ def difference_gradient(f: Callable, x: np.ndarray, f0: float, lower: np.ndarray
     >>> difference_gradient(f, x, f(x), lower, upper, "3-point").round(8)   # x[1] at its upper bound
     array([2., 3.])
     """
-    h = np.broadcast_to(GRADIENT_STEP[scheme] * np.maximum(1.0, np.abs(x)) if step is None
-                        else np.asarray(step, dtype=float), x.shape)
-    g = np.zeros(x.size)
-    for i in range(x.size):
-        e = np.zeros(x.size)
-        e[i] = 1.0
-        up, down = upper[i] - x[i], x[i] - lower[i]
-        if scheme == "3-point" and min(up, down) >= h[i]:
-            g[i] = (f(x + h[i] * e) - f(x - h[i] * e)) / (2 * h[i])
-        elif scheme == "3-point" and max(up, down) > 0:    # one-sided, three points, into the box
-            s = min(h[i], max(up, down) / 2) * (1.0 if up >= down else -1.0)
-            g[i] = (-3 * f0 + 4 * f(x + s * e) - f(x + 2 * s * e)) / (2 * s)
-        elif max(up, down) > 0:
-            s = h[i] if up >= h[i] else (-h[i] if down >= h[i] else (up if up >= down else -down))
-            g[i] = (f(x + s * e) - f0) / s
-    return g
+    return difference_jacobian(f, x, np.atleast_1d(f0), lower, upper, scheme, step)[0]
 
 
 class FiniteDifferences:

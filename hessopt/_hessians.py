@@ -8,7 +8,7 @@ and says what it is in ``name`` (the run's ``result.hessian_source``):
   ``hess``/``hessp``, the Hessian is the derivative of that gradient, the one the run uses:
   autodiff of it when it is NumPy code the engine can follow (products are vector-Jacobian
   products of one recording per point), else, as scipy does, finite differences of it
-  (``scipy.optimize._numdiff.approx_derivative``), with the reason kept in ``note``.
+  (:func:`hessopt._finite_differences.difference_jacobian`), with the reason kept in ``note``.
 - :class:`QuasiNewton`: ``hess`` a ``scipy.optimize.HessianUpdateStrategy`` (``BFGS()``,
   ``SR1()``), updated with the step and gradient change between the points where the Hessian is
   asked for (the iterates), as scipy's ScalarFunction drives it: ``initialize``, ``update``,
@@ -32,10 +32,11 @@ from types import SimpleNamespace
 
 import numpy as np
 from scipy.optimize import HessianUpdateStrategy
-from scipy.optimize._numdiff import approx_derivative
 
 import autodiff as ad
 from optimizers.objective import same_point
+
+from ._finite_differences import difference_jacobian
 
 
 class LastGradient:
@@ -106,8 +107,9 @@ class QuasiNewton:
 
 class GradientDerivative:
     """The Hessian as the derivative of the run's gradient ``gradient(x)`` (flat x to flat g, also
-    for Tensors): autodiff of it, else finite differences of it (``scheme``, scipy's
-    ``approx_derivative``) once autodiff was refused, at any point; ``note`` then says why.
+    for Tensors): autodiff of it, else finite differences of it (``scheme``,
+    :func:`~hessopt._finite_differences.difference_jacobian`) once autodiff was refused, at any
+    point; ``note`` then says why.
 
     Parameters
     ----------
@@ -172,7 +174,8 @@ class GradientDerivative:
 
     def _finite_differences(self, x: np.ndarray):
         self._differenced += 1
-        h = np.atleast_2d(approx_derivative(self._plain, x, method=self._scheme, f0=self._last.at(x)))
+        unbounded = np.full(x.size, np.inf)
+        h = difference_jacobian(self._plain, x, self._last.at(x), -unbounded, unbounded, self._scheme)
         return _Dense(0.5 * (h + h.T))
 
 

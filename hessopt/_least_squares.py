@@ -16,7 +16,6 @@ import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
 from scipy.optimize import OptimizeResult
-from scipy.optimize._numdiff import approx_derivative
 from scipy.sparse.linalg import LinearOperator
 
 import autodiff as ad
@@ -35,6 +34,7 @@ from ._arguments import (
     residual_vector,
 )
 from ._bounds import feasible_set, report_bounds
+from ._finite_differences import difference_jacobian
 from ._implicit import least_squares_through_solution
 from ._precision import in_x0_precision
 from ._robust_loss import RobustResiduals
@@ -256,10 +256,9 @@ class _Residuals:
         def flat(x):
             return residual_vector(fun(unravel(x), *args, **kwargs))
 
-        self.plain = lambda x: np.ravel(fun(unravel(x), *args, **kwargs))   # finite differences ('cs': complex x)
         self.flat = flat   # values by a plain call: code autodiff cannot follow still has them
         self.traced = ad.function(flat, eager_fallback=True) if trace else None
-        self.scheme = jac if isinstance(jac, str) else "2-point"
+        self.scheme = "3-point" if jac in ("3-point", "cs") else "2-point"   # 'cs': see difference_jacobian
         self.note: str | None = None    # why autodiff could not give the Jacobian, once it could not
         if callable(jac):
             self.source = "jac"
@@ -273,13 +272,15 @@ class _Residuals:
 
     def exact_or_differenced(self, x: np.ndarray) -> np.ndarray:
         """autodiff's Jacobian, or, once the engine refused the residuals (code it cannot follow, as
-        ``np.array([t0, t1])`` of Tensors), scipy's finite differences with the scheme of ``jac``."""
+        ``np.array([t0, t1])`` of Tensors), finite differences in the box with the scheme of ``jac``
+        (:func:`~hessopt._finite_differences.difference_jacobian`; ``'cs'`` read as ``'3-point'``)."""
         if self.note is None:
             try:
                 return np.asarray(self.autodiff(x), dtype=float)
             except TypeError as refusal:   # the engine's word for code it cannot differentiate
                 self.source, self.note = "finite differences", str(refusal).split("\n")[0]
-        return np.atleast_2d(approx_derivative(self.plain, x, method=self.scheme, f0=self.value(x), bounds=self.box))
+        lower, upper = (np.broadcast_to(np.asarray(bound, dtype=float), x.shape) for bound in self.box)
+        return difference_jacobian(self.flat, x, self.value(x), lower, upper, self.scheme)
 
     def value(self, x: np.ndarray) -> np.ndarray:
         for point, f in self.recent:

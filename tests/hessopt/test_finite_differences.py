@@ -10,7 +10,8 @@ from scipy.optimize import OptimizeWarning
 
 import hessopt
 from hessopt import problems
-from hessopt._finite_differences import DENSE_MAX, FiniteDifferences, difference_gradient
+from hessopt._constraints import _central_curvature, _central_jacobian
+from hessopt._finite_differences import DENSE_MAX, FiniteDifferences, difference_gradient, difference_jacobian
 
 EPS = np.finfo(float).eps
 MINIMUM = np.array([1.0, -2.0])
@@ -116,6 +117,68 @@ def test_the_difference_gradient_stays_in_the_box_and_matches_the_gradient(schem
         h = {"2-point": EPS ** 0.5, "3-point": EPS ** (1 / 3)}[scheme]
         bound = 7 * (h / 2 if scheme == "2-point" else h ** 2) + 4 * EPS * 10 / h
         np.testing.assert_allclose(g, exact, rtol=0, atol=bound)
+
+
+def cubic(x):
+    """Two cubics: along each coordinate line |f''| <= 6 |x_i| + 2 and |f'''| <= 6."""
+    return np.array([x[0] ** 3 + 2 * x[0] * x[1], x[1] ** 3 - x[0] ** 2])
+
+
+def cubic_jacobian(x):
+    return np.array([[3 * x[0] ** 2 + 2 * x[1], 2 * x[0]], [-2 * x[0], 3 * x[1] ** 2]])
+
+
+@pytest.mark.parametrize("scheme", ["2-point", "3-point"])
+def test_the_difference_jacobian_matches_the_closed_form_within_its_truncation_error_in_the_box(scheme):
+    """On a bound (x[0] at its lower one, x[1] at its upper one: steps turned into the box, one-sided
+    three-point differences) and inside: no evaluation leaves the box, and the error is below the
+    truncation bound, h |f''| / 2 (forward, h = sqrt(eps) max(1, |x_i|)) or h^2 |f'''| / 3 (one-sided
+    three-point, central h^2 |f'''| / 6; h = eps^(1/3) max(1, |x_i|)), plus rounding, 8 eps (|f| +
+    |x| |J|) / h, for the values and the steps' representation (coefficients 3 + 4 + 1 over 2h at worst)."""
+    lower, upper = np.array([-1.0, -np.inf]), np.array([np.inf, 2.0])
+    evaluated = []
+
+    def fun(x):
+        evaluated.append(x.copy())
+        return cubic(x)
+    for x in (np.array([-1.0, 2.0]), np.array([0.5, -1.5])):
+        evaluated.clear()
+        jacobian = difference_jacobian(fun, x, None, lower, upper, scheme)
+        assert all(np.all(y >= lower) and np.all(y <= upper) for y in evaluated)
+        h = (EPS ** 0.5 if scheme == "2-point" else EPS ** (1 / 3)) * np.maximum(1.0, np.abs(x)).max()
+        reach = np.abs(x).max() + 2 * h
+        truncation = h / 2 * (6 * reach + 2) if scheme == "2-point" else 6 * h ** 2 / 3
+        exact = cubic_jacobian(x)
+        rounding = 8 * EPS * (np.abs(cubic(x)).max() + reach * np.abs(exact).max()) / h
+        np.testing.assert_allclose(jacobian, exact, rtol=0, atol=truncation + rounding)
+        # the gradient is its one-row case, to the bit
+        first = difference_gradient(lambda y: cubic(y)[0], x, cubic(x)[0], lower, upper, scheme)
+        np.testing.assert_array_equal(first, jacobian[0])
+
+
+def test_constraint_differences_stay_in_the_box_at_a_bound():
+    """A constraint autodiff cannot follow, differenced at x on its bounds: no evaluation outside
+    them (the constraints' own central steps stepped over a bound they touched), and the Jacobian
+    and the curvature v^T c'' within the three-point bound of the test above (|f'''| <= 6 for the
+    Jacobian; the curvature differences a Jacobian that is quadratic: no truncation, rounding only)."""
+    lower, upper = np.array([-1.0, -np.inf]), np.array([np.inf, 2.0])
+    evaluated = []
+
+    def fun(x):
+        evaluated.append(x.copy())
+        return cubic(x)
+
+    def jac(x):
+        evaluated.append(x.copy())
+        return cubic_jacobian(x)
+    x, v = np.array([-1.0, 2.0]), np.array([1.0, -2.0])
+    h = EPS ** (1 / 3) * 2.0
+    bound = 2 * h ** 2 + 8 * EPS * (8 + 2 * 12) / h
+    np.testing.assert_allclose(_central_jacobian(fun, lower, upper)(x), cubic_jacobian(x), rtol=0, atol=bound)
+    exact_curvature = v[0] * np.array([[6 * x[0], 2], [2, 0]]) + v[1] * np.array([[-2, 0], [0, 6 * x[1]]])
+    np.testing.assert_allclose(_central_curvature(jac, lower, upper)(x, v), exact_curvature, rtol=0,
+                               atol=3 * bound)
+    assert all(np.all(y >= lower) and np.all(y <= upper) for y in evaluated)
 
 
 def test_hessian_products_from_second_differences_and_from_gradient_differences():

@@ -113,6 +113,18 @@ def test_code_autodiff_cannot_follow_gets_finite_differences_with_the_reason():
     np.testing.assert_allclose(result.x, [1.0, 1.0], rtol=1e-7)   # Rosenbrock's residuals: zero at (1, 1)
 
 
+def test_cs_on_code_autodiff_cannot_follow_is_read_as_three_point():
+    """float() drops a complex step's imaginary part (a zero Jacobian: the run used to stop at x0
+    with a false success); 'cs' is read as '3-point' there, as minimize reads it. Exact data: the
+    two points passing the gradient test are within 2 gtol / mu (module docstring) of TRUTH."""
+    def with_float(x):
+        return float(x[0]) * np.exp(-float(x[1]) * T) - EXACT
+
+    result = hessopt.least_squares(with_float, [1.0, 1.0], jac="cs")
+    assert result.success and "finite differences ('3-point')" in result.message
+    np.testing.assert_allclose(result.x, TRUTH, rtol=0, atol=2e-8 / 0.05)
+
+
 def test_ftol_and_xtol_end_bounded_runs_too():
     """scipy's gh-19103: an exponential whose amplitude and shift are one direction; in a box the
     run used to end at working precision (status -3) with its gradient at rounding of the cost."""
