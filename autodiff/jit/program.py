@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import numpy as anp
 from ..core import Primitive, Tensor, add_piece
+from .lowering import NAME, accumulate_lines, accumulate_sliced_lines, fused, lowered
 from .tracing import UntraceableError
 
 
@@ -99,6 +100,7 @@ class Program:
         parameters = [names[t._id] for t in inputs]
         lines = _guard_lines(guards_of, [t._id for t in inputs], names, constant)
         seen: dict = {}
+        pure: set = set()   # names one line makes from its operands (see lowering.fused)
         for prim, args, values, kwargs, out, parents in live:
             operands, keys = [], []
             for i in range(len(args)):
@@ -122,9 +124,7 @@ class Program:
             for o, name in zip(outs, targets):
                 names[o._id] = name
             seen[key] = targets
-            call = f"{constant(prim.tensor_fun)}({', '.join(operands)}"
-            call += f", **{constant(kwargs)})" if kwargs else ")"
-            lines.append(f"    {', '.join(targets)}{',' if type(out) is tuple and len(outs) == 1 else ''} = {call}")
+            lines += _op_lines(prim, operands, values, kwargs, targets, type(out) is tuple, constant, pure)
             lines += _guard_lines(guards_of, [o._id for o in outs], names, constant)
         results = [names[o._id] if isinstance(o, Tensor) and o._id in names else constant(_fixed(o))
                    for o in outputs]
@@ -135,12 +135,28 @@ class Program:
             lines += [f"    if type({r}) is _ndarray and {r}.base is not None: {r} = {r}.copy()"
                       for r in dict.fromkeys(results) if r.startswith("t")]
         lines.append(f"    return {results[0]}" if single else f"    return [{', '.join(results)}]")
-        source = "\n".join([f"def program({', '.join(parameters)}):"] + _freeing(lines, parameters))
+        source = "\n".join([f"def program({', '.join(parameters)}):"] + _freeing(fused(lines, pure), parameters))
         exec(compile(source, "<autodiff.function program>", "exec"), constants)
         return source, constants.pop("program")  # its globals do not hold it: no cycle to collect
 
 
-_NAME = re.compile(r"\bt\d+\b")
+def _op_lines(prim, operands: list, values: list, kwargs: dict, targets: list, tuple_out: bool, constant,
+              pure: set) -> list:
+    """The lines of one op: lowered (``lowering``), or a call of its primitive's function."""
+    unroll = _UNROLLED.get(prim.tensor_fun)
+    if unroll is not None and not kwargs:
+        return unroll(targets[0], operands[2:], values[2:], constant(values[0]), constant(values[1]), constant)
+    lines = None if tuple_out else lowered(prim, operands, values, kwargs, targets, constant)
+    if lines is None:
+        call = f"{constant(prim.tensor_fun)}({', '.join(operands)}"
+        call += f", **{constant(kwargs)})" if kwargs else ")"
+        lines = [f"    {', '.join(targets)}{',' if tuple_out and len(targets) == 1 else ''} = {call}"]
+    if len(lines) == 1 and len(targets) == 1:
+        pure.add(targets[0])
+    return lines
+
+
+_NAME = NAME
 
 
 def _freeing(lines: list, parameters: list) -> list:
@@ -160,7 +176,7 @@ def _freeing(lines: list, parameters: list) -> list:
     for k, line in enumerate(lines):
         out.append(line)
         if k in freed:
-            out.append(f"    del {', '.join(sorted(freed[k], key=lambda n: int(n[1:])))}")
+            out.append(f"    del {', '.join(sorted(freed[k], key=lambda n: [int(p) for p in n[1:].split('_')]))}")
     return out
 
 
@@ -252,8 +268,10 @@ def _accumulate_sliced(shape: tuple, dtype, *items):
 
 
 _ACCUMULATE = Primitive(_accumulate, "accumulate")
+_UNROLLED = {_accumulate: accumulate_lines}
 _GETITEM = Primitive(operator.getitem, "getitem")  # what getitem's NumPy function does unbatched
 _ACCUMULATE_SLICED = Primitive(_accumulate_sliced, "accumulate_sliced")
+_UNROLLED[_accumulate_sliced] = accumulate_sliced_lines
 
 
 def simplified(live: list, outputs: list, guards: list, raw: set) -> list:

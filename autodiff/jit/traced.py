@@ -26,7 +26,7 @@ import numpy as np
 from ..core import Tensor, Variable, state, value_of
 from ..tree import flatten
 from .program import Program, Retrace, split
-from .signature import signature
+from .signature import CALL_WITH_AN_ARRAY, ONE_ARRAY, signature
 from .tracing import UntraceableError, record
 
 MAX_TRACES_PER_SIGNATURE = 8  # guarded alternatives kept per signature (least recently used go)
@@ -114,6 +114,8 @@ class Traced:
         self._counts = _counts or _Counts()
         self._cache = cache
         self._derived: dict = {}
+        self._fast: _Replay | None = None        # the program of the last call, if it had one array
+        self._fast_partial: dict = {}            # build -> (_Staging, _Staged) of the last one-array pair
 
     @property
     def traces(self) -> int:
@@ -143,18 +145,31 @@ class Traced:
 
     # --- calls -----------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        fast = self._fast  # the common call (one array, as last time) goes straight to the program
+        if fast is not None and len(args) == 1 and not kwargs:
+            x = args[0]
+            if (type(x) is np.ndarray and x.shape == fast.shape and x.dtype == fast.dtype
+                    and not (state.tapes or state.accumulators or state.observers)):
+                try:
+                    return fast.direct(x)
+                except Retrace:
+                    pass
         if state.tapes or state.accumulators or state.observers:  # recorded: f's own ops
             return self.f(*args, **kwargs)
         key, values, rebuild, tensors_in = signature((args, kwargs))
         entry = self._entry(key)
+        self._fast = None
         while True:
             if entry is _EAGER:
                 return _mirror(self._call(rebuild, [Tensor(v) for v in values]), tensors_in)
             for program in entry or ():
                 try:
-                    return _mirror(program.run(values), tensors_in)
+                    result = _mirror(program.run(values), tensors_in)
                 except Retrace:
                     continue
+                if program.direct is not None:
+                    self._fast = program
+                return result
             entry = self._trace_call(key, rebuild, values)
 
     def _call(self, rebuild: Callable, leaves: list) -> Any:
@@ -165,7 +180,7 @@ class Traced:
         tensors = [Tensor(v) for v in values]
         try:
             recording = record(lambda: self._call(rebuild, tensors), tensors)
-            program = _Replay(recording)
+            program = _Replay(recording, key)
         except Exception as error:
             return self._refuse(error, key)
         return self._keep(key, program)
@@ -214,35 +229,71 @@ class Traced:
         """
         if state.tapes or state.accumulators or state.observers:
             return build(self.f, *args)
+        fast = self._fast_partial.get(build)  # one array, as last time: straight to the split
+        if fast is not None and len(args) == 1:
+            staging, staged = fast
+            x = args[0]
+            if type(x) is np.ndarray and x.shape == staging.key[1] and x.dtype == staging.key[2]:
+                try:
+                    return staged.start(staging, [x], False)
+                except Retrace:
+                    pass
         key, values, rebuild, tensors_in = signature(args)
         staging = _Staging(self, build, key, rebuild, late)
         entry = self._entry(staging.cache_key(None))
+        self._fast_partial.pop(build, None)
         while True:
             if entry is _EAGER:
                 return build(self.f, *args)
             for staged in entry or ():
                 try:
-                    return staged.start(staging, values, tensors_in)
+                    started = staged.start(staging, values, tensors_in)
                 except Retrace:
                     continue
+                if key[0] == ONE_ARRAY and not staged.variables:
+                    self._fast_partial[build] = (staging, staged)
+                return started
             entry = staging.trace(values, None, None)
 
 
 class _Replay:
-    """A program of a call: its inputs are the traced leaves, then the Variables it reads."""
+    """A program of a call: its inputs are the traced leaves, then the Variables it reads.
 
-    __slots__ = ("run_program", "variables", "structure")
+    ``direct(x)``, for a call with one array (``shape``, ``dtype``) and no Variables, is the
+    program's result as ``Traced.__call__`` returns it (mirrored), with no tree walk: one array
+    out, or a tuple of arrays (0-d ones as NumPy scalars); None for any other call.
+    """
 
-    def __init__(self, recording):
+    __slots__ = ("run_program", "variables", "structure", "shape", "dtype", "direct")
+
+    def __init__(self, recording, key):
         program = Program(recording.records, recording.inputs, recording.outputs, recording.guards,
                           recording.raw)
         self.run_program, self.structure = program.run, recording.structure
         self.variables = [t for t in recording.inputs if isinstance(t, Variable)]
+        one_array = key[0] == CALL_WITH_AN_ARRAY and not self.variables
+        self.shape, self.dtype = (key[1], key[2]) if one_array else (None, None)
+        self.direct = _direct(program.run, recording.structure, len(recording.outputs)) if one_array else None
 
     def run(self, values: list):
         if self.variables:
             return self.structure(self.run_program(*values, *[value_of(v) for v in self.variables]))
         return self.structure(self.run_program(*values))
+
+
+def _direct(run: Callable, structure: Callable, n_out: int) -> Callable | None:
+    """``run``'s result mirrored (see ``_Replay``) when ``structure`` is one leaf or a flat tuple."""
+    form = structure(list(range(n_out)))
+    if n_out == 1 and form == 0:
+        def direct(x):
+            (result,) = run(x)
+            return result[()] if type(result) is np.ndarray and result.ndim == 0 else result
+        return direct
+    if type(form) is tuple and form == tuple(range(n_out)):
+        def direct(x):
+            return tuple(r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in run(x))
+        return direct
+    return None
 
 
 # --- partial evaluation ---------------------------------------------------------------------------
@@ -310,6 +361,8 @@ class _Staged:
         out_structure, result_structure = _halves(recording.structure, recording.outputs)
         self.n_out = out_structure.num_leaves
         self.out_structure, self.result_structure = out_structure, result_structure
+        form = out_structure(list(range(self.n_out)))
+        self.out_flat = type(form) is tuple and form == tuple(range(self.n_out))  # (value, gradient)
         self.late_positions = [k - self.n_out for k in late_positions]  # among the result's leaves
         self.late_key = signature(tuple(late_structure([value_of(t) for t in late_tensors])))[0]
         # the fast path: one array in (the only late argument), one array (not 0-d) out, unwrapped
@@ -323,7 +376,8 @@ class _Staged:
         snapshot = [value_of(v) for v in self.variables]
         results = self.before.run(*values, *snapshot)
         head = results[:len(results) - self.n_saved]
-        value = _mirror(self.out_structure(head[:self.n_out]), tensors_in)
+        value = _mirror(tuple(head[:self.n_out]) if self.out_flat else self.out_structure(head[:self.n_out]),
+                        tensors_in)
         late = Late(staging, self, [np.array(v) for v in values],
                     {id(v): (v, s) for v, s in zip(self.variables, snapshot)}, results, tensors_in)
         return value, late

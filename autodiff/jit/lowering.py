@@ -1,0 +1,142 @@
+"""Lowering: each op of a program written as Python source that makes fewer Python-level steps,
+with the same NumPy operations in the same order (results bit for bit).
+
+``Program`` writes an op as a call of its primitive's function (``c3(t1, t2)``). Here:
+
+- operators are written as operators (``(t1 * t2)``: no call of ``operator.mul``), a reshape as the
+  method call, a concatenation as NumPy's own (no wrapper);
+- the sums of slice cotangents (``program._accumulate``, ``_accumulate_sliced``) and the scatter of
+  a basic-index read's cotangent are unrolled at generation time, where their indices are known:
+  the writes into one buffer that the functions make, without their loops and tests;
+- ``fused`` inlines a value that one later line reads into that line: a chain of elementwise ops
+  becomes one expression (no name stored, loaded and deleted per op).
+"""
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import numpy as anp
+
+_INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.pow: "**",
+          operator.matmul: "@", operator.floordiv: "//", operator.mod: "%"}
+_RESHAPE = anp.ops._reshape.tensor_fun
+MAX_DEPTH = 12  # ops nested into one expression at most (Python's parser caps the nesting)
+
+
+def lowered(prim, operands: list, values: list, kwargs: dict, targets: list, constant: Callable) -> list | None:
+    """The lines computing ``targets`` from ``operands`` (source names or constants' source; the
+    traced ``values``), or None when the op has no lowering here (it is then called as it is)."""
+    fun = prim.tensor_fun
+    if len(targets) != 1:
+        return None
+    target = targets[0]
+    if fun in _INFIX and len(operands) == 2 and not kwargs:
+        return [f"    {target} = ({operands[0]} {_INFIX[fun]} {operands[1]})"]
+    if fun is operator.neg and not kwargs:
+        return [f"    {target} = (-{operands[0]})"]
+    if fun is operator.getitem and not kwargs:
+        return [f"    {target} = {operands[0]}[{operands[1]}]"]
+    if fun is _RESHAPE and not kwargs:
+        return [f"    {target} = {operands[0]}.reshape({operands[1]})"]
+    if fun is anp.ops._concatenate_raw and list(kwargs) == ["axis"]:
+        return [f"    {target} = {constant(np.concatenate)}(({', '.join(operands)},), axis={kwargs['axis']!r})"]
+    if (fun is anp.ops._scatter_raw and not kwargs and values[3] == 0
+            and not any(isinstance(piece, np.ndarray) for piece in values[1])):  # a basic index, no batch
+        return [f"    {target} = {constant(np.zeros)}({operands[2]}, {constant(values[0].dtype)})",
+                f"    {target}[{operands[1]}] = {operands[0]}"]
+    return None
+
+
+def accumulate_lines(target: str, operands: list, values: list, shape: str, dtype: str, constant) -> list:
+    """``program._accumulate(shape, dtype, *items)`` unrolled (``operands``, ``values``: the items'): the same additions into one buffer, in order."""
+    lines, owned = [], False
+    for k in range(0, len(values), 2):
+        index, value = values[k], operands[k + 1]
+        if k == 0:
+            if index is None:
+                lines.append(f"    {target} = {value}")
+            else:
+                lines += [f"    {target} = {constant(np.zeros)}({shape}, {dtype})",
+                          f"    {target}[{operands[k]}] = {value}"]
+                owned = True
+        elif index is None:
+            lines.append(f"    {target} = {target} + {value}")
+            owned = True
+        else:
+            if not owned:
+                lines.append(f"    {target} = {target}.copy()")
+                owned = True
+            lines.append(f"    {target}[{operands[k]}] += {value}")
+    return lines
+
+
+def accumulate_sliced_lines(target: str, operands: list, values: list, shape: str, dtype: str,
+                             constant) -> list:
+    """``program._accumulate_sliced`` unrolled: pieces of one index summed first (``add_piece``),
+    then written into the first dense cotangent (or zeros) in order."""
+    lines: list = []
+    pieces: list = []   # (index value, index source, name of the piece)
+    dense = False
+    for k in range(0, len(values), 2):
+        index, value = values[k], operands[k + 1]
+        if index is None:
+            if dense:
+                lines.append(f"    {target} = {target} + {value}")
+            elif pieces:
+                lines.append(f"    {target} = {value}.copy()")
+                lines += [f"    {target}[{source}] += {name}" for _, source, name in pieces]
+                pieces = []
+            else:
+                lines.append(f"    {target} = {value}")
+            dense = True
+        elif dense:
+            lines += [f"    {target} = {target}.copy()", f"    {target}[{operands[k]}] += {value}"]
+        else:
+            at = next((j for j, p in enumerate(pieces) if p[0] == index), None)
+            name = f"{target}_{k // 2}"
+            if at is None:
+                lines.append(f"    {name} = {value}")
+                pieces.append((index, operands[k], name))
+            else:
+                lines.append(f"    {name} = {pieces[at][2]} + {value}")
+                pieces[at] = (index, pieces[at][1], name)
+    if not dense:
+        lines.append(f"    {target} = {constant(np.zeros)}({shape}, {dtype})")
+        lines += [f"    {target}[{source}] = {name}" if j == 0 else f"    {target}[{source}] += {name}"
+                  for j, (_, source, name) in enumerate(pieces)]
+    return lines
+
+
+NAME = re.compile(r"\bt\d+(?:_\d+)?\b")   # the names of a program's intermediate values
+_DEFINITION = re.compile(r"    (t\d+(?:_\d+)?) = (.+)$")
+
+
+def fused(lines: list, pure: set) -> list:
+    """``lines`` with each value of ``pure`` (names that one line defines from its operands alone)
+    that exactly one later line reads written into that line, up to ``MAX_DEPTH`` ops deep: a chain
+    of ops becomes one expression. Every value is still computed from the same operands (none is
+    changed in place between: only a buffer an unrolled sum makes, before anything reads it)."""
+    counts: dict = {}
+    for line in lines:
+        for name in NAME.findall(line):
+            counts[name] = counts.get(name, 0) + 1
+    pending: dict = {}   # name -> (expression, depth)
+    out = []
+    for line in lines:
+        depth = 0
+        for name in dict.fromkeys(NAME.findall(line)):
+            if name in pending:
+                expression, inner = pending.pop(name)
+                line = re.sub(rf"\b{name}\b", lambda _: expression, line, count=1)
+                depth = max(depth, inner)
+        match = _DEFINITION.match(line)
+        if match and match[1] in pure and counts[match[1]] == 2 and depth < MAX_DEPTH:
+            expression = match[2]
+            pending[match[1]] = (expression if expression.startswith("(") else f"({expression})", depth + 1)
+            continue
+        out.append(line)
+    return out
