@@ -72,7 +72,8 @@ class HessianOperator:
         if not callable(product):
             raise TypeError("HessianOperator(value, gradient, product): product must be a function of "
                             "vectors")
-        if any(isinstance(v, Tensor) and tracked(v) for v in (value, gradient)):
+        if (isinstance(value, Tensor) or isinstance(gradient, Tensor)) and any(
+                isinstance(v, Tensor) and tracked(v) for v in (value, gradient)):
             raise TypeError("autodiff: a curvature operator holds values (its products are arrays), but f "
                             "depends on a Tensor that an enclosing tape or accumulator tracks, whose "
                             "gradient would be lost. Inside a transform, use autodiff.hvp, which nests.")

@@ -18,6 +18,7 @@ import numpy as np
 from .. import numpy as anp
 from ..core import Primitive, Tensor, add_piece
 from .lowering import NAME, accumulate_lines, accumulate_sliced_lines, fused, lowered
+from .native import native_program
 from .tracing import UntraceableError
 
 
@@ -52,7 +53,9 @@ class Program:
 
     ``run`` returns the list of outputs, or with ``single`` the one output. With ``fresh`` an output
     is never an input or a view (it may be changed in place by the caller; eager sweeps give fresh
-    arrays too). ``source`` is the generated Python code.
+    arrays too). ``source`` is the generated Python code. With ``native``, ``run`` is the program
+    compiled by numba where it can be (``native.native_program``: a tuple of outputs, equal within
+    rounding); ``native_reason`` says why it is not (None: it is, or was not asked for).
 
     Examples
     --------
@@ -71,8 +74,12 @@ class Program:
     """
 
     def __init__(self, records: list, inputs: list, outputs: list, guards: list = (),
-                 raw: set = frozenset(), single: bool = False, fresh: bool = False):
-        self.source, self.run = self._generate(records, inputs, outputs, guards, raw, single, fresh)
+                 raw: set = frozenset(), single: bool = False, fresh: bool = False, native: bool = False):
+        self.source, self.run, live = self._generate(records, inputs, outputs, guards, raw, single, fresh)
+        self.native_reason = None
+        if native:
+            run, self.native_reason = native_program(live, inputs, outputs, guards, single, fresh, self.run)
+            self.run = run or self.run
 
     @staticmethod
     def _generate(records, inputs, outputs, guards, raw, single, fresh):
@@ -137,7 +144,7 @@ class Program:
         lines.append(f"    return {results[0]}" if single else f"    return [{', '.join(results)}]")
         source = "\n".join([f"def program({', '.join(parameters)}):"] + _freeing(fused(lines, pure), parameters))
         exec(compile(source, "<autodiff.function program>", "exec"), constants)
-        return source, constants.pop("program")  # its globals do not hold it: no cycle to collect
+        return source, constants.pop("program"), live  # its globals do not hold it: no cycle to collect
 
 
 def _op_lines(prim, operands: list, values: list, kwargs: dict, targets: list, tuple_out: bool, constant,
@@ -366,7 +373,7 @@ def _depends_on(records: list, sources: set) -> set:
 
 
 def split(records: list, inputs: list, late: list, outputs: list, guards: list = (),
-          raw: set = frozenset()) -> tuple:
+          raw: set = frozenset(), native: bool = False) -> tuple:
     """Partial evaluation: the program of ``records`` split at the ``late`` inputs.
 
     Returns ``(before, after, n_saved, late_positions)``: ``before.run(*inputs)`` computes the
@@ -375,6 +382,7 @@ def split(records: list, inputs: list, late: list, outputs: list, guards: list =
     ``outputs`` (``after`` is ``single`` when there is one, and ``fresh``). The cached
     Hessian-vector product is this split of ``(x, v) -> (f, gradient, H v)``: once per x, f, its
     gradient and every part of the second sweep that does not involve v; each product, only the rest.
+    ``native``: both programs compiled by numba where they can be (see ``Program``).
 
     Raises
     ------
@@ -412,9 +420,9 @@ def split(records: list, inputs: list, late: list, outputs: list, guards: list =
             if args[i]._id in produced:
                 saved.setdefault(args[i]._id, args[i])
     saved_list = list(saved.values())
-    before = Program(early, inputs, outputs_before + saved_list, guards, raw)
+    before = Program(early, inputs, outputs_before + saved_list, guards, raw, native=native)
     after = Program(late_records, saved_list + list(late), outputs_after, (), raw,
-                    single=len(outputs_after) == 1, fresh=True)
+                    single=len(outputs_after) == 1, fresh=True, native=native)
     return before, after, len(saved_list), late_positions
 
 

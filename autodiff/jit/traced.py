@@ -103,7 +103,7 @@ class Traced:
     """
 
     def __init__(self, f: Callable, eager_fallback: bool = False, cache_size: int = CACHE_SIZE,
-                 _counts: _Counts | None = None):
+                 _counts: _Counts | None = None, native: bool = False):
         if not callable(f):
             raise TypeError(f"autodiff.function needs a callable, got {type(f).__name__}")
         cache = LeastRecentlyUsed(cache_size)
@@ -111,6 +111,7 @@ class Traced:
         self.f = f
         self.eager_fallback = eager_fallback
         self.cache_size = cache_size
+        self.native = native
         self._counts = _counts or _Counts()
         self._cache = cache
         self._derived: dict = {}
@@ -141,7 +142,7 @@ class Traced:
             found = getattr(found, part, None)
         if found is self:
             return self.__qualname__
-        return (type(self), (self.f, self.eager_fallback, self.cache_size))
+        return (type(self), (self.f, self.eager_fallback, self.cache_size, None, self.native))
 
     # --- calls -----------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -180,7 +181,7 @@ class Traced:
         tensors = [Tensor(v) for v in values]
         try:
             recording = record(lambda: self._call(rebuild, tensors), tensors)
-            program = _Replay(recording, key)
+            program = _Replay(recording, key, self.native)
         except Exception as error:
             return self._refuse(error, key)
         return self._keep(key, program)
@@ -215,7 +216,7 @@ class Traced:
         derived = self._derived.get(key)
         if derived is None:
             derived = self._derived[key] = type(self)(transform(self.f, *args), self.eager_fallback,
-                                                      self.cache_size, self._counts)
+                                                      self.cache_size, self._counts, self.native)
         return derived
 
     def __autodiff_partial__(self, build: Callable, args: tuple, late: Callable):
@@ -266,9 +267,9 @@ class _Replay:
 
     __slots__ = ("run_program", "variables", "structure", "shape", "dtype", "direct")
 
-    def __init__(self, recording, key):
+    def __init__(self, recording, key, native: bool = False):
         program = Program(recording.records, recording.inputs, recording.outputs, recording.guards,
-                          recording.raw)
+                          recording.raw, native=native)
         self.run_program, self.structure = program.run, recording.structure
         self.variables = [t for t in recording.inputs if isinstance(t, Variable)]
         one_array = key[0] == CALL_WITH_AN_ARRAY and not self.variables
@@ -290,10 +291,13 @@ def _direct(run: Callable, structure: Callable, n_out: int) -> Callable | None:
             return result[()] if type(result) is np.ndarray and result.ndim == 0 else result
         return direct
     if type(form) is tuple and form == tuple(range(n_out)):
-        def direct(x):
-            return tuple(r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in run(x))
-        return direct
+        return lambda x: _scalars(run(x))
     return None
+
+
+def _scalars(results) -> tuple:
+    """Results (arrays or scalars) as a tuple, 0-d arrays as NumPy scalars: ``_mirror`` of them."""
+    return tuple(r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in results)
 
 
 # --- partial evaluation ---------------------------------------------------------------------------
@@ -328,7 +332,7 @@ class _Staging:
         try:
             with _variables_at(snapshot):
                 recording = record(lambda: body(tensors), tensors)
-            staged = _Staged(recording, len(tensors), *made[0])
+            staged = _Staged(recording, len(tensors), *made[0], owner.native)
         except Exception as error:
             return owner._refuse(error, self.cache_key(late_key))
         return owner._keep(self.cache_key(late_key), staged)
@@ -353,11 +357,11 @@ class _Staged:
     """One split recording: ``before`` computes the value's leaves, the late function's leaves that
     do not depend on the late arguments, and the saved values; ``after`` the rest."""
 
-    def __init__(self, recording, n_early: int, late_tensors: list, late_structure):
+    def __init__(self, recording, n_early: int, late_tensors: list, late_structure, native: bool = False):
         self.variables = recording.inputs[n_early:]
         self.before, self.after, self.n_saved, late_positions = split(
             recording.records, recording.inputs, late_tensors, recording.outputs, recording.guards,
-            recording.raw)
+            recording.raw, native)
         out_structure, result_structure = _halves(recording.structure, recording.outputs)
         self.n_out = out_structure.num_leaves
         self.out_structure, self.result_structure = out_structure, result_structure
@@ -376,8 +380,10 @@ class _Staged:
         snapshot = [value_of(v) for v in self.variables]
         results = self.before.run(*values, *snapshot)
         head = results[:len(results) - self.n_saved]
-        value = _mirror(tuple(head[:self.n_out]) if self.out_flat else self.out_structure(head[:self.n_out]),
-                        tensors_in)
+        if self.out_flat and not tensors_in:
+            value = _scalars(head[:self.n_out])
+        else:
+            value = _mirror(self.out_structure(head[:self.n_out]), tensors_in)
         late = Late(staging, self, [np.array(v) for v in values],
                     {id(v): (v, s) for v, s in zip(self.variables, snapshot)}, results, tensors_in)
         return value, late
