@@ -35,9 +35,9 @@ def lowered(prim, operands: list, values: list, kwargs: dict, targets: list, con
         return None
     target = targets[0]
     if fun in _INFIX and len(operands) == 2 and not kwargs:
-        return [f"    {target} = ({operands[0]} {_INFIX[fun]} {operands[1]})"]
+        return [f"    {target} = ({_atom(operands[0])} {_INFIX[fun]} {_atom(operands[1])})"]
     if fun is operator.neg and not kwargs:
-        return [f"    {target} = (-{operands[0]})"]
+        return [f"    {target} = (-{_atom(operands[0])})"]
     if fun is operator.getitem and not kwargs:
         return [f"    {target} = {operands[0]}[{operands[1]}]"]
     if fun is _RESHAPE and not kwargs:
@@ -51,8 +51,14 @@ def lowered(prim, operands: list, values: list, kwargs: dict, targets: list, con
     return None
 
 
+def _atom(operand: str) -> str:
+    """An operand that binds as one: a negative literal in parentheses (``-2.0 ** t`` is ``-(2.0 ** t)``)."""
+    return f"({operand})" if operand.startswith("-") else operand
+
+
 def accumulate_lines(target: str, operands: list, values: list, shape: str, dtype: str, constant) -> list:
-    """``program._accumulate(shape, dtype, *items)`` unrolled (``operands``, ``values``: the items'): the same additions into one buffer, in order."""
+    """``program._accumulate(shape, dtype, *items)`` unrolled: the same additions into one buffer, in
+    order (``operands``: the items' source, ``values``: their traced values)."""
     lines, owned = [], False
     for k in range(0, len(values), 2):
         index, value = values[k], operands[k + 1]
@@ -131,7 +137,7 @@ def fused(lines: list, pure: set) -> list:
         for name in dict.fromkeys(NAME.findall(line)):
             if name in pending:
                 expression, inner = pending.pop(name)
-                line = re.sub(rf"\b{name}\b", lambda _: expression, line, count=1)
+                line = re.sub(rf"\b{name}\b", lambda _, inlined=expression: inlined, line, count=1)
                 depth = max(depth, inner)
         match = _DEFINITION.match(line)
         if match and match[1] in pure and counts[match[1]] == 2 and depth < MAX_DEPTH:

@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import numpy as anp
 from ..core import Tensor
+from .lowering import accumulate_lines, accumulate_sliced_lines
 
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**"}
 _UFUNCS = {"exp", "log", "sin", "cos", "tan", "sqrt", "absolute", "tanh", "arctan2", "log1p", "expm1",
@@ -88,6 +88,8 @@ def native_program(live: list, inputs: list, outputs: list, guards: list, single
     by numba, checked at the trace's values against ``run_plain``; or ``(None, why not)``."""
     if guards:
         return None, "the program has guards (branches)"
+    if any(type(t._value) is np.ndarray and t._value.ndim == 0 for t in inputs):
+        return None, "a 0-d array input (numba's scalars are floats)"
     try:
         import numba
     except ImportError:
@@ -96,7 +98,7 @@ def native_program(live: list, inputs: list, outputs: list, guards: list, single
         source, namespace = _source(live, inputs, outputs, single, fresh)
         exec(compile(source, "<autodiff.function native program>", "exec"), namespace)
         compiled = numba.njit(namespace.pop("program"))
-        args = [np.asarray(t._value) if not _is_scalar(t._value) else t._value for t in inputs]
+        args = [t._value for t in inputs]  # the types the replays pass: compiled for them now
         _check(compiled(*args), run_plain(*args), single)
     except Exception as error:  # numba's typing errors and refusals: the NumPy replay runs
         return None, f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
@@ -125,9 +127,10 @@ def _source(live: list, inputs: list, outputs: list, single: bool, fresh: bool) 
         if isinstance(o, Tensor) and o._id in names:
             name = names[o._id]
             results.append(name if o._id in scalars or not (fresh or name.startswith("a")) else f"{name}.copy()")
-        else:
+        else:  # a constant result: a copy, the caller's to change
             value = o._value if isinstance(o, Tensor) else o
-            results.append(writer.constant(value) if _is_scalar(value) else f"{writer.constant(np.asarray(value))}.copy()")
+            results.append(writer.constant(value) if _is_scalar(value) else
+                           f"{writer.constant(np.asarray(value))}.copy()")
     body = writer.lines + [f"    return {results[0]}" if single else f"    return ({', '.join(results)},)"]
     header = f"def program({', '.join(names[t._id] for t in inputs)}):"
     return "\n".join([header] + body), writer.globals
@@ -219,7 +222,6 @@ def _reduction(target: str, name: str, operand: str, axis, shape: tuple, scalar:
 
 def _accumulated(target: str, name: str, operands: list, values: list) -> list:
     """The unrolled sums of slice cotangents (``lowering``), spelled for numba."""
-    from .lowering import accumulate_lines, accumulate_sliced_lines
     unroll = accumulate_lines if name == "accumulate" else accumulate_sliced_lines
     if any(v is not None and not isinstance(v, tuple) for v in values[2::2]):
         raise Unsupported("a sum of slices at an advanced index")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import operator
-import re
 
 import numpy as np
 
@@ -46,7 +45,9 @@ class Program:
     ``inputs`` are Tensors of the recording whose values the caller passes in order; ``outputs``
     are Tensors of the recording or constants; ``guards`` (see ``tracing.Recording``) raise
     ``Retrace`` when a replay takes another branch. Ops that the outputs and guards do not need
-    are dropped, and an op applied again to the same operands reuses the first result.
+    are dropped, and an op applied again to the same operands reuses the first result. Ops are
+    written as ``lowering`` writes them: operators as operators, sums of slices unrolled, and a
+    value that one line reads fused into that line.
 
     Each intermediate array is freed after its last use, as an eager sweep frees a cotangent once
     it has passed it (a plain straight-line function would keep them all until it returns).
@@ -61,16 +62,20 @@ class Program:
     --------
     >>> import numpy as np
     >>> from autodiff.jit import Program, trace
-    >>> recording = trace(lambda x: np.sin(x) * 1.0 + x, np.zeros(2))
+    >>> def f(x):
+    ...     s = np.sin(x)
+    ...     v = np.exp(s * 1.0 + x * s)
+    ...     return v * v
+    >>> recording = trace(f, np.zeros(2))
     >>> program = Program(recording.records, recording.inputs, recording.outputs, single=True)
-    >>> print(program.source)      # the product by 1.0 is dropped (same bits); t1 freed when used
+    >>> print(program.source)  # s * 1.0 dropped (same bits), a value read once fused, t1 freed when used
     def program(a0):
         t1 = c0(a0)
-        t3 = c1(t1, a0)
+        t5 = c1((t1 + (a0 * t1)))
         del t1
-        return t3
+        return (t5 * t5)
     >>> program.run(np.array([0.0, np.pi / 2]))
-    array([0.        , 2.57079633])
+    array([  1.        , 170.98787603])
     """
 
     def __init__(self, records: list, inputs: list, outputs: list, guards: list = (),

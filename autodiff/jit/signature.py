@@ -19,7 +19,6 @@ from ..core import Tensor, Variable, value_of
 from ..tree import flatten
 from .tracing import is_traced_leaf
 
-
 CALL_WITH_AN_ARRAY = "call with an array"  # the signature kind of f(x), x a float array
 ONE_ARRAY = "one array"                    # ... of the arguments (x,) of a transform
 

@@ -78,11 +78,12 @@ class LeastRecentlyUsed:
 class _Counts:
     """What a function and the functions derived from it (its transforms) count together."""
 
-    __slots__ = ("traces", "fallback_reason")
+    __slots__ = ("traces", "fallback_reason", "native_reason")
 
     def __init__(self):
         self.traces = 0
         self.fallback_reason: str | None = None
+        self.native_reason: str | None = None
 
 
 class Traced:
@@ -91,7 +92,9 @@ class Traced:
     ``traces`` counts the traces taken for f and its transforms (a retrace after a failed guard
     included); ``fallback_reason`` says why the last refused trace was refused (with
     ``eager_fallback``, f then runs eagerly for that signature). Called while a tape, an
-    accumulator or a trace records, f runs as it is (its ops are recorded).
+    accumulator or a trace records, f runs as it is (its ops are recorded). With ``native``, the
+    programs are compiled by numba where they can be (``native.native_program``);
+    ``native_reason`` says why the last one made is not.
 
     Examples
     --------
@@ -127,6 +130,11 @@ class Traced:
     def fallback_reason(self) -> str | None:
         """Why the last refused trace was refused (None: none was)."""
         return self._counts.fallback_reason
+
+    @property
+    def native_reason(self) -> str | None:
+        """With ``native``: why the last program made is not compiled by numba (None: it is)."""
+        return self._counts.native_reason
 
     def __repr__(self):
         return f"<autodiff.function {getattr(self.f, '__name__', self.f)!r}>"
@@ -184,6 +192,7 @@ class Traced:
             program = _Replay(recording, key, self.native)
         except Exception as error:
             return self._refuse(error, key)
+        self._counts.native_reason = program.native_reason
         return self._keep(key, program)
 
     # --- the cache -------------------------------------------------------------------------------
@@ -265,12 +274,13 @@ class _Replay:
     out, or a tuple of arrays (0-d ones as NumPy scalars); None for any other call.
     """
 
-    __slots__ = ("run_program", "variables", "structure", "shape", "dtype", "direct")
+    __slots__ = ("run_program", "variables", "structure", "shape", "dtype", "direct", "native_reason")
 
     def __init__(self, recording, key, native: bool = False):
         program = Program(recording.records, recording.inputs, recording.outputs, recording.guards,
                           recording.raw, native=native)
         self.run_program, self.structure = program.run, recording.structure
+        self.native_reason = program.native_reason
         self.variables = [t for t in recording.inputs if isinstance(t, Variable)]
         one_array = key[0] == CALL_WITH_AN_ARRAY and not self.variables
         self.shape, self.dtype = (key[1], key[2]) if one_array else (None, None)
@@ -297,7 +307,7 @@ def _direct(run: Callable, structure: Callable, n_out: int) -> Callable | None:
 
 def _scalars(results) -> tuple:
     """Results (arrays or scalars) as a tuple, 0-d arrays as NumPy scalars: ``_mirror`` of them."""
-    return tuple(r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in results)
+    return tuple([r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in results])
 
 
 # --- partial evaluation ---------------------------------------------------------------------------
@@ -335,6 +345,7 @@ class _Staging:
             staged = _Staged(recording, len(tensors), *made[0], owner.native)
         except Exception as error:
             return owner._refuse(error, self.cache_key(late_key))
+        owner._counts.native_reason = staged.before.native_reason or staged.after.native_reason
         return owner._keep(self.cache_key(late_key), staged)
 
     def staged_at(self, values: list, snapshot: dict, late_args: tuple, late_key):
@@ -377,7 +388,7 @@ class _Staged:
 
     def start(self, staging: _Staging, values: list, tensors_in: bool):
         """Run ``before`` at ``values``: the value and the late function (a ``Late``)."""
-        snapshot = [value_of(v) for v in self.variables]
+        snapshot = [value_of(v) for v in self.variables] if self.variables else []
         results = self.before.run(*values, *snapshot)
         head = results[:len(results) - self.n_saved]
         if self.out_flat and not tensors_in:
@@ -385,7 +396,8 @@ class _Staged:
         else:
             value = _mirror(self.out_structure(head[:self.n_out]), tensors_in)
         late = Late(staging, self, [np.array(v) for v in values],
-                    {id(v): (v, s) for v, s in zip(self.variables, snapshot)}, results, tensors_in)
+                    {id(v): (v, s) for v, s in zip(self.variables, snapshot)} if snapshot else {}, results,
+                    tensors_in)
         return value, late
 
     def result(self, results: list, late_results) -> object:
