@@ -83,12 +83,14 @@ class _Writer:
 
 
 def native_program(live: list, inputs: list, outputs: list, guards: list, single: bool, fresh: bool,
-                   run_plain: Callable) -> tuple:
+                   run_plain: Callable, scalars_in: bool = False) -> tuple:
     """``(run, reason)``: the program of ``live`` (records after the passes of ``program``) compiled
-    by numba, checked at the trace's values against ``run_plain``; or ``(None, why not)``."""
+    by numba, checked at the trace's values against ``run_plain``; or ``(None, why not)``.
+    ``scalars_in``: 0-d inputs come as floats (the results of a native program), else they are
+    refused (a caller's 0-d array would need numba's 0-d arrays)."""
     if guards:
         return None, "the program has guards (branches)"
-    if any(type(t._value) is np.ndarray and t._value.ndim == 0 for t in inputs):
+    if not scalars_in and any(type(t._value) is np.ndarray and t._value.ndim == 0 for t in inputs):
         return None, "a 0-d array input (numba's scalars are floats)"
     try:
         import numba
@@ -98,7 +100,8 @@ def native_program(live: list, inputs: list, outputs: list, guards: list, single
         source, namespace = _source(live, inputs, outputs, single, fresh)
         exec(compile(source, "<autodiff.function native program>", "exec"), namespace)
         compiled = numba.njit(namespace.pop("program"))
-        args = [t._value for t in inputs]  # the types the replays pass: compiled for them now
+        args = [float(t._value) if scalars_in and _is_scalar(t._value) else t._value  # the types of replays:
+                for t in inputs]                                                     # compiled for them now
         _check(compiled(*args), run_plain(*args), single)
     except Exception as error:  # numba's typing errors and refusals: the NumPy replay runs
         return None, f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"

@@ -56,7 +56,8 @@ class Program:
     is never an input or a view (it may be changed in place by the caller; eager sweeps give fresh
     arrays too). ``source`` is the generated Python code. With ``native``, ``run`` is the program
     compiled by numba where it can be (``native.native_program``: a tuple of outputs, equal within
-    rounding); ``native_reason`` says why it is not (None: it is, or was not asked for).
+    rounding; ``scalars_in``: its 0-d inputs are a native program's float results);
+    ``native_reason`` says why it is not (None: it is, or was not asked for).
 
     Examples
     --------
@@ -79,11 +80,13 @@ class Program:
     """
 
     def __init__(self, records: list, inputs: list, outputs: list, guards: list = (),
-                 raw: set = frozenset(), single: bool = False, fresh: bool = False, native: bool = False):
+                 raw: set = frozenset(), single: bool = False, fresh: bool = False, native: bool = False,
+                 scalars_in: bool = False):
         self.source, self.run, live = self._generate(records, inputs, outputs, guards, raw, single, fresh)
         self.native_reason = None
         if native:
-            run, self.native_reason = native_program(live, inputs, outputs, guards, single, fresh, self.run)
+            run, self.native_reason = native_program(live, inputs, outputs, guards, single, fresh, self.run,
+                                                     scalars_in)
             self.run = run or self.run
 
     @staticmethod
@@ -387,7 +390,8 @@ def split(records: list, inputs: list, late: list, outputs: list, guards: list =
     ``outputs`` (``after`` is ``single`` when there is one, and ``fresh``). The cached
     Hessian-vector product is this split of ``(x, v) -> (f, gradient, H v)``: once per x, f, its
     gradient and every part of the second sweep that does not involve v; each product, only the rest.
-    ``native``: both programs compiled by numba where they can be (see ``Program``).
+    ``native``: both programs compiled by numba where they can be (see ``Program``; ``after`` only
+    when ``before`` is).
 
     Raises
     ------
@@ -426,8 +430,9 @@ def split(records: list, inputs: list, late: list, outputs: list, guards: list =
                 saved.setdefault(args[i]._id, args[i])
     saved_list = list(saved.values())
     before = Program(early, inputs, outputs_before + saved_list, guards, raw, native=native)
-    after = Program(late_records, saved_list + list(late), outputs_after, (), raw,
-                    single=len(outputs_after) == 1, fresh=True, native=native)
+    native_before = native and before.native_reason is None  # then its 0-d saved values are floats
+    after = Program(late_records, saved_list + list(late), outputs_after, (), raw, single=len(outputs_after) == 1,
+                    fresh=True, native=native_before, scalars_in=native_before)
     return before, after, len(saved_list), late_positions
 
 
