@@ -96,6 +96,8 @@ class HessianOperator:
 
     def matvec(self, v: Any) -> np.ndarray:
         """The product with one vector: one sweep (a replayed program for ``autodiff.function``)."""
+        if type(v) is np.ndarray and v.dtype == self.dtype and v.shape == self.shape[:1]:  # the common call
+            return _array(self.product(v))
         v = np.asarray(v, dtype=self.dtype).reshape(-1)
         if v.size != self.shape[0]:
             raise ValueError(f"vector of length {v.size} for an operator of shape {self.shape}")

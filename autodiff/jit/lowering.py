@@ -44,11 +44,20 @@ def lowered(prim, operands: list, values: list, kwargs: dict, targets: list, con
         return [f"    {target} = {operands[0]}.reshape({operands[1]})"]
     if fun is anp.ops._concatenate_raw and list(kwargs) == ["axis"]:
         return [f"    {target} = {constant(np.concatenate)}(({', '.join(operands)},), axis={kwargs['axis']!r})"]
-    if (fun is anp.ops._scatter_raw and not kwargs and values[3] == 0
-            and not any(isinstance(piece, np.ndarray) for piece in values[1])):  # a basic index, no batch
-        return [f"    {target} = {constant(np.zeros)}({operands[2]}, {constant(values[0].dtype)})",
-                f"    {target}[{operands[1]}] = {operands[0]}"]
+    if fun in (anp.ops._scatter_raw, anp.ops._gather_raw) and not kwargs and _basic(values[1]):
+        nb = values[-1]  # batch axes in front (a Jacobian's sweep): the index applies after them
+        index = constant((slice(None),) * nb + values[1]) if nb else operands[1]
+        if fun is anp.ops._gather_raw:
+            return [f"    {target} = {operands[0]}[{index}]"]
+        shape = constant(values[0].shape[:nb] + tuple(values[2])) if nb else operands[2]
+        return [f"    {target} = {constant(np.zeros)}({shape}, {constant(values[0].dtype)})",
+                f"    {target}[{index}] = {operands[0]}"]
     return None
+
+
+def _basic(index) -> bool:
+    """Whether an index (a tuple) is basic: no arrays (which scatter by ``np.add.at``, move axes)."""
+    return type(index) is tuple and not any(isinstance(piece, (np.ndarray, list)) for piece in index)
 
 
 def _atom(operand: str) -> str:

@@ -28,6 +28,7 @@ from .lowering import accumulate_lines, accumulate_sliced_lines
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**"}
 _UFUNCS = {"exp", "log", "sin", "cos", "tan", "sqrt", "absolute", "tanh", "arctan2", "log1p", "expm1",
            "arctan", "arcsin", "arccos", "sinh", "cosh", "square", "sign", "maximum", "minimum", "reciprocal"}
+_DTYPES = (np.float64, np.int64, np.bool_)  # the values spelled here (float32 and complex are not)
 CHECK_RTOL = 1e-8  # a native program's results at its trace point agree with the trace's this well
 
 
@@ -151,6 +152,8 @@ def _op(writer: _Writer, record, names: dict, scalars: set) -> None:
         if _is_scalar(values[0]):
             scalars.add(out._id)
         return
+    if np.result_type(out._value) not in _DTYPES:
+        raise Unsupported(f"{prim.name}: a {np.result_type(out._value)} value")
     target = f"t{len(names)}"
     names[out._id] = target
     if _is_scalar(out._value):
@@ -167,10 +170,10 @@ def _spelling(prim, operands: list, values: list, kwargs: dict, out, target: str
         return [f"{target} = -{operands[0]}"]
     if name in _UFUNCS and isinstance(prim.fun, np.ufunc) and not kwargs:
         return [f"{target} = np.{prim.fun.__name__}({', '.join(operands)})"]
-    if prim.tensor_fun is operator.getitem or (name == "getitem" and values[2] == 0):
-        if any(isinstance(p, np.ndarray) for p in (values[1] if type(values[1]) is tuple else (values[1],))):
-            raise Unsupported("an advanced index")
+    if prim.tensor_fun is operator.getitem:
         return [f"{target} = {operands[0]}[{_index_source(values[1])}]"]
+    if name == "getitem":  # batch axes in front (a Jacobian's sweep): the index applies after them
+        return [f"{target} = {operands[0]}[{_index_source((slice(None),) * values[2] + values[1])}]"]
     if name in ("reshape", "broadcast_to"):
         return [_shaped(target, operands[0], values[0], shape, scalar, name)]
     if name in ("sum", "prod") and set(kwargs) <= {"axis", "keepdims"}:
@@ -180,8 +183,9 @@ def _spelling(prim, operands: list, values: list, kwargs: dict, out, target: str
         return [f"{target} = np.dot({a}, {b})"]
     if name == "concatenate" and list(kwargs) == ["axis"]:
         return [f"{target} = np.concatenate(({', '.join(operands)},), axis={kwargs['axis'] % len(shape)})"]
-    if name == "scatter_add" and values[3] == 0 and not any(isinstance(p, np.ndarray) for p in values[1]):
-        return [f"{target} = np.zeros({shape!r}, np.float64)", f"{target}[{_index_source(values[1])}] = {operands[0]}"]
+    if name == "scatter_add":
+        index = _index_source((slice(None),) * values[3] + values[1])
+        return [f"{target} = np.zeros({shape!r}, np.float64)", f"{target}[{index}] = {operands[0]}"]
     if name in ("accumulate", "accumulate_sliced"):
         return _accumulated(target, name, operands, values)
     if name == "where" and not kwargs:
