@@ -1,18 +1,21 @@
 """Lowering: each op of a program written as Python source that makes fewer Python-level steps,
-with the same NumPy operations in the same order (results bit for bit).
+with the same NumPy operations on the same operands (results bit for bit).
 
 ``Program`` writes an op as a call of its primitive's function (``c3(t1, t2)``). Here:
 
 - operators are written as operators (``(t1 * t2)``: no call of ``operator.mul``), a reshape as the
   method call, a concatenation as NumPy's own (no wrapper);
-- the sums of slice cotangents (``program._accumulate``, ``_accumulate_sliced``) and the scatter of
-  a basic-index read's cotangent are unrolled at generation time, where their indices are known:
-  the writes into one buffer that the functions make, without their loops and tests;
+- the sums of slice cotangents (``program._accumulate``, ``_accumulate_sliced``), the scatter of
+  a basic-index read's cotangent and a small broadcast are unrolled at generation time, where their
+  indices and shapes are known: the writes into one buffer that the functions make, without their
+  loops and tests;
 - ``fused`` inlines a value that one later line reads into that line: a chain of elementwise ops
-  becomes one expression (no name stored, loaded and deleted per op).
+  becomes one expression (no name stored, loaded and deleted per op). Independent ops may then run
+  in another order; each still computes the same bits from the same operands (ops are pure).
 """
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Callable
@@ -44,6 +47,9 @@ def lowered(prim, operands: list, values: list, kwargs: dict, targets: list, con
         return [f"    {target} = {operands[0]}.reshape({operands[1]})"]
     if fun is anp.ops._concatenate_raw and list(kwargs) == ["axis"]:
         return [f"    {target} = {constant(np.concatenate)}(({', '.join(operands)},), axis={kwargs['axis']!r})"]
+    if fun is anp.ops._broadcast_to_raw and not kwargs and math.prod(values[1]) <= anp.ops._FILLED_UP_TO:
+        return [f"    {target} = {constant(np.empty)}({operands[1]}, {constant(np.result_type(values[0]))})",
+                f"    {target}[...] = {operands[0]}"]  # filled, as the function fills it at this size
     if fun in (anp.ops._scatter_raw, anp.ops._gather_raw) and not kwargs and _basic(values[1]):
         nb = values[-1]  # batch axes in front (a Jacobian's sweep): the index applies after them
         index = constant((slice(None),) * nb + values[1]) if nb else operands[1]
