@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import numpy as anp
+from ..core import Primitive
 
 _INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.pow: "**",
           operator.matmul: "@", operator.floordiv: "//", operator.mod: "%"}
@@ -30,7 +31,8 @@ _RESHAPE = anp.ops._reshape.tensor_fun
 MAX_DEPTH = 12  # ops nested into one expression at most (Python's parser caps the nesting)
 
 
-def lowered(prim, operands: list, values: list, kwargs: dict, targets: list, constant: Callable) -> list | None:
+def lowered(prim: Primitive, operands: list, values: list, kwargs: dict, targets: list,
+            constant: Callable) -> list | None:
     """The lines computing ``targets`` from ``operands`` (source names or constants' source; the
     traced ``values``), or None when the op has no lowering here (it is then called as it is)."""
     fun = prim.tensor_fun
@@ -71,7 +73,8 @@ def _atom(operand: str) -> str:
     return f"({operand})" if operand.startswith("-") else operand
 
 
-def accumulate_lines(target: str, operands: list, values: list, shape: str, dtype: str, constant) -> list:
+def accumulate_lines(target: str, operands: list, values: list, shape: str, dtype: str,
+                     constant: Callable) -> list:
     """``program._accumulate(shape, dtype, *items)`` unrolled: the same additions into one buffer, in
     order (``operands``: the items' source, ``values``: their traced values)."""
     lines, owned = [], False
@@ -96,7 +99,7 @@ def accumulate_lines(target: str, operands: list, values: list, shape: str, dtyp
 
 
 def accumulate_sliced_lines(target: str, operands: list, values: list, shape: str, dtype: str,
-                             constant) -> list:
+                            constant: Callable) -> list:
     """``program._accumulate_sliced`` unrolled: pieces of one index summed first (``add_piece``),
     then written into the first dense cotangent (or zeros) in order."""
     lines: list = []
