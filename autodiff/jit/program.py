@@ -141,18 +141,24 @@ class Program:
             seen[key] = targets
             lines += _op_lines(prim, operands, values, kwargs, targets, type(out) is tuple, constant, pure)
             lines += _guard_lines(guards_of, [o._id for o in outs], names, constant)
-        results = [names[o._id] if isinstance(o, Tensor) and o._id in names else constant(_fixed(o))
-                   for o in outputs]
-        # a constant result is the caller's to change: a copy, so the program's stays as traced
-        results = [f"{r}.copy()" if isinstance(constants.get(r), np.ndarray) or (fresh and r in parameters)
-                   else r for r in results]
-        if fresh:  # a view (of an input, say) is copied: a fresh array, as the eager sweep gives
-            lines += [f"    if type({r}) is _ndarray and {r}.base is not None: {r} = {r}.copy()"
-                      for r in dict.fromkeys(results) if r.startswith("t")]
-        lines.append(f"    return {results[0]}" if single else f"    return [{', '.join(results)}]")
+        lines += _return_lines(outputs, names, constant, constants, parameters, single, fresh)
         source = "\n".join([f"def program({', '.join(parameters)}):"] + _freeing(fused(lines, pure), parameters))
         exec(compile(source, "<autodiff.function program>", "exec"), constants)
         return source, constants.pop("program"), live  # its globals do not hold it: no cycle to collect
+
+
+def _return_lines(outputs: list, names: dict, constant, constants: dict, parameters: list, single: bool,
+                  fresh: bool) -> list:
+    """The lines returning ``outputs`` (see ``Program``: ``single``, ``fresh``)."""
+    results = [names[o._id] if isinstance(o, Tensor) and o._id in names else constant(_fixed(o)) for o in outputs]
+    # a constant result is the caller's to change: a copy, so the program's stays as traced
+    results = [f"{r}.copy()" if isinstance(constants.get(r), np.ndarray) or (fresh and r in parameters)
+               else r for r in results]
+    lines = []
+    if fresh:  # a view (of an input, say) is copied: a fresh array, as the eager sweep gives
+        lines += [f"    if type({r}) is _ndarray and {r}.base is not None: {r} = {r}.copy()"
+                  for r in dict.fromkeys(results) if r.startswith("t")]
+    return lines + [f"    return {results[0]}" if single else f"    return [{', '.join(results)}]"]
 
 
 def _op_lines(prim, operands: list, values: list, kwargs: dict, targets: list, tuple_out: bool, constant,
