@@ -15,10 +15,12 @@ from .check import check_grad
 from .core import Tensor, Variable, constant
 from .forward import ForwardAccumulator
 from .function import Function, UntraceableError, function
+from .implicit import custom_fixed_point, custom_root, fixed_point
 from .numpy import scipy_integrate as _scipy_integrate  # noqa: F401  (not by autodiff.numpy: it uses transforms)
 from .numpy import stop_gradient
 from .operators import GGNOperator, HessianOperator, ggn_operator, hessian_operator
 from .sparsity import (
+                       DensePatternWarning,
                        SparseHessian,
                        SparseJacobian,
                        SparsityPattern,
@@ -36,4 +38,5 @@ __all__ = ["Tensor", "Variable", "constant", "GradientTape", "UnconnectedGradien
            "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp", "linearize", "hessian_operator",
            "HessianOperator", "ggn_operator", "GGNOperator", "ravel", "tree", "check_grad", "numpy", "extend",
            "function", "Function", "UntraceableError", "hessian_sparsity", "jacobian_sparsity",
-           "SparsityPattern", "sparse_hessian", "sparse_jacobian", "SparseHessian", "SparseJacobian"]
+           "SparsityPattern", "sparse_hessian", "sparse_jacobian", "SparseHessian", "SparseJacobian",
+           "DensePatternWarning", "custom_root", "custom_fixed_point", "fixed_point"]

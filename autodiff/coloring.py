@@ -32,6 +32,24 @@ then recoloured by iterated greedy (Culberson 1992: the classes of the last colo
 colour first, each in one round; a pass never adds a colour). No step loops over vertices in
 Python.
 
+A Jacobian with a dense row (a budget sum(x) = 1 beside sparse rows) would take one column colour
+per column, and one with a dense column one row colour per row. A *bicolouring* computes it from
+both sides: forward products J S for a column colouring of some entries and reverse products U^T J
+for a row colouring of the others, each a partial distance-2 colouring of its part (Gebremedhin,
+Manne & Pothen 2005), together a star bicolouring in the sense of Coleman & Verma ("The efficient
+computation of sparse Jacobian matrices using automatic differentiation", SIAM J. Sci. Comput.
+19, 1998), in which a row or column in no product has the neutral colour -1. The split is by
+length: the d longest rows go to reverse products (or the d longest columns to forward ones), d
+minimizing d + the longest line left. ``bicoloring`` colours the candidates (all forward, all
+reverse, the two splits) in the order of lower bounds on their products (the longest row of the
+forward part plus the longest column of the reverse part) and stops when no bound left is below
+the fewest products found, so "auto" never takes more products than another partition.
+
+A pattern so dense that no colouring can save half the products of the dense matrix (every
+vertex conflicting with most others: a rank-one term's dense Hessian) gets one colour per vertex
+at once: its greedy search, with hundreds of colours past the 64 of one bitmask word, would cost
+more than the products it could save (``worth_colouring``).
+
 Examples
 --------
 >>> import numpy as np
@@ -47,7 +65,8 @@ import numpy as np
 
 from ._index_sets import Sets, _distinct_sorted, segments, union
 
-__all__ = ["star_coloring", "column_coloring", "star_recovery", "column_recovery"]
+__all__ = ["star_coloring", "column_coloring", "bicoloring", "star_recovery", "column_recovery",
+           "bicoloring_recovery", "worth_colouring", "check_partition", "PARTITIONS"]
 
 _WORD = 64                          # colours looked at per pass, one bit each in a uint64
 _LAST = np.iinfo(np.int64).max      # the priority of a vertex no longer waiting
@@ -337,15 +356,42 @@ def _recoloured(rows: _Rows, colours: np.ndarray) -> np.ndarray:
 
 def _colour(rows: _Rows) -> np.ndarray:
     """The greedy colouring in the order of ``_order``: class by class when its classes fit (the
-    result checked), else in Jones-Plassmann rounds and then recoloured."""
+    result checked), else in Jones-Plassmann rounds and then recoloured; each vertex its own colour
+    when no colouring can be worth its search (``worth_colouring``)."""
     if not rows.incidence.rows:
         return np.zeros(0, np.int64)
+    present = rows.incidence.lengths() > 0
+    if not worth_colouring(_needed(rows), int(present.sum())):
+        colours = np.zeros(rows.incidence.rows, np.int64)
+        colours[present] = np.arange(int(present.sum()))
+        return colours
     order, starts, fitted = _order(rows)
     if fitted:
         colours = _by_classes(rows, order, starts)
         if _valid(rows, colours):
             return colours
     return _recoloured(rows, _jones_plassmann(rows, order, starts))
+
+
+def _needed(rows: _Rows) -> int:
+    """A lower bound on the colours of any colouring: in each row, every read member takes a colour
+    of its own, and the members it does not read at least one more."""
+    lengths, read = rows.members.lengths(), rows.read.lengths()
+    return int(np.max(read + (lengths > read), initial=0))
+
+
+def worth_colouring(colours: int, dense: int) -> bool:
+    """Whether ``colours`` products (at least) can be worth a colouring against the ``dense``
+    products of the whole matrix: within one word of 64 colours (the greedy search is fast there)
+    or under half of them. Past that a colouring saves less than half the products, and its search
+    (every vertex conflicting with most others, hundreds of colours) costs more than it saves.
+
+    Examples
+    --------
+    >>> worth_colouring(3, 100_000), worth_colouring(60, 100), worth_colouring(600, 1000)
+    (True, True, False)
+    """
+    return colours <= _WORD or 2 * colours < dense
 
 
 def star_coloring(rows: np.ndarray, cols: np.ndarray, n: int) -> np.ndarray:
@@ -423,6 +469,158 @@ def column_coloring(rows: np.ndarray, cols: np.ndarray, shape: tuple) -> np.ndar
     everywhere = np.ones(by_row.nnz, bool)
     colours = _colour(_Rows(by_row, everywhere, by_column, everywhere))
     return colours[:n]
+
+
+PARTITIONS = ("auto", "columns", "rows", "bidirectional")   # the products a Jacobian may be computed from
+
+
+def bicoloring(rows: np.ndarray, cols: np.ndarray, shape: tuple,
+               partition: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """Colours of the columns and of the rows of an m x n Jacobian pattern for forward products
+    J S (a seed per column colour) and reverse products U^T J (a cotangent per row colour); -1 for
+    a column or row in no product. ``bicoloring_recovery`` reads every entry from them.
+
+    ``partition``: "columns" (forward products only: a column colouring), "rows" (reverse only: a
+    column colouring of the transpose), "bidirectional" (the entries of the longest rows read from
+    reverse products, the rest from forward ones, or the longest columns forward and the rest
+    reverse, whichever takes fewer products), "auto" (the fewest products of them all). Candidates
+    are coloured in the order of their lower bounds, and one whose bound reaches the products
+    already found is not coloured.
+
+    Examples
+    --------
+    A chain of rows (i, i + 1) with a dense last row (a budget): a column colouring needs one
+    colour per column, the split two colours and one reverse product.
+
+    >>> import numpy as np
+    >>> n = 6
+    >>> rows = np.concatenate([np.repeat(np.arange(n - 1), 2), np.full(n, n - 1)])
+    >>> cols = np.concatenate([np.stack([np.arange(n - 1), np.arange(1, n)], 1).ravel(), np.arange(n)])
+    >>> bicoloring(rows, cols, (n, n))
+    (array([0, 1, 0, 1, 0, 1]), array([-1, -1, -1, -1, -1,  0]))
+    >>> bicoloring(rows, cols, (n, n), "columns")[0]
+    array([0, 1, 2, 3, 4, 5])
+    """
+    check_partition(partition)
+    rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+    best, fewest = None, 0
+    for bound, reverse in sorted(_candidates(rows, cols, shape, partition), key=lambda candidate: candidate[0]):
+        if best is not None and bound >= fewest:
+            break
+        found = _split(rows, cols, shape, reverse)
+        products = int(found[0].max(initial=-1)) + int(found[1].max(initial=-1)) + 2
+        if best is None or products < fewest:
+            best, fewest = found, products
+    return best
+
+
+def check_partition(partition: str) -> None:
+    """Refuse, by name, a partition that is not one of ``PARTITIONS``.
+
+    Examples
+    --------
+    >>> check_partition("rows")
+    >>> check_partition("row")
+    Traceback (most recent call last):
+    ...
+    ValueError: partition must be one of 'auto', 'columns', 'rows', 'bidirectional', got 'row'
+    """
+    if partition not in PARTITIONS:
+        raise ValueError(f"partition must be one of {', '.join(map(repr, PARTITIONS))}, got {partition!r}")
+
+
+def _candidates(rows: np.ndarray, cols: np.ndarray, shape: tuple, partition: str) -> list:
+    """(lower bound on the products, which entries are read from reverse products) of each way to
+    compute the matrix that ``partition`` allows, in the order preferred among equal bounds: all
+    entries forward, the longest rows reverse, all reverse, the longest columns forward (a split
+    only where there are long rows or columns, unless asked for)."""
+    m, n = shape
+    long_rows, long_columns = _longest(np.bincount(rows, minlength=m)), _longest(np.bincount(cols, minlength=n))
+    reverse = []
+    if partition in ("auto", "columns"):
+        reverse.append(np.zeros(rows.size, bool))
+    if partition == "bidirectional" or (partition == "auto" and long_rows.any()):
+        reverse.append(long_rows[rows])
+    if partition in ("auto", "rows"):
+        reverse.append(np.ones(rows.size, bool))
+    if partition == "bidirectional" or (partition == "auto" and long_columns.any()):
+        reverse.append(~long_columns[cols])
+    return [(_lower_bound(rows, cols, shape, chosen), chosen) for chosen in reverse]
+
+
+def _longest(lengths: np.ndarray) -> np.ndarray:
+    """The d longest lines (rows or columns), d minimizing d + the longest line left (their own
+    products and a colouring of the rest, at least), the fewest among equal values."""
+    descending = np.append(np.sort(lengths)[::-1], 0)
+    d = int(np.argmin(np.arange(descending.size) + descending))
+    return lengths > descending[d]
+
+
+def _lower_bound(rows: np.ndarray, cols: np.ndarray, shape: tuple, reverse: np.ndarray) -> int:
+    """The products no colouring of a split can go below: the longest row of its forward part
+    (one colour per member) and the longest column of its reverse part."""
+    m, n = shape
+    return (int(np.bincount(rows[~reverse], minlength=m).max(initial=0))
+            + int(np.bincount(cols[reverse], minlength=n).max(initial=0)))
+
+
+def _split(rows: np.ndarray, cols: np.ndarray, shape: tuple, reverse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column colours for the entries not in ``reverse`` and row colours for those in it, each a
+    partial distance-2 colouring of its part (Gebremedhin, Manne & Pothen 2005)."""
+    m, n = shape
+    return _partial(rows, cols, (m, n), ~reverse), _partial(cols, rows, (n, m), reverse)
+
+
+def _partial(rows: np.ndarray, cols: np.ndarray, shape: tuple, kept: np.ndarray) -> np.ndarray:
+    """A column colouring of the entries ``kept``: -1 for a column without one, the others numbered
+    from 0 without gaps."""
+    colours = np.full(shape[1], -1, np.int64)
+    if kept.any():
+        found = column_coloring(rows[kept], cols[kept], shape)
+        present = np.zeros(shape[1], bool)
+        present[cols[kept]] = True
+        colours[present] = np.unique(found[present], return_inverse=True)[1]
+    return colours
+
+
+def bicoloring_recovery(rows: np.ndarray, cols: np.ndarray, column_colours: np.ndarray,
+                        row_colours: np.ndarray) -> np.ndarray:
+    """Where each entry (rows, cols) is read from the products laid flat one after the other: the
+    k_f forward products J S (m each) then the k_r reverse products U^T J (n each).
+
+    Entry (i, j) is read from forward product colour(j) at i when no other coloured column of row i
+    shares that colour, else from reverse product colour(i) at j when no other coloured row of
+    column j shares it.
+
+    Raises
+    ------
+    ValueError
+        If some entry is readable from neither.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows, cols = np.array([0, 0, 1]), np.array([0, 1, 0])      # a dense first row and column
+    >>> bicoloring_recovery(rows, cols, np.array([0, -1]), np.array([0, -1]))   # J e_0, then e_0^T J
+    array([0, 3, 1])
+    """
+    m, n = row_colours.size, column_colours.size
+    k_forward = int(column_colours.max(initial=-1)) + 1
+    k_reverse = int(row_colours.max(initial=-1)) + 1
+    forward, reverse = column_colours[cols], row_colours[rows]
+    forward_read = _readable(rows, forward, k_forward, m)
+    reverse_read = _readable(cols, reverse, k_reverse, n)
+    if not np.all(forward_read | reverse_read):
+        raise ValueError("autodiff: the bicolouring leaves an entry readable from no product")
+    return np.where(forward_read, forward * m + rows, k_forward * m + reverse * n + cols)
+
+
+def _readable(lines: np.ndarray, colours: np.ndarray, k: int, count: int) -> np.ndarray:
+    """For each entry, whether it has a colour (not -1) that no other entry of its line shares."""
+    coloured = colours >= 0
+    readable = np.zeros(lines.size, bool)
+    readable[coloured] = _unique_in_row(lines[coloured], colours[coloured], k, count)
+    return readable
 
 
 def star_recovery(rows: np.ndarray, cols: np.ndarray, colours: np.ndarray) -> np.ndarray:

@@ -60,17 +60,17 @@ class Function(Traced):
     (array([1., 3.]), 1)
     """
 
-    def value_and_grad(self, argnums: int | tuple = 0) -> Callable:
-        """``ad.value_and_grad(f, argnums)``: the value and gradient replayed together."""
-        return value_and_grad(self, argnums)
+    def value_and_grad(self, argnums: int | tuple = 0, has_aux: bool = False) -> Callable:
+        """``ad.value_and_grad(f, argnums, has_aux)``: the value and gradient replayed together."""
+        return value_and_grad(self, argnums, has_aux)
 
-    def grad(self, argnums: int | tuple = 0) -> Callable:
-        """``ad.grad(f, argnums)``, replayed."""
-        return grad(self, argnums)
+    def grad(self, argnums: int | tuple = 0, has_aux: bool = False) -> Callable:
+        """``ad.grad(f, argnums, has_aux)``, replayed."""
+        return grad(self, argnums, has_aux)
 
-    def jacobian(self, argnums: int | tuple = 0) -> Callable:
-        """``ad.jacobian(f, argnums)``: the batched sweep, replayed."""
-        return jacobian(self, argnums)
+    def jacobian(self, argnums: int | tuple = 0, has_aux: bool = False) -> Callable:
+        """``ad.jacobian(f, argnums, has_aux=has_aux)``: the batched sweep, replayed."""
+        return jacobian(self, argnums, has_aux=has_aux)
 
     def hessian_operator(self, x: Any, chunk_size: int | None = None) -> HessianOperator:
         """``ad.hessian_operator(f, x)``: the gradient and every product are replayed programs."""

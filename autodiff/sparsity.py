@@ -12,8 +12,12 @@ multiplication by a value that happens to be zero keeps its entry, so no input t
 program can produce a nonzero outside the pattern.
 
 A colouring (``autodiff.coloring``) then groups the columns into k seeds, and one batched sweep of
-k products recovers every entry (Curtis, Powell & Reid 1974; Coleman & Moré 1984). ``sparse_hessian``
-and ``sparse_jacobian`` find the pattern and colouring once per input signature and reuse them.
+k products recovers every entry (Curtis, Powell & Reid 1974; Coleman & Moré 1984). A Jacobian may
+also be read from reverse products U^T J, a row colouring's: its dense rows (a budget, a total)
+from one each, the rest from a column colouring (a bicolouring). ``sparse_hessian`` and
+``sparse_jacobian`` find the pattern and colouring once per input signature and reuse them; a
+pattern no colouring can compress to half the dense matrix's products is said so
+(``DensePatternWarning``).
 
 Examples
 --------
@@ -26,6 +30,7 @@ Examples
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -46,7 +51,8 @@ if TYPE_CHECKING:
 
     from .typing import ArrayLike
 
-__all__ = ["SparsityPattern", "hessian_sparsity", "jacobian_sparsity", "sparse_hessian", "sparse_jacobian"]
+__all__ = ["DensePatternWarning", "SparsityPattern", "hessian_sparsity", "jacobian_sparsity", "sparse_hessian",
+           "sparse_jacobian"]
 
 ZERO = UnconnectedGradients.ZERO
 _ALTERNATIVES = 8  # patterns kept per input signature (one per branch the program took)
@@ -57,7 +63,8 @@ class SparsityPattern:
     """The structural nonzeros of a Jacobian (m x n) or a symmetric Hessian (n x n).
 
     ``rows`` and ``cols`` list the entries in row-major order. ``coloring()`` groups the columns
-    for compressed products: a star colouring for a Hessian, a column colouring for a Jacobian.
+    for compressed products: a star colouring for a Hessian, a column colouring for a Jacobian;
+    ``bicoloring()`` groups a Jacobian's columns and rows for forward and reverse products.
 
     Attributes
     ----------
@@ -89,6 +96,7 @@ class SparsityPattern:
         self.nnz = int(rows.size)
         self.symmetric = symmetric
         self._coloring = None
+        self._bicolorings: dict = {}
 
     def __repr__(self):
         return f"SparsityPattern(shape={self.shape}, nnz={self.nnz})"
@@ -110,6 +118,28 @@ class SparsityPattern:
             else:
                 self._coloring = coloring_.column_coloring(self.rows, self.cols, self.shape)
         return self._coloring
+
+    def bicoloring(self, partition: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+        """Colours of the columns (forward products J S) and of the rows (reverse products U^T J),
+        -1 for a column or row in no product, computed once per ``partition``: "auto" (the fewest
+        products), "columns", "rows" or "bidirectional" (see ``autodiff.coloring.bicoloring``).
+        A Jacobian with a dense row (a budget, a total) takes a few colours and one reverse product
+        where a column colouring takes one colour per column.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import autodiff as ad
+        >>> pattern = ad.jacobian_sparsity(lambda x: np.append(x[1:] * x[:-1], np.sum(x)), np.ones(5))
+        >>> columns, rows = pattern.bicoloring()
+        >>> columns, rows                        # 2 forward products, 1 reverse product (the sum)
+        (array([0, 1, 0, 1, 0]), array([-1, -1, -1, -1,  0]))
+        >>> int(pattern.coloring().max()) + 1    # a column colouring alone: one colour per column
+        5
+        """
+        if partition not in self._bicolorings:
+            self._bicolorings[partition] = coloring_.bicoloring(self.rows, self.cols, self.shape, partition)
+        return self._bicolorings[partition]
 
     def to_dense(self) -> np.ndarray:
         """The pattern as a boolean array.
@@ -295,69 +325,112 @@ def jacobian_sparsity(f: Callable, x: ArrayLike) -> SparsityPattern:
 
 # --- the matrices ------------------------------------------------------------------------------------
 
-class _Compression:
-    """A pattern with its colouring: the k seeds and where each entry is read from the k products,
-    in CSC order (coloured on first use: a pattern asked for alone is not coloured)."""
+class DensePatternWarning(UserWarning):
+    """A sparse Hessian or Jacobian was asked of a pattern so dense that its products save less
+    than half of those of the dense matrix (``ad.hessian``, ``ad.jacobian``): no colouring is
+    searched (each column is its own colour) and the caller decides (a dense method, or a
+    structure the pattern cannot show, such as a low-rank term). Said once per pattern.
 
-    def __init__(self, pattern: SparsityPattern, recording: _Recording):
-        self.pattern, self.recording = pattern, recording
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> rank_one = lambda x: np.sum(x) ** 2 + np.sum(x ** 4)     # a dense Hessian
+    >>> with warnings.catch_warnings(record=True) as said:
+    ...     warnings.simplefilter("always")
+    ...     H = ad.sparse_hessian(rank_one)(np.ones(100))
+    >>> said[0].category.__name__, H.nnz
+    ('DensePatternWarning', 10000)
+    """
+
+
+class _Compression:
+    """A pattern with the products that recover it: forward seeds S (k_f x n: the products J S or
+    H S) and reverse cotangents U (k_r x m: the products U^T J), and where each entry is read from
+    them, in CSC order. Coloured on first use: a pattern asked for alone is not coloured."""
+
+    def __init__(self, pattern: SparsityPattern, recording: _Recording, partition: str | None):
+        self.pattern, self.recording, self.partition = pattern, recording, partition
+        self.said_dense = False
 
     @cached_property
-    def k(self) -> int:
-        colours = self.pattern.coloring()
-        return int(colours.max()) + 1 if self.pattern.shape[1] else 0
+    def _colours(self) -> tuple[np.ndarray, np.ndarray]:
+        """(column colours, row colours); -1: in no product. A Hessian: its star colouring, forward."""
+        if self.pattern.symmetric:
+            return self.pattern.coloring(), np.full(self.pattern.shape[0], -1, np.int64)
+        return self.pattern.bicoloring(self.partition)
 
     @cached_property
     def seeds(self) -> np.ndarray:
-        """One row per colour."""
-        n = self.pattern.shape[1]
-        seeds = np.zeros((self.k, n))
-        seeds[self.pattern.coloring(), np.arange(n)] = 1.0
-        return seeds
+        """One row per column colour."""
+        return _indicators(self._colours[0])
+
+    @cached_property
+    def cotangents(self) -> np.ndarray:
+        """One row per row colour."""
+        return _indicators(self._colours[1])
+
+    @property
+    def products(self) -> int:
+        """k_f + k_r."""
+        return self.seeds.shape[0] + self.cotangents.shape[0]
 
     @cached_property
     def _layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(row indices, column pointers, where each entry is read) of the CSC matrix."""
-        pattern, colours = self.pattern, self.pattern.coloring()
+        pattern, (columns, rows_) = self.pattern, self._colours
         rows, cols, n = pattern.rows, pattern.cols, pattern.shape[1]
         if pattern.symmetric:  # CSC of a symmetric pattern: the CSR arrays
-            read = coloring_.star_recovery(rows, cols, colours)
+            k = self.seeds.shape[0]
+            read = coloring_.star_recovery(rows, cols, columns)     # in H S (n x k)
+            read = (read % k) * n + read // k
             indices, order = cols, slice(None)
         else:
-            read = coloring_.column_recovery(rows, cols, colours)
+            read = coloring_.bicoloring_recovery(rows, cols, columns, rows_)
             order = np.argsort(cols, kind="stable")    # rows stay sorted within a column
             indices = rows[order]
         indptr = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(cols if not pattern.symmetric else rows, minlength=n), out=indptr[1:])
         return indices, indptr, read[order]
 
-    def matrix(self, products: np.ndarray):
-        """The sparse matrix from the products (k x m: one row per colour)."""
+    def matrix(self, forward: np.ndarray, reverse: np.ndarray):
+        """The sparse matrix from the products: forward (k_f x m) and reverse (k_r x n), one row each."""
         from scipy.sparse import csc_matrix
         indices, indptr, read = self._layout
-        return csc_matrix((products.T.ravel()[read], indices, indptr), shape=self.pattern.shape)
+        values = np.concatenate([forward.ravel(), reverse.ravel()])[read]
+        return csc_matrix((values, indices, indptr), shape=self.pattern.shape)
+
+
+def _indicators(colours: np.ndarray) -> np.ndarray:
+    """One row per colour, 1 at the members of that colour (-1: in none)."""
+    coloured = colours >= 0
+    found = np.zeros((int(colours.max(initial=-1)) + 1, colours.size))
+    found[colours[coloured], np.flatnonzero(coloured)] = 1.0
+    return found
 
 
 class _Signature:
     """What a _Sparse keeps for one input signature: the compressions of the programs f ran (one
-    per set of branches, the latest first) and the program of the k products."""
+    per set of branches, the latest first) and the programs of the products."""
 
-    __slots__ = ("compressions", "program")
+    __slots__ = ("compressions", "programs")
 
-    def __init__(self, program):
+    def __init__(self, programs: tuple):
         self.compressions: list = []
-        self.program = program
+        self.programs = programs
 
 
 class _Sparse:
     """The shared part of sparse_hessian and sparse_jacobian. Per input signature (at most
     ``cache_size`` of them, the least recently used going first, as ``autodiff.function`` keeps
-    its traces): the compressions of the programs f ran, found once, and the program of the k
-    products, an ``autodiff.function`` traced once and replayed (run eagerly when the tracer refuses
-    f: ``untraced_reason`` says why). Pickled without them (they are made again), as
+    its traces): the compressions of the programs f ran, found once, and the programs of the
+    products, each an ``autodiff.function`` traced once and replayed (run eagerly when the tracer
+    refuses f: ``untraced_reason`` says why). Pickled without them (they are made again), as
     ``autodiff.function`` is."""
 
     _hessian: bool
+    _partition: str | None = None
 
     def __init__(self, f: Callable, cache_size: int = CACHE_SIZE):
         self.f = f
@@ -370,17 +443,30 @@ class _Sparse:
     @property
     def untraced_reason(self) -> str | None:
         """Why the products run eagerly (the tracer refused f), or None."""
-        reasons = [kept.program.fallback_reason for kept in self._cache.values()]
+        reasons = [program.fallback_reason for kept in self._cache.values() for program in kept.programs]
         return next((reason for reason in reasons[::-1] if reason), None)
 
     def __call__(self, x):
         signature, point, f = _prepared(self.f, x)
         compression = self.compression(point, signature, f)
-        if not compression.k:
-            return compression.matrix(np.zeros((0, compression.pattern.shape[0])))
+        self._say_if_dense(compression)
         chunk = max(1, _SEED_ENTRIES // max(point.size, 1))
-        program = self._cache.get(signature).program
-        return compression.matrix(self._products(program, point, compression.seeds, chunk))
+        programs = self._cache.get(signature).programs
+        return compression.matrix(*self._products(programs, point, compression, chunk))
+
+    def _say_if_dense(self, compression: _Compression) -> None:
+        """Warn, once per pattern, when the fewest products found save less than half of the dense
+        matrix's (a partition the caller chose is theirs)."""
+        m, n = compression.pattern.shape
+        dense = n if self._hessian else min(m, n)
+        if (compression.said_dense or compression.partition not in (None, "auto")
+                or coloring_.worth_colouring(compression.products, dense)):
+            return
+        compression.said_dense = True
+        kind, whole = ("Hessian", "ad.hessian") if self._hessian else ("Jacobian", "ad.jacobian")
+        warnings.warn(f"autodiff: the {kind}'s pattern is dense ({compression.pattern.nnz:,} of {m:,} x {n:,} "
+                      f"entries): its {compression.products:,} products save less than half of the dense "
+                      f"matrix's {dense:,}; {whole} gives it as an array", DensePatternWarning, stacklevel=3)
 
     def pattern(self, x) -> SparsityPattern:
         """The pattern for x, found once per input signature and branch (as the matrices' own):
@@ -402,14 +488,14 @@ class _Sparse:
         """The pattern and colouring for x, from the cache when x runs a program seen before."""
         kept = self._cache.get(signature)
         if kept is None:
-            kept = _Signature(self._program(f))
+            kept = _Signature(self._programs(f))
             self._cache.put(signature, kept)
         known = kept.compressions
         for compression in known:
             if compression.recording.same_program(x):
                 return compression
         recording = _record(f, x, self._hessian)
-        compression = _Compression(_pattern(recording, self._hessian), recording)
+        compression = _Compression(_pattern(recording, self._hessian), recording, self._partition)
         known.insert(0, compression)
         del known[_ALTERNATIVES:]
         return compression
@@ -434,13 +520,15 @@ class SparseHessian(_Sparse):
     _hessian = True
 
     @staticmethod
-    def _program(f: Callable):
-        return replayed(f, eager_fallback=True)
+    def _programs(f: Callable) -> tuple:
+        return (replayed(f, eager_fallback=True),)
 
     @staticmethod
-    def _products(program, x: np.ndarray, seeds: np.ndarray, chunk: int) -> np.ndarray:
-        """H S (k x n) from the replayed gradient, ``chunk`` seeds per sweep."""
-        return hessian_operator(program, x, chunk_size=chunk).matmat(seeds.T).T
+    def _products(programs: tuple, x: np.ndarray, compression: _Compression, chunk: int) -> tuple:
+        """(H S)^T (k x n) from the replayed gradient, ``chunk`` seeds per sweep; no reverse products."""
+        seeds, n = compression.seeds, x.size
+        forward = hessian_operator(programs[0], x, chunk_size=chunk).matmat(seeds.T).T if seeds.size else seeds
+        return forward, np.zeros((0, n))
 
 
 class SparseJacobian(_Sparse):
@@ -458,16 +546,36 @@ class SparseJacobian(_Sparse):
 
     _hessian = False
 
-    @staticmethod
-    def _program(f: Callable):
-        return replayed(lambda x, seeds: _jacobian_products(f, x, seeds), eager_fallback=True)
+    def __init__(self, f: Callable, cache_size: int = CACHE_SIZE, partition: str = "auto"):
+        coloring_.check_partition(partition)
+        super().__init__(f, cache_size)
+        self._partition = partition
+
+    def __reduce__(self):
+        return (type(self), (self.f, self.cache_size, self._partition))
 
     @staticmethod
-    def _products(program, x: np.ndarray, seeds: np.ndarray, chunk: int) -> np.ndarray:
-        """(J S)^T (k x m), ``chunk`` seeds per replay."""
-        k = seeds.shape[0]
-        return np.concatenate([np.reshape(program(x, seeds[i:i + chunk].reshape((-1,) + x.shape)),
-                                          (min(chunk, k - i), -1)) for i in range(0, k, chunk)])
+    def _programs(f: Callable) -> tuple:
+        return (replayed(lambda x, seeds: _jacobian_products(f, x, seeds), eager_fallback=True),
+                replayed(lambda x, cotangents: _vector_jacobian_products(f, x, cotangents), eager_fallback=True))
+
+    @staticmethod
+    def _products(programs: tuple, x: np.ndarray, compression: _Compression, chunk: int) -> tuple:
+        """(J S)^T (k_f x m) and U^T J (k_r x n) from the replayed programs, ``chunk`` vectors per replay."""
+        forward, reverse = programs
+        m, n = compression.pattern.shape
+        return (_in_chunks(lambda seeds: forward(x, seeds.reshape((-1,) + x.shape)), compression.seeds, m, chunk),
+                _in_chunks(lambda cotangents: reverse(x, cotangents), compression.cotangents, n, chunk))
+
+
+def _in_chunks(products: Callable, vectors: np.ndarray, length: int, chunk: int) -> np.ndarray:
+    """``products(vectors[i:i + chunk])`` for the chunks of ``vectors``, stacked: a row of
+    ``length`` per vector."""
+    count = vectors.shape[0]
+    if not count:
+        return np.zeros((0, length))
+    return np.concatenate([np.reshape(products(vectors[i:i + chunk]), (min(chunk, count - i), length))
+                           for i in range(0, count, chunk)])
 
 
 def _jacobian_products(f: Callable, x, seeds):
@@ -484,6 +592,17 @@ def _jacobian_products(f: Callable, x, seeds):
         pulled = inner.gradient(y, source, output_gradients=cotangent, unconnected_gradients=ZERO)
     (products,) = outer.sweep([pulled], [seeds], [cotangent], (seeds.shape[0],))
     return np.zeros((seeds.shape[0],) + y.shape) if products is None else products
+
+
+def _vector_jacobian_products(f: Callable, x, cotangents):
+    """U^T J (c,) + x.shape for cotangents U^T (c x f(x).size) in one batched reverse sweep."""
+    source = x if isinstance(x, Tensor) else constant(x)
+    with GradientTape() as tape:
+        tape.watch(source)
+        y = _require_tensors(f(source), "sparse_jacobian")
+    count = cotangents.shape[0]
+    (products,) = tape.sweep([y], [np.reshape(cotangents, (count,) + y.shape)], [source], (count,))
+    return np.zeros((count,) + source.shape) if products is None else products
 
 
 def sparse_hessian(f: Callable, *, cache_size: int = CACHE_SIZE) -> SparseHessian:
@@ -529,18 +648,28 @@ def sparse_hessian(f: Callable, *, cache_size: int = CACHE_SIZE) -> SparseHessia
     return SparseHessian(f, cache_size)
 
 
-def sparse_jacobian(f: Callable, *, cache_size: int = CACHE_SIZE) -> SparseJacobian:
+def sparse_jacobian(f: Callable, *, partition: str = "auto", cache_size: int = CACHE_SIZE) -> SparseJacobian:
     """The Jacobian of f as a function returning ``scipy.sparse`` CSC matrices.
 
-    At the first x of a signature the pattern is found in the recorded program and column-coloured
-    with k colours (Curtis, Powell & Reid 1974); every call then takes one batched sweep of k
-    Jacobian-vector products (traced and replayed, and at most ``cache_size`` signatures kept, as
-    for ``sparse_hessian``) and reads each entry from them.
+    At the first x of a signature the pattern is found in the recorded program and coloured
+    (``SparsityPattern.bicoloring``): columns into k_f colours, for k_f Jacobian-vector products
+    J S (Curtis, Powell & Reid 1974), and rows into k_r colours, for k_r vector-Jacobian products
+    U^T J; every call then takes one batched sweep of each kind (traced and replayed, and at most
+    ``cache_size`` signatures kept, as for ``sparse_hessian``) and reads each entry from them. A
+    dense row (a budget sum(x) = 1, a total) would make a column colouring take one product per
+    column: its entries come from one reverse product instead, the other rows' from a column
+    colouring of the rest; a dense column likewise from one forward product. A pattern so dense that
+    no colouring saves half the products of the dense matrix warns (``DensePatternWarning``).
 
     Parameters
     ----------
     f : callable
         A function of one array (or pytree: columns over ``ad.ravel(x)``) returning an array.
+    partition : {"auto", "columns", "rows", "bidirectional"}, default "auto"
+        Which products: the fewest of all ("auto"), forward only ("columns": a column colouring),
+        reverse only ("rows": a row colouring), or both ("bidirectional": the longest rows by reverse
+        products and the rest by a column colouring, or the longest columns forward and the rest by
+        a row colouring, whichever takes fewer).
     cache_size : int, default 64
         How many input signatures (with their patterns and programs) are kept.
 
@@ -557,5 +686,9 @@ def sparse_jacobian(f: Callable, *, cache_size: int = CACHE_SIZE) -> SparseJacob
     >>> J = ad.sparse_jacobian(residuals)(np.ones(4))
     >>> J.shape, J.nnz
     ((6, 4), 9)
+    >>> budget = lambda x: np.append(x[1:] ** 2 - x[:-1], np.sum(x) - 1)   # a dense last row
+    >>> columns, rows = ad.sparse_jacobian(budget).pattern(np.ones(100_000)).bicoloring()
+    >>> int(columns.max()) + 1, int(rows.max()) + 1          # 2 + 1 products, not 100,000
+    (2, 1)
     """
-    return SparseJacobian(f, cache_size)
+    return SparseJacobian(f, cache_size, partition)

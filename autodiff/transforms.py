@@ -5,6 +5,10 @@ Tensors in (inside an enclosing tape), Tensors out, so the transforms nest (``gr
 ``hessian(f)`` = ``jacobian(jacobian(f))``). Jacobians and Hessians are one batched sweep each, not
 one sweep per row.
 
+They keep JAX's signatures and habits: ``has_aux=True`` for a function returning ``(output, aux)``
+(aux is passed through, never differentiated), pytrees in and out (``hvp`` of a dict with a dict
+tangent is a dict), and ``hvp(f)(x, v)`` curried as autograd's ``hessian_vector_product(f)(x, v)``.
+
 A callable may supply its own version of a transform of it (``autodiff.function`` does: its
 transforms are replayed programs). Two methods, looked up on its type, make the protocol:
 
@@ -95,12 +99,38 @@ def _recording() -> bool:
     return bool(state.tapes or state.accumulators)
 
 
+def _output_and_aux(f: Callable, what: str) -> tuple[Callable, list]:
+    """f's output alone, as a function, and the list where each call leaves its aux: for
+    ``has_aux=True``, f returns the pair ``(output, aux)`` (as in JAX)."""
+    auxes: list = []
+
+    def output(*args: Any, **kwargs: Any) -> Any:
+        out = f(*args, **kwargs)
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            got = f"a {type(out).__name__}" + (f" of {len(out)} entries" if isinstance(out, (tuple, list)) else "")
+            raise TypeError(f"{what} with has_aux=True needs a function returning a pair (output, aux), got {got}")
+        auxes.append(out[1])
+        return out[0]
+    return output, auxes
+
+
+def _scalar(y: Any, what: str) -> Tensor:
+    """``y`` if it is a Tensor of one element; for grad and value_and_grad a tuple or list names
+    ``has_aux`` (f may return ``(loss, aux)``); anything else is refused as ``_require_scalar`` does."""
+    if isinstance(y, (tuple, list)) and what == "grad":
+        raise TypeError(f"{what} needs a function with a scalar output, got a {type(y).__name__} of {len(y)} "
+                        "entries; for a function returning (output, aux) pass has_aux=True (as in JAX), for "
+                        "vector outputs use jacobian")
+    return _require_scalar(y, what)
+
+
 # --- gradients, Jacobians, Hessians ----------------------------------------------------------------
 
-def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """A function returning ``(f(*args), gradient of f w.r.t. args[argnums])``.
 
-    One forward and one backward pass give both, as ``jax.value_and_grad``.
+    One forward and one backward pass give both, as ``jax.value_and_grad``; with ``has_aux`` f
+    returns ``(output, aux)`` and the result is ``((output, aux), gradient)``.
 
     Parameters
     ----------
@@ -109,6 +139,9 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         shape counts as a scalar.
     argnums : int or sequence of int, default 0
         Which positional argument(s) to differentiate; a sequence gives a tuple of gradients.
+    has_aux : bool, default False
+        Whether f returns a pair ``(output, aux)``: the output is differentiated, aux is returned
+        as computed (JAX's meaning).
 
     Returns
     -------
@@ -118,7 +151,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     Raises
     ------
     TypeError
-        When called, if f does not return a scalar.
+        When called, if f does not return a scalar (or, with ``has_aux``, a pair with one first).
 
     Examples
     --------
@@ -127,22 +160,28 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     >>> value, gradient = ad.value_and_grad(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
     >>> float(value), gradient
     (9.0, array([ 3., 12.]))
+    >>> (value, aux), gradient = ad.value_and_grad(lambda x: (np.sum(x ** 3), x ** 2), has_aux=True)(
+    ...     np.array([1.0, 2.0]))
+    >>> aux                                     # as computed, not differentiated
+    array([1., 4.])
     """
-    return transformed(_value_and_grad, f, argnums)
+    return transformed(_value_and_grad, f, argnums, has_aux)
 
 
-def _value_and_grad(f: Callable, argnums, what: str = "grad") -> Callable:
+def _value_and_grad(f: Callable, argnums, has_aux: bool = False, what: str = "grad") -> Callable:
     def value_and_grad_f(*args: Any, **kwargs: Any) -> tuple:
         new_args, sources, tensors_in = _watched_args(args, argnums)
+        output, auxes = _output_and_aux(f, what) if has_aux else (f, None)
         with GradientTape() as tape:
             tape.watch(sources)
-            y = _require_scalar(f(*new_args, **kwargs), what)
+            y = _scalar(output(*new_args, **kwargs), what)
         g = tape.gradient(y, sources, unconnected_gradients=ZERO)
-        return _mirror(y, tensors_in), _mirror(g, tensors_in)
+        value = (y, auxes[0]) if has_aux else y
+        return _mirror(value, tensors_in), _mirror(g, tensors_in)
     return value_and_grad_f
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """The gradient of a scalar function, as a function (nestable: ``grad(grad(f))``).
 
     Parameters
@@ -152,6 +191,9 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         element of any shape, such as ``np.sum(x, keepdims=True)``, counts as a scalar.
     argnums : int or sequence of int, default 0
         Which positional argument(s) to differentiate; a sequence gives a tuple of gradients.
+    has_aux : bool, default False
+        Whether f returns a pair ``(output, aux)``; then ``grad_f`` returns ``(gradient, aux)``,
+        aux as computed (JAX's meaning).
 
     Returns
     -------
@@ -166,19 +208,23 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     array([ 3., 12.])
     >>> float(ad.grad(ad.grad(lambda x: x ** 3))(2.0))      # second derivative: 6 x
     12.0
+    >>> ad.grad(lambda x: (x ** 3, {"x squared": x ** 2}), has_aux=True)(2.0)
+    (np.float64(12.0), {'x squared': np.float64(4.0)})
     """
-    return transformed(_grad, f, argnums)
+    return transformed(_grad, f, argnums, has_aux)
 
 
-def _grad(f: Callable, argnums) -> Callable:
-    value_and_grad_f = _value_and_grad(f, argnums)
+def _grad(f: Callable, argnums, has_aux: bool = False) -> Callable:
+    value_and_grad_f = _value_and_grad(f, argnums, has_aux)
 
     def grad_f(*args: Any, **kwargs: Any) -> Any:
-        return value_and_grad_f(*args, **kwargs)[1]
+        value, g = value_and_grad_f(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
     return grad_f
 
 
-def jacobian(f: Callable, argnums: int | Sequence[int] = 0, chunk_size: int | None = None) -> Callable:
+def jacobian(f: Callable, argnums: int | Sequence[int] = 0, chunk_size: int | None = None,
+             has_aux: bool = False) -> Callable:
     """d f / d args[argnums], shape ``f.shape + arg.shape``, in one batched sweep.
 
     A function returning a structure (list, tuple, dict) of arrays gives that structure of
@@ -193,6 +239,9 @@ def jacobian(f: Callable, argnums: int | Sequence[int] = 0, chunk_size: int | No
         Which positional argument(s) to differentiate.
     chunk_size : int, optional
         How many rows each sweep computes (default: all).
+    has_aux : bool, default False
+        Whether f returns a pair ``(output, aux)``; then ``jacobian_f`` returns ``(jacobian, aux)``
+        (JAX's meaning).
 
     Returns
     -------
@@ -207,25 +256,27 @@ def jacobian(f: Callable, argnums: int | Sequence[int] = 0, chunk_size: int | No
     array([[2., 0.],
            [0., 4.]])
     """
-    return transformed(_jacobian, f, argnums, chunk_size)
+    return transformed(_jacobian, f, argnums, chunk_size, has_aux)
 
 
-def _jacobian(f: Callable, argnums, chunk_size) -> Callable:
+def _jacobian(f: Callable, argnums, chunk_size, has_aux: bool = False) -> Callable:
     def jacobian_f(*args: Any, **kwargs: Any) -> Any:
         new_args, sources, tensors_in = _watched_args(args, argnums)
+        output, auxes = _output_and_aux(f, "jacobian") if has_aux else (f, None)
         with GradientTape() as tape:
             tape.watch(sources)
-            y = _require_tensors(f(*new_args, **kwargs), "jacobian")
-        return _mirror(tape.jacobian(y, sources, unconnected_gradients=ZERO, chunk_size=chunk_size),
-                       tensors_in)
+            y = _require_tensors(output(*new_args, **kwargs), "jacobian")
+        jac = tape.jacobian(y, sources, unconnected_gradients=ZERO, chunk_size=chunk_size)
+        return _mirror((jac, auxes[0]) if has_aux else jac, tensors_in)
     return jacobian_f
 
 
-def hessian(f: Callable, argnums: int = 0, chunk_size: int | None = None) -> Callable:
+def hessian(f: Callable, argnums: int = 0, chunk_size: int | None = None, has_aux: bool = False) -> Callable:
     """The Hessian of a scalar function: the Jacobian of its gradient, in one batched sweep.
 
     An array argument of shape s gives shape ``s + s``; a pytree argument gives one flat (n, n)
-    matrix over ``ravel(arg)``. For products with a few vectors, ``hvp`` or ``hessian_operator``
+    matrix over ``ravel(arg)`` (``jax.hessian`` gives nested pytrees instead: that is
+    ``jacobian(grad(f))`` here). For products with a few vectors, ``hvp`` or ``hessian_operator``
     avoid forming the matrix.
 
     Parameters
@@ -236,6 +287,9 @@ def hessian(f: Callable, argnums: int = 0, chunk_size: int | None = None) -> Cal
         Which positional argument to differentiate.
     chunk_size : int, optional
         How many rows each sweep computes (default: all).
+    has_aux : bool, default False
+        Whether f returns a pair ``(output, aux)``; then ``hessian_f`` returns ``(hessian, aux)``
+        (JAX's meaning).
 
     Returns
     -------
@@ -253,15 +307,16 @@ def hessian(f: Callable, argnums: int = 0, chunk_size: int | None = None) -> Cal
     array([[6., 2.],
            [2., 0.]])
     """
-    return transformed(_hessian, f, argnums, chunk_size)
+    return transformed(_hessian, f, argnums, chunk_size, has_aux)
 
 
-def _hessian(f: Callable, argnums, chunk_size) -> Callable:
+def _hessian(f: Callable, argnums, chunk_size, has_aux: bool = False) -> Callable:
     def hessian_f(*args: Any, **kwargs: Any) -> Any:
         if isinstance(args[argnums], (list, tuple, dict)):
             flat, unravel = _ravel_mirrored(args[argnums])
-            return _hessian(lambda v: f(*_insert(args, argnums, unravel(v)), **kwargs), 0, chunk_size)(flat)
-        return _jacobian(_jacobian(f, argnums, None), argnums, chunk_size)(*args, **kwargs)
+            return _hessian(lambda v: f(*_insert(args, argnums, unravel(v)), **kwargs), 0, chunk_size,
+                            has_aux)(flat)
+        return _jacobian(_jacobian(f, argnums, None, has_aux), argnums, chunk_size, has_aux)(*args, **kwargs)
     return hessian_f
 
 
@@ -308,7 +363,7 @@ def flat_cotangent(tree: Any, sizes: list, batch_shape: tuple) -> Any:
 
 def _value_and_flat_gradient(f: Callable) -> Callable:
     """x -> (f(x), the gradient raveled and concatenated in ``flatten`` order), on the tape."""
-    value_and_grad_f = _value_and_grad(f, 0, "hessian_operator")
+    value_and_grad_f = _value_and_grad(f, 0, what="hessian_operator")
 
     def value_and_flat_gradient(x: Any) -> tuple:
         value, gradient = value_and_grad_f(x)
@@ -317,9 +372,15 @@ def _value_and_flat_gradient(f: Callable) -> Callable:
     return value_and_flat_gradient
 
 
-def hvp(f: Callable, x: Any, v: Any) -> Any:
-    """H(x) @ v for a scalar f, shaped like x (a flat vector for a pytree x, as ``hessian``).
+_CURRIED = object()   # hvp(f) without x and v: the curried form
 
+
+def hvp(f: Callable, x: Any = _CURRIED, v: Any = _CURRIED) -> Any:
+    """H(x) @ v for a scalar f, shaped like x; ``hvp(f)`` is the function ``(x, v) -> H(x) @ v``
+    (autograd's ``hessian_vector_product(f)``).
+
+    A pytree x takes a tangent v of its structure and gives H v in it (as ``jax.jvp(jax.grad(f),
+    (x,), (v,))[1]``); a flat vector v over ``ravel(x)`` still gives a flat H v, as before.
     One backward sweep over the recorded gradient. Inside an enclosing tape or accumulator, it is
     forward-over-reverse instead, so that the result is a Tensor the enclosing tape differentiates.
     The Hessian is never formed; for many products at one x, ``hessian_operator`` records the
@@ -331,12 +392,13 @@ def hvp(f: Callable, x: Any, v: Any) -> Any:
         A scalar-valued function of x.
     x : array_like, Tensor or pytree
         Where to take the Hessian.
-    v : array_like
-        The vector, shaped like x (flat, for a pytree x).
+    v : array_like or pytree
+        The vector: shaped like x, or for a pytree x either x's structure or flat over ``ravel(x)``.
 
     Returns
     -------
-    ndarray or Tensor
+    ndarray, Tensor or pytree
+        Shaped like v (a function of ``(x, v)`` when only f is given).
 
     Examples
     --------
@@ -344,12 +406,43 @@ def hvp(f: Callable, x: Any, v: Any) -> Any:
     >>> import autodiff as ad
     >>> ad.hvp(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     array([ 6., 12.])
+    >>> ad.hvp(lambda p: p["a"] ** 2 * p["b"])({"a": 1.0, "b": 3.0}, {"a": 1.0, "b": 0.0})
+    {'a': np.float64(6.0), 'b': np.float64(2.0)}
     """
-    return transformed(_hvp, f)(x, v)
+    product = transformed(_hvp, f)
+    if x is _CURRIED and v is _CURRIED:
+        return product
+    if x is _CURRIED or v is _CURRIED:
+        raise TypeError("hvp takes f, x and v (H(x) @ v), or f alone (the function (x, v) -> H(x) @ v)")
+    return product(x, v)
+
+
+def _tangent_tree(v: Any, x: Any) -> list | None:
+    """The leaves of v in x's leaf order when v is a tangent of x's structure (a pytree x); None when
+    v is a flat vector over ``ravel(x)`` (an array, or a list of numbers that is not x's structure)."""
+    if not isinstance(x, (list, tuple, dict)) or not isinstance(v, (list, tuple, dict)):
+        return None
+    try:
+        leaves = flatten_like(v, x)
+    except ValueError:
+        if isinstance(v, dict):
+            raise
+        return None
+    for leaf, primal in zip(leaves, flatten(x)[0]):
+        if np.shape(value_of(leaf)) != np.shape(value_of(primal)):
+            raise ValueError(f"a tangent of shape {np.shape(value_of(leaf))} for a primal of shape "
+                             f"{np.shape(value_of(primal))}")
+    return leaves
 
 
 def _hvp(f: Callable) -> Callable:
     def hvp_f(x: Any, v: Any) -> Any:
+        leaves = _tangent_tree(v, x)
+        if leaves is not None:   # x's structure in, x's structure out
+            flat_v = anp.concatenate([anp.ravel(leaf) for leaf in leaves]) if _has_tensors(leaves) else \
+                np.concatenate([np.ravel(np.asarray(leaf, dtype=float)) for leaf in leaves])
+            hv = ravel(x)[1](hvp_f(x, flat_v))
+            return _mirror(hv, _has_tensors(x) or _has_tensors(leaves))
         tree = isinstance(x, (list, tuple, dict))
         # Inside an enclosing tape or accumulator, f may depend on what it tracks through x or
         # through a closure (hvp of y -> a * g(y) at a plain y, differentiated in a): forward over
@@ -371,9 +464,10 @@ def _hvp(f: Callable) -> Callable:
     return hvp_f
 
 
-def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
+def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False) -> tuple:
     """``(f(*primals), J @ tangents)`` in forward mode; ``tangents`` mirrors ``primals``, whose
-    entries may be pytrees (as in ``jax.jvp``).
+    entries may be pytrees (as in ``jax.jvp``: a dict tangent in, a dict out). With ``has_aux``, f
+    returns ``(output, aux)`` and the result is ``(output, J @ tangents, aux)``.
 
     Examples
     --------
@@ -382,23 +476,28 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
     >>> value, tangent = ad.jvp(np.sin, (np.array([0.0, np.pi]),), (np.array([2.0, 1.0]),))
     >>> tangent                              # cos(x) * t
     array([ 2., -1.])
+    >>> ad.jvp(lambda p: p["a"] * p["b"], ({"a": 2.0, "b": 3.0},), ({"a": 1.0, "b": 0.0},))[1]
+    np.float64(3.0)
     """
-    return transformed(_jvp, f)(tuple(primals), tuple(tangents))
+    return transformed(_jvp, f, has_aux)(tuple(primals), tuple(tangents))
 
 
-def _jvp(f: Callable) -> Callable:
+def _jvp(f: Callable, has_aux: bool = False) -> Callable:
     def jvp_f(primals: tuple, tangents: tuple) -> tuple:
         tangent_leaves = flatten_like(tangents, primals)
         watched, _, tensors_in = _watched_args(primals, tuple(range(len(primals))))
+        output, auxes = _output_and_aux(f, "jvp") if has_aux else (f, None)
         with ForwardAccumulator(flatten(watched)[0], tangent_leaves) as accumulator:
-            y = _require_tensors(f(*watched), "jvp")
-        return _mirror(y, tensors_in), _mirror(accumulator.jvp(y, unconnected_gradients=ZERO), tensors_in)
+            y = _require_tensors(output(*watched), "jvp")
+        result = (y, accumulator.jvp(y, unconnected_gradients=ZERO)) + ((auxes[0],) if has_aux else ())
+        return _mirror(result, tensors_in)
     return jvp_f
 
 
-def vjp(f: Callable, *primals: Any) -> tuple:
+def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """``(f(*primals), vjp_fn)`` with ``vjp_fn(cotangent)`` the tuple of input cotangents, each in the
-    structure of its primal (primals may be pytrees; the cotangent mirrors f's output).
+    structure of its primal (primals may be pytrees; the cotangent mirrors f's output). With
+    ``has_aux``, f returns ``(output, aux)`` and the result is ``(output, vjp_fn, aux)`` (as JAX).
 
     f is recorded once; each ``vjp_fn`` call is one backward sweep (as ``jax.vjp``). A cotangent
     with leading batch axes (the same on every leaf) gives the VJPs of all of them in one batched
@@ -415,7 +514,17 @@ def vjp(f: Callable, *primals: Any) -> tuple:
     array([[2., 0.],
            [0., 4.]])
     """
+    if has_aux:
+        (y, aux), vjp_fn = partially_evaluated(_vjp_with_aux, f, primals, lambda value: (_zeros_like(value[0]),))
+        return y, vjp_fn, aux
     return partially_evaluated(_vjp, f, primals, lambda y: (_zeros_like(y),))
+
+
+def _vjp_with_aux(f: Callable, *primals: Any) -> tuple:
+    """``((f's output, aux), vjp_fn)`` for f returning ``(output, aux)``."""
+    output, auxes = _output_and_aux(f, "vjp")
+    y, vjp_fn = _vjp(output, *primals)
+    return (y, _mirror(auxes[0], _has_tensors(primals))), vjp_fn
 
 
 def _vjp(f: Callable, *primals) -> tuple:
@@ -450,8 +559,9 @@ def _zeros_like(tree):
                              for leaf in flatten(tree)[0]])
 
 
-def linearize(f: Callable, *primals: Any) -> tuple:
-    """``(f(*primals), f_jvp)`` with ``f_jvp(*tangents)`` = J @ tangents, as ``jax.linearize``.
+def linearize(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """``(f(*primals), f_jvp)`` with ``f_jvp(*tangents)`` = J @ tangents, as ``jax.linearize``
+    (with ``has_aux``, f returns ``(output, aux)`` and the result is ``(output, f_jvp, aux)``).
 
     f is recorded once, and so is its VJP u -> J^T u (linear in u); each ``f_jvp`` call is one
     backward sweep over that recording, its transpose (Schraudolph 2002's J v by two VJPs), with
@@ -471,7 +581,18 @@ def linearize(f: Callable, *primals: Any) -> tuple:
     >>> hvp(np.array([1.0, 1.0]))               # 6 x * v
     array([ 6., 12.])
     """
-    return partially_evaluated(_linearize, f, primals, lambda y: tuple(_zeros_like(p) for p in primals))
+    late = lambda value: tuple(_zeros_like(p) for p in primals)  # noqa: E731
+    if has_aux:
+        (y, aux), f_jvp = partially_evaluated(_linearize_with_aux, f, primals, late)
+        return y, f_jvp, aux
+    return partially_evaluated(_linearize, f, primals, late)
+
+
+def _linearize_with_aux(f: Callable, *primals: Any) -> tuple:
+    """``((f's output, aux), f_jvp)`` for f returning ``(output, aux)``."""
+    output, auxes = _output_and_aux(f, "linearize")
+    y, f_jvp = _linearize(output, *primals)
+    return (y, _mirror(auxes[0], _has_tensors(primals))), f_jvp
 
 
 def _linearize(f: Callable, *primals) -> tuple:

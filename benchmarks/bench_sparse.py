@@ -48,6 +48,18 @@ iteration the LDL^T factorizations and their solves (``optimizers.sparse.LDLFact
 counts); then Newton on ``sum((x[1:] - x[:-1])**2)`` (a singular semidefinite Hessian) at n =
 2,000 from a standard normal x0: iterations and seconds.
 
+Table 5 (``--dense-lines``), constraint Jacobians with dense rows (``ad.sparse_jacobian``) at n = 10^3, 10^4, 10^5: a
+chain of rows x_{i+1}^2 - x_i with one dense row (a budget, sum(x) - 1) or three (also sum(x^2)
+and sum_i i x_i). A column colouring alone needs one colour per column there; the automatic
+partition reads the dense rows from reverse products and the chain from a column colouring. Per
+case: the seconds to detect the pattern, to choose and colour the partition, and to compute the
+sparse Jacobian (pattern and partition cached), the forward and reverse products, and the products
+and seconds of forward products alone (``partition="columns"``, up to n = 10^4). Then the Hessian
+side: a Lagrangian whose Hessian is an arrowhead (a chain plus a multiplier times x_n sum(x^2): a
+dense last row and column) at the same sizes, and a rank-one term (sum x)^2, whose Hessian is
+dense (its pattern has n^2 entries: n = 10^3 and 3 x 10^3 only), with the colours, the seconds of
+each step and whether a ``DensePatternWarning`` was given.
+
 CasADi is skipped where its growth between the two sizes before projects over 15 minutes
 (``PEER_LIMIT``).
 
@@ -63,7 +75,7 @@ chain carries the solution's information one variable per iteration. From x_i = 
 
 Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_sparse.py [--quick] [--no-solves]
 (--quick: n = 10^4 and 10^5 only; --no-solves: table 1 only; --preconditioning: table 3 only;
---degenerate: table 4 only)
+--degenerate: table 4 only; --dense-lines: table 5 only)
 """
 from __future__ import annotations
 
@@ -71,6 +83,7 @@ import math
 import statistics
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -356,10 +369,72 @@ def degenerate_table(sizes: list) -> None:
               f"{factorizations:>11.1f}{solves:>13.1f}{gradient_norm(f, result.x):>11.1e}", flush=True)
 
 
-def main(quick: bool, solves: bool, preconditioning_only: bool, degenerate_only: bool) -> None:
+# --- table 5: Jacobians with dense rows, Hessians with a dense row and column or a rank-one term ---
+
+def budget(x):
+    return np.append(x[1:] ** 2 - x[:-1], np.sum(x) - 1.0)
+
+
+def three_dense_rows(x):
+    return np.concatenate([x[1:] ** 2 - x[:-1], [np.sum(x) - 1.0, np.sum(x ** 2), x @ np.arange(x.size)]])
+
+
+def arrowhead_lagrangian(x):
+    return np.sum(x[1:] * x[:-1] ** 2) + 0.7 * x[-1] * np.sum(x ** 2)
+
+
+def rank_one(x):
+    return np.sum(x[1:] * x[:-1] ** 2) + np.sum(x) ** 2
+
+
+def timed(step, *args) -> tuple:
+    """(seconds, result) of one call ``step(*args)``."""
+    start = time.perf_counter()
+    result = step(*args)
+    return time.perf_counter() - start, result
+
+
+def dense_lines_table(sizes: list, repeats: int = 5) -> None:
+    print(f"\n{'Jacobian':<18}{'n':>9}{'detect s':>10}{'colour s':>10}{'sparse J s':>12}{'fwd':>5}{'rev':>5}"
+          f" | {'columns only':>12}{'s':>9}")
+    for name, f in (("chain + 1 dense", budget), ("chain + 3 dense", three_dense_rows)):
+        for n in sizes:
+            x = np.random.default_rng(0).uniform(0.5, 1.5, n)
+            detect, pattern = timed(ad.jacobian_sparsity, f, x)
+            colour, (columns, rows) = timed(pattern.bicoloring)
+            jacobian = ad.sparse_jacobian(f)
+            jacobian(x)   # its own pattern, partition and traces, once
+            sparse = statistics.median(timed(jacobian, x)[0] for _ in range(repeats))
+            line = (f"{name:<18}{n:>9,}{detect:>10.3f}{colour:>10.3f}{sparse:>12.4f}{columns.max() + 1:>5}"
+                    f"{rows.max() + 1:>5} | {pattern.bicoloring('columns')[0].max() + 1:>12,}")
+            if n <= 10 ** 4:
+                forward_only = ad.sparse_jacobian(f, partition="columns")
+                forward_only(x)
+                line += f"{timed(forward_only, x)[0]:>9.3f}"
+            print(line, flush=True)
+    print(f"\n{'Hessian':<18}{'n':>9}{'detect s':>10}{'colour s':>10}{'sparse H s':>12}{'k':>7}  dense warning")
+    for name, f, sizes_run in (("arrowhead", arrowhead_lagrangian, sizes), ("rank one", rank_one, [1000, 3000])):
+        for n in sizes_run:
+            x = np.random.default_rng(0).uniform(0.5, 1.5, n)
+            detect, pattern = timed(ad.hessian_sparsity, f, x)
+            colour, colours = timed(pattern.coloring)
+            hessian = ad.sparse_hessian(f)
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                hessian(x)
+            sparse = statistics.median(timed(hessian, x)[0] for _ in range(repeats))
+            print(f"{name:<18}{n:>9,}{detect:>10.3f}{colour:>10.3f}{sparse:>12.4f}{colours.max() + 1:>7,}  "
+                  f"{any(issubclass(w.category, ad.DensePatternWarning) for w in said)}", flush=True)
+
+
+def main(quick: bool, solves: bool, preconditioning_only: bool, degenerate_only: bool,
+         dense_lines_only: bool) -> None:
     sizes = [10 ** 4, 10 ** 5] if quick else [10 ** 4, 10 ** 5, 10 ** 6]
     if degenerate_only:
         degenerate_table([500, 2000, 20000])
+        return
+    if dense_lines_only:
+        dense_lines_table([10 ** 3, 10 ** 4, 10 ** 5])
         return
     if not preconditioning_only:
         sparse_table(sizes)
@@ -372,4 +447,4 @@ def main(quick: bool, solves: bool, preconditioning_only: bool, degenerate_only:
 
 if __name__ == "__main__":
     main("--quick" in sys.argv, "--no-solves" not in sys.argv, "--preconditioning" in sys.argv,
-         "--degenerate" in sys.argv)
+         "--degenerate" in sys.argv, "--dense-lines" in sys.argv)

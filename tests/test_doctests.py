@@ -29,7 +29,8 @@ OPTIONS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 # The public surface: modules whose public names (``__all__``, else every name defined there without a
 # leading underscore) each need a docstring with an "Examples" section. autodiff.numpy's hundreds of
 # NumPy ops carry NumPy's own meaning; that module has one example in its module docstring instead.
-PUBLIC_MODULES = ("autodiff", "autodiff.extend", "autodiff.tree", "autodiff.jit", "hessopt", "hessopt.nn",
+PUBLIC_MODULES = ("autodiff", "autodiff.extend", "autodiff.tree", "autodiff.jit", "autodiff.implicit",
+                  "autodiff.linear_solve", "hessopt", "hessopt.nn",
                   "hessopt.nn.activations", "hessopt.nn.losses", "hessopt.nn.datasets", "hessopt.regularizers",
                   "hessopt.curvature", "hessopt.plot", "hessopt.problems", "hessopt.suite", "optimizers")
 

@@ -7,8 +7,10 @@ dense one either way. A hypothesis-drawn family of programs checks the superset 
 """
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -18,7 +20,7 @@ from hypothesis import strategies as st
 import autodiff as ad
 import autodiff.numpy as anp
 from autodiff import _index_sets as index_sets
-from autodiff import coloring
+from autodiff import coloring, sparsity
 from autodiff._index_sets import Sets
 from autodiff.extend import defvjp, primitive
 from autodiff.function import CACHE_SIZE
@@ -154,6 +156,186 @@ def test_column_coloring_of_a_banded_jacobian():
     colours = pattern.coloring()
     assert colours.max() + 1 == 3                      # rows i, i + 1, i + 2: three colours
     coloring.column_recovery(pattern.rows, pattern.cols, colours)   # valid: raises otherwise
+
+
+# --- dense rows and columns: forward and reverse products -------------------------------------------
+
+def budget(x):
+    """A chain of constraints and a budget sum(x) = 1: one dense row."""
+    return np.append(x[1:] ** 2 - x[:-1], np.sum(x) - 1.0)
+
+
+def three_dense_rows(x):
+    return np.concatenate([x[1:] ** 2 - x[:-1], [np.sum(x) - 1.0, np.sum(x ** 2), x @ np.arange(x.size)]])
+
+
+def arrow(x):
+    """A dense first column (x[0] in every row) and a dense last row."""
+    return np.append(x[0] * x[1:] + x[:-1] ** 2, np.sum(x ** 2))
+
+
+def blocks(x):
+    """50 rows over disjoint blocks of 40, each scaled by x[0]: a dense column, long rows."""
+    return x[0] * np.sum(x[1:].reshape(50, -1) ** 2, axis=1)
+
+
+def count_products(monkeypatch) -> list:
+    """The number of vectors in each batch of products the sparse Jacobians compute, as they run."""
+    counted = []
+    original = sparsity._in_chunks
+    monkeypatch.setattr(sparsity, "_in_chunks", lambda products, vectors, length, chunk: (
+        counted.append(vectors.shape[0]) or original(products, vectors, length, chunk)))
+    return counted
+
+
+# f, n, (forward, reverse) products of the automatic choice, and those of forward or reverse products alone
+DENSE_LINES = {"budget": (budget, 300, (2, 1), 300, 3), "three dense rows": (three_dense_rows, 300, (2, 3), 300, 5),
+               "dense row and column": (arrow, 300, (3, 1), 300, 300),
+               "dense column, long rows": (blocks, 2001, (1, 1), 41, 50)}
+
+
+@pytest.mark.parametrize("name", list(DENSE_LINES))
+def test_dense_rows_and_columns_take_a_few_products_of_each_kind(monkeypatch, name):
+    """A dense row would make a column colouring take n products (and a dense column a row
+    colouring m): its entries come from one reverse product (a dense column's from one forward
+    product), the rest from a colouring of what is left; the matrix is the dense one."""
+    f, n, (forward, reverse), columns_only, rows_only = DENSE_LINES[name]
+    x = np.random.default_rng(8).uniform(0.5, 1.5, n)
+    counted = count_products(monkeypatch)
+    J = ad.sparse_jacobian(f)(x)
+    assert counted == [forward, reverse]
+    dense = ad.jacobian(f)(x)
+    np.testing.assert_allclose(J.toarray(), dense, rtol=1e-13, atol=1e-13 * np.abs(dense).max())
+    pattern = ad.jacobian_sparsity(f, x)
+    assert pattern.bicoloring("columns")[0].max() + 1 == pattern.coloring().max() + 1 == columns_only
+    assert pattern.bicoloring("rows")[1].max() + 1 == rows_only
+
+
+@pytest.mark.parametrize("partition, products", [("columns", (300, 0)), ("rows", (0, 3)), ("bidirectional", (2, 1))])
+def test_the_partition_option_chooses_the_products(monkeypatch, partition, products):
+    x = np.random.default_rng(9).uniform(0.5, 1.5, 300)
+    counted = count_products(monkeypatch)
+    jacobian = ad.sparse_jacobian(budget, partition=partition)
+    np.testing.assert_allclose(jacobian(x).toarray(), ad.jacobian(budget)(x), rtol=1e-13, atol=0)
+    assert counted == list(products)
+    copy = pickle.loads(pickle.dumps(jacobian))
+    assert copy._partition == partition and len(copy._cache) == 0
+    with pytest.raises(ValueError, match="partition must be one of 'auto', 'columns', 'rows', 'bidirectional', "
+                                         "got 'column'"):
+        ad.sparse_jacobian(budget, partition="column")
+
+
+def test_a_budget_jacobian_at_a_hundred_thousand_variables_is_its_closed_form(monkeypatch):
+    """Rows x_{i+1}^2 - x_i, then sum(x) - 1, sum(x^2) and sum_i i x_i: the chain by 2 forward
+    products, the three dense rows by 3 reverse products, equal to the closed form (the same
+    arithmetic: exact), and replayed at a second point with the pattern found once."""
+    import scipy.sparse
+    n = 100_000
+    counted, coloured = count_products(monkeypatch), spy(monkeypatch, "bicoloring")
+    jacobian = ad.sparse_jacobian(three_dense_rows)
+    for seed in (10, 11):
+        x = np.random.default_rng(seed).uniform(0.5, 1.5, n)
+        i = np.arange(n - 1)
+        chain = scipy.sparse.csr_matrix((np.concatenate([np.full(n - 1, -1.0), 2 * x[1:]]),
+                                         (np.concatenate([i, i]), np.concatenate([i, i + 1]))), shape=(n - 1, n))
+        dense_rows = scipy.sparse.csr_matrix((np.concatenate([np.ones(n), 2 * x, np.arange(n, dtype=float)]),
+                                              (np.repeat(np.arange(3), n), np.tile(np.arange(n), 3))))
+        expected = scipy.sparse.vstack([chain, dense_rows])
+        J = jacobian(x)
+        assert J.shape == (n + 2, n) and J.nnz == expected.nnz == 2 * (n - 1) + 3 * n
+        assert abs(J - expected).max() == 0.0
+    assert counted == [2, 3, 2, 3] and coloured == ["bicoloring"]       # the pattern and partition found once
+    (kept,) = jacobian._cache.values()
+    assert len(kept.compressions) == 1
+
+
+def test_a_pattern_too_dense_for_any_colouring_says_so_and_takes_the_identity(monkeypatch):
+    """(sum x)^2 has a dense Hessian and a dense gradient Jacobian: no colouring can save half the
+    products, so none is searched (it took 33 s at n = 200 before), each column is its own colour,
+    the matrix is exact, and a DensePatternWarning tells the caller, once per pattern."""
+    n = 300
+    rank_one = lambda x: np.sum(x[1:] * x[:-1] ** 2) + np.sum(x) ** 2  # noqa: E731
+    x = np.random.default_rng(12).uniform(0.5, 1.5, n)
+    searched = spy(monkeypatch, "_by_classes") + spy(monkeypatch, "_jones_plassmann")
+    hessian = ad.sparse_hessian(rank_one)
+    with pytest.warns(ad.DensePatternWarning, match=r"Hessian's pattern is dense \(90,000 of 300 x 300 entries\): "
+                                                  r"its 300 products"):
+        H = hessian(x)
+    assert np.array_equal(hessian.pattern(x).coloring(), np.arange(n)) and searched == []
+    dense = ad.hessian(rank_one)(x)
+    np.testing.assert_allclose(H.toarray(), dense, rtol=1e-13, atol=1e-13 * np.abs(dense).max())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                       # said once
+        hessian(x + 1.0)
+    gradient = ad.grad(rank_one)
+    with pytest.warns(ad.DensePatternWarning, match="Jacobian's pattern is dense"):
+        J = ad.sparse_jacobian(gradient)(x)
+    np.testing.assert_allclose(J.toarray(), dense, rtol=1e-13, atol=1e-13 * np.abs(dense).max())
+
+
+@pytest.mark.parametrize("n", [300, 3000])
+def test_an_arrowhead_lagrangian_is_star_coloured_in_four_colours(n):
+    """A chain objective and a multiplier times x_n * sum(x^2): a dense last row and column beside
+    a tridiagonal band, three colours for the band and one for the dense column."""
+    lagrangian = lambda x: np.sum(x[1:] * x[:-1] ** 2) + 0.7 * x[-1] * np.sum(x ** 2)  # noqa: E731
+    x = np.random.default_rng(13).uniform(0.5, 1.5, n)
+    pattern = ad.hessian_sparsity(lagrangian, x)
+    assert pattern.coloring().max() + 1 == 4
+    expected = band(n, 1)
+    expected[-1] = expected[:, -1] = True
+    assert np.array_equal(pattern.to_dense(), expected)
+    dense = ad.hessian(lagrangian)(x)
+    np.testing.assert_allclose(ad.sparse_hessian(lagrangian)(x).toarray(), dense, rtol=1e-13,
+                               atol=1e-13 * np.abs(dense).max())
+
+
+def random_values(rng, dense: np.ndarray) -> np.ndarray:
+    return np.where(dense, rng.normal(size=dense.shape), 0.0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.floats(0.02, 0.3), st.integers(0, 3), st.integers(0, 3),
+       st.integers(0, 2 ** 16))
+def test_bicolourings_recover_every_entry(m, n, density, dense_rows, dense_columns, seed):
+    """Random patterns with dense rows and columns: every partition reads every entry exactly from
+    its products, and "auto" takes no more products than any other."""
+    rng = np.random.default_rng(seed)
+    dense = rng.random((m, n)) < density
+    dense[rng.integers(0, m, dense_rows)] = True
+    dense[:, rng.integers(0, n, dense_columns)] = True
+    rows, cols = np.nonzero(dense)
+    values = random_values(rng, dense)
+    products = {}
+    for partition in coloring.PARTITIONS:
+        column_colours, row_colours = coloring.bicoloring(rows, cols, (m, n), partition)
+        seeds, cotangents = sparsity._indicators(column_colours), sparsity._indicators(row_colours)
+        computed = np.concatenate([(values @ seeds.T).T.ravel(), (cotangents @ values).ravel()])
+        read = coloring.bicoloring_recovery(rows, cols, column_colours, row_colours)
+        assert np.array_equal(computed[read], values[rows, cols])
+        products[partition] = seeds.shape[0] + cotangents.shape[0]
+    assert products["auto"] == min(products.values())
+
+
+@pytest.mark.parametrize("f", [three_dense_rows, ad.function(three_dense_rows)], ids=["plain", "autodiff.function"])
+def test_forward_and_reverse_products_are_traced_once_and_replayed(f):
+    jacobian = ad.sparse_jacobian(f)
+    x = np.random.default_rng(14).uniform(0.5, 1.5, 200)
+    jacobian(x)
+    (kept,) = jacobian._cache.values()
+    traces = [program.traces for program in kept.programs]      # the forward and the reverse products
+    for point in (x, x + 1.0, 2 * x):
+        np.testing.assert_allclose(jacobian(point).toarray(), ad.jacobian(three_dense_rows)(point), rtol=1e-13, atol=0)
+    assert [program.traces for program in kept.programs] == traces and jacobian.untraced_reason is None
+
+
+def test_reverse_products_of_a_function_the_tracer_refuses_run_eagerly():
+    f = lambda x: np.append(np.sort(x)[1:] * x[1:] ** 2, np.sum(x))  # noqa: E731  (sort reads float values)
+    jacobian = ad.sparse_jacobian(f, partition="bidirectional")
+    for seed in range(2):
+        x = np.random.default_rng(seed).permutation(13) + 1.0
+        np.testing.assert_allclose(jacobian(x[1:]).toarray(), ad.jacobian(f)(x[1:]), rtol=1e-13, atol=0)
+    assert "sort" in jacobian.untraced_reason
+    assert jacobian.pattern(x[1:]).bicoloring("bidirectional")[1].max() == 0      # the sum: one reverse product
 
 
 # --- the conservative superset over a family of programs ---------------------------------------
@@ -394,7 +576,7 @@ def test_products_are_traced_once_and_replayed(f):
     hessian = ad.sparse_hessian(f)
     x = np.random.default_rng(5).normal(size=30)
     hessian(x)
-    (program,) = [kept.program for kept in hessian._cache.values()]
+    ((program,),) = [kept.programs for kept in hessian._cache.values()]
     traces = program.traces                             # the gradient and the products, once
     for point in (x, x + 1.0, 2 * x):
         np.testing.assert_allclose(hessian(point).toarray(), ad.hessian(rosen)(point), rtol=1e-12, atol=1e-9)
@@ -435,7 +617,6 @@ def test_the_cache_keeps_the_most_recent_signatures_as_autodiff_function_does(ma
 def test_a_used_sparse_hessian_pickles_without_its_cache():
     """Its patterns and replayed programs are made again where it is unpickled (as ad.function's
     traces are), so a used one pickles as a new one does."""
-    import pickle
     hessian = ad.sparse_hessian(rosen, cache_size=3)
     x = np.random.default_rng(7).normal(size=12)
     expected = hessian(x).toarray()
