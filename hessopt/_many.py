@@ -29,14 +29,14 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Executor, Future, InvalidStateError, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from scipy.optimize import OptimizeResult
 
 from ._arguments import check_option, flatten_x0, takes_intermediate_result
-from ._minimize import _method, minimize
+from ._minimize import _method, minimize, minimize_sharing
 
 if TYPE_CHECKING:       # multiprocessing is loaded only by those who use processes
     from concurrent.futures import ProcessPoolExecutor
@@ -173,6 +173,11 @@ class _Run:
     caller: int                             # the process minimize_many was called in
     beacon: Callable[[str], None] | None = None
     pickler: str | None = None
+    traces: dict = field(default_factory=dict, compare=False, repr=False)  # fun's, by thread (minimize_sharing)
+
+    def __getstate__(self) -> dict:
+        """Pickled without the traces: a run sent to another process traces fun there."""
+        return {**self.__dict__, "traces": {}}
 
     def __call__(self, x0, token: str | None = None) -> OptimizeResult | _Packed:
         if self.beacon is not None:
@@ -183,7 +188,8 @@ class _Run:
     def _minimize(self, x0) -> OptimizeResult:
         last = _LastIterate(self.kwargs.get("callback"))
         try:
-            return minimize(self.fun, x0, method=self.method, **{**self.kwargs, "callback": last})
+            return minimize_sharing(self.fun, x0, method=self.method, **{**self.kwargs, "callback": last},
+                                    shared=self.traces.setdefault(threading.get_ident(), {}))
         except BaseException as error:
             if isinstance(error, KeyboardInterrupt) and self._in_callers_main_thread():
                 raise                       # Ctrl-C to the caller, who runs this start itself

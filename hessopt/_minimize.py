@@ -76,32 +76,42 @@ class AutodiffDerivatives:
     generalized Gauss-Newton one of loss(predict(...)), ``predict`` called like ``f``. With
     ``trace`` every derivative (gradients, products, dense Hessians, Gauss-Newton products) is a
     replayed program of ``autodiff.function`` (f eagerly where it cannot be traced:
-    ``untraced_reason`` then says why); plain values are NumPy calls of f either way.
+    ``untraced_reason`` then says why); plain values are NumPy calls of f either way. ``shared``
+    holds the autodiff.functions of earlier runs of the same f (minimize_many's runs in one
+    process), by role: they are replayed instead of traced again, and those made here are added.
     """
 
+    _shared: dict | None = None
+
     def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
-                 ggn: tuple[Callable, Callable] | None = None, trace: bool = False):
+                 ggn: tuple[Callable, Callable] | None = None, trace: bool = False, shared: dict | None = None):
         self.f = f                      # a function of the structure unravel(x) (or of x itself)
         self.unravel = unravel or (lambda x: x)
         self.variables = variables
         self._traced: list = []         # the autodiff.functions made here (untraced_reason)
-        objective = self._replayed(f, trace)
+        self._shared = shared
+        objective = self._replayed(f, trace, "objective")
         if ggn is None:
             self._operator_at = lambda point: ad.hessian_operator(objective, point)
         else:
-            predict, loss = self._replayed(ggn[0], trace), ggn[1]
+            predict, loss = self._replayed(ggn[0], trace, "predict"), ggn[1]
             self._operator_at = lambda point: ad.ggn_operator(predict, loss, point)
         # first-order methods: the value and gradient alone, of f of the point (the Variables' values)
         self._value_and_grad = ad.value_and_grad(objective if variables is None else
-                                                 self._replayed(lambda _: f(), trace))
+                                                 self._replayed(lambda _: f(), trace, "variables"))
         self._x = None
         self._operator = None
 
-    def _replayed(self, g: Callable, trace: bool) -> Callable:
-        """``autodiff.function(g)`` when tracing (eagerly where it cannot be traced), else g."""
+    def _replayed(self, g: Callable, trace: bool, role: str) -> Callable:
+        """``autodiff.function(g)`` when tracing (eagerly where it cannot be traced), else g; the
+        shared one of this role, if there is one."""
         if not trace:
             return g
-        traced = ad.function(g, eager_fallback=True)
+        traced = None if self._shared is None else self._shared.get(role)
+        if traced is None:
+            traced = ad.function(g, eager_fallback=True)
+            if self._shared is not None:
+                self._shared[role] = traced
         self._traced.append(traced)
         return traced
 
@@ -309,6 +319,16 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     >>> result.x.round(6), result.active_mask
     (array([0., 1.]), array([-1,  0]))
     """
+    return minimize_sharing(fun, x0, args, method, jac, hess, hessp, bounds, constraints, tol, callback, options)
+
+
+def minimize_sharing(fun: Callable, x0, args: tuple = (), method: str | None = None,
+                     jac: Callable | bool | None = None, hess=None, hessp: Callable | None = None, bounds=None,
+                     constraints=(), tol: float | None = None, callback: Callable | None = None,
+                     options: dict | None = None, shared: dict | None = None) -> OptimizeResult:
+    """:func:`minimize`, replaying the autodiff.functions in ``shared`` (``AutodiffDerivatives``):
+    the runs of one ``fun`` and ``args`` from many starts (``minimize_many``'s, in one process)
+    trace it once."""
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
     _refuse_constraints(constraints)
@@ -330,7 +350,7 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     variables = _variables(x0)
     if variables is None:
         derivatives = AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel,
-                                          ggn=ggn, trace=trace)
+                                          ggn=ggn, trace=trace, shared=shared)
     elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
         derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn,
                                           trace)
