@@ -8,14 +8,21 @@ Problems: MGH instances (``hessopt.problems``; jax runs the same source with ``n
 ``jax.numpy``), three small CUTEst-like least-squares fits (3-5 parameters, 20-40 points) and a
 2,033-parameter perceptron's loss on a batch of 256. HVP is ``hessian_operator(f, x) @ v`` at a
 new x (what jax's jitted HVP of (x, v) computes); ``HVP@x`` the product of an operator already made
-at x (an optimizer's further products at one iterate). Whole solves and ``minimize_many`` come in
-phase 2 (issue 36).
+at x (an optimizer's further products at one iterate).
+
+Whole solves from MGH's starting points: ``hessopt.minimize`` (a fresh call: it traces f), and per
+solve in a batch of 10 starts through ``minimize_many`` (one trace for the batch), against ``scipy.optimize.minimize``
+given jax.jit's gradient and Hessian (NumPy in and out), the same method (trust-exact); ``per
+eval`` is a solve's time over its evaluations (nfev + njev + nhev). Batches: solves per second
+through ``minimize_many`` (this process, one core) on a batch of starts around each small
+problem's, against a loop of scipy with jax.jit derivatives.
 
 Every time is the median over interleaved rounds (``common.interleaved_ratios``), ratios to jax.jit
 in the same rounds: load from other processes hits every contestant alike. ``compile s`` is numba's
 time to make the problem's native programs (gradient, split HVP, Hessian).
 Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_small.py [--all] [--quick]
-(--all: the 39 MGH instances, not a dozen; --quick: 5 rounds instead of 15)
+[--calls | --solves] [--batch N] (--all: the 39 MGH instances, not a dozen; --quick: 5 rounds instead
+of 15; --calls, --solves: that part alone; --batch: starts per problem in a batch, default 1,000)
 """
 from __future__ import annotations
 
@@ -30,6 +37,7 @@ import numpy as np
 import scipy.optimize
 
 import autodiff as ad
+import hessopt
 from hessopt import problems
 
 from common import interleaved_ratios, optional
@@ -46,11 +54,13 @@ KINDS = ("gradient", "HVP", "HVP@x", "Hessian")
 
 
 class Case:
-    """One problem: f in plain NumPy, x, v, and each contestant's calls by kind (None: not there)."""
+    """One problem: f in plain NumPy, x, v, and each contestant's calls by kind (None: not there);
+    ``start`` the whole solves' (MGH's x0; x where not given)."""
 
     def __init__(self, name: str, f: Callable, x: np.ndarray, jax_f: Callable | None = None,
-                 hand: dict | None = None, casadi_f: Callable | None = None):
+                 hand: dict | None = None, casadi_f: Callable | None = None, start: np.ndarray | None = None):
         self.name, self.f, self.x = name, f, np.asarray(x, dtype=float)
+        self.start = self.x if start is None else np.asarray(start, dtype=float)
         self.v = np.random.default_rng(1).standard_normal(self.x.size)
         self.jax_f, self.hand, self.casadi_f = jax_f, hand or {}, casadi_f
 
@@ -78,7 +88,7 @@ def mgh_cases(every: bool) -> list:
                     "Hessian": scipy.optimize.rosen_hess}
         cases.append(Case(f"{problem.name} {problem.n}", problem.fun, x,
                           in_jax(problem.fun) if jax else None, hand,
-                          casadi_rosenbrock if problem.name == "rosenbrock" else None))
+                          casadi_rosenbrock if problem.name == "rosenbrock" else None, problem.x0))
     return cases
 
 
@@ -270,10 +280,89 @@ def table(rows: list, kind: str) -> None:
         print(f"  {name:<24}" + "".join(f"{c:>18}" for c in cells) + f"{compile_seconds:11.1f}  {reason or 'yes'}")
     for h, values in ratios.items():
         if values:
-            geometric = math.exp(sum(math.log(r) for r in values) / len(values))
-            print(f"  {h} / jax.jit: geometric mean {geometric:.2f}, worst {max(values):.2f}, "
+            print(f"  {h} / jax.jit: geometric mean {geometric_mean(values):.2f}, worst {max(values):.2f}, "
                   f"at most 1 on {sum(r <= 1 for r in values)} of {len(values)}, "
                   f"at most 1/5 on {sum(r <= 0.2 for r in values)}")
+
+
+# --- whole solves and batches ----------------------------------------------------------------------------
+
+SOLVE_METHOD = "trust-exact"
+BATCHED = 10    # starts in the batch whose time per solve is "hessopt batched"
+BATCH_PROBLEMS = ("rosenbrock", "beale", "box_3d", "exp_decay", "gauss_peak", "two_exponentials")
+
+
+def jax_derivatives(case: Case) -> tuple:
+    """jax.jit's f, gradient and Hessian of the case, NumPy in and out (a scipy user's calls)."""
+    f, grad, hessian = jax.jit(case.jax_f), jax.jit(jax.grad(case.jax_f)), jax.jit(jax.hessian(case.jax_f))
+    return (lambda x: float(f(x))), (lambda x: np.asarray(grad(x))), (lambda x: np.asarray(hessian(x)))
+
+
+def solve_calls(case: Case) -> tuple:
+    """({contestant: one solve from the case's x}, {contestant: evaluations per solve})."""
+    calls = {"hessopt": lambda: hessopt.minimize(case.f, case.start, method=SOLVE_METHOD),
+             "hessopt batched": lambda: hessopt.minimize_many(case.f, [case.start] * BATCHED, method=SOLVE_METHOD)}
+    if case.jax_f is not None:
+        f, grad, hessian = jax_derivatives(case)
+        calls["scipy+jax"] = lambda: scipy.optimize.minimize(f, case.start, jac=grad, hess=hessian,
+                                                             method=SOLVE_METHOD)
+    evaluations = {}
+    for name, call in calls.items():
+        result = call()
+        result = result[0] if isinstance(result, list) else result
+        evaluations[name] = result.nfev + result.njev + result.get("nhev", 0)
+    return calls, evaluations
+
+
+def solves_table(cases: list, rounds: int) -> None:
+    print(f"\nwhole solves ({SOLVE_METHOD}): ms per solve (ratio to scipy+jax), evaluations, us per evaluation")
+    head = ["hessopt", "hessopt batched", "scipy+jax"]
+    print(f"  {'problem':<24}" + "".join(f"{h:>30}" for h in head))
+    ratios: dict = {"hessopt": [], "hessopt batched": []}
+    for case in cases:
+        calls, evaluations = solve_calls(case)
+        baseline = "scipy+jax" if "scipy+jax" in calls else "hessopt"
+        results = interleaved_ratios(calls, baseline, repeats=rounds)
+        results["hessopt batched"] = tuple(value / BATCHED for value in results["hessopt batched"])
+        cells = []
+        for h in head:
+            if h not in results:
+                cells.append("")
+                continue
+            (seconds, ratio), count = results[h], evaluations[h]
+            cells.append(f"{seconds * 1e3:7.2f} ({ratio:5.2f}) {count:4d} {seconds / count * 1e6:6.0f}")
+            if h in ratios and baseline == "scipy+jax":
+                ratios[h].append(ratio)
+        print(f"  {case.name:<24}" + "".join(f"{c:>30}" for c in cells), flush=True)
+    for h, values in ratios.items():
+        if values:
+            print(f"  {h} / scipy+jax: geometric mean {geometric_mean(values):.2f}, worst {max(values):.2f}, "
+                  f"at most 1 on {sum(r <= 1 for r in values)} of {len(values)}")
+
+
+def batch_table(cases: list, size: int) -> None:
+    print(f"\nbatches of {size:,} starts per problem ({SOLVE_METHOD}; starts x (1 + 0.2 z), z normal): "
+          "solves per second on one core, share solved")
+    print(f"  {'problem':<24}{'minimize_many':>22}{'scipy+jax loop':>22}")
+    for case in cases:
+        starts = case.start * (1.0 + 0.2 * np.random.default_rng(5).standard_normal((size, case.x.size)))
+        start = time.perf_counter()
+        results = hessopt.minimize_many(case.f, starts, method=SOLVE_METHOD)
+        cells = [f"{size / (time.perf_counter() - start):9.0f} ({np.mean([r.success for r in results]):4.2f})"]
+        if case.jax_f is not None:
+            f, grad, hessian = jax_derivatives(case)
+            start = time.perf_counter()
+            results = [scipy.optimize.minimize(f, x, jac=grad, hess=hessian, method=SOLVE_METHOD) for x in starts]
+            cells.append(f"{size / (time.perf_counter() - start):9.0f} ({np.mean([r.success for r in results]):4.2f})")
+        print(f"  {case.name:<24}" + "".join(f"{c:>22}" for c in cells), flush=True)
+
+
+def geometric_mean(values: list) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def option(name: str, default: int) -> int:
+    return int(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
 
 
 def main() -> None:
@@ -281,13 +370,18 @@ def main() -> None:
     warnings.simplefilter("ignore", RuntimeWarning)   # MGH starting points overflow in places
     print(f"jax {'missing' if jax is None else jax.__version__}, casadi {getattr(casadi, '__version__', 'missing')}, "
           f"numba {getattr(optional('numba'), '__version__', 'missing (native runs as the replay)')}")
-    rows = []
-    for case in mgh_cases(every) + fit_cases() + [mlp_case()]:
-        results, compile_seconds, reason = measure(case, rounds)
-        rows.append((case.name, results, compile_seconds, reason))
-        print(f"  measured {case.name}", flush=True)
-    for kind in KINDS:
-        table(rows, kind)
+    small = mgh_cases(every) + fit_cases()
+    if "--solves" not in sys.argv:
+        rows = []
+        for case in small + [mlp_case()]:
+            results, compile_seconds, reason = measure(case, rounds)
+            rows.append((case.name, results, compile_seconds, reason))
+            print(f"  measured {case.name}", flush=True)
+        for kind in KINDS:
+            table(rows, kind)
+    if "--calls" not in sys.argv:
+        solves_table(small, max(3, rounds // 3))
+        batch_table([case for case in small if case.name.split()[0] in BATCH_PROBLEMS], option("--batch", 1000))
 
 
 if __name__ == "__main__":

@@ -160,3 +160,18 @@ def test_without_numba_native_programs_are_the_numpy_replay(monkeypatch):
     np.testing.assert_array_equal(f.grad()(x), ad.grad(stacked)(x))
     assert f.native_reason == "numba is not installed (the compiled extra)"
     np.testing.assert_array_equal(f.hessian_operator(x).to_dense(), ad.hessian(stacked)(x))
+
+
+def test_a_program_traced_again_compiles_once_and_keeps_its_own_constants():
+    def fit(data):
+        return lambda p: np.sum((p[0] * np.exp(-p[1] * data[0]) - data[1]) ** 2)
+    first, second = np.array([[0.0, 1.0, 2.0], [1.0, 0.5, 0.2]]), np.array([[0.5, 1.5, 3.0], [2.0, 1.0, 0.1]])
+    p = np.array([1.5, 0.7])
+    programs = []
+    for data in (first, second):
+        recording = trace(fit(data), p)
+        programs.append(Program(recording.records, recording.inputs, recording.outputs, single=True))
+    assert programs[0].source == programs[1].source
+    assert programs[0].run.__code__ is programs[1].run.__code__          # one compilation
+    for program, data in zip(programs, (first, second)):                  # each with its own data
+        assert program.run(p) == fit(data)(p)
