@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from scipy.optimize import OptimizeResult
 
 from ._arguments import check_option, flatten_x0, takes_intermediate_result
-from ._minimize import _method, minimize, minimize_sharing
+from ._minimize import SHARED_TRACES, _method, minimize
 
 if TYPE_CHECKING:       # multiprocessing is loaded only by those who use processes
     from concurrent.futures import ProcessPoolExecutor
@@ -173,7 +173,7 @@ class _Run:
     caller: int                             # the process minimize_many was called in
     beacon: Callable[[str], None] | None = None
     pickler: str | None = None
-    traces: dict = field(default_factory=dict, compare=False, repr=False)  # fun's, by thread (minimize_sharing)
+    traces: dict = field(default_factory=dict, compare=False, repr=False)  # fun's, by thread (SharedTraces)
 
     def __getstate__(self) -> dict:
         """Pickled without the traces: a run sent to another process traces fun there."""
@@ -188,8 +188,9 @@ class _Run:
     def _minimize(self, x0) -> OptimizeResult:
         last = _LastIterate(self.kwargs.get("callback"))
         try:
-            return minimize_sharing(self.fun, x0, method=self.method, **{**self.kwargs, "callback": last},
-                                    shared=self.traces.setdefault(threading.get_ident(), {}))
+            kwargs = {"args": (), **self.kwargs, "callback": last}
+            with SHARED_TRACES.of(self.fun, kwargs["args"], self.traces.setdefault(threading.get_ident(), {})):
+                return minimize(self.fun, x0, method=self.method, **kwargs)
         except BaseException as error:
             if isinstance(error, KeyboardInterrupt) and self._in_callers_main_thread():
                 raise                       # Ctrl-C to the caller, who runs this start itself

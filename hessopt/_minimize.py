@@ -8,8 +8,10 @@ objective that cannot be traced runs eagerly, with the same results.
 """
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Callable
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
@@ -319,16 +321,6 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     >>> result.x.round(6), result.active_mask
     (array([0., 1.]), array([-1,  0]))
     """
-    return minimize_sharing(fun, x0, args, method, jac, hess, hessp, bounds, constraints, tol, callback, options)
-
-
-def minimize_sharing(fun: Callable, x0, args: tuple = (), method: str | None = None,
-                     jac: Callable | bool | None = None, hess=None, hessp: Callable | None = None, bounds=None,
-                     constraints=(), tol: float | None = None, callback: Callable | None = None,
-                     options: dict | None = None, shared: dict | None = None) -> OptimizeResult:
-    """:func:`minimize`, replaying the autodiff.functions in ``shared`` (``AutodiffDerivatives``):
-    the runs of one ``fun`` and ``args`` from many starts (``minimize_many``'s, in one process)
-    trace it once."""
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
     _refuse_constraints(constraints)
@@ -350,7 +342,7 @@ def minimize_sharing(fun: Callable, x0, args: tuple = (), method: str | None = N
     variables = _variables(x0)
     if variables is None:
         derivatives = AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel,
-                                          ggn=ggn, trace=trace, shared=shared)
+                                          ggn=ggn, trace=trace, shared=_shared_traces(fun, args))
     elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
         derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn,
                                           trace)
@@ -412,6 +404,34 @@ def minimize_sharing(fun: Callable, x0, args: tuple = (), method: str | None = N
         report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note,
                       call.unravel)
     return call.finish(result)
+
+
+class SharedTraces(threading.local):
+    """The autodiff.functions of one ``fun`` and ``args`` that every ``minimize`` call with them,
+    in this thread, replays instead of tracing fun again (``AutodiffDerivatives``' ``shared``):
+    minimize_many's runs made here. Set for the runs' duration (``with SHARED_TRACES.of(...)``);
+    a call of any other fun or args (an objective that itself calls minimize) traces its own."""
+
+    fun: Callable | None = None
+    args: object = None
+    traces: dict | None = None
+
+    @contextmanager
+    def of(self, fun: Callable, args: object, traces: dict):
+        kept = self.fun, self.args, self.traces
+        self.fun, self.args, self.traces = fun, args, traces
+        try:
+            yield
+        finally:
+            self.fun, self.args, self.traces = kept
+
+
+SHARED_TRACES = SharedTraces()
+
+
+def _shared_traces(fun: Callable, args: object) -> dict | None:
+    """The traces ``minimize(fun, x0, args)`` shares in this thread, if any (``SharedTraces``)."""
+    return SHARED_TRACES.traces if fun is SHARED_TRACES.fun and args is SHARED_TRACES.args else None
 
 
 def _refuse_constraints(constraints) -> None:

@@ -476,3 +476,22 @@ def test_threads_of_a_pool_each_trace_for_their_own_runs():
     for result, expected in zip(results, alone):
         assert result.success and result.nit == expected.nit
         np.testing.assert_array_equal(result.x, expected.x)
+
+
+def inner_quartic(y):
+    return np.sum((y - 2.0) ** 4)
+
+
+def around_an_inner_minimum(x):
+    """(x - y*)^2, y* = 2 the minimum of another objective, found by minimize inside this one."""
+    inner = hessopt.minimize(inner_quartic, np.zeros(1), method="newton", options={"gtol": 1e-12})
+    return np.sum((x - inner.x) ** 2)
+
+
+def test_an_objective_that_calls_minimize_on_another_function_traces_that_one_itself():
+    results = hessopt.minimize_many(around_an_inner_minimum, [np.zeros(1), np.ones(1)], method="newton")
+    inner = hessopt.minimize(inner_quartic, np.zeros(1), method="newton", options={"gtol": 1e-12}).x
+    for result in results:
+        assert result.success
+        np.testing.assert_allclose(result.x, inner, rtol=1e-12)
+        np.testing.assert_allclose(result.x, [2.0], atol=1e-3)    # Newton on a quartic: linear convergence
