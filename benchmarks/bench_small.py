@@ -55,11 +55,12 @@ KINDS = ("gradient", "HVP", "HVP@x", "Hessian")
 
 class Case:
     """One problem: f in plain NumPy, x, v, and each contestant's calls by kind (None: not there);
-    ``start`` the whole solves' (MGH's x0; x where not given)."""
+    ``start`` the whole solves' (MGH's x0; x where not given); ``kinds`` the calls measured."""
 
     def __init__(self, name: str, f: Callable, x: np.ndarray, jax_f: Callable | None = None,
-                 hand: dict | None = None, casadi_f: Callable | None = None, start: np.ndarray | None = None):
-        self.name, self.f, self.x = name, f, np.asarray(x, dtype=float)
+                 hand: dict | None = None, casadi_f: Callable | None = None, start: np.ndarray | None = None,
+                 kinds: tuple = KINDS):
+        self.name, self.f, self.x, self.kinds = name, f, np.asarray(x, dtype=float), kinds
         self.start = self.x if start is None else np.asarray(start, dtype=float)
         self.v = np.random.default_rng(1).standard_normal(self.x.size)
         self.jax_f, self.hand, self.casadi_f = jax_f, hand or {}, casadi_f
@@ -181,12 +182,12 @@ def mlp_gradient(parameters):
 def mlp_case() -> Case:
     x = 0.3 * np.random.default_rng(4).standard_normal(2033)
     return Case("mlp 2033 (batch 256)", mlp_loss, x, (lambda p: mlp_loss(p, np=jnp)) if jax else None,
-                {"gradient": mlp_gradient})
+                {"gradient": mlp_gradient}, kinds=KINDS[:3])   # its Hessian: 20 s a call, not a small problem
 
 
 # --- the contestants --------------------------------------------------------------------------------
 
-def autodiff_calls(f: Callable, x: np.ndarray, v: np.ndarray, native: bool) -> tuple:
+def autodiff_calls(f: Callable, x: np.ndarray, v: np.ndarray, native: bool, hessian_too: bool = True) -> tuple:
     """({kind: call}, seconds to make the programs, why not native)."""
     start = time.perf_counter()
     traced = ad.function(f, native=native)
@@ -197,8 +198,9 @@ def autodiff_calls(f: Callable, x: np.ndarray, v: np.ndarray, native: bool) -> t
     reasons.append(traced.native_reason)
     operator.matvec(v)
     ad.hessian_operator(traced, x + 0.0).matvec(v)
-    hessian(x)
-    reasons.append(traced.native_reason)
+    if hessian_too:
+        hessian(x)
+        reasons.append(traced.native_reason)
     calls = {"gradient": lambda: grad(x), "HVP": lambda: ad.hessian_operator(traced, x).matvec(v),
              "HVP@x": lambda: operator.matvec(v), "Hessian": lambda: hessian(x)}
     return calls, time.perf_counter() - start, next((r for r in reasons if r), None)
@@ -242,8 +244,9 @@ def check(calls: dict, reference: dict, name: str, contestant: str) -> None:
 
 def measure(case: Case, rounds: int) -> dict:
     """{kind: {contestant: (median seconds, median ratio to jax.jit)}}, compile seconds, reason."""
-    replay, _, _ = autodiff_calls(case.f, case.x, case.v, native=False)
-    native, compile_seconds, reason = autodiff_calls(case.f, case.x, case.v, native=True)
+    hessian_too = "Hessian" in case.kinds
+    replay, _, _ = autodiff_calls(case.f, case.x, case.v, False, hessian_too)
+    native, compile_seconds, reason = autodiff_calls(case.f, case.x, case.v, True, hessian_too)
     contestants = {"replay": replay, "native": native}
     if case.jax_f is not None:
         try:
@@ -255,10 +258,12 @@ def measure(case: Case, rounds: int) -> dict:
                                       else call(case.x)) for kind, call in case.hand.items()}
     if casadi is not None and case.casadi_f is not None:
         contestants["casadi"] = casadi_calls(case.casadi_f, case.x, case.v)
+    contestants = {name: {kind: call for kind, call in calls.items() if kind in case.kinds}
+                   for name, calls in contestants.items()}
     for contestant, calls in contestants.items():
         check(calls, replay, case.name, contestant)
-    results = {}
-    for kind in KINDS:
+    results = {kind: {} for kind in KINDS}
+    for kind in case.kinds:
         fns = {name: calls[kind] for name, calls in contestants.items() if kind in calls}
         baseline = "jax.jit" if "jax.jit" in fns else "replay"
         results[kind] = interleaved_ratios(fns, baseline, repeats=rounds)
