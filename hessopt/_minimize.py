@@ -83,7 +83,7 @@ class AutodiffDerivatives:
     process), by role: they are replayed instead of traced again, and those made here are added.
     """
 
-    _shared: dict | None = None
+    _shared: dict | None = None     # (a class default: subclasses that build lazily share nothing)
 
     def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
                  ggn: tuple[Callable, Callable] | None = None, trace: bool = False, shared: dict | None = None):
