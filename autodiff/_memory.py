@@ -29,4 +29,4 @@ def tune_malloc(mmap_threshold: int = 32 << 20, trim_threshold: int = 128 << 20)
     return bool(mallopt(_M_MMAP_THRESHOLD, mmap_threshold)) and bool(mallopt(_M_TRIM_THRESHOLD, trim_threshold))
 
 
-MALLOC_TUNED = tune_malloc()
+tune_malloc()   # on import (autodiff imports this module first)

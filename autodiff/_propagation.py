@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _index_sets as sets_
 from ._index_sets import Sets
-from .core import _read
+from .core import snapshot_read
 from .numpy import linalg, ops
 
 
@@ -214,7 +214,7 @@ def fallback(operands, raw, kwargs, out):
 
 _RULES = {
     ops._where: elementwise, ops._clip: elementwise, ops.sigmoid: elementwise, ops.softplus: elementwise,
-    ops._astype: same_order, ops._reshape: same_order, _read: same_order, ops.alias: same_order,
+    ops._astype: same_order, ops._reshape: same_order, snapshot_read: same_order, ops.alias: same_order,
     ops._broadcast_to: elementwise,
     ops._transpose: moved(np.transpose), ops._flip: moved(np.flip),
     ops._gather: moved(ops._gather_raw), ops._diagonal: moved(np.diagonal),

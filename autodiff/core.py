@@ -416,13 +416,14 @@ _SEQUENCES = (list, tuple)
 
 def list_operand(a: list | tuple) -> Tensor | np.ndarray:
     """A list (or tuple) in an operand's place: an ndarray, or the Tensors it holds stacked (differentiably)."""
-    if not _holds_tensor(a):
+    if not holds_tensor(a):
         return np.asarray(a)
     return sys.modules[f"{__package__}.numpy"].array(a)  # loaded with autodiff (no import cycle)
 
 
-def _holds_tensor(obj) -> bool:
-    return any(isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and _holds_tensor(x)) for x in obj)
+def holds_tensor(obj: Iterable) -> bool:
+    """Whether a list or tuple holds a Tensor, at any depth."""
+    return any(isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and holds_tensor(x)) for x in obj)
 
 
 class Primitive:
@@ -453,7 +454,7 @@ class Primitive:
             return apply_unary(self, args[0])
         for k, a in enumerate(args):
             if isinstance(a, Tensor) or (type(a) in _SEQUENCES and (self.variadic or k in self.vjps)
-                                         and _holds_tensor(a)):
+                                         and holds_tensor(a)):
                 return apply(self, args, kwargs)
         return self.fun(*args, **kwargs)  # plain NumPy, as rules run in raw sweeps
 
@@ -492,7 +493,7 @@ def apply(prim: Primitive, args: tuple, kwargs: dict = _NO_KWARGS) -> Any:
     operands = None  # args with lists converted, when there are any
     for a in args:
         if type(a) in _SEQUENCES and (prim.variadic or len(raw) in prim.vjps) and \
-                (type(a) is list or _holds_tensor(a)):  # a tuple operand holding no Tensor is left alone
+                (type(a) is list or holds_tensor(a)):  # a tuple operand holding no Tensor is left alone
             operands = operands or list(args)
             a = operands[len(raw)] = list_operand(a)
         if isinstance(a, Tensor):
@@ -553,12 +554,14 @@ def _output(prim, args, raw, kwargs, parents, value):
 
 
 class _Rules(dict):
-    """Rules by argument number; a missing one raises (naming the op) when it is needed."""
+    """Rules by argument number; a missing one raises (naming the op) when it is needed.
+    ``reads_cache`` keeps what the rules read (:func:`autodiff.residuals.rules_read`), until a rule
+    changes."""
 
     def __init__(self, op_name: str, kind: str):
         super().__init__()
         self.op_name, self.kind = op_name, kind
-        self._reads: dict = {}
+        self.reads_cache: dict = {}
 
     def __missing__(self, i):
         def missing(*args, **kwargs):
@@ -567,124 +570,7 @@ class _Rules(dict):
 
     def __setitem__(self, i, rule) -> None:
         super().__setitem__(i, rule)
-        self._reads = {}
-
-    def values_read(self, parents: tuple) -> frozenset | None:
-        """The values the rules of ``parents`` read (:func:`values_read`, joined); None: all."""
-        if type(parents) is not tuple:
-            parents = tuple(parents)
-        reads = self._reads.get(parents, False)
-        if reads is False:
-            found: set | None = set()
-            for i in parents:
-                one = values_read(dict.get(self, i))
-                if one is None:
-                    found = None
-                    break
-                found |= one
-            reads = self._reads[parents] = None if found is None else frozenset(found)
-        return reads
-
-
-# --- what a record keeps ------------------------------------------------------------------------
-# A record holds the values its rules may read; an array they never read (only its shape and dtype)
-# is kept as a stand-in, so that a tape (or a trace) holds what its sweep needs and not every
-# intermediate array of the computation it watched (z = x @ W feeds z + b, whose rules read neither).
-
-STAND_IN_BYTES = 1 << 14   # smaller arrays are kept as they are: a stand-in would not save memory
-
-
-def stand_in(t: Tensor) -> Tensor:
-    """A Tensor with t's identity, shape and dtype whose value holds no memory (a zero broadcast to
-    t's shape), for a floating-point array of at least ``STAND_IN_BYTES``; else t itself.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from autodiff.core import Tensor, stand_in
-    >>> t = Tensor(np.ones((100, 100)))
-    >>> s = stand_in(t)
-    >>> s._id == t._id, s.shape, s.dtype, s._value.strides
-    (True, (100, 100), dtype('float64'), (0, 0))
-    """
-    value = t._value
-    if type(value) is not np.ndarray or value.dtype.kind not in "fc" or value.nbytes < STAND_IN_BYTES \
-            or isinstance(t, Variable):
-        return t
-    shadow = Tensor.__new__(Tensor)
-    shadow._value = np.broadcast_to(np.zeros((), value.dtype), value.shape)
-    shadow._id = t._id
-    return shadow
-
-
-def values_read(rule: Any, skip: int = 1) -> frozenset | None:
-    """Which values a VJP rule ``rule(g, ans, *args)`` reads: -1 for ans, k for argument k (found in
-    its code); None when that cannot be told (not a Python function, or ``*args``).
-
-    ``skip`` is the number of parameters before ``ans``. A rule made by a wrapper of another
-    function (``defderiv``, ``broadcasting=True``) names it as ``rule.reads_of = (inner, skip)``:
-    the wrapper itself reads only shapes.
-
-    Examples
-    --------
-    >>> from autodiff.core import values_read
-    >>> sorted(values_read(lambda g, ans, x, y: g * y)), sorted(values_read(lambda g, ans, x: g * ans))
-    ([1], [-1])
-    """
-    if rule is None:
-        return None
-    inner = getattr(rule, "reads_of", None)
-    if inner is not None:
-        return values_read(*inner)
-    found = _READS.get(rule)
-    if found is None and rule not in _READS:
-        found = _READS[rule] = _code_reads(rule, skip)
-    return found
-
-
-_READS: dict = {}
-
-
-_METADATA_ATTRIBUTES = {"shape", "ndim", "dtype", "size"}
-
-
-def _code_reads(rule: Any, skip: int) -> frozenset | None:
-    """The parameters after ``skip`` that the code of ``rule`` loads other than to read one of
-    their metadata attributes (``x.shape``), as positions (ans -1, then 0, 1, ...)."""
-    import dis
-    code = getattr(rule, "__code__", None)
-    if code is None or code.co_flags & 0x04:   # no Python code, or *args
-        return None
-    params = code.co_varnames[skip:code.co_argcount]
-    instructions = list(dis.get_instructions(code))
-    loaded = set()
-    for k, instruction in enumerate(instructions):
-        if instruction.opname.startswith("LOAD_"):
-            value = instruction.argval
-            names = value if type(value) is tuple else (value,)
-            following = instructions[k + 1] if k + 1 < len(instructions) else None
-            if (len(names) == 1 and following is not None and following.opname == "LOAD_ATTR"
-                    and following.argval in _METADATA_ATTRIBUTES):
-                continue   # x.shape: the stand-in has it
-            loaded.update(names)
-    return frozenset(k - 1 for k, name in enumerate(params) if name in loaded)
-
-
-def residuals(args: tuple, raw: list, out: Any, reads: frozenset) -> tuple:
-    """A record's ``(args, raw, out)`` with stand-ins (:func:`stand_in`) for the arrays its rules
-    do not read (``reads``: -1 for out, k for argument k)."""
-    if -1 not in reads and type(out) is not tuple:
-        out = stand_in(out)
-    new_args = None
-    for k, a in enumerate(args):
-        if k in reads or not isinstance(a, Tensor):
-            continue
-        shadow = stand_in(a)
-        if shadow is not a:
-            if new_args is None:
-                new_args, raw = list(args), list(raw)
-            new_args[k], raw[k] = shadow, shadow._value
-    return (args if new_args is None else tuple(new_args)), raw, out
+        self.reads_cache = {}
 
 
 def record(prim: Primitive, args: tuple, raw: list, kwargs: dict, out: Any, parents: tuple) -> None:
@@ -823,13 +709,13 @@ def _as_recorded(args, raw, parents):
     values = list(args)
     for i in parents:
         if args[i]._value is not raw[i]:
-            values[i] = _read(args[i], raw[i])
+            values[i] = snapshot_read(args[i], raw[i])
     return values
 
 
-_read = Primitive(lambda variable, value: value, "read")
-_read.vjps[0] = lambda g, ans, variable, value: g
-_read.jvps[0] = lambda t, ans, variable, value: t
+snapshot_read = Primitive(lambda variable, value: value, "read")
+snapshot_read.vjps[0] = lambda g, ans, variable, value: g
+snapshot_read.jvps[0] = lambda t, ans, variable, value: t
 
 
 def _output_cotangents(grads, outputs, keep):

@@ -145,7 +145,7 @@ def deflinear(prim: Primitive) -> None:
 
 
 # The wrappers below read only shapes themselves: ``reads_of`` names the function whose reads count
-# (``core.values_read``), so that a tape keeps only the values that function reads.
+# (``autodiff.residuals.values_read``), so that a tape keeps only the values that function reads.
 
 def _times(d):
     def vjp(g, ans, *args):

@@ -12,7 +12,7 @@ import numpy as np
 
 from .core import Primitive, Tensor, paused, shape_of, state, value_of
 from .numpy import broadcast_to
-from .tape import UnconnectedGradients, _unconnected
+from .tape import UnconnectedGradients, as_unconnected
 from .tree import flatten
 
 
@@ -125,7 +125,7 @@ class ForwardAccumulator:
         >>> acc.jvp([y, c], unconnected_gradients="zero")
         [Tensor(array(4.)), Tensor(array(0.))]
         """
-        unconnected = _unconnected(unconnected_gradients)
+        unconnected = as_unconnected(unconnected_gradients)
         leaves, rebuild = flatten(primals)
         results = []
         for y in leaves:

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import numpy as anp
 from .core import Tensor, Variable, paused, tracked, value_of
-from .transforms import _vjp, _zeros_like, cached_hvp, flat_cotangent, partially_evaluated
+from .transforms import cached_hvp, flat_cotangent, partially_evaluated, recorded_vjp, zeros_like_tree
 from .tree import flatten, ravel
 
 
@@ -319,13 +319,13 @@ def gauss_newton(predict: Callable, loss: Callable, x: Any, args: tuple = ()) ->
         return z
 
     with paused():
-        z, pullback = _vjp(predictions, x)
+        z, pullback = recorded_vjp(predictions, x)
         try:
             (value, loss_gradient), loss_product = cached_hvp(
                 (lambda predicted: loss(predicted, *args)) if args else loss, z)
         except TypeError as error:
             raise TypeError(f"ggn_operator: the loss of the predictions: {error}") from None
-        _, push = _vjp(pullback, _zeros_like(z))  # the VJP of u -> J^T u is v -> J v
+        _, push = recorded_vjp(pullback, zeros_like_tree(z))  # the VJP of u -> J^T u is v -> J v
         z_shape = np.shape(value_of(z))
         gradient = flat_cotangent(pullback(anp.reshape(loss_gradient, z_shape))[0], sizes, ())
 

@@ -43,7 +43,7 @@ from .core import Tensor, constant, value_of
 from .function import function as replayed
 from .jit import CACHE_SIZE, LeastRecentlyUsed
 from .operators import hessian_operator
-from .tape import GradientTape, UnconnectedGradients, _require_scalar, _require_tensors
+from .tape import GradientTape, UnconnectedGradients, require_scalar, require_tensors
 from .tree import ravel
 
 if TYPE_CHECKING:
@@ -199,10 +199,10 @@ def _record(f: Callable, x: np.ndarray, hessian: bool) -> _Recording:
 
     def build():
         if not hessian:
-            return _require_tensors(f(source), "jacobian_sparsity")
+            return require_tensors(f(source), "jacobian_sparsity")
         with GradientTape() as inner:
             inner.watch(source)
-            y = _require_scalar(f(source), "hessian_sparsity")
+            y = require_scalar(f(source), "hessian_sparsity")
         return inner.gradient(y, source, unconnected_gradients=ZERO)
     try:
         recording = record(build, [source])
@@ -586,7 +586,7 @@ def _jacobian_products(f: Callable, x, seeds):
     with GradientTape(persistent=True) as outer:
         with GradientTape() as inner:
             inner.watch(source)
-            y = _require_tensors(f(source), "sparse_jacobian")
+            y = require_tensors(f(source), "sparse_jacobian")
         cotangent = constant(np.zeros(y.shape, y.dtype))
         outer.watch(cotangent)
         pulled = inner.gradient(y, source, output_gradients=cotangent, unconnected_gradients=ZERO)
@@ -599,7 +599,7 @@ def _vector_jacobian_products(f: Callable, x, cotangents):
     source = x if isinstance(x, Tensor) else constant(x)
     with GradientTape() as tape:
         tape.watch(source)
-        y = _require_tensors(f(source), "sparse_jacobian")
+        y = require_tensors(f(source), "sparse_jacobian")
     count = cotangents.shape[0]
     (products,) = tape.sweep([y], [np.reshape(cotangents, (count,) + y.shape)], [source], (count,))
     return np.zeros((count,) + source.shape) if products is None else products

@@ -17,6 +17,7 @@ import numpy as np
 from . import core
 from .core import Primitive, Tensor, Variable, paused, state, sweep
 from .numpy import broadcast_to, concatenate, moveaxis, reshape, stack
+from .residuals import kept_values, rules_read
 from .tree import flatten
 
 
@@ -151,9 +152,9 @@ class GradientTape:
             return
         if not prim.complex_ok:
             core.refuse_complex(prim, raw, out)
-        reads = None if prim.joint else prim.vjps.values_read(tracked)
-        if reads is not None:   # keep only what the rules read (core.residuals)
-            args, raw, out = core.residuals(args, raw, out, reads)
+        reads = None if prim.joint else rules_read(prim.vjps, tracked)
+        if reads is not None:   # keep only what the rules read (autodiff.residuals)
+            args, raw, out = kept_values(args, raw, out, reads)
         self._records.append((prim, args, raw, kwargs, out, tracked))
         if type(out) is tuple:
             watched.update(o._id for o in out)
@@ -282,7 +283,7 @@ class GradientTape:
         >>> tape.gradient(y, x, output_gradients=np.array([1.0, 10.0]))
         Tensor(array([ 2., 40.]))
         """
-        unconnected = _unconnected(unconnected_gradients)
+        unconnected = as_unconnected(unconnected_gradients)
         targets = flatten(target)[0]
         if output_gradients is None:
             seeds = [None] * len(targets)
@@ -295,7 +296,7 @@ class GradientTape:
         self._check_usable()
         grads = self.sweep(targets, seeds, source_list, batch_shape=())
         self._consume()
-        return rebuild([_finish(g, s, unconnected, ()) for g, s in zip(grads, source_list)])
+        return rebuild([source_gradient(g, s, unconnected, ()) for g, s in zip(grads, source_list)])
 
     def jacobian(self, target: Any, sources: Any,
                  unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE,
@@ -321,7 +322,7 @@ class GradientTape:
         Tensor(array([[2., 0.],
                       [0., 4.]]))
         """
-        unconnected = _unconnected(unconnected_gradients)
+        unconnected = as_unconnected(unconnected_gradients)
         targets, rebuild_targets = flatten(target)
         source_list, rebuild = _sources(sources)
         self._check_usable()
@@ -334,7 +335,7 @@ class GradientTape:
         target_shape = tuple(np.shape(core.value_of(target)))
         if not target_shape:  # a scalar's Jacobian is its gradient: no batch axis needed
             grads = self.sweep([target], [None], source_list, batch_shape=())
-            return [_finish(g, s, unconnected, ()) for g, s in zip(grads, source_list)]
+            return [source_gradient(g, s, unconnected, ()) for g, s in zip(grads, source_list)]
         size = int(np.prod(target_shape))
         eye = np.eye(size, dtype=_dtype(target)).reshape((size,) + target_shape)
         step = chunk_size or max(size, 1)
@@ -344,13 +345,13 @@ class GradientTape:
         for k, source in enumerate(source_list):
             parts = [chunk[k] for chunk in chunks]
             if not parts:  # an empty target: its Jacobian is empty, not unconnected
-                results.append(_finish(None, source, UnconnectedGradients.ZERO, target_shape))
+                results.append(source_gradient(None, source, UnconnectedGradients.ZERO, target_shape))
                 continue
             if parts[0] is None:
-                results.append(_finish(None, source, unconnected, target_shape))
+                results.append(source_gradient(None, source, unconnected, target_shape))
                 continue
             stacked = parts[0] if len(parts) == 1 else concatenate(parts, axis=0)
-            results.append(_finish(reshape(stacked, target_shape + source.shape), source,
+            results.append(source_gradient(reshape(stacked, target_shape + source.shape), source,
                                    unconnected, ()))
         return results
 
@@ -379,7 +380,7 @@ class GradientTape:
         >>> tape.batch_jacobian(y, x).numpy().tolist()       # example 0, then example 1
         [[[2.0, 0.0], [2.0, 1.0]], [[6.0, 0.0], [4.0, 3.0]]]
         """
-        unconnected = _unconnected(unconnected_gradients)
+        unconnected = as_unconnected(unconnected_gradients)
         target_shape = tuple(np.shape(core.value_of(target)))
         if not target_shape or target_shape[0] != np.shape(core.value_of(source))[0]:
             raise ValueError(f"batch_jacobian needs target and source with the same leading batch "
@@ -453,7 +454,8 @@ class GradientTape:
         return [grads.get(s._id) for s in sources]
 
 
-def _unconnected(value) -> UnconnectedGradients:
+def as_unconnected(value: UnconnectedGradients | str) -> UnconnectedGradients:
+    """``unconnected_gradients`` as the enum (its strings 'none' and 'zero' too)."""
     return value if value is UnconnectedGradients.NONE else UnconnectedGradients(value)
 
 
@@ -466,7 +468,7 @@ def _sources(sources):
     return source_list, rebuild
 
 
-def _require_tensors(y, what: str):
+def require_tensors(y: Any, what: str) -> Any:
     """``y`` if each of its leaves is a Tensor; a plain value does not depend on the inputs through
     the engine, and differentiating it would answer zeros for a derivative that is not zero."""
     for leaf in flatten(y)[0]:
@@ -478,10 +480,10 @@ def _require_tensors(y, what: str):
     return y
 
 
-def _require_scalar(y, what: str):
-    """``y`` if it is a Tensor of one element (see ``_require_tensors``): a 0-d one, or one of shape
+def require_scalar(y: Any, what: str) -> Tensor:
+    """``y`` if it is a Tensor of one element (see ``require_tensors``): a 0-d one, or one of shape
     (1,), (1, 1), ... (as autograd, TensorFlow and PyTorch take; the gradient of its element)."""
-    if not isinstance(_require_tensors(y, what), Tensor) or y.size != 1:
+    if not isinstance(require_tensors(y, what), Tensor) or y.size != 1:
         got = f"shape {y.shape}" if isinstance(y, Tensor) else f"a {type(y).__name__}"
         raise TypeError(f"{what} needs a function with a scalar output, got {got} (use jacobian "
                         "for vector outputs)")
@@ -508,7 +510,8 @@ def _as_tensor(x):
     return x if isinstance(x, Tensor) else Tensor(np.asarray(x))
 
 
-def _finish(g, source, unconnected, batch_shape):
+def source_gradient(g: Any, source: Tensor, unconnected: UnconnectedGradients,
+                    batch_shape: tuple) -> Tensor | None:
     """The gradient of one source: a Tensor of its dtype, or None/zeros when unconnected."""
     if g is None:
         if unconnected is UnconnectedGradients.NONE:
@@ -523,15 +526,15 @@ def _finish(g, source, unconnected, batch_shape):
 
 # --- tape-level tools ------------------------------------------------------------------------------
 
-class _Node(Primitive):
+class CustomNode(Primitive):
     """A record whose backward pass is a user function over all its inputs at once."""
 
-    def __init__(self, name, backward):
+    def __init__(self, name: str, backward: Callable):
         super().__init__(None, name)
         self._backward = backward
         self.joint = True
 
-    def backward(self, g, ans, args, kwargs, parents):
+    def backward(self, g: Any, ans: Any, args: Any, kwargs: dict, parents: tuple) -> list:
         cotangents = self._backward(g, args)
         return cotangents if len(parents) == len(args) else [cotangents[i] for i in parents]
 
@@ -543,7 +546,7 @@ def _record_node(name: str, backward: Callable, inputs: list, variables: list, y
     args = tuple(inputs) + tuple(variables)
     out = fresh if len(fresh) > 1 else fresh[0]
     if state.tapes or state.observers:
-        core.record(_Node(name, backward), args, [a._value for a in args], {}, out,
+        core.record(CustomNode(name, backward), args, [a._value for a in args], {}, out,
                     tuple(range(len(args))))
     return rebuild(list(fresh))
 

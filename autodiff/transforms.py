@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from . import numpy as anp
-from .core import Tensor, Variable, constant, paused, state, tracked, value_of
+from .core import Tensor, Variable, constant, paused, state, value_of
 from .forward import ForwardAccumulator
-from .tape import GradientTape, UnconnectedGradients, _finish, _require_scalar, _require_tensors
-from .tree import flatten, flatten_like, ravel
+from .tape import GradientTape, UnconnectedGradients, require_scalar, require_tensors, source_gradient
+from .tree import flatten, flatten_like, mirror, ravel
 
 ZERO = UnconnectedGradients.ZERO
 
@@ -47,22 +47,7 @@ def partially_evaluated(build: Callable, f: Callable, args: tuple, late: Callabl
     return build(f, *args) if own is None else own(f, build, args, late)
 
 
-# --- outputs mirror inputs ----------------------------------------------------------------------------
-
-def _to_numpy(x):
-    """Tensors to NumPy (0-d results as NumPy scalars); structures keep their shape. A Tensor that
-    an enclosing tape or accumulator tracks stays a Tensor: with plain inputs, the function may
-    still close over a tracked value (``grad(lambda y: x * y)(2.0)`` inside a transform of x)."""
-    leaves, rebuild = flatten(x)
-    converted = []
-    for leaf in leaves:
-        if isinstance(leaf, Tensor) and _recording() and tracked(leaf):
-            converted.append(leaf)
-            continue
-        value = np.asarray(value_of(leaf)) if isinstance(leaf, Tensor) else leaf
-        converted.append(value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value)
-    return rebuild(converted)
-
+# --- outputs mirror inputs (tree.mirror) -----------------------------------------------------------
 
 def _has_tensors(tree) -> bool:
     return any(isinstance(leaf, Tensor) for leaf in flatten(tree)[0])
@@ -90,9 +75,6 @@ def _watched_args(args: Sequence, argnums):
     return new_args, (sources[0] if single else tuple(sources)), tensors_in
 
 
-def _mirror(result, tensors_in: bool):
-    return result if tensors_in else _to_numpy(result)
-
 
 def _recording() -> bool:
     """Whether a tape or accumulator records: then results must be Tensors it differentiates."""
@@ -116,12 +98,12 @@ def _output_and_aux(f: Callable, what: str) -> tuple[Callable, list]:
 
 def _scalar(y: Any, what: str) -> Tensor:
     """``y`` if it is a Tensor of one element; for grad and value_and_grad a tuple or list names
-    ``has_aux`` (f may return ``(loss, aux)``); anything else is refused as ``_require_scalar`` does."""
+    ``has_aux`` (f may return ``(loss, aux)``); anything else is refused as ``require_scalar`` does."""
     if isinstance(y, (tuple, list)) and what == "grad":
         raise TypeError(f"{what} needs a function with a scalar output, got a {type(y).__name__} of {len(y)} "
                         "entries; for a function returning (output, aux) pass has_aux=True (as in JAX), for "
                         "vector outputs use jacobian")
-    return _require_scalar(y, what)
+    return require_scalar(y, what)
 
 
 # --- gradients, Jacobians, Hessians ----------------------------------------------------------------
@@ -177,7 +159,7 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool = False, what: str = "gr
             y = _scalar(output(*new_args, **kwargs), what)
         g = tape.gradient(y, sources, unconnected_gradients=ZERO)
         value = (y, auxes[0]) if has_aux else y
-        return _mirror(value, tensors_in), _mirror(g, tensors_in)
+        return mirror(value, tensors_in), mirror(g, tensors_in)
     return value_and_grad_f
 
 
@@ -265,9 +247,9 @@ def _jacobian(f: Callable, argnums, chunk_size, has_aux: bool = False) -> Callab
         output, auxes = _output_and_aux(f, "jacobian") if has_aux else (f, None)
         with GradientTape() as tape:
             tape.watch(sources)
-            y = _require_tensors(output(*new_args, **kwargs), "jacobian")
+            y = require_tensors(output(*new_args, **kwargs), "jacobian")
         jac = tape.jacobian(y, sources, unconnected_gradients=ZERO, chunk_size=chunk_size)
-        return _mirror((jac, auxes[0]) if has_aux else jac, tensors_in)
+        return mirror((jac, auxes[0]) if has_aux else jac, tensors_in)
     return jacobian_f
 
 
@@ -344,7 +326,7 @@ def cached_hvp(f: Callable, x: Any) -> tuple:
     leaves = flatten(x)[0]
     reads_variables = bool(leaves) and all(isinstance(leaf, Variable) for leaf in leaves)
     call = (lambda _: f()) if reads_variables else f
-    (value, gradient), pullback = _vjp(_value_and_flat_gradient(call), x)
+    (value, gradient), pullback = recorded_vjp(_value_and_flat_gradient(call), x)
     sizes = [int(np.size(value_of(leaf))) for leaf in leaves]
 
     def product(seeds: Any) -> Any:
@@ -442,7 +424,7 @@ def _hvp(f: Callable) -> Callable:
             flat_v = anp.concatenate([anp.ravel(leaf) for leaf in leaves]) if _has_tensors(leaves) else \
                 np.concatenate([np.ravel(np.asarray(leaf, dtype=float)) for leaf in leaves])
             hv = ravel(x)[1](hvp_f(x, flat_v))
-            return _mirror(hv, _has_tensors(x) or _has_tensors(leaves))
+            return mirror(hv, _has_tensors(x) or _has_tensors(leaves))
         tree = isinstance(x, (list, tuple, dict))
         # Inside an enclosing tape or accumulator, f may depend on what it tracks through x or
         # through a closure (hvp of y -> a * g(y) at a plain y, differentiated in a): forward over
@@ -488,9 +470,9 @@ def _jvp(f: Callable, has_aux: bool = False) -> Callable:
         watched, _, tensors_in = _watched_args(primals, tuple(range(len(primals))))
         output, auxes = _output_and_aux(f, "jvp") if has_aux else (f, None)
         with ForwardAccumulator(flatten(watched)[0], tangent_leaves) as accumulator:
-            y = _require_tensors(output(*watched), "jvp")
+            y = require_tensors(output(*watched), "jvp")
         result = (y, accumulator.jvp(y, unconnected_gradients=ZERO)) + ((auxes[0],) if has_aux else ())
-        return _mirror(result, tensors_in)
+        return mirror(result, tensors_in)
     return jvp_f
 
 
@@ -515,24 +497,25 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
            [0., 4.]])
     """
     if has_aux:
-        (y, aux), vjp_fn = partially_evaluated(_vjp_with_aux, f, primals, lambda value: (_zeros_like(value[0]),))
+        (y, aux), vjp_fn = partially_evaluated(_vjp_with_aux, f, primals, lambda value: (zeros_like_tree(value[0]),))
         return y, vjp_fn, aux
-    return partially_evaluated(_vjp, f, primals, lambda y: (_zeros_like(y),))
+    return partially_evaluated(recorded_vjp, f, primals, lambda y: (zeros_like_tree(y),))
 
 
 def _vjp_with_aux(f: Callable, *primals: Any) -> tuple:
     """``((f's output, aux), vjp_fn)`` for f returning ``(output, aux)``."""
     output, auxes = _output_and_aux(f, "vjp")
-    y, vjp_fn = _vjp(output, *primals)
-    return (y, _mirror(auxes[0], _has_tensors(primals))), vjp_fn
+    y, vjp_fn = recorded_vjp(output, *primals)
+    return (y, mirror(auxes[0], _has_tensors(primals))), vjp_fn
 
 
-def _vjp(f: Callable, *primals) -> tuple:
+def recorded_vjp(f: Callable, *primals: Any) -> tuple:
+    """``(f(*primals), vjp_fn)`` from one recording, without ``vjp``'s partial evaluation."""
     watched, _, tensors_in = _watched_args(primals, tuple(range(len(primals))))
     tape = GradientTape(persistent=True)
     with tape:
         tape.watch(watched)
-        y = _require_tensors(f(*watched), "vjp")
+        y = require_tensors(f(*watched), "vjp")
     targets, sources = flatten(y)[0], flatten(watched)[0]
     rebuild = flatten(tuple(watched))[1]
 
@@ -540,9 +523,9 @@ def _vjp(f: Callable, *primals) -> tuple:
         pairs = [(t, c) for t, c in zip(targets, flatten_like(cotangent, y)) if c is not None]
         batch_shape = _batch_shape(pairs)
         grads = tape.sweep([t for t, _ in pairs], [c for _, c in pairs], sources, batch_shape)
-        cotangents = rebuild([_finish(g, s, ZERO, batch_shape) for g, s in zip(grads, sources)])
-        return _mirror(cotangents, tensors_in or _has_tensors(cotangent))
-    return _mirror(y, tensors_in), vjp_fn
+        cotangents = rebuild([source_gradient(g, s, ZERO, batch_shape) for g, s in zip(grads, sources)])
+        return mirror(cotangents, tensors_in or _has_tensors(cotangent))
+    return mirror(y, tensors_in), vjp_fn
 
 
 def _batch_shape(pairs: list) -> tuple:
@@ -554,7 +537,8 @@ def _batch_shape(pairs: list) -> tuple:
     return tuple(shape[:max(len(shape) - target.ndim, 0)])
 
 
-def _zeros_like(tree):
+def zeros_like_tree(tree: Any) -> Any:
+    """Zeros in the structure, shapes and dtypes of ``tree``'s leaves."""
     return flatten(tree)[1]([np.zeros(np.shape(value_of(leaf)), value_of(leaf).dtype)
                              for leaf in flatten(tree)[0]])
 
@@ -581,7 +565,7 @@ def linearize(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     >>> hvp(np.array([1.0, 1.0]))               # 6 x * v
     array([ 6., 12.])
     """
-    late = lambda value: tuple(_zeros_like(p) for p in primals)  # noqa: E731
+    late = lambda value: tuple(zeros_like_tree(p) for p in primals)  # noqa: E731
     if has_aux:
         (y, aux), f_jvp = partially_evaluated(_linearize_with_aux, f, primals, late)
         return y, f_jvp, aux
@@ -592,12 +576,12 @@ def _linearize_with_aux(f: Callable, *primals: Any) -> tuple:
     """``((f's output, aux), f_jvp)`` for f returning ``(output, aux)``."""
     output, auxes = _output_and_aux(f, "linearize")
     y, f_jvp = _linearize(output, *primals)
-    return (y, _mirror(auxes[0], _has_tensors(primals))), f_jvp
+    return (y, mirror(auxes[0], _has_tensors(primals))), f_jvp
 
 
 def _linearize(f: Callable, *primals) -> tuple:
-    y, pullback = _vjp(f, *primals)
-    _, push = _vjp(pullback, _zeros_like(y))  # the VJP of u -> J^T u, linear in u, is v -> J v
+    y, pullback = recorded_vjp(f, *primals)
+    _, push = recorded_vjp(pullback, zeros_like_tree(y))  # the VJP of u -> J^T u, linear in u, is v -> J v
 
     def f_jvp(*tangents: Any) -> Any:
         return push(tangents)[0]

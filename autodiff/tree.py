@@ -3,7 +3,8 @@
 ``flatten`` lists a tree's leaves in order together with its structure; ``unflatten`` rebuilds the
 tree from new leaves; ``flatten_like`` lists a tree's leaves in the order of a tree of the same
 structure; ``ravel`` turns a tree of arrays into one flat vector and back (as JAX's
-``tree_flatten``, ``tree_unflatten`` and ``ravel_pytree``).
+``tree_flatten``, ``tree_unflatten`` and ``ravel_pytree``). ``mirror`` gives a transform's result
+in the kind of its inputs (Tensors in, Tensors out; arrays in, NumPy out).
 """
 from __future__ import annotations
 
@@ -160,3 +161,42 @@ def ravel(tree: Any) -> tuple[Any, Callable]:
                         for k, shape in enumerate(shapes)])
 
     return flat, unravel
+
+
+def mirror(result: Any, tensors_in: bool) -> Any:
+    """A transform's (or a replayed program's) ``result`` in the kind of its inputs: Tensors in,
+    Tensors out (array leaves, as a program computes them, become Tensors); arrays in, NumPy out,
+    0-d results as NumPy scalars. With arrays in, a Tensor that an enclosing tape or accumulator
+    tracks stays a Tensor: the function may close over a tracked value (``grad(lambda y: x *
+    y)(2.0)`` inside a transform of x).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from autodiff.core import Tensor
+    >>> from autodiff.tree import mirror
+    >>> mirror((Tensor(np.float64(2.0)), np.ones(2)), tensors_in=False)
+    (np.float64(2.0), array([1., 1.]))
+    >>> type(mirror({"g": np.ones(2)}, tensors_in=True)["g"]).__name__
+    'Tensor'
+    """
+    if tensors_in:
+        if isinstance(result, Tensor):
+            return result
+        leaves, rebuild = flatten(result)
+        return rebuild([Tensor(r) if isinstance(r, (np.ndarray, np.generic)) else r for r in leaves])
+    if type(result) is np.ndarray:   # the common results, without a tree walk
+        return result[()] if result.ndim == 0 else result
+    if type(result) is tuple and all(type(r) is np.ndarray or isinstance(r, np.generic) for r in result):
+        return tuple(r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in result)
+    leaves, rebuild = flatten(result)
+    return rebuild([_plain(leaf) for leaf in leaves])
+
+
+def _plain(leaf: Any) -> Any:
+    """A leaf out of the engine (a 0-d array as a NumPy scalar), unless a recording tracks it."""
+    if isinstance(leaf, Tensor):
+        if (state.tapes or state.accumulators) and tracked(leaf):
+            return leaf
+        leaf = np.asarray(value_of(leaf))
+    return leaf[()] if isinstance(leaf, np.ndarray) and leaf.ndim == 0 else leaf

@@ -14,8 +14,8 @@ are an ``ad.Variable`` read afresh at every call, so the traced program replays.
 the sparse matrices too, SLSQP dense ones (it is dense: it runs up to n = 3000 only). CasADi builds
 its own derivatives from the same problems written in CasADi (the scalable ones only; checked
 against the NumPy definitions at x0); its build time (graph and nlpsol) and solve time are shown
-apart. hessopt runs as a user calls it, ``hessopt.minimize(fun, x0, bounds=..., constraints=...)``,
-once it takes constraints (issue 31); until then it is skipped with a line that says so.
+apart. hessopt runs as a user calls it, ``hessopt.minimize(fun, x0, bounds=..., constraints=...)``
+(issue 31), its wall-clock budget kept by a callback.
 
 Solved (Schittkowski's test, as in his reports on the collection): at the final x, clipped into the
 bounds (IPOPT relaxes them by 1e-8 by design), f(x) - f* <= 1e-6 (1 + |f*|) and the largest scaled
@@ -305,11 +305,12 @@ def hessopt_refusal() -> str | None:
 
 
 def run_hessopt(problem: problems.Problem, seconds: float) -> ConstrainedRun:
-    """As a user calls it: scipy's forms, derivatives from autodiff, its tracing in the time."""
+    """As a user calls it: scipy's forms, derivatives from autodiff, its tracing in the time; the
+    wall-clock budget by a callback, as for scipy's methods."""
     start = time.perf_counter()
     result = hessopt.minimize(problem.fun, np.array(problem.x0),
                               bounds=scipy.optimize.Bounds(problem.lower, problem.upper),
-                              constraints=problem.constraints)
+                              constraints=problem.constraints, callback=Budget(seconds))
     seconds = time.perf_counter() - start
     counts = tuple(int(result.get(key, 0)) for key in ("nfev", "njev", "nhev"))
     return record(problem, "hessopt", result.x, result.success, result.get("nit", 0), counts, seconds,

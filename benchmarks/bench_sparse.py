@@ -75,7 +75,10 @@ chain carries the solution's information one variable per iteration. From x_i = 
 
 Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_sparse.py [--quick] [--no-solves]
 (--quick: n = 10^4 and 10^5 only; --no-solves: table 1 only; --preconditioning: table 3 only;
---degenerate: table 4 only; --dense-lines: table 5 only)
+--degenerate: table 4 only; --dense-lines: table 5 only; --grids: table 6 only, with --only NAME,
+--n N and --solver newton|newton-cg|ipopt|l-bfgs-b to run a part, --limit the CPU seconds, --small
+at n = 10^4; --chains:
+the chain and arrowhead rows of table 2 at 10^6, for comparing branches)
 """
 from __future__ import annotations
 
@@ -86,6 +89,7 @@ import time
 import warnings
 
 import numpy as np
+from bench_factorizations import energy3d, energy13, peak_megabytes
 
 import autodiff as ad
 import hessopt
@@ -98,6 +102,7 @@ from hessopt.problems import bounded, enneper_edges
 from common import optional
 
 casadi = optional("casadi")
+cyipopt = optional("cyipopt")
 jax = optional("jax")
 
 
@@ -334,8 +339,8 @@ class _CountedFactorization(optimizers.sparse.LDLFactorization):
     """The methods' LDL^T, each instance registered so that a run's counts can be summed."""
     made: list = []
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, method: str | None = None):
+        super().__init__(method)
         _CountedFactorization.made.append(self)
 
 
@@ -427,15 +432,220 @@ def dense_lines_table(sizes: list, repeats: int = 5) -> None:
                   f"{any(issubclass(w.category, ad.DensePatternWarning) for w in said)}", flush=True)
 
 
-def main(quick: bool, solves: bool, preconditioning_only: bool, degenerate_only: bool,
-         dense_lines_only: bool) -> None:
+# --- table 6: grids and meshes at 10^5 and 10^6 against IPOPT and L-BFGS-B ---------------------
+
+# Every solver is stopped after this many CPU seconds of its process (IPOPT's max_cpu_time, a
+# callback's StopIteration); its row then says "time limit".
+GRID_LIMIT = 600.0
+
+
+def energy13_nodes(x):
+    """:func:`bench_factorizations.energy13` per node (over h^2): the same minimizer, gradients of
+    order one, so that the relative stopping tests ask for as many digits at every size."""
+    return energy13(x) * (math.isqrt(x.size) + 1) ** 2
+
+
+def energy3d_nodes(x):
+    """:func:`bench_factorizations.energy3d` per node (over h^3): a 7-point Laplacian plus a
+    quartic, on the m^3 interior grid of the unit cube."""
+    return energy3d(x) * (round(x.size ** (1 / 3)) + 1) ** 3
+
+
+def hessopt_converged(x: np.ndarray, value: float, gradient: np.ndarray) -> bool:
+    """hessopt's default stopping test: max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-8."""
+    return float(np.max(np.abs(gradient) * np.maximum(1.0, np.abs(x)))) <= 1e-8 * max(1.0, abs(value))
+
+
+class IpoptProblem:
+    """An unconstrained problem for cyipopt with hessopt's exact derivatives: f and its gradient
+    from one replayed program (``ad.function(ad.value_and_grad(f))``, cached per x), and the
+    lower triangle of ``ad.sparse_hessian(f)`` (pattern fixed at x0); ``iterations`` IPOPT's count."""
+
+    def __init__(self, f, x0: np.ndarray):
+        self._value_and_grad = ad.function(ad.value_and_grad(f))
+        self._hessian = ad.sparse_hessian(f)
+        self._x, self._value, self._gradient = None, None, None
+        self.iterations = 0
+        h = self._hessian(x0)
+        columns = np.repeat(np.arange(x0.size), np.diff(h.indptr))
+        self._lower = h.indices >= columns
+        self._pattern = (h.indptr.copy(), h.indices.copy())
+        self._structure = (h.indices[self._lower].astype(np.int64), columns[self._lower].astype(np.int64))
+
+    def _evaluate(self, x: np.ndarray) -> None:
+        if self._x is None or not np.array_equal(x, self._x):
+            value, gradient = self._value_and_grad(x)
+            self._x, self._value, self._gradient = x.copy(), float(value), np.asarray(gradient, dtype=float)
+
+    def objective(self, x):
+        self._evaluate(x)
+        return self._value
+
+    def gradient(self, x):
+        self._evaluate(x)
+        return self._gradient
+
+    def intermediate(self, alg_mod, iter_count, *rest):
+        self.iterations = iter_count
+        return True
+
+    def hessianstructure(self):
+        return self._structure
+
+    def hessian(self, x, lagrange, obj_factor):
+        h = self._hessian(x)
+        if not (np.array_equal(h.indptr, self._pattern[0]) and np.array_equal(h.indices, self._pattern[1])):
+            raise RuntimeError("the sparse Hessian's pattern changed")
+        return obj_factor * h.data[self._lower]
+
+
+def solve_cyipopt(f, x0: np.ndarray) -> dict:
+    """IPOPT (cyipopt, MUMPS) with hessopt's exact sparse derivatives, tol 1e-8 as table 2,
+    stopped after :data:`GRID_LIMIT` CPU seconds; the CPU seconds include the first sparse
+    Hessian (its pattern and colouring)."""
+    start = time.process_time()
+    problem = IpoptProblem(f, x0)
+    nlp = cyipopt.Problem(n=x0.size, m=0, problem_obj=problem, lb=None, ub=None, cl=[], cu=[])
+    for name, value in (("print_level", 0), ("sb", "yes"), ("tol", 1e-8), ("max_iter", 3000),
+                        ("max_cpu_time", GRID_LIMIT)):
+        nlp.add_option(name, value)
+    x, info = nlp.solve(x0)
+    return {"seconds": time.process_time() - start, "nit": problem.iterations, "x": x, "status": info["status"],
+            "note": ""}
+
+
+def solve_lbfgsb(f, x0: np.ndarray) -> dict:
+    """scipy's L-BFGS-B fed hessopt's gradient (one replayed program for f and its gradient),
+    stopped by hessopt's own test (:func:`hessopt_converged`, checked after each iteration; its
+    gtol and ftol set to 0) or after :data:`GRID_LIMIT` CPU seconds."""
+    from scipy.optimize import minimize
+    value_and_grad = ad.function(ad.value_and_grad(f))
+    start = time.process_time()
+    last = {}
+
+    def fun(x):
+        value, gradient = value_and_grad(x)
+        last.update(x=x.copy(), value=float(value), gradient=np.asarray(gradient, dtype=float))
+        return last["value"], last["gradient"]
+
+    def stop(intermediate_result):
+        x = intermediate_result.x
+        if not np.array_equal(x, last["x"]):
+            fun(x)
+        if hessopt_converged(x, last["value"], last["gradient"]) or time.process_time() - start > GRID_LIMIT:
+            raise StopIteration
+    result = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=stop,
+                      options={"gtol": 0.0, "ftol": 0.0, "maxiter": 10 ** 6, "maxfun": 10 ** 7})
+    gradient = ad.grad(f)(result.x)
+    converged = hessopt_converged(result.x, result.fun, gradient)
+    return {"seconds": time.process_time() - start, "nit": result.nit, "x": result.x,
+            "status": 0 if converged else result.status, "note": ""}
+
+
+def hessopt_run(f, x0: np.ndarray, method: str) -> dict:
+    """``hessopt.minimize(f, x0, method=method)`` with its default options, stopped after
+    :data:`GRID_LIMIT` CPU seconds (a callback's StopIteration: status 99): CPU seconds, the
+    factorization chosen and its factor's nonzeros (Newton), the preconditioner (newton-cg), the
+    growth of the peak resident set (MB)."""
+    optimizers.newton.LDLFactorization = _CountedFactorization
+    _CountedFactorization.made = []
+    start = time.process_time()
+
+    def stop_at_limit(intermediate_result):
+        if time.process_time() - start > GRID_LIMIT:
+            raise StopIteration
+    result, megabytes = peak_megabytes(lambda: hessopt.minimize(f, x0, method=method, callback=stop_at_limit,
+                                                                options={"keep_iterates": False}))
+    seconds = time.process_time() - start
+    used = [ldl for ldl in _CountedFactorization.made if ldl.method is not None]
+    builds = f", {result.multigrid_builds} AMG builds" if result.get("preconditioner") == "amg" else ""
+    note = (f"{used[0].method}, nnz(L) {used[0].factor_nonzeros / 1e6:.1f}M" if used else
+            f"{result.nhev} HVPs, preconditioner {result.get('preconditioner') or 'none'}{builds}")
+    return {"seconds": seconds, "nit": result.nit, "x": result.x, "status": result.status,
+            "note": f"{note}, peak +{megabytes:.0f} MB"}
+
+
+GRIDS = {"minimal surface": (minimal_surface, [10 ** 6]),
+         "13-point energy": (energy13_nodes, [316 ** 2, 10 ** 6]),
+         "3-D 7-point energy": (energy3d_nodes, [10 ** 6])}
+# Runs not made at 10^6: the sparse factorizations (Newton, IPOPT) of the 3-D grid, where one takes
+# minutes (bench_factorizations: nested dissection's n^2 work, projected from 50^3: CHOLMOD 150 s
+# idle, MUMPS 757 s loaded); newton-cg on the minimal surface, which took 4,226 products at 316^2
+# preconditioned (table 3) and 209-324 iterations at 100^2 with multigrid.
+GRID_SKIPPED = {("newton", energy3d_nodes, 10 ** 6): "a factorization takes minutes (3-D fill)",
+                ("ipopt", energy3d_nodes, 10 ** 6): "a factorization takes minutes (3-D fill)",
+                ("newton-cg", minimal_surface, 10 ** 6): "thousands of products (table 3)"}
+GRID_SOLVERS = {"newton": lambda f, x0: hessopt_run(f, x0, "newton"),
+                "newton-cg": lambda f, x0: hessopt_run(f, x0, "newton-cg"),
+                "ipopt": solve_cyipopt, "l-bfgs-b": solve_lbfgsb}
+
+
+def grid_x0(f, n: int) -> np.ndarray:
+    return _surface(n).x0 if f is minimal_surface else np.zeros(n)
+
+
+def grid_size(f, n: int) -> int:
+    return size_of(f, n) if f is minimal_surface else round(n ** (1 / 3)) ** 3 if f is energy3d_nodes else n
+
+
+def grid_table(only: str | None, solvers: list, small: bool, size: int | None = None) -> None:
+    """Table 6: per grid and solver, one line: iterations, CPU seconds, final ||g||_inf, status and
+    what the solver chose. Each solver may run in its own process (``--solver``): the rows'
+    ratios are formed from the lines."""
+    print(f"\n{'problem':<20}{'n':>11}  {'solver':<10}{'nit':>6}{'CPU s':>9}{'||g||inf':>10}  status, chosen")
+    for name, (f, sizes) in GRIDS.items():
+        if only is not None and only not in name:
+            continue
+        for n in ([10 ** 4] if small else sizes):
+            n = grid_size(f, n)
+            if size is not None and n != size:
+                continue
+            x0 = grid_x0(f, n)
+            for solver in solvers:
+                skipped = GRID_SKIPPED.get((solver, f, n))
+                if skipped is not None or (solver == "ipopt" and cyipopt is None):
+                    print(f"{name:<20}{n:>11,}  {solver:<10}  skipped: {skipped or 'cyipopt not installed'}")
+                    continue
+                run = GRID_SOLVERS[solver](f, x0)
+                status = "time limit" if run["seconds"] >= GRID_LIMIT else f"status {run['status']}"
+                print(f"{name:<20}{n:>11,}  {solver:<10}{run['nit']:>6}{run['seconds']:>9.1f}"
+                      f"{gradient_norm(f, run['x']):>10.1e}  {status}, {run['note']}", flush=True)
+
+
+def chain_table() -> None:
+    """The chain and arrowhead rows of table 2 (hessopt's Newton at n = 10^6, CPU seconds), for a
+    comparison of branches: run with each branch first on PYTHONPATH."""
+    for name in ("chained Rosenbrock", "ARWHEAD"):
+        f = PROBLEMS[name]
+        x0 = STARTS[f](10 ** 6)
+        start = time.process_time()
+        result = hessopt.minimize(f, x0, method="newton", options={"keep_iterates": False})
+        print(f"{name:<20}{10 ** 6:>10,}  newton nit {result.nit}  {time.process_time() - start:.2f} CPU s  "
+              f"||g||inf {gradient_norm(f, result.x):.1e}  ({optimizers.__file__})", flush=True)
+
+
+def main(argv: list) -> None:
+    quick, solves = "--quick" in argv, "--no-solves" not in argv
     sizes = [10 ** 4, 10 ** 5] if quick else [10 ** 4, 10 ** 5, 10 ** 6]
-    if degenerate_only:
+    if "--grids" in argv:
+        only = argv[argv.index("--only") + 1] if "--only" in argv else None
+        solvers = [argv[argv.index("--solver") + 1]] if "--solver" in argv else list(GRID_SOLVERS)
+        size = int(argv[argv.index("--n") + 1]) if "--n" in argv else None
+        if "--limit" in argv:
+            global GRID_LIMIT
+            GRID_LIMIT = float(argv[argv.index("--limit") + 1])
+        grid_table(only, solvers, small="--small" in argv, size=size)
+        return
+    if "--chains" in argv:
+        chain_table()
+        return
+    if "--degenerate" in argv:
         degenerate_table([500, 2000, 20000])
         return
-    if dense_lines_only:
+    if "--dense-lines" in argv:
         dense_lines_table([10 ** 3, 10 ** 4, 10 ** 5])
         return
+    preconditioning_only = "--preconditioning" in argv
     if not preconditioning_only:
         sparse_table(sizes)
     if solves and not preconditioning_only:
@@ -446,5 +656,4 @@ def main(quick: bool, solves: bool, preconditioning_only: bool, degenerate_only:
 
 
 if __name__ == "__main__":
-    main("--quick" in sys.argv, "--no-solves" not in sys.argv, "--preconditioning" in sys.argv,
-         "--degenerate" in sys.argv, "--dense-lines" in sys.argv)
+    main(sys.argv[1:])

@@ -11,13 +11,16 @@ import importlib
 from autodiff import grad, hessian, hessian_operator, hvp, jacobian
 
 from . import curvature, nn, problems, regularizers
+from ._covariance import covariance, standard_errors
+from ._curve_fit import confidence_band, curve_fit
+from ._least_squares import least_squares
 from ._many import BatchStatus, minimize_many
-from ._minimize import METHODS, least_squares, minimize
+from ._minimize import METHODS, minimize
 from ._stochastic import STOCHASTIC_METHODS, minimize_stochastic
 
-__all__ = ["minimize", "minimize_many", "minimize_stochastic", "BatchStatus", "least_squares", "METHODS",
-           "STOCHASTIC_METHODS", "problems", "curvature", "plot", "nn", "regularizers", "grad", "hessian",
-           "hvp", "jacobian", "hessian_operator"]
+__all__ = ["minimize", "minimize_many", "minimize_stochastic", "BatchStatus", "least_squares", "curve_fit",
+           "confidence_band", "covariance", "standard_errors", "METHODS", "STOCHASTIC_METHODS", "problems",
+           "curvature", "plot", "nn", "regularizers", "grad", "hessian", "hvp", "jacobian", "hessian_operator"]
 
 
 def __getattr__(name: str):

@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eager", action="store_true",
                         help="evaluate derivatives eagerly on the tape (default: replay the "
                              "objective's traced programs, autodiff.function)")
+    parser.add_argument("--finite-differences", action="store_true",
+                        help="hide the objectives from autodiff: hessopt's derivatives by finite differences")
     args = parser.parse_args(argv)
 
     methods = [m.strip().lower() for m in args.methods.split(",") if m.strip()]
@@ -63,9 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     instances = _instances(args.problems, args.n)
     if args.workers > 0:
         with ProcessPoolExecutor(args.workers) as pool:
-            runs = run_suite(instances, methods, args.compare_scipy, pool, options)
+            runs = run_suite(instances, methods, args.compare_scipy, pool, options, args.finite_differences)
     else:
-        runs = run_suite(instances, methods, args.compare_scipy, None, options)
+        runs = run_suite(instances, methods, args.compare_scipy, None, options, args.finite_differences)
     print(format_table(runs))
     print("\nSummary, " + ("every method with its defaults" if args.gtol is None else
                           f"hessopt to ||g||_inf <= {args.gtol:g}, scipy with its defaults"))

@@ -11,6 +11,7 @@ of the iterate, so one that changes its argument in place cannot corrupt the run
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 import sys
 import warnings
@@ -25,6 +26,7 @@ from scipy.optimize import OptimizeResult, OptimizeWarning
 from scipy.sparse.linalg import LinearOperator
 
 import autodiff as ad
+from optimizers.objective import same_point
 
 # scipy's finite-difference choices for jac and hess: derivatives here are exact instead.
 FINITE_DIFFERENCES = ("2-point", "3-point", "cs")
@@ -158,6 +160,12 @@ def _real_value(value, name: str, expected: str):
     return real_array(value, f"the value of {name}")
 
 
+def plain_value(value):
+    """What a user's function returned, a Tensor's value explicitly out of the engine
+    (``t.numpy()``); anything else as it is."""
+    return value.numpy() if isinstance(value, ad.Tensor) else value
+
+
 def gradient_vector(value, n: int, name: str = "jac"):
     """What ``name`` returned for the gradient (or a Hessian product): an array of x0's size or a
     pytree of x0's form, as one flat vector of n entries (Tensors stay Tensors, so the raveling is
@@ -212,7 +220,7 @@ class UserHessian:
         return self.calls
 
     def at(self, x: np.ndarray):
-        if self._x is None or not np.array_equal(x, self._x):
+        if not same_point(x, self._x):
             h = self._hess(self._unravel(x), *self._args)
             self.calls += 1
             self._h, self._x = self._checked(h), np.array(x, copy=True)
@@ -379,8 +387,10 @@ def _is_generator(value) -> bool:
 #: The rule of each option of the methods (and of ``return_all``, ``trace`` and minimize_many's
 #: ``timeout``); an option that a method reads differently has its own under ``(method, name)``.
 OPTION_RULES: dict = {
-    "maxiter": _number("an integer (0 or less: no iteration) or None (the method's default)",
-                       lambda v: True, integer=True, none=True),
+    # scipy runs while nit < maxiter, so a fraction counts as the next integer (maxiter=100.1: 101)
+    "maxiter": OptionRule("a number (0 or less: no iteration) or None (the method's default)", _is_number,
+                          lambda v: isinstance(v, numbers.Integral) or math.isfinite(v), none=True,
+                          convert=lambda v: v if isinstance(v, numbers.Integral) else math.ceil(v)),
     "gtol": _number("a non-negative number or None (the default relative test)",
                     lambda v: 0 <= v < np.inf, none=True),
     # scipy reads disp as true or false, so a level (disp=2) is taken as it is there
@@ -389,6 +399,10 @@ OPTION_RULES: dict = {
     "trace": _FLAG,
     "sparse": OptionRule("True, False or None (automatic)", _FLAG.kind, _FLAG.within, none=True),
     "precondition": OptionRule("True, False or None (automatic)", _FLAG.kind, _FLAG.within, none=True),
+    "preconditioner": OptionRule("'amg', 'incomplete-cholesky' or None (automatic)", lambda v: isinstance(v, str),
+                                 lambda v: v in ("amg", "incomplete-cholesky"), none=True),
+    "factorization": OptionRule("'cholmod', 'qdldl' or None (chosen from the pattern)", lambda v: isinstance(v, str),
+                                lambda v: v in ("cholmod", "qdldl"), none=True),
     "cg_maxiter": _number("a positive integer or None (the default)", lambda v: v >= 1, integer=True,
                           none=True),
     ("hessian-free", "cg_maxiter"): _number("a positive integer", lambda v: v >= 1, integer=True),
@@ -403,6 +417,11 @@ OPTION_RULES: dict = {
     "damping": _NONNEGATIVE, ("least_squares", "damping"): _POSITIVE,
     "learning_rate": _POSITIVE, "momentum": _FRACTION, "beta1": _FRACTION, "beta2": _FRACTION,
     "epsilon": _NONNEGATIVE, "ftol": _NONNEGATIVE, "xtol": _NONNEGATIVE,
+    # L-BFGS-B's and TNC's cap on the evaluations of f (hessopt._scipy_methods)
+    "maxfun": OptionRule("a positive number or None (no cap)", _is_number, lambda v: 0 < v < np.inf, none=True),
+    # the interior point's (mu_strategy: IPOPT's names), and scipy's trust-constr and SLSQP levels
+    "mu_init": _POSITIVE, "mu_strategy": _choice("monotone", "adaptive"),
+    "verbose": _NONNEGATIVE_INTEGER, "iprint": _number("an integer", lambda v: True, integer=True),
     "timeout": _number("a positive number of seconds or None", lambda v: 0 < v < np.inf, none=True),
     # minimize_stochastic's draws of the curvature subsamples (numpy.random.default_rng's seed)
     "seed": OptionRule("a non-negative integer, a numpy.random.Generator or None (fresh entropy)",

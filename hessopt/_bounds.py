@@ -12,9 +12,12 @@ given such a pair is refused with both readings shown (``Bounds(lo, hi)`` says w
 ``least_squares`` reads them as ``(lb, ub)``, as scipy does, but refuses them where scipy refuses
 that reading (some ``lb >= ub``: minimize's pairs, by all appearances). The result is an
 :class:`optimizers.bounds.Box`, which refuses NaN, ``lo > hi`` and empty bounds by index; ``lo ==
-hi`` fixes a variable. x0 outside the box is clipped into it, as L-BFGS-B does, with a note that
-says so (:func:`clip_into`). ``Bounds.keep_feasible`` is accepted and has no effect: every point
-at which hessopt evaluates the objective lies in the box.
+hi`` fixes a variable; bounds with no finite entry are no bounds (:func:`feasible_set`). For
+``minimize``, bounds that do not fit x0 or cross begin their error with scipy's sentence (its
+tests and its users match it), then say which entry and why. x0 outside the box is clipped into
+it by the box (:meth:`optimizers.bounds.Box.start`, as L-BFGS-B does), with a note that the
+message ends with. ``Bounds.keep_feasible`` is accepted and has no effect: every
+point at which hessopt evaluates the objective lies in the box.
 """
 from __future__ import annotations
 
@@ -27,14 +30,10 @@ from scipy.optimize import Bounds
 
 import autodiff as ad
 from optimizers.bounds import Box
+from optimizers.feasible import UNCONSTRAINED, FeasibleSet
+from optimizers.loop import with_note
 
 from ._arguments import is_tree
-
-# The methods that take bounds (the rest refuse them by name), and the one used with bounds when
-# no method is named: TRON's trust-region Newton step (trust-ncg and trust-krylov share it).
-BOUNDED_METHODS = ("trust-ncg", "trust-krylov", "newton-cg", "trust-exact", "dogleg", "newton",
-                   "gd", "adam")
-BOUNDED_DEFAULT = "trust-ncg"
 
 
 def box_from_bounds(bounds: Any, x0: Any, *, pairs: bool = True) -> Box | None:
@@ -78,7 +77,23 @@ def box_from_bounds(bounds: Any, x0: Any, *, pairs: bool = True) -> Box | None:
     """
     if bounds is None:
         return None
-    layout = _Layout.of(x0)
+    try:
+        return _box(bounds, _Layout.of(x0), pairs)
+    except ValueError as error:   # minimize: scipy's words first (its tests and users match them), then ours
+        words = next((w for key, w in _SCIPY_WORDS.items() if key in str(error)), None) if pairs else None
+        if words is None:
+            raise
+        raise ValueError(f"{words} ({error})") from None
+
+
+# minimize's errors that scipy.optimize.minimize words its own way: a part of ours -> scipy's sentence
+_SCIPY_WORDS = {"(lo, hi) pairs, but x0 has": "The number of bounds is not compatible with the length of `x0`.",
+                "it must be a scalar or an array of": "The number of bounds is not compatible with the length of `x0`.",
+                "exceeds the upper bound": "An upper bound is less than the corresponding lower bound."}
+
+
+def _box(bounds: Any, layout: _Layout, pairs: bool) -> Box:
+    """:func:`box_from_bounds` once bounds is not None."""
     if isinstance(bounds, Bounds):
         lower, upper = bounds.lb, bounds.ub
     elif pairs:
@@ -92,57 +107,21 @@ def box_from_bounds(bounds: Any, x0: Any, *, pairs: bool = True) -> Box | None:
     return Box(_side(lower, layout, -np.inf, "lb"), _side(upper, layout, np.inf, "ub"))
 
 
-def clip_into(box: Box, x: np.ndarray) -> tuple[np.ndarray, str | None]:
-    """x projected into the box, and a note saying how many entries moved (None if none did).
+def feasible_set(bounds: Any, x0: Any, *, pairs: bool = True) -> FeasibleSet:
+    """The set a run over flat x0 lives in: the box of ``bounds`` (:func:`box_from_bounds`), or
+    unconstrained when there are none or none is finite (scipy's ``Bounds(-inf, inf)``: every
+    method takes those, and nothing is active).
 
     Examples
     --------
     >>> import numpy as np
-    >>> from optimizers.bounds import Box
-    >>> from hessopt._bounds import clip_into
-    >>> x, note = clip_into(Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]), np.array([0.5, -2.0, 3.0]))
-    >>> x
-    array([0.5, 0. , 1. ])
-    >>> note
-    'x0 lay outside the bounds in 2 of 3 entries (the first at flat index 1) and was clipped into the box'
+    >>> from hessopt._bounds import feasible_set
+    >>> feasible_set([(0, 1), (None, None)], np.zeros(2)), feasible_set([(None, None)], np.zeros(1))
+    (Box(n=2, bounded=1, fixed=0), Unconstrained())
     """
-    clipped = box.project(x)
-    moved = np.flatnonzero(clipped != x)
-    if not moved.size:
-        return clipped, None
-    return clipped, (f"x0 lay outside the bounds in {moved.size} of {x.size} entries (the first at "
-                     f"flat index {moved[0]}) and was clipped into the box")
-
-
-def in_the_box(box: Box | None, x0: np.ndarray, method: str,
-               methods: tuple = BOUNDED_METHODS) -> tuple[Box | None, np.ndarray, str | None]:
-    """The box a method runs in, x0 clipped into it and the clipping note (:func:`clip_into`).
-
-    A box with no finite bound is no box (None: every method takes it). A method not among
-    ``methods`` (those that take bounds) is refused by name.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from optimizers.bounds import Box
-    >>> from hessopt._bounds import in_the_box
-    >>> box, x, note = in_the_box(Box([0.0], [1.0]), np.array([2.0]), "trust-ncg")
-    >>> x, note.endswith("and was clipped into the box")
-    (array([1.]), True)
-    >>> in_the_box(Box([-np.inf], [np.inf]), np.array([2.0]), "arc")
-    (None, array([2.]), None)
-    """
-    if not binds(box):
-        return None, x0, None
-    if method not in methods:
-        raise ValueError(f"method {method!r} does not take bounds; the methods that do: "
-                         f"{', '.join(methods)}")
-    return (box, *clip_into(box, x0))
-
-
-def binds(box: Box | None) -> bool:
-    """Whether there is a box with a finite bound somewhere."""
-    return box is not None and bool(np.isfinite(box.lower).any() or np.isfinite(box.upper).any())
+    box = box_from_bounds(bounds, x0, pairs=pairs)
+    finite = bounds is not None and bool(np.isfinite(box.lower).any() or np.isfinite(box.upper).any())
+    return box if finite else UNCONSTRAINED
 
 
 def report_bounds(result, mask: np.ndarray, note: str | None, unravel) -> None:
@@ -150,8 +129,7 @@ def report_bounds(result, mask: np.ndarray, note: str | None, unravel) -> None:
     structure) to ``result``, and end its message with the clipping ``note``."""
     leaves, treedef = ad.tree.flatten(unravel(mask.astype(float)))
     result.active_mask = ad.tree.unflatten(treedef, [np.asarray(leaf).astype(int) for leaf in leaves])
-    if note is not None:
-        result.message = f"{result.message} Note: {note}."
+    result.message = with_note(result.message, note)
 
 
 class _Layout(NamedTuple):

@@ -38,7 +38,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .problems import Problem
+from ._problem import Problem
 
 __all__ = ["HOCK_SCHITTKOWSKI", "CONSTRAINED", "constrained", "hock_schittkowski"]
 

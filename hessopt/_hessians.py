@@ -35,10 +35,7 @@ from scipy.optimize import HessianUpdateStrategy
 from scipy.optimize._numdiff import approx_derivative
 
 import autodiff as ad
-
-
-def _same(x: np.ndarray, y: np.ndarray | None) -> bool:
-    return y is not None and x.shape == y.shape and bool((x == y).all())
+from optimizers.objective import same_point
 
 
 class LastGradient:
@@ -58,7 +55,7 @@ class LastGradient:
 
     def at(self, x: np.ndarray) -> np.ndarray:
         """The gradient at x (evaluated, and counted in ``extra``, only when x is not the last point)."""
-        if not _same(x, self._x):
+        if not same_point(x, self._x):
             self.extra += 1
             self(x)
         return self._g
@@ -93,7 +90,7 @@ class QuasiNewton:
         self.note = None
 
     def __call__(self, x: np.ndarray) -> QuasiNewton:
-        if not _same(x, self._x):
+        if not same_point(x, self._x):
             g = self._gradient.at(x)
             if self._x is not None:
                 self._strategy.update(x - self._x, g - self._g)
@@ -156,7 +153,7 @@ class GradientDerivative:
         return None if self.note is None else self._differenced
 
     def __call__(self, x: np.ndarray):
-        if not _same(x, self._x):
+        if not same_point(x, self._x):
             self._x, self._operator = np.array(x, copy=True), None
         if self._operator is None:
             self._operator = self._autodiff(self._x) if self.note is None else None

@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 from scipy.optimize import OptimizeResult
 
-from ._arguments import check_option, flatten_x0, takes_intermediate_result
-from ._minimize import SHARED_TRACES, _method, minimize
+from ._arguments import as_args, check_option, flatten_x0, takes_intermediate_result
+from ._derivatives import SHARED_TRACES
+from ._minimize import method_declaration, minimize
 
 if TYPE_CHECKING:       # multiprocessing is loaded only by those who use processes
     from concurrent.futures import ProcessPoolExecutor
@@ -47,7 +48,7 @@ _POLL = 0.1
 
 class BatchStatus(IntEnum):
     """Statuses of the runs :func:`minimize_many` could not finish; negative, so that they never
-    meet the optimizers' own (``optimizers.Status``: 0, 1, 2, 3, 5, 99).
+    meet the optimizers' own (``optimizers.Status``: 0, 1, 2, 3, 5, 6, 7, 99).
 
     Examples
     --------
@@ -188,9 +189,9 @@ class _Run:
     def _minimize(self, x0) -> OptimizeResult:
         last = _LastIterate(self.kwargs.get("callback"))
         try:
-            kwargs = {"args": (), **self.kwargs, "callback": last}
-            with SHARED_TRACES.of(self.fun, kwargs["args"], self.traces.setdefault(threading.get_ident(), {})):
-                return minimize(self.fun, x0, method=self.method, **kwargs)
+            args = as_args(self.kwargs.get("args", ()))
+            with SHARED_TRACES.of(self.fun, args, self.traces.setdefault(threading.get_ident(), {})):
+                return minimize(self.fun, x0, method=self.method, **{**self.kwargs, "callback": last})
         except BaseException as error:
             if isinstance(error, KeyboardInterrupt) and self._in_callers_main_thread():
                 raise                       # Ctrl-C to the caller, who runs this start itself
@@ -788,7 +789,7 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
-    _method(method)
+    method_declaration(method)
     inspect.signature(minimize).bind(fun, None, method=method, **kwargs)
     callback = kwargs.get("callback")
     if callback is not None and not callable(callback):

@@ -1,4 +1,4 @@
-"""hessopt.minimize and friends: scipy's interface, exact derivatives from autodiff.
+"""hessopt.minimize: scipy's interface, exact derivatives from autodiff.
 
 Each iterate records its gradient once (``autodiff.hessian_operator``); every Hessian-vector product
 at that iterate is one backward sweep over the cached recording, and a full Hessian is one batched
@@ -8,186 +8,69 @@ objective that cannot be traced runs eagerly, with the same results.
 """
 from __future__ import annotations
 
-import threading
-import warnings
 from collections.abc import Callable
-from contextlib import contextmanager
-from typing import NamedTuple
+from types import SimpleNamespace
 
 import numpy as np
-import scipy.sparse
-from scipy.optimize import HessianUpdateStrategy, OptimizeResult, OptimizeWarning
+from scipy.optimize import OptimizeResult
 
-import autodiff as ad
 import optimizers
-import optimizers.sparse
-from optimizers.bounds import restrict
-from optimizers.krylov import CURVATURE_PROBE_STEPS, clearly_negative, leftmost_curvature
+from optimizers.feasible import FeasibleSet
+from optimizers.krylov import clearly_negative
+from optimizers.loop import krylov_curvature
+from optimizers.methods import Declaration
 from optimizers.objective import MESSAGES, Status
-from optimizers.sparse import SPARSE_MIN_SIZE
 
 from ._arguments import (
-    FINITE_DIFFERENCES,
     Call,
     UserHessian,
     as_options,
     check_option,
     exact_derivatives,
-    gradient_vector,
     normalize,
-    real_array,
-    residual_vector,
     scalar_value,
     scipy_rosen_derivatives,
-    value_and_gradient,
 )
-from ._bounds import BOUNDED_DEFAULT, binds, box_from_bounds, in_the_box, report_bounds
-from ._hessians import GradientDerivative, LastGradient, QuasiNewton, SparseAutodiff, user_sparse_operator
+from ._bounds import feasible_set, report_bounds
+from ._constrained import constrained_method, minimize_constrained, refuse_constraints
+from ._constraints import constraint_items
+from ._covariance import attach_hess_inv
+from ._derivatives import (
+    SHARED_TRACES,
+    AutodiffDerivatives,
+    Flat,
+    check_split,
+    flat_derivatives,
+    ggn_option,
+    variables_of,
+)
+from ._finite_differences import curvature, fallback
+from ._hessians import GradientDerivative, QuasiNewton
+from ._implicit import minimize_through_solution
+from ._precision import in_x0_precision
+from ._scipy_methods import all_fixed, evaluations, fixed_by_bounds, scipy_call
+from ._sparse_policy import Structure, structured
 
-DEFAULT_METHOD = "newton-cg"   # as scipy's minimize without bounds; "trust-ncg" with bounds
-METHODS: dict[str, Callable] = {
-    "newton": optimizers.minimize_newton,
-    "newton-cg": optimizers.minimize_newton_cg,
-    "trust-ncg": optimizers.minimize_trust_ncg,
-    "trust-krylov": optimizers.minimize_trust_krylov,
-    "trust-exact": optimizers.minimize_trust_exact,
-    "dogleg": optimizers.minimize_dogleg,
-    "arc": optimizers.minimize_arc,
-    "hessian-free": optimizers.minimize_hessian_free,
-}
-# scipy's methods that return ``result.hess``, the user's Hessian at the solution
-_TRUST_REGION_METHODS = frozenset({"trust-ncg", "trust-krylov", "trust-exact", "dogleg"})
-# The methods that factor the Hessian's matrix, which may be sparse.
-SPARSE_METHODS = (optimizers.minimize_newton, optimizers.minimize_trust_exact, optimizers.minimize_dogleg)
-# The Krylov methods, whose solves a sparse Hessian's incomplete factorization may precondition.
-PRECONDITIONED_METHODS = (optimizers.minimize_newton_cg, optimizers.minimize_trust_ncg,
-                          optimizers.minimize_trust_krylov)
-# First-order baselines: accepted by minimize, not part of the second-order suite.
-FIRST_ORDER: dict[str, Callable] = {"adam": optimizers.minimize_adam, "gd": optimizers.minimize_gd}
+#: The second-order methods by name (first-order ones, "adam" and "gd", are accepted too), as
+#: declared in :data:`optimizers.REGISTRY`; the one that takes general constraints (the interior
+#: point) is chosen by :func:`hessopt._constrained.constrained_method`.
+METHODS: dict[str, Callable] = {d.name: d.function for d in optimizers.REGISTRY.declarations()
+                                if not d.first_order and not d.constraints}
 
 
-class AutodiffDerivatives:
-    """f, gradient, HVPs and Hessians of ``f`` on flat float vectors, from autodiff.
+def method_declaration(method: str) -> Declaration:
+    """The declaration of ``method`` (case-insensitive) among minimize's methods.
 
-    The Hessian operator of the last point asked for is kept: its value and gradient were computed
-    once, and each product is one sweep of its recording. Plain values at other points (line-search
-    and trust-region trial points) are one NumPy evaluation with no tape.
-
-    With ``variables`` (a list of Variables), ``f`` takes no argument and reads them: each point is
-    assigned to the Variables before ``f`` runs. With ``ggn=(predict, loss)`` the operator is the
-    generalized Gauss-Newton one of loss(predict(...)), ``predict`` called like ``f``. With
-    ``trace`` every derivative (gradients, products, dense Hessians, Gauss-Newton products) is a
-    replayed program of ``autodiff.function`` (f eagerly where it cannot be traced:
-    ``untraced_reason`` then says why); plain values are NumPy calls of f either way. ``shared``
-    holds the autodiff.functions of earlier runs of the same f (minimize_many's runs in one
-    process), by role: they are replayed instead of traced again, and those made here are added.
+    Raises
+    ------
+    ValueError
+        For an unknown method, naming the known ones.
     """
-
-    _shared: dict | None = None     # (a class default: subclasses that build lazily share nothing)
-
-    def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
-                 ggn: tuple[Callable, Callable] | None = None, trace: bool = False, shared: dict | None = None):
-        self.f = f                      # a function of the structure unravel(x) (or of x itself)
-        self.unravel = unravel or (lambda x: x)
-        self.variables = variables
-        self._traced: list = []         # the autodiff.functions made here (untraced_reason)
-        self._shared = shared
-        objective = self._replayed(f, trace, "objective")
-        if ggn is None:
-            self._operator_at = lambda point: ad.hessian_operator(objective, point)
-        else:
-            predict, loss = self._replayed(ggn[0], trace, "predict"), ggn[1]
-            self._operator_at = lambda point: ad.ggn_operator(predict, loss, point)
-        # first-order methods: the value and gradient alone, of f of the point (the Variables' values)
-        self._value_and_grad = ad.value_and_grad(objective if variables is None else
-                                                 self._replayed(lambda _: f(), trace, "variables"))
-        self._x = None
-        self._operator = None
-
-    def _replayed(self, g: Callable, trace: bool, role: str) -> Callable:
-        """``autodiff.function(g)`` when tracing (eagerly where it cannot be traced), else g; the
-        shared one of this role, if there is one."""
-        if not trace:
-            return g
-        traced = None if self._shared is None else self._shared.get(role)
-        if traced is None:
-            traced = ad.function(g, eager_fallback=True)
-            if self._shared is not None:
-                self._shared[role] = traced
-        self._traced.append(traced)
-        return traced
-
-    def point(self, x: np.ndarray):
-        """What ``f`` and the operators take at x: the structure ``unravel(x)``, or the Variables
-        holding x."""
-        if self.variables is None:
-            return self.unravel(x)
-        for variable, value in zip(self.variables, ad.tree.flatten(self.unravel(x))[0]):
-            variable.assign(value)
-        return self.variables
-
-    @property
-    def untraced_reason(self) -> str | None:
-        """Why the objective runs eagerly (None: traced, or tracing off)."""
-        return next((t.fallback_reason for t in self._traced if t.fallback_reason is not None), None)
-
-    def call(self, x: np.ndarray):
-        point = self.point(x)
-        return self.f() if self.variables is not None else self.f(point)
-
-    def _is_current(self, x: np.ndarray) -> bool:
-        """Whether x is the point of the kept operator (``np.array_equal`` without its overhead,
-        which showed in the profile of every Hessian-vector product)."""
-        return self._x is not None and x.shape == self._x.shape and bool((x == self._x).all())
-
-    def at(self, x: np.ndarray) -> ad.HessianOperator:
-        if not self._is_current(x):
-            self._x = self._operator = None   # the old recording goes before the new one is made
-            self._operator = self._operator_at(self.point(x))
-            self._x = np.array(x, copy=True)
-        return self._operator
-
-    def fun(self, x: np.ndarray) -> float:
-        if self._is_current(x):
-            return self._operator.value
-        return np.asarray(_value(self.call(x)))
-
-    def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        """f(x) and its gradient, with no recording kept (first-order methods)."""
-        value, gradient = self._value_and_grad(self.point(x))
-        return np.asarray(_value(value)), np.concatenate([np.ravel(_value(g)) for g in ad.tree.flatten(gradient)[0]])
-
-    def jac(self, x: np.ndarray) -> np.ndarray:
-        return self.at(x).gradient
-
-    def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
-        return self.at(x).matvec(p)
-
-    def hess(self, x: np.ndarray) -> np.ndarray:
-        return self.at(x).to_dense()
-
-    def solve(self, solver: Callable, x0: np.ndarray, *args, **kwargs) -> OptimizeResult:
-        """``solver(*args, **kwargs)``; the Variables, if any, then hold its ``x`` (or x0 again if
-        it raises), and ``untraced_reason`` says why the objective ran eagerly, if it did."""
-        try:
-            result = solver(*args, **kwargs)
-        except BaseException:
-            if self.variables is not None:
-                self.point(x0)
-            raise
-        if self.variables is not None:
-            self.point(result.x)
-        if self.untraced_reason is not None:
-            result.untraced_reason = self.untraced_reason
-        return result
-
-
-def _method(method: str) -> Callable:
-    try:
-        return {**METHODS, **FIRST_ORDER}[method.lower()]
-    except (KeyError, AttributeError):
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS) + sorted(FIRST_ORDER)}") \
-            from None
+    found = optimizers.REGISTRY.get(method.lower()) if isinstance(method, str) else None
+    if found is None or found.constraints:
+        first_order = sorted(d.name for d in optimizers.REGISTRY.declarations() if d.first_order)
+        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS) + first_order}")
+    return found
 
 
 def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
@@ -197,14 +80,19 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     """Minimize ``fun(x, *args)`` with a second-order method; scipy.optimize.minimize's interface.
 
     Derivatives default to exact ones from autodiff (``fun`` is plain NumPy code); ``jac=None``,
-    ``False`` or a finite-difference scheme ("2-point", ...) all mean exact derivatives.
+    ``False`` or a finite-difference scheme ("2-point", ...) all mean exact derivatives, and where
+    autodiff cannot follow ``fun`` (``float(x[0])``, ``math.pow``, ``np.array([x[0], x[1]])``),
+    finite differences of f that never leave the bounds, with a warning naming the operation and
+    the line (:mod:`hessopt._finite_differences`); ``result.derivatives`` says which.
+    ``method="L-BFGS-B"`` or ``"TNC"`` runs the bounded trust-region method under that name, with
+    their options mapped or refused by name (:mod:`hessopt._scipy_methods`); bounds that fix every
+    variable return at once with one evaluation, as in scipy.
     User-supplied ``jac`` (or ``jac=True``: fun returns (f, g)), ``hess`` (returning an array, a
     sparse matrix or a LinearOperator; or a ``scipy.optimize.HessianUpdateStrategy`` such as
     ``BFGS()``, updated at each iterate) and ``hessp`` are honoured. With a user gradient and no
     ``hess``/``hessp``, second derivatives are the derivative of that gradient: autodiff of it when
     it is NumPy code, else its finite differences, as scipy's (the message then says so);
     ``result.hessian_source`` names the source. User functions get a copy of x, as in scipy.
-    ``bounds=None`` and empty ``constraints`` are accepted; anything else is refused by name.
     ``x0`` may be an array-like (a list of numbers is a
     vector, as in scipy; any shape is kept) or a pytree (dict, namedtuple, or list/tuple holding
     arrays): ``result.x`` and ``result.jac`` have its form, and so do ``jac``'s and ``hessp``'s
@@ -228,12 +116,24 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     recorded program at x0 is under 5% dense, each iterate's Hessian comes from
     ``autodiff.sparse_hessian`` (``options={"sparse": False}``: never; ``True``: at any size);
     ``result.sparse`` says whether it did and ``result.dense_reason`` why not, where it was
-    asked for or considered (:mod:`optimizers.sparse`). ``"newton-cg"``, ``"trust-ncg"`` and
-    ``"trust-krylov"`` precondition their Krylov solves with the sparse Hessian's incomplete
-    Cholesky factorization once a solve takes more than 100 products on 1,000 variables or more
-    (``options={"precondition": False}``: never; ``True``: from the first iterate);
-    ``result.preconditioned`` says whether they did and ``result.precondition_reason`` when it
-    started or why not (:mod:`optimizers.preconditioning`).
+    asked for or considered (:mod:`optimizers.sparse`); the factorization, CHOLMOD's supernodal
+    Cholesky or qdldl, is chosen from the pattern (``options={"factorization": "cholmod"}`` or
+    ``"qdldl"`` to choose; :mod:`optimizers.supernodal`). ``"newton-cg"``, ``"trust-ncg"`` and
+    ``"trust-krylov"`` precondition their Krylov solves from the sparse Hessian (algebraic
+    multigrid from 50,000 variables on, its incomplete Cholesky factorization below;
+    ``options={"preconditioner": "amg"}`` or ``"incomplete-cholesky"`` to choose) once a solve
+    takes more than 100 products on 1,000 variables or more (``options={"precondition": False}``:
+    never; ``True``: from the first iterate); ``result.preconditioned`` says whether they did,
+    ``result.preconditioner`` with which, and ``result.precondition_reason`` when it started or
+    why not (:mod:`optimizers.preconditioning`).
+
+    Derivatives of the solution: inside a transform (``ad.grad``, ``jacobian``, ``hessian``,
+    ``jvp``, ``vjp``), with ``fun`` reading a tracked Tensor (a closure's, or one of ``args``),
+    ``result.x`` and ``result.fun`` are Tensors whose derivatives come from the implicit function
+    theorem at the returned point (active bounds held fixed), to any order; a run that did not
+    converge raises (:mod:`hessopt._implicit`). The second-order methods' results have
+    ``hess_inv``, the inverse of the exact Hessian at x as a LinearOperator, made on first use
+    (``.todense()``, ``.diagonal()``; :mod:`hessopt._covariance`).
 
     Models: when ``x0`` is a list of Variables (``model.trainable_variables``), ``fun(*args)`` takes
     no parameters and reads the Variables, as Keras' ``minimize(loss, var_list)``; at the end the
@@ -255,6 +155,15 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     ``active_mask`` in the form of x0 (-1 at a lower bound, +1 at an upper one, 0 free, as
     scipy's ``least_squares``), and the history an ``active`` column, the bounds x is on.
 
+    Constraints: scipy's dicts (``{"type": "eq" | "ineq", "fun", "jac", "args"}``, ineq meaning
+    ``fun >= 0``), ``LinearConstraint`` and ``NonlinearConstraint``, alone or in a list, with or
+    without bounds, run the primal-dual interior-point method (``method=None``,
+    ``"interior-point"``, or scipy's ``"trust-constr"`` and ``"SLSQP"``, which run it too; see
+    :mod:`hessopt._constrained`); the Jacobians and the Lagrangian's Hessian come from autodiff
+    where not given. The result adds scipy trust-constr's ``v``, ``constr``,
+    ``constr_violation``, ``optimality``, ``lagrangian_grad``; the other methods refuse
+    constraints by name.
+
     Parameters
     ----------
     fun : callable
@@ -265,14 +174,15 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         Extra arguments of fun, jac, hess and hessp.
     method : str, optional
         One of ``hessopt.METHODS`` (newton, newton-cg, trust-ncg, trust-krylov, trust-exact,
-        dogleg, arc, hessian-free), or "adam", "gd"; case-insensitive. Default (None) "newton-cg",
-        and "trust-ncg" with bounds.
+        dogleg, arc, hessian-free), or "adam", "gd", or "interior-point" ("trust-constr", "SLSQP");
+        case-insensitive. Default (None) "newton-cg", "trust-ncg" with bounds, and
+        "interior-point" with constraints.
     jac, hess, hessp : optional
         User derivatives, as in scipy; exact ones from autodiff where not given.
     bounds : scipy.optimize.Bounds, sequence of (lo, hi) pairs, or pytree of pairs, optional
         Bound constraints (see above).
-    constraints : ()
-        General constraints are not supported: anything but an empty sequence (or None) is refused.
+    constraints : dict, LinearConstraint, NonlinearConstraint or a list of them, optional
+        General constraints (see above); ``()`` or None: none.
     tol : float, optional
         Sets ``gtol``.
     callback : callable, optional
@@ -284,7 +194,9 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     -------
     scipy.optimize.OptimizeResult
         ``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``njev``, ``nhev``, ``status``, ``success``,
-        ``message``, ``history``, for the second-order methods ``hessian_source``
+        ``message``, ``history``, ``derivatives`` ("autodiff", "finite differences", "autodiff, then
+        finite differences" when autodiff refused f after x0, or "jac"),
+        for the second-order methods ``hessian_source``
         ("autodiff", "autodiff of the gradient", "finite differences of the gradient", "hess",
         "hessp", "quasi-Newton (BFGS updates)", ...), with bounds ``active_mask``, and as in scipy
         ``hess``, the user's ``hess`` at ``x``, from trust-ncg, trust-krylov, trust-exact and dogleg.
@@ -295,8 +207,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         If fun is not callable, derivatives have the wrong type, or an option is of the wrong kind.
     ValueError
         For an unknown method, an option out of range, jac/hess/hessp with Variables, bad
-        bounds (which entry, and why), bounds with a method that does not take them, or
-        constraints.
+        bounds (which entry, and why), bounds or constraints with a method that does not take
+        them, or malformed constraints (which one, and why).
 
     Examples
     --------
@@ -321,309 +233,154 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     >>> result.x.round(6), result.active_mask
     (array([0., 1.]), array([-1,  0]))
     """
+    differentiated = minimize_through_solution(minimize, dict(locals()))   # inside a transform
+    if differentiated is not None:
+        return differentiated
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
-    _refuse_constraints(constraints)
-    box = box_from_bounds(bounds, x0)
-    if method is None:
-        method = BOUNDED_DEFAULT if binds(box) else DEFAULT_METHOD
-    solver = _method(method)
+    items = constraint_items(constraints)
+    feasible = feasible_set(bounds, x0)
+    constrained = constrained_method(method, bool(items))
+    if constrained is not None:
+        declaration, scipy_name = constrained
+        return minimize_constrained(fun, x0, args, declaration, scipy_name, (jac, hess, hessp), feasible,
+                                    bounds is not None, items, tol, callback, as_options(options))
+    method, options, scipy_run = scipy_call(method, options)   # L-BFGS-B, TNC: hessopt's bounded method
+    declaration = optimizers.REGISTRY.default(feasible) if method is None else method_declaration(method)
+    if items:
+        refuse_constraints(declaration)
     jac, hess, hessp = scipy_rosen_derivatives(fun, jac, hess, hessp)
+    options, ggn, trace = _face_options(options, tol, declaration)
+    eps = check_option("eps", options.pop("eps"), declaration.name) if "eps" in options else None
+    call = normalize(x0, args, callback, options, declaration.function, declaration.name)
+    start = call.x0
+    call.x0, note = _placed(feasible, declaration, call.x0)
+    if all_fixed(feasible):   # scipy's early return: nothing to optimize
+        result = fixed_by_bounds(fun, call.x0, call.unravel, call.args)
+        report_bounds(result, feasible.active_mask(call.x0), None, call.unravel)   # scipy's message as it is
+        return call.finish(result, fields=("x",))
+    derivatives = fallback(_autodiff(fun, x0, call, jac, hess, hessp, ggn, trace), jac, call, feasible, eps,
+                           call.options.get("gtol"), second=(hess, hessp, declaration))
+    hess = curvature(derivatives, hess, hessp, declaration)   # finite differences: BFGS in a trust region
+    if scipy_run is not None:
+        call.callback = scipy_run.watch(call.callback, evaluations(derivatives))
+    flat = flat_derivatives(fun, jac, hess, hessp, call, derivatives, declaration, ggn=ggn is not None, trace=trace)
+    structure = structured(flat, call, derivatives, declaration, feasible)
+    result = _solve(declaration, feasible, derivatives, structure.flat, call, start)
+    _report(result, hess, call, declaration, structure)
+    if not (declaration.first_order or ggn is not None or callable(hess) or hessp is not None
+            or structure.flat.gradient is not None or derivatives.name != "autodiff"):
+        # the curvature is autodiff's Hessian of fun (not finite differences' approximation)
+        attach_hess_inv(result, derivatives)
+    _check_quasi_newton(result, structure.flat, derivatives, feasible, call, trace)
+    _count_user_calls(result, structure.flat, derivatives)
+    result.derivatives = derivatives.name if exact_derivatives(jac) else "jac"
+    if scipy_run is not None:
+        scipy_run.finish(result)
+    if bounds is not None:
+        report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note, call.unravel)
+    return in_x0_precision(call.finish(result), x0, ("x", "jac"))
+
+
+def _face_options(options, tol: float | None, declaration: Declaration) -> tuple[dict, tuple | None, bool]:
+    """The options dict (a copy), with ``gtol`` from ``tol`` (the options' own wins), and the face's
+    own options taken out of it: ``ggn`` (for the methods declared to take Gauss-Newton products)
+    and ``trace``."""
     options = as_options(options)
     if tol is not None:
         check_option("gtol", tol, label="tol")
         options.setdefault("gtol", tol)
-    ggn = _ggn_option(options, method)
+    ggn = ggn_option(options, declaration)
     trace = options.pop("trace", True)
     check_option("trace", trace)
-    call = normalize(x0, args, callback, options, solver, method.lower())
-    start = call.x0
-    box, call.x0, note = in_the_box(box, call.x0, method.lower())
-    variables = _variables(x0)
+    return options, ggn, trace
+
+
+def _placed(feasible: FeasibleSet, declaration: Declaration, x0: np.ndarray) -> tuple[np.ndarray, str | None]:
+    """x0 placed in the set (:meth:`~optimizers.feasible.FeasibleSet.start`) and its note, once the
+    method is known to take the set; a method that takes no bounds refuses a box by name."""
+    if not declaration.takes(feasible):
+        takers = ", ".join(d.name for d in optimizers.REGISTRY.declarations() if d.takes(feasible))
+        raise ValueError(f"method {declaration.name!r} does not take bounds; the methods that do: {takers}")
+    return feasible.start(x0)
+
+
+def _autodiff(fun: Callable, x0, call: Call, jac, hess, hessp, ggn: tuple | None,
+              trace: bool) -> AutodiffDerivatives:
+    """autodiff's derivatives of ``fun`` of x0's structure, or of the Variables x0 is a list of (then
+    derivatives come from autodiff only); with ``ggn``, loss(predict(x0)) checked to be fun(x0)."""
+    variables = variables_of(x0)
     if variables is None:
         derivatives = AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel,
-                                          ggn=ggn, trace=trace, shared=_shared_traces(fun, args))
+                                          ggn=ggn, trace=trace, shared=SHARED_TRACES.of_call(fun, call.args))
     elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
         derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn,
                                           trace)
     else:
-        raise ValueError("with Variables as x0, derivatives come from autodiff: leave jac, hess and "
-                         "hessp unset")
+        raise ValueError("with Variables as x0, derivatives come from autodiff: leave jac, hess and hessp unset")
     if ggn is not None:
-        _check_split(derivatives, call.x0)
-    first_order = solver in FIRST_ORDER.values()
-    if first_order and exact_derivatives(jac):
-        flat_fun, flat_jac, gradient, counted = derivatives.value_and_grad, True, None, None
-    else:
-        flat_fun, flat_jac, gradient, counted = _first_derivatives(fun, jac, call, derivatives)
-    last = LastGradient(flat_fun, pair=True) if flat_jac is True else LastGradient(flat_jac)
-    if first_order:
-        flat_hess = flat_hessp = operator = source = None
-    else:
-        flat_hess, flat_hessp, operator, source = _second_derivatives(
-            hess, hessp, call, derivatives, gradient=gradient, last=last, trace=trace, ggn=ggn is not None)
-    if isinstance(source, (QuasiNewton, GradientDerivative)):   # they read the run's last gradient
-        flat_fun, flat_jac = (last, True) if flat_jac is True else (flat_fun, last)
-    dense_reason = precondition_reason = None
-    if solver in SPARSE_METHODS:
-        operator, source, dense_reason = _sparse_source(call, derivatives, operator, source,
-                                                        call.options.get("sparse"))
-    if solver in PRECONDITIONED_METHODS and box is None:
-        operator, precondition_reason = _preconditioning_source(call, derivatives, operator, source,
-                                                                call.options.get("precondition"))
-    bounded = {} if box is None else {"bounds": box}
-    result = derivatives.solve(solver, start, flat_fun, call.x0, flat_jac, hess=flat_hess, hessp=flat_hessp,
-                               callback=call.callback, operator=operator, **bounded, **call.options)
-    if callable(hess) and method.lower() in _TRUST_REGION_METHODS:   # as scipy's: the user's Hessian at x
-        user = source if isinstance(source, UserHessian) else UserHessian(hess, call.unravel, call.args, start.size)
+        check_split(derivatives, call.x0)
+    return derivatives
+
+
+def _solve(declaration: Declaration, feasible: FeasibleSet, derivatives: AutodiffDerivatives, flat: Flat,
+           call: Call, start: np.ndarray) -> OptimizeResult:
+    """The declared method's run with the flat derivatives, in the set when it takes bounds (the
+    Variables, if any, then hold its x; or ``start`` again if it raises)."""
+    in_set = {"bounds": feasible} if declaration.bounds else {}
+    return derivatives.solve(declaration.function, start, flat.fun, call.x0, flat.jac, hess=flat.hess,
+                             hessp=flat.hessp, callback=call.callback, operator=flat.operator, **in_set,
+                             **call.options)
+
+
+def _report(result: OptimizeResult, hess, call: Call, declaration: Declaration, structure: Structure) -> None:
+    """What the face adds to the optimizer's result: scipy's ``hess`` (the user's Hessian at x, for
+    the methods whose scipy counterparts return it), the Hessian's source (:func:`_report_hessian`)
+    and the sparse policy's reasons."""
+    source = structure.flat.source
+    if callable(hess) and declaration.returns_hess:
+        user = source if isinstance(source, UserHessian) else UserHessian(hess, call.unravel, call.args,
+                                                                         result.x.size)
         result.hess = user.at(result.x)
     if source is not None:
         _report_hessian(result, source)
-    if dense_reason is not None and not result.sparse:
-        result.dense_reason = dense_reason
-    if precondition_reason is not None:
-        result.precondition_reason = precondition_reason
-    for sparse_source in (source, operator):
-        if isinstance(sparse_source, SparseAutodiff) and sparse_source.untraced_reason is not None:
-            result.setdefault("untraced_reason", sparse_source.untraced_reason)
-    if isinstance(source, QuasiNewton) and result.success and call.options.get("check_second_order", True):
-        exact = GradientDerivative(gradient, last, trace=trace) if gradient is not None else derivatives.at
-        matvec, free = exact(result.x).matvec, np.ones(result.x.size, dtype=bool)
-        if box is not None:   # with bounds, the curvature that counts is that of the free variables
-            free = box.free(result.x)
-            matvec = restrict(matvec, free)
-        if free.any():
-            _check_curvature(result, matvec, int(free.sum()))
-    if counted is None:
-        result.njev += last.extra
-    else:   # every call of the user's gradient, the Hessian's recordings and differences too
-        result.njev = counted.calls
-        if flat_jac is True:
-            result.nfev = counted.calls   # jac=True: each gradient is a call of fun
-    if bounds is not None:
-        report_bounds(result, result.get("active_mask", np.zeros(start.size, dtype=int)), note,
-                      call.unravel)
-    return call.finish(result)
+    structure.report(result)
 
 
-class SharedTraces(threading.local):
-    """The autodiff.functions of one ``fun`` and ``args`` that every ``minimize`` call with them,
-    in this thread, replays instead of tracing fun again (``AutodiffDerivatives``' ``shared``):
-    minimize_many's runs made here. Set for the runs' duration (``with SHARED_TRACES.of(...)``);
-    a call of any other fun or args (an objective that itself calls minimize) traces its own."""
-
-    fun: Callable | None = None
-    args: object = None
-    traces: dict | None = None
-
-    @contextmanager
-    def of(self, fun: Callable, args: object, traces: dict):
-        kept = self.fun, self.args, self.traces
-        self.fun, self.args, self.traces = fun, args, traces
-        try:
-            yield
-        finally:
-            self.fun, self.args, self.traces = kept
+def _check_quasi_newton(result: OptimizeResult, flat: Flat, derivatives: AutodiffDerivatives,
+                        feasible: FeasibleSet, call: Call, trace: bool) -> None:
+    """A quasi-Newton run's success checked with true second derivatives (those of the user's
+    gradient, or autodiff's) at its end (:func:`_check_curvature`), unless ``check_second_order``
+    is off."""
+    if isinstance(flat.source, QuasiNewton) and result.success and call.options.get("check_second_order", True):
+        exact = derivatives.at if flat.gradient is None else GradientDerivative(flat.gradient, flat.last, trace=trace)
+        _check_curvature(result, feasible, exact(result.x).matvec)
 
 
-SHARED_TRACES = SharedTraces()
-
-
-def _shared_traces(fun: Callable, args: object) -> dict | None:
-    """The traces ``minimize(fun, x0, args)`` shares in this thread, if any (``SharedTraces``)."""
-    return SHARED_TRACES.traces if fun is SHARED_TRACES.fun and args is SHARED_TRACES.args else None
-
-
-def _refuse_constraints(constraints) -> None:
-    """scipy's empty ``constraints`` (or None) are accepted; anything else is refused by name, never
-    ignored (scipy's Newton-CG and trust-region methods warn and drop them)."""
-    if constraints is not None and not (isinstance(constraints, (tuple, list)) and len(constraints) == 0):
-        raise ValueError("constraints are not supported (bounds are: pass bounds=); hessopt's methods "
-                         "take no general constraints (scipy.optimize.minimize with SLSQP or "
-                         f"trust-constr does); got {type(constraints).__name__} {constraints!r:.60}")
-
-
-def _variables(x0) -> list | None:
-    """The Variables when x0 is a structure of them (a model's trainable_variables), else None."""
-    leaves = ad.tree.flatten(x0)[0]
-    return leaves if leaves and all(isinstance(leaf, ad.Variable) for leaf in leaves) else None
-
-
-def _ggn_option(options: dict, method: str) -> tuple[Callable, Callable] | None:
-    """Take ``options["ggn"]``, the (predict, loss) split for Gauss-Newton products, if given."""
-    ggn = options.pop("ggn", None)
-    if ggn is None:
-        return None
-    if method.lower() != "hessian-free":
-        raise ValueError(f"the 'ggn' option is for method='hessian-free', not {method!r}")
-    if not (isinstance(ggn, (tuple, list)) and len(ggn) == 2 and all(map(callable, ggn))):
-        raise TypeError("options['ggn'] must be a pair (predict, loss) of callables")
-    return tuple(ggn)
-
-
-def _check_split(derivatives: AutodiffDerivatives, x0: np.ndarray) -> None:
-    """loss(predict(x0)) must be fun(x0): the products and the objective describe one function."""
-    value = float(derivatives.fun(x0))     # before the operator exists: a plain evaluation
-    split = derivatives.at(x0).value
-    if not np.isclose(split, value, rtol=1e-8, atol=1e-12):
-        raise ValueError(f"options['ggn']: loss(predict(x0)) = {split!r} but fun(x0) = {value!r}; "
-                         "they must describe the same objective")
-
-
-class _Counted:
-    """A function with every call counted."""
-
-    def __init__(self, function: Callable):
-        self._function, self.calls = function, 0
-
-    def __call__(self, x):
-        self.calls += 1
-        return self._function(x)
-
-
-def _first_derivatives(fun: Callable, jac, call: Call, derivatives: AutodiffDerivatives):
-    """(f, gradient, the user's gradient, the user's counted function) on flat vectors for the
-    optimizers (gradient True: f returns the pair). The user's gradient (None without one) maps
-    flat x, ndarray or Tensor, to the flat gradient: second derivatives are its derivative."""
-    unravel, args, n = call.unravel, call.args, call.x0.size
-    if callable(jac):
-        gradient = _Counted(lambda x: gradient_vector(jac(unravel(x), *args), n, "jac"))
-        return lambda x: scalar_value(fun(unravel(x), *args)), gradient, gradient, gradient
-    if jac is True:
-        def values(x):
-            value, g = value_and_gradient(fun(unravel(x), *args))
-            return value, gradient_vector(g, n, "fun's gradient (jac=True)")
-        pair = _Counted(values)
-        return pair, True, lambda x: pair(x)[1], pair
-    if exact_derivatives(jac):
-        return derivatives.fun, derivatives.jac, None, None
-    raise ValueError(f"jac must be a callable, True (fun returns (f, g)), or None/False/"
-                     f"{'/'.join(FINITE_DIFFERENCES)} (exact, from autodiff); got {jac!r}")
-
-
-class _Named(NamedTuple):
-    """A Hessian source that is what the user gave or autodiff of fun: its name, no note, and
-    ``evaluations`` to report as nhev (None: the optimizer's count)."""
-    name: str
-    note: str | None = None
-    evaluations: int | None = None
-
-
-def _second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivatives, *,
-                        gradient: Callable | None, last: LastGradient, trace: bool, ggn: bool):
-    """(hess, hessp, operator, source) on flat vectors. In scipy's order of precedence: the user's
-    ``hess`` (``hessp`` then serves the products, if given), a ``HessianUpdateStrategy``, the
-    user's ``hessp``; with none of them, the derivative of the user's gradient when there is one
-    (:class:`~hessopt._hessians.GradientDerivative`), else autodiff's operator of each point
-    (``AutodiffDerivatives.at``: its gradient recorded once, each product one sweep of it). The
-    source tells ``result.hessian_source``."""
-    unravel, args, n = call.unravel, call.args, call.x0.size
-    if hessp is not None and not callable(hessp):
-        raise TypeError(f"hessp must be callable, got {type(hessp).__name__}")
-    flat_hessp = None if hessp is None else \
-        (lambda x, p: gradient_vector(hessp(unravel(x), unravel(p), *args), n, "hessp"))
-    if callable(hess):
-        user = UserHessian(hess, unravel, args, n)
-        # products with its matrix are not evaluations: nhev counts the calls of hess
-        return user.matrix, flat_hessp or user.product, None, user if flat_hessp is None else _Named("hess")
-    if isinstance(hess, HessianUpdateStrategy):
-        if hessp is not None:   # scipy drops hessp silently here
-            raise ValueError(f"hess={type(hess).__name__}() approximates the Hessian from gradients; "
-                             "hessp would go unused: pass one of them")
-        source = QuasiNewton(hess, last, n)
-        return None, None, source, source
-    if not exact_derivatives(hess):
-        raise TypeError(f"hess must be a callable, a scipy.optimize.HessianUpdateStrategy (BFGS(), "
-                        f"SR1()), or None/{'/'.join(FINITE_DIFFERENCES)} (exact, from autodiff of the "
-                        f"gradient); got {hess!r}")
-    if flat_hessp is not None:
-        return None, flat_hessp, None, _Named("hessp")
-    if gradient is not None and not ggn:
-        source = GradientDerivative(gradient, last, "3-point" if hess == "3-point" else "2-point", trace)
-        return None, None, source, source
-    return None, None, derivatives.at, _Named("autodiff (generalized Gauss-Newton)" if ggn else "autodiff")
-
-
-def _sparse_source(call: Call, derivatives: AutodiffDerivatives, operator, source, sparse: bool | None):
-    """(operator, source, dense_reason) of a method that factors the Hessian's matrix: autodiff's
-    sparse Hessians (:class:`~hessopt._hessians.SparseAutodiff`) in place of its dense ones when
-    ``sparse`` is True, or None (automatic) from ``SPARSE_MIN_SIZE`` variables on when the pattern
-    found in the recorded program is under ``SPARSE_MAX_DENSITY`` dense; else the operator and
-    source as they were, and why not (None when the sparse path was not considered). A user's
-    ``hess`` returning a sparse matrix is the optimizers' to use (same rule). With ``sparse=True``
-    a fallback to dense also warns."""
-    n = call.x0.size
-    if sparse is False or (sparse is None and n < SPARSE_MIN_SIZE) or isinstance(source, UserHessian):
-        return operator, source, None
-    sparse_source, reason = _sparse_autodiff(call, derivatives, operator, source)
-    if sparse_source is not None:
-        try:
-            pattern = sparse_source.pattern(call.x0)
-        except Exception as error:   # any failure to find it is reported, and the dense path taken
-            reason = f"the Hessian's sparsity pattern could not be found: {type(error).__name__}: {error}"
-        else:
-            reason = optimizers.sparse.dense_reason(n, pattern.nnz, sparse)
-            if reason is None:
-                return sparse_source, sparse_source, None
-    if sparse:
-        warnings.warn(f"options['sparse'] is True, but the Hessian is dense: {reason}", OptimizeWarning,
-                      stacklevel=3)
-    return operator, source, reason
-
-
-def _preconditioning_source(call: Call, derivatives: AutodiffDerivatives, operator, source,
-                            precondition: bool | None):
-    """(operator, reason) of a Krylov method whose solves may be preconditioned (``precondition``
-    True, or None from ``SPARSE_MIN_SIZE`` variables on): an operator whose points also give the
-    Hessian as a sparse matrix, on demand only — autodiff's sparse Hessians, whose pattern is found
-    the first time the method asks (:class:`~hessopt._hessians.SparseAutodiff`), or the user's
-    ``hess`` when it returns a sparse matrix at x0; else the operator as it was and why not, and
-    the method's ``precondition`` option turned False (None where it was not considered). With
-    ``precondition=True`` a fallback also warns."""
-    n = call.x0.size
-    if precondition is False or (precondition is None and n < SPARSE_MIN_SIZE):
-        return operator, None
-    if isinstance(source, UserHessian):
-        if scipy.sparse.issparse(source.at(call.x0)):
-            return user_sparse_operator(source), None
-        reason = "the user's hess does not return a sparse matrix"
+def _count_user_calls(result: OptimizeResult, flat: Flat, derivatives) -> None:
+    """nfev and njev as the user's functions were called: every call of the user's gradient (the
+    Hessian's recordings and differences too; with jac=True each is a call of fun), or autodiff's
+    gradients plus those the Hessian sources asked for at other points; on finite differences,
+    every call of f (those of a quasi-Newton run's final curvature check too)."""
+    calls = getattr(derivatives, "calls", None)
+    if calls is not None:
+        result.nfev = calls
+    if flat.counted is None:
+        result.njev += flat.last.extra
     else:
-        sparse_source, reason = _sparse_autodiff(call, derivatives, operator, source)
-        if sparse_source is not None:
-            return sparse_source, None
-    if precondition:
-        warnings.warn(f"options['precondition'] is True, but there is no preconditioner: {reason}",
-                      OptimizeWarning, stacklevel=3)
-    call.options["precondition"] = False
-    return operator, reason
+        result.njev = flat.counted.calls
+        if flat.jac is True:
+            result.nfev = flat.counted.calls
 
 
-
-def _sparse_autodiff(call: Call, derivatives: AutodiffDerivatives, operator,
-                     source) -> tuple[SparseAutodiff | None, str | None]:
-    """autodiff's sparse Hessians of f (:class:`~hessopt._hessians.SparseAutodiff`, the pattern
-    found when first asked), when they are the run's Hessian; else None and why not."""
-    if operator != derivatives.at:   # the user's hessp or jac, or a quasi-Newton strategy
-        return None, _NOT_AUTODIFF.get(source.name, f"the Hessian comes from {source.name}")
-    if derivatives.variables is not None:
-        return None, "x0 is a list of Variables: the sparse Hessian needs f as a function of x"
-    return SparseAutodiff(lambda flat: derivatives.f(call.unravel(flat)), derivatives.at), None
-
-
-_NOT_AUTODIFF = {
-    "autodiff of the gradient": "the Hessian is the derivative of the user's jac, whose sparsity is not detected",
-    "finite differences of the gradient": "the Hessian is the derivative of the user's jac, whose sparsity is not "
-                                          "detected",
-    "hessp": "hessp gives Hessian-vector products only",
-}
-
-
-def _check_curvature(result: OptimizeResult, matvec: Callable, n: int) -> None:
-    """A quasi-Newton run's success, checked with true second derivatives at its end: the
-    strategy's matrix (positive definite for BFGS) cannot tell a saddle point from a minimum, the
-    loop's own Krylov check with ``matvec`` (over n variables) can. Clearly negative curvature
-    turns the result into status 5 (no false success)."""
-    estimate = leftmost_curvature(matvec, n, CURVATURE_PROBE_STEPS)
+def _check_curvature(result: OptimizeResult, feasible: FeasibleSet, matvec: Callable) -> None:
+    """A quasi-Newton run's success, checked with true second derivatives (products ``matvec`` at
+    its x) at its end: the strategy's matrix (positive definite for BFGS) cannot tell a saddle
+    point from a minimum, the loop's own Krylov check in the set's curvature space (in a box, the
+    free variables) can. Clearly negative curvature turns the result into status 5 (no false
+    success)."""
+    space = feasible.curvature_space(SimpleNamespace(x=result.x, matvec=matvec))
+    estimate = None if space is None else krylov_curvature(space)
     if estimate is not None and clearly_negative(estimate[0], estimate[2]):
         result.update(status=Status.NOT_A_MINIMUM, success=False, message=(
             f"{MESSAGES[Status.NOT_A_MINIMUM]}: the gradient test passed, but the true Hessian has "
@@ -640,107 +397,3 @@ def _report_hessian(result: OptimizeResult, source) -> None:
                            f"which autodiff could not follow: {note}")
     if source.evaluations is not None:
         result.nhev = source.evaluations
-
-
-def least_squares(residuals: Callable, x0, method: str = "lm", jac: Callable | None = None,
-                  args: tuple = (), callback: Callable | None = None,
-                  options: dict | None = None, bounds=None) -> OptimizeResult:
-    """Minimize 0.5 ||r(x)||^2 by Levenberg-Marquardt (``"lm"``) or Gauss-Newton (``"gn"``).
-
-    The Jacobian comes from autodiff in one vectorized sweep unless ``jac`` is given: a replayed
-    program of ``autodiff.function`` (``options={"trace": False}``: eager; residuals that cannot
-    be traced run eagerly, and ``result.untraced_reason`` says why). ``x0``, ``args``,
-    ``callback`` and ``options`` are taken as by :func:`minimize`; residuals of any shape
-    are raveled (``result.fun`` and the rows of ``result.jac`` follow that order), and ``result.x``
-    and ``result.grad`` have the form of ``x0``. Gauss-Newton uses J^T J as the Hessian, with no
-    second derivatives (Nocedal & Wright, 2006, ch. 10; Moré 1978 for the Levenberg-Marquardt
-    scaling).
-
-    ``bounds`` are scipy ``least_squares``' ``(lb, ub)`` (each a scalar or an array of x0's shape
-    or size, a pytree of x0's structure for a pytree x0; ``-np.inf``/``np.inf`` or None for no
-    bound) or a ``scipy.optimize.Bounds``. Levenberg-Marquardt is then the trust-region method
-    with TRON's bounded step on the Gauss-Newton model (Lin & Moré 1999), Gauss-Newton the
-    projected one (Bertsekas 1982); the residuals are never evaluated outside the box (x0 is
-    clipped into it, and the message says so) and success means the projected gradient test.
-    ``result.active_mask`` (always there, in the form of x0) is -1 at a lower bound, +1 at an
-    upper one and 0 for free variables, as in scipy.
-
-    Parameters
-    ----------
-    residuals : callable
-        ``residuals(x, *args)`` -> array.
-    x0 : array_like or pytree
-        The starting point.
-    method : {"lm", "gn"}, default "lm"
-    jac : callable, optional
-        The Jacobian of the raveled residuals (default: autodiff).
-    args, callback, options
-        As for :func:`minimize`.
-    bounds : (lb, ub) or scipy.optimize.Bounds, optional
-        Bound constraints (see above).
-
-    Returns
-    -------
-    scipy.optimize.OptimizeResult
-        ``x``, ``cost`` (0.5 ||r||^2), ``fun`` (the residuals), ``jac``, ``grad``, counts, ``status``,
-        ``success``, ``message``, ``history``, ``active_mask``.
-
-    Raises
-    ------
-    TypeError
-        If residuals is not callable.
-    ValueError
-        For an unknown method or jac, or bad bounds (which entry, and why).
-
-    Examples
-    --------
-    Fit y = a exp(-b t) to exact data:
-
-    >>> import numpy as np
-    >>> import hessopt
-    >>> t = np.array([0.0, 1.0, 2.0])
-    >>> y = 2 * np.exp(-0.5 * t)
-    >>> hessopt.least_squares(lambda x: x[0] * np.exp(-x[1] * t) - y, [1.0, 1.0]).x.round(6)
-    array([2. , 0.5])
-
-    With the rate held at or below 0.4, it ends on that bound:
-
-    >>> result = hessopt.least_squares(lambda x: x[0] * np.exp(-x[1] * t) - y, [1.0, 0.1],
-    ...                                bounds=([0, 0], [np.inf, 0.4]))
-    >>> result.x.round(6), result.active_mask
-    (array([1.903881, 0.4     ]), array([0, 1]))
-    """
-    if not callable(residuals):
-        raise TypeError(f"residuals must be callable, got {type(residuals).__name__}")
-    if method not in ("lm", "gn"):
-        raise ValueError(f"unknown least-squares method {method!r}; choose 'lm' or 'gn'")
-    box = box_from_bounds(bounds, x0, pairs=False)
-    options = as_options(options)
-    trace = options.pop("trace", True)
-    check_option("trace", trace)
-    call = normalize(x0, args, callback, options, optimizers.least_squares_lm, "least_squares")
-    unravel, args, n = call.unravel, call.args, call.x0.size
-    box, call.x0, note = in_the_box(box, call.x0, method, ("lm", "gn"))
-
-    def flat_residuals(x):
-        return residual_vector(residuals(unravel(x), *args))
-
-    traced = ad.function(flat_residuals, eager_fallback=True) if trace else None
-    if callable(jac):
-        jacobian = lambda x: real_array(_value(jac(unravel(x), *args)),  # noqa: E731
-                                        "the value of jac").reshape(-1, n)
-    elif exact_derivatives(jac):
-        jacobian = ad.jacobian(traced or flat_residuals)
-    else:
-        raise ValueError(f"jac must be a callable or None (exact, from autodiff); got {jac!r}")
-    result = optimizers.least_squares_lm(lambda x: np.asarray(_value(flat_residuals(x)), dtype=float),
-                                         call.x0, jacobian, callback=call.callback, method=method,
-                                         bounds=box, **call.options)
-    if traced is not None and traced.fallback_reason is not None:
-        result.untraced_reason = traced.fallback_reason
-    report_bounds(result, result.get("active_mask", np.zeros(n, dtype=int)), note, unravel)
-    return call.finish(result, ("x", "grad"))
-
-
-def _value(x):
-    return x.numpy() if isinstance(x, ad.Tensor) else x

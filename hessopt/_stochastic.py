@@ -18,16 +18,11 @@ from scipy.optimize import OptimizeResult
 import autodiff as ad
 import optimizers
 
-from ._arguments import check_option, normalize, scalar_value
-from ._minimize import AutodiffDerivatives, _variables
+from ._arguments import check_option, normalize, plain_value, scalar_value
+from ._derivatives import AutodiffDerivatives, flat_gradient, variables_of
 
-STOCHASTIC_METHODS: dict[str, Callable] = {
-    "hessian-free": optimizers.minimize_stochastic_hessian_free,
-    "subsampled-newton-cg": optimizers.minimize_subsampled_newton_cg,
-    "adam": optimizers.minimize_stochastic_adam,
-    "sgd": optimizers.minimize_sgd,
-}
-SECOND_ORDER = ("hessian-free", "subsampled-newton-cg")
+#: The mini-batch methods by name, as declared in :data:`optimizers.REGISTRY`.
+STOCHASTIC_METHODS: dict[str, Callable] = {d.name: d.function for d in optimizers.REGISTRY.declarations(batches=True)}
 CURVATURE_FRACTION = 0.1   # Byrd et al. (2011) sample 5-10% for the Hessian; Martens (2010) a fraction too
 
 INTEGER_LEAVES = ("the batches hold non-floating arrays (integer labels, say), which autodiff.function "
@@ -72,8 +67,7 @@ class BatchDerivatives(AutodiffDerivatives):
         if self._value_and_grad is None:
             self._build(batch)
         value, gradient = self._value_and_grad(self.point(x), batch)
-        return float(scalar_value(_value(value))), np.concatenate(
-            [np.ravel(_value(g)) for g in ad.tree.flatten(gradient)[0]])
+        return float(scalar_value(plain_value(value))), flat_gradient(gradient)
 
     def operator(self, x: np.ndarray, batch: Any) -> ad.HessianOperator:
         if self._operator_at is None:
@@ -84,10 +78,6 @@ class BatchDerivatives(AutodiffDerivatives):
         """What the user's functions take at x: the structure, or nothing (the Variables hold x)."""
         point = self.point(x)
         return () if self.variables is not None else (point,)
-
-
-def _value(x):
-    return x.numpy() if isinstance(x, ad.Tensor) else x
 
 
 def minimize_stochastic(fun: Callable, x0, batches: Iterable | Callable[[int], Iterable],
@@ -171,24 +161,24 @@ def minimize_stochastic(fun: Callable, x0, batches: Iterable | Callable[[int], I
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
-    try:
-        solver = STOCHASTIC_METHODS[method.lower()]
-    except (KeyError, AttributeError):
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(STOCHASTIC_METHODS)}") from None
+    declaration = optimizers.REGISTRY.get(method.lower(), batches=True) if isinstance(method, str) else None
+    if declaration is None:
+        raise ValueError(f"unknown method {method!r}; choose one of {sorted(STOCHASTIC_METHODS)}")
     options = dict(options or {})
-    second_order = method.lower() in SECOND_ORDER
+    second_order = not declaration.first_order
     size, fraction = options.pop("curvature_size", None), options.pop("curvature_fraction", None)
     rng = np.random.default_rng(check_option("seed", options.pop("seed", 0)))
     ggn = options.pop("ggn", None)
     trace = bool(options.pop("trace", True))
     if not second_order and (ggn is not None or size is not None or fraction is not None):
+        takers = [d.name for d in optimizers.REGISTRY.declarations(batches=True) if not d.first_order]
         raise ValueError(f"curvature options (ggn, curvature_size, curvature_fraction) are for "
-                         f"{' and '.join(SECOND_ORDER)}, not {method!r}")
+                         f"{' and '.join(takers)}, not {method!r}")
     if ggn is not None and not (isinstance(ggn, (tuple, list)) and len(ggn) == 2 and all(map(callable, ggn))):
         raise TypeError("options['ggn'] must be a pair (predict, loss) of callables")
     options.setdefault("keep_iterates", False)
-    call = normalize(x0, (), callback, options, solver, method.lower())
-    derivatives = BatchDerivatives(fun, call.unravel, _variables(x0), None if ggn is None else tuple(ggn),
+    call = normalize(x0, (), callback, options, declaration.function, declaration.name)
+    derivatives = BatchDerivatives(fun, call.unravel, variables_of(x0), None if ggn is None else tuple(ggn),
                                    trace)
     keywords = dict(call.options, batches=batches, epochs=epochs)
     if second_order:
@@ -197,7 +187,7 @@ def minimize_stochastic(fun: Callable, x0, batches: Iterable | Callable[[int], I
         if not callable(evaluate):
             raise TypeError(f"evaluate must be callable, got {type(evaluate).__name__}")
         keywords["evaluate"] = lambda x: evaluate(*derivatives.at_params(x))
-    result = derivatives.solve(solver, call.x0, derivatives.value_and_grad, call.x0, True,
+    result = derivatives.solve(declaration.function, call.x0, derivatives.value_and_grad, call.x0, True,
                                callback=call.callback, **keywords)
     return call.finish(result)
 

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import functools
 import time
+import warnings
 from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.optimize
+from scipy.optimize import OptimizeWarning
 
 from . import problems
+from ._derivatives import AutodiffDerivatives
 from ._many import minimize_many
-from ._minimize import METHODS, AutodiffDerivatives, minimize
+from ._minimize import METHODS, minimize
 
 SCIPY_COUNTERPARTS = {"newton-cg": "Newton-CG", "trust-ncg": "trust-ncg",
                       "trust-krylov": "trust-krylov", "trust-exact": "trust-exact", "dogleg": "dogleg"}
@@ -37,6 +40,15 @@ class ProblemFunction:
 
     def __call__(self, x):
         return _problem(self.name, self.n).fun(x)
+
+
+@dataclass(frozen=True)
+class OpaqueFunction(ProblemFunction):
+    """The objective as code autodiff cannot follow (it turns x into an ndarray first), so that
+    ``minimize`` takes finite differences of it (:mod:`hessopt._finite_differences`)."""
+
+    def __call__(self, x):
+        return _problem(self.name, self.n).fun(np.asarray(x))
 
 
 @dataclass
@@ -87,10 +99,12 @@ def _record(problem: problems.Problem, method: str, result, seconds: float) -> R
                str(result.message))
 
 
-def run_hessopt(problem: problems.Problem, method: str, options: dict | None = None) -> Run:
+def run_hessopt(problem: problems.Problem, method: str, options: dict | None = None,
+                finite_differences: bool = False) -> Run:
     """``hessopt.minimize`` with the method's defaults unless ``options`` say otherwise; the
     iterates are not kept (a large problem's would fill memory for a table that never shows
-    them).
+    them). ``finite_differences``: the objective hidden from autodiff (:class:`OpaqueFunction`),
+    so its derivatives are finite differences.
 
     Examples
     --------
@@ -100,8 +114,10 @@ def run_hessopt(problem: problems.Problem, method: str, options: dict | None = N
     ('newton-cg', True, True)
     """
     start = time.perf_counter()
-    result = minimize(ProblemFunction(problem.name, problem.n), problem.x0, method=method,
-                      options={"keep_iterates": False, **(options or {})})
+    function = (OpaqueFunction if finite_differences else ProblemFunction)(problem.name, problem.n)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "autodiff cannot follow fun", OptimizeWarning)
+        result = minimize(function, problem.x0, method=method, options={"keep_iterates": False, **(options or {})})
     return _record(problem, method, result, time.perf_counter() - start)
 
 
@@ -130,12 +146,13 @@ def run_scipy(problem: problems.Problem, method: str, options: dict | None = Non
 def _run_task(task):
     """Module-level, so executors can pickle it."""
     kind, name, n, method, options = task
-    runner = run_scipy if kind == "scipy" else run_hessopt
-    return runner(_problem(name, n), method, options)
+    if kind == "scipy":
+        return run_scipy(_problem(name, n), method, options)
+    return run_hessopt(_problem(name, n), method, options, finite_differences=kind == "differences")
 
 
 def run_suite(instances, methods, compare_scipy: bool = False, executor: Executor | None = None,
-              options: dict | None = None) -> list[Run]:
+              options: dict | None = None, finite_differences: bool = False) -> list[Run]:
     """Every method (and, if asked, its scipy counterpart) on every problem instance.
 
     Parameters
@@ -149,6 +166,8 @@ def run_suite(instances, methods, compare_scipy: bool = False, executor: Executo
         Where to map the runs (default: sequentially here).
     options : dict, optional
         Passed to every run.
+    finite_differences : bool, default False
+        hessopt's runs on the objectives hidden from autodiff: derivatives by finite differences.
 
     Returns
     -------
@@ -165,7 +184,8 @@ def run_suite(instances, methods, compare_scipy: bool = False, executor: Executo
     tasks = []
     for problem in instances:
         for method in methods:
-            tasks.append(("hessopt", problem.name, problem.n, method, options))
+            tasks.append(("differences" if finite_differences else "hessopt", problem.name, problem.n, method,
+                          options))
             if compare_scipy and method in SCIPY_COUNTERPARTS:
                 tasks.append(("scipy", problem.name, problem.n, method, options))
     mapped = executor.map(_run_task, tasks) if executor is not None else map(_run_task, tasks)

@@ -6,7 +6,7 @@ This script turns each into ``notebooks/NAME.ipynb`` and runs it top to bottom i
 ``python3`` kernel with the repository importable, so the saved outputs are the ones the current
 code produces. Seeds are fixed in the sources; timings vary from run to run, and the numbers the
 text relies on are checked within stated tolerances by ``claims.claim`` (``tests/test_notebooks.py``
-compares them between the saved outputs and a fresh run).
+checks them in the saved outputs and in a fresh run).
 
     python notebooks/build.py                  # every notebook
     python notebooks/build.py 02 05            # those whose names start with 02 or 05

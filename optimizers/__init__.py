@@ -6,7 +6,14 @@ Each method is ``method(fun, x0, jac, hess=None, hessp=None, callback=None, *, o
 :class:`Status`. Every method is a :class:`~optimizers.loop.Step` run by the one loop of
 :mod:`optimizers.loop`.
 
-The parameters every method shares:
+Each method declares what it takes and gives where it is defined (:mod:`optimizers.methods`:
+bounds, a sparse factorization, a preconditioner, first order, batches, scipy's ``hess``...), and
+:data:`REGISTRY` lists them all by those declarations: adding a method is its module and one entry
+there. The set x lives in (unconstrained, or a box) is a contract the loop talks to
+(:mod:`optimizers.feasible`).
+
+The parameters every method shares (read once, by :func:`optimizers.methods.declared`; the run's
+own are one :class:`~optimizers.loop.RunOptions`):
 
 - ``fun(x)``: the objective on a 1-D float array; ``x0``: the start point (1-D, finite).
 - ``jac(x)``: the gradient, or ``True`` when ``fun`` returns ``(f, g)`` (scipy's convention).
@@ -42,9 +49,12 @@ Examples
 (True, array([1., 1.]), 24.2)
 """
 from .arc import minimize_arc
+from .constraints import CanonicalConstraint
 from .first_order import minimize_adam, minimize_gd
 from .history import History
+from .interior_point import minimize_ipm
 from .least_squares import least_squares_lm
+from .methods import Registry
 from .newton import minimize_hessian_free, minimize_newton, minimize_newton_cg
 from .objective import Status
 from .stochastic import (
@@ -55,8 +65,15 @@ from .stochastic import (
 )
 from .trust_region import minimize_dogleg, minimize_trust_exact, minimize_trust_krylov, minimize_trust_ncg
 
-__all__ = ["History", "Status", "least_squares_lm", "minimize_adam", "minimize_arc", "minimize_dogleg",
-           "minimize_gd", "minimize_hessian_free", "minimize_newton", "minimize_newton_cg",
-           "minimize_sgd", "minimize_stochastic_adam", "minimize_stochastic_hessian_free",
+#: Every method, by its declaration, in the order the suite lists them.
+REGISTRY = Registry([minimize_newton, minimize_newton_cg, minimize_trust_ncg, minimize_trust_krylov,
+                     minimize_trust_exact, minimize_dogleg, minimize_arc, minimize_hessian_free, minimize_adam,
+                     minimize_gd, minimize_stochastic_hessian_free, minimize_subsampled_newton_cg,
+                     minimize_stochastic_adam, minimize_sgd, minimize_ipm])
+
+__all__ = ["CanonicalConstraint", "History", "REGISTRY", "Status", "least_squares_lm", "minimize_adam",
+           "minimize_arc", "minimize_dogleg", "minimize_gd", "minimize_hessian_free", "minimize_ipm",
+           "minimize_newton", "minimize_newton_cg", "minimize_sgd", "minimize_stochastic_adam",
+           "minimize_stochastic_hessian_free",
            "minimize_subsampled_newton_cg", "minimize_trust_exact", "minimize_trust_krylov",
            "minimize_trust_ncg"]

@@ -11,41 +11,32 @@ and is updated from the reduction ratio. It is the trust-region step
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 from scipy.optimize import OptimizeResult
 
-from .loop import curvature_check, run
-from .objective import HessianOperator, Objective
+from .loop import RunOptions, curvature_check
+from .methods import Problem, declared
 from .subproblems import LanczosCubic, SubproblemSolution
-from .trust_region import TrustRegion
+from .trust_region import Control, TrustRegion
 
 
-class SigmaControl:
-    """The regularization weight sigma (ARC Part I, (2.5)-(2.7)): lowered after a very successful
-    step, kept after a successful one, and raised by the interpolated backtracking factor after a
-    failure."""
+class SigmaControl(Control):
+    """The regularization weight sigma (ARC Part I, (2.5)-(2.7)): lowered (to the floor ``limit``
+    at least) after a very successful step, kept after a successful one, and raised by the
+    interpolated backtracking factor after a failure."""
 
     name = "sigma"
 
-    def __init__(self, sigma: float, min_sigma: float):
-        self.value, self.min_value = sigma, min_sigma
-
-    def update(self, rho: float, step: SubproblemSolution, step_norm: float,
-               backtrack: float) -> None:
+    def update(self, rho: float, step: SubproblemSolution, step_norm: float, backtrack: float) -> None:
         if not rho >= 0.1:  # also NaN
             self.value /= backtrack
         elif rho >= 0.9:
-            self.value = max(0.5 * self.value, self.min_value)
+            self.value = max(0.5 * self.value, self.limit)
 
 
-def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
-                 hessp: Callable | None = None, callback: Callable | None = None, *,
-                 operator: Callable[[np.ndarray], HessianOperator] | None = None,
-                 gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
-                 initial_sigma: float | None = None, min_sigma: float = 1e-8, eta: float = 0.1,
-                 check_second_order: bool = True, keep_iterates: bool = True) -> OptimizeResult:
+@declared("arc")
+def minimize_arc(problem: Problem, options: RunOptions, *, initial_sigma: float | None = None,
+                 min_sigma: float = 1e-8, eta: float = 0.1, check_second_order: bool = True) -> OptimizeResult:
     """Minimize with adaptive cubic regularization (Cartis, Gould & Toint 2011), Hessian-vector
     products only.
 
@@ -99,7 +90,7 @@ def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     >>> result.success, result.x.round(4)
     (True, array([1., 1.]))
     """
-    objective = Objective(fun, x0, jac, hess, hessp, operator)
+    objective = problem.objective()
     if not objective.has_hessian:
         raise ValueError("ARC needs second derivatives: pass hessp or hess")
     x0 = objective.x0
@@ -107,5 +98,4 @@ def minimize_arc(fun: Callable, x0, jac: Callable | bool, hess: Callable | None 
     length = min(gnorm, max(1.0, float(np.linalg.norm(x0)))) or 1.0
     control = SigmaControl(initial_sigma or max(gnorm / length ** 2, min_sigma), min_sigma)
     step = TrustRegion(objective, LanczosCubic, control, dense=False, eta=eta)
-    return run(objective, step, probe=curvature_check(check_second_order, dense=False), gtol=gtol,
-               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates)
+    return problem.run(objective, step, options, probe=curvature_check(check_second_order, dense=False))

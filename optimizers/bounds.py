@@ -3,10 +3,12 @@
 Everything here works on plain arrays and on the Hessian as products ``matvec(v)`` at the current
 iterate, so it plugs into any step that has a gradient ``g``, a product and a radius.
 
-- :class:`Box` is the feasible set: projection, the free and binding variables, the projected
-  gradient (the first-order test), ``active_mask`` and the breakpoints of projected paths. Every
-  point it produces lies in the box, and a variable that reaches a bound lands on it exactly, so
-  "at a bound" needs no tolerance anywhere.
+- :class:`Box` is the feasible set (a :class:`~optimizers.feasible.FeasibleSet`: x0 clipped into
+  it, the projected gradient as the first-order test, the free variables as the space of the
+  second-order check (:class:`FreeVariables`), ``active`` and ``active_mask``), with projection,
+  the free and binding variables and the breakpoints of projected paths. Every point it produces
+  lies in the box, and a variable that reaches a bound lands on it exactly, so "at a bound" needs
+  no tolerance anywhere.
 - :class:`BoxTrustRegion` is the step of a bound-constrained trust-region Newton method (TRON;
   Lin & Moré 1999): a Cauchy point by a projected search along the projected gradient path
   (:func:`cauchy_point`), then Steihaug's conjugate gradients on the variables free at that
@@ -32,10 +34,13 @@ References
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse
 
+from .feasible import CurvatureSpace, FeasibleSet
 from .krylov import forcing_term, norm, steihaug_maxiter
 from .linesearch import LineSearchResult
 from .subproblems import SteihaugCG
@@ -56,9 +61,12 @@ MAX_SEARCH_TRIALS = 60
 BINDING_EPSILON = 1e-3
 
 
-class Box:
+class Box(FeasibleSet):
     """The box ``lower <= x <= upper`` over n variables; infinite entries mean no bound, and
-    ``lower == upper`` fixes a variable.
+    ``lower == upper`` fixes a variable. As a :class:`~optimizers.feasible.FeasibleSet`: x0 is
+    clipped into it, the gradient test is on the projected gradient ``pg``, the second-order check
+    looks at the free variables, the history gets the column ``active`` (the bounds x is on) and
+    the result ``active_mask``; the bounded steps (TRON, projected Newton) are not preconditioned.
 
     Parameters
     ----------
@@ -85,6 +93,10 @@ class Box:
     array([0., 3., 0.])
     """
 
+    gradient_name = "pg"
+    test_name = "the projected gradient test"
+    preconditioned = False
+
     def __init__(self, lower, upper):
         lower = np.asarray(lower, dtype=float)
         upper = np.asarray(upper, dtype=float)
@@ -108,6 +120,53 @@ class Box:
 
     def contains(self, x: np.ndarray) -> bool:
         return bool(np.all((self.lower <= x) & (x <= self.upper)))
+
+    def start(self, x0: np.ndarray) -> tuple[np.ndarray, str | None]:
+        """x0 projected into the box, as L-BFGS-B does, so that f is never evaluated outside it,
+        and a note saying how many entries moved (None if none did).
+
+        Raises
+        ------
+        ValueError
+            If x0 has another number of entries than the box.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from optimizers.bounds import Box
+        >>> x, note = Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]).start(np.array([0.5, -2.0, 3.0]))
+        >>> x
+        array([0.5, 0. , 1. ])
+        >>> note
+        'x0 lay outside the bounds in 2 of 3 entries (the first at flat index 1) and was clipped into the box'
+        """
+        if self.n != x0.size:
+            raise ValueError(f"the bounds are over {self.n} variables, but x0 has {x0.size}")
+        clipped = self.project(x0)
+        moved = np.flatnonzero(clipped != x0)
+        if not moved.size:
+            return clipped, None
+        return clipped, (f"x0 lay outside the bounds in {moved.size} of {x0.size} entries (the first "
+                         f"at flat index {moved[0]}) and was clipped into the box")
+
+    def stationarity(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        return self.projected_gradient(x, g)
+
+    def curvature_space(self, point: CurvatureSpace) -> FreeVariables | None:
+        """The free variables of ``point``; None when none is free (nothing to check)."""
+        free = self.free(point.x)
+        return FreeVariables(point, free) if free.any() else None
+
+    def lift(self, space: FreeVariables, direction: np.ndarray) -> np.ndarray:
+        full = np.zeros(space.free.size)
+        full[space.free] = direction
+        return full
+
+    def history(self, x: np.ndarray) -> dict:
+        return {"active": int(np.count_nonzero(self.active_mask(x)))}
+
+    def result_fields(self, x: np.ndarray) -> dict:
+        return {"active_mask": self.active_mask(x)}
 
     def project(self, x: np.ndarray) -> np.ndarray:
         """The nearest point of the box: x clipped componentwise."""
@@ -152,34 +211,6 @@ class Box:
         return np.where(hit & (d > 0), self.upper, np.where(hit & (d < 0), self.lower, point))
 
 
-def bounded_start(bounds: Box | tuple | None, x0) -> tuple[Box | None, np.ndarray]:
-    """A method's ``bounds`` argument as a :class:`Box` (given as one, or as a pair ``(lower,
-    upper)`` of arrays over x0; None: no bounds) and x0 projected into it, as L-BFGS-B does, so
-    that f is never evaluated outside the box, not even at x0.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from optimizers.bounds import bounded_start
-    >>> box, x0 = bounded_start(([0.0, 0.0], [1.0, np.inf]), [2.0, -3.0])
-    >>> box, x0
-    (Box(n=2, bounded=2, fixed=0), array([1., 0.]))
-    """
-    x0 = np.array(x0, dtype=float)
-    if bounds is None:
-        return None, x0
-    if isinstance(bounds, Box):
-        box = bounds
-    elif isinstance(bounds, (tuple, list)) and len(bounds) == 2:
-        box = Box(*bounds)
-    else:
-        raise TypeError(f"bounds must be a Box or a pair (lower, upper) of arrays, got "
-                        f"{type(bounds).__name__}")
-    if box.n != x0.size:
-        raise ValueError(f"the bounds are over {box.n} variables, but x0 has {x0.size}")
-    return box, box.project(x0)
-
-
 def _refuse(bad: np.ndarray, what: str, lower: np.ndarray, upper: np.ndarray) -> None:
     if np.any(bad):
         i = int(np.flatnonzero(bad)[0])
@@ -207,6 +238,33 @@ def restrict(matvec: Callable[[np.ndarray], np.ndarray],
         full[mask] = v
         return matvec(full)[mask]
     return product
+
+
+class FreeVariables:
+    """An iterate seen on its free variables only (those strictly inside their bounds): ``x``,
+    the products of the reduced Hessian and, on demand, the reduced dense or sparse Hessian; what
+    the second-order check at a bounded first-order point probes."""
+
+    def __init__(self, point: CurvatureSpace, free: np.ndarray):
+        self.x, self.free = point.x[free], free
+        self._point = point
+        self.matvec = restrict(point.matvec, free)
+
+    @cached_property
+    def sparse_hessian(self) -> scipy.sparse.csc_matrix | None:
+        return reduced(self._point.sparse_hessian, self.free)
+
+    @cached_property
+    def hessian(self) -> np.ndarray:
+        return self._point.hessian[np.ix_(self.free, self.free)]
+
+
+def reduced(sparse: scipy.sparse.csc_matrix | None, free: np.ndarray) -> scipy.sparse.csc_matrix | None:
+    """The rows and columns ``free`` of a sparse Hessian (None stays None)."""
+    if sparse is None:
+        return None
+    index = np.flatnonzero(free)
+    return sparse[index][:, index].tocsc()
 
 
 # --- TRON: the Cauchy point, the subspace steps, the projected searches ---------------------

@@ -11,24 +11,24 @@ optimization", ICLR 2015.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 from scipy.optimize import OptimizeResult
 
-from .bounds import Box, bounded_start
-from .loop import Saddle, Step, Stop, Trial, run
+from .bounds import Box
+from .feasible import FeasibleSet, Unconstrained
+from .loop import RunOptions, Saddle, Step, Stop, Trial
+from .methods import Problem, declared
 from .objective import Iterate, Objective, Status
 
 Update = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
 
 
-def minimize_gd(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
-                hessp: Callable | None = None, callback: Callable | None = None, *,
-                operator: Callable | None = None,
-                learning_rate: float = 1e-2, momentum: float = 0.0, gtol: float | None = None,
-                maxiter: int = 1000, disp: bool = False, keep_iterates: bool = True,
-                bounds: Box | tuple | None = None) -> OptimizeResult:
+@declared("gd", bounds=True, first_order=True)
+def minimize_gd(problem: Problem, options: RunOptions, *, learning_rate: float = 1e-2,
+                momentum: float = 0.0) -> OptimizeResult:
     """Gradient descent x <- x + v, v <- momentum v - learning_rate g (plain descent when
     ``momentum`` is 0; Polyak's heavy ball otherwise). ``hess``, ``hessp`` and ``operator`` are
     ignored.
@@ -62,18 +62,12 @@ def minimize_gd(fun: Callable, x0, jac: Callable | bool, hess: Callable | None =
            [ 0.5 , -1.  ],
            [ 0.25, -0.5 ]]))
     """
-    update = heavy_ball(np.size(x0), learning_rate, momentum)
-    return _run(fun, x0, jac, update, bounds, gtol=gtol, maxiter=maxiter, callback=callback,
-                disp=disp, keep_iterates=keep_iterates)
+    return _run(problem, options, heavy_ball(problem.x0.size, learning_rate, momentum))
 
 
-def minimize_adam(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
-                  hessp: Callable | None = None, callback: Callable | None = None, *,
-                  operator: Callable | None = None,
-                  learning_rate: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999,
-                  epsilon: float = 1e-8, gtol: float | None = None, maxiter: int = 1000,
-                  disp: bool = False, keep_iterates: bool = True,
-                  bounds: Box | tuple | None = None) -> OptimizeResult:
+@declared("adam", bounds=True, first_order=True)
+def minimize_adam(problem: Problem, options: RunOptions, *, learning_rate: float = 1e-3, beta1: float = 0.9,
+                  beta2: float = 0.999, epsilon: float = 1e-8) -> OptimizeResult:
     """Adam (Kingma & Ba 2015, Algorithm 1): steps of ``learning_rate`` m_hat / (sqrt(v_hat) +
     epsilon) from bias-corrected moving averages of g and g**2. ``hess``, ``hessp`` and
     ``operator`` are ignored.
@@ -107,9 +101,7 @@ def minimize_adam(fun: Callable, x0, jac: Callable | bool, hess: Callable | None
     >>> result.history["x"][1].round(6)
     array([   0.9, -199.9])
     """
-    update = adam(np.size(x0), learning_rate, beta1, beta2, epsilon)
-    return _run(fun, x0, jac, update, bounds, gtol=gtol, maxiter=maxiter, callback=callback,
-                disp=disp, keep_iterates=keep_iterates)
+    return _run(problem, options, adam(problem.x0.size, learning_rate, beta1, beta2, epsilon))
 
 
 def heavy_ball(n: int, learning_rate: float, momentum: float = 0.0) -> Update:
@@ -163,11 +155,10 @@ def adam(n: int, learning_rate: float = 1e-3, beta1: float = 0.9, beta2: float =
     return update
 
 
-def _run(fun: Callable, x0, jac: Callable | bool, update: Update, bounds, **options) -> OptimizeResult:
-    """Run ``update`` from x0 (projected into the bounds, when there are some)."""
-    box, x0 = bounded_start(bounds, x0)
-    objective = Objective(fun, x0, jac)
-    return run(objective, FirstOrderUpdate(objective, update, box), box=box, **options)
+def _run(problem: Problem, options: RunOptions, update: Update) -> OptimizeResult:
+    """Run ``update`` from x0 in the problem's feasible set (f and the gradient only)."""
+    objective = Objective(problem.fun, problem.x0, problem.jac)
+    return problem.run(objective, first_order_step(problem.feasible, objective, update), options)
 
 
 def _check_positive(**values: float) -> None:
@@ -177,12 +168,12 @@ def _check_positive(**values: float) -> None:
 
 
 class FirstOrderUpdate(Step):
-    """A first-order step: ``update(x, g, t)`` gives the next iterate (t = 1, 2, ...), projected
-    into the ``box`` when there is one, always accepted; a NaN/inf value or gradient there ends
-    the run (status 3, the best point seen returned)."""
+    """A first-order step: ``update(x, g, t)`` gives the next iterate (t = 1, 2, ...), always
+    accepted; a NaN/inf value or gradient there ends the run (status 3, the best point seen
+    returned)."""
 
-    def __init__(self, objective: Objective, update: Update, box: Box | None = None):
-        self.objective, self.update, self.box, self.t = objective, update, box, 0
+    def __init__(self, objective: Objective, update: Update):
+        self.objective, self.update, self.t = objective, update, 0
 
     def default_maxiter(self, n: int) -> int:
         return 1000
@@ -192,10 +183,40 @@ class FirstOrderUpdate(Step):
 
     def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
         self.t += 1
-        x = self.update(point.x, point.g, self.t)
-        if self.box is not None:
-            x = self.box.project(x)
+        x = self.next(point)
         f, g = self.objective.fun(x), self.objective.grad(x)
         if not (np.isfinite(f) and np.all(np.isfinite(g))):
             return Stop(Status.NONFINITE)
         return Trial(x, f, {"step": float(np.linalg.norm(x - point.x))})
+
+    def next(self, point: Iterate) -> np.ndarray:
+        """The next iterate."""
+        return self.update(point.x, point.g, self.t)
+
+
+class ProjectedUpdate(FirstOrderUpdate):
+    """A first-order step projected into a ``box`` (projected gradient descent; Bertsekas,
+    *Nonlinear Programming*, 2nd ed., §2.3)."""
+
+    def __init__(self, objective: Objective, update: Update, box: Box):
+        super().__init__(objective, update)
+        self.box = box
+
+    def next(self, point: Iterate) -> np.ndarray:
+        return self.box.project(super().next(point))
+
+
+@functools.singledispatch
+def first_order_step(feasible: FeasibleSet, objective: Objective, update: Update) -> Step:
+    """The first-order step of ``feasible``: the update as it is, or projected into a box."""
+    raise TypeError(f"the first-order methods take no {type(feasible).__name__}")
+
+
+@first_order_step.register
+def _(feasible: Unconstrained, objective: Objective, update: Update) -> Step:
+    return FirstOrderUpdate(objective, update)
+
+
+@first_order_step.register
+def _(feasible: Box, objective: Objective, update: Update) -> Step:
+    return ProjectedUpdate(objective, update, feasible)

@@ -23,8 +23,6 @@ from collections.abc import Iterator
 
 import numpy as np
 
-COUNTERS = ("nfev", "njev", "nhev")
-
 
 class History:
     """Per-iteration records of a run, column by column (see the module docstring).

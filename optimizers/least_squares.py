@@ -11,19 +11,29 @@ Marquardt's method", IMM-REP-1999-05, DTU; J. Nocedal and S. J. Wright, *Numeric
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg
 from scipy.optimize import OptimizeResult
 
-from .bounds import Box, bounded_start
+from .bounds import Box
+from .feasible import FeasibleSet, Unconstrained
 from .linesearch import backtracking
-from .loop import Saddle, Step, Stop, Trial, run
+from .loop import RunOptions, Saddle, Step, Stop, Trial, run
+from .methods import feasible_set
 from .newton import ProjectedNewton
-from .objective import Iterate, Objective, Status
+from .objective import Iterate, Objective, Status, same_point
+from .stopping import gradient_norm
 from .trust_region import trust_region_step
 
+# Gauss-Newton refinement (_refine) takes steps up to this size relative to x (in the scaled norm):
+# the steps a cost rounded at eps cannot resolve are near sqrt(eps) = 1.5e-8 relative and below.
+REFINED_STEP = 1e-4
+# ... and ends after this many steps in a row that are not the shortest so far.
+REFINE_STALLS = 5
+EPS = np.finfo(float).eps
 # A Levenberg-Marquardt trial step is taken when its gain ratio exceeds this (Nielsen 1999 takes
 # any decrease, rho > 0; a small positive margin keeps steps that gain only rounding out).
 LM_ACCEPT_RATIO = 1e-4
@@ -45,7 +55,7 @@ class _Residuals:
 
     def residuals(self, x: np.ndarray) -> np.ndarray:
         for point, r in self._recent:
-            if np.array_equal(x, point):
+            if same_point(x, point):
                 return r
         self.nfev += 1
         r = np.atleast_1d(np.asarray(self._residuals(x), dtype=float))
@@ -53,7 +63,7 @@ class _Residuals:
         return r
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
-        if self._jx is None or not np.array_equal(x, self._jx):
+        if not same_point(x, self._jx):
             self.njev += 1
             j = np.atleast_2d(np.asarray(self._jac(x), dtype=float))
             if j.shape != (self.residuals(x).size, x.size):
@@ -88,7 +98,7 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
                      method: str = "lm", gtol: float | None = None, ftol: float = 1e-10,
                      xtol: float = 1e-10, maxiter: int | None = None, disp: bool = False,
                      damping: float = 1e-3, keep_iterates: bool = True,
-                     bounds: Box | tuple | None = None) -> OptimizeResult:
+                     bounds: FeasibleSet | tuple | None = None) -> OptimizeResult:
     """Minimize 0.5 ||r(x)||^2 given ``residuals(x)`` (shape (m,)) and ``jac(x)`` (shape (m, n)).
 
     ``method="gn"``: Gauss-Newton steps p = argmin ||J p + r|| (minimum norm when J is rank
@@ -102,7 +112,11 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     Stops with status 0 when the gradient J^T r passes the test of :mod:`optimizers.stopping`
     (``||J^T r||_inf <= gtol``; by default the relative gradient ``<= 1e-8``), when a step
     reduces the cost by less than ``ftol`` relative (actual and predicted), or when it moves x by
-    less than ``xtol`` relative; the message says which. Returns x, cost, fun (the residuals), jac
+    less than ``xtol`` relative; the message says which. Without bounds, a Levenberg-Marquardt run
+    that succeeded or stopped at working precision (its damping slows the last steps, and its cost
+    stops resolving them) is refined by full Gauss-Newton steps while they contract
+    (:func:`_refine`: x to the rounding floor, which the cost cannot resolve). Returns x, cost,
+    fun (the residuals), jac
     (the Jacobian), grad, nfev, njev, nit, status, success, message and history, a column-wise
     :class:`~optimizers.history.History` (f = cost, gnorm, step, lambda for LM, the cumulative
     nfev and njev of residuals and Jacobians, and the iterates x unless ``keep_iterates`` is
@@ -114,8 +128,9 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     (Lin & Moré 1999; :class:`~optimizers.bounds.BoxTrustRegion`) on the Gauss-Newton model,
     products ``J^T (J v)``; ``method="gn"`` is projected Gauss-Newton, Bertsekas' (1982)
     projected Newton method with the least-squares step of the columns of J of the variables not
-    held at a bound. Success then means the projected gradient passes the gradient test (``ftol``,
-    ``xtol`` and ``damping`` play no part), and the result has ``active_mask``.
+    held at a bound. Success then means the projected gradient passes the gradient test or a taken
+    step passes the ``ftol`` or ``xtol`` test (``damping`` plays no part), and the result has
+    ``active_mask``.
 
     Raises
     ------
@@ -141,27 +156,74 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     if method not in ("lm", "gn"):
         raise ValueError(f"method must be 'lm' or 'gn', got {method!r}")
     counted = _Residuals(residuals, jac)
-    box, x0 = bounded_start(bounds, x0)
-    if box is not None:
-        objective = Objective(counted.cost, x0, counted.gradient, hessp=counted.gauss_newton_product)
-    else:
-        objective = Objective(counted.cost, x0, counted.gradient)
+    feasible = feasible_set(bounds)
+    x0, note = feasible.start(np.array(x0, dtype=float))
+    objective = Objective(counted.cost, x0, counted.gradient, hessp=counted.gauss_newton_product)
     if not np.all(np.isfinite(counted.residuals(objective.x0))):   # scipy's least_squares refuses it
         raise ValueError("the residuals are not finite at x0")
-    if box is not None:
-        if method == "lm":
-            step = trust_region_step(objective, None, dense=False, eta=LM_ACCEPT_RATIO, box=box)
-        else:
-            step = _ProjectedGaussNewton(objective, box, counted)
-    elif method == "lm":
-        step = LevenbergMarquardt(objective, counted, ftol=ftol, xtol=xtol, damping=damping)
-    else:
-        step = GaussNewton(objective, counted, ftol=ftol, xtol=xtol)
-    result = run(objective, step, gtol=gtol, maxiter=maxiter, callback=callback, disp=disp,
-                 keep_iterates=keep_iterates, counts=counted.counts, box=box)
+    step = least_squares_step(feasible, method, objective, counted, ftol=ftol, xtol=xtol, damping=damping)
+    result = run(objective, step, RunOptions(gtol, maxiter, callback, disp, keep_iterates), feasible=feasible,
+                 note=note, counts=counted.counts)
+    if isinstance(step, LevenbergMarquardt) and result.status in (Status.SUCCESS, Status.PRECISION_LOSS):
+        _refine(result, counted, step.scale)
     result.cost, result.grad = result.fun, result.jac
     result.fun, result.jac = counted.residuals(result.x), counted.jacobian(result.x)
     return result
+
+
+def _refine(result: OptimizeResult, counted: _Residuals, scale: np.ndarray) -> None:
+    """Full Gauss-Newton steps from where a run succeeded or the cost stopped resolving progress,
+    ending at the point whose next step is the shortest.
+
+    Near a minimizer a step that shortens the residual by d changes the cost by about d^2, so costs
+    rounded at eps ||r||^2 stop telling better from worse when d nears sqrt(eps) ||r||, while the
+    Gauss-Newton step, a linear least-squares solution, is accurate to about eps ||J^+|| ||r||. Its
+    iteration converges (linearly, at the rate ||sum r_i H_i|| / sigma_min(J)^2; Dennis & Schnabel,
+    1983, thm. 10.2.1) to the minimizer when that rate is below 1, and its step measures the distance
+    to it, so the point with the shortest step seen is kept. The iteration runs while its steps are
+    below ``REFINED_STEP`` relative (steps the cost cannot resolve are far smaller; a large-residual
+    problem, where Gauss-Newton diverges with steps that may shrink, has steps of x's size) and above
+    the rounding of x itself (16 eps ||D x||), and ends after ``REFINE_STALLS`` steps without a
+    shorter one (rounding noise, or a rate near 1). Each kept point is recorded in the history;
+    ``result``'s x, fun, jac, nit, the counts and its message are updated.
+    """
+    x = result.x
+
+    def step(point):
+        jacobian, r = counted.jacobian(point), counted.residuals(point)
+        finite = np.all(np.isfinite(jacobian)) and np.all(np.isfinite(r))
+        return scipy.linalg.lstsq(jacobian, -r)[0] if finite else None
+
+    def length(v):
+        return float(np.linalg.norm(scale * v))
+
+    p = step(x)
+    best, kept, stalls = (x, p), 0, 0
+    for _ in range(default_maxiter(x.size)):
+        if p is None or not 16 * EPS * length(x) < length(p) <= REFINED_STEP * length(x):
+            break
+        x = x + p
+        p = step(x)
+        if p is not None and length(p) < length(best[1]):
+            _record(result, counted, x, length(x - best[0]))
+            best, kept, stalls = (x, p), kept + 1, 0
+        elif (stalls := stalls + 1) >= REFINE_STALLS:
+            break
+    if kept:
+        result.x, result.fun = best[0], counted.cost(best[0])
+        result.jac = counted.gradient(best[0])
+        result.message += (f" Then Gauss-Newton steps refined x ({kept} kept; the next step from it: "
+                           f"{length(best[1]):.1e} in the scaled norm).")
+    result.update(counted.counts())
+
+
+def _record(result: OptimizeResult, counted: _Residuals, x: np.ndarray, step: float) -> None:
+    """One refinement step as an iteration of the run's history (no damping: lambda 0)."""
+    result.nit += 1
+    fields = {"nit": result.nit, "f": counted.cost(x), "gnorm": gradient_norm(counted.gradient(x)), "step": step}
+    if "lambda" in result.history.columns:
+        fields["lambda"] = 0.0
+    result.history.append(fields, counted.counts(), x)
 
 
 class NielsenDamping:
@@ -291,3 +353,59 @@ class _ProjectedGaussNewton(ProjectedNewton):
     def reduced_step(self, point: Iterate, free: np.ndarray, g_free: np.ndarray) -> np.ndarray:
         jacobian = self.counted.jacobian(point.x)
         return scipy.linalg.lstsq(jacobian[:, free], -self.counted.residuals(point.x))[0]
+
+
+@functools.singledispatch
+def least_squares_step(feasible: FeasibleSet, method: str, objective: Objective, counted: _Residuals, *,
+                       ftol: float, xtol: float, damping: float) -> Step:
+    """The step of ``method`` ("lm" or "gn") in ``feasible``: Levenberg-Marquardt or Gauss-Newton;
+    in a box TRON's trust-region step on the Gauss-Newton model or projected Gauss-Newton, with the
+    same small-change tests (``damping`` then plays no part)."""
+    raise TypeError(f"least squares takes no {type(feasible).__name__}")
+
+
+@least_squares_step.register
+def _(feasible: Unconstrained, method: str, objective: Objective, counted: _Residuals, *, ftol: float,
+      xtol: float, damping: float) -> Step:
+    if method == "lm":
+        return LevenbergMarquardt(objective, counted, ftol=ftol, xtol=xtol, damping=damping)
+    return GaussNewton(objective, counted, ftol=ftol, xtol=xtol)
+
+
+@least_squares_step.register
+def _(feasible: Box, method: str, objective: Objective, counted: _Residuals, *, ftol: float,
+      xtol: float, damping: float) -> Step:
+    if method == "lm":
+        return _SmallChanges(trust_region_step(objective, None, feasible, dense=False, eta=LM_ACCEPT_RATIO),
+                             ftol=ftol, xtol=xtol)
+    return _SmallChanges(_ProjectedGaussNewton(objective, feasible, counted), ftol=ftol, xtol=xtol)
+
+
+class _SmallChanges(Step):
+    """A bounded step with the small-change tests of the unconstrained ones (scipy's ``ftol`` and
+    ``xtol`` in a box): a taken trial that lowers the cost by less than ``ftol`` relative, or moves x
+    by less than ``xtol`` relative, ends the run with success once recorded."""
+
+    def __init__(self, step: Step, *, ftol: float, xtol: float):
+        self.step, self.ftol, self.xtol = step, ftol, xtol
+        self.messages, self.warning = step.messages, step.warning
+
+    def default_maxiter(self, n: int) -> int:
+        return self.step.default_maxiter(n)
+
+    def start(self, point: Iterate) -> dict:
+        return self.step.start(point)
+
+    def test(self, point: Iterate, test):
+        return self.step.test(point, test)
+
+    def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
+        trial = self.step(point, saddle)
+        if isinstance(trial, Stop) or trial.x is None or trial.stop is not None:
+            return trial
+        moved, size = np.linalg.norm(trial.x - point.x), np.linalg.norm(point.x)
+        if point.f - trial.f <= self.ftol * point.f:
+            return trial._replace(stop=Stop(Status.SUCCESS, "Relative reduction of the cost below ftol."))
+        if moved <= self.xtol * (size + self.xtol):
+            return trial._replace(stop=Stop(Status.SUCCESS, "Relative step size below xtol."))
+        return trial

@@ -24,13 +24,15 @@ cannot make a trial. The steps:
 A step sees the iterate as an :class:`~optimizers.objective.Iterate` (x, f, g, Hessian products
 and the dense Hessian on demand, all counted), so a product never asks which x it is meant for.
 
-Bounds (``box``, an :class:`~optimizers.bounds.Box`) plug in here as a projection: the method
-starts from x0 projected into the box (:func:`~optimizers.bounds.bounded_start`), its steps give
-trial points in the box before f is evaluated there, :meth:`Loop.test` measures the projected
-gradient and the second-order check looks only at the free variables (J. J. Moré and G. Toraldo,
-1989; C.-J. Lin and J. J. Moré, "Newton's method for large bound-constrained optimization
-problems", SIAM J. Optim. 9, 1999); the history gets an ``active`` column (bounds x is on) and
-the result ``active_mask``. Nothing else in the loop depends on the set x lives in.
+The set x lives in is a contract the loop talks to (:class:`~optimizers.feasible.FeasibleSet`:
+:class:`~optimizers.feasible.Unconstrained`, or a box, :class:`~optimizers.bounds.Box`): x0 must
+lie in it (the method placed it there, and the set's note on that ends the message), the gradient
+test measures the set's stationarity measure (in a box the projected gradient), the second-order
+check probes the set's curvature space (the free variables) and the set adds its history columns
+and result fields (``active``, ``active_mask``). A step may own its convergence test
+(:meth:`Step.test`); by default it is the loop's (:meth:`Loop.test`). The run parameters every
+method shares (``gtol``, ``maxiter``, ``callback``, ``disp``, ``keep_iterates``) come as one
+:class:`RunOptions`.
 
 scipy's habits live in one place each: the callback is called once per iteration, not at x0
 (:meth:`Loop.start`); ``maxiter`` counts iterations, 0 or less meaning none (:func:`iteration_cap`);
@@ -45,14 +47,13 @@ import numbers
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from functools import cached_property
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse
 from scipy.optimize import OptimizeResult
 
-from .bounds import Box, restrict
+from .feasible import UNCONSTRAINED, CurvatureSpace, FeasibleSet
 from .history import History
 from .krylov import CURVATURE_PROBE_STEPS, clearly_negative, dense_leftmost_curvature, leftmost_curvature
 from .objective import MESSAGES, Iterate, Objective, Status
@@ -64,6 +65,11 @@ from .stopping import GradientTest, gradient_norm
 NONFINITE_HESSIAN_AT_STATIONARY_POINT = (
     "The gradient test passed, but the Hessian is not finite there: the second-order check is "
     "impossible, so the point is not reported as a minimum")
+# The iteration cap met at a first-order point that the second-order check sent on: the gradient
+# test passed there, so the cap's usual message ("before the gradient test passed") would be false.
+MAXITER_AT_SADDLE = (
+    "Maximum number of iterations has been exceeded at a point where the gradient test passed but "
+    "the Hessian has clearly negative curvature (a saddle point or maximum not yet left)")
 
 
 class Saddle(NamedTuple):
@@ -78,6 +84,26 @@ class Stop(NamedTuple):
     status (and ``message``, when it says more than the status's own)."""
     status: Status
     message: str | None = None
+
+
+#: What a convergence test says of an iterate: ``(status, None)`` to end the run there, ``(None,
+#: saddle)`` at a first-order point to leave along clearly negative curvature, ``(None, None)`` to
+#: go on.
+Verdict = tuple[Status | None, Saddle | None]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The run parameters every method shares (see :mod:`optimizers`): the gradient test's
+    ``gtol`` (None: the relative test of :mod:`optimizers.stopping`), the iteration cap
+    ``maxiter`` (None: the step's default; 0 or less: none), the ``callback`` (an OptimizeResult
+    after each iteration; StopIteration stops the run), ``disp`` (the iteration table, and a
+    warning when the run fails) and ``keep_iterates`` (the ``"x"`` column of the history)."""
+    gtol: float | None = None
+    maxiter: int | None = None
+    callback: Callable | None = None
+    disp: bool = False
+    keep_iterates: bool = True
 
 
 class Trial(NamedTuple):
@@ -118,8 +144,23 @@ class Step(ABC):
         but has clearly negative curvature: the trial must then leave along it (or stop with
         status 5 when it cannot)."""
 
+    def test(self, point: Iterate, loop_test: Callable[[Iterate], Verdict]) -> Verdict:
+        """Whether the run ends at ``point`` (x0, and each point a trial moved to). By default the
+        loop's test answers (``loop_test``: :meth:`Loop.test`, the gradient test on the feasible
+        set's stationarity measure, then the second-order check); a step that knows better
+        overrides it, as an interior-point step tests its barrier parameter and KKT residual
+        (optimistix's solvers own ``terminate`` the same way)."""
+        return loop_test(point)
 
-def krylov_curvature(point: Iterate) -> tuple[float, np.ndarray, float] | None:
+    def describe(self, message: str, x: np.ndarray, f: float, g: np.ndarray, feasible: FeasibleSet,
+                 test: GradientTest) -> str:
+        """The result's ``message`` ended with the test the run was held to at its final point;
+        by default the gradient test's (:func:`with_gradient_norm`). A step that owns its test
+        (:meth:`test`) describes it."""
+        return with_gradient_norm(message, x, f, feasible.stationarity(x, g), test, feasible.gradient_name)
+
+
+def krylov_curvature(point: CurvatureSpace) -> tuple[float, np.ndarray, float] | None:
     """The second-order check from products: ``CURVATURE_PROBE_STEPS`` Lanczos steps
     (:func:`~optimizers.krylov.leftmost_curvature`)."""
     return leftmost_curvature(point.matvec, point.x.size, CURVATURE_PROBE_STEPS)
@@ -131,7 +172,7 @@ def hessian_matrix(point: Iterate):
     return point.hessian if sparse is None else sparse
 
 
-def matrix_curvature(point: Iterate, factorization: LDLFactorization
+def matrix_curvature(point: CurvatureSpace, factorization: LDLFactorization
                      ) -> tuple[float, np.ndarray, float] | None:
     """The second-order check from the Hessian's matrix: the dense eigendecomposition, or for a
     sparse Hessian an LDL^T factorization (with ``factorization``'s symbolic analysis) and the
@@ -167,22 +208,21 @@ def iteration_cap(maxiter: int | None, step: Step, n: int) -> int:
 
 class Monitor:
     """Per-iteration bookkeeping: the history (with the evaluation ``counts()`` so far at each
-    record, and the iterates unless ``keep_iterates`` is False), the optional iteration table and
-    the user callback. With a ``box``, ``gnorm`` is the projected gradient's norm and the column
-    ``active`` counts the bounds x is on."""
+    record, and the iterates unless ``options.keep_iterates`` is False), the optional iteration
+    table and the user callback. ``gnorm`` is the norm of the ``feasible`` set's stationarity
+    measure, and the set adds its columns after it."""
 
-    def __init__(self, counts: Callable[[], dict], callback: Callable | None = None,
-                 disp: bool = False, keep_iterates: bool = True, box: Box | None = None):
-        self.counts, self.callback, self.disp, self.box = counts, callback, disp, box
-        self.history = History(keep_iterates)
+    def __init__(self, counts: Callable[[], dict], options: RunOptions = RunOptions(),
+                 feasible: FeasibleSet = UNCONSTRAINED):
+        self.counts, self.callback, self.disp = counts, options.callback, options.disp
+        self.feasible = feasible
+        self.history = History(options.keep_iterates)
 
     def record(self, nit: int, x: np.ndarray, f: float, g: np.ndarray, **extra) -> bool:
         """Log one iteration (record 0: the start point, which the callback does not see, as in
         scipy); returns True when the callback asks the run to stop."""
-        entry = {"nit": nit, "f": f, "gnorm": gradient_norm(stationarity(self.box, x, g))}
-        if self.box is not None:
-            entry["active"] = int(np.count_nonzero(self.box.active_mask(x)))
-        entry.update(extra)
+        entry = {"nit": nit, "f": f, "gnorm": gradient_norm(self.feasible.stationarity(x, g)),
+                 **self.feasible.history(x), **extra}
         self.history.append(entry, self.counts(), x, copy=False)   # iterates are never changed
         if self.disp:
             if nit == 0:
@@ -192,49 +232,15 @@ class Monitor:
         if self.callback is None or nit == 0:
             return False
         try:
-            self.callback(OptimizeResult(x=x.copy(), fun=f, jac=g.copy(), nit=nit))
+            self.callback(OptimizeResult(x=x.copy(), fun=f, jac=g.copy(), nit=nit, **self.counts()))
         except StopIteration:
             return True
         return False
 
 
-def stationarity(box: Box | None, x: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """What the gradient test measures: g, or with bounds the projected gradient (zero exactly at
-    the first-order points of the bound-constrained problem)."""
-    return g if box is None else box.projected_gradient(x, g)
-
-
-class FreeVariables:
-    """An iterate seen on its free variables only (those strictly inside their bounds): ``x``,
-    the products of the reduced Hessian and, on demand, the reduced dense or sparse Hessian; what
-    the second-order check at a bounded first-order point probes."""
-
-    def __init__(self, point: Iterate, free: np.ndarray):
-        self.x, self.free = point.x[free], free
-        self._point = point
-        self.matvec = restrict(point.matvec, free)
-
-    @cached_property
-    def sparse_hessian(self) -> scipy.sparse.csc_matrix | None:
-        return reduced(self._point.sparse_hessian, self.free)
-
-    @cached_property
-    def hessian(self) -> np.ndarray:
-        return self._point.hessian[np.ix_(self.free, self.free)]
-
-
-def reduced(sparse: scipy.sparse.csc_matrix | None, free: np.ndarray) -> scipy.sparse.csc_matrix | None:
-    """The rows and columns ``free`` of a sparse Hessian (None stays None)."""
-    if sparse is None:
-        return None
-    index = np.flatnonzero(free)
-    return sparse[index][:, index].tocsc()
-
-
-def run(objective: Objective, step: Step, *, probe: Callable | None = None,
-        gtol: float | None = None, maxiter: int | None = None, callback: Callable | None = None,
-        disp: bool = False, keep_iterates: bool = True,
-        counts: Callable[[], dict] | None = None, box: Box | None = None) -> OptimizeResult:
+def run(objective: Objective, step: Step, options: RunOptions = RunOptions(), *,
+        feasible: FeasibleSet = UNCONSTRAINED, note: str | None = None, probe: Callable | None = None,
+        counts: Callable[[], dict] | None = None) -> OptimizeResult:
     """Minimize ``objective`` from its x0 with ``step`` (see the module docstring).
 
     Parameters
@@ -243,23 +249,31 @@ def run(objective: Objective, step: Step, *, probe: Callable | None = None,
         Counted access to f and its derivatives; x0 is ``objective.x0``.
     step : Step
         The method.
+    options : RunOptions
+        ``gtol``, ``maxiter``, ``callback``, ``disp``, ``keep_iterates``, as for every method.
+    feasible : FeasibleSet, optional
+        The set x lives in (default: unconstrained): x0 must lie in it and the step must give
+        trial points in it; it decides the test, the curvature checked, columns and fields.
+    note : str, optional
+        The set's note on placing x0 (:meth:`~optimizers.feasible.FeasibleSet.start`), which ends
+        the message.
     probe : callable, optional
-        The second-order check at a first-order point, ``probe(point) -> (theta, u, scale)``, the
+        The second-order check at a first-order point, ``probe(space) -> (theta, u, scale)``, the
         leftmost curvature, its unit direction and a scale of H (None when H is not finite);
         :func:`krylov_curvature` or :func:`matrix_curvature`. None: no check.
-    gtol, maxiter, callback, disp, keep_iterates
-        As for every method (see :mod:`optimizers`).
     counts : callable, optional
         The evaluation counts to record and report (default ``objective.counts``).
-    box : Box, optional
-        Bounds: x0 must lie in the box and the step must give trial points in it; the test is on
-        the projected gradient and the curvature of the free variables.
 
     Returns
     -------
     OptimizeResult
-        ``x, fun, jac, nit, status, success, message, history`` and the counts; with a box also
-        ``active_mask`` (-1 at a lower bound, +1 at an upper one, 0 free).
+        ``x, fun, jac, nit, status, success, message, history``, the counts and the set's fields
+        (with a box ``active_mask``: -1 at a lower bound, +1 at an upper one, 0 free).
+
+    Raises
+    ------
+    ValueError
+        If x0 does not lie in ``feasible``.
 
     Examples
     --------
@@ -276,22 +290,22 @@ def run(objective: Objective, step: Step, *, probe: Callable | None = None,
     >>> result.success, result.nit, len(result.history)
     (True, 29, 30)
     """
-    if box is not None and not box.contains(objective.x0):
-        raise ValueError("x0 lies outside the bounds: project it into the box first "
-                         "(optimizers.bounds.bounded_start)")
-    return Loop(objective, step, probe, GradientTest(gtol),
-                Monitor(counts or objective.counts, callback, disp, keep_iterates, box),
-                box).iterate(maxiter)
+    if not feasible.contains(objective.x0):
+        raise ValueError(f"x0 lies outside the feasible set {feasible!r}: place it there first "
+                         "(FeasibleSet.start)")
+    return Loop(objective, step, probe, GradientTest(options.gtol),
+                Monitor(counts or objective.counts, options, feasible), feasible, note).iterate(options.maxiter)
 
 
 class Loop:
-    """The state of one :func:`run`: the objective, the step, the tests, the monitor and the
-    bounds."""
+    """The state of one :func:`run`: the objective, the step, the tests, the monitor, the feasible
+    set and its note on x0."""
 
     def __init__(self, objective: Objective, step: Step, probe: Callable | None,
-                 converged: GradientTest, monitor: Monitor, box: Box | None = None):
+                 converged: GradientTest, monitor: Monitor, feasible: FeasibleSet = UNCONSTRAINED,
+                 note: str | None = None):
         self.objective, self.step, self.probe = objective, step, probe
-        self.converged, self.monitor, self.box = converged, monitor, box
+        self.converged, self.monitor, self.feasible, self.note = converged, monitor, feasible, note
         self.message: str | None = None
 
     def start(self) -> tuple[Iterate, Status | None]:
@@ -306,32 +320,24 @@ class Loop:
             return point, Status.NONFINITE
         return point, None
 
-    def test(self, point: Iterate) -> tuple[Status | None, Saddle | None]:
+    def test(self, point: Iterate) -> Verdict:
         """``(SUCCESS, None)`` at a first-order point without clearly negative curvature;
         ``(None, saddle)`` at a first-order point with it; ``(NONFINITE, None)`` at a first-order
         point whose Hessian is not finite (no second-order check is possible); else ``(None,
-        None)``."""
-        if not self.converged(point.x, point.f, stationarity(self.box, point.x, point.g)):
+        None)``. First order: the gradient test on the feasible set's stationarity measure;
+        second order: the probe of the set's curvature space (none there: nothing to check)."""
+        if not self.converged(point.x, point.f, self.feasible.stationarity(point.x, point.g)):
             return None, None
-        if self.probe is None:
+        space = None if self.probe is None else self.feasible.curvature_space(point)
+        if space is None:
             return Status.SUCCESS, None
-        if self.box is None:
-            estimate = self.probe(point)
-        else:   # the curvature of the free variables; none free: nothing to check
-            free = self.box.free(point.x)
-            if not free.any():
-                return Status.SUCCESS, None
-            estimate = self.probe(FreeVariables(point, free))
+        estimate = self.probe(space)
         if estimate is None:
             self.message = NONFINITE_HESSIAN_AT_STATIONARY_POINT
             return Status.NONFINITE, None
         theta, u, scale = estimate
         if clearly_negative(theta, scale):
-            if self.box is not None:
-                full = np.zeros_like(point.x)
-                full[free] = u
-                u = full
-            return None, Saddle(u, theta)
+            return None, Saddle(self.feasible.lift(space, u), theta)
         return Status.SUCCESS, None
 
     def iterate(self, maxiter: int | None) -> OptimizeResult:
@@ -339,10 +345,12 @@ class Loop:
         point, status = self.start()
         saddle, nit = None, 0
         if status is None:
-            status, saddle = self.test(point)
+            status, saddle = self.step.test(point, self.test)
         while status is None:
             if nit >= cap:
                 status = Status.MAXITER
+                if saddle:
+                    self.message = MAXITER_AT_SADDLE
                 break
             trial = self.step(point, saddle)
             if isinstance(trial, Stop):
@@ -356,30 +364,27 @@ class Loop:
             elif trial.stop is not None:
                 status, self.message = trial.stop
             elif trial.x is not None:
-                status, saddle = self.test(point)
+                status, saddle = self.step.test(point, self.test)
         return self.result(point, status, nit)
 
     def result(self, point: Iterate, status: Status, nit: int) -> OptimizeResult:
-        """The OptimizeResult of a run stopped at ``point`` (see :func:`final_point`), with the
-        status's message ended by the final gradient norm and the gradient test of the run."""
-        x, f, g = final_point(self.objective, point, status)
+        """The OptimizeResult of a run stopped at ``point`` (see :func:`final_point`; where the
+        feasible set admits it), with the status's message ended by the step's description of the
+        test the run was held to (:meth:`Step.describe`)."""
+        x, f, g = (final_point(self.objective, point, status) if self.feasible.best_point_fallback
+                   else (point.x, point.f, point.g))
         message = self.message or self.step.messages.get(status) or MESSAGES[status]
-        tested, name = g, "g"
-        if self.box is not None:   # the test was on the projected gradient: the message says so
-            message = message.replace("the gradient test", "the projected gradient test")
-            tested, name = self.box.projected_gradient(x, g), "pg"
-        message = with_gradient_norm(message, x, f, tested, self.converged, name)
+        message = message.replace("the gradient test", self.feasible.test_name)
+        message = self.step.describe(message, x, f, g, self.feasible, self.converged)
+        message = with_note(message, self.note)
         if self.monitor.disp:   # scipy's disp: the outcome printed, or a warning when the run failed
             if status in (Status.SUCCESS, Status.CALLBACK_STOP):
                 print(message)
             else:
                 warnings.warn(message, self.step.warning, stacklevel=2)
-        result = OptimizeResult(x=x, fun=f, jac=g, nit=nit, **self.monitor.counts(), status=status,
-                                success=status == Status.SUCCESS, message=message,
-                                history=self.monitor.history)
-        if self.box is not None:
-            result.active_mask = self.box.active_mask(x)
-        return result
+        return OptimizeResult(x=x, fun=f, jac=g, nit=nit, **self.monitor.counts(), status=status,
+                              success=status == Status.SUCCESS, message=message,
+                              history=self.monitor.history, **self.feasible.result_fields(x))
 
 
 def final_point(objective: Objective, point: Iterate,
@@ -400,3 +405,8 @@ def with_gradient_norm(message: str, x: np.ndarray, f: float, g: np.ndarray,
     3.2e-04)."; ``name`` is the gradient's name (``pg``, the projected gradient, with bounds)."""
     return (f"{message.rstrip('.')} (||{name}||_inf = {gradient_norm(g):.1e}; "
             f"test: {test.describe(x, f, g, name)}).")
+
+
+def with_note(message: str, note: str | None) -> str:
+    """``message`` ended with ``note`` (as "... Note: x0 lay outside the bounds ...."), if any."""
+    return message if note is None else f"{message} Note: {note}."

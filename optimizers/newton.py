@@ -23,11 +23,13 @@ import scipy.linalg
 import scipy.sparse
 from scipy.optimize import OptimizeResult, OptimizeWarning
 
-from .bounds import Box, ProjectedNewtonDirection, bounded_start, projected_armijo, projected_newton_direction, restrict
+from .bounds import Box, ProjectedNewtonDirection, projected_armijo, projected_newton_direction, reduced, restrict
+from .feasible import FeasibleSet, Unconstrained
 from .krylov import HESSIAN_FREE_CG_MAXITER, LINE_SEARCH_CG_MARGIN, ConjugateGradient, forcing_term, newton_cg_maxiter
 from .linesearch import LineSearchResult, backtracking, negative_curvature_search, strong_wolfe
-from .loop import Saddle, Step, Stop, Trial, curvature_check, hessian_matrix, reduced, run
-from .objective import HessianOperator, Iterate, Objective, Status
+from .loop import RunOptions, Saddle, Step, Stop, Trial, curvature_check, hessian_matrix
+from .methods import Problem, declared
+from .objective import Iterate, Objective, Status
 from .preconditioning import Preconditioning, krylov_preconditioning
 from .sparse import LDLFactorization, report_sparse
 from .subproblems import matrix_shifts
@@ -42,13 +44,10 @@ def default_maxiter(n: int) -> int:
     return 200 * n
 
 
-def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
-                    hessp: Callable | None = None, callback: Callable | None = None, *,
-                    operator: Callable[[np.ndarray], HessianOperator] | None = None,
-                    gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
-                    shift: str = "cholesky", c1: float = 1e-4, c2: float = 0.9,
-                    check_second_order: bool = True, keep_iterates: bool = True,
-                    bounds: Box | tuple | None = None, sparse: bool | None = None) -> OptimizeResult:
+@declared("newton", bounds=True, sparse=True)
+def minimize_newton(problem: Problem, options: RunOptions, *, shift: str = "cholesky", c1: float = 1e-4,
+                    c2: float = 0.9, check_second_order: bool = True, sparse: bool | None = None,
+                    factorization: str | None = None) -> OptimizeResult:
     """Newton's method with the full Hessian and a strong Wolfe line search (unit step first).
 
     An indefinite Hessian is made positive definite before solving (N&W §3.4): ``shift=
@@ -82,6 +81,10 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
         Use a sparse Hessian as one: None (default) from 1,000 variables on when it is under 5%
         dense (:func:`~optimizers.sparse.dense_reason`), True whenever it comes sparse, False
         never (it is made dense). ``shift="eigen"`` needs the dense matrix.
+    factorization : {None, "cholmod", "qdldl"}
+        The sparse factorization (:class:`~optimizers.sparse.LDLFactorization`): None (default)
+        chosen from the pattern (CHOLMOD's supernodal Cholesky on grids and meshes, qdldl on
+        bands, chains, arrowheads and small problems; :func:`optimizers.supernodal.choose`).
 
     Returns
     -------
@@ -110,37 +113,27 @@ def minimize_newton(fun: Callable, x0, jac: Callable | bool, hess: Callable | No
     if shift == "eigen" and sparse:
         raise ValueError("shift='eigen' needs the dense eigendecomposition: it takes no sparse "
                          "Hessian (sparse=True); use shift='cholesky'")
-    box, x0 = bounded_start(bounds, x0)
-    objective = Objective(fun, x0, jac, hess, hessp, operator, sparse=False if shift == "eigen" else sparse)
-    factorization = LDLFactorization()
+    objective = problem.objective(sparse=False if shift == "eigen" else sparse)
+    factorization = LDLFactorization(factorization)
     direction = CholeskyShift(factorization) if shift == "cholesky" else _eigen_shifted_step
-    if box is None:
-        step = _NewtonStep(objective, direction, c1=c1, c2=c2)
-    else:
-        step = _ProjectedMatrixNewton(objective, box, direction)
-    result = run(objective, step, probe=curvature_check(check_second_order, True, factorization),
-                 gtol=gtol, maxiter=maxiter, callback=callback, disp=disp,
-                 keep_iterates=keep_iterates, box=box)
+    step = newton_step(problem.feasible, objective, direction, c1=c1, c2=c2)
+    result = problem.run(objective, step, options, probe=curvature_check(check_second_order, True, factorization))
     if shift == "eigen" and objective.dense_reason is not None:
         objective.dense_reason = "shift='eigen' needs the dense eigendecomposition"
     return report_sparse(result, objective)
 
 
-def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
-                       hessp: Callable | None = None, callback: Callable | None = None, *,
-                       operator: Callable[[np.ndarray], HessianOperator] | None = None,
-                       gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
-                       cg_maxiter: int | None = None, c1: float = 1e-4, c2: float = 0.5,
-                       nonmonotone: int = NONMONOTONE_MEMORY, check_second_order: bool = True,
-                       keep_iterates: bool = True, bounds: Box | tuple | None = None,
-                       precondition: bool | None = None) -> OptimizeResult:
+@declared("newton-cg", bounds=True, preconditioned=True, default_in=(Unconstrained,))
+def minimize_newton_cg(problem: Problem, options: RunOptions, *, cg_maxiter: int | None = None, c1: float = 1e-4,
+                       c2: float = 0.5, nonmonotone: int = NONMONOTONE_MEMORY, check_second_order: bool = True,
+                       precondition: bool | None = None, preconditioner: str | None = None) -> OptimizeResult:
     """Truncated Newton: CG on H p = -g from Hessian-vector products only (N&W §7.1).
 
     The inner CG stops once ||H p + g|| <= eta ||g|| with the forcing term eta = min(0.25,
     sqrt(||g||)), which gives superlinear convergence (Dembo, Eisenstat & Steihaug 1982), after
     ``cg_maxiter`` steps (default 20 n, as scipy's Newton-CG), or when it meets a direction of
     non-positive curvature relative to the curvature it has seen so far; that direction is then
-    added to the step (see :func:`_truncated_cg`).
+    added to the step (see :func:`truncated_cg`).
 
     The line search is strong Wolfe (``c2 = 0.5``: a more exact search than the usual 0.9 keeps
     the iterates near curved valleys, where Newton steps then succeed). Two safeguards let the
@@ -173,6 +166,11 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
         (default): automatic, from the iterate after the first whose CG took more than 100
         products, on 1,000 variables or more; True: from the first iterate; False: never. Not
         with bounds. The forcing test stays on the true residual ``||H p + g||``.
+    preconditioner : {None, "amg", "incomplete-cholesky"}
+        Which preconditioner: algebraic multigrid (``pyamg``'s smoothed aggregation, its
+        hierarchy kept while it works), the incomplete Cholesky factorization, or None (default):
+        multigrid from 50,000 variables on, the incomplete Cholesky below and where multigrid is
+        refused (:class:`~optimizers.preconditioning.Preconditioning`).
 
     Returns
     -------
@@ -190,29 +188,19 @@ def minimize_newton_cg(fun: Callable, x0, jac: Callable | bool, hess: Callable |
     >>> result.success, result.x.round(4)
     (True, array([1., 1.]))
     """
-    box, x0 = bounded_start(bounds, x0)
-    preconditioning = krylov_preconditioning(precondition, x0.size, box)
-    objective = Objective(fun, x0, jac, hess, hessp, operator)
+    preconditioning = krylov_preconditioning(precondition, problem.x0.size, problem.feasible, preconditioner)
+    objective = problem.objective()
     cg_maxiter = cg_maxiter or newton_cg_maxiter(objective.x0.size)
-    if box is None:
-        step = _NewtonCGStep(objective, cg_maxiter, c1=c1, c2=c2, nonmonotone=nonmonotone,
-                             preconditioning=preconditioning)
-    else:
-        step = _ProjectedNewtonCG(objective, box, cg_maxiter, c1=c1)
-    result = run(objective, step, probe=curvature_check(check_second_order, dense=False), gtol=gtol,
-                 maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates,
-                 box=box)
+    step = newton_cg_step(problem.feasible, objective, cg_maxiter, c1=c1, c2=c2, nonmonotone=nonmonotone,
+                          preconditioning=preconditioning)
+    result = problem.run(objective, step, options, probe=curvature_check(check_second_order, dense=False))
     return result if preconditioning is None else preconditioning.report(result)
 
 
-def minimize_hessian_free(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
-                          hessp: Callable | None = None, callback: Callable | None = None, *,
-                          operator: Callable[[np.ndarray], HessianOperator] | None = None,
-                          gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
-                          damping: float = 1.0, cg_maxiter: int = HESSIAN_FREE_CG_MAXITER,
-                          warm_start: float = 0.95, c1: float = 1e-4,
-                          check_second_order: bool = True,
-                          keep_iterates: bool = True) -> OptimizeResult:
+@declared("hessian-free", gauss_newton=True)
+def minimize_hessian_free(problem: Problem, options: RunOptions, *, damping: float = 1.0,
+                          cg_maxiter: int = HESSIAN_FREE_CG_MAXITER, warm_start: float = 0.95, c1: float = 1e-4,
+                          check_second_order: bool = True) -> OptimizeResult:
     """Hessian-free optimization (Martens 2010): CG on (B + lambda I) p = -g with B given by
     ``hessp`` (the Hessian, or a Gauss-Newton product the caller supplies).
 
@@ -250,11 +238,9 @@ def minimize_hessian_free(fun: Callable, x0, jac: Callable | bool, hess: Callabl
     >>> result.success, result.x.round(4)
     (True, array([1., 1.]))
     """
-    objective = Objective(fun, x0, jac, hess, hessp, operator)
-    step = _HessianFreeStep(objective, MartensDamping(damping), cg_maxiter=cg_maxiter,
-                            warm_start=warm_start, c1=c1)
-    return run(objective, step, probe=curvature_check(check_second_order, dense=False), gtol=gtol,
-               maxiter=maxiter, callback=callback, disp=disp, keep_iterates=keep_iterates)
+    objective = problem.objective()
+    step = HessianFreeStep(objective, MartensDamping(damping), cg_maxiter=cg_maxiter, warm_start=warm_start, c1=c1)
+    return problem.run(objective, step, options, probe=curvature_check(check_second_order, dense=False))
 
 
 class MartensDamping:
@@ -349,7 +335,7 @@ _NONFINITE_HESSIAN = ("The Hessian is not finite at the last iterate: no Newton 
 
 
 class _NewtonCGStep(LineSearchDescent):
-    """Truncated CG on H p = -g (:func:`_truncated_cg`), preconditioned after ``preconditioning``
+    """Truncated CG on H p = -g (:func:`truncated_cg`), preconditioned after ``preconditioning``
     (:class:`~optimizers.preconditioning.Preconditioning`), the first trial capped by
     :class:`_StepBound` and accepted nonmonotonically, then a strong Wolfe search."""
 
@@ -362,9 +348,8 @@ class _NewtonCGStep(LineSearchDescent):
 
     def search(self, point: Iterate) -> tuple[LineSearchResult, dict] | Stop:
         preconditioner = self.preconditioning.at(point)
-        cg = _truncated_cg(point.matvec, point.g, maxiter=self.cg_maxiter, preconditioner=preconditioner)
-        if preconditioner is None:
-            self.preconditioning.observe(cg.iterations)
+        cg = truncated_cg(point.matvec, point.g, maxiter=self.cg_maxiter, preconditioner=preconditioner)
+        self.preconditioning.observe(cg.iterations)
         point.release()
         if not np.all(np.isfinite(cg.p)):   # a Hessian-vector product was not finite
             return Stop(Status.NONFINITE)
@@ -411,7 +396,7 @@ class ProjectedNewton(LineSearchDescent):
 
 
 class _ProjectedNewtonCG(ProjectedNewton):
-    """Projected Newton-CG: truncated CG (:func:`_truncated_cg`) on the reduced Hessian's
+    """Projected Newton-CG: truncated CG (:func:`truncated_cg`) on the reduced Hessian's
     products."""
 
     def __init__(self, objective: Objective, box: Box, cg_maxiter: int, *, c1: float):
@@ -419,7 +404,7 @@ class _ProjectedNewtonCG(ProjectedNewton):
         self.cg_maxiter = cg_maxiter
 
     def reduced_step(self, point: Iterate, free: np.ndarray, g_free: np.ndarray) -> np.ndarray:
-        cg = _truncated_cg(restrict(point.matvec, free), g_free, maxiter=self.cg_maxiter)
+        cg = truncated_cg(restrict(point.matvec, free), g_free, maxiter=self.cg_maxiter)
         self.fields = {"cg": cg.iterations, "negative_curvature": cg.negative_curvature}
         return cg.p
 
@@ -440,7 +425,47 @@ class _ProjectedMatrixNewton(ProjectedNewton):
         return self.direction(h, g_free)
 
 
-class _HessianFreeStep(LineSearchDescent):
+@functools.singledispatch
+def newton_step(feasible: FeasibleSet, objective: Objective, direction: Callable, *, c1: float,
+                c2: float) -> Step:
+    """Newton's step in ``feasible``: unconstrained, :class:`_NewtonStep`; in a box, Bertsekas'
+    projected Newton on the reduced Hessian's matrix (its own Armijo constant; ``c1`` and ``c2``
+    play no part)."""
+    raise TypeError(f"Newton's method takes no {type(feasible).__name__}")
+
+
+@newton_step.register
+def _(feasible: Unconstrained, objective: Objective, direction: Callable, *, c1: float, c2: float) -> Step:
+    return _NewtonStep(objective, direction, c1=c1, c2=c2)
+
+
+@newton_step.register
+def _(feasible: Box, objective: Objective, direction: Callable, *, c1: float, c2: float) -> Step:
+    return _ProjectedMatrixNewton(objective, feasible, direction)
+
+
+@functools.singledispatch
+def newton_cg_step(feasible: FeasibleSet, objective: Objective, cg_maxiter: int, *, c1: float, c2: float,
+                   nonmonotone: int, preconditioning: Preconditioning | None) -> Step:
+    """Newton-CG's step in ``feasible``: unconstrained, :class:`_NewtonCGStep`; in a box, projected
+    Newton-CG (``c2``, ``nonmonotone`` and the preconditioning play no part)."""
+    raise TypeError(f"Newton-CG takes no {type(feasible).__name__}")
+
+
+@newton_cg_step.register
+def _(feasible: Unconstrained, objective: Objective, cg_maxiter: int, *, c1: float, c2: float,
+      nonmonotone: int, preconditioning: Preconditioning | None) -> Step:
+    return _NewtonCGStep(objective, cg_maxiter, c1=c1, c2=c2, nonmonotone=nonmonotone,
+                         preconditioning=preconditioning)
+
+
+@newton_cg_step.register
+def _(feasible: Box, objective: Objective, cg_maxiter: int, *, c1: float, c2: float,
+      nonmonotone: int, preconditioning: Preconditioning | None) -> Step:
+    return _ProjectedNewtonCG(objective, feasible, cg_maxiter, c1=c1)
+
+
+class HessianFreeStep(LineSearchDescent):
     """One Hessian-free step: damped CG warm-started from the previous step, a backtracking
     search, and the damping update."""
 
@@ -452,7 +477,7 @@ class _HessianFreeStep(LineSearchDescent):
 
     def search(self, point: Iterate) -> tuple[LineSearchResult, dict] | Stop:
         lam, g = self.damping.value, point.g
-        solve = functools.partial(_truncated_cg, point.matvec, g, shift=lam,
+        solve = functools.partial(truncated_cg, point.matvec, g, shift=lam,
                                   maxiter=self.cg_maxiter, relative_progress=True)
         cg = solve(p0=self.warm_start * self.previous)
         if not g @ cg.p < 0:   # a warm start can, rarely, lead uphill: start from 0 instead
@@ -539,7 +564,7 @@ class _CGResult(NamedTuple):
     negative_curvature: bool  # CG stopped on a direction of non-positive curvature
 
 
-def _truncated_cg(hessp: Callable, g: np.ndarray, *, maxiter: int, shift: float = 0.0,
+def truncated_cg(hessp: Callable, g: np.ndarray, *, maxiter: int, shift: float = 0.0,
                   p0: np.ndarray | None = None, relative_progress: bool = False,
                   preconditioner=None) -> _CGResult:
     """Truncated CG on A p = -g with A = B + shift I, B given by products ``hessp(v)`` (N&W

@@ -29,14 +29,38 @@ fill), in compiled code. scipy's own incomplete factorization ``spilu`` (SuperLU
 symmetric and needs no positive pivots: preconditioned CG with it failed to converge on a 5-point
 Laplacian at n = 10^5.
 
+The other preconditioner is algebraic multigrid (:class:`AlgebraicMultigrid`): ``pyamg``'s smoothed
+aggregation (Vaněk, Mandel & Brezina 1996) built from the sparse Hessian, one V-cycle with
+symmetric Gauss-Seidel smoothing an application, a symmetric operator that is positive definite
+when H is. On grid Hessians its CG iterations stay nearly flat in n where the incomplete
+Cholesky's grow (``benchmarks/bench_factorizations.py``, one solve to 1e-6, loaded machine: the
+13-point stencil at 300^2 14 iterations against 61, at 1000^2 24 against 176; the minimal surface
+at 1000^2 112 against 868), it needs no symbolic analysis (the incomplete Cholesky's took 341 s at
+the 13-point 1000^2), and its setup costs a few CG iterations (1.4 s at 300^2). Its hierarchy is
+kept across iterates while it still works: rebuilt once a solve takes more than
+:data:`AMG_REUSE_GROWTH` times the products of the first solve with it. It needs a positive
+diagonal; where H has none, or where a V-cycle meets a residual r with ``r^T M^{-1} r <= 0`` (an
+indefinite H can make the V-cycle indefinite: that application is then the identity's), the run
+takes the incomplete Cholesky factorization instead, which is shifted until positive definite.
+The automatic choice (``preconditioner=None``) is multigrid from :data:`AMG_MIN_SIZE` variables
+on, the incomplete Cholesky below it and after a refusal: on the minimal surface at n = 10^4,
+newton-cg with the incomplete Cholesky took 92 iterations and 1,281 products (8 s), with
+multigrid 209-324 iterations and 5,900-7,200 products (54-76 s; pyamg's setup draws a random
+start for its spectral radius estimate, so runs differ), its steps no better and each V-cycle's
+fixed Python costs large beside a product at that size.
+
 References: C.-J. Lin and J. J. Moré, Incomplete Cholesky factorizations with limited memory, SIAM
 J. Sci. Comput. 21 (1999) 24-45 (ICFS), and Newton's method for large bound-constrained
 optimization problems, SIAM J. Optim. 9 (1999) (TRON); Y. Saad, *Iterative Methods for Sparse
 Linear Systems*, 2nd ed., SIAM 2003; E. Anderson and Y. Saad, Solving sparse triangular linear
-systems on parallel computers, Int. J. High Speed Comput. 1 (1989).
+systems on parallel computers, Int. J. High Speed Comput. 1 (1989); P. Vaněk, J. Mandel and M.
+Brezina, Algebraic multigrid by smoothed aggregation for second and fourth order elliptic problems,
+Computing 56 (1996); N. Bell, L. N. Olson and J. Schroder, PyAMG: algebraic multigrid solvers in
+Python, J. Open Source Softw. 7 (2022).
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from collections.abc import Callable
@@ -60,6 +84,30 @@ FILL_LEVEL = 2
 # A factorization is refused when it would take more than this many sqrt(n) levels: a grid's
 # natural order has a few sqrt(n), a band or a chain n (each column waits for the one before).
 LEVELS_PER_ROOT_N = 10
+
+
+# The preconditioners a Krylov method's ``preconditioner`` option names (None: automatic).
+PRECONDITIONERS = ("amg", "incomplete-cholesky")
+# The automatic choice takes multigrid from this many variables on (the module docstring).
+AMG_MIN_SIZE = 50_000
+# An AMG hierarchy is rebuilt once a solve takes more than this many times the products of the
+# first solve with it (and at least AMG_REUSE_SLACK more).
+AMG_REUSE_GROWTH = 2.0
+AMG_REUSE_SLACK = 10
+AMG_SEED = 0        # pyamg's spectral-radius estimates start from np.random.rand: seeded, a run repeats
+
+
+@contextlib.contextmanager
+def _global_random_state(seed: int):
+    """NumPy's global random state seeded for the block and restored after it: pyamg draws its
+    start vectors from it, so the same Hessian gives the same hierarchy (and the same iterates), and
+    the user's own global stream is neither read nor advanced."""
+    saved = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(saved)
 
 
 def level_limit(n: int) -> int:
@@ -335,6 +383,86 @@ def _triangular_solves(factor: scipy.sparse.csc_matrix, scaling: np.ndarray) -> 
     return solve
 
 
+class _VCycle:
+    """One V-cycle of a pyamg hierarchy as ``solve(r) ~ H^{-1} r``; an application whose result z
+    has ``r^T z <= 0`` or is not finite (the hierarchy is not positive definite on r) returns r
+    instead and is counted in ``indefinite``."""
+
+    def __init__(self, hierarchy):
+        self._apply = hierarchy.aspreconditioner(cycle="V").matvec
+        self.indefinite = 0
+
+    def solve(self, r: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):   # a hierarchy of an indefinite H may give NaN: refused below
+            z = np.asarray(self._apply(r)).ravel()
+            positive = r @ z > 0
+        if not positive and r.any():
+            self.indefinite += 1
+            return r.copy()
+        return z
+
+
+class AlgebraicMultigrid:
+    """Smoothed-aggregation AMG preconditioners (``pyamg``; see the module docstring) of the sparse
+    Hessians of a run, one hierarchy kept while its solves take at most :data:`AMG_REUSE_GROWTH`
+    times the products of the first (:meth:`observe`). ``builds`` counts the hierarchies built.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse
+    >>> from optimizers.preconditioning import AlgebraicMultigrid
+    >>> H = scipy.sparse.diags([[-1.0] * 99, [2.0] * 100, [-1.0] * 99], [-1, 0, 1], format="csc")
+    >>> amg = AlgebraicMultigrid()
+    >>> z = amg.preconditioner(H).solve(np.ones(100))       # M^{-1} r, M ~ H
+    >>> bool(np.ones(100) @ z > 0), amg.builds
+    (True, 1)
+    """
+
+    def __init__(self):
+        self._cycle: _VCycle | None = None
+        self._first_products: int | None = None
+        self.builds = 0
+
+    @staticmethod
+    def refusal(h: scipy.sparse.csc_matrix) -> str | None:
+        """Why no hierarchy is built for h (a diagonal entry that is not positive), or None."""
+        diagonal = h.diagonal()
+        if not np.all(diagonal > 0):   # NaN too
+            return "the Hessian's diagonal is not positive (multigrid's smoothers need it)"
+        return None
+
+    @property
+    def indefinite(self) -> bool:
+        """Whether a V-cycle of the current hierarchy met a residual r with r^T M^{-1} r <= 0."""
+        return self._cycle is not None and self._cycle.indefinite > 0
+
+    def preconditioner(self, h: scipy.sparse.csc_matrix) -> _VCycle | str:
+        """The V-cycle of the kept hierarchy, or of one built from h (symmetric CSC, positive
+        diagonal) when there is none; why not, when pyamg's setup fails (on an indefinite H its
+        spectral radius estimate can meet NaN)."""
+        if self._cycle is None:
+            from pyamg import smoothed_aggregation_solver
+            csr = scipy.sparse.csr_matrix((h.data, h.indices, h.indptr), shape=h.shape)   # h^T = h
+            try:
+                with np.errstate(all="ignore"), _global_random_state(AMG_SEED):
+                    hierarchy = smoothed_aggregation_solver(csr)
+            except (ValueError, ArithmeticError, np.linalg.LinAlgError) as error:
+                return f"pyamg's setup failed: {type(error).__name__}: {error}"
+            self._cycle = _VCycle(hierarchy)
+            self._first_products = None
+            self.builds += 1
+        return self._cycle
+
+    def observe(self, products: int) -> None:
+        """A solve with the current hierarchy took ``products``: the hierarchy is dropped (rebuilt
+        from the next Hessian) once a solve takes more than the first's allowance."""
+        if self._first_products is None:
+            self._first_products = products
+        elif products > max(AMG_REUSE_GROWTH * self._first_products, self._first_products + AMG_REUSE_SLACK):
+            self._cycle = None
+
+
 # The automatic rule: from SPARSE_MIN_SIZE variables on, a run takes the preconditioner from the
 # iterate after the first whose Krylov solve, unpreconditioned, took more than this many products,
 # about twice what a preconditioner costs an iterate (the sparse Hessian and its factorization:
@@ -342,17 +470,22 @@ def _triangular_solves(factor: scipy.sparse.csc_matrix, scaling: np.ndarray) -> 
 AUTOMATIC_PRODUCTS = 100
 
 
-def krylov_preconditioning(option: bool | None, n: int, box) -> Preconditioning | None:
-    """The :class:`Preconditioning` of a Krylov method's ``precondition`` option over n variables;
-    None with bounds (``box``), where the methods' steps are TRON's or projected Newton's.
+def krylov_preconditioning(option: bool | None, n: int, feasible, preconditioner: str | None = None
+                           ) -> Preconditioning | None:
+    """The :class:`Preconditioning` of a Krylov method's ``precondition`` and ``preconditioner``
+    options over n variables in the ``feasible`` set; None where its steps are not preconditioned
+    (:attr:`~optimizers.feasible.FeasibleSet.preconditioned`: in a box, TRON's and projected
+    Newton-CG's).
 
     Raises
     ------
     ValueError
-        For ``precondition=True`` with bounds.
+        For ``precondition=True`` in such a set, or an unknown ``preconditioner``.
     """
-    if box is None:
-        return Preconditioning(option, n)
+    if preconditioner not in (None, *PRECONDITIONERS):
+        raise ValueError(f"preconditioner must be 'amg', 'incomplete-cholesky' or None, got {preconditioner!r}")
+    if feasible.preconditioned:
+        return Preconditioning(option, n, preconditioner)
     if option:
         raise ValueError("precondition=True takes no bounds: the bounded steps (TRON, projected "
                          "Newton-CG) are not preconditioned")
@@ -361,17 +494,22 @@ def krylov_preconditioning(option: bool | None, n: int, box) -> Preconditioning 
 
 class Preconditioning:
     """Whether the Krylov solves of a run (Newton-CG, trust-ncg, trust-krylov) are preconditioned,
-    and the preconditioner of each iterate: the incomplete Cholesky factorization of its sparse
-    Hessian (:class:`IncompleteCholesky`, the symbolic analysis shared by the run).
+    and the preconditioner of each iterate: algebraic multigrid (:class:`AlgebraicMultigrid`, a
+    hierarchy kept while it works) or the incomplete Cholesky factorization of its sparse Hessian
+    (:class:`IncompleteCholesky`, the symbolic analysis shared by the run).
 
     ``option`` True: from the first iterate on; False: never; None (automatic): from the iterate
     after the first whose solve, unpreconditioned, took more than :data:`AUTOMATIC_PRODUCTS`
     products (:meth:`observe`), on :data:`~optimizers.sparse.SPARSE_MIN_SIZE` variables or more.
-    A preconditioner needs the Hessian as a sparse matrix (from an operator's ``to_sparse``, or
-    from ``hess`` without ``hessp``), under 5% dense when automatic (:func:`~optimizers.sparse.dense_reason`), and
-    a factorization of a few sqrt(n) levels (:meth:`IncompleteCholesky.analyse`). Where one of
-    these fails the run goes on without, ``reason`` says why (and with ``option`` True a warning
-    too); where the automatic rule switched it on, ``reason`` says when.
+    ``kind``: ``"amg"``, ``"incomplete-cholesky"``, or None: multigrid from :data:`AMG_MIN_SIZE`
+    variables on, and the incomplete Cholesky below and where multigrid is refused (a diagonal
+    that is not positive) or a V-cycle was not positive definite, for the rest of the run. A
+    preconditioner needs the Hessian as a sparse matrix (from an operator's ``to_sparse``, or
+    from ``hess`` without ``hessp``), under 5% dense when automatic
+    (:func:`~optimizers.sparse.dense_reason`), and the incomplete Cholesky a factorization of a
+    few sqrt(n) levels (:meth:`IncompleteCholesky.analyse`). Where one of these fails the run
+    goes on without, ``reason`` says why (and with ``option`` True a warning too); where the
+    automatic rule switched it on, ``reason`` says when; ``name`` is the preconditioner in use.
 
     Examples
     --------
@@ -383,31 +521,53 @@ class Preconditioning:
     (True, 'the Krylov solve of iteration 2 took 666 products (more than 100)')
     """
 
-    def __init__(self, option: bool | None, n: int):
-        self.option, self.n = option, n
+    def __init__(self, option: bool | None, n: int, kind: str | None = None):
+        self.option, self.n, self.kind = option, n, kind
         self.active = option is True
         self.used = False
         self.reason: str | None = None
+        self.name: str | None = None
         self._factorization = IncompleteCholesky()
+        self._multigrid = AlgebraicMultigrid()
+        self._multigrid_refusal: str | None = None
         self._solves = 0
 
-    def at(self, point) -> IncompleteFactor | None:
-        """The preconditioner of ``point`` (an :class:`~optimizers.objective.Iterate`), or None."""
+    def at(self, point):
+        """The preconditioner of ``point`` (an :class:`~optimizers.objective.Iterate`): an object
+        whose ``solve(r)`` is ``M^{-1} r``, or None."""
         if not self.active:
             return None
         h = point.sparse_matrix
         if h is None:
             return self._decline("the Hessian does not come as a sparse matrix (from an operator's "
                                  "to_sparse, or from hess without hessp)")
-        refusal = dense_reason(self.n, h.nnz, self.option) or self._factorization.analyse(h)
+        refusal = dense_reason(self.n, h.nnz, self.option)
+        if refusal is None and self._multigrid_refusal is None and (
+                self.kind == "amg" or (self.kind is None and self.n >= AMG_MIN_SIZE)):
+            cycle = AlgebraicMultigrid.refusal(h) or self._multigrid.preconditioner(h)
+            if not isinstance(cycle, str):
+                self.used, self.name = True, "amg"
+                return cycle
+            if self.kind == "amg":
+                return self._decline(cycle)
+            self._multigrid_refusal = f"multigrid was refused ({cycle})"   # automatic: the incomplete Cholesky
+        refusal = refusal or self._factorization.analyse(h)
         if refusal is not None:
-            return self._decline(refusal)
+            return self._decline(refusal if self._multigrid_refusal is None
+                                 else f"{self._multigrid_refusal}, and {refusal}")
         factor = self._factorization.factor(h)
-        self.used = self.used or factor is not None
+        if factor is not None:
+            self.used, self.name = True, "incomplete-cholesky"
         return factor
 
     def observe(self, products: int) -> None:
-        """The automatic rule, after a solve without a preconditioner that took ``products``."""
+        """After a Krylov solve that took ``products``: the automatic rule (without a
+        preconditioner), or the multigrid hierarchy's reuse test (with one)."""
+        if self.active and self.name == "amg":
+            if self._multigrid.indefinite and self.kind is None:
+                self._multigrid_refusal = "a multigrid V-cycle was not positive definite"
+            self._multigrid.observe(products)
+            return
         if self.option is not None or self.active or self.reason is not None or self.n < SPARSE_MIN_SIZE:
             return
         self._solves += 1
@@ -423,8 +583,13 @@ class Preconditioning:
                           OptimizeWarning, stacklevel=2)
 
     def report(self, result):
-        """``result.preconditioned`` and, where the rule considered it, ``result.precondition_reason``."""
+        """``result.preconditioned``, and where the rule considered it ``result.precondition_reason``;
+        where a preconditioner was used, ``result.preconditioner`` (the last one's name) and
+        ``result.multigrid_builds`` (the AMG hierarchies built)."""
         result.preconditioned = self.used
         if self.reason is not None:
             result.precondition_reason = self.reason
+        if self.used:
+            result.preconditioner = self.name
+            result.multigrid_builds = self._multigrid.builds
         return result

@@ -20,18 +20,18 @@ sigma I)^{-1}`` with sigma below the spectrum, confirmed there by a positive def
 factorization (:func:`sparse_leftmost_eigenpair`), a few factorizations and solves at any n
 where Lanczos on H itself (ARPACK's smallest-algebraic mode) needs more products the larger n.
 
-The factorization is qdldl (the OSQP team's LDL^T with an AMD ordering; Apache 2.0, wheels for
-Linux, macOS and Windows, numpy and scipy its only dependencies), imported on first use. It was
-measured against scipy's own SuperLU in its symmetric mode (``splu`` with the MMD ordering of A^T +
-A, ``diag_pivot_thresh=0`` and ``SymmetricMode``, where diag(U) is D when no off-diagonal pivot
-was taken) on the Hessians of ``benchmarks/bench_sparse.py`` (one factorization, seconds, shared
-machine): chained Rosenbrock at n = 10^6 0.41 (SuperLU 0.73); the minimal-surface grid at n =
-10^6 36 (SuperLU 31); but ARWHEAD and BDQRTIC, whose last row and column are dense, 0.25 and 0.48
-at n = 10^6, where SuperLU's minimum-degree ordering is quadratic in n (0.07 s at 10^4, 0.5 s at
-3 x 10^4, 13 s at 10^5). qdldl also keeps its symbolic analysis (ordering, elimination tree)
-and refactors a matrix of the same pattern numerically, ten times faster on the band (0.04 s at
-n = 10^6), which every shifted factorization of a Newton iteration and every later iterate reuses.
-CHOLMOD (scikit-sparse) would be faster on grids but has no wheels.
+The factorization is chosen per pattern (:func:`optimizers.supernodal.choose`, or the
+``method`` given): CHOLMOD's supernodal Cholesky (through kvxopt) on grids and meshes, whose
+factors fill in and where its dense BLAS-3 blocks are 14-25 times faster than a column-by-column
+factorization, and qdldl (the OSQP team's LDL^T with an AMD ordering) on bands, chains,
+arrowheads and small problems, where it is 1.6-5 times faster than CHOLMOD and every other library
+measured (:mod:`optimizers.supernodal` has the numbers). qdldl was measured against scipy's own
+SuperLU in its symmetric mode (``splu`` with the MMD ordering of A^T + A, ``diag_pivot_thresh=0``
+and ``SymmetricMode``): chained Rosenbrock at n = 10^6 0.41 s (SuperLU 0.73), but ARWHEAD and
+BDQRTIC, whose last row and column are dense, 0.25 and 0.48 s at n = 10^6, where SuperLU's
+minimum-degree ordering is quadratic in n (13 s at 10^5). Both keep their symbolic analysis
+(ordering, elimination tree, supernodes) and refactor a matrix of the same pattern numerically,
+which every shifted factorization of a Newton iteration and every later iterate reuses.
 
 References: J. Nocedal and S. J. Wright, *Numerical Optimization*, 2nd ed., 2006 (N&W), §3.4;
 P. R. Amestoy, T. A. Davis and I. S. Duff, An approximate minimum degree ordering algorithm, SIAM
@@ -51,6 +51,7 @@ import numpy as np
 import scipy.sparse
 
 from .krylov import EPS, SADDLE_CURVATURE, Lanczos, dense_leftmost_curvature, norm
+from .supernodal import FACTORIZATIONS, CholmodCholesky, choose
 
 # The automatic rule: a Hessian given as a sparse matrix is used as one from this size on, when
 # under this fraction of its entries are structural nonzeros (at n = 1,000, 50 a row).
@@ -115,23 +116,35 @@ def symmetric_csc(h) -> scipy.sparse.csc_matrix:
 
 
 class LDLFactor(NamedTuple):
-    """One factorization ``P (H + shift I) P^T = L D L^T``: ``pivots`` (D), whether it is
-    ``positive_definite`` (every pivot positive), ``solve(b) = (H + shift I)^{-1} b``, and the
-    ``shift`` factored (the one asked for, or above it by rounding: :func:`rounding_shift`)."""
-    pivots: np.ndarray
+    """One factorization ``P (H + shift I) P^T = L D L^T``: ``pivots`` (D in elimination order;
+    CHOLMOD's Cholesky L L^T gives ``diag(L)^2``, and None where it stopped at a pivot that is not
+    positive, which it does not reveal), whether it is ``positive_definite`` (every pivot
+    positive), ``solve(b) = (H + shift I)^{-1} b``, and the ``shift`` factored (the one asked for,
+    or above it by rounding: :func:`rounding_shift`)."""
+    pivots: np.ndarray | None
     positive_definite: bool
     solve: Callable[[np.ndarray], np.ndarray]
     shift: float
 
 
 class LDLFactorization:
-    """LDL^T factorizations of ``H + shift I`` for sparse symmetric H, the symbolic analysis
-    (AMD ordering, elimination tree) done once per pattern and reused by every later H of the
-    same pattern (the Hessians of a run, the shifts of one Newton step).
+    """Factorizations of ``H + shift I`` for sparse symmetric H that say whether it is positive
+    definite and solve with it, the symbolic analysis (ordering, elimination tree) done once per
+    pattern and reused by every later H of the same pattern (the Hessians of a run, the shifts of
+    one Newton step).
 
-    Only the latest factorization can solve: a ``solve`` of an earlier one raises.
+    ``method``: ``"cholmod"`` (CHOLMOD's supernodal Cholesky), ``"qdldl"`` (qdldl's L D L^T), or
+    None: chosen per pattern by :func:`optimizers.supernodal.choose` (CHOLMOD on grids and meshes,
+    whose factors fill in; qdldl on bands, chains, arrowheads and small problems). After the first
+    factorization ``method`` is the one in use and ``reason`` says why; ``factor_nonzeros`` are
+    L's. Only the latest factorization can solve: a ``solve`` of an earlier one raises.
     ``factorizations`` and ``solves`` count the numeric factorizations and the solves so far
     (what the linear algebra of a run costs).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``method``.
 
     Examples
     --------
@@ -141,23 +154,32 @@ class LDLFactorization:
     >>> H = scipy.sparse.diags([[-1.0] * 3, [2.0] * 4, [-1.0] * 3], [-1, 0, 1], format="csc")
     >>> ldl = LDLFactorization()
     >>> factor = ldl.factor(H)
-    >>> factor.positive_definite, np.round(factor.solve(np.ones(4)), 6)
-    (True, array([2., 3., 3., 2.]))
+    >>> factor.positive_definite, np.round(factor.solve(np.ones(4)), 6), ldl.method
+    (True, array([2., 3., 3., 2.]), 'qdldl')
     >>> ldl.factor(H, shift=-1.0).positive_definite      # eigenvalues of H: 0.38 ... 3.62
     False
     >>> ldl.factor(H - scipy.sparse.diags([1.0, 0, 0, 1.0])).positive_definite   # singular, semidefinite
     True
+    >>> cholmod = LDLFactorization("cholmod")
+    >>> np.round(cholmod.factor(H).solve(np.ones(4)), 6), cholmod.factor(H, shift=-1.0).positive_definite
+    (array([2., 3., 3., 2.]), False)
     """
 
-    def __init__(self):
+    def __init__(self, method: str | None = None):
+        if method not in (None, *FACTORIZATIONS):
+            raise ValueError(f"the factorization must be 'cholmod', 'qdldl' or None, got {method!r}")
+        self.option = method
+        self.method: str | None = None
+        self.reason: str | None = None
         self._pattern: tuple[np.ndarray, np.ndarray] | None = None
-        self._solver = None
+        self._backend: _Qdldl | _Cholmod | None = None
         self._generation = 0
         self.factorizations = self.solves = 0
 
     def _analyse(self, h: scipy.sparse.csc_matrix) -> None:
         """The upper triangle of h's pattern with the whole diagonal (qdldl reads the upper
-        triangle and needs every diagonal entry stored), and where its entries come from in h."""
+        triangle and needs every diagonal entry stored; CHOLMOD's shifts need it too), where its
+        entries come from in h, and the factorization chosen for it."""
         n = h.shape[0]
         cols = np.repeat(np.arange(n), np.diff(h.indptr))
         rows = h.indices.astype(np.int64)
@@ -172,7 +194,10 @@ class LDLFactorization:
         np.cumsum(np.bincount(cols_u, minlength=n), out=self._indptr[1:])
         self._diagonal = np.flatnonzero(self._rows == cols_u[order])
         self._pattern = (h.indptr.copy(), h.indices.copy())
-        self._solver = None
+        pattern = scipy.sparse.csc_matrix((np.ones(self._rows.size), self._rows, self._indptr), shape=h.shape)
+        choice = choose(pattern, self.option)
+        self.method, self.reason = choice.method, choice.reason
+        self._backend = _Qdldl(self._diagonal) if choice.cholmod is None else _Cholmod(choice.cholmod)
 
     def _upper(self, h: scipy.sparse.csc_matrix, shift: float) -> scipy.sparse.csc_matrix:
         data = np.zeros(self._source.size)
@@ -181,34 +206,56 @@ class LDLFactorization:
         data[self._diagonal] += shift
         return scipy.sparse.csc_matrix((data, self._rows, self._indptr), shape=h.shape)
 
+    @property
+    def factor_nonzeros(self) -> int | None:
+        """The nonzeros of L (its diagonal included) for the latest pattern; None before any."""
+        return None if self._backend is None else self._backend.nonzeros()
+
     def factor(self, h: scipy.sparse.csc_matrix, shift: float = 0.0) -> LDLFactor:
         """The factorization of ``h + shift I``, h a symmetric CSC matrix with sorted indices (as
         :func:`symmetric_csc` gives); not finite entries give a factor that is not positive
         definite. A pivot within rounding of zero (a singular semidefinite matrix; qdldl stops
-        at an exact zero) has the matrix factored again with the shift of
-        :func:`rounding_shift`, which the factor's ``shift`` then includes."""
-        import qdldl
+        at an exact zero, CHOLMOD at any pivot that is not positive) has the matrix factored again
+        with the shift of :func:`rounding_shift`, which the factor's ``shift`` then includes."""
         if self._pattern is None or not (np.array_equal(h.indptr, self._pattern[0])
                                          and np.array_equal(h.indices, self._pattern[1])):
             self._analyse(h)
         upper = self._upper(h, shift)
         if not np.all(np.isfinite(upper.data)):
             return LDLFactor(np.full(h.shape[0], np.nan), False, _not_definite, shift)
-        pivots, order = self._numeric(upper, qdldl)
-        zero = np.flatnonzero(pivots == 0.0)
-        reached = zero[0] + 1 if zero.size else pivots.size   # qdldl stops at a zero pivot
-        extra = rounding_shift(pivots[:reached], upper.data[self._diagonal][order])
+        self.factorizations += 1
+        pivots, reached, order = self._backend.numeric(upper)
+        extra = rounding_shift(reached, upper.data[self._diagonal][order])
         if extra:
             upper.data[self._diagonal] += extra
-            shift, (pivots, _) = shift + extra, self._numeric(upper, qdldl)
+            self.factorizations += 1
+            shift, (pivots, _, _) = shift + extra, self._backend.numeric(upper)
         self._generation += 1
+        if pivots is None:   # CHOLMOD stopped: no factor to solve with
+            return LDLFactor(None, False, _not_definite, shift)
         return LDLFactor(pivots, bool(np.all(pivots > 0)), self._solve_of(self._generation), shift)
 
-    def _numeric(self, upper: scipy.sparse.csc_matrix, qdldl) -> tuple[np.ndarray, np.ndarray]:
-        """Factor ``upper`` (the upper triangle, pattern analysed) numerically: its pivots and
-        the elimination order (pivot k eliminates variable ``order[k]``). qdldl stops at a zero
-        pivot, that pivot and the later ones left 0: D > 0 fails there."""
-        self.factorizations += 1
+    def _solve_of(self, generation: int) -> Callable[[np.ndarray], np.ndarray]:
+        def solve(b: np.ndarray) -> np.ndarray:
+            if generation != self._generation:
+                raise RuntimeError("this LDL^T factorization was replaced by a later one")
+            self.solves += 1
+            return self._backend.solve(b)
+        return solve
+
+
+class _Qdldl:
+    """qdldl's L D L^T of one pattern: its symbolic analysis (AMD, elimination tree) on the first
+    matrix, numeric updates after."""
+
+    def __init__(self, diagonal: np.ndarray):
+        self._diagonal, self._solver = diagonal, None
+
+    def numeric(self, upper: scipy.sparse.csc_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Factor ``upper`` (the pattern's upper triangle) numerically: its pivots, those up to
+        where it stopped (qdldl stops at a zero pivot, that pivot and the later ones left 0: D > 0
+        fails there), and the elimination order (pivot k eliminates variable ``order[k]``)."""
+        import qdldl
         if self._solver is None:
             try:
                 self._solver = qdldl.Solver(upper, upper=True)
@@ -221,15 +268,41 @@ class LDLFactorization:
         else:
             self._solver.update(upper, upper=True)
         _, pivots, order = self._solver.factors()
-        return pivots, order
+        zero = np.flatnonzero(pivots == 0.0)
+        return pivots, pivots[:zero[0] + 1 if zero.size else pivots.size], order
 
-    def _solve_of(self, generation: int) -> Callable[[np.ndarray], np.ndarray]:
-        def solve(b: np.ndarray) -> np.ndarray:
-            if generation != self._generation:
-                raise RuntimeError("this LDL^T factorization was replaced by a later one")
-            self.solves += 1
-            return self._solver.solve(np.ascontiguousarray(b, dtype=float))
-        return solve
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        return self._solver.solve(np.ascontiguousarray(b, dtype=float))
+
+    def nonzeros(self) -> int:
+        return int(self._solver.factors()[0].nnz) + len(self._diagonal) if self._solver is not None else 0
+
+
+class _Cholmod:
+    """CHOLMOD's supernodal Cholesky of one pattern (:class:`~optimizers.supernodal.CholmodCholesky`,
+    analysed by the rule)."""
+
+    def __init__(self, cholesky: CholmodCholesky):
+        self._cholesky = cholesky
+
+    def numeric(self, upper: scipy.sparse.csc_matrix) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+        """As :meth:`_Qdldl.numeric`. A Cholesky factorization that stops at step k reveals only
+        that pivot k is not positive: it is at most that variable's diagonal entry a (the earlier
+        pivots, positive, only lower it), so for :func:`rounding_shift` it stands in as min(a, 0),
+        the earlier ones as +inf (not within rounding of zero)."""
+        order = self._cholesky.order
+        failed = self._cholesky.factor(upper.data)
+        if failed is None:
+            pivots = self._cholesky.pivots()
+            return pivots, pivots, order
+        diagonal_entry = upper[order[failed], order[failed]]
+        return None, np.append(np.full(failed, np.inf), min(diagonal_entry, 0.0)), order
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        return self._cholesky.solve(b)
+
+    def nonzeros(self) -> int:
+        return self._cholesky.nonzeros
 
 
 def rounding_shift(pivots: np.ndarray, diagonal: np.ndarray) -> float:

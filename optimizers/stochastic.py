@@ -35,8 +35,9 @@ from scipy.optimize import OptimizeResult
 from .first_order import Update, adam, heavy_ball
 from .history import History
 from .linesearch import LineSearchResult, backtracking
-from .loop import Loop, Monitor, Saddle, Step, Stop, Trial
-from .newton import LineSearchDescent, MartensDamping, _HessianFreeStep, _truncated_cg
+from .loop import Loop, Monitor, RunOptions, Saddle, Step, Stop, Trial
+from .methods import Problem, declared
+from .newton import HessianFreeStep, LineSearchDescent, MartensDamping, truncated_cg
 from .objective import Iterate, Objective, Status
 from .stopping import GradientTest
 
@@ -293,7 +294,7 @@ class SubsampledNewtonCGStep(LineSearchDescent):
         self.cg_maxiter, self.c1 = cg_maxiter, c1
 
     def search(self, point: Iterate) -> tuple[LineSearchResult, dict] | Stop:
-        cg = _truncated_cg(point.matvec, point.g, maxiter=self.cg_maxiter)
+        cg = truncated_cg(point.matvec, point.g, maxiter=self.cg_maxiter)
         point.release()
         if not np.all(np.isfinite(cg.p)):
             return Stop(Status.NONFINITE)
@@ -301,33 +302,40 @@ class SubsampledNewtonCGStep(LineSearchDescent):
         return search, {"cg": cg.iterations}
 
 
-def _run(objective: BatchObjective, inner: Step, *, evaluate, callback, maxiter, disp,
-         keep_iterates) -> OptimizeResult:
+def _run(objective: BatchObjective, inner: Step, options: RunOptions, evaluate: Callable | None) -> OptimizeResult:
     """One stochastic run; the result also has ``evaluations`` and ``epochs`` (the epochs whose
     batches the steps took)."""
     step = BatchSteps(objective, inner, evaluate)
-    monitor = Monitor(objective.counts, callback, disp, keep_iterates)
-    result = Loop(objective, step, None, NoGradientTest(), monitor).iterate(maxiter)
+    result = Loop(objective, step, None, NoGradientTest(), Monitor(objective.counts, options)).iterate(options.maxiter)
     result.evaluations, result.epochs = step.evaluations, step.epochs
     return result
 
 
-def _check_derivatives(hess, hessp, operator, needs_curvature: bool) -> None:
-    if hess is not None:
+def _objective(problem: Problem, epochs: int, curvature: Callable | None) -> BatchObjective:
+    """The batch objective of a second-order method, its curvature products on ``curvature(batch)``."""
+    return BatchObjective(problem.fun, problem.x0, problem.jac, Epochs(problem.batches, epochs), hessp=problem.hessp,
+                          operator=problem.operator, curvature=curvature)
+
+
+def _first_order_objective(problem: Problem, epochs: int) -> BatchObjective:
+    """The batch objective of a first-order method (no curvature)."""
+    return BatchObjective(problem.fun, problem.x0, problem.jac, Epochs(problem.batches, epochs))
+
+
+def _check_derivatives(problem: Problem, needs_curvature: bool) -> None:
+    if problem.hess is not None:
         raise ValueError("the stochastic methods take curvature products (hessp or operator), not a "
                          "dense hess")
-    if needs_curvature and hessp is None and operator is None:
+    if needs_curvature and problem.hessp is None and problem.operator is None:
         raise ValueError("this method needs curvature products: pass hessp(x, p, batch) or "
                          "operator(x, batch)")
 
 
+@declared("hessian-free", batches=True, gauss_newton=True)
 def minimize_stochastic_hessian_free(
-        fun: Callable, x0, jac: Callable | bool, hess: None = None, hessp: Callable | None = None,
-        callback: Callable | None = None, *, batches: Iterable, operator: Callable | None = None,
-        curvature: Callable | None = None, epochs: int = 1, damping: float = 1.0,
-        cg_maxiter: int = STOCHASTIC_HF_CG_MAXITER, warm_start: float = 0.95, c1: float = 1e-4,
-        evaluate: Callable | None = None, maxiter: int | None = None, disp: bool = False,
-        keep_iterates: bool = False) -> OptimizeResult:
+        problem: Problem, options: RunOptions, *, curvature: Callable | None = None, epochs: int = 1,
+        damping: float = 1.0, cg_maxiter: int = STOCHASTIC_HF_CG_MAXITER, warm_start: float = 0.95,
+        c1: float = 1e-4, evaluate: Callable | None = None) -> OptimizeResult:
     """Stochastic Hessian-free optimization (Martens 2010): per batch, damped CG on the curvature
     of a subsample, the step backtracked on the batch's f, lambda carried to the next batch.
 
@@ -389,21 +397,16 @@ def minimize_stochastic_hessian_free(
     >>> result.x.round(6), result.nit, int(result.status)
     (array([ 1. , -2. ,  0.5]), 20, 1)
     """
-    _check_derivatives(hess, hessp, operator, needs_curvature=True)
-    objective = BatchObjective(fun, x0, jac, Epochs(batches, epochs), hessp=hessp, operator=operator,
-                               curvature=curvature)
-    inner = _HessianFreeStep(objective, MartensDamping(damping), cg_maxiter=cg_maxiter,
-                             warm_start=warm_start, c1=c1)
-    return _run(objective, inner, evaluate=evaluate, callback=callback, maxiter=maxiter, disp=disp,
-                keep_iterates=keep_iterates)
+    _check_derivatives(problem, needs_curvature=True)
+    objective = _objective(problem, epochs, curvature)
+    inner = HessianFreeStep(objective, MartensDamping(damping), cg_maxiter=cg_maxiter, warm_start=warm_start, c1=c1)
+    return _run(objective, inner, options, evaluate)
 
 
+@declared("subsampled-newton-cg", batches=True, gauss_newton=True)
 def minimize_subsampled_newton_cg(
-        fun: Callable, x0, jac: Callable | bool, hess: None = None, hessp: Callable | None = None,
-        callback: Callable | None = None, *, batches: Iterable, operator: Callable | None = None,
-        curvature: Callable | None = None, epochs: int = 1,
-        cg_maxiter: int = SUBSAMPLED_CG_MAXITER, c1: float = 1e-4, evaluate: Callable | None = None,
-        maxiter: int | None = None, disp: bool = False, keep_iterates: bool = False) -> OptimizeResult:
+        problem: Problem, options: RunOptions, *, curvature: Callable | None = None, epochs: int = 1,
+        cg_maxiter: int = SUBSAMPLED_CG_MAXITER, c1: float = 1e-4, evaluate: Callable | None = None) -> OptimizeResult:
     """Subsampled Hessian Newton-CG (Byrd, Chin, Neveitt & Nocedal 2011): per batch, at most
     ``cg_maxiter`` CG steps on the Hessian of a subsample, then Armijo backtracking on the batch.
 
@@ -424,19 +427,15 @@ def minimize_subsampled_newton_cg(
     >>> result.nit, bool(np.all((result.x > [1.0, -1.0]) & (result.x < [3.0, 1.0])))
     (40, True)
     """
-    _check_derivatives(hess, hessp, operator, needs_curvature=True)
-    objective = BatchObjective(fun, x0, jac, Epochs(batches, epochs), hessp=hessp, operator=operator,
-                               curvature=curvature)
-    return _run(objective, SubsampledNewtonCGStep(objective, cg_maxiter, c1), evaluate=evaluate,
-                callback=callback, maxiter=maxiter, disp=disp, keep_iterates=keep_iterates)
+    _check_derivatives(problem, needs_curvature=True)
+    objective = _objective(problem, epochs, curvature)
+    return _run(objective, SubsampledNewtonCGStep(objective, cg_maxiter, c1), options, evaluate)
 
 
+@declared("adam", batches=True, first_order=True)
 def minimize_stochastic_adam(
-        fun: Callable, x0, jac: Callable | bool, hess: None = None, hessp: Callable | None = None,
-        callback: Callable | None = None, *, batches: Iterable, operator: Callable | None = None,
-        epochs: int = 1, learning_rate: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999,
-        epsilon: float = 1e-8, evaluate: Callable | None = None, maxiter: int | None = None,
-        disp: bool = False, keep_iterates: bool = False) -> OptimizeResult:
+        problem: Problem, options: RunOptions, *, epochs: int = 1, learning_rate: float = 1e-3, beta1: float = 0.9,
+        beta2: float = 0.999, epsilon: float = 1e-8, evaluate: Callable | None = None) -> OptimizeResult:
     """Adam on mini-batches (Kingma & Ba 2015): one update per batch from its gradient. The
     parameters and result are those of :func:`minimize_stochastic_hessian_free` with Adam's own
     (``learning_rate``, ``beta1``, ``beta2``, ``epsilon``); curvature is not used.
@@ -451,19 +450,14 @@ def minimize_stochastic_adam(
     >>> round(float(result.x[0]), 1), result.nit      # the minimum of the mean over batches: 2
     (2.0, 1000)
     """
-    _check_derivatives(hess, hessp, operator, needs_curvature=False)
-    update = adam(np.size(x0), learning_rate, beta1, beta2, epsilon)
-    objective = BatchObjective(fun, x0, jac, Epochs(batches, epochs))
-    return _run(objective, GradientStep(update), evaluate=evaluate, callback=callback,
-                maxiter=maxiter, disp=disp, keep_iterates=keep_iterates)
+    _check_derivatives(problem, needs_curvature=False)
+    update = adam(problem.x0.size, learning_rate, beta1, beta2, epsilon)
+    return _run(_first_order_objective(problem, epochs), GradientStep(update), options, evaluate)
 
 
-def minimize_sgd(fun: Callable, x0, jac: Callable | bool, hess: None = None,
-                 hessp: Callable | None = None, callback: Callable | None = None, *,
-                 batches: Iterable, operator: Callable | None = None, epochs: int = 1,
-                 learning_rate: float = 1e-2, momentum: float = 0.0,
-                 evaluate: Callable | None = None, maxiter: int | None = None, disp: bool = False,
-                 keep_iterates: bool = False) -> OptimizeResult:
+@declared("sgd", batches=True, first_order=True)
+def minimize_sgd(problem: Problem, options: RunOptions, *, epochs: int = 1, learning_rate: float = 1e-2,
+                 momentum: float = 0.0, evaluate: Callable | None = None) -> OptimizeResult:
     """Stochastic gradient descent, with Polyak's heavy-ball ``momentum`` (0: plain), one update per
     batch. The parameters and result are those of :func:`minimize_stochastic_adam`.
 
@@ -476,8 +470,6 @@ def minimize_sgd(fun: Callable, x0, jac: Callable | bool, hess: None = None,
     >>> result.x, result.nit
     (array([2.296875]), 6)
     """
-    _check_derivatives(hess, hessp, operator, needs_curvature=False)
-    update = heavy_ball(np.size(x0), learning_rate, momentum)
-    objective = BatchObjective(fun, x0, jac, Epochs(batches, epochs))
-    return _run(objective, GradientStep(update), evaluate=evaluate, callback=callback,
-                maxiter=maxiter, disp=disp, keep_iterates=keep_iterates)
+    _check_derivatives(problem, needs_curvature=False)
+    update = heavy_ball(problem.x0.size, learning_rate, momentum)
+    return _run(_first_order_objective(problem, epochs), GradientStep(update), options, evaluate)

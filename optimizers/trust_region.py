@@ -12,7 +12,8 @@ and, by default, starts from the gradient scale; in the Krylov methods the reduc
 nonmonotone (measured from the highest of the last few accepted values, so steps along curved
 valleys are not cut short); a NaN/inf trial value shrinks the radius instead of failing; rejected
 steps reuse the subproblem's Krylov/CG work; a first-order point where the Hessian has clearly
-negative curvature is left along it rather than reported as a minimum.
+negative curvature is left along it rather than reported as a minimum, the radius there at least
+long enough for the curvature's decrease to exceed rounding.
 
 References: J. Nocedal and S. J. Wright, *Numerical Optimization*, 2nd ed., ch. 4 and 7;
 A. R. Conn, N. I. M. Gould and Ph. L. Toint, *Trust-Region Methods*, SIAM 2000, §17.1 (radius
@@ -25,17 +26,19 @@ from __future__ import annotations
 
 import functools
 import math
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
 
 import numpy as np
 from scipy.optimize import OptimizeResult
 
-from .bounds import Box, BoxTrustRegion, bounded_start
+from .bounds import Box, BoxTrustRegion
+from .feasible import UNCONSTRAINED, FeasibleSet, Unconstrained
 from .krylov import EPS, norm
-from .loop import Saddle, Step, Stop, Trial, curvature_check, hessian_matrix, run
-from .objective import HessianOperator, Iterate, Objective, Status
+from .loop import RunOptions, Saddle, Step, Stop, Trial, curvature_check, hessian_matrix
+from .methods import Problem, declared
+from .objective import Iterate, Objective, Status
 from .preconditioning import Preconditioning, krylov_preconditioning
 from .sparse import LDLFactorization, report_sparse
 from .stopping import noise
@@ -50,23 +53,54 @@ NONMONOTONE_MEMORY = 20
 # it takes 64 iterations and 892 products where 0.15 takes 82 and 1,152; the other bounded
 # problems run alike with either.
 ETA, TRON_ETA = 0.15, 1e-4
+# A poor step leaves at most this fraction of the radius (Lin & Moré's sigma_2).
+RADIUS_SHRINK = 0.5
 
 
-class RadiusControl:
-    """The trust radius: shrink to an interpolated fraction of a poor step; after a good step
-    that hit the boundary, grow by 2, or by 4 when the model was very accurate (rho >= 0.9)."""
+class Control(ABC):
+    """The quantity that bounds the model's steps, updated from the reduction ratio: the trust
+    radius (:class:`RadiusControl`, its ``limit`` a cap) or the cubic weight sigma
+    (:class:`~optimizers.arc.SigmaControl`, its ``limit`` a floor). ``name`` is its history
+    column."""
+
+    name: str
+
+    def __init__(self, value: float, limit: float):
+        self.value, self.limit = value, limit
+
+    @abstractmethod
+    def update(self, rho: float, step: SubproblemSolution, step_norm: float, backtrack: float) -> None:
+        """Move ``value`` after a trial of reduction ratio ``rho`` (NaN, or -inf when rejected) and
+        length ``step_norm``; ``backtrack`` is the interpolated fraction of the step where f's
+        quadratic model along it has its minimum (:func:`backtrack_fraction`)."""
+
+    def leave_saddle(self, f: float, curvature: float) -> None:
+        """Set ``value`` for the first step from a saddle of value ``f`` along a direction of
+        ``curvature < 0``; by default unchanged (ARC's cubic term sets the escape's length)."""
+        return None
+
+
+class RadiusControl(Control):
+    """The trust radius: shrink to an interpolated fraction of a poor step, and to at most half
+    of itself, since TRON's steps may be longer than the radius (Lin & Moré 1999's sigma_2; else a
+    rejected step could leave the radius as it was and be tried again unchanged); after a good
+    step that hit the boundary, grow by 2, or by 4 when the model was very accurate (rho >= 0.9),
+    up to the cap ``limit``."""
 
     name = "radius"
 
-    def __init__(self, radius: float, max_radius: float):
-        self.value, self.max_value = radius, max_radius
-
-    def update(self, rho: float, step: SubproblemSolution, step_norm: float,
-               backtrack: float) -> None:
+    def update(self, rho: float, step: SubproblemSolution, step_norm: float, backtrack: float) -> None:
         if not rho >= 0.25:  # also NaN
-            self.value = min(self.value, backtrack * step_norm)
+            self.value = min(RADIUS_SHRINK * self.value, backtrack * step_norm)
         elif rho >= 0.75 and step.on_boundary:
-            self.value = min((4.0 if rho >= 0.9 else 2.0) * self.value, self.max_value)
+            self.value = min((4.0 if rho >= 0.9 else 2.0) * self.value, self.limit)
+
+    def leave_saddle(self, f: float, curvature: float) -> None:
+        """At least the radius at which the model's decrease along the negative curvature,
+        ``|curvature| radius^2 / 2``, is above the rounding level of f: a shorter step is judged
+        by rounding alone, rejected, and the radius shrinks until the saddle is reported without
+        its escape ever being measured (HS25 from x0, a plateau where g ~ 2e-8 set the radius)."""
+        self.value = min(max(self.value, math.sqrt(2.0 * noise(f) / -curvature)), self.limit)
 
 
 def backtrack_fraction(f: float, f_trial: float, slope: float) -> float:
@@ -88,26 +122,14 @@ def reduction_ratio(f: float, f_trial: float, decrease: float) -> float:
     return (f - f_trial + noise(f)) / (decrease + noise(f))
 
 
-class Control(Protocol):
-    """The quantity that bounds the model's steps, updated from the reduction ratio: the trust
-    radius (:class:`RadiusControl`) or the cubic weight sigma
-    (:class:`~optimizers.arc.SigmaControl`). ``name`` is its history column."""
-
-    name: str
-    value: float
-
-    def update(self, rho: float, step: SubproblemSolution, step_norm: float,
-               backtrack: float) -> None: ...
-
-
 class TrustRegion(Step):
     """One trial of a trust-region method (N&W Alg. 4.1), or of ARC with sigma for the radius.
 
     ``make_solver(g, H)`` builds the subproblem solver at an accepted point (H the matrix
     ``point.sparse_hessian`` or ``point.hessian`` when ``dense``, else the products
-    ``point.matvec``), once per point: a
-    rejected step shrinks the radius and asks the same solver again. ``control`` holds the radius
-    (or sigma) and updates it from rho.
+    ``point.matvec``), once per point: a rejected step shrinks the radius and asks the same solver
+    again. ``control`` holds the radius (or sigma) and updates it from rho; a step is accepted when
+    rho exceeds ``eta`` (default :data:`ETA`).
 
     With ``memory > 1`` the reduction ratio is nonmonotone (Toint 1997): the actual decrease from
     the reference f_r = max of the last ``memory`` accepted values over the predicted decrease plus
@@ -116,23 +138,21 @@ class TrustRegion(Step):
     EXP6) the radius then follows the valley instead of collapsing to steps that zigzag across it.
 
     At a saddle the model is built without its linear term, so every solver steps along negative
-    curvature; the step is turned downhill.
-
-    With a ``box`` the model is TRON's bound-constrained step instead of ``make_solver``'s
-    (:class:`~optimizers.bounds.BoxTrustRegion`, Lin & Moré 1999, on products with H or with the
-    dense ``point.hessian``): its trial point lies in the box (bounds met exactly), the radius
-    update uses the step's length, and at a saddle of the bounded problem the step follows the
-    direction of negative curvature on the free variables.
+    curvature; the step is turned downhill. In a box the step is TRON's (:class:`TronStep`).
     """
 
-    def __init__(self, objective: Objective, make_solver: Callable, control: Control, *,
-                 dense: bool, eta: float, memory: int = 1, box: Box | None = None,
+    #: the acceptance threshold when none is given
+    default_eta = ETA
+
+    def __init__(self, objective: Objective, make_solver: Callable | None, control: Control, *,
+                 dense: bool, eta: float | None = None, memory: int = 1,
                  preconditioning: Preconditioning | None = None):
         self.objective, self.make_solver, self.control = objective, make_solver, control
-        self.dense, self.eta, self.memory, self.box = dense, eta, memory, box
+        self.dense, self.memory = dense, memory
+        self.eta = self.default_eta if eta is None else eta
         self.preconditioning = preconditioning
         self.model, self.finite_trial = None, True
-        self.cauchy_alpha = 1.0   # TRON's Cauchy search starts from the last one's alpha
+        self.feasible: FeasibleSet = UNCONSTRAINED
         self.accepted_values: deque = deque(maxlen=memory)
 
     def default_maxiter(self, n: int) -> int:
@@ -146,12 +166,13 @@ class TrustRegion(Step):
         x, f, g, control = point.x, point.f, point.g, self.control
         fresh = self.model is None
         if fresh:
+            if saddle:
+                control.leave_saddle(f, saddle.curvature)
             self.model = self._model(point, saddle)
         step = self.model.solve(control.value)
         if fresh and self.preconditioning is not None:
             self.preconditioning.observe(self.model.products)
-        if saddle and self.box is None:
-            step = _downhill(step, g)
+        step, x_trial = self._trial(x, g, step, saddle)
         step_norm = float(np.linalg.norm(step.p))
         if not (np.isfinite(step_norm) and np.isfinite(step.decrease)):  # H(x) is not finite
             return Stop(Status.NONFINITE, _NONFINITE_STEP)
@@ -161,39 +182,73 @@ class TrustRegion(Step):
                       else Status.NOT_A_MINIMUM if saddle else Status.PRECISION_LOSS)
             message = _COLLAPSED.get(status)
             return Stop(status, message and message.format(name=control.name, value=control.value))
-        x_trial = x + step.p if self.box is None else step.x
         f_trial = self.objective.fun(x_trial)
         reference = max(self.accepted_values)
         rho = reduction_ratio(reference, f_trial, step.decrease + (reference - f))
         g_trial = self.objective.grad(x_trial) if rho > self.eta else None
         self.finite_trial = bool(np.isfinite(f_trial) and (g_trial is None
                                                            or np.all(np.isfinite(g_trial))))
-        accepted = rho > self.eta and _acceptable(f, reference, f_trial, step.decrease, g, g_trial)
+        accepted = rho > self.eta and _acceptable(f, reference, f_trial, step.decrease, g_trial,
+                                                  self.feasible.stationarity(x, g),
+                                                  self.feasible.stationarity(x_trial, g_trial))
         region_norm = getattr(step, "region_norm", None)   # a preconditioner's norm
         control.update(rho if accepted else -np.inf, step, step_norm if region_norm is None else region_norm,
                        backtrack_fraction(f, f_trial, g @ step.p))
         fields = {control.name: control.value, "step": step_norm, "rho": rho}
         if not accepted:
             return Trial(None, f, fields)
-        if self.box is not None:
-            self.cauchy_alpha = self.model.alpha
-        self.model = None
+        self._leave_model()
         self.accepted_values.append(f_trial)
         return Trial(x_trial, f_trial, fields)
 
     def _model(self, point: Iterate, saddle: Saddle | None):
-        """The subproblem solver of an accepted point: ``make_solver``'s, or TRON's with a box."""
+        """The subproblem solver of an accepted point (at a saddle, without the linear term)."""
         hessian = hessian_matrix(point) if self.dense else point.matvec
-        if self.box is None:
-            if saddle:
-                return self.make_solver(np.zeros_like(point.g), hessian)
-            preconditioner = None if self.preconditioning is None else self.preconditioning.at(point)
-            if preconditioner is None:
-                return self.make_solver(point.g, hessian)
-            return self.make_solver(point.g, hessian, preconditioner=preconditioner)
-        return BoxTrustRegion(point.x, point.g, hessian.__matmul__ if self.dense else hessian,
-                              self.box, alpha=self.cauchy_alpha,
+        if saddle:
+            return self.make_solver(np.zeros_like(point.g), hessian)
+        preconditioner = None if self.preconditioning is None else self.preconditioning.at(point)
+        if preconditioner is None:
+            return self.make_solver(point.g, hessian)
+        return self.make_solver(point.g, hessian, preconditioner=preconditioner)
+
+    def _trial(self, x: np.ndarray, g: np.ndarray, step, saddle: Saddle | None) -> tuple:
+        """The model's step (turned downhill at a saddle) and the trial point ``x + p``."""
+        if saddle:
+            step = _downhill(step, g)
+        return step, x + step.p
+
+    def _leave_model(self) -> None:
+        """Done with the model: the trial was accepted."""
+        self.model = None
+
+
+class TronStep(TrustRegion):
+    """TRON's trust-region step in a box (:class:`~optimizers.bounds.BoxTrustRegion`, Lin & Moré
+    1999, on products with H or with the dense ``point.hessian``): its trial point lies in the box
+    (bounds met exactly), the radius update uses the step's length, at a saddle of the bounded
+    problem the step follows the direction of negative curvature on the free variables, and each
+    Cauchy search starts from the last one's alpha. A step is accepted when rho exceeds TRON's
+    eta (:data:`TRON_ETA`)."""
+
+    default_eta = TRON_ETA
+
+    def __init__(self, objective: Objective, box: Box, control: Control, *, dense: bool,
+                 eta: float | None = None, memory: int = 1):
+        super().__init__(objective, None, control, dense=dense, eta=eta, memory=memory)
+        self.box = self.feasible = box
+        self.cauchy_alpha = 1.0
+
+    def _model(self, point: Iterate, saddle: Saddle | None) -> BoxTrustRegion:
+        products = hessian_matrix(point).__matmul__ if self.dense else point.matvec
+        return BoxTrustRegion(point.x, point.g, products, self.box, alpha=self.cauchy_alpha,
                               escape=None if saddle is None else saddle.direction)
+
+    def _trial(self, x: np.ndarray, g: np.ndarray, step, saddle: Saddle | None) -> tuple:
+        return step, step.x
+
+    def _leave_model(self) -> None:
+        self.cauchy_alpha = self.model.alpha
+        super()._leave_model()
 
 
 _NONFINITE_STEP = ("The Hessian is not finite at the last iterate: no step can be computed; "
@@ -213,15 +268,17 @@ def _downhill(step: SubproblemSolution, g: np.ndarray) -> SubproblemSolution:
     return step._replace(p=-step.p if slope > 0 else step.p, decrease=step.decrease + abs(slope))
 
 
-def _acceptable(f: float, reference: float, f_trial: float, decrease: float, g: np.ndarray,
-                g_trial: np.ndarray) -> bool:
-    """A good step must also have a finite gradient and lower f; or f below the nonmonotone
-    ``reference`` when the model predicts a decrease above rounding; or, when f changes only
-    within rounding, a lower gradient norm; so that the iteration cannot cycle."""
+def _acceptable(f: float, reference: float, f_trial: float, decrease: float, g_trial: np.ndarray,
+                measure: np.ndarray, measure_trial: np.ndarray) -> bool:
+    """A good step must also have a finite gradient ``g_trial`` and lower f; or f below the
+    nonmonotone ``reference`` when the model predicts a decrease above rounding; or, when f
+    changes only within rounding, a lower norm of the stationarity measure (``measure`` at x,
+    ``measure_trial`` at the trial point: the gradient, in a box the projected gradient, whose
+    components on active bounds say nothing of progress); so that the iteration cannot cycle."""
     tolerance = noise(f)
     return bool(np.all(np.isfinite(g_trial))) and (
         f_trial < f or (f_trial < reference and decrease > tolerance) or (
-            f_trial <= f + tolerance and np.linalg.norm(g_trial) < np.linalg.norm(g)))
+            f_trial <= f + tolerance and np.linalg.norm(measure_trial) < np.linalg.norm(measure)))
 
 
 def _negligible(p: np.ndarray, p_norm: float, x: np.ndarray) -> bool:
@@ -241,58 +298,73 @@ def default_maxiter(n: int) -> int:
     return max(1000, 200 * n)
 
 
-def _minimize(make_solver: Callable, *, dense: bool, fun: Callable, x0, jac: Callable | bool,
-              hess: Callable | None, hessp: Callable | None, callback: Callable | None,
-              operator: Callable | None, gtol: float | None, maxiter: int | None,
-              disp: bool, initial_trust_radius: float | None, max_trust_radius: float | None,
-              eta: float | None, check_second_order: bool, keep_iterates: bool, bounds,
-              nonmonotone: int = 1, sparse: bool | None = None,
-              precondition: bool | None = False) -> OptimizeResult:
+def _minimize(make_solver: Callable, problem: Problem, options: RunOptions, *, dense: bool,
+              initial_trust_radius: float | None, max_trust_radius: float | None, eta: float | None,
+              check_second_order: bool, nonmonotone: int = 1, sparse: bool | None = None,
+              precondition: bool | None = False, factorization: str | None = None,
+              preconditioner: str | None = None) -> OptimizeResult:
     """A trust-region method with the subproblem solver ``make_solver(g, H)`` (H a matrix or
     products, after ``dense``; a sparse matrix's LDL^T factorizations share one symbolic
-    analysis), or TRON's bounded step with ``bounds``. The dense methods' result says whether the
+    analysis), or TRON's bounded step in a box. The dense methods' result says whether the
     Hessian was ``sparse``, the Krylov methods' whether their solves were ``preconditioned``
     (:class:`~optimizers.preconditioning.Preconditioning`; ``make_solver(g, H, preconditioner=M)``)."""
     for name, value in [("initial_trust_radius", initial_trust_radius),
                         ("max_trust_radius", max_trust_radius), ("nonmonotone", nonmonotone)]:
         if value is not None and not value > 0:
             raise ValueError(f"{name} must be positive, got {value}")
-    box, x0 = bounded_start(bounds, x0)
-    preconditioning = None if dense else krylov_preconditioning(precondition, x0.size, box)
-    objective = Objective(fun, x0, jac, hess, hessp, operator, sparse=sparse if dense else None)
-    factorization = LDLFactorization()
+    preconditioning = None if dense else krylov_preconditioning(precondition, problem.x0.size, problem.feasible,
+                                                                preconditioner)
+    objective = problem.objective(sparse=sparse if dense else None)
+    factorization = LDLFactorization(factorization)
     if dense:
         make_solver = functools.partial(make_solver, factorization=factorization)
     if not objective.has_hessian:
         raise ValueError("trust-region methods need second derivatives: pass hess or hessp")
-    if eta is None:
-        eta = ETA if box is None else TRON_ETA
-    step = trust_region_step(objective, make_solver, dense=dense, eta=eta, memory=int(nonmonotone),
-                             box=box, initial_trust_radius=initial_trust_radius,
+    step = trust_region_step(objective, make_solver, problem.feasible, dense=dense, eta=eta,
+                             memory=int(nonmonotone), initial_trust_radius=initial_trust_radius,
                              max_trust_radius=max_trust_radius)
     step.preconditioning = preconditioning
-    result = run(objective, step, probe=curvature_check(check_second_order, dense, factorization),
-                 gtol=gtol, maxiter=maxiter, callback=callback, disp=disp,
-                 keep_iterates=keep_iterates, box=box)
+    result = problem.run(objective, step, options,
+                         probe=curvature_check(check_second_order, dense, factorization))
     if dense:
         return report_sparse(result, objective)
     return result if preconditioning is None else preconditioning.report(result)
 
 
-def trust_region_step(objective: Objective, make_solver: Callable | None, *, dense: bool,
-                      eta: float, memory: int = 1, box: Box | None = None,
+def trust_region_step(objective: Objective, make_solver: Callable | None, feasible: FeasibleSet, *,
+                      dense: bool, eta: float | None = None, memory: int = 1,
                       initial_trust_radius: float | None = None,
                       max_trust_radius: float | None = None) -> TrustRegion:
-    """The :class:`TrustRegion` step from ``objective.x0``: the radius starts at ``min(||g0||,
-    max(1, ||x0||))`` (the projected gradient with a box) unless given, and is capped at
-    ``1e10 max(1, ||x0||)`` unless given. ``make_solver`` may be None with a box (TRON's step)."""
+    """The trust-region step in ``feasible`` from ``objective.x0`` (:func:`region_step`): the
+    radius starts at ``min(||s0||, max(1, ||x0||))``, s0 the set's stationarity measure at x0 (the
+    gradient; in a box the projected gradient), unless given, and is capped at ``1e10 max(1,
+    ||x0||)`` unless given. ``make_solver`` may be None in a box (TRON's step)."""
     x0, g0 = objective.x0, objective.grad(objective.x0)
     xscale = max(1.0, float(np.linalg.norm(x0)))
-    gnorm = float(np.linalg.norm(g0 if box is None else box.projected_gradient(x0, g0)))
+    gnorm = float(np.linalg.norm(feasible.stationarity(x0, g0)))
     radius = initial_trust_radius or min(gnorm, xscale) or 1.0
     control = RadiusControl(radius, max_trust_radius or 1e10 * xscale)
-    return TrustRegion(objective, make_solver, control, dense=dense, eta=eta, memory=memory,
-                       box=box)
+    return region_step(feasible, objective, make_solver, control, dense=dense, eta=eta, memory=memory)
+
+
+@functools.singledispatch
+def region_step(feasible: FeasibleSet, objective: Objective, make_solver: Callable | None, control: Control, *,
+                dense: bool, eta: float | None, memory: int) -> TrustRegion:
+    """The trust-region step class of ``feasible``: :class:`TrustRegion` with ``make_solver``'s
+    model unconstrained, TRON's (:class:`TronStep`) in a box."""
+    raise TypeError(f"the trust-region methods take no {type(feasible).__name__}")
+
+
+@region_step.register
+def _(feasible: Unconstrained, objective: Objective, make_solver: Callable | None, control: Control, *,
+      dense: bool, eta: float | None, memory: int) -> TrustRegion:
+    return TrustRegion(objective, make_solver, control, dense=dense, eta=eta, memory=memory)
+
+
+@region_step.register
+def _(feasible: Box, objective: Objective, make_solver: Callable | None, control: Control, *,
+      dense: bool, eta: float | None, memory: int) -> TrustRegion:
+    return TronStep(objective, feasible, control, dense=dense, eta=eta, memory=memory)
 
 
 _OPTIONS_DOC = """
@@ -354,7 +426,11 @@ _SPARSE_DOC = """
         Use a Hessian that comes as a ``scipy.sparse`` matrix as one: its subproblems are then
         solved with sparse LDL^T factorizations (:mod:`optimizers.sparse`), the second-order check
         too. None (default): from 1,000 variables on when it is under 5% dense; True: whenever it
-        comes sparse; False: never (it is made dense)."""
+        comes sparse; False: never (it is made dense).
+    factorization
+        The sparse factorization: None (default) chosen from the pattern (CHOLMOD's supernodal
+        Cholesky on grids and meshes, qdldl on bands, chains, arrowheads and small problems;
+        :func:`optimizers.supernodal.choose`), or ``"cholmod"`` or ``"qdldl"``."""
 
 _PRECONDITION_DOC = """
     precondition
@@ -363,7 +439,12 @@ _PRECONDITION_DOC = """
         from an operator's ``to_sparse`` or from ``hess`` without ``hessp``), the trust region
         then measured in the preconditioner's norm ``||p||_M``. None (default): automatic, from
         the iterate after the first whose solve took more than 100 products, on 1,000 variables
-        or more; True: from the first iterate; False: never. Not with bounds."""
+        or more; True: from the first iterate; False: never. Not with bounds.
+    preconditioner
+        Which: ``"amg"`` (``pyamg``'s smoothed aggregation, its hierarchy kept while it works),
+        ``"incomplete-cholesky"``, or None (default): multigrid from 50,000 variables on, the
+        incomplete Cholesky below and where multigrid is refused
+        (:class:`~optimizers.preconditioning.Preconditioning`)."""
 
 _EXAMPLE_DOC = """
     Examples
@@ -393,73 +474,65 @@ def _documented(check: str, memory: int = 1, dense: bool = False):
 
 
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
-def minimize_trust_ncg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
-                       hessp: Callable | None = None, callback: Callable | None = None, *,
-                       operator: Callable[[np.ndarray], HessianOperator] | None = None,
-                       gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
-                       initial_trust_radius: float | None = None,
+@declared("trust-ncg", bounds=True, preconditioned=True, returns_hess=True, trust_region=True,
+          default_in=(Box,))
+def minimize_trust_ncg(problem: Problem, options: RunOptions, *, initial_trust_radius: float | None = None,
                        max_trust_radius: float | None = None, eta: float | None = None,
-                       check_second_order: bool = True, keep_iterates: bool = True,
-                       nonmonotone: int = NONMONOTONE_MEMORY,
-                       bounds: Box | tuple | None = None,
-                       precondition: bool | None = None) -> OptimizeResult:
+                       check_second_order: bool = True, nonmonotone: int = NONMONOTONE_MEMORY,
+                       precondition: bool | None = None, preconditioner: str | None = None) -> OptimizeResult:
     """Newton-CG trust-region method: Steihaug-Toint truncated CG subproblems (N&W Alg. 7.2).
 
     Uses only Hessian-vector products (``hessp``, or products with ``hess``).
     """
-    return _minimize(SteihaugCG, dense=False, **locals())   # every parameter, by name
+    return _minimize(SteihaugCG, problem, options, dense=False, initial_trust_radius=initial_trust_radius,
+                     max_trust_radius=max_trust_radius, eta=eta, check_second_order=check_second_order,
+                     nonmonotone=nonmonotone, precondition=precondition, preconditioner=preconditioner)
 
 
 @_documented("a few Lanczos steps with hessp", NONMONOTONE_MEMORY)
-def minimize_trust_krylov(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
-                          hessp: Callable | None = None, callback: Callable | None = None, *,
-                          operator: Callable[[np.ndarray], HessianOperator] | None = None,
-                          gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
-                          initial_trust_radius: float | None = None,
+@declared("trust-krylov", bounds=True, preconditioned=True, returns_hess=True, trust_region=True)
+def minimize_trust_krylov(problem: Problem, options: RunOptions, *, initial_trust_radius: float | None = None,
                           max_trust_radius: float | None = None, eta: float | None = None,
-                          check_second_order: bool = True, keep_iterates: bool = True,
-                          nonmonotone: int = NONMONOTONE_MEMORY,
-                          bounds: Box | tuple | None = None,
-                          precondition: bool | None = None) -> OptimizeResult:
+                          check_second_order: bool = True, nonmonotone: int = NONMONOTONE_MEMORY,
+                          precondition: bool | None = None, preconditioner: str | None = None
+                          ) -> OptimizeResult:
     """Trust-region method with GLTR subproblems (Gould, Lucidi, Roma & Toint 1999).
 
     Lanczos with Hessian-vector products only; solves the subproblem nearly exactly in the Krylov
     space, so it handles indefinite Hessians well.
     """
-    return _minimize(LanczosGLTR, dense=False, **locals())   # every parameter, by name
+    return _minimize(LanczosGLTR, problem, options, dense=False, initial_trust_radius=initial_trust_radius,
+                     max_trust_radius=max_trust_radius, eta=eta, check_second_order=check_second_order,
+                     nonmonotone=nonmonotone, precondition=precondition, preconditioner=preconditioner)
 
 
 @_documented("an LDL^T or the eigenvalues of the Hessian's matrix", dense=True)
-def minimize_trust_exact(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
-                         hessp: Callable | None = None, callback: Callable | None = None, *,
-                         operator: Callable[[np.ndarray], HessianOperator] | None = None,
-                         gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
-                         initial_trust_radius: float | None = None,
+@declared("trust-exact", bounds=True, sparse=True, returns_hess=True, trust_region=True)
+def minimize_trust_exact(problem: Problem, options: RunOptions, *, initial_trust_radius: float | None = None,
                          max_trust_radius: float | None = None, eta: float | None = None,
-                         check_second_order: bool = True, keep_iterates: bool = True,
-                         bounds: Box | tuple | None = None,
-                         sparse: bool | None = None) -> OptimizeResult:
+                         check_second_order: bool = True, sparse: bool | None = None,
+                         factorization: str | None = None) -> OptimizeResult:
     """Trust-region method with nearly exact subproblems (Moré & Sorensen 1983; N&W Alg. 4.3).
 
     Needs the Hessian's matrix (``hess``, dense or sparse; built from ``hessp`` column by column
     otherwise).
     """
-    return _minimize(MoreSorensen, dense=True, **locals())   # every parameter, by name
+    return _minimize(MoreSorensen, problem, options, dense=True, initial_trust_radius=initial_trust_radius,
+                     max_trust_radius=max_trust_radius, eta=eta, check_second_order=check_second_order,
+                     sparse=sparse, factorization=factorization)
 
 
 @_documented("an LDL^T or the eigenvalues of the Hessian's matrix", dense=True)
-def minimize_dogleg(fun: Callable, x0, jac: Callable | bool, hess: Callable | None = None,
-                    hessp: Callable | None = None, callback: Callable | None = None, *,
-                    operator: Callable[[np.ndarray], HessianOperator] | None = None,
-                    gtol: float | None = None, maxiter: int | None = None, disp: bool = False,
-                    initial_trust_radius: float | None = None,
+@declared("dogleg", bounds=True, sparse=True, returns_hess=True, trust_region=True)
+def minimize_dogleg(problem: Problem, options: RunOptions, *, initial_trust_radius: float | None = None,
                     max_trust_radius: float | None = None, eta: float | None = None,
-                    check_second_order: bool = True, keep_iterates: bool = True,
-                    bounds: Box | tuple | None = None,
-                    sparse: bool | None = None) -> OptimizeResult:
+                    check_second_order: bool = True, sparse: bool | None = None,
+                    factorization: str | None = None) -> OptimizeResult:
     """Powell's dogleg trust-region method (N&W §4.1), also for indefinite Hessians.
 
     Needs the Hessian's matrix (dense or sparse). Where it is not positive definite the step is the better of the
     Cauchy point and the negative-curvature eigenpoint (see :class:`subproblems.Dogleg`).
     """
-    return _minimize(Dogleg, dense=True, **locals())   # every parameter, by name
+    return _minimize(Dogleg, problem, options, dense=True, initial_trust_radius=initial_trust_radius,
+                     max_trust_radius=max_trust_radius, eta=eta, check_second_order=check_second_order,
+                     sparse=sparse, factorization=factorization)

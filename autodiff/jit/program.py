@@ -341,7 +341,8 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
             if items is not None:
                 chains[out._id] = items
                 call_args = (out.shape, out.dtype) + tuple(items)
-                fused = _ACCUMULATE_SLICED if out._id in raw else _ACCUMULATE
+                # a batched sweep adds dense scatters in order, raw or not (no SlicedCotangent)
+                fused = _ACCUMULATE_SLICED if out._id in raw and not _batched(items) else _ACCUMULATE
                 result.append((fused, call_args, [a._value if isinstance(a, Tensor) else a for a in call_args],
                                {}, out, tuple(k for k, a in enumerate(call_args) if isinstance(a, Tensor))))
                 continue
@@ -362,19 +363,28 @@ def _same_array(a: Tensor, out: Tensor) -> bool:
 
 def _items_of(t: Tensor, out: Tensor, uses: dict, producers: dict, chains: dict):
     """``t`` as items of a sum into ``out``: a fused sum's items, [index, piece] for a scatter of
-    ``piece`` into a basic slice of ``out``'s shape, [None, t] for a dense array; used only here
+    ``piece`` into a basic slice of ``out``'s shape (after its batch axes, if any), [None, t] for
+    a dense array; used only here
     (a dense one any number of times); else None."""
     if t._id in chains and uses.get(t._id) == 1:
         return chains[t._id]
     record = producers.get(t._id)
     if record is not None and record[0] is anp.ops._scatter and uses.get(t._id) == 1:
         _, args, raw, _, result, parents = record
-        if (list(parents) == [0] and raw[3] == 0 and anp.ops._is_basic(raw[1])
+        if (list(parents) == [0] and anp.ops._is_basic(raw[1])
                 and result.shape == out.shape and result.dtype == out.dtype):
-            return [raw[1], args[0]]
+            return [_BatchedIndex((slice(None),) * raw[3] + raw[1]) if raw[3] else raw[1], args[0]]
     if type(t._value) is np.ndarray and t.shape == out.shape and t.dtype == out.dtype:
         return [None, t]
     return None
+
+
+class _BatchedIndex(tuple):
+    """The index of a scatter into a batch of cotangents (the batch axes' slices first)."""
+
+
+def _batched(items: list) -> bool:
+    return any(type(index) is _BatchedIndex for index in items[::2])
 
 
 def _sum_items(args, out, uses, producers, chains):

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..core import Tensor, Variable, state, value_of
-from ..tree import flatten
+from ..tree import flatten, mirror
 from .program import Program, Retrace, split
 from .signature import CALL_WITH_AN_ARRAY, ONE_ARRAY, signature
 from .tracing import UntraceableError, record
@@ -170,10 +170,10 @@ class Traced:
         self._fast = None
         while True:
             if entry is _EAGER:
-                return _mirror(self._call(rebuild, [Tensor(v) for v in values]), tensors_in)
+                return mirror(self._call(rebuild, [Tensor(v) for v in values]), tensors_in)
             for program in entry or ():
                 try:
-                    result = _mirror(program.run(values), tensors_in)
+                    result = mirror(program.run(values), tensors_in)
                 except Retrace:
                     continue
                 if program.direct is not None:
@@ -306,7 +306,7 @@ def _direct(run: Callable, structure: Callable, n_out: int) -> Callable | None:
 
 
 def _scalars(results) -> tuple:
-    """Results (arrays or scalars) as a tuple, 0-d arrays as NumPy scalars: ``_mirror`` of them."""
+    """Results (arrays or scalars) as a tuple, 0-d arrays as NumPy scalars: ``mirror`` of them."""
     return tuple([r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in results])
 
 
@@ -394,7 +394,7 @@ class _Staged:
         if self.out_flat and not tensors_in:
             value = _scalars(head[:self.n_out])
         else:
-            value = _mirror(self.out_structure(head[:self.n_out]), tensors_in)
+            value = mirror(self.out_structure(head[:self.n_out]), tensors_in)
         late = Late(staging, self, [np.array(v) for v in values],
                     {id(v): (v, s) for v, s in zip(self.variables, snapshot)} if snapshot else {}, results,
                     tensors_in)
@@ -456,7 +456,7 @@ class Late:
         staged, results = found
         saved = results[len(results) - staged.n_saved:]
         late_results = staged.after.run(*saved, *late_values)
-        return _mirror(staged.result(results, late_results), self._tensors_in or late_tensors_in)
+        return mirror(staged.result(results, late_results), self._tensors_in or late_tensors_in)
 
     def _eager_function(self) -> Callable:
         """The pair built eagerly at the point (a late signature whose trace was refused)."""
@@ -489,20 +489,6 @@ def _variables_at(snapshot: dict | None):
 
 
 # --- helpers ----------------------------------------------------------------------------------------
-
-def _mirror(result, tensors_in: bool):
-    """Tensors in, Tensors out; arrays in, NumPy out (0-d results as NumPy scalars)."""
-    if not tensors_in and type(result) is tuple and all(type(r) is np.ndarray or isinstance(r, np.generic)
-                                                        for r in result):
-        return tuple(r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in result)  # no tree walk
-    if not tensors_in and type(result) is np.ndarray:
-        return result[()] if result.ndim == 0 else result
-    leaves, treedef = flatten(result)
-    if tensors_in:
-        return treedef([Tensor(r) if isinstance(r, (np.ndarray, np.generic)) else r for r in leaves])
-    values = [value_of(r) for r in leaves]
-    return treedef([r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in values])
-
 
 def _refusal(error: BaseException) -> UntraceableError | None:
     """The UntraceableError that ``error`` is, or was raised from, if any."""

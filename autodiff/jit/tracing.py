@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core import Primitive, Tensor, Variable, stand_in, state, value_of
-from ..tape import _Node
+from ..core import Primitive, Tensor, Variable, state, value_of
+from ..residuals import stand_in
+from ..tape import CustomNode
 from ..tree import flatten
 
 
@@ -91,7 +92,7 @@ class Trace:
     # --- the observer interface (core._State) ---------------------------------------------------
     def record(self, prim: Primitive, args: tuple, raw: list, kwargs: dict, out: Any, parents: tuple) -> None:
         """Keep an op that reads an input (a Variable read becomes one). The floating-point arrays
-        it computes are kept as stand-ins (:func:`autodiff.core.stand_in`): a program is made from
+        it computes are kept as stand-ins (:func:`autodiff.residuals.stand_in`): a program is made from
         the operations, shapes and dtypes of its records and the values of its constants, never
         from values computed from its inputs, and keeping those would make a trace hold every
         intermediate array at once, many times what the eager run it watches holds."""
@@ -151,7 +152,7 @@ class Recording:
         arguments (Tensors at the positions ``parents``, which depend on the inputs; anything else
         is a constant), ``raw`` the arguments' values, ``kwargs`` its keyword arguments, ``out``
         the result (a Tensor, or a tuple of them). A floating-point array computed from the inputs
-        is kept as a stand-in of its shape and dtype (:func:`autodiff.core.stand_in`), except f's outputs.
+        is kept as a stand-in of its shape and dtype (:func:`autodiff.residuals.stand_in`), except f's outputs.
         Ops on constants only are not records: their values are constants of the program.
         Derivative computations (backward sweeps) are records like any other op.
     inputs : list
@@ -198,7 +199,7 @@ def record(build: Callable, inputs: list) -> Recording:
     with trace:
         out = build()
     for prim, args, values, _kwargs, _result, parents in trace.records:
-        if isinstance(prim, _Node):
+        if isinstance(prim, CustomNode):
             raise UntraceableError(f"autodiff.function: {prim.name} (custom_gradient or "
                                    "recompute_grad) cannot be traced yet")
         if any(type(args[i]) is Variable and value_of(args[i]) is not values[i] for i in parents):

@@ -33,7 +33,7 @@ from typing import Any as _Any
 import numpy as _np
 
 from ..core import Tensor as _Tensor
-from ..core import _holds_tensor
+from ..core import holds_tensor as _holds_tensor
 from ..extend import nondiff as _nondiff
 from . import composite, fft, linalg, ops, scipy_linalg, scipy_signal, special, stats  # noqa: F401  (anp.fft, .linalg, ...)
 from .ops import (  # noqa: F401  (the names beyond NumPy's)

@@ -135,36 +135,36 @@ def _lengths_and_axes(a, s, axes, inverse_real=False):
     return s, axes
 
 
+def _each_axis(transform, a, s: list, axes: list, norm: str | None, out: None, indices: range):
+    """``transform`` along each axis ``axes[i]`` (length ``s[i]``) for i in ``indices``, in turn."""
+    for i in indices:
+        a = transform(a, s[i], axes[i], norm, out)
+    return a
+
+
 def fftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
          norm: str | None = None, out: None = None) -> Array:
     s, axes = _lengths_and_axes(a, s, axes)
-    for i in reversed(range(len(axes))):
-        a = fft(a, s[i], axes[i], norm, out)
-    return a
+    return _each_axis(fft, a, s, axes, norm, out, reversed(range(len(axes))))
 
 
 def ifftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
           norm: str | None = None, out: None = None) -> Array:
     s, axes = _lengths_and_axes(a, s, axes)
-    for i in reversed(range(len(axes))):
-        a = ifft(a, s[i], axes[i], norm, out)
-    return a
+    return _each_axis(ifft, a, s, axes, norm, out, reversed(range(len(axes))))
 
 
 def rfftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
           norm: str | None = None, out: None = None) -> Array:
     s, axes = _lengths_and_axes(a, s, axes)
     a = rfft(a, s[-1], axes[-1], norm, out)
-    for i in reversed(range(len(axes) - 1)):
-        a = fft(a, s[i], axes[i], norm, out)
-    return a
+    return _each_axis(fft, a, s, axes, norm, out, reversed(range(len(axes) - 1)))
 
 
 def irfftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
            norm: str | None = None, out: None = None) -> Array:
     s, axes = _lengths_and_axes(a, s, axes, inverse_real=True)
-    for i in range(len(axes) - 1):
-        a = ifft(a, s[i], axes[i], norm, out)
+    a = _each_axis(ifft, a, s, axes, norm, out, range(len(axes) - 1))
     return irfft(a, s[-1], axes[-1], norm, out)
 
 

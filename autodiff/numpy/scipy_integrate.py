@@ -5,22 +5,34 @@ see through them: on a tracked Tensor, ``scipy.integrate.odeint(func, y0, t)`` r
 naming the version here. ``odeint`` keeps scipy's signature and values: they are scipy's own
 (LSODA, imported when first called), with ``func`` evaluated on plain arrays.
 
-The derivatives in ``y0``, ``t`` and the arrays of ``args`` come from the continuous adjoint method
-(Pontryagin et al. 1962, "The mathematical theory of optimal processes"; Chen et al. 2018, "Neural
-ordinary differential equations", NeurIPS): between consecutive output times, the adjoint state
-``a = dL/dy`` is integrated backward with ``da/dt = -a^T df/dy`` together with ``y`` itself and the
-parameter cotangents ``-a^T df/dargs``, the vector-Jacobian products of ``func`` coming from the
-engine. That backward integration is a call of ``odeint`` itself, on dynamics written with the
-engine's ops, so it differentiates again (as in ``jax.experimental.ode``): derivatives of every
-order in reverse mode. Forward mode integrates the forward sensitivities (the tangent of ``y``, whose
-rate is ``df/dy dy + df/dargs dargs``) with ``y``, again by a call of ``odeint``.
+The derivatives in ``y0``, ``t`` and the arrays of ``args`` come from one of two integrations,
+each a few solves' worth (not one recorded tape per step):
+
+- the forward sensitivities (Hindmarsh et al. 2005, "SUNDIALS", section 5): the tangents of ``y``
+  in every differentiated direction, whose rate is ``df/dy S + df/dargs P``, integrated with ``y``
+  in one call of ``odeint`` itself; the gradient contracts them with the output cotangents, and
+  a Jacobian of many outputs takes them all from that one integration. Written with the engine's
+  ops, they differentiate again: Hessians, forward mode (one direction, a JVP per step).
+- the continuous adjoint (Pontryagin et al. 1962; Chen et al. 2018, "Neural ordinary differential
+  equations"): ``a = dL/dy`` integrated backward between the output times, ``da/dt = -a df/dy``,
+  with the arguments' cotangents ``a df/dargs``; y comes from checkpoints (``_ode_adjoint``), not
+  from integrating it backward too, which is unstable for dissipative and stiff systems. First
+  order only: a cotangent that is differentiated again takes the sensitivities.
+
+``derivatives="auto"`` chooses by the work of their rates per evaluation (the sensitivities need
+the n x (n + p) Jacobian and its product with every direction, the adjoint one vector-Jacobian
+product per cotangent: ``ADJOINT_WORK_RATIO``); "forward" and "adjoint" choose by name. Either
+way the rates are ``func``'s Jacobians or vector-Jacobian products traced once and replayed as
+NumPy programs (``_ode_replay``), with their Jacobians for LSODA's stiff method. A derivative's
+integration that fails raises (a RuntimeError with LSODA's message) instead of giving wrong
+numbers; it may take ten times ``mxstep`` steps per output interval.
 
 The derivatives are those of the exact solution, computed to the tolerances ``rtol`` and ``atol``:
 they agree with finite differences of the computed values only as far as those tolerances allow.
 A Tensor that ``func`` reads from outside (a closure) must be passed through ``args`` to be
 differentiated; a tracked one read from outside is refused rather than silently treated as constant.
 ``full_output=True`` returns scipy's ``(y, infodict)``: the report of the values' solve, which is
-scipy's own (the derivatives' integrations are further solves; a failed one warns as scipy does).
+scipy's own (the derivatives' integrations are further solves).
 Tolerances scipy would take silently or with only a warning (NaN, inf, negative, both zero) are
 refused by name.
 
@@ -46,8 +58,9 @@ import numpy as _np
 
 from ..core import Primitive, Tensor, note_read, shape_of, tracked, value_of
 from ..transforms import jvp, vjp  # not circular: autodiff.numpy does not import this module (autodiff does)
-from ..tree import ravel
 from . import ops
+from ._ode_adjoint import adjoint_cotangents
+from ._ode_replay import Dynamics, check_fresh, jacobian_rows
 
 if TYPE_CHECKING:
     from ..typing import Array, ArrayLike
@@ -56,6 +69,11 @@ __all__ = ["odeint"]
 
 # scipy.integrate.odeint's keywords that change its meaning, which the adjoint does not follow
 _UNSUPPORTED = ("Dfun", "col_deriv", "tfirst")
+# how odeint's derivatives are computed (the ``derivatives`` option)
+DERIVATIVES = ("auto", "forward", "adjoint")
+# scipy's steps per output interval when mxstep is 0 (the default), and how many times that a
+# derivative's integration may take
+DEFAULT_MXSTEP, DERIVATIVE_STEPS = 500, 10
 # scipy's rtol and atol when None is given (LSODA's default)
 DEFAULT_TOLERANCE = 1.49012e-8
 
@@ -82,10 +100,22 @@ def _rate(func: Callable, y, t, args: tuple):
     return rate
 
 
-def _solve(y0, t, *args, func: Callable, rtol, atol, options: dict, report: dict | None = None):
+def _solve(y0, t, *args, func: Callable, rtol, atol, options: dict, derivatives: str = "auto",
+           report: dict | None = None):
     """The values: scipy.integrate.odeint with ``func`` on plain arrays; scipy's infodict of the solve
-    goes into ``report`` when one is given (``full_output``)."""
+    goes into ``report`` when one is given (``full_output``); ``derivatives`` is for the backward
+    pass. A derivative system (``Dynamics``) runs as its replayed program, with its Jacobian for
+    LSODA's stiff method, and its failure raises (a RuntimeError with LSODA's message) rather than
+    give wrong derivatives."""
     solve = _scipy_odeint()
+    if isinstance(func, Dynamics):
+        options = {**_derivative_options(options), **func.stiff_jacobian(y0, t[0], args)}
+        values, infodict = solve(func.compiled(y0, t[0], args), y0, t, rtol=rtol, atol=atol, full_output=True,
+                                 **options)
+        if len(t) > 1 and infodict["message"] != "Integration successful.":
+            raise RuntimeError(f"autodiff: odeint's derivatives: the integration of the forward sensitivities "
+                               f"failed: {infodict['message']}")
+        return values
     rate = lambda y, s: _rate(func, y, s, args)  # noqa: E731
     if report is None:
         return solve(rate, y0, t, rtol=rtol, atol=atol, **options)
@@ -94,21 +124,32 @@ def _solve(y0, t, *args, func: Callable, rtol, atol, options: dict, report: dict
     return values
 
 
+def _derivative_options(options: dict) -> dict:
+    """The values' options for a derivative's integration, with ``DERIVATIVE_STEPS`` times their
+    steps per output interval (``mxstep``): its larger system may need more than the values'."""
+    return {**options, "mxstep": DERIVATIVE_STEPS * (options.get("mxstep") or DEFAULT_MXSTEP)}
+
+
 def _derivative_settings(kwargs: dict) -> dict:
-    """The settings of the derivatives' integrations: the values' own, but for their report."""
-    return {name: value for name, value in kwargs.items() if name != "report"}
+    """The settings of the derivatives' integrations: the values' own, but for their report and
+    the choice of method."""
+    return {name: value for name, value in kwargs.items() if name not in ("report", "derivatives")}
 
 
 class _Odeint(Primitive):
     """odeint as one record over (y0, t, *args), whose backward pass gives all their cotangents from one
-    adjoint integration."""
+    integration of the forward sensitivities or of the adjoint."""
 
     def __init__(self):
         super().__init__(_solve, "odeint")
         self.joint = True
 
     def backward(self, g, ans, args, kwargs, parents):
-        cotangents = _adjoint(g, ans, *args, parents=parents, **_derivative_settings(kwargs))
+        settings = _derivative_settings(kwargs)
+        if _uses_adjoint(kwargs.get("derivatives", "auto"), g, ans, args, parents):
+            cotangents = _adjoint_cotangents(g, ans, *args, parents=parents, **settings)
+        else:
+            cotangents = _sensitivity_cotangents(g, ans, *args, parents=parents, **settings)
         return [cotangents[i] for i in parents]
 
     def forward(self, tangents, ans, args, kwargs):
@@ -116,28 +157,6 @@ class _Odeint(Primitive):
 
 
 _odeint = _Odeint()
-
-
-def _layout(shapes: list) -> Callable:
-    """The way from a flat vector back to consecutive blocks of ``shapes`` (``autodiff.ravel``'s)."""
-    return ravel([_np.zeros(shape) for shape in shapes])[1]
-
-
-def _flattened(arrays: list):
-    return ops.concatenate([ops.reshape(a, (-1,)) for a in arrays])
-
-
-def _augmented_dynamics(func: Callable, differentiated: tuple, unflattened: Callable) -> Callable:
-    """The adjoint system in reversed time s = -t over the state [y, a, a^T df/dargs] (a holding
-    the batch of cotangents; ``unflattened`` splits the flat state into those blocks): d/ds of it is
-    [-f, a^T df/dy, a^T df/dargs] at t = -s."""
-
-    def dynamics(state, s, *args):
-        y, a = unflattened(state)[:2]
-        rate = lambda y, *chosen: func(y, -s, *_with_chosen(args, differentiated, chosen))  # noqa: E731
-        f, products = vjp(rate, y, *[args[k] for k in differentiated])
-        return _flattened([-f, *products(a)])
-    return dynamics
 
 
 def _with_chosen(args: tuple, chosen_places: tuple, chosen: tuple) -> list:
@@ -148,71 +167,214 @@ def _with_chosen(args: tuple, chosen_places: tuple, chosen: tuple) -> list:
     return full
 
 
-def _tangent_dynamics(func: Callable, n: int, moved: tuple, count: int) -> Callable:
-    """The forward sensitivity system over the state [y, dy] with the tangents of ``args[moved]`` as
-    further arguments: d/dt of it is [f, df/dy dy + df/dargs dargs]."""
-    def dynamics(state, s, *all_args):
-        args, arg_tangents = all_args[:count], all_args[count:]
-        rate = lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen))  # noqa: E731
-        f, f_dot = jvp(rate, (state[:n], *[args[k] for k in moved]), (state[n:], *arg_tangents))
-        return ops.concatenate([f, f_dot])
-    return dynamics
+def _root_and_key(func: Callable) -> tuple:
+    """The user's function under ``func`` (whose programs it is) and ``func``'s key among them."""
+    return (func.func, func.key) if isinstance(func, Dynamics) else (func, ())
+
+
+def _sensitivity_dynamics(func: Callable, n: int, m: int, moved: tuple, count: int) -> Dynamics:
+    """The forward sensitivity system of ``func`` for m directions: the state [y, S] (S of shape
+    (m, n), a tangent of y per row), with ``args`` and the directions' tangents of ``args[moved]``
+    (P, of m rows: their entries raveled and concatenated) as arguments; d/dt of it is
+    [f, [S, P] [J_y, J_args]^T], the Jacobian from one sweep batched over its n rows (for one
+    direction, a Jacobian-vector product instead)."""
+
+    def rate(z, s, *all_args):
+        args, tangents = all_args[:count], all_args[count]
+        if m == 1:
+            chosen = [args[k] for k in moved]
+            ends = _np.cumsum([0] + [math.prod(shape_of(c)) for c in chosen])
+            along = [ops.reshape(tangents[0, a:b], shape_of(c)) for a, b, c in zip(ends[:-1], ends[1:], chosen)]
+            return ops.concatenate(jvp(lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen)),
+                                       (z[:n], *chosen), (z[n:], *along)))
+        f, jacobian = _jacobians(func, z[:n], s, args, moved)
+        directions = ops.concatenate([ops.reshape(z[n:], (m, n)), tangents], axis=1)
+        return ops.concatenate([f, ops.reshape(ops.matmul(directions, ops.transpose(jacobian)), (-1,))])
+
+    def block_jacobian(z, s, *all_args):
+        return jacobian_rows(lambda y: func(y, s, *all_args[:count]), z[:n])
+
+    root, key = _root_and_key(func)
+    return Dynamics(rate, ("sensitivities", key, n, m, moved, count), root, block_jacobian)
+
+
+def _jacobians(func: Callable, y, s, args: tuple, moved: tuple) -> tuple:
+    """f and [J_y, J_args[moved]] at (y, s): the Jacobian in y and in the entries of ``args[moved]``
+    (raveled, concatenated), n rows from one sweep batched over them."""
+    n = shape_of(y)[0]
+    f, pullback = vjp(lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen)), y, *[args[k] for k in moved])
+    rows = pullback(_np.eye(n))
+    return f, ops.concatenate([rows[0]] + [ops.reshape(row, (n, -1)) for row in rows[1:]], axis=1)
+
+
+def _tiled(tolerance, copies: int):
+    """A tolerance for ``copies`` blocks of the state: one per equation is repeated."""
+    if tolerance is None or _np.ndim(value_of(tolerance)) == 0:
+        return tolerance
+    return _np.tile(_np.asarray(value_of(tolerance), dtype=_np.float64), copies)
+
+
+def _sensitivities(y0, t, *args, start, tangents, moved: tuple, func: Callable, rtol, atol, options: dict):
+    """The tangents of y(t_i), shape (len(t), m, n), for m directions: ``start`` (m, n) the initial
+    tangents of y, ``tangents`` (m, p) those of ``args[moved]`` (their entries raveled and
+    concatenated). One integration of the
+    forward sensitivities with y (Hindmarsh et al. 2005, "SUNDIALS", section 5), by odeint
+    itself: it differentiates again."""
+    n, m = shape_of(y0)[0], shape_of(start)[0]
+    dynamics = _sensitivity_dynamics(func, n, m, moved, len(args))
+    states = _odeint(ops.concatenate([y0, ops.reshape(start, (-1,))]), t, *args, tangents, func=dynamics,
+                     rtol=_tiled(rtol, 1 + m), atol=_tiled(atol, 1 + m), options=options)
+    return ops.reshape(states[:, n:], (shape_of(t)[0], m, n))
+
+
+def _initial_rate(func: Callable, y0, t, args: tuple):
+    """f(y0, t[0]), after checking that the programs kept for a user's ``func`` are still its own."""
+    if not isinstance(func, Dynamics):
+        check_fresh(func, value_of(y0), value_of(t)[0], tuple(value_of(a) for a in args))
+    return func(y0, t[0], *args)
 
 
 def _tangent(tangents: dict, ans, y0, t, *args, func: Callable, rtol, atol, options: dict):
     """The output tangent for the input tangents ``{argnum: tangent}`` of (y0, t, *args): the forward
-    sensitivities, integrated with the state from the initial tangent moved by t[0]'s, plus f dt at
+    sensitivities in that one direction, from the initial tangent moved by t[0]'s, plus f dt at
     each output time."""
     steps, n = shape_of(ans)
     moved = tuple(i - 2 for i in sorted(tangents) if i >= 2)
     start = tangents.get(0, _np.zeros(n))
+    f0 = _initial_rate(func, y0, t, args)
     if 1 in tangents:
-        start = start - func(y0, t[0], *args) * tangents[1][0]
-    dynamics = _tangent_dynamics(func, n, moved, len(args))
-    states = _odeint(ops.concatenate([y0, start]), t, *args, *[tangents[k + 2] for k in moved], func=dynamics,
-                     rtol=rtol, atol=atol, options=options)
-    tangent = states[:, n:]
+        start = start - f0 * tangents[1][0]
+    directions = ops.concatenate([_np.zeros((1, 0))] + [ops.reshape(tangents[k + 2], (1, -1)) for k in moved], axis=1)
+    tangent = _sensitivities(y0, t, *args, start=ops.reshape(start, (1, n)), tangents=directions, moved=moved,
+                             func=func, rtol=rtol, atol=atol, options=options)[:, 0]
     if 1 in tangents:
         rates = ops.stack([func(ans[i], t[i], *args) for i in range(steps)])
         tangent = tangent + rates * tangents[1][:, None]
     return tangent
 
 
-def _adjoint(g, ans, y0, t, *args, parents: tuple, func: Callable, rtol, atol, options: dict) -> list:
-    """The cotangents of (y0, t, *args) for the output cotangent ``g`` (shape (..., len(t), n))."""
+def _sensitivity_cotangents(g, ans, y0, t, *args, parents: tuple, func: Callable, rtol, atol,
+                            options: dict) -> dict:
+    """The cotangents of (y0, t, *args) for the output cotangent ``g`` (shape (..., len(t), n)) from
+    the forward sensitivities in the directions of every differentiated input (y0's entries, the
+    arguments' entries, and t[0] when y0 is not differentiated): dy(t_i)/dt_i is f(y_i, t_i), and
+    dy(t_i)/dt_0 the sensitivity to y0 times -f(y0, t_0)."""
     steps, n = shape_of(ans)
     batch_shape = shape_of(g)[:-2]
-    batch = math.prod(batch_shape)
-    g = ops.reshape(g, (batch, steps, n))
-    differentiated = tuple(i - 2 for i in parents if i >= 2)
-    arg_shapes = [shape_of(args[k]) for k in differentiated]
-    unflattened = _layout([(n,), (batch, n)] + [(batch,) + shape for shape in arg_shapes])
-    dynamics = _augmented_dynamics(func, differentiated, unflattened)
-    a = _np.zeros((batch, n))
-    args_bar = [_np.zeros((batch,) + shape) for shape in arg_shapes]
-    t_bar = []
-    for i in range(steps - 1, 0, -1):
-        a = a + g[:, i]
-        if 1 in parents:
-            t_bar.append(ops.sum(g[:, i] * func(ans[i], t[i], *args), axis=-1))
-        state = _flattened([ans[i], a, *args_bar])
-        state = _odeint(state, ops.stack([-t[i], -t[i - 1]]), *args, func=dynamics, rtol=rtol, atol=atol,
-                        options=options)[1]
-        _, a, *args_bar = unflattened(state)
-    cotangents = {0: a + g[:, 0]}
+    g = ops.reshape(g, (math.prod(batch_shape), steps, n))
+    moved = tuple(i - 2 for i in sorted(parents) if i >= 2)
+    sizes = [math.prod(shape_of(args[k])) for k in moved]
+    along_t0 = 1 in parents and 0 not in parents
+    m = (n if 0 in parents else 0) + sum(sizes) + along_t0
+    f0 = _initial_rate(func, y0, t, args)
+    rows = [_np.eye(n)] if 0 in parents else []
+    start = ops.concatenate(rows + [_np.zeros((sum(sizes), n))] + ([-f0[None]] if along_t0 else []))
+    offset = n if 0 in parents else 0
+    tangents = _np.eye(m)[:, offset:offset + sum(sizes)]
+    sensitivities = _sensitivities(y0, t, *args, start=start, tangents=tangents, moved=moved, func=func,
+                                   rtol=rtol, atol=atol, options=options)
+    along = ops.einsum("bsn,smn->bm", g, sensitivities)
+    cotangents, offset = {}, 0
+    if 0 in parents:
+        cotangents[0], offset = along[:, :n], n
+    for k, size in zip(moved, sizes):
+        cotangents[k + 2], offset = along[:, offset:offset + size], offset + size
     if 1 in parents:
-        t_bar.append(-ops.sum(a * func(y0, t[0], *args), axis=-1))
-        cotangents[1] = ops.stack(t_bar[::-1], axis=-1)
-    cotangents.update({k + 2: bar for k, bar in zip(differentiated, args_bar)})
+        rates = ops.stack([func(ans[i], t[i], *args) for i in range(steps)])
+        t_bar = ops.sum(g * rates, axis=-1)
+        moved_t0 = along[:, offset] if along_t0 else -ops.sum(along[:, :n] * f0, axis=-1)
+        cotangents[1] = ops.concatenate([t_bar[:, :1] + moved_t0[:, None], t_bar[:, 1:]], axis=1)
+    return {i: ops.reshape(c, batch_shape + shape_of(([y0, t] + list(args))[i])) for i, c in cotangents.items()}
+
+
+# The adjoint is chosen when the forward sensitivities' work per evaluation (a Jacobian of n (n + p)
+# entries and its product with m tangents: n (n + p + m)) is more than this many times the adjoint's
+# (batch (n + p)): the sensitivities integrate once, the adjoint restarts at every output time and
+# reads y from checkpoints of a further forward solve.
+ADJOINT_WORK_RATIO = 48
+
+
+def _uses_adjoint(choice: str, g, ans, args: tuple, parents: tuple) -> bool:
+    """Whether the backward pass integrates the adjoint (else the forward sensitivities): as
+    ``choice`` says, or when "auto" by the work of their rates (``ADJOINT_WORK_RATIO``); never when
+    the cotangents are differentiated again (the checkpointed adjoint is first order: it reads y's
+    values)."""
+    if any(isinstance(x, Tensor) and tracked(x) for x in (g, ans, *args)):
+        return False
+    if choice != "auto":
+        return choice == "adjoint"
+    steps, n = shape_of(ans)
+    batch = math.prod(shape_of(g)[:-2])
+    p = sum(math.prod(shape_of(args[i])) for i in parents if i >= 2)
+    m = (n if 0 in parents else 0) + p + (1 in parents and 0 not in parents)
+    return n * (n + p + m) > ADJOINT_WORK_RATIO * batch * (n + p)
+
+
+def _adjoint_dynamics(func: Callable, n: int, batch: int, moved: tuple, count: int) -> Dynamics:
+    """The adjoint's rates for a batch of adjoints: ``rate(y, s, a, *args)`` (a of shape (batch, n))
+    is [a J_y, a J_args], each raveled (the cotangents of y, then those of each of ``args[moved]``
+    for the whole batch), one vector-Jacobian product of ``func`` batched over the adjoints (even
+    one: the sweep of a batch adds its slice cotangents simply)."""
+
+    def rate(y, s, adjoints, *args):
+        _, pullback = vjp(lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen)), y,
+                          *[args[k] for k in moved])
+        return ops.concatenate([ops.reshape(p, (-1,)) for p in pullback(adjoints)])
+
+    root, key = _root_and_key(func)
+    return Dynamics(rate, ("adjoint", key, n, batch, moved, count), root)
+
+
+def _adjoint_raw(g, ans, y0, t, *args, func: Callable, parents: tuple, rtol, atol, options: dict):
+    """The cotangents of the differentiated (y0, t, *args) for the cotangents ``g`` (batch, len(t),
+    n), each raveled, side by side: (batch, their total size). See ``_ode_adjoint``."""
+    steps, n = ans.shape
+    batch = g.shape[0]
+    moved = tuple(i - 2 for i in sorted(parents) if i >= 2)
+    if not isinstance(func, Dynamics):
+        check_fresh(func, y0, t[0], args)
+    root, key = _root_and_key(func)
+    jacobians = Dynamics(lambda y, s, *args: _jacobians(func, y, s, args, moved)[1],
+                         ("jacobians", key, n, moved, len(args)), root)
+    # func itself, as the values' solve has checked its rate (a checked rate costs as much again)
+    rate = func.compiled(y0, t[0], args) if isinstance(func, Dynamics) else lambda y, s: func(y, s, *args)
+    products = _adjoint_dynamics(func, n, batch, moved, len(args)).compiled(y0, t[0], args, (_np.zeros((batch, n)),))
+    adjoint, in_args = adjoint_cotangents(g, y0, t, rate, products, jacobians.compiled(y0, t[0], args),
+                                          [_np.size(args[k]) for k in moved], rtol, atol, _derivative_options(options))
+    pieces = [adjoint + g[:, 0]] if 0 in parents else []
+    if 1 in parents:
+        rates = _np.stack([rate(ans[i], t[i]) for i in range(steps)])
+        t_bar = _np.sum(g * rates, axis=-1)
+        t_bar[:, 0] = -(adjoint @ rates[0])  # dy_0/dt_0 = 0: y(t_0) is y0
+        pieces.append(t_bar)
+    return _np.concatenate(pieces + in_args, axis=1)
+
+
+_odeint_adjoint = Primitive(_adjoint_raw, "odeint's adjoint")  # first order: no derivative rules
+
+
+def _adjoint_cotangents(g, ans, y0, t, *args, parents: tuple, func: Callable, rtol, atol, options: dict) -> dict:
+    """The cotangents of (y0, t, *args) for the output cotangent ``g`` (shape (..., len(t), n)) from
+    the checkpointed adjoint (one primitive: traces record it)."""
+    steps, n = shape_of(ans)
+    batch_shape = shape_of(g)[:-2]
+    g = ops.reshape(g, (math.prod(batch_shape), steps, n))
+    flat = _odeint_adjoint(g, ans, y0, t, *args, func=func, parents=parents, rtol=rtol, atol=atol, options=options)
+    sizes = {0: n, 1: steps, **{i: math.prod(shape_of(args[i - 2])) for i in parents if i >= 2}}
+    cotangents, offset = {}, 0
+    for i in sorted(parents):
+        cotangents[i], offset = flat[:, offset:offset + sizes[i]], offset + sizes[i]
     return {i: ops.reshape(c, batch_shape + shape_of(([y0, t] + list(args))[i])) for i, c in cotangents.items()}
 
 
 def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: ArrayLike | None = None,
-           atol: ArrayLike | None = None, full_output: bool = False, **kwargs: Any) -> Array | tuple[Array, dict]:
+           atol: ArrayLike | None = None, full_output: bool = False, derivatives: str = "auto",
+           **kwargs: Any) -> Array | tuple[Array, dict]:
     """Integrate dy/dt = func(y, t, *args) from y(t[0]) = y0, as ``scipy.integrate.odeint``.
 
-    Differentiable in ``y0``, ``t`` and each array of ``args`` by the adjoint method (Pontryagin et al.
-    1962; Chen et al. 2018, "Neural ordinary differential equations"): see the module docstring.
+    Differentiable in ``y0``, ``t`` and each array of ``args`` by the forward sensitivities or the
+    adjoint method (Pontryagin et al. 1962; Chen et al. 2018, "Neural ordinary differential
+    equations"), their rates traced once per ``func`` and replayed: see the module docstring.
 
     Parameters
     ----------
@@ -231,6 +393,10 @@ def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: 
     full_output : bool, default False
         Also return scipy's infodict of the values' solve (``"message"``, the counts ``nst``,
         ``nfe``, ``nje``, the step sizes and orders, ...): see ``scipy.integrate.odeint``.
+    derivatives : {"auto", "forward", "adjoint"}, default "auto"
+        How the first derivatives are computed: the forward sensitivities, the checkpointed
+        adjoint, or the cheaper of the two for the inputs differentiated (see the module
+        docstring). A derivative that is differentiated again always takes the sensitivities.
     **kwargs
         scipy.integrate.odeint's other options (``mxstep``, ``hmax``, ...); ``Dfun``, ``col_deriv``
         and ``tfirst`` are refused.
@@ -245,8 +411,10 @@ def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: 
     ------
     ValueError
         When ``y0`` is empty or not 1-d, ``t`` is not 1-d or not increasing, a tolerance is NaN,
-        infinite, negative, 0 together with the other or of another length than ``y0``, or
-        ``func`` returns another shape.
+        infinite, negative, 0 together with the other or of another length than ``y0``,
+        ``derivatives`` is none of its values, or ``func`` returns another shape.
+    RuntimeError
+        When a derivative's integration fails (its message is LSODA's).
     TypeError
         For a tolerance that is not numbers.
     NotImplementedError
@@ -290,10 +458,14 @@ def odeint(func: Callable, y0: ArrayLike, t: ArrayLike, args: tuple = (), rtol: 
         raise ValueError("autodiff: odeint's t must be increasing (for backward time, integrate "
                          "-func(y, -s) over s = -t)")
     _check_tolerances(rtol, atol, shape_of(y0)[0])
+    if derivatives not in DERIVATIVES:
+        raise ValueError(f"autodiff: odeint's derivatives must be one of {', '.join(map(repr, DERIVATIVES))}; "
+                         f"got {derivatives!r}")
     y0 = y0 if isinstance(y0, Tensor) else _np.asarray(y0, dtype=_np.float64)
     t = t if isinstance(t, Tensor) else _np.asarray(t, dtype=_np.float64)
     report = {} if full_output else None
-    values = _odeint(y0, t, *args, func=func, rtol=rtol, atol=atol, options=options, report=report)
+    values = _odeint(y0, t, *args, func=func, rtol=rtol, atol=atol, options=options, derivatives=derivatives,
+                     report=report)
     if not full_output:
         return values
     if isinstance(values, Tensor):

@@ -101,6 +101,11 @@ def _block(in1, in2, mode: str, same_start) -> Array:
     return convolution_part(in1, in2, start, length)
 
 
+def _centre(kernel) -> tuple:
+    """Where mode "same" starts in the full result: (b - 1) // 2 along each axis of the kernel."""
+    return tuple((b - 1) // 2 for b in shape_of(kernel))
+
+
 def _reversed_conjugate(a) -> Array:
     return ops.flip(ops.conj(a))
 
@@ -136,7 +141,7 @@ def convolve(in1: ArrayLike, in2: ArrayLike, mode: str = "full", method: str = "
     in1, in2, _ = _checked("convolve", in1, in2, mode)
     if ndim_of(in1) == 0:
         return in1 * in2
-    return _block(in1, in2, mode, tuple((b - 1) // 2 for b in shape_of(in2)))
+    return _block(in1, in2, mode, _centre(in2))
 
 
 def correlate(in1: ArrayLike, in2: ArrayLike, mode: str = "full", method: str = "auto") -> Array:
@@ -167,7 +172,7 @@ def correlate(in1: ArrayLike, in2: ArrayLike, mode: str = "full", method: str = 
     in1, in2, _ = _checked("correlate", in1, in2, mode)
     if ndim_of(in1) == 0:
         return in1 * ops.conj(in2)
-    return _block(in1, _reversed_conjugate(in2), mode, tuple((b - 1) // 2 for b in shape_of(in2)))
+    return _block(in1, _reversed_conjugate(in2), mode, _centre(in2))
 
 
 def convolve2d(in1: ArrayLike, in2: ArrayLike, mode: str = "full", boundary: str = "fill",
@@ -200,7 +205,7 @@ def convolve2d(in1: ArrayLike, in2: ArrayLike, mode: str = "full", boundary: str
     """
     _checked_boundary("convolve2d", boundary, fillvalue)
     in1, in2, _ = _checked("convolve2d", in1, in2, mode, ndim=2)
-    return _block(in1, in2, mode, tuple((b - 1) // 2 for b in shape_of(in2)))
+    return _block(in1, in2, mode, _centre(in2))
 
 
 def correlate2d(in1: ArrayLike, in2: ArrayLike, mode: str = "full", boundary: str = "fill",

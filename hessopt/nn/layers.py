@@ -39,6 +39,10 @@ def _shape(x) -> tuple:
     return x.shape if isinstance(x, ad.Tensor) else np.shape(x)
 
 
+#: Input dtypes a layer keeps (its Variables take them); others become float64.
+_KEPT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 class Layer:
     """The base: a name, lazy building, the Variables, and saving and loading them.
 
@@ -77,6 +81,7 @@ class Layer:
     def __init__(self, name: str | None = None):
         self.name = name or _unique_name(type(self).__name__)
         self.input_dim: int | None = None
+        self.dtype = np.dtype(np.float64)   # float32 when built from float32 inputs (their precision is kept)
         self._variables: list[ad.Variable] = []
 
     @property
@@ -86,11 +91,14 @@ class Layer:
 
     def __call__(self, x, training: bool = False):
         if not isinstance(x, ad.Tensor):
-            x = np.asarray(x, dtype=np.float64)
+            x = np.asarray(x)
+            x = x if x.dtype in _KEPT_DTYPES else x.astype(np.float64)
         shape = _shape(x)
         if len(shape) < 1:
             raise ValueError(f"layer {self.name!r} needs inputs with a feature axis, got a scalar")
         if not self.built:
+            dtype = ad.core.dtype_of(x)
+            self.dtype = dtype if dtype in _KEPT_DTYPES else np.dtype(np.float64)
             self.build(shape)
         elif shape[-1] != self.input_dim:
             raise ValueError(f"layer {self.name!r} was built for inputs whose last axis has size "
@@ -113,7 +121,7 @@ class Layer:
 
     def add_variable(self, role: str, value: np.ndarray, trainable: bool = True) -> ad.Variable:
         """A new Variable named ``"<layer name>/<role>"``, listed in ``variables`` in creation order."""
-        variable = ad.Variable(value, trainable=trainable, name=f"{self.name}/{role}")
+        variable = ad.Variable(np.asarray(value, dtype=self.dtype), trainable=trainable, name=f"{self.name}/{role}")
         self._variables.append(variable)
         return variable
 
@@ -340,7 +348,7 @@ class Sequential(Layer):
 
     def create(self, input_dim: int) -> None:
         """Build every layer by running them once on a zero input (inference mode)."""
-        self.call(np.zeros((1, input_dim)), training=False)
+        self.call(np.zeros((1, input_dim), dtype=self.dtype), training=False)
 
     def call(self, x, training: bool):
         """Each layer (or function) on the previous one's output."""

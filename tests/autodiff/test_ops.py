@@ -1519,7 +1519,15 @@ def test_value_matches_numpy(name, data):
     assert isinstance(result, ad.Tensor)
     assert result.shape == np.shape(expected)
     assert result.dtype == np.float64
-    np.testing.assert_allclose(result.numpy(), expected, rtol=1e-12, atol=1e-12 * largest(expected))
+    tolerance = FLOAT64_TOLERANCE.get(name, 1e-12)
+    np.testing.assert_allclose(result.numpy(), expected, rtol=tolerance, atol=tolerance * largest(expected))
+
+
+# scipy 1.17's expm is the less accurate of the two on matrices of norm about 7: against an
+# extended-precision Taylor reference its relative error reaches 3,600 ulps (8e-13) over 500 draws
+# (ours: under 50 ulps), which no rounding of the compared values explains; scipy's value is a
+# reference to that accuracy, with a margin of 5.
+FLOAT64_TOLERANCE = {"scipy_linalg.expm (scaled and squared)": 4e-12}
 
 
 # exp of a matrix of norm about 6 takes squarings, each doubling the relative rounding error: in float32,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import autodiff as ad
-from autodiff import core
+from autodiff import residuals
 from autodiff.extend import defderiv, defvjp, primitive
 
 N = 200_000            # elements of the large arrays: 1.6 MB each
@@ -39,20 +39,20 @@ def peak_of(run) -> int:
 
 
 def test_values_read_finds_the_values_a_rule_reads():
-    assert core.values_read(lambda g, ans, x, y: g * y) == {1}
-    assert core.values_read(lambda g, ans, x: g * (1 - ans * ans)) == {-1}
-    assert core.values_read(lambda g, ans, x: g.reshape(x.shape)) == frozenset()   # shape only
-    assert core.values_read(lambda g, ans, x: g * x.sum()) == {0}
-    assert core.values_read(lambda g, ans, *args: g) is None      # cannot tell: every value
-    assert core.values_read(np.negative) is None
+    assert residuals.values_read(lambda g, ans, x, y: g * y) == {1}
+    assert residuals.values_read(lambda g, ans, x: g * (1 - ans * ans)) == {-1}
+    assert residuals.values_read(lambda g, ans, x: g.reshape(x.shape)) == frozenset()   # shape only
+    assert residuals.values_read(lambda g, ans, x: g * x.sum()) == {0}
+    assert residuals.values_read(lambda g, ans, *args: g) is None      # cannot tell: every value
+    assert residuals.values_read(np.negative) is None
     square = primitive(lambda x: x * x, "square_for_reads")
     defderiv(square, lambda ans, x: 2 * x)                      # wrapped: the derivative counts
-    assert square.vjps.values_read((0,)) == {0}
+    assert residuals.rules_read(square.vjps, (0,)) == {0}
     scale = primitive(lambda x, a: x * a, "scale_for_reads")
     defvjp(scale, lambda g, ans, x, a: g * a, lambda g, ans, x, a: g * x, broadcasting=True)
-    assert scale.vjps.values_read((0,)) == {1} and scale.vjps.values_read((0, 1)) == {0, 1}
+    assert residuals.rules_read(scale.vjps, (0,)) == {1} and residuals.rules_read(scale.vjps, (0, 1)) == {0, 1}
     scale.vjps[0] = lambda g, ans, x, a: g * ans / x            # a new rule: read again
-    assert scale.vjps.values_read((0,)) == {-1, 0}
+    assert residuals.rules_read(scale.vjps, (0,)) == {-1, 0}
 
 
 def test_a_tape_frees_what_no_rule_reads_and_keeps_what_one_does():
@@ -86,7 +86,7 @@ def test_stand_ins_change_no_result(monkeypatch, traced):
         return np.mean(ad.numpy.special.logsumexp(logits, axis=1) - logits[np.arange(300), labels])
 
     def products(threshold):
-        monkeypatch.setattr(core, "STAND_IN_BYTES", threshold)
+        monkeypatch.setattr(residuals, "STAND_IN_BYTES", threshold)
         f = ad.function(loss) if traced else loss
         op = ad.hessian_operator(f, {"w1": w1, "w2": w2})
         return op.gradient, op.to_dense()

@@ -5,6 +5,9 @@ odeint on a tracked Tensor naming the version here, and bad input refused by nam
 """
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 import pytest
 import scipy.integrate
@@ -30,14 +33,14 @@ SIZES = [3, 4, 3, 1]
 WEIGHTS = np.random.default_rng(0).standard_normal((4, 3))
 
 
-def solution(x):
+def solution(x, derivatives="auto"):
     """The solution of the nonlinear system as a function of all its inputs packed in one vector."""
     y0, t, a1, a2 = np.split(x, np.cumsum(SIZES)[:-1])
-    return scipy_integrate.odeint(nonlinear, y0, t, args=(a1, a2[0]), **TIGHT)
+    return scipy_integrate.odeint(nonlinear, y0, t, args=(a1, a2[0]), derivatives=derivatives, **TIGHT)
 
 
-def loss(x):
-    return np.sum(solution(x) * WEIGHTS)
+def loss(x, derivatives="auto"):
+    return np.sum(solution(x, derivatives) * WEIGHTS)
 
 
 X = np.concatenate([Y0, TIMES, A1, A2[None]])
@@ -85,8 +88,9 @@ def test_a_single_time_returns_y0_whose_derivative_is_the_identity():
     assert ad.grad(lambda t: np.sum(scipy_integrate.odeint(decay, y0, t, args=(1.0,))))(np.array([0.5]))[0] == 0.0
 
 
-def test_gradient_in_y0_t_and_args_equals_finite_differences():
-    gradient = ad.grad(loss)(X)
+@pytest.mark.parametrize("derivatives", ["forward", "adjoint"])
+def test_gradient_in_y0_t_and_args_equals_finite_differences(derivatives):
+    gradient = ad.grad(lambda x: loss(x, derivatives))(X)
     differences = central_differences(loss, X, 1e-5)
     np.testing.assert_allclose(gradient, differences, rtol=0, atol=1e-7 * np.max(np.abs(differences)))
 
@@ -99,10 +103,11 @@ def test_hessian_in_y0_t_and_args_equals_finite_differences_of_the_gradient():
     np.testing.assert_allclose(hessian, hessian.T, rtol=0, atol=1e-8 * np.max(np.abs(hessian)))
 
 
-def test_a_batch_of_cotangents_equals_one_at_a_time():
+@pytest.mark.parametrize("derivatives", ["forward", "adjoint"])
+def test_a_batch_of_cotangents_equals_one_at_a_time(derivatives):
     """To the integration's tolerance, not bit for bit: the batch is one larger adjoint system, whose
-    adaptive steps differ from those of each of its parts."""
-    _, pullback = ad.vjp(solution, X)
+    adaptive steps differ from those of each of its parts (the sensitivities are one system for all)."""
+    _, pullback = ad.vjp(lambda x: solution(x, derivatives), X)
     cotangents = np.random.default_rng(1).standard_normal((2, 3, 4, 3))
     batched = pullback(cotangents)[0]
     looped = np.array([[pullback(c)[0] for c in row] for row in cotangents])
@@ -234,3 +239,259 @@ def test_full_output_is_refused_by_a_trace_and_fresh_at_each_eager_call():
     for y0 in (Y0, 100.0 * Y0):
         expected = scipy.integrate.odeint(decay, y0, TIMES, args=(1.0,), full_output=True)[1]["nst"]
         np.testing.assert_array_equal(fallback(y0), expected)
+
+
+# --- the derivatives' methods: forward sensitivities, the checkpointed adjoint, replayed rates ----------
+
+def lotka_volterra(y, t, a, b, c, d):
+    return np.stack([a * y[0] - b * y[0] * y[1], -c * y[1] + d * y[0] * y[1]])
+
+
+def sir(y, t, beta, gamma):
+    infections = beta * y[0] * y[1]
+    return np.stack([-infections, infections - gamma * y[1], gamma * y[1]])
+
+
+def robertson(y, t, k1, k2, k3):
+    """Robertson's chemical kinetics: stiff (rates from 0.04 to 3e7)."""
+    return np.stack([-k1 * y[0] + k3 * y[1] * y[2], k1 * y[0] - k2 * y[1] ** 2 - k3 * y[1] * y[2],
+                     k2 * y[1] ** 2])
+
+
+def chain(y, t, vmax, km):
+    """50 compartments in a row, each passing to the next at the saturating rate vmax y / (km + y)."""
+    flux = vmax * y / (km + y)
+    return np.concatenate([-flux[:1], flux[:-1] - flux[1:]])
+
+
+ROBERTSON_TIMES = np.array([0.0, 0.4, 4.0, 40.0, 400.0, 4e3, 4e4])
+SYSTEMS = {  # func, y0, t, args, tolerances
+    "lotka_volterra": (lotka_volterra, np.array([10.0, 5.0]), np.linspace(0.0, 15.0, 16), (1.0, 0.1, 1.5, 0.075),
+                       {"rtol": 1e-10, "atol": 1e-10}),
+    "sir": (sir, np.array([0.99, 0.01, 0.0]), np.linspace(0.0, 100.0, 11), (0.3, 0.1), {"rtol": 1e-10, "atol": 1e-12}),
+    "robertson": (robertson, np.array([1.0, 0.0, 0.0]), ROBERTSON_TIMES, (0.04, 3e7, 1e4),
+                  {"rtol": 1e-8, "atol": 1e-14}),
+    "chain": (chain, np.r_[1.0, np.linspace(0.5, 0.1, 49)], np.linspace(0.0, 20.0, 6), (1.0, 0.5),
+              {"rtol": 1e-10, "atol": 1e-12}),
+}
+
+
+def system_gradient(name, derivatives="auto", **options):
+    """The gradient of a random linear functional of the solution in (y0, args)."""
+    func, y0, t, args, tolerances = SYSTEMS[name]
+    n, weights = y0.size, np.random.default_rng(0).standard_normal((t.size, y0.size))
+
+    def functional(x):
+        ys = scipy_integrate.odeint(func, x[:n], t, args=tuple(x[n + k] for k in range(len(args))),
+                                    derivatives=derivatives, **{**tolerances, **options})
+        return np.sum(ys * weights)
+    return ad.grad(functional)(np.concatenate([y0, args]))
+
+
+@pytest.mark.parametrize("name", list(SYSTEMS))
+def test_forward_sensitivities_and_the_adjoint_agree_on_each_system(name):
+    """Two integrations of different systems (y with its sensitivities; the adjoint backward, reading
+    y from the checkpoints of another solve), each to the tolerances: they agree to what the global
+    error of the tolerances allows (a few tens of rtol here, relative to the largest entry: 1000 rtol)."""
+    forward, adjoint = system_gradient(name, "forward"), system_gradient(name, "adjoint")
+    rtol = SYSTEMS[name][4]["rtol"]
+    np.testing.assert_allclose(adjoint, forward, rtol=0, atol=1e3 * rtol * np.max(np.abs(forward)))
+
+
+def sizes_of_the_solves(monkeypatch) -> list:
+    """The sizes of the states of the scipy.integrate.odeint calls that follow."""
+    sizes, solve = [], scipy.integrate.odeint
+    monkeypatch.setattr(scipy.integrate, "odeint", lambda func, y0, *a, **k: sizes.append(np.size(y0)) or
+                        solve(func, y0, *a, **k))
+    return sizes
+
+
+@pytest.mark.parametrize("name, derivatives, expected", [
+    ("lotka_volterra", "auto", {2, 2 * (1 + 6)}),     # the values, then [y, 6 sensitivities]
+    ("lotka_volterra", "adjoint", {2, 2 + 4}),        # the values, then [a, 4 parameters' cotangents]
+    ("chain", "auto", {50, 50 + 2}),                  # 52 directions: the adjoint
+    ("chain", "forward", {50, 50 * (1 + 52)}),
+])
+def test_the_method_is_chosen_by_the_work_of_its_rates_or_by_the_option(monkeypatch, name, derivatives, expected):
+    """A few inputs (Lotka-Volterra's 2 states and 4 parameters): the forward sensitivities; many
+    (the chain's 50 states and 2 parameters): the adjoint, restarted between the output times."""
+    sizes = sizes_of_the_solves(monkeypatch)
+    system_gradient(name, derivatives)
+    assert set(sizes) == expected
+
+
+def test_a_jacobian_of_many_outputs_takes_the_sensitivities_once(monkeypatch):
+    """All 300 rows of the chain's Jacobian in y0 come from one integration of its 50 directions,
+    not from 300 adjoints."""
+    func, y0, t, args, tolerances = SYSTEMS["chain"]
+    sizes = sizes_of_the_solves(monkeypatch)
+    jacobian = ad.jacobian(lambda v: scipy_integrate.odeint(func, v, t, args=args, **tolerances))(y0)
+    assert sizes == [50, 50 * (1 + 50)] and jacobian.shape == (6, 50, 50)
+    np.testing.assert_array_equal(jacobian[0], np.eye(50))
+
+
+def backsolve_gradient(func, y0, t, args, weights, tolerances):
+    """The adjoint as odeint computed it before its checkpoints: y integrated backward with it, from
+    each output time (the vector-Jacobian products replayed by autodiff.function)."""
+    n = y0.size
+    ys = scipy.integrate.odeint(func, y0, t, args=args, **tolerances)
+    products = ad.function(lambda y, s, a: ad.vjp(lambda y, *p: func(y, s, *p), y, *args)[1](a))
+
+    def rate(state, s):
+        cotangents = products(state[:n], np.float64(-s), state[n:2 * n])
+        return np.concatenate([-func(state[:n], -s, *args), cotangents[0], np.array(cotangents[1:], dtype=float)])
+    a, parameters = np.zeros(n), np.zeros(len(args))
+    for i in range(len(t) - 1, 0, -1):
+        a = a + weights[i]
+        state = scipy.integrate.odeint(rate, np.concatenate([ys[i], a, parameters]), [-t[i], -t[i - 1]],
+                                       **tolerances)[1]
+        a, parameters = state[n:2 * n], state[2 * n:]
+    return np.concatenate([a + weights[0], parameters])
+
+
+def test_checkpoints_give_the_derivatives_of_the_backward_integration_and_stay_stable_where_it_fails():
+    """Lotka-Volterra (not dissipative): the checkpointed adjoint gives the derivatives that
+    integrating y backward gave, to the tolerances. Robertson (stiff): its fast modes, damped
+    forward, grow backward: integrating y back from each output time fails (scipy warns and the
+    numbers are off by orders of magnitude), while the checkpoints give the forward sensitivities'."""
+    for name in ("lotka_volterra", "robertson"):
+        func, y0, t, args, tolerances = SYSTEMS[name]
+        weights = np.random.default_rng(0).standard_normal((t.size, y0.size))
+        checkpointed, forward = system_gradient(name, "adjoint"), system_gradient(name, "forward")
+        np.testing.assert_allclose(checkpointed, forward, rtol=0,
+                                   atol=1e3 * tolerances["rtol"] * np.max(np.abs(forward)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", scipy.integrate.ODEintWarning)
+            backward = backsolve_gradient(func, y0, t, args, weights, tolerances)
+        error = np.max(np.abs(backward - forward)) / np.max(np.abs(forward))
+        if name == "lotka_volterra":
+            assert error <= 1e3 * tolerances["rtol"]
+        else:
+            assert not error < 1e-2
+
+
+def test_robertsons_gradient_equals_central_differences():
+    """Stiff, in the logarithms of the rate constants. The computed solution moves with the
+    parameters only as smoothly as the tolerance allows (its steps change), so the central
+    difference of step h = rtol^(1/3) is off by about rtol / h + h^2 = 2 rtol^(2/3)."""
+    rtol = 1e-9
+    weights = np.random.default_rng(3).standard_normal((ROBERTSON_TIMES.size, 3)) * np.array([1.0, 1e4, 1.0])
+
+    def functional(log_k):
+        k = np.exp(log_k)
+        ys = scipy_integrate.odeint(robertson, np.array([1.0, 0.0, 0.0]), ROBERTSON_TIMES, args=(k[0], k[1], k[2]),
+                                    rtol=rtol, atol=1e-15)
+        return np.sum(ys * weights)
+    log_k = np.log([0.04, 3e7, 1e4])
+    differences = central_differences(functional, log_k, rtol ** (1 / 3))
+    np.testing.assert_allclose(ad.grad(functional)(log_k), differences, rtol=0,
+                               atol=10 * rtol ** (2 / 3) * np.max(np.abs(differences)))
+
+
+@pytest.mark.parametrize("derivatives", ["forward", "adjoint"])
+def test_a_gradient_replays_its_rates_with_no_tape_and_few_evaluations(monkeypatch, derivatives):
+    """Once the rates are traced (the first gradient), a gradient evaluates func on plain arrays
+    only, at most 3 times as often as its solve does (the values' solve, the adjoint's checkpoints),
+    and records no tape but its own: the derivatives' rates are replayed programs."""
+    calls = {"numpy": 0, "Tensor": 0}
+
+    def counted(y, t, a, b, c, d):
+        calls["Tensor" if isinstance(y, ad.Tensor) else "numpy"] += 1
+        return lotka_volterra(y, t, a, b, c, d)
+    _, y0, t, args, tolerances = SYSTEMS["lotka_volterra"]
+
+    def functional(x):
+        ys = scipy_integrate.odeint(counted, x[:2], t, args=tuple(x[2 + k] for k in range(4)),
+                                    derivatives=derivatives, **tolerances)
+        return np.sum(ys ** 2)
+    ad.grad(functional)(np.concatenate([y0, args]))
+    x = np.concatenate([1.1 * y0, args])
+    calls.update(numpy=0, Tensor=0)
+    scipy_integrate.odeint(counted, x[:2], t, args=tuple(x[2:]), **tolerances)
+    solve_evaluations, calls["numpy"] = calls["numpy"], 0
+    tapes, enter = [], ad.GradientTape.__enter__
+    monkeypatch.setattr(ad.GradientTape, "__enter__", lambda tape: tapes.append(tape) or enter(tape))
+    ad.grad(functional)(x)
+    assert calls["Tensor"] == 0 and len(tapes) == 1
+    assert solve_evaluations <= calls["numpy"] <= 3 * solve_evaluations
+
+
+def test_a_changed_global_is_seen_by_the_derivatives():
+    """The traced rates are kept per func; a value func reads from outside changes them: checked at
+    each derivative, and traced again (d/dy0 of y(1) = y0 exp(-k) is exp(-k), for each k)."""
+    rate = {"k": 1.0}
+
+    def decaying(y, t):
+        return -rate["k"] * y
+    end = lambda y0: np.sum(scipy_integrate.odeint(decaying, y0, np.array([0.0, 1.0]), **TIGHT)[-1])  # noqa: E731
+    for k in (1.0, 2.0, 0.5):
+        rate["k"] = k
+        np.testing.assert_allclose(ad.grad(end)(np.array([1.0, 2.0])), np.exp(-k), rtol=1e-9)
+
+
+@pytest.mark.parametrize("derivatives", ["forward", "adjoint"])
+def test_a_func_that_cannot_be_traced_runs_on_the_engines_ops(derivatives):
+    """float(t) leaves the engine: the trace is refused and the rates run eagerly, with the same
+    derivatives. y' = -k y + sin t: y(t) = (y0 - c(0)) exp(-k t) + c(t), c(t) = (k sin t - cos t) / (1 + k^2);
+    its derivative in k by central differences of the closed form."""
+    def forced(y, t, k):
+        return -k * y + math.sin(float(t))
+
+    def closed_form(y0, k, t):
+        c = lambda s: (k * np.sin(s) - np.cos(s)) / (1 + k ** 2)  # noqa: E731
+        return (y0 - c(0.0)) * np.exp(-k * t) + c(t)
+    t, y0, k = np.linspace(0.0, 2.0, 5), np.array([1.0, -0.5]), 0.7
+    x = np.array([*y0, k])
+    functional = lambda x: np.sum(scipy_integrate.odeint(forced, x[:2], t, args=(x[2],), derivatives=derivatives,  # noqa: E731
+                                                         **TIGHT))
+    expected = [np.sum(np.exp(-k * t)), np.sum(np.exp(-k * t)),
+                np.sum(central_differences(lambda c: closed_form(y0[:, None], c[0], t), np.array([k]), 1e-5))]
+    np.testing.assert_allclose(ad.grad(functional)(x), expected, rtol=1e-8)
+
+
+def test_a_failed_derivative_integration_raises_with_lsodas_message():
+    """The values' solve warns as scipy's does; a derivative's integration that fails (out of steps,
+    even with ten times mxstep) raises rather than give wrong numbers."""
+    functional = lambda y0: np.sum(scipy_integrate.odeint(decay, y0, [0.0, 1000.0], args=(1.0,), mxstep=2))  # noqa: E731
+    with pytest.warns(scipy.integrate.ODEintWarning), \
+            pytest.raises(RuntimeError, match="odeint's derivatives: the integration of the forward sensitivities "
+                                              "failed: Excess work done"):
+        ad.grad(functional)(Y0)
+
+
+def test_a_stiff_system_beyond_the_dense_jacobian_limit_gets_its_block_diagonal(monkeypatch):
+    """Beyond DENSE_JACOBIAN_LIMIT, LSODA's stiff method gets the banded block diagonal of the
+    derivative system's Jacobian (its blocks are func's Jacobian): slower to converge, the same
+    derivatives to the tolerances."""
+    from autodiff.numpy import _ode_adjoint, _ode_replay
+    dense = {method: system_gradient("robertson", method) for method in ("forward", "adjoint")}
+    monkeypatch.setattr(_ode_replay, "DENSE_JACOBIAN_LIMIT", 0)
+    monkeypatch.setattr(_ode_adjoint, "DENSE_JACOBIAN_LIMIT", 0)
+    for method, expected in dense.items():
+        np.testing.assert_allclose(system_gradient("robertson", method), expected, rtol=0,
+                                   atol=1e3 * SYSTEMS["robertson"][4]["rtol"] * np.max(np.abs(expected)))
+
+
+def test_the_adjoint_replays_exactly_under_autodiff_function():
+    gradient = ad.grad(lambda x: loss(x, "adjoint"))
+    traced = ad.function(gradient)
+    for x in (X, X + 1e-3):
+        np.testing.assert_array_equal(traced(x), gradient(x))
+
+
+def test_an_unknown_method_of_derivatives_is_refused_by_name():
+    with pytest.raises(ValueError, match="derivatives must be one of 'auto', 'forward', 'adjoint'; got 'backward'"):
+        scipy_integrate.odeint(decay, Y0, TIMES, args=(1.0,), derivatives="backward")
+
+
+@pytest.mark.parametrize("derivatives", ["forward", "adjoint"])
+def test_tolerances_per_equation_carry_over_to_the_derivatives(derivatives):
+    """One rtol and atol per equation: each block of the derivatives' larger state gets its
+    equation's (before, the backward integration refused an atol of y0's length for its state).
+    dy_i(t)/dk = -t y0_i exp(-k t) for the decay."""
+    y0, t, k = np.array([1.5, -0.5]), np.linspace(0.0, 2.0, 5), 0.8
+    tolerances = {"rtol": [1e-11, 1e-10], "atol": np.array([1e-12, 1e-11])}
+    functional = lambda x: np.sum(scipy_integrate.odeint(decay, x[:2], t, args=(x[2],), derivatives=derivatives,  # noqa: E731
+                                                         **tolerances))
+    expected = [np.sum(np.exp(-k * t)), np.sum(np.exp(-k * t)), np.sum(-t[:, None] * y0 * np.exp(-k * t)[:, None])]
+    np.testing.assert_allclose(ad.grad(functional)(np.array([*y0, k])), expected, rtol=1e-8)

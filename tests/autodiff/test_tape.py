@@ -555,6 +555,9 @@ def test_four_nested_tapes_give_the_fourth_derivative(f, derivatives):
 
 
 def test_tapes_are_thread_local():
+    """Each thread waits for the other's event, so the tapes overlap however the threads are scheduled;
+    the timeouts only keep a broken engine from hanging the suite (a minute: a loaded machine may
+    hold a thread back for seconds)."""
     x = ad.constant(3.0)
     thread_tape_open, main_done = threading.Event(), threading.Event()
     from_thread = {}
@@ -563,18 +566,19 @@ def test_tapes_are_thread_local():
         with ad.GradientTape(persistent=True) as tape:
             tape.watch(x)
             thread_tape_open.set()
-            main_done.wait(timeout=10)
+            waited = main_done.wait(timeout=60)
             own = 5 * x
-        from_thread.update(tape=tape, own=own)
+        from_thread.update(tape=tape, own=own, waited=waited)
 
     with ad.GradientTape(persistent=True) as main_tape:
         main_tape.watch(x)
         worker = threading.Thread(target=record_in_a_thread)
         worker.start()
-        assert thread_tape_open.wait(timeout=10)
+        assert thread_tape_open.wait(timeout=60)
         mine = x * x  # recorded while the other thread's tape is recording
         main_done.set()
-        worker.join(timeout=10)
+        worker.join(timeout=60)
+    assert not worker.is_alive() and from_thread["waited"], "the recording thread did not finish"
     thread_tape = from_thread["tape"]
     assert main_tape.gradient(mine, x).numpy() == 6.0
     assert main_tape.gradient(from_thread["own"], x) is None

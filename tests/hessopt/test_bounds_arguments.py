@@ -7,7 +7,7 @@ import pytest
 from scipy.optimize import Bounds
 
 import autodiff as ad
-from hessopt._bounds import box_from_bounds, clip_into
+from hessopt._bounds import box_from_bounds, feasible_set
 
 INF = np.inf
 
@@ -158,9 +158,15 @@ def test_fixed_variables_are_allowed():
 
 def test_x0_outside_the_box_is_clipped_with_a_note():
     box = box_from_bounds([(0, 1), (0, None), (-1, 1)], np.zeros(3))
-    inside, note = clip_into(box, np.array([0.5, 2.0, 0.0]))
+    inside, note = box.start(np.array([0.5, 2.0, 0.0]))
     np.testing.assert_array_equal(inside, [0.5, 2.0, 0.0])
     assert note is None
-    clipped, note = clip_into(box, np.array([-3.0, 2.0, 4.0]))
+    clipped, note = box.start(np.array([-3.0, 2.0, 4.0]))
     np.testing.assert_array_equal(clipped, [0.0, 2.0, 1.0])
     assert "2 of 3 entries" in note and "flat index 0" in note and "clipped" in note
+
+
+def test_bounds_without_a_finite_entry_are_no_set_to_run_in():
+    assert feasible_set(None, np.zeros(2)) is feasible_set([(None, None)] * 2, np.zeros(2))
+    assert feasible_set((-np.inf, np.inf), np.zeros(2), pairs=False).result_fields(np.zeros(2)) == {}
+    assert feasible_set([(None, 1.0), (None, None)], np.zeros(2)).history(np.ones(2)) == {"active": 1}

@@ -11,8 +11,10 @@ from scipy.optimize import Bounds, nnls
 
 import autodiff as ad
 import hessopt
+import optimizers
 from hessopt import problems
-from hessopt._bounds import BOUNDED_METHODS
+from optimizers.bounds import Box
+from optimizers.stopping import DEFAULT_GTOL, GradientTest
 
 INF = np.inf
 
@@ -35,7 +37,11 @@ def refusing(lower, upper):
     return wrap
 
 
-@pytest.mark.parametrize("method", [None, *BOUNDED_METHODS[:6]])
+BOUNDED_METHODS = [d.name for d in optimizers.REGISTRY.declarations() if d.bounds]
+
+
+@pytest.mark.parametrize("method", [None, *[d.name for d in optimizers.REGISTRY.declarations() if d.bounds
+                                            and not d.first_order]])
 def test_non_negative_least_squares_matches_scipy_nnls(method):
     A, b, expected = nnls_instance()
     fun = refusing(0.0, INF)(lambda x: np.sum((A @ x - b) ** 2))
@@ -44,14 +50,18 @@ def test_non_negative_least_squares_matches_scipy_nnls(method):
     # ||x - x*|| <= ||pg|| / lambda_min(2 A_F^T A_F); lambda_min >= 2 sigma_min(A)^2 > 2
     np.testing.assert_allclose(result.x, expected, atol=1e-8 * max(1.0, result.fun))
     np.testing.assert_array_equal(result.active_mask, np.where(expected > 0, 0, -1))
-    assert result.fun == pytest.approx(np.sum((A @ expected - b) ** 2), rel=1e-12)
+    # a projection method ends on the bounds; an interior point inside them, its f above f* by at
+    # most its total complementarity (the duality gap of this convex problem), <= gtol max(1, |f|)
+    rel = 1e-8 if method == "interior-point" else 1e-12
+    assert result.fun == pytest.approx(np.sum((A @ expected - b) ** 2), rel=rel)
 
 
 @pytest.mark.parametrize("method", ["lm", "gn"])
 def test_least_squares_with_bounds_matches_scipy_nnls(method):
     A, b, expected = nnls_instance(seed=1)
     residuals = refusing(0.0, INF)(lambda x: A @ x - b)
-    result = hessopt.least_squares(residuals, -np.ones(12), method=method, bounds=(0, np.inf))
+    # the gradient test alone (scipy's ftol and xtol off), which the distance bound below assumes
+    result = hessopt.least_squares(residuals, -np.ones(12), method=method, bounds=(0, np.inf), ftol=None, xtol=None)
     assert result.success
     np.testing.assert_allclose(result.x, expected, atol=1e-8 * max(1.0, result.cost))
     np.testing.assert_array_equal(result.active_mask, np.where(expected > 0, 0, -1))
@@ -101,6 +111,7 @@ def test_bounds_active_and_inactive_at_the_solution_keep_x0s_shape():
     result = hessopt.minimize(lambda x: np.sum((x - t) ** 2), np.zeros((2, 3)),
                               bounds=Bounds(lower, upper))
     assert result.success and result.x.shape == (2, 3)
+    # the free variables' Hessian is 2 I, on which CG's first step is exact: x is t up to rounding
     np.testing.assert_allclose(result.x, np.clip(t, lower, upper), atol=1e-12)
     np.testing.assert_array_equal(result.active_mask, [[-1, 0, 1], [-1, 0, 0]])  # fixed: -1
     assert result.active_mask.dtype.kind == "i"
@@ -179,10 +190,11 @@ def test_bad_bounds_and_unsupported_combinations_are_refused_by_name():
         hessopt.minimize(f, np.zeros(2), bounds=[(0, 1)])
     for method in ("arc", "hessian-free"):
         with pytest.raises(ValueError, match=f"method '{method}' does not take bounds; the methods "
-                                             "that do: trust-ncg, trust-krylov, newton-cg"):
+                                             "that do: newton, newton-cg, trust-ncg, trust-krylov, "
+                                             "trust-exact, dogleg, adam, gd, interior-point$"):
             hessopt.minimize(f, np.zeros(2), method=method, bounds=[(0, 1)] * 2)
-    with pytest.raises(ValueError, match="constraints are not supported"):
-        hessopt.minimize(f, np.zeros(2), constraints=[{"type": "eq", "fun": f}])
+    with pytest.raises(ValueError, match="method 'trust-ncg' takes no general constraints"):
+        hessopt.minimize(f, np.zeros(2), method="trust-ncg", constraints=[{"type": "eq", "fun": f}])
     with pytest.raises(ValueError, match="lb has shape \\(3,\\)"):
         hessopt.least_squares(lambda x: x - 1.0, np.zeros(2), bounds=([0, 0, 0], 1))
     # bounds with no finite entry are no bounds: every method takes them, and nothing is active
@@ -192,7 +204,7 @@ def test_bad_bounds_and_unsupported_combinations_are_refused_by_name():
     assert "cg" in default.history and "radius" not in default.history   # newton-cg, as unbounded
 
 
-def test_least_squares_reports_active_mask_always_and_takes_scipy_forms():
+def test_least_squares_reports_active_mask_always_and_takes_scipy_forms(stopping):
     t = np.linspace(0.0, 2.0, 5)
     y = 2.0 * np.exp(-0.5 * t)
     model = refusing(np.array([0.0, 0.0]), np.array([INF, 0.4]))(
@@ -201,7 +213,10 @@ def test_least_squares_reports_active_mask_always_and_takes_scipy_forms():
         result = hessopt.least_squares(model, [1.0, 1.0], bounds=bounds)
         assert result.success
         e = np.exp(-0.4 * t)
-        np.testing.assert_allclose(result.x, [y @ e / (e @ e), 0.4], rtol=1e-10)
+        # the rate sits on its bound; the amplitude is then a linear least-squares fit, whose cost has
+        # curvature e @ e: within what the gradient test promises of y @ e / (e @ e)
+        assert result.x[1] == 0.4
+        stopping.assert_near_minimizer(result.x[:1], [y @ e / (e @ e)], result.cost, mu=e @ e)
         np.testing.assert_array_equal(result.active_mask, [0, 1])
     free = hessopt.least_squares(lambda x: x[0] * np.exp(-x[1] * t) - y, [1.0, 1.0],
                                  bounds=(-np.inf, np.inf))     # scipy's default: no bounds
@@ -234,3 +249,49 @@ def test_bounds_that_read_two_ways_are_refused_before_anything_runs():
     np.testing.assert_array_equal(per_entry.x["a"], [1.0, 2.0])
     both = hessopt.least_squares(residuals, np.zeros(2), bounds=Bounds([0, 0], [1, 1]))
     np.testing.assert_allclose(both.x, [0.5, 0.5], rtol=1e-12)
+
+
+TRUST_REGION_METHODS = ["trust-ncg", "trust-krylov", "trust-exact", "dogleg"]
+
+
+@pytest.mark.parametrize("method", [None, *TRUST_REGION_METHODS])
+def test_hs25_leaves_its_plateau_start_and_reaches_what_the_test_promises(method):
+    """HS25 starts on a plateau (g ~ 2e-8, which set the radius; x0[0] on its upper bound) where
+    the gradient test passes and the Hessian has negative curvature. The trust-region methods
+    repeated one rejected trial for 1000 iterations (a TRON step longer than the radius did not
+    shrink it), then said "before the projected gradient test passed" of a point where it had. At
+    the interior x* the test ``||D pg||_inf <= 1e-8`` (D = diag(max(1, |x_i|)), f* = 0) promises
+    f - f* = (D g)^T (D H D)^-1 (D g) / 2 <= n 1e-16 / (2 lambda_min(D H D)) and
+    ||D^-1 (x - x*)||_2 <= sqrt(n) 1e-8 / lambda_min, each within a factor 2 (the quadratic model)."""
+    problem = problems.hock_schittkowski(25)
+    bounds = Bounds(problem.lower, problem.upper)
+    result = hessopt.minimize(problem.fun, problem.x0, bounds=bounds, method=method)
+    pg = Box(problem.lower, problem.upper).projected_gradient(result.x, result.jac)
+    measure = GradientTest().measure(result.x, result.fun, pg)
+    assert result.success and measure <= DEFAULT_GTOL, result.message
+    assert f"here {measure:.1e}" in result.message
+    xmin = np.asarray(problem.xmin)
+    scale = np.maximum(1.0, np.abs(xmin))
+    lambda_min = np.linalg.eigvalsh(scale[:, None] * ad.hessian(problem.fun)(xmin) * scale)[0]
+    n, gtol = xmin.size, DEFAULT_GTOL
+    assert result.fun - problem.fmin <= 2.0 * n * gtol ** 2 / (2.0 * lambda_min)
+    assert np.linalg.norm((result.x - xmin) / scale) <= 2.0 * np.sqrt(n) * gtol / lambda_min
+
+
+@pytest.mark.parametrize("method", [None, *TRUST_REGION_METHODS])
+def test_hs2_reaches_the_local_minimum_on_its_bound_and_says_so(method):
+    """From x0 the trust-region methods end at the local minimum on x_2 = 1.5, as the interior point
+    does (x_1 < 0; the published one has x_1 > 0): the root of
+    d/dx_1 [100 (1.5 - x_1^2)^2 + (1 - x_1)^2] = 400 x_1^3 - 598 x_1 - 2.
+    TRON stalled at ||pg|| = 3.8e-7 (status 2): its rounding-level steps were judged by the full
+    gradient, whose bound-held x_2 entry they changed more than they lowered pg."""
+    problem = problems.hock_schittkowski(2)
+    bounds = Bounds(problem.lower, problem.upper)
+    result = hessopt.minimize(problem.fun, problem.x0, method=method, bounds=bounds)
+    assert result.success, result.message
+    root = min(np.roots([400.0, 0.0, -598.0, -2.0]).real)
+    curvature = 1200.0 * root ** 2 - 598.0    # the cubic's derivative: f'' along x_1
+    assert result.x[1] == 1.5 and np.array_equal(result.active_mask, [0, -1])
+    # the test bounds |g_1| max(1, |x_1|) <= 1e-8 max(1, f)
+    gtol = DEFAULT_GTOL * max(1.0, result.fun) / abs(root)
+    assert abs(result.x[0] - root) <= 2.0 * gtol / curvature

@@ -170,7 +170,7 @@ def test_2d_x0_reaches_user_derivatives_in_its_shape():
 
 # --- args -------------------------------------------------------------------------------------
 
-def test_args_that_is_not_a_tuple_is_one_argument_as_in_scipy():
+def test_args_that_is_not_a_tuple_is_one_argument_as_in_scipy(stopping):
     result = hessopt.minimize(shifted, [0.0, 0.0], args=2.0, method="trust-exact")
     theirs = scipy.optimize.minimize(shifted, [0.0, 0.0], args=2.0, method="trust-exact",
                                      jac=lambda x, c: hessopt.grad(shifted)(x, c),
@@ -182,10 +182,12 @@ def test_args_that_is_not_a_tuple_is_one_argument_as_in_scipy():
     # a list is one argument too (scipy wraps anything but a tuple)
     listed = hessopt.minimize(lambda x, ab: shifted(x, ab[0]) + ab[1], [0.0, 0.0], args=[2.0, 5.0],
                               method="trust-exact")
-    np.testing.assert_allclose(listed.x, result.x, atol=1e-12)
+    # shifted's Hessian is >= 2 I, so each run is within ||t|| / 2 of the minimizer (t: what its gradient
+    # test lets pass); the two errors add, and listed's test (at f + 5) is the looser: 2 ||t|| / 2
+    stopping.assert_near_minimizer(listed.x, result.x, listed.fun, mu=1.0)
     assert listed.fun == pytest.approx(result.fun + 5.0)
     fit = hessopt.least_squares(lambda x, c: x - c, [0.0, 0.0], args=3.0)
-    np.testing.assert_allclose(fit.x, [3.0, 3.0], atol=1e-10)
+    stopping.assert_near_minimizer(fit.x, [3.0, 3.0], fit.cost, mu=1.0)   # the cost's Hessian is I
 
 
 def test_args_reach_user_derivatives():
@@ -251,13 +253,13 @@ def test_jac_true_pairs_are_checked():
 
 
 @pytest.mark.parametrize("jac", [False, "2-point", "3-point", "cs"])
-def test_finite_difference_requests_get_exact_derivatives(jac):
+def test_finite_difference_requests_get_exact_derivatives(jac, stopping):
     exact = hessopt.minimize(rosen, X0, method="trust-ncg")
     result = hessopt.minimize(rosen, X0, method="trust-ncg", jac=jac, hess=jac if jac else None)
     np.testing.assert_array_equal(result.x, exact.x)
     assert (result.nit, result.nfev) == (exact.nit, exact.nfev)
     fit = hessopt.least_squares(lambda x: x - 2.0, [0.0], jac=jac if jac else None)
-    np.testing.assert_allclose(fit.x, [2.0], atol=1e-12)
+    stopping.assert_near_minimizer(fit.x, [2.0], fit.cost, mu=1.0)
 
 
 @pytest.mark.parametrize("jac, hess, error, match", [
@@ -468,10 +470,9 @@ def test_unknown_options_warn_as_in_scipy_and_are_ignored():
     # an option scipy has for another method is unknown here too, as in scipy
     with pytest.warns(OptimizeWarning, match="Unknown solver options: xtol"):
         hessopt.minimize(rosen, X0, method="trust-exact", options={"xtol": 1e-8})
-    with pytest.warns(OptimizeWarning, match="Unknown solver options: maxiters") as record:
-        fit = hessopt.least_squares(lambda x: x - 1.0, [0.0], options={"maxiters": 3})
-    assert record[0].filename == __file__
-    np.testing.assert_allclose(fit.x, [1.0], atol=1e-12)
+    # scipy's least_squares takes no options: there an unknown name is a TypeError (its own tests say so)
+    with pytest.raises(TypeError, match=r"least_squares' options are hessopt's own .*\['maxiters'\]"):
+        hessopt.least_squares(lambda x: x - 1.0, [0.0], options={"maxiters": 3})
 
 
 # --- function values --------------------------------------------------------------------------
@@ -602,7 +603,7 @@ def test_least_squares_with_list_and_2d_x0_and_callbacks():
         assert intermediate_result.x.shape == (2, 2)
         raise StopIteration
 
-    assert hessopt.least_squares(lambda x: x - target, np.zeros((2, 2)), callback=stop).status == 99
+    assert hessopt.least_squares(lambda x: x - target, np.zeros((2, 2)), callback=stop).status == -2
 
 
 @pytest.mark.parametrize("residuals, error, match", [

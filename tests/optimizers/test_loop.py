@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import OptimizeWarning, rosen, rosen_der, rosen_hess
 
 import optimizers
-from optimizers.loop import Step, Stop, Trial, run
+from optimizers.loop import RunOptions, Step, Stop, Trial, run
 from optimizers.objective import Objective, Status
 
 SQUARE = (lambda x: x @ x, lambda x: 2 * x)
@@ -64,18 +64,34 @@ def test_maxiter_none_is_the_step_default_and_bad_values_are_refused():
     assert result.status == Status.MAXITER and result.nit == 7
     for bad in (2.5, "3", True, 1j):
         with pytest.raises(ValueError, match=r"maxiter must be an integer \(0 or less: no iteration\) or None"):
-            run(Objective(SQUARE[0], np.array([4.0]), SQUARE[1]), Scripted([]), maxiter=bad)
+            run(Objective(SQUARE[0], np.array([4.0]), SQUARE[1]), Scripted([]), RunOptions(maxiter=bad))
 
 
 @pytest.mark.parametrize("maxiter", [0, -1, -7, 0.0])
 def test_maxiter_of_0_or_less_makes_no_iteration_as_in_scipy(maxiter):
     """scipy's reading (gh-8241: Newton-CG with maxiter=-1 is status 1): x0 is tested, no step."""
     step = Scripted([halve])
-    result = run(Objective(SQUARE[0], np.array([4.0]), SQUARE[1]), step, maxiter=maxiter)
+    result = run(Objective(SQUARE[0], np.array([4.0]), SQUARE[1]), step, RunOptions(maxiter=maxiter))
     assert result.status == Status.MAXITER and result.nit == 0 and step.seen == []
     np.testing.assert_array_equal(result.x, [4.0])
-    at_minimum = run(Objective(SQUARE[0], np.array([0.0]), SQUARE[1]), Scripted([]), maxiter=maxiter)
+    at_minimum = run(Objective(SQUARE[0], np.array([0.0]), SQUARE[1]), Scripted([]), RunOptions(maxiter=maxiter))
     assert at_minimum.success and at_minimum.nit == 0     # x0 passes the test: no false failure
+
+
+@pytest.mark.parametrize("method", [optimizers.minimize_newton, optimizers.minimize_trust_ncg,
+                                    optimizers.minimize_trust_exact])
+@pytest.mark.parametrize("bounds", [None, ([-1.0, -1.0], [1.0, 1.0])])
+def test_maxiter_at_a_saddle_says_the_gradient_test_passed_there(method, bounds):
+    """At the saddle of x^2 - y^2 the gradient test passes and the second-order check sends the
+    run on; meeting the cap there is status 1, but not "before the gradient test passed"."""
+    def hess(x):
+        return np.diag([2.0, -2.0])
+    result = method(lambda x: x[0] ** 2 - x[1] ** 2, np.zeros(2), lambda x: np.array([2.0, -2.0]) * x,
+                    hess=hess, maxiter=0, bounds=bounds)
+    test = "the projected gradient test" if bounds else "the gradient test"
+    assert result.status == Status.MAXITER and result.nit == 0
+    assert result.message.startswith(f"Maximum number of iterations has been exceeded at a point where {test} "
+                                     "passed but the Hessian has clearly negative curvature"), result.message
 
 
 @pytest.mark.parametrize("method", [optimizers.minimize_gd, optimizers.minimize_newton_cg,

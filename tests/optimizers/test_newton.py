@@ -185,7 +185,8 @@ def test_newton_cg_uses_at_most_half_of_scipys_evaluations_on_these_mgh_problems
     # Summed over these five (Wood dominates: scipy spends ~3000 evaluations and fails there).
     # Scipy is cheaper on Powell and Brown badly scaled only because it stops far from the solution
     # (||g|| ~ 1e3 and 4e6) and calls that success. The full 39-instance MGH set is checked in
-    # tests/test_mgh.py (about 0.41 there, with autodiff derivatives and gtol 1e-8).
+    # tests/hessopt/test_mgh.py (without each library's costliest instance, whose count the rounding
+    # decides there).
     ours = theirs = 0
     cases = [problem() for problem in PROBLEMS.values()]
     cases.append((rosen, rosen_der, rosen_hess, [-1.2, 1.0], None))
@@ -361,7 +362,7 @@ def test_bad_options():
 
 
 def test_status_is_an_int_enum_with_scipys_codes():
-    assert [int(status) for status in Status] == [0, 1, 2, 3, 5, 99]
+    assert [int(status) for status in Status] == [0, 1, 2, 3, 5, 6, 7, 99]   # 6, 7: the interior point's
     result = minimize_newton(rosen, [-1.2, 1.0], rosen_der, hess=rosen_hess, maxiter=2)
     assert result.status is Status.MAXITER and result.status == 1
 

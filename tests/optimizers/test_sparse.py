@@ -397,8 +397,8 @@ class _Counted(LDLFactorization):
     """An LDLFactorization that registers itself, so a test can read a run's counts."""
     made: list = []
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, method: str | None = None):
+        super().__init__(method)
         _Counted.made.append(self)
 
 

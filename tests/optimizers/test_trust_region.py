@@ -3,7 +3,13 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize, rosen, rosen_der, rosen_hess, rosen_hess_prod
 
-from optimizers.trust_region import minimize_dogleg, minimize_trust_exact, minimize_trust_krylov, minimize_trust_ncg
+from optimizers.trust_region import (
+    RadiusControl,
+    minimize_dogleg,
+    minimize_trust_exact,
+    minimize_trust_krylov,
+    minimize_trust_ncg,
+)
 
 HESSP_METHODS = [minimize_trust_ncg, minimize_trust_krylov]
 DENSE_METHODS = [minimize_trust_exact, minimize_dogleg]
@@ -273,3 +279,27 @@ def test_failed_escape_from_negative_curvature_reports_status_5(method):
                     **second_derivatives(method, lambda x: np.diag([2.0, -2.0])))
     assert result.status == 5 and not result.success
     np.testing.assert_array_equal(result.x, [0.0, 0.0])
+
+
+@pytest.mark.parametrize("step_norm", [0.5, 1.0, 3.0, 1e6])
+def test_a_rejected_step_halves_the_radius_however_long_it_was(step_norm):
+    """TRON's steps may be longer than the radius (CG from each minor iterate); shrinking to the
+    backtracking fraction of such a step left the radius as it was, and the next trial was the
+    same rejected one (HS25: 1000 iterations at x0). The radius is at most half of itself, and the
+    interpolated fraction of the step when that is shorter (Lin & Moré's sigma_2 = 0.5)."""
+    control = RadiusControl(1.0, 100.0)
+    control.update(-np.inf, None, step_norm, 0.5)
+    assert control.value == min(0.5, 0.5 * step_norm)
+
+
+def test_at_a_saddle_the_radius_reaches_where_the_curvature_beats_rounding():
+    """The escape's model decrease |theta| r^2 / 2 equals the rounding level 10 eps max(1, |f|)
+    at r = sqrt(20 eps max(1, |f|) / |theta|); a radius set by a tiny gradient grows to it, a
+    larger one stays, and the cap holds."""
+    eps = np.finfo(float).eps
+    for value, limit, f, theta, expected in [(2e-8, 10.0, 32.8, -1e-6, np.sqrt(20 * eps * 32.8 / 1e-6)),
+                                             (1.0, 10.0, 0.0, -2.0, 1.0),
+                                             (1e-9, 1e-5, 1.0, -1e-8, 1e-5)]:
+        control = RadiusControl(value, limit)
+        control.leave_saddle(f, theta)
+        assert control.value == pytest.approx(expected, rel=1e-15)

@@ -89,7 +89,7 @@ def test_value_and_gradient_are_f_and_its_gradient():
     np.testing.assert_allclose(op.gradient, problem.gradient(problem.w), rtol=1e-13)
 
 
-def test_matvec_equals_the_dense_hessian_and_scipy():
+def test_matvec_equals_the_dense_hessian_and_scipy(rounding):
     rng = np.random.default_rng(1)
     op = ad.hessian_operator(rosenbrock, ROSENBROCK_X)
     dense = op.to_dense()
@@ -98,20 +98,17 @@ def test_matvec_equals_the_dense_hessian_and_scipy():
     for _ in range(3):
         v = rng.normal(size=7)
         expected = rosen_hess_prod(ROSENBROCK_X, v)
-        np.testing.assert_allclose(op.matvec(v), expected, rtol=1e-13)
-        np.testing.assert_allclose(dense @ v, expected, rtol=1e-13)
+        # three ways of summing each entry's few terms: an entry near 0 carries the rounding of the large ones
+        rounding.assert_close_normwise(op.matvec(v), expected, rtol=1e-13)
+        rounding.assert_close_normwise(dense @ v, expected, rtol=1e-13)
         np.testing.assert_array_equal(op @ v, op.matvec(v))
 
 
-def assert_equal_in_rounding(actual, expected, rtol):
-    """Equal to ``rtol`` relative to each entry, and near-zero entries to ``rtol`` relative to the
-    largest: a batched sweep sums in another order than a looped one (matrix-matrix products
-    against matrix-vector ones, other chunk sizes), and another BLAS kernel rounds those sums
-    differently, by some eps times the magnitudes summed, not times the small result."""
-    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * np.abs(expected).max())
+# A batched sweep sums in another order than a looped one (matrix-matrix products against matrix-vector
+# ones, other chunk sizes), and another BLAS kernel rounds those sums differently, by some eps times the
+# magnitudes summed, not times a small result: the comparisons below are normwise.
 
-
-def test_matmat_equals_looped_matvec():
+def test_matmat_equals_looped_matvec(rounding):
     rng = np.random.default_rng(2)
     model = TwoLayerModel()
     op = ad.hessian_operator(model.loss, model.variables)
@@ -119,36 +116,44 @@ def test_matmat_equals_looped_matvec():
     batched = op.matmat(vectors)
     looped = np.stack([op.matvec(v) for v in vectors.T], axis=1)
     assert batched.shape == (op.shape[0], 5)
-    assert_equal_in_rounding(batched, looped, rtol=1e-13)
+    rounding.assert_close_normwise(batched, looped, rtol=1e-13)
     np.testing.assert_array_equal(op @ vectors, batched)
     dense = op.to_dense()
-    assert_equal_in_rounding(dense, dense.T, rtol=1e-13)
-    assert_equal_in_rounding(dense @ vectors, batched, rtol=1e-12)
+    rounding.assert_close_normwise(dense, dense.T, rtol=1e-13)
+    rounding.assert_close_normwise(dense @ vectors, batched, rtol=1e-12)
 
 
 @pytest.mark.parametrize("chunk_size", [1, 3, 7])
-def test_chunk_size_gives_the_same_results(chunk_size):
+def test_chunk_size_gives_the_same_results(chunk_size, rounding):
     rng = np.random.default_rng(3)
     model = TwoLayerModel()
     whole = ad.hessian_operator(model.loss, model.variables)
     chunked = ad.hessian_operator(model.loss, model.variables, chunk_size=chunk_size)
     vectors = rng.normal(size=(whole.shape[0], 8))
-    assert_equal_in_rounding(chunked.to_dense(), whole.to_dense(), rtol=1e-13)
-    assert_equal_in_rounding(chunked.matmat(vectors), whole.matmat(vectors), rtol=1e-13)
+    rounding.assert_close_normwise(chunked.to_dense(), whole.to_dense(), rtol=1e-13)
+    rounding.assert_close_normwise(chunked.matmat(vectors), whole.matmat(vectors), rtol=1e-13)
     np.testing.assert_array_equal(chunked.matvec(vectors[:, 0]), whole.matvec(vectors[:, 0]))
 
 
-def test_conjugate_gradients_on_the_linear_operator_solve_the_newton_system():
+def test_conjugate_gradients_on_the_linear_operator_solve_the_newton_system(rounding):
     problem = LogisticRegression()
     op = ad.hessian_operator(problem.loss, problem.w)
     hessian = op.as_linear_operator()
     assert isinstance(hessian, LinearOperator) and hessian.shape == op.shape
-    np.testing.assert_allclose(op.to_dense(), problem.hessian(problem.w), rtol=1e-12)
+    exact = problem.hessian(problem.w)
+    rounding.assert_close_normwise(op.to_dense(), exact, rtol=1e-12)   # X^T W X summed two ways
     step, info = cg(hessian, op.gradient, rtol=1e-12, atol=0.0)
     assert info == 0
-    np.testing.assert_allclose(op.matvec(step), op.gradient, rtol=1e-9)
-    np.testing.assert_allclose(step, np.linalg.solve(problem.hessian(problem.w), op.gradient),
-                               rtol=1e-9)
+    # CG stopped where its recursive residual passed ||r|| <= 1e-12 ||g||; the true residual differs by
+    # the rounding of at most n steps, n gamma_n cond(H) ||g||, and the step from the solution by cond(H)
+    # times the relative residual (plus the dense solve's own rounding)
+    n, cond = op.shape[0], np.linalg.cond(exact)
+    relative_residual = 1e-12 + n * rounding.gamma(n) * cond
+    residual = np.linalg.norm(op.matvec(step) - op.gradient)
+    assert residual <= relative_residual * np.linalg.norm(op.gradient)
+    solution = np.linalg.solve(exact, op.gradient)
+    error_bound = cond * (relative_residual + rounding.gamma(3 * n)) * np.linalg.norm(solution)
+    assert np.linalg.norm(step - solution) <= error_bound
 
 
 def test_eigsh_on_the_linear_operator_finds_the_largest_eigenvalue():

@@ -1,0 +1,178 @@
+"""``minimize`` with general constraints: scipy's forms in, hessopt's interior-point method
+(:func:`optimizers.minimize_ipm`) run on them, scipy trust-constr's result out.
+
+The method is chosen by :func:`constrained_method`: ``method=None`` with constraints, or
+``"interior-point"`` (``"ipm"``), or scipy's constrained names ``"trust-constr"`` and ``"SLSQP"``,
+which run the same method (the result's message says so). Their common options map (maxiter;
+gtol, SLSQP's ftol and ``tol`` to the KKT tolerance; disp, trust-constr's verbose and SLSQP's
+iprint from 2 on to disp); their other options have no counterpart and are refused by name. A
+method for unconstrained or bound-constrained problems refuses constraints.
+
+Derivatives (:mod:`hessopt._constraints`): f's gradient from autodiff (or the user's jac); with f's
+curvature from autodiff, the method gets the whole Lagrangian's Hessian as one autodiff program
+(``lagrangian_hess``); with the user's hess or hessp for f, it gets f's Hessian from those and the
+constraints' from autodiff. From 100 variables on (or 1,000 on the KKT system's side), Jacobians
+and Hessians come sparse, with their patterns found in the program; from 1,000 on the KKT side the
+KKT matrix is factored by the sparse LDL^T. A constraint whose fun autodiff cannot follow gets
+finite differences (the message says so).
+
+The result is scipy trust-constr's (``v``, ``constr``, ``constr_violation``, ``optimality``,
+``lagrangian_grad``, ``grad``, the counts) with ``jac`` the gradient as for every other method;
+for ``method="trust-constr"`` the status codes are trust-constr's own (1 converged, 0 maxiter, 3
+callback), for the other names scipy's common ones (0 success).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from scipy.optimize import OptimizeResult
+
+import optimizers
+from optimizers.bounds import Box
+from optimizers.feasible import FeasibleSet
+from optimizers.methods import Declaration
+from optimizers.objective import Status
+
+from ._arguments import check_option, normalize, scalar_value
+from ._bounds import report_bounds
+from ._constraints import (
+    LagrangianCurvature,
+    canonical_constraint,
+    differentiable,
+    parse_constraints,
+    sparse_derivatives,
+)
+from ._derivatives import AutodiffDerivatives, Named, flat_derivatives, variables_of
+
+#: hessopt's names of its constrained method, and scipy's names that run it
+OWN_NAMES = ("interior-point", "ipm")
+SCIPY_NAMES = {"trust-constr": "trust-constr", "slsqp": "SLSQP"}
+#: scipy's options of those methods that map onto the interior point's (option -> (name, how))
+_MAPPED = {
+    "trust-constr": {"verbose": ("disp", lambda v: v >= 2)},
+    "slsqp": {"ftol": ("gtol", float), "iprint": ("disp", lambda v: v >= 2)},
+}
+#: scipy's options of those methods that have no counterpart here: refused by name
+_REFUSED = {
+    "trust-constr": ("xtol", "barrier_tol", "sparse_jacobian", "initial_tr_radius", "initial_constr_penalty",
+                     "initial_barrier_parameter", "initial_barrier_tolerance", "factorization_method",
+                     "finite_diff_rel_step"),
+    "slsqp": ("eps", "finite_diff_rel_step", "workers"),
+}
+#: trust-constr's status codes where they differ from every other method's (scipy's convention)
+_TRUST_CONSTR_STATUS = {Status.SUCCESS: 1, Status.MAXITER: 0, Status.CALLBACK_STOP: 3}
+#: what the face passes to the method itself, never through options
+_FACE_ONLY = ("constraints", "lagrangian_hess")
+
+
+def constrained_declaration() -> Declaration:
+    """The declaration of the method that takes general constraints."""
+    return next(d for d in optimizers.REGISTRY.declarations() if d.constraints)
+
+
+def constrained_method(method: str | None, constrained: bool) -> tuple[Declaration, str | None] | None:
+    """(the constrained method's declaration, scipy's name asked for or None) when ``method``
+    names it (or is None with constraints); None when it names another method (which then must
+    take no constraints: see :func:`refuse_constraints`)."""
+    name = method.lower() if isinstance(method, str) else method
+    if (name is None and constrained) or name in OWN_NAMES:
+        return constrained_declaration(), None
+    if name in SCIPY_NAMES:
+        return constrained_declaration(), SCIPY_NAMES[name]
+    return None
+
+
+def refuse_constraints(declaration: Declaration) -> None:
+    """A method without general constraints, given some: a ValueError that says which take them."""
+    raise ValueError(f"method {declaration.name!r} takes no general constraints (it takes bounds= "
+                     f"{'too' if declaration.bounds else 'neither'}); with constraints= use method=None or "
+                     f"{OWN_NAMES[0]!r} (scipy's 'trust-constr' and 'SLSQP' run it too)")
+
+
+def constrained_options(options: dict, tol: float | None, scipy_name: str | None) -> tuple[dict, bool]:
+    """The options for the interior point (a copy), scipy's names of ``scipy_name`` mapped
+    (see the module docstring), ``tol`` as gtol, and the face's ``trace`` taken out.
+
+    Raises
+    ------
+    ValueError
+        For scipy's options without counterpart, and for what minimize takes as an argument.
+    """
+    options = dict(options)
+    key = None if scipy_name is None else scipy_name.lower()
+    for name in _REFUSED.get(key, ()):
+        if name in options:
+            raise ValueError(f"options[{name!r}] of {scipy_name!r} has no counterpart in hessopt's interior-point "
+                             f"method, which runs for {scipy_name!r} here (its options: maxiter, gtol, disp, "
+                             "sparse, mu_init, mu_strategy)")
+    for name, (target, convert) in _MAPPED.get(key, {}).items():
+        if name in options:
+            options.setdefault(target, convert(check_option(name, options.pop(name))))
+    for name in _FACE_ONLY:
+        if name in options:
+            raise ValueError(f"options[{name!r}]: pass {name} to minimize, not in options")
+    if tol is not None:
+        check_option("gtol", tol, label="tol")
+        options.setdefault("gtol", tol)
+    trace = options.pop("trace", True)
+    check_option("trace", trace)
+    return options, trace
+
+
+def minimize_constrained(fun: Callable, x0, args, declaration: Declaration, scipy_name: str | None,
+                         derivatives_given: tuple, feasible: FeasibleSet, bounded: bool, items: list,
+                         tol: float | None, callback: Callable | None, options) -> OptimizeResult:
+    """``minimize`` with the constrained method (see the module docstring); ``derivatives_given``
+    is the user's ``(jac, hess, hessp)``, ``items`` scipy's constraints as a list."""
+    options, trace = constrained_options(options, tol, scipy_name)
+    call = normalize(x0, args, callback, options, declaration.function, declaration.name)
+    if variables_of(x0) is not None:
+        raise ValueError("constraints with a list of Variables as x0 are not supported: pass x0 as an array or "
+                         "a pytree and fun of it")
+    jac, hess, hessp = derivatives_given
+    derivatives = AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel, trace=trace)
+    flat = flat_derivatives(fun, jac, hess, hessp, call, derivatives, declaration, ggn=False, trace=trace)
+    box = feasible if isinstance(feasible, Box) else None
+    groups = differentiable(parse_constraints(items, call.x0, call.unravel), call.x0,
+                            box.lower if box else np.full(call.x0.size, -np.inf),
+                            box.upper if box else np.full(call.x0.size, np.inf))
+    sparse = sparse_derivatives(groups, call.x0.size, call.options.get("sparse"))
+    own_curvature = flat.operator == derivatives.at    # f's curvature is autodiff's: in the Lagrangian
+    objective = (lambda x: derivatives.f(call.unravel(x))) if own_curvature else None
+    curvature = LagrangianCurvature(groups, objective, call.x0.size, sparse=sparse, trace=trace)
+    constraint = canonical_constraint(groups, sparse=sparse, trace=trace,
+                                      curvature=None if own_curvature else curvature)
+    if own_curvature:   # f and its gradient alone (no recording per iterate); curvature in the Lagrangian
+        fun_, jac_ = derivatives.fun, (lambda x: derivatives.value_and_grad(x)[1])
+        second = {"lagrangian_hess": curvature}
+    else:
+        fun_, jac_ = flat.fun, flat.jac
+        second = {"hess": flat.hess, "hessp": flat.hessp, "operator": flat.operator}
+    result = derivatives.solve(declaration.function, call.x0, fun_, call.x0, jac_, callback=call.callback,
+                               bounds=feasible, constraints=constraint, **second, **call.options)
+    _report(result, flat, own_curvature, scipy_name)
+    for note in (g.note for g in groups if g.note is not None):
+        result.message = f"{result.message} {note}."
+    if own_curvature:   # the constraints' curvature was part of the Lagrangian's: counted there
+        result.constr_nhev = curvature.evaluations
+    if bounded:
+        report_bounds(result, result.get("active_mask", np.zeros(call.x0.size, dtype=int)), None, call.unravel)
+    return call.finish(result)
+
+
+def _report(result: OptimizeResult, flat, own_curvature: bool, scipy_name: str | None) -> None:
+    """What the face adds: scipy trust-constr's ``grad`` and ``method``, the Hessian's source, the
+    user's calls counted, and the message saying which method ran for scipy's name."""
+    result.grad, result.niter = result.jac, result.nit    # trust-constr's names too
+    result.method = "interior-point"
+    result.hessian_source = "autodiff (the Lagrangian's)" if own_curvature else \
+        (flat.source.name if isinstance(flat.source, Named) else getattr(flat.source, "name", "hess"))
+    if flat.counted is not None:
+        result.njev = flat.counted.calls
+        if flat.jac is True:
+            result.nfev = flat.counted.calls
+    if scipy_name is not None:
+        result.message = f"{result.message} (method={scipy_name!r} ran hessopt's interior-point method)"
+    if scipy_name == "trust-constr":   # its own codes: 1 converged (gtol), 0 maxiter, 3 callback
+        result.status = _TRUST_CONSTR_STATUS.get(result.status, int(result.status))

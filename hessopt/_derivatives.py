@@ -1,0 +1,324 @@
+"""Derivatives for the optimizers from autodiff, or from what the user gave.
+
+:class:`AutodiffDerivatives` gives f, gradients, Hessian-vector products and Hessians of ``fun`` on
+flat float vectors: each iterate records its gradient once (``autodiff.hessian_operator``), every
+product at that iterate is one sweep of the cached recording, and by default the objective is
+traced once (``autodiff.function``) and replayed. :func:`first_derivatives` and
+:func:`second_derivatives` choose, in scipy's order of precedence, between the user's ``jac``,
+``hess`` (a matrix, or a ``HessianUpdateStrategy``) and ``hessp`` and autodiff's.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextlib import contextmanager
+from typing import NamedTuple
+
+import numpy as np
+from scipy.optimize import HessianUpdateStrategy, OptimizeResult
+
+import autodiff as ad
+import optimizers
+from optimizers.methods import Declaration
+from optimizers.objective import same_point
+
+from ._arguments import (
+    FINITE_DIFFERENCES,
+    Call,
+    UserHessian,
+    exact_derivatives,
+    gradient_vector,
+    plain_value,
+    scalar_value,
+    value_and_gradient,
+)
+from ._hessians import GradientDerivative, LastGradient, QuasiNewton
+
+
+class AutodiffDerivatives:
+    """f, gradient, HVPs and Hessians of ``f`` on flat float vectors, from autodiff.
+
+    The Hessian operator of the last point asked for is kept: its value and gradient were computed
+    once, and each product is one sweep of its recording. Plain values at other points (line-search
+    and trust-region trial points) are one NumPy evaluation with no tape.
+
+    With ``variables`` (a list of Variables), ``f`` takes no argument and reads them: each point is
+    assigned to the Variables before ``f`` runs. With ``ggn=(predict, loss)`` the operator is the
+    generalized Gauss-Newton one of loss(predict(...)), ``predict`` called like ``f``. With
+    ``trace`` every derivative (gradients, products, dense Hessians, Gauss-Newton products) is a
+    replayed program of ``autodiff.function`` (f eagerly where it cannot be traced:
+    ``untraced_reason`` then says why); plain values are NumPy calls of f either way. ``shared``
+    holds the autodiff.functions of earlier runs of the same f (minimize_many's runs in one
+    process, :class:`SharedTraces`), by role: they are replayed instead of traced again, and those
+    made here are added. ``name`` is where the derivatives come from (``result.derivatives``).
+    """
+
+    name = "autodiff"
+    _shared: dict | None = None     # (a class default: subclasses that build lazily share nothing)
+
+    def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
+                 ggn: tuple[Callable, Callable] | None = None, trace: bool = False, shared: dict | None = None):
+        self.f = f                      # a function of the structure unravel(x) (or of x itself)
+        self.unravel = unravel or (lambda x: x)
+        self.variables = variables
+        self._traced: list = []         # the autodiff.functions made here (untraced_reason)
+        self._shared = shared
+        objective = self._replayed(f, trace, "objective")
+        if ggn is None:
+            self._operator_at = lambda point: ad.hessian_operator(objective, point)
+        else:
+            predict, loss = self._replayed(ggn[0], trace, "predict"), ggn[1]
+            self._operator_at = lambda point: ad.ggn_operator(predict, loss, point)
+        # first-order methods: the value and gradient alone, of f of the point (the Variables' values)
+        self._value_and_grad = ad.value_and_grad(objective if variables is None else
+                                                 self._replayed(lambda _: f(), trace, "variables"))
+        self._x = None
+        self._operator = None
+
+    def _replayed(self, g: Callable, trace: bool, role: str) -> Callable:
+        """``autodiff.function(g)`` when tracing (eagerly where it cannot be traced), else g; the
+        shared one of this role, if there is one."""
+        if not trace:
+            return g
+        traced = None if self._shared is None else self._shared.get(role)
+        if traced is None:
+            traced = ad.function(g, eager_fallback=True)
+            if self._shared is not None:
+                self._shared[role] = traced
+        self._traced.append(traced)
+        return traced
+
+    def point(self, x: np.ndarray):
+        """What ``f`` and the operators take at x: the structure ``unravel(x)``, or the Variables
+        holding x."""
+        if self.variables is None:
+            return self.unravel(x)
+        for variable, value in zip(self.variables, ad.tree.flatten(self.unravel(x))[0]):
+            variable.assign(value)
+        return self.variables
+
+    @property
+    def untraced_reason(self) -> str | None:
+        """Why the objective runs eagerly (None: traced, or tracing off)."""
+        return next((t.fallback_reason for t in self._traced if t.fallback_reason is not None), None)
+
+    def call(self, x: np.ndarray):
+        point = self.point(x)
+        return self.f() if self.variables is not None else self.f(point)
+
+    def at(self, x: np.ndarray) -> ad.HessianOperator:
+        if not same_point(x, self._x):
+            self._x = self._operator = None   # the old recording goes before the new one is made
+            self._operator = self._operator_at(self.point(x))
+            self._x = np.array(x, copy=True)
+        return self._operator
+
+    def fun(self, x: np.ndarray) -> float:
+        if same_point(x, self._x):
+            return self._operator.value
+        return np.asarray(plain_value(self.call(x)))
+
+    def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """f(x) and its gradient, with no recording kept (first-order methods)."""
+        value, gradient = self._value_and_grad(self.point(x))
+        return np.asarray(plain_value(value)), flat_gradient(gradient)
+
+    def jac(self, x: np.ndarray) -> np.ndarray:
+        return self.at(x).gradient
+
+    def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
+        return self.at(x).matvec(p)
+
+    def hess(self, x: np.ndarray) -> np.ndarray:
+        return self.at(x).to_dense()
+
+    def solve(self, solver: Callable, x0: np.ndarray, *args, **kwargs) -> OptimizeResult:
+        """``solver(*args, **kwargs)``; the Variables, if any, then hold its ``x`` (or x0 again if
+        it raises), and ``untraced_reason`` says why the objective ran eagerly, if it did."""
+        try:
+            result = solver(*args, **kwargs)
+        except BaseException:
+            if self.variables is not None:
+                self.point(x0)
+            raise
+        if self.variables is not None:
+            self.point(result.x)
+        if self.untraced_reason is not None:
+            result.untraced_reason = self.untraced_reason
+        return result
+
+
+class SharedTraces(threading.local):
+    """The autodiff.functions of one ``fun`` and ``args`` that every ``minimize`` call with them,
+    in this thread, replays instead of tracing fun again (``AutodiffDerivatives``' ``shared``):
+    minimize_many's runs made here. Set for the runs' duration (``with SHARED_TRACES.of(...)``);
+    a call of any other fun or args (an objective that itself calls minimize) traces its own."""
+
+    fun: Callable | None = None
+    args: tuple | None = None
+    traces: dict | None = None
+
+    @contextmanager
+    def of(self, fun: Callable, args: tuple, traces: dict):
+        kept = self.fun, self.args, self.traces
+        self.fun, self.args, self.traces = fun, args, traces
+        try:
+            yield
+        finally:
+            self.fun, self.args, self.traces = kept
+
+    def of_call(self, fun: Callable, args: tuple) -> dict | None:
+        """The traces ``minimize(fun, x0, args)`` shares in this thread, if any: those of the same
+        ``fun`` and the same ``args`` (each argument the same object)."""
+        if fun is not self.fun or self.args is None or len(args) != len(self.args):
+            return None
+        return self.traces if all(a is b for a, b in zip(args, self.args)) else None
+
+
+SHARED_TRACES = SharedTraces()
+
+
+def flat_gradient(gradient) -> np.ndarray:
+    """A gradient of the structure of x0 (arrays or Tensors) as one flat vector, in ``ad.ravel`` order."""
+    return np.concatenate([np.ravel(plain_value(g)) for g in ad.tree.flatten(gradient)[0]])
+
+
+def variables_of(x0) -> list | None:
+    """The Variables when x0 is a structure of them (a model's trainable_variables), else None."""
+    leaves = ad.tree.flatten(x0)[0]
+    return leaves if leaves and all(isinstance(leaf, ad.Variable) for leaf in leaves) else None
+
+
+def ggn_option(options: dict, declaration: Declaration) -> tuple[Callable, Callable] | None:
+    """Take ``options["ggn"]``, the (predict, loss) split for Gauss-Newton products, if given (for
+    the methods declared to take them)."""
+    ggn = options.pop("ggn", None)
+    if ggn is None:
+        return None
+    if not declaration.gauss_newton:
+        takers = " or ".join(f"method={d.name!r}" for d in optimizers.REGISTRY.declarations() if d.gauss_newton)
+        raise ValueError(f"the 'ggn' option is for {takers}, not {declaration.name!r}")
+    if not (isinstance(ggn, (tuple, list)) and len(ggn) == 2 and all(map(callable, ggn))):
+        raise TypeError("options['ggn'] must be a pair (predict, loss) of callables")
+    return tuple(ggn)
+
+
+def check_split(derivatives: AutodiffDerivatives, x0: np.ndarray) -> None:
+    """loss(predict(x0)) must be fun(x0): the products and the objective describe one function."""
+    value = float(derivatives.fun(x0))     # before the operator exists: a plain evaluation
+    split = derivatives.at(x0).value
+    if not np.isclose(split, value, rtol=1e-8, atol=1e-12):
+        raise ValueError(f"options['ggn']: loss(predict(x0)) = {split!r} but fun(x0) = {value!r}; "
+                         "they must describe the same objective")
+
+
+class Counted:
+    """A function with every call counted."""
+
+    def __init__(self, function: Callable):
+        self._function, self.calls = function, 0
+
+    def __call__(self, x):
+        self.calls += 1
+        return self._function(x)
+
+
+def first_derivatives(fun: Callable, jac, call: Call, derivatives: AutodiffDerivatives):
+    """(f, gradient, the user's gradient, the user's counted function) on flat vectors for the
+    optimizers (gradient True: f returns the pair). The user's gradient (None without one) maps
+    flat x, ndarray or Tensor, to the flat gradient: second derivatives are its derivative."""
+    unravel, args, n = call.unravel, call.args, call.x0.size
+    if callable(jac):
+        gradient = Counted(lambda x: gradient_vector(jac(unravel(x), *args), n, "jac"))
+        return lambda x: scalar_value(fun(unravel(x), *args)), gradient, gradient, gradient
+    if jac is True:
+        def values(x):
+            value, g = value_and_gradient(fun(unravel(x), *args))
+            return value, gradient_vector(g, n, "fun's gradient (jac=True)")
+        pair = Counted(values)
+        return pair, True, lambda x: pair(x)[1], pair
+    if exact_derivatives(jac):
+        return derivatives.fun, derivatives.jac, None, None
+    raise ValueError(f"jac must be a callable, True (fun returns (f, g)), or None/False/"
+                     f"{'/'.join(FINITE_DIFFERENCES)} (exact, from autodiff); got {jac!r}")
+
+
+class Named(NamedTuple):
+    """A Hessian source that is what the user gave or autodiff of fun: its name, no note, and
+    ``evaluations`` to report as nhev (None: the optimizer's count)."""
+    name: str
+    note: str | None = None
+    evaluations: int | None = None
+
+
+def second_derivatives(hess, hessp, call: Call, derivatives: AutodiffDerivatives, *,
+                        gradient: Callable | None, last: LastGradient, trace: bool, ggn: bool):
+    """(hess, hessp, operator, source) on flat vectors. In scipy's order of precedence: the user's
+    ``hess`` (``hessp`` then serves the products, if given), a ``HessianUpdateStrategy``, the
+    user's ``hessp``; with none of them, the derivative of the user's gradient when there is one
+    (:class:`~hessopt._hessians.GradientDerivative`), else autodiff's operator of each point
+    (``AutodiffDerivatives.at``: its gradient recorded once, each product one sweep of it). The
+    source tells ``result.hessian_source``."""
+    unravel, args, n = call.unravel, call.args, call.x0.size
+    if hessp is not None and not callable(hessp):
+        raise TypeError(f"hessp must be callable, got {type(hessp).__name__}")
+    flat_hessp = None if hessp is None else \
+        (lambda x, p: gradient_vector(hessp(unravel(x), unravel(p), *args), n, "hessp"))
+    if callable(hess):
+        user = UserHessian(hess, unravel, args, n)
+        # products with its matrix are not evaluations: nhev counts the calls of hess
+        return user.matrix, flat_hessp or user.product, None, user if flat_hessp is None else Named("hess")
+    if isinstance(hess, HessianUpdateStrategy):
+        if hessp is not None:   # scipy drops hessp silently here
+            raise ValueError(f"hess={type(hess).__name__}() approximates the Hessian from gradients; "
+                             "hessp would go unused: pass one of them")
+        source = QuasiNewton(hess, last, n)
+        return None, None, source, source
+    if not exact_derivatives(hess):
+        raise TypeError(f"hess must be a callable, a scipy.optimize.HessianUpdateStrategy (BFGS(), "
+                        f"SR1()), or None/{'/'.join(FINITE_DIFFERENCES)} (exact, from autodiff of the "
+                        f"gradient); got {hess!r}")
+    if flat_hessp is not None:
+        return None, flat_hessp, None, Named("hessp")
+    if gradient is not None and not ggn:
+        source = GradientDerivative(gradient, last, "3-point" if hess == "3-point" else "2-point", trace)
+        return None, None, source, source
+    return None, None, derivatives.at, Named("autodiff (generalized Gauss-Newton)" if ggn else derivatives.name)
+
+
+class Flat(NamedTuple):
+    """The run's derivatives on flat vectors, as the optimizers take them: ``fun``, ``jac`` (True:
+    fun returns (f, g)), ``hess``, ``hessp``, ``operator``; the Hessian's ``source`` (its name is
+    ``result.hessian_source``; None for a first-order method); the user's gradient on flat vectors
+    (``gradient``, None without one), the user's counted function (``counted``, None when
+    autodiff gives the gradient) and the run's gradient with its last value (``last``)."""
+    fun: Callable
+    jac: Callable | bool
+    hess: Callable | None
+    hessp: Callable | None
+    operator: Callable | None
+    source: object
+    gradient: Callable | None
+    counted: Counted | None
+    last: LastGradient
+
+
+def flat_derivatives(fun: Callable, jac, hess, hessp, call: Call, derivatives: AutodiffDerivatives,
+                     declaration: Declaration, *, ggn: bool, trace: bool) -> Flat:
+    """The derivatives a method takes (:class:`Flat`): a first-order method's value and gradient
+    (one sweep when they come from autodiff), a second-order method's curvature too
+    (:func:`second_derivatives`); a quasi-Newton or gradient-derivative source reads the run's
+    last gradient, so the run's gradient goes through it."""
+    if declaration.first_order and exact_derivatives(jac):
+        flat_fun, flat_jac, gradient, counted = derivatives.value_and_grad, True, None, None
+    else:
+        flat_fun, flat_jac, gradient, counted = first_derivatives(fun, jac, call, derivatives)
+    last = LastGradient(flat_fun, pair=True) if flat_jac is True else LastGradient(flat_jac)
+    if declaration.first_order:
+        flat_hess = flat_hessp = operator = source = None
+    else:
+        flat_hess, flat_hessp, operator, source = second_derivatives(
+            hess, hessp, call, derivatives, gradient=gradient, last=last, trace=trace, ggn=ggn)
+    if isinstance(source, (QuasiNewton, GradientDerivative)):   # they read the run's last gradient
+        flat_fun, flat_jac = (last, True) if flat_jac is True else (flat_fun, last)
+    return Flat(flat_fun, flat_jac, flat_hess, flat_hessp, operator, source, gradient, counted, last)
