@@ -72,7 +72,8 @@ class HessianOperator:
         if not callable(product):
             raise TypeError("HessianOperator(value, gradient, product): product must be a function of "
                             "vectors")
-        if any(isinstance(v, Tensor) and tracked(v) for v in (value, gradient)):
+        if (isinstance(value, Tensor) or isinstance(gradient, Tensor)) and any(
+                isinstance(v, Tensor) and tracked(v) for v in (value, gradient)):
             raise TypeError("autodiff: a curvature operator holds values (its products are arrays), but f "
                             "depends on a Tensor that an enclosing tape or accumulator tracks, whose "
                             "gradient would be lost. Inside a transform, use autodiff.hvp, which nests.")
@@ -95,6 +96,8 @@ class HessianOperator:
 
     def matvec(self, v: Any) -> np.ndarray:
         """The product with one vector: one sweep (a replayed program for ``autodiff.function``)."""
+        if type(v) is np.ndarray and v.dtype == self.dtype and v.shape == self.shape[:1]:  # the common call
+            return _array(self.product(v))
         v = np.asarray(v, dtype=self.dtype).reshape(-1)
         if v.size != self.shape[0]:
             raise ValueError(f"vector of length {v.size} for an operator of shape {self.shape}")

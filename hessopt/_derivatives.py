@@ -9,7 +9,9 @@ traced once (``autodiff.function``) and replayed. :func:`first_derivatives` and
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
@@ -45,35 +47,44 @@ class AutodiffDerivatives:
     generalized Gauss-Newton one of loss(predict(...)), ``predict`` called like ``f``. With
     ``trace`` every derivative (gradients, products, dense Hessians, Gauss-Newton products) is a
     replayed program of ``autodiff.function`` (f eagerly where it cannot be traced:
-    ``untraced_reason`` then says why); plain values are NumPy calls of f either way. ``name``
-    is where the derivatives come from (``result.derivatives``).
+    ``untraced_reason`` then says why); plain values are NumPy calls of f either way. ``shared``
+    holds the autodiff.functions of earlier runs of the same f (minimize_many's runs in one
+    process, :class:`SharedTraces`), by role: they are replayed instead of traced again, and those
+    made here are added. ``name`` is where the derivatives come from (``result.derivatives``).
     """
 
     name = "autodiff"
+    _shared: dict | None = None     # (a class default: subclasses that build lazily share nothing)
 
     def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
-                 ggn: tuple[Callable, Callable] | None = None, trace: bool = False):
+                 ggn: tuple[Callable, Callable] | None = None, trace: bool = False, shared: dict | None = None):
         self.f = f                      # a function of the structure unravel(x) (or of x itself)
         self.unravel = unravel or (lambda x: x)
         self.variables = variables
         self._traced: list = []         # the autodiff.functions made here (untraced_reason)
-        objective = self._replayed(f, trace)
+        self._shared = shared
+        objective = self._replayed(f, trace, "objective")
         if ggn is None:
             self._operator_at = lambda point: ad.hessian_operator(objective, point)
         else:
-            predict, loss = self._replayed(ggn[0], trace), ggn[1]
+            predict, loss = self._replayed(ggn[0], trace, "predict"), ggn[1]
             self._operator_at = lambda point: ad.ggn_operator(predict, loss, point)
         # first-order methods: the value and gradient alone, of f of the point (the Variables' values)
         self._value_and_grad = ad.value_and_grad(objective if variables is None else
-                                                 self._replayed(lambda _: f(), trace))
+                                                 self._replayed(lambda _: f(), trace, "variables"))
         self._x = None
         self._operator = None
 
-    def _replayed(self, g: Callable, trace: bool) -> Callable:
-        """``autodiff.function(g)`` when tracing (eagerly where it cannot be traced), else g."""
+    def _replayed(self, g: Callable, trace: bool, role: str) -> Callable:
+        """``autodiff.function(g)`` when tracing (eagerly where it cannot be traced), else g; the
+        shared one of this role, if there is one."""
         if not trace:
             return g
-        traced = ad.function(g, eager_fallback=True)
+        traced = None if self._shared is None else self._shared.get(role)
+        if traced is None:
+            traced = ad.function(g, eager_fallback=True)
+            if self._shared is not None:
+                self._shared[role] = traced
         self._traced.append(traced)
         return traced
 
@@ -135,6 +146,36 @@ class AutodiffDerivatives:
         if self.untraced_reason is not None:
             result.untraced_reason = self.untraced_reason
         return result
+
+
+class SharedTraces(threading.local):
+    """The autodiff.functions of one ``fun`` and ``args`` that every ``minimize`` call with them,
+    in this thread, replays instead of tracing fun again (``AutodiffDerivatives``' ``shared``):
+    minimize_many's runs made here. Set for the runs' duration (``with SHARED_TRACES.of(...)``);
+    a call of any other fun or args (an objective that itself calls minimize) traces its own."""
+
+    fun: Callable | None = None
+    args: tuple | None = None
+    traces: dict | None = None
+
+    @contextmanager
+    def of(self, fun: Callable, args: tuple, traces: dict):
+        kept = self.fun, self.args, self.traces
+        self.fun, self.args, self.traces = fun, args, traces
+        try:
+            yield
+        finally:
+            self.fun, self.args, self.traces = kept
+
+    def of_call(self, fun: Callable, args: tuple) -> dict | None:
+        """The traces ``minimize(fun, x0, args)`` shares in this thread, if any: those of the same
+        ``fun`` and the same ``args`` (each argument the same object)."""
+        if fun is not self.fun or self.args is None or len(args) != len(self.args):
+            return None
+        return self.traces if all(a is b for a, b in zip(args, self.args)) else None
+
+
+SHARED_TRACES = SharedTraces()
 
 
 def flat_gradient(gradient) -> np.ndarray:

@@ -29,13 +29,14 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Executor, Future, InvalidStateError, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from scipy.optimize import OptimizeResult
 
-from ._arguments import check_option, flatten_x0, takes_intermediate_result
+from ._arguments import as_args, check_option, flatten_x0, takes_intermediate_result
+from ._derivatives import SHARED_TRACES
 from ._minimize import method_declaration, minimize
 
 if TYPE_CHECKING:       # multiprocessing is loaded only by those who use processes
@@ -173,6 +174,11 @@ class _Run:
     caller: int                             # the process minimize_many was called in
     beacon: Callable[[str], None] | None = None
     pickler: str | None = None
+    traces: dict = field(default_factory=dict, compare=False, repr=False)  # fun's, by thread (SharedTraces)
+
+    def __getstate__(self) -> dict:
+        """Pickled without the traces: a run sent to another process traces fun there."""
+        return {**self.__dict__, "traces": {}}
 
     def __call__(self, x0, token: str | None = None) -> OptimizeResult | _Packed:
         if self.beacon is not None:
@@ -183,7 +189,9 @@ class _Run:
     def _minimize(self, x0) -> OptimizeResult:
         last = _LastIterate(self.kwargs.get("callback"))
         try:
-            return minimize(self.fun, x0, method=self.method, **{**self.kwargs, "callback": last})
+            args = as_args(self.kwargs.get("args", ()))
+            with SHARED_TRACES.of(self.fun, args, self.traces.setdefault(threading.get_ident(), {})):
+                return minimize(self.fun, x0, method=self.method, **{**self.kwargs, "callback": last})
         except BaseException as error:
             if isinstance(error, KeyboardInterrupt) and self._in_callers_main_thread():
                 raise                       # Ctrl-C to the caller, who runs this start itself

@@ -35,7 +35,15 @@ from ._bounds import feasible_set, report_bounds
 from ._constrained import constrained_method, minimize_constrained, refuse_constraints
 from ._constraints import constraint_items
 from ._covariance import attach_hess_inv
-from ._derivatives import AutodiffDerivatives, Flat, check_split, flat_derivatives, ggn_option, variables_of
+from ._derivatives import (
+    SHARED_TRACES,
+    AutodiffDerivatives,
+    Flat,
+    check_split,
+    flat_derivatives,
+    ggn_option,
+    variables_of,
+)
 from ._finite_differences import curvature, fallback
 from ._hessians import GradientDerivative, QuasiNewton
 from ._implicit import minimize_through_solution
@@ -304,7 +312,7 @@ def _autodiff(fun: Callable, x0, call: Call, jac, hess, hessp, ggn: tuple | None
     variables = variables_of(x0)
     if variables is None:
         derivatives = AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel,
-                                          ggn=ggn, trace=trace)
+                                          ggn=ggn, trace=trace, shared=SHARED_TRACES.of_call(fun, call.args))
     elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
         derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn,
                                           trace)

@@ -50,13 +50,13 @@ class BatchDerivatives(AutodiffDerivatives):
                          for leaf in ad.tree.flatten(batch)[0]):
             trace, self._reason = False, INTEGER_LEAVES
         f, variables = self.f, self.variables
-        objective = self._replayed(f, trace)
+        objective = self._replayed(f, trace, "objective")
         if self.ggn is None:
             self._operator_at = lambda point, b: ad.hessian_operator(objective, point, args=(b,))
         else:
-            predict, loss = self._replayed(self.ggn[0], trace), self.ggn[1]
+            predict, loss = self._replayed(self.ggn[0], trace, "predict"), self.ggn[1]
             self._operator_at = lambda point, b: ad.ggn_operator(predict, loss, point, args=(b,))
-        of_point = objective if variables is None else self._replayed(lambda _, b: f(b), trace)
+        of_point = objective if variables is None else self._replayed(lambda _, b: f(b), trace, "variables")
         self._value_and_grad = ad.value_and_grad(of_point)
 
     @property

@@ -5,6 +5,10 @@
 - ``program``: ``Program`` turns records into a straight-line Python function of arrays, through
   passes that keep every floating-point operation and its order (dead code, simplification), and
   ``split`` is partial evaluation at late inputs;
+- ``lowering``: how a program writes its ops (operators as operators, sums of slices unrolled, a
+  value read once fused into its reader), with the same floating-point operations;
+- ``native``: a program compiled by numba to one native function (the optional ``compiled``
+  extra; ``autodiff.function(f, native=True)``), equal within rounding;
 - ``traced``: ``Traced``, the cache of programs by signature (``signature``) that
   ``autodiff.function`` returns, and the transform protocol through which transforms of it replay;
   ``LeastRecentlyUsed``, the bounded cache it (and ``autodiff.sparse_hessian``) keeps.

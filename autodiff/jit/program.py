@@ -9,14 +9,16 @@ on some late inputs runs once, the rest at each call.
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
-import re
 
 import numpy as np
 
 from .. import numpy as anp
 from ..core import Primitive, Tensor, add_piece
+from .lowering import NAME, accumulate_lines, accumulate_sliced_lines, fused, lowered
+from .native import native_program
 from .tracing import UntraceableError
 
 
@@ -44,34 +46,49 @@ class Program:
     ``inputs`` are Tensors of the recording whose values the caller passes in order; ``outputs``
     are Tensors of the recording or constants; ``guards`` (see ``tracing.Recording``) raise
     ``Retrace`` when a replay takes another branch. Ops that the outputs and guards do not need
-    are dropped, and an op applied again to the same operands reuses the first result.
+    are dropped, and an op applied again to the same operands reuses the first result. Ops are
+    written as ``lowering`` writes them: operators as operators, sums of slices unrolled, and a
+    value that one line reads fused into that line.
 
     Each intermediate array is freed after its last use, as an eager sweep frees a cotangent once
     it has passed it (a plain straight-line function would keep them all until it returns).
 
     ``run`` returns the list of outputs, or with ``single`` the one output. With ``fresh`` an output
     is never an input or a view (it may be changed in place by the caller; eager sweeps give fresh
-    arrays too). ``source`` is the generated Python code.
+    arrays too). ``source`` is the generated Python code. With ``native``, ``run`` is the program
+    compiled by numba where it can be (``native.native_program``: a tuple of outputs, equal within
+    rounding; ``scalars_in``: its 0-d inputs are a native program's float results);
+    ``native_reason`` says why it is not (None: it is, or was not asked for).
 
     Examples
     --------
     >>> import numpy as np
     >>> from autodiff.jit import Program, trace
-    >>> recording = trace(lambda x: np.sin(x) * 1.0 + x, np.zeros(2))
+    >>> def f(x):
+    ...     s = np.sin(x)
+    ...     v = np.exp(s * 1.0 + x * s)
+    ...     return v * v
+    >>> recording = trace(f, np.zeros(2))
     >>> program = Program(recording.records, recording.inputs, recording.outputs, single=True)
-    >>> print(program.source)      # the product by 1.0 is dropped (same bits); t1 freed when used
+    >>> print(program.source)  # s * 1.0 dropped (same bits), a value read once fused, t1 freed when used
     def program(a0):
         t1 = c0(a0)
-        t3 = c1(t1, a0)
+        t5 = c1((t1 + (a0 * t1)))
         del t1
-        return t3
+        return (t5 * t5)
     >>> program.run(np.array([0.0, np.pi / 2]))
-    array([0.        , 2.57079633])
+    array([  1.        , 170.98787603])
     """
 
     def __init__(self, records: list, inputs: list, outputs: list, guards: list = (),
-                 raw: set = frozenset(), single: bool = False, fresh: bool = False):
-        self.source, self.run = self._generate(records, inputs, outputs, guards, raw, single, fresh)
+                 raw: set = frozenset(), single: bool = False, fresh: bool = False, native: bool = False,
+                 scalars_in: bool = False):
+        self.source, self.run, live = self._generate(records, inputs, outputs, guards, raw, single, fresh)
+        self.native_reason = None
+        if native:
+            run, self.native_reason = native_program(live, inputs, outputs, guards, single, fresh, self.run,
+                                                     scalars_in)
+            self.run = run or self.run
 
     @staticmethod
     def _generate(records, inputs, outputs, guards, raw, single, fresh):
@@ -99,6 +116,7 @@ class Program:
         parameters = [names[t._id] for t in inputs]
         lines = _guard_lines(guards_of, [t._id for t in inputs], names, constant)
         seen: dict = {}
+        pure: set = set()   # names one line makes from its operands (see lowering.fused)
         for prim, args, values, kwargs, out, parents in live:
             operands, keys = [], []
             for i in range(len(args)):
@@ -122,25 +140,53 @@ class Program:
             for o, name in zip(outs, targets):
                 names[o._id] = name
             seen[key] = targets
-            call = f"{constant(prim.tensor_fun)}({', '.join(operands)}"
-            call += f", **{constant(kwargs)})" if kwargs else ")"
-            lines.append(f"    {', '.join(targets)}{',' if type(out) is tuple and len(outs) == 1 else ''} = {call}")
+            lines += _op_lines(prim, operands, values, kwargs, targets, type(out) is tuple, constant, pure)
             lines += _guard_lines(guards_of, [o._id for o in outs], names, constant)
-        results = [names[o._id] if isinstance(o, Tensor) and o._id in names else constant(_fixed(o))
-                   for o in outputs]
-        # a constant result is the caller's to change: a copy, so the program's stays as traced
-        results = [f"{r}.copy()" if isinstance(constants.get(r), np.ndarray) or (fresh and r in parameters)
-                   else r for r in results]
-        if fresh:  # a view (of an input, say) is copied: a fresh array, as the eager sweep gives
-            lines += [f"    if type({r}) is _ndarray and {r}.base is not None: {r} = {r}.copy()"
-                      for r in dict.fromkeys(results) if r.startswith("t")]
-        lines.append(f"    return {results[0]}" if single else f"    return [{', '.join(results)}]")
-        source = "\n".join([f"def program({', '.join(parameters)}):"] + _freeing(lines, parameters))
-        exec(compile(source, "<autodiff.function program>", "exec"), constants)
-        return source, constants.pop("program")  # its globals do not hold it: no cycle to collect
+        lines += _return_lines(outputs, names, constant, constants, parameters, single, fresh)
+        source = "\n".join([f"def program({', '.join(parameters)}):"] + _freeing(fused(lines, pure), parameters))
+        exec(_compiled(source), constants)
+        return source, constants.pop("program"), live  # its globals do not hold it: no cycle to collect
 
 
-_NAME = re.compile(r"\bt\d+\b")
+@functools.lru_cache(maxsize=512)
+def _compiled(source: str):
+    """The code of a program's source, compiled once: the source names its constants, which each
+    program's globals hold, so one text is one code object (the same function traced again, say
+    by each of minimize's calls, compiles no more)."""
+    return compile(source, "<autodiff.function program>", "exec")
+
+
+def _return_lines(outputs: list, names: dict, constant, constants: dict, parameters: list, single: bool,
+                  fresh: bool) -> list:
+    """The lines returning ``outputs`` (see ``Program``: ``single``, ``fresh``)."""
+    results = [names[o._id] if isinstance(o, Tensor) and o._id in names else constant(_fixed(o)) for o in outputs]
+    # a constant result is the caller's to change: a copy, so the program's stays as traced
+    results = [f"{r}.copy()" if isinstance(constants.get(r), np.ndarray) or (fresh and r in parameters)
+               else r for r in results]
+    lines = []
+    if fresh:  # a view (of an input, say) is copied: a fresh array, as the eager sweep gives
+        lines += [f"    if type({r}) is _ndarray and {r}.base is not None: {r} = {r}.copy()"
+                  for r in dict.fromkeys(results) if r.startswith("t")]
+    return lines + [f"    return {results[0]}" if single else f"    return [{', '.join(results)}]"]
+
+
+def _op_lines(prim, operands: list, values: list, kwargs: dict, targets: list, tuple_out: bool, constant,
+              pure: set) -> list:
+    """The lines of one op: lowered (``lowering``), or a call of its primitive's function."""
+    unroll = _UNROLLED.get(prim.tensor_fun)
+    if unroll is not None and not kwargs:
+        return unroll(targets[0], operands[2:], values[2:], constant(values[0]), constant(values[1]), constant)
+    lines = None if tuple_out else lowered(prim, operands, values, kwargs, targets, constant)
+    if lines is None:
+        call = f"{constant(prim.tensor_fun)}({', '.join(operands)}"
+        call += f", **{constant(kwargs)})" if kwargs else ")"
+        lines = [f"    {', '.join(targets)}{',' if tuple_out and len(targets) == 1 else ''} = {call}"]
+    if len(lines) == 1 and len(targets) == 1:
+        pure.add(targets[0])
+    return lines
+
+
+_NAME = NAME
 
 
 def _freeing(lines: list, parameters: list) -> list:
@@ -160,7 +206,7 @@ def _freeing(lines: list, parameters: list) -> list:
     for k, line in enumerate(lines):
         out.append(line)
         if k in freed:
-            out.append(f"    del {', '.join(sorted(freed[k], key=lambda n: int(n[1:])))}")
+            out.append(f"    del {', '.join(sorted(freed[k], key=lambda n: [int(p) for p in n[1:].split('_')]))}")
     return out
 
 
@@ -252,8 +298,10 @@ def _accumulate_sliced(shape: tuple, dtype, *items):
 
 
 _ACCUMULATE = Primitive(_accumulate, "accumulate")
+_UNROLLED = {_accumulate: accumulate_lines}
 _GETITEM = Primitive(operator.getitem, "getitem")  # what getitem's NumPy function does unbatched
 _ACCUMULATE_SLICED = Primitive(_accumulate_sliced, "accumulate_sliced")
+_UNROLLED[_accumulate_sliced] = accumulate_sliced_lines
 
 
 def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
@@ -358,7 +406,7 @@ def _depends_on(records: list, sources: set) -> set:
 
 
 def split(records: list, inputs: list, late: list, outputs: list, guards: list = (),
-          raw: set = frozenset()) -> tuple:
+          raw: set = frozenset(), native: bool = False) -> tuple:
     """Partial evaluation: the program of ``records`` split at the ``late`` inputs.
 
     Returns ``(before, after, n_saved, late_positions)``: ``before.run(*inputs)`` computes the
@@ -367,6 +415,8 @@ def split(records: list, inputs: list, late: list, outputs: list, guards: list =
     ``outputs`` (``after`` is ``single`` when there is one, and ``fresh``). The cached
     Hessian-vector product is this split of ``(x, v) -> (f, gradient, H v)``: once per x, f, its
     gradient and every part of the second sweep that does not involve v; each product, only the rest.
+    ``native``: both programs compiled by numba where they can be (see ``Program``; ``after`` only
+    when ``before`` is).
 
     Raises
     ------
@@ -404,9 +454,10 @@ def split(records: list, inputs: list, late: list, outputs: list, guards: list =
             if args[i]._id in produced:
                 saved.setdefault(args[i]._id, args[i])
     saved_list = list(saved.values())
-    before = Program(early, inputs, outputs_before + saved_list, guards, raw)
-    after = Program(late_records, saved_list + list(late), outputs_after, (), raw,
-                    single=len(outputs_after) == 1, fresh=True)
+    before = Program(early, inputs, outputs_before + saved_list, guards, raw, native=native)
+    native_before = native and before.native_reason is None  # then its 0-d saved values are floats
+    after = Program(late_records, saved_list + list(late), outputs_after, (), raw, single=len(outputs_after) == 1,
+                    fresh=True, native=native_before, scalars_in=native_before)
     return before, after, len(saved_list), late_positions
 
 

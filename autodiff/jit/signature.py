@@ -19,6 +19,9 @@ from ..core import Tensor, Variable, value_of
 from ..tree import flatten
 from .tracing import is_traced_leaf
 
+CALL_WITH_AN_ARRAY = "call with an array"  # the signature kind of f(x), x a float array
+ONE_ARRAY = "one array"                    # ... of the arguments (x,) of a transform
+
 
 class _Unhashable(TypeError):
     """A static leaf that cannot be a key."""
@@ -113,9 +116,9 @@ def _is_call(tree) -> bool:
 def _single_array(tree):
     """``signature`` of a float ndarray, of ``(array,)`` or of ``((array,), {})``; else None."""
     if _is_call(tree) and not tree[1]:
-        tree, kind = tree[0], "call with an array"
+        tree, kind = tree[0], CALL_WITH_AN_ARRAY
     else:
-        kind = "one array"
+        kind = ONE_ARRAY
     if type(tree) is tuple and len(tree) == 1:
         x = tree[0]
         if type(x) is np.ndarray and x.dtype.kind in "fc":
@@ -124,7 +127,7 @@ def _single_array(tree):
 
 
 def _rebuilder(kind: str) -> Callable:
-    return _as_call if kind == "call with an array" else _as_arguments
+    return _as_call if kind == CALL_WITH_AN_ARRAY else _as_arguments
 
 
 def _as_call(leaves):

@@ -26,7 +26,7 @@ import numpy as np
 from ..core import Tensor, Variable, state, value_of
 from ..tree import flatten, mirror
 from .program import Program, Retrace, split
-from .signature import signature
+from .signature import CALL_WITH_AN_ARRAY, ONE_ARRAY, signature
 from .tracing import UntraceableError, record
 
 MAX_TRACES_PER_SIGNATURE = 8  # guarded alternatives kept per signature (least recently used go)
@@ -78,11 +78,12 @@ class LeastRecentlyUsed:
 class _Counts:
     """What a function and the functions derived from it (its transforms) count together."""
 
-    __slots__ = ("traces", "fallback_reason")
+    __slots__ = ("traces", "fallback_reason", "native_reason")
 
     def __init__(self):
         self.traces = 0
         self.fallback_reason: str | None = None
+        self.native_reason: str | None = None
 
 
 class Traced:
@@ -91,7 +92,9 @@ class Traced:
     ``traces`` counts the traces taken for f and its transforms (a retrace after a failed guard
     included); ``fallback_reason`` says why the last refused trace was refused (with
     ``eager_fallback``, f then runs eagerly for that signature). Called while a tape, an
-    accumulator or a trace records, f runs as it is (its ops are recorded).
+    accumulator or a trace records, f runs as it is (its ops are recorded). With ``native``, the
+    programs are compiled by numba where they can be (``native.native_program``);
+    ``native_reason`` says why the last one made is not.
 
     Examples
     --------
@@ -103,7 +106,7 @@ class Traced:
     """
 
     def __init__(self, f: Callable, eager_fallback: bool = False, cache_size: int = CACHE_SIZE,
-                 _counts: _Counts | None = None):
+                 _counts: _Counts | None = None, native: bool = False):
         if not callable(f):
             raise TypeError(f"autodiff.function needs a callable, got {type(f).__name__}")
         cache = LeastRecentlyUsed(cache_size)
@@ -111,9 +114,12 @@ class Traced:
         self.f = f
         self.eager_fallback = eager_fallback
         self.cache_size = cache_size
+        self.native = native
         self._counts = _counts or _Counts()
         self._cache = cache
         self._derived: dict = {}
+        self._fast: _Replay | None = None        # the program of the last call, if it had one array
+        self._fast_partial: dict = {}            # build -> (_Staging, _Staged) of the last one-array pair
 
     @property
     def traces(self) -> int:
@@ -124,6 +130,11 @@ class Traced:
     def fallback_reason(self) -> str | None:
         """Why the last refused trace was refused (None: none was)."""
         return self._counts.fallback_reason
+
+    @property
+    def native_reason(self) -> str | None:
+        """With ``native``: why the last program made is not compiled by numba (None: it is)."""
+        return self._counts.native_reason
 
     def __repr__(self):
         return f"<autodiff.function {getattr(self.f, '__name__', self.f)!r}>"
@@ -139,22 +150,35 @@ class Traced:
             found = getattr(found, part, None)
         if found is self:
             return self.__qualname__
-        return (type(self), (self.f, self.eager_fallback, self.cache_size))
+        return (type(self), (self.f, self.eager_fallback, self.cache_size, None, self.native))
 
     # --- calls -----------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        fast = self._fast  # the common call (one array, as last time) goes straight to the program
+        if fast is not None and len(args) == 1 and not kwargs:
+            x = args[0]
+            if (type(x) is np.ndarray and x.shape == fast.shape and x.dtype == fast.dtype
+                    and not (state.tapes or state.accumulators or state.observers)):
+                try:
+                    return fast.direct(x)
+                except Retrace:
+                    pass
         if state.tapes or state.accumulators or state.observers:  # recorded: f's own ops
             return self.f(*args, **kwargs)
         key, values, rebuild, tensors_in = signature((args, kwargs))
         entry = self._entry(key)
+        self._fast = None
         while True:
             if entry is _EAGER:
                 return mirror(self._call(rebuild, [Tensor(v) for v in values]), tensors_in)
             for program in entry or ():
                 try:
-                    return mirror(program.run(values), tensors_in)
+                    result = mirror(program.run(values), tensors_in)
                 except Retrace:
                     continue
+                if program.direct is not None:
+                    self._fast = program
+                return result
             entry = self._trace_call(key, rebuild, values)
 
     def _call(self, rebuild: Callable, leaves: list) -> Any:
@@ -165,9 +189,10 @@ class Traced:
         tensors = [Tensor(v) for v in values]
         try:
             recording = record(lambda: self._call(rebuild, tensors), tensors)
-            program = _Replay(recording)
+            program = _Replay(recording, key, self.native)
         except Exception as error:
             return self._refuse(error, key)
+        self._counts.native_reason = program.native_reason
         return self._keep(key, program)
 
     # --- the cache -------------------------------------------------------------------------------
@@ -200,7 +225,7 @@ class Traced:
         derived = self._derived.get(key)
         if derived is None:
             derived = self._derived[key] = type(self)(transform(self.f, *args), self.eager_fallback,
-                                                      self.cache_size, self._counts)
+                                                      self.cache_size, self._counts, self.native)
         return derived
 
     def __autodiff_partial__(self, build: Callable, args: tuple, late: Callable):
@@ -214,35 +239,75 @@ class Traced:
         """
         if state.tapes or state.accumulators or state.observers:
             return build(self.f, *args)
+        fast = self._fast_partial.get(build)  # one array, as last time: straight to the split
+        if fast is not None and len(args) == 1:
+            staging, staged = fast
+            x = args[0]
+            if type(x) is np.ndarray and x.shape == staging.key[1] and x.dtype == staging.key[2]:
+                try:
+                    return staged.start(staging, [x], False)
+                except Retrace:
+                    pass
         key, values, rebuild, tensors_in = signature(args)
         staging = _Staging(self, build, key, rebuild, late)
         entry = self._entry(staging.cache_key(None))
+        self._fast_partial.pop(build, None)
         while True:
             if entry is _EAGER:
                 return build(self.f, *args)
             for staged in entry or ():
                 try:
-                    return staged.start(staging, values, tensors_in)
+                    started = staged.start(staging, values, tensors_in)
                 except Retrace:
                     continue
+                if key[0] == ONE_ARRAY and not staged.variables:
+                    self._fast_partial[build] = (staging, staged)
+                return started
             entry = staging.trace(values, None, None)
 
 
 class _Replay:
-    """A program of a call: its inputs are the traced leaves, then the Variables it reads."""
+    """A program of a call: its inputs are the traced leaves, then the Variables it reads.
 
-    __slots__ = ("run_program", "variables", "structure")
+    ``direct(x)``, for a call with one array (``shape``, ``dtype``) and no Variables, is the
+    program's result as ``Traced.__call__`` returns it (mirrored), with no tree walk: one array
+    out, or a tuple of arrays (0-d ones as NumPy scalars); None for any other call.
+    """
 
-    def __init__(self, recording):
+    __slots__ = ("run_program", "variables", "structure", "shape", "dtype", "direct", "native_reason")
+
+    def __init__(self, recording, key, native: bool = False):
         program = Program(recording.records, recording.inputs, recording.outputs, recording.guards,
-                          recording.raw)
+                          recording.raw, native=native)
         self.run_program, self.structure = program.run, recording.structure
+        self.native_reason = program.native_reason
         self.variables = [t for t in recording.inputs if isinstance(t, Variable)]
+        one_array = key[0] == CALL_WITH_AN_ARRAY and not self.variables
+        self.shape, self.dtype = (key[1], key[2]) if one_array else (None, None)
+        self.direct = _direct(program.run, recording.structure, len(recording.outputs)) if one_array else None
 
     def run(self, values: list):
         if self.variables:
             return self.structure(self.run_program(*values, *[value_of(v) for v in self.variables]))
         return self.structure(self.run_program(*values))
+
+
+def _direct(run: Callable, structure: Callable, n_out: int) -> Callable | None:
+    """``run``'s result mirrored (see ``_Replay``) when ``structure`` is one leaf or a flat tuple."""
+    form = structure(list(range(n_out)))
+    if n_out == 1 and form == 0:
+        def direct(x):
+            (result,) = run(x)
+            return result[()] if type(result) is np.ndarray and result.ndim == 0 else result
+        return direct
+    if type(form) is tuple and form == tuple(range(n_out)):
+        return lambda x: _scalars(run(x))
+    return None
+
+
+def _scalars(results) -> tuple:
+    """Results (arrays or scalars) as a tuple, 0-d arrays as NumPy scalars: ``mirror`` of them."""
+    return tuple([r[()] if type(r) is np.ndarray and r.ndim == 0 else r for r in results])
 
 
 # --- partial evaluation ---------------------------------------------------------------------------
@@ -277,9 +342,10 @@ class _Staging:
         try:
             with _variables_at(snapshot):
                 recording = record(lambda: body(tensors), tensors)
-            staged = _Staged(recording, len(tensors), *made[0])
+            staged = _Staged(recording, len(tensors), *made[0], owner.native)
         except Exception as error:
             return owner._refuse(error, self.cache_key(late_key))
+        owner._counts.native_reason = staged.before.native_reason or staged.after.native_reason
         return owner._keep(self.cache_key(late_key), staged)
 
     def staged_at(self, values: list, snapshot: dict, late_args: tuple, late_key):
@@ -302,14 +368,16 @@ class _Staged:
     """One split recording: ``before`` computes the value's leaves, the late function's leaves that
     do not depend on the late arguments, and the saved values; ``after`` the rest."""
 
-    def __init__(self, recording, n_early: int, late_tensors: list, late_structure):
+    def __init__(self, recording, n_early: int, late_tensors: list, late_structure, native: bool = False):
         self.variables = recording.inputs[n_early:]
         self.before, self.after, self.n_saved, late_positions = split(
             recording.records, recording.inputs, late_tensors, recording.outputs, recording.guards,
-            recording.raw)
+            recording.raw, native)
         out_structure, result_structure = _halves(recording.structure, recording.outputs)
         self.n_out = out_structure.num_leaves
         self.out_structure, self.result_structure = out_structure, result_structure
+        form = out_structure(list(range(self.n_out)))
+        self.out_flat = type(form) is tuple and form == tuple(range(self.n_out))  # (value, gradient)
         self.late_positions = [k - self.n_out for k in late_positions]  # among the result's leaves
         self.late_key = signature(tuple(late_structure([value_of(t) for t in late_tensors])))[0]
         # the fast path: one array in (the only late argument), one array (not 0-d) out, unwrapped
@@ -320,12 +388,16 @@ class _Staged:
 
     def start(self, staging: _Staging, values: list, tensors_in: bool):
         """Run ``before`` at ``values``: the value and the late function (a ``Late``)."""
-        snapshot = [value_of(v) for v in self.variables]
+        snapshot = [value_of(v) for v in self.variables] if self.variables else []
         results = self.before.run(*values, *snapshot)
         head = results[:len(results) - self.n_saved]
-        value = mirror(self.out_structure(head[:self.n_out]), tensors_in)
+        if self.out_flat and not tensors_in:
+            value = _scalars(head[:self.n_out])
+        else:
+            value = mirror(self.out_structure(head[:self.n_out]), tensors_in)
         late = Late(staging, self, [np.array(v) for v in values],
-                    {id(v): (v, s) for v, s in zip(self.variables, snapshot)}, results, tensors_in)
+                    {id(v): (v, s) for v, s in zip(self.variables, snapshot)} if snapshot else {}, results,
+                    tensors_in)
         return value, late
 
     def result(self, results: list, late_results) -> object:

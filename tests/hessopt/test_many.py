@@ -437,3 +437,61 @@ def test_a_dask_worker_without_a_nanny_left_running_a_hung_run_gets_no_more_runs
         open(release, "w").close()
     assert [r.status for r in results] == [0, BatchStatus.TIMED_OUT, BatchStatus.NOT_RUN, BatchStatus.NOT_RUN]
     assert_solved(results, [0])
+
+
+BEALE_Y = np.array([1.5, 2.25, 2.625])
+
+
+def beale_counting_traces(x, traces):
+    """MGH's Beale function; counts its calls with a traced argument (not a NumPy array) in ``traces``."""
+    if type(x) is not np.ndarray:
+        traces.append(1)
+    powers = x[1] ** np.arange(1, 4)
+    residuals = BEALE_Y - x[0] * (1.0 - powers)
+    return residuals @ residuals
+
+
+@pytest.mark.parametrize("method", ["newton", "trust-exact", "trust-ncg"])
+def test_the_runs_of_a_batch_here_trace_fun_once_and_are_minimize_on_each_start(method):
+    starts = [np.array([1.0, 1.0]), np.array([2.0, 0.2]), np.array([0.5, -0.5]), np.array([3.5, 0.6])]
+    traces_alone, traces_batch = [], []
+    alone = [hessopt.minimize(beale_counting_traces, start, args=(traces_alone,), method=method) for start in starts]
+    per_run = len(traces_alone) // len(starts)
+    results = hessopt.minimize_many(beale_counting_traces, starts, method=method, args=(traces_batch,))
+    assert per_run >= 1 and len(traces_batch) == per_run     # the first run's traces serve every run
+    for result, expected in zip(results, alone):
+        assert result.success and result.nit > 3
+        assert (result.nit, result.nfev, result.njev, result.nhev) == (expected.nit, expected.nfev,
+                                                                        expected.njev, expected.nhev)
+        np.testing.assert_array_equal(result.x, expected.x)      # the same replayed programs
+        np.testing.assert_allclose(result.x, [3.0, 0.5], atol=1e-6)
+
+
+def test_threads_of_a_pool_each_trace_for_their_own_runs():
+    starts = [np.array([1.0, 1.0]) + 0.1 * k for k in range(8)]
+    alone = [hessopt.minimize(beale_counting_traces, start, args=([],), method="newton") for start in starts]
+    with ThreadPoolExecutor(2) as pool:
+        results = hessopt.minimize_many(beale_counting_traces, starts, method="newton", args=([],),
+                                        executor=pool)
+    for result, expected in zip(results, alone):
+        assert result.success and result.nit == expected.nit
+        np.testing.assert_array_equal(result.x, expected.x)
+
+
+def inner_quartic(y):
+    return np.sum((y - 2.0) ** 4)
+
+
+def around_an_inner_minimum(x):
+    """(x - y*)^2, y* = 2 the minimum of another objective, found by minimize inside this one."""
+    inner = hessopt.minimize(inner_quartic, np.zeros(1), method="newton", options={"gtol": 1e-12})
+    return np.sum((x - inner.x) ** 2)
+
+
+def test_an_objective_that_calls_minimize_on_another_function_traces_that_one_itself():
+    results = hessopt.minimize_many(around_an_inner_minimum, [np.zeros(1), np.ones(1)], method="newton")
+    inner = hessopt.minimize(inner_quartic, np.zeros(1), method="newton", options={"gtol": 1e-12}).x
+    for result in results:
+        assert result.success
+        np.testing.assert_allclose(result.x, inner, rtol=1e-12)
+        np.testing.assert_allclose(result.x, [2.0], atol=1e-3)    # Newton on a quartic: linear convergence

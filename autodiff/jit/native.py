@@ -1,0 +1,250 @@
+"""Native programs: a program's ops written as one function that numba compiles to machine code
+(the optional ``compiled`` extra: ``pip install hessopt[compiled]``).
+
+The plain replay calls NumPy once per op, and on small arrays that call is most of the cost. Here
+the whole straight-line program is one numba function: one call from Python per replay. It is
+made where numba is installed and every op has a spelling here (elementwise arithmetic and
+functions, reads and slice writes, reshapes, broadcasts, reductions, products, concatenations,
+the unrolled sums of slice cotangents); for any other program, one with guards, or when numba is
+missing, ``native_program`` says why not and the NumPy replay runs.
+
+The results are the NumPy replay's within rounding, not bit for bit: numba sums in order where
+NumPy sums pairwise (``np.sum``, ``@`` on long vectors), its ``exp``, ``log``, ``sin``, ...
+come from LLVM's math library rather than NumPy's SIMD loops, and 0-d results are Python floats.
+A native program is checked once against its trace's results when it is made (a translation
+that disagreed beyond rounding would be refused).
+"""
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+
+import numpy as np
+
+from ..core import Tensor
+from .lowering import accumulate_lines, accumulate_sliced_lines
+
+_INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**"}
+_UFUNCS = {"exp", "log", "sin", "cos", "tan", "sqrt", "absolute", "tanh", "arctan2", "log1p", "expm1",
+           "arctan", "arcsin", "arccos", "sinh", "cosh", "square", "sign", "maximum", "minimum", "reciprocal"}
+_DTYPES = (np.float64, np.int64, np.bool_)  # the values spelled here (float32 and complex are not)
+CHECK_RTOL = 1e-8  # a native program's results at its trace point agree with the trace's this well
+
+
+class Unsupported(Exception):
+    """An op, or a value, without a spelling for numba here."""
+
+
+def _is_scalar(value) -> bool:
+    return np.ndim(value) == 0
+
+
+def _index_source(index) -> str:
+    """A basic index as numba source (ints, slices, Ellipsis, None)."""
+    pieces = index if type(index) is tuple else (index,)
+    parts = []
+    for piece in pieces:
+        if type(piece) is int:
+            parts.append(repr(piece))
+        elif type(piece) is slice and all(p is None or type(p) is int for p in (piece.start, piece.stop, piece.step)):
+            parts.append(f"slice({piece.start!r}, {piece.stop!r}, {piece.step!r})")
+        elif piece is Ellipsis:
+            parts.append("Ellipsis")
+        else:
+            raise Unsupported(f"index {type(piece).__name__}")
+    return parts[0] if len(parts) == 1 and type(index) is not tuple else f"({', '.join(parts)},)"
+
+
+class _Writer:
+    """The source of one native function: names of values, constants as globals."""
+
+    def __init__(self):
+        self.globals: dict = {"np": np}
+        self.lines: list = []
+
+    def constant(self, value) -> str:
+        if value is None or type(value) in (bool, int):
+            return repr(value)
+        if isinstance(value, (float, np.floating)) and math.isfinite(value):
+            return repr(float(value))
+        if isinstance(value, (float, np.floating)):
+            return "np.nan" if math.isnan(value) else ("np.inf" if value > 0 else "-np.inf")
+        if isinstance(value, np.dtype) and value == np.float64:
+            return "np.float64"
+        if type(value) is tuple and all(type(v) is int for v in value):
+            return repr(value)
+        if isinstance(value, np.ndarray) and value.dtype.kind in "fib":
+            name = f"k{len(self.globals)}"
+            self.globals[name] = np.ascontiguousarray(value)
+            return name
+        if type(value) in (tuple, slice) or value is Ellipsis:
+            return _index_source(value)
+        raise Unsupported(f"constant {type(value).__name__}")
+
+
+def native_program(live: list, inputs: list, outputs: list, guards: list, single: bool, fresh: bool,
+                   run_plain: Callable, scalars_in: bool = False) -> tuple:
+    """``(run, reason)``: the program of ``live`` (records after the passes of ``program``) compiled
+    by numba, checked at the trace's values against ``run_plain``; or ``(None, why not)``.
+    ``scalars_in``: 0-d inputs come as floats (the results of a native program), else they are
+    refused (a caller's 0-d array would need numba's 0-d arrays)."""
+    if guards:
+        return None, "the program has guards (branches)"
+    if not scalars_in and any(type(t._value) is np.ndarray and t._value.ndim == 0 for t in inputs):
+        return None, "a 0-d array input (numba's scalars are floats)"
+    try:
+        import numba
+    except ImportError:
+        return None, "numba is not installed (the compiled extra)"
+    try:
+        source, namespace = _source(live, inputs, outputs, single, fresh)
+        exec(compile(source, "<autodiff.function native program>", "exec"), namespace)
+        compiled = numba.njit(namespace.pop("program"))
+        args = [float(t._value) if scalars_in and _is_scalar(t._value) else t._value  # the types of replays:
+                for t in inputs]                                                     # compiled for them now
+        _check(compiled(*args), run_plain(*args), single)
+    except Exception as error:  # numba's typing errors and refusals: the NumPy replay runs
+        return None, f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+    return compiled, None
+
+
+def _check(native, plain, single: bool) -> None:
+    """Raise when the native results differ from the plain replay's beyond rounding."""
+    natives, plains = ((native,), (plain,)) if single else (native, plain)
+    for a, b in zip(natives, plains):
+        a, b = np.asarray(a), np.asarray(b)
+        scale = np.max(np.abs(b), initial=0.0) if b.size else 0.0
+        if a.shape != b.shape or not np.allclose(a, b, rtol=CHECK_RTOL, atol=CHECK_RTOL * scale, equal_nan=True):
+            raise Unsupported("the native results differ from the replay's")
+
+
+def _source(live: list, inputs: list, outputs: list, single: bool, fresh: bool) -> tuple:
+    """The numba source of the program and its globals (``Unsupported`` for an op without one)."""
+    writer = _Writer()
+    names = {t._id: f"a{k}" for k, t in enumerate(inputs)}
+    scalars = {t._id for t in inputs if _is_scalar(t._value)}
+    for record in live:
+        _op(writer, record, names, scalars)
+    results = []
+    for o in outputs:
+        if isinstance(o, Tensor) and o._id in names:
+            name = names[o._id]
+            results.append(name if o._id in scalars or not (fresh or name.startswith("a")) else f"{name}.copy()")
+        else:  # a constant result: a copy, the caller's to change
+            value = o._value if isinstance(o, Tensor) else o
+            results.append(writer.constant(value) if _is_scalar(value) else
+                           f"{writer.constant(np.asarray(value))}.copy()")
+    body = writer.lines + [f"    return {results[0]}" if single else f"    return ({', '.join(results)},)"]
+    header = f"def program({', '.join(names[t._id] for t in inputs)}):"
+    return "\n".join([header] + body), writer.globals
+
+
+def _op(writer: _Writer, record, names: dict, scalars: set) -> None:
+    """Write one record: ``names`` and ``scalars`` (ids of 0-d values, numba scalars) grow."""
+    prim, args, values, kwargs, out, parents = record
+    if type(out) is tuple:
+        raise Unsupported(f"{prim.name}: several outputs")
+    operands = [names[args[i]._id] if i in parents and args[i]._id in names else writer.constant(values[i])
+                for i in range(len(args))]
+    if getattr(prim, "tensor_fun", None) is None or prim.name == "alias":  # program._ALIAS
+        names[out._id] = operands[0]
+        if _is_scalar(values[0]):
+            scalars.add(out._id)
+        return
+    if np.result_type(out._value) not in _DTYPES:
+        raise Unsupported(f"{prim.name}: a {np.result_type(out._value)} value")
+    target = f"t{len(names)}"
+    names[out._id] = target
+    if _is_scalar(out._value):
+        scalars.add(out._id)
+    writer.lines += [f"    {line}" for line in _spelling(prim, operands, values, kwargs, out, target)]
+
+
+def _spelling(prim, operands: list, values: list, kwargs: dict, out, target: str) -> list:
+    """The numba lines computing ``target`` (``out``'s value) from ``operands``."""
+    name, shape, scalar = prim.name, out.shape, _is_scalar(out._value)
+    if name in _INFIX and len(operands) == 2 and not kwargs:
+        return [f"{target} = {operands[0]} {_INFIX[name]} {operands[1]}"]
+    if name == "negative":
+        return [f"{target} = -{operands[0]}"]
+    if name in _UFUNCS and isinstance(prim.fun, np.ufunc) and not kwargs:
+        return [f"{target} = np.{prim.fun.__name__}({', '.join(operands)})"]
+    if prim.tensor_fun is operator.getitem:
+        return [f"{target} = {operands[0]}[{_index_source(values[1])}]"]
+    if name == "getitem":  # batch axes in front (a Jacobian's sweep): the index applies after them
+        return [f"{target} = {operands[0]}[{_index_source((slice(None),) * values[2] + values[1])}]"]
+    if name in ("reshape", "broadcast_to"):
+        return [_shaped(target, operands[0], values[0], shape, scalar, name)]
+    if name in ("sum", "prod") and set(kwargs) <= {"axis", "keepdims"}:
+        return _reduction(target, name, operands[0], kwargs.get("axis"), shape, scalar)
+    if name == "matmul" and not kwargs and all(np.ndim(v) in (1, 2) for v in values):
+        a, b = (f"np.ascontiguousarray({o})" for o in operands)
+        return [f"{target} = np.dot({a}, {b})"]
+    if name == "concatenate" and list(kwargs) == ["axis"]:
+        return [f"{target} = np.concatenate(({', '.join(operands)},), axis={kwargs['axis'] % len(shape)})"]
+    if name == "scatter_add":
+        index = _index_source((slice(None),) * values[3] + values[1])
+        return [f"{target} = np.zeros({shape!r}, np.float64)", f"{target}[{index}] = {operands[0]}"]
+    if name in ("accumulate", "accumulate_sliced"):
+        return _accumulated(target, name, operands, values)
+    if name == "where" and not kwargs:
+        return [f"{target} = np.where({', '.join(operands)})"]
+    if name == "cumsum" and values[1] in (None, 0, -1) and np.ndim(values[0]) == 1:
+        return [f"{target} = np.cumsum({operands[0]})"]
+    if name == "flip":
+        axes = range(len(shape)) if values[1] is None else np.atleast_1d(values[1]) % len(shape)
+        index = tuple(slice(None, None, -1) if k in set(axes) else slice(None) for k in range(len(shape)))
+        return [f"{target} = {operands[0]}[{_index_source(index)}]"]
+    if name == "transpose" and not kwargs:
+        return [f"{target} = np.transpose({operands[0]}{'' if values[1] is None else ', ' + repr(tuple(values[1]))})"]
+    raise Unsupported(f"the op {name}")
+
+
+def _shaped(target: str, operand: str, value, shape: tuple, scalar: bool, name: str) -> str:
+    """A reshape or broadcast to ``shape``: 0-d values are numba scalars."""
+    if scalar:
+        return f"{target} = {operand}" if _is_scalar(value) else f"{target} = np.ravel({operand})[0]"
+    if _is_scalar(value):
+        return f"{target} = np.full({shape!r}, {operand})"
+    if name == "reshape":
+        return f"{target} = np.ascontiguousarray({operand}).reshape({shape!r})"
+    return f"{target} = np.ascontiguousarray(np.broadcast_to({operand}, {shape!r}))"
+
+
+def _reduction(target: str, name: str, operand: str, axis, shape: tuple, scalar: bool) -> list:
+    if axis is None or (type(axis) is tuple and len(shape) == 0):
+        total = f"np.{name}({operand})"
+    elif type(axis) is int or (type(axis) is tuple and len(axis) == 1):
+        if name == "prod":
+            raise Unsupported("prod along an axis")
+        total = f"np.sum({operand}, axis={axis if type(axis) is int else axis[0]})"
+    else:
+        raise Unsupported(f"{name} over the axes {axis}")
+    if scalar:
+        return [f"{target} = {total}"]
+    return [f"{target} = np.asarray({total}).reshape({shape!r})" if axis is not None
+            else f"{target} = np.full({shape!r}, {total})"]
+
+
+def _accumulated(target: str, name: str, operands: list, values: list) -> list:
+    """The unrolled sums of slice cotangents (``lowering``), spelled for numba."""
+    unroll = accumulate_lines if name == "accumulate" else accumulate_sliced_lines
+    if any(v is not None and not isinstance(v, tuple) for v in values[2::2]):
+        raise Unsupported("a sum of slices at an advanced index")
+    spelled = {"np.zeros": "np.zeros"}
+
+    def constant(value):
+        if value is np.zeros:
+            return spelled["np.zeros"]
+        if isinstance(value, np.dtype):
+            return "np.float64" if value == np.float64 else _raise(value)
+        if type(value) is tuple and all(type(v) is int for v in value):
+            return repr(value)
+        return _index_source(value)
+    return [line.strip() for line in unroll(target, operands[2:], values[2:], constant(values[0]),
+                                            constant(values[1]), constant)]
+
+
+def _raise(value):
+    raise Unsupported(f"dtype {value}")

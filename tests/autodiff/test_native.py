@@ -1,0 +1,73 @@
+"""autodiff.function(native=True) (the optional compiled extra): where numba is installed, a program
+is one native function, equal to the NumPy replay within the rounding of the sums numba reorders
+(sequential where NumPy sums pairwise) and of LLVM's exp, log, ...; a program it cannot take
+replays as NumPy, and says why (without numba: tests/autodiff/test_small_calls.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_small_calls import python_calls
+
+import autodiff as ad
+from hessopt import problems
+
+pytest.importorskip("numba")
+
+# A sum of m terms reordered moves by at most m eps sum|terms|; these programs sum at most a few
+# hundred terms of moderate size: 1e-12 of the largest entry is that bound with room.
+RTOL = 1e-12
+
+
+def assert_within_rounding(native, plain):
+    native, plain = np.asarray(native), np.asarray(plain)
+    assert native.shape == plain.shape
+    np.testing.assert_allclose(native, plain, rtol=RTOL, atol=RTOL * np.max(np.abs(plain), initial=1.0))
+
+
+def mlp_loss(parameters, inputs, targets):
+    """A 2,033-parameter perceptron (8 -> 48 -> 32 -> 1, tanh) in plain NumPy: its squared error."""
+    w1, b1 = parameters[:384].reshape(8, 48), parameters[384:432]
+    w2, b2 = parameters[432:1968].reshape(48, 32), parameters[1968:2000]
+    w3, b3 = parameters[2000:2032].reshape(32, 1), parameters[2032:]
+    hidden = np.tanh(np.tanh(inputs @ w1 + b1) @ w2 + b2)
+    return np.mean((hidden @ w3 + b3 - targets) ** 2)
+
+
+@pytest.mark.parametrize("name", ["rosenbrock", "box_3d", "freudenstein_roth"])
+def test_native_derivatives_of_mgh_problems_are_the_replay_within_rounding(name):
+    problem = problems.get(name)
+    native, plain = ad.function(problem.fun, native=True), ad.function(problem.fun)
+    x = np.asarray(problem.x0, dtype=float)
+    v = np.random.default_rng(0).standard_normal(x.size)
+    for point in (x, x + 0.25, x * 1.5):
+        assert_within_rounding(native.grad()(point), plain.grad()(point))
+        operator, expected = native.hessian_operator(point), plain.hessian_operator(point)
+        assert native.native_reason is None
+        assert_within_rounding(operator.value, expected.value)
+        assert_within_rounding(operator.gradient, expected.gradient)
+        assert_within_rounding(operator.matvec(v), expected.matvec(v))
+    grad = native.grad()
+    calls = [call for call in python_calls(lambda: grad(x)) if call != "_numba_unpickle"]  # numba's profiling
+    assert calls == ["__call__", "direct", "program"]            # ... shows the native program as a call
+    (replay,) = next(iter(grad._cache.values()))
+    assert type(replay.run_program).__module__.startswith("numba")   # a numba dispatcher, not Python
+
+
+def test_a_native_mlp_gradient_is_the_replay_within_rounding():
+    rng = np.random.default_rng(0)
+    parameters = 0.3 * rng.standard_normal(2033)
+    inputs, targets = rng.standard_normal((256, 8)), rng.standard_normal((256, 1))
+    native = ad.function(mlp_loss, native=True)
+    gradient = native.grad()(parameters, inputs, targets)
+    assert native.native_reason is None
+    assert_within_rounding(gradient, ad.grad(mlp_loss)(parameters, inputs, targets))
+
+
+def test_a_program_numba_cannot_take_replays_as_numpy_and_says_why():
+    f = ad.function(lambda x: np.sum(x ** 2) if np.sum(x) > 0 else np.sum(x ** 3), native=True)
+    x = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(f.grad()(x), 2 * x)          # the NumPy replay: bit for bit
+    assert f.native_reason == "the program has guards (branches)"
+    g = ad.function(lambda x: np.sum(np.clip(x, 0.0, 1.5) * x), native=True)
+    np.testing.assert_array_equal(g.grad()(x), [2.0, 1.5])
+    assert g.native_reason == "Unsupported: the op clip"

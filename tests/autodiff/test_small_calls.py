@@ -1,0 +1,177 @@
+"""Small problems at the cost of their NumPy ops: a replayed call with one array goes straight to
+its program (no signature walk, no tree rebuild), the per-iterate split of a Hessian operator
+likewise, and programs are lowered (operators as operators, sums of slice cotangents unrolled, a
+value read once fused into its reader) with the same floating-point operations: bit for bit."""
+from __future__ import annotations
+
+import operator
+import sys
+
+import numpy as np
+import pytest
+
+import autodiff as ad
+from autodiff.jit import Program, lowering, trace
+from autodiff.jit.program import _accumulate, _accumulate_sliced
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def stacked(x):  # MGH's Rosenbrock: scalar reads stacked, the squared norm (slice cotangents)
+    r = np.stack([10.0 * (x[1] - x[0] ** 2), 1.0 - x[0]])
+    return r @ r
+
+
+def python_calls(call) -> list:
+    """The Python functions of autodiff (and its programs) that ``call()`` enters."""
+    entered = []
+
+    def profile(frame, event, _):
+        if event == "call" and "numpy" not in frame.f_code.co_filename:
+            entered.append(frame.f_code.co_name)
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return entered[1:]  # call itself not counted
+
+
+def test_a_replayed_call_with_one_array_goes_straight_to_its_program():
+    x = np.array([-1.2, 1.0, 0.5])
+    for f in (rosenbrock, stacked):
+        traced = ad.function(f)
+        grad, value_and_grad = traced.grad(), traced.value_and_grad()
+        expected = ad.grad(f)(x)
+        np.testing.assert_array_equal(grad(x), expected)
+        assert python_calls(lambda: grad(x)) == ["__call__", "direct", "program"]  # noqa: B023
+        np.testing.assert_array_equal(grad(x), expected)
+        value, gradient = value_and_grad(x)
+        value, gradient = value_and_grad(x)        # the fast path: a 0-d value as a NumPy scalar
+        assert type(value) is np.float64 and value == f(x)
+        np.testing.assert_array_equal(gradient, expected)
+    traced = ad.function(rosenbrock)
+    traced(x)
+    assert type(traced(x)) is np.float64 and traced(x) == rosenbrock(x)
+    # another shape, another dtype and Tensors in take the signature's path, and come back
+    np.testing.assert_array_equal(traced.grad()(np.ones(5)), np.zeros(5))
+    assert traced.grad()(x.astype(np.float32)).dtype == np.float32
+    assert isinstance(traced.grad()(ad.constant(x)), ad.Tensor)
+    np.testing.assert_array_equal(traced.grad()(x), ad.grad(rosenbrock)(x))
+    assert traced.traces == 5
+
+
+def test_a_failed_guard_on_the_direct_path_takes_the_other_branch():
+    f = ad.function(lambda x: np.sum(x ** 2) if np.sum(x) > 0 else np.sum(x ** 3))
+    grad = f.grad()
+    for x in (np.array([1.0, 2.0]), np.array([-1.0, -2.0]), np.array([1.0, 2.0]), np.array([-3.0, 1.0])):
+        np.testing.assert_array_equal(grad(x), 2 * x if np.sum(x) > 0 else 3 * x ** 2)
+    assert f.traces == 2
+
+
+def test_the_hessian_operator_of_each_iterate_goes_straight_to_its_split():
+    traced = ad.function(stacked)
+    x, v = np.array([-1.2, 1.0]), np.array([0.5, -2.0])
+    ad.hessian_operator(traced, x)
+    calls = python_calls(lambda: ad.hessian_operator(traced, x + 1.0))
+    # hessian_operator, partially_evaluated, __autodiff_partial__, start, program, _scalars and its
+    # list, [np.array(x)], Late, HessianOperator, value_of twice (the signature's path: 37 calls)
+    assert len(calls) <= 12, calls
+    operator_ = ad.hessian_operator(traced, x)
+    operator_.matvec(v)
+    assert python_calls(lambda: operator_.matvec(v)) == ["matvec", "__call__", "program", "_array"]  # unrolled sums
+    for point in (x, x + 1.0, np.array([3.0, -1.0])):
+        operator_, eager = ad.hessian_operator(traced, point), ad.hessian_operator(stacked, point)
+        assert operator_.value == eager.value
+        np.testing.assert_array_equal(operator_.gradient, eager.gradient)
+        np.testing.assert_array_equal(operator_.matvec(v), eager.matvec(v))
+        np.testing.assert_array_equal(operator_.to_dense(), eager.to_dense())
+
+
+def test_programs_write_operators_as_operators_and_unroll_the_sums_of_slices():
+    for f in (rosenbrock, stacked):
+        program = ad.function(f).grad()
+        program(np.array([-1.2, 1.0]))
+        (replay,) = next(iter(program._cache.values()))
+        called = set(map(id, replay.run_program.__globals__.values()))
+        for function in (operator.mul, operator.add, operator.sub, operator.neg, operator.getitem, operator.pow,
+                         _accumulate, _accumulate_sliced, ad.numpy.ops._scatter_raw):
+            assert id(function) not in called, function
+
+
+def test_a_negative_constant_keeps_its_sign_under_a_power():
+    f = ad.function(lambda x: (-2.0) ** x + x ** -2.0)
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(f(x), (-2.0) ** x + x ** -2.0)
+    np.testing.assert_array_equal(f(x), [-1.0, 4.25, -8.0 + 1 / 9])
+
+
+def test_a_chain_of_two_thousand_ops_is_fused_within_the_parsers_nesting_and_replays_exactly():
+    def chain(x):
+        for _ in range(700):
+            x = np.sin(x) * 1.1 + 0.1
+        return np.sum(x)
+    x = np.linspace(-1.0, 1.0, 5)
+    recording = trace(chain, x)
+    program = Program(recording.records, recording.inputs, recording.outputs, single=True)
+    assert program.source.count("\n") < 2 * 2100 / lowering.MAX_DEPTH + 10   # fused (and del lines)
+    np.testing.assert_array_equal(program.run(x), chain(x))
+    np.testing.assert_array_equal(ad.function(chain).grad()(x), ad.grad(chain)(x))
+
+
+def _unrolled(unroll, shape: tuple, items: list) -> np.ndarray:
+    """The sum of ``items`` as the lines ``unroll`` writes, run."""
+    constants: dict = {}
+
+    def constant(value):
+        constants[f"c{len(constants)}"] = value
+        return f"c{len(constants) - 1}"
+    operands = [constant(item) for item in items]
+    lines = unroll("t0", operands, items, constant(shape), constant(np.dtype(float)), constant)
+    exec(compile("\n".join(["def run():"] + lines + ["    return t0"]), "<test>", "exec"), constants)
+    return constants["run"]()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_unrolled_sums_of_slices_are_the_functions_bit_for_bit(seed):
+    rng = np.random.default_rng(seed)
+    shape = (6,)
+    slices = [(slice(0, 2),), (slice(2, 5),), (slice(1, 4),), (Ellipsis, slice(0, 2)), (4,)]
+    items = []
+    for _ in range(rng.integers(2, 7)):
+        if rng.uniform() < 0.3:
+            items += [None, rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 8)]
+        else:
+            index = slices[rng.integers(len(slices))]
+            value = np.zeros(shape)[index]
+            items += [index, rng.standard_normal(np.shape(value)) * 10.0 ** rng.integers(-8, 8)]
+    for unroll, function in ((lowering.accumulate_lines, _accumulate),
+                             (lowering.accumulate_sliced_lines, _accumulate_sliced)):
+        expected = function(shape, np.dtype(float), *items)
+        assert _unrolled(unroll, shape, items).tobytes() == expected.tobytes()
+
+
+def test_without_numba_native_programs_are_the_numpy_replay(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    f = ad.function(stacked, native=True)
+    x = np.array([-1.2, 1.0])
+    np.testing.assert_array_equal(f.grad()(x), ad.grad(stacked)(x))
+    assert f.native_reason == "numba is not installed (the compiled extra)"
+    np.testing.assert_array_equal(f.hessian_operator(x).to_dense(), ad.hessian(stacked)(x))
+
+
+def test_a_program_traced_again_compiles_once_and_keeps_its_own_constants():
+    def fit(data):
+        return lambda p: np.sum((p[0] * np.exp(-p[1] * data[0]) - data[1]) ** 2)
+    first, second = np.array([[0.0, 1.0, 2.0], [1.0, 0.5, 0.2]]), np.array([[0.5, 1.5, 3.0], [2.0, 1.0, 0.1]])
+    p = np.array([1.5, 0.7])
+    programs = []
+    for data in (first, second):
+        recording = trace(fit(data), p)
+        programs.append(Program(recording.records, recording.inputs, recording.outputs, single=True))
+    assert programs[0].source == programs[1].source
+    assert programs[0].run.__code__ is programs[1].run.__code__          # one compilation
+    for program, data in zip(programs, (first, second)):                  # each with its own data
+        assert program.run(p) == fit(data)(p)
