@@ -463,3 +463,18 @@ def check_option(name: str, value, method: str | None = None, label: str | None 
         return value if rule.convert is None else rule.convert(value)
     raise (ValueError if right_kind else TypeError)(
         f"{label or f'options[{name!r}]'} must be {rule.accepted}; got {value!r}")
+
+
+class PointDerivatives:
+    """The gradient, Hessian products and Hessian of a derivative source read from ``at(x)``, its
+    operator at one point (``gradient``, ``matvec``, ``to_dense``): autodiff's recording of x, or
+    the finite differences' point after a switch."""
+
+    def jac(self, x: np.ndarray) -> np.ndarray:
+        return self.at(x).gradient
+
+    def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
+        return self.at(x).matvec(p)
+
+    def hess(self, x: np.ndarray) -> np.ndarray:
+        return self.at(x).to_dense()

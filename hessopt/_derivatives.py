@@ -25,6 +25,7 @@ from optimizers.objective import same_point
 from ._arguments import (
     FINITE_DIFFERENCES,
     Call,
+    PointDerivatives,
     UserHessian,
     exact_derivatives,
     gradient_vector,
@@ -35,7 +36,7 @@ from ._arguments import (
 from ._hessians import GradientDerivative, LastGradient, QuasiNewton
 
 
-class AutodiffDerivatives:
+class AutodiffDerivatives(PointDerivatives):
     """f, gradient, HVPs and Hessians of ``f`` on flat float vectors, from autodiff.
 
     The Hessian operator of the last point asked for is kept: its value and gradient were computed
@@ -122,15 +123,6 @@ class AutodiffDerivatives:
         """f(x) and its gradient, with no recording kept (first-order methods)."""
         value, gradient = self._value_and_grad(self.point(x))
         return np.asarray(plain_value(value)), flat_gradient(gradient)
-
-    def jac(self, x: np.ndarray) -> np.ndarray:
-        return self.at(x).gradient
-
-    def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
-        return self.at(x).matvec(p)
-
-    def hess(self, x: np.ndarray) -> np.ndarray:
-        return self.at(x).to_dense()
 
     def solve(self, solver: Callable, x0: np.ndarray, *args, **kwargs) -> OptimizeResult:
         """``solver(*args, **kwargs)``; the Variables, if any, then hold its ``x`` (or x0 again if

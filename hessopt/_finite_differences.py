@@ -73,7 +73,7 @@ from optimizers.feasible import FeasibleSet
 from optimizers.objective import same_point
 from optimizers.stopping import DEFAULT_GTOL, GradientTest
 
-from ._arguments import Call, exact_derivatives, plain_value
+from ._arguments import Call, PointDerivatives, exact_derivatives, plain_value
 
 EPS = np.finfo(float).eps
 #: the gradient's step relative to max(1, |x_i|), and the product's, by scheme (see module docstring)
@@ -144,7 +144,7 @@ def _differences(derivatives, call: Call, feasible: FeasibleSet, scheme: str, ep
     return FiniteDifferences(function, lower, upper, scheme, eps, first=first, reason=reason, near=near)
 
 
-class Switching:
+class Switching(PointDerivatives):
     """autodiff's derivatives until autodiff refuses f at a point of the run (code that branches,
     after x0, into something the engine cannot follow: ``if x[0] > 2: return float(x[0]) ** 2``),
     then :class:`FiniteDifferences` (made by ``differences(reason)``) for the rest of the run, with
@@ -198,15 +198,6 @@ class Switching:
     def value_and_grad(self, x: np.ndarray):
         self._served += self.switched_at is None
         return self._guarded("value_and_grad", x)
-
-    def jac(self, x: np.ndarray) -> np.ndarray:
-        return self.at(x).gradient
-
-    def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
-        return self.at(x).matvec(p)
-
-    def hess(self, x: np.ndarray) -> np.ndarray:
-        return self.at(x).to_dense()
 
     def solve(self, solver: Callable, x0: np.ndarray, *args, **kwargs) -> OptimizeResult:
         """autodiff's run; the result says, after a switch, from where its derivatives were
