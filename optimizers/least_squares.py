@@ -325,8 +325,11 @@ class LevenbergMarquardt(_LeastSquaresStep):
         jacobian, r = self.counted.jacobian(x), self.counted.residuals(x)
         self.scale = np.maximum(self.scale, np.linalg.norm(jacobian, axis=0))
         scale = np.where(self.scale > 0, self.scale, 1.0)
-        augmented = np.vstack([jacobian, np.sqrt(self.lam.value) * np.diag(scale)])
-        p = scipy.linalg.lstsq(augmented, np.concatenate([-r, np.zeros(x.size)]))[0]
+        # Solved for q = D p, on the columns of J scaled to D's units: lstsq drops singular values
+        # below eps times the largest, so columns of J that differ by 1e16 in size (MGH10 down its
+        # valley) would lose the short ones' directions and predict no reduction where there is one.
+        augmented = np.vstack([jacobian / scale, np.sqrt(self.lam.value) * np.eye(x.size)])
+        p = scipy.linalg.lstsq(augmented, np.concatenate([-r, np.zeros(x.size)]))[0] / scale
         x_new = x + p
         if np.array_equal(x_new, x):
             return Stop(Status.PRECISION_LOSS)

@@ -97,6 +97,20 @@ def test_levenberg_marquardt_is_invariant_to_scaling_the_variables():
     np.testing.assert_allclose(scaled.x / scale, plain.x, rtol=1e-8)
 
 
+def test_columns_of_j_apart_by_more_than_one_over_eps_keep_their_directions():
+    # Units 1e10 and 1e-8: J's columns differ by 1e18 in size. The step is solved on the columns
+    # scaled by D, so lstsq drops no short column as rounding: the run is the unscaled one. (Solved
+    # on J itself the short columns fell below eps times the longest, every step predicted almost no
+    # reduction and the run reported ftol success at (1, 1.03, 0.76), as MGH10 did down its valley.)
+    residuals, jac = exponential_fit()
+    scale = np.array([1e10, 1.0, 1e-8])
+    plain = least_squares_lm(residuals, [1.0, 1.0, 0.0], jac, gtol=0.0)
+    scaled = least_squares_lm(lambda z: residuals(z / scale), np.array([1.0, 1.0, 0.0]) * scale,
+                              lambda z: jac(z / scale) / scale, gtol=0.0)
+    assert scaled.success and scaled.nit == plain.nit
+    np.testing.assert_allclose(scaled.x / scale, [2.5, 1.3, 0.5], rtol=1e-8)
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_rank_deficient_jacobian(method):
     # r depends on x0 + x1 only: any x with x0 + x1 = 3 is a solution.
