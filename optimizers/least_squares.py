@@ -252,7 +252,10 @@ class NielsenDamping:
 class _LeastSquaresStep(Step):
     """What Gauss-Newton and Levenberg-Marquardt share: a trial is taken when it lowers the cost,
     and a taken step that changes the cost by less than ``ftol`` (relative, actual and predicted)
-    or x by less than ``xtol`` (relative, in the scaled norm ||D x||) ends the run with success."""
+    or x by less than ``xtol`` (relative, in the scaled norm ||D x||) ends the run with success.
+    Predicted reduction and step are the model's own (MINPACK's and scipy's meaning): for
+    Gauss-Newton those of the full step, so a line search cut short on a curved cost is not
+    mistaken for convergence."""
 
     messages = {Status.SUCCESS: "The gradient test on J^T r passed."}
 
@@ -270,21 +273,22 @@ class _LeastSquaresStep(Step):
     def start(self, point: Iterate) -> dict:
         return {"step": 0.0, **self.fields()}
 
-    def taken(self, point: Iterate, x_new: np.ndarray, cost_new: float, predicted: float,
-              fields: dict) -> Trial:
-        """The trial to x_new (``predicted`` its model's reduction): taken when it lowers the
-        cost, with the small-change tests."""
+    def taken(self, point: Iterate, x_new: np.ndarray, cost_new: float, model_step: np.ndarray,
+              predicted: float, fields: dict) -> Trial:
+        """The trial to x_new, from the model's step ``model_step`` and its predicted reduction:
+        taken when it lowers the cost, with the small-change tests."""
         if not cost_new < point.f:
             return Trial(None, point.f, {"step": 0.0, **fields})
-        moved = float(np.linalg.norm(self.scale * (x_new - point.x)))
+        model_moved = float(np.linalg.norm(self.scale * model_step))
         size = float(np.linalg.norm(self.scale * point.x))
         reduction = point.f - cost_new
         stop = None
         if max(reduction, predicted) <= self.ftol * point.f:
             stop = Stop(Status.SUCCESS, "Relative reduction of the cost below ftol.")
-        elif moved <= self.xtol * (size + self.xtol):
+        elif model_moved <= self.xtol * (size + self.xtol):
             stop = Stop(Status.SUCCESS, "Relative step size below xtol.")
-        return Trial(x_new, cost_new, {"step": moved, **fields}, stop)
+        return Trial(x_new, cost_new, {"step": float(np.linalg.norm(self.scale * (x_new - point.x))), **fields},
+                     stop)
 
 
 class GaussNewton(_LeastSquaresStep):
@@ -298,9 +302,8 @@ class GaussNewton(_LeastSquaresStep):
         search = backtracking(self.objective, x, p, cost, g)
         if not search.success:
             return Stop(Status.NONFINITE if search.nonfinite else Status.PRECISION_LOSS)
-        jp = search.step * (jacobian @ p)
-        predicted = -(search.step * (g @ p) + 0.5 * (jp @ jp))
-        return self.taken(point, search.x, search.f, predicted, {})
+        jp = jacobian @ p
+        return self.taken(point, search.x, search.f, p, 0.5 * (jp @ jp), {})   # the model's reduction at p
 
 
 class LevenbergMarquardt(_LeastSquaresStep):
@@ -338,7 +341,7 @@ class LevenbergMarquardt(_LeastSquaresStep):
         cost_new = self.objective.fun(x_new)
         rho = (cost - cost_new) / predicted if np.isfinite(cost_new) and predicted > 0 else -np.inf
         if self.lam.update(rho):
-            return self.taken(point, x_new, cost_new, predicted, fields)
+            return self.taken(point, x_new, cost_new, p, predicted, fields)
         if not np.isfinite(self.lam.value):
             return Stop(Status.NONFINITE if not np.isfinite(cost_new) else Status.PRECISION_LOSS)
         return Trial(None, cost, {"step": 0.0, **fields})
