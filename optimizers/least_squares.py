@@ -355,10 +355,23 @@ class _ProjectedGaussNewton(ProjectedNewton):
     def __init__(self, objective: Objective, box: Box, counted: _Residuals):
         super().__init__(objective, box)
         self.counted = counted
+        self.model = (np.zeros(0), 0.0)
+
+    def search(self, point: Iterate):
+        self.model = (np.zeros(0), 0.0)   # no free variable: no Gauss-Newton step this time
+        return super().search(point)
 
     def reduced_step(self, point: Iterate, free: np.ndarray, g_free: np.ndarray) -> np.ndarray:
         jacobian = self.counted.jacobian(point.x)
-        return scipy.linalg.lstsq(jacobian[:, free], -self.counted.residuals(point.x))[0]
+        step = scipy.linalg.lstsq(jacobian[:, free], -self.counted.residuals(point.x))[0]
+        jp = jacobian[:, free] @ step
+        self.model = (step, 0.5 * float(jp @ jp))
+        return step
+
+    def model_change(self) -> tuple[np.ndarray, float]:
+        """The last full Gauss-Newton step on the free variables and its model's reduction
+        0.5 ||J_F d_F||^2, which the arc search may have cut short."""
+        return self.model
 
 
 @functools.singledispatch
@@ -384,16 +397,20 @@ def _(feasible: Box, method: str, objective: Objective, counted: _Residuals, *, 
     if method == "lm":
         return _SmallChanges(trust_region_step(objective, None, feasible, dense=False, eta=LM_ACCEPT_RATIO),
                              ftol=ftol, xtol=xtol)
-    return _SmallChanges(_ProjectedGaussNewton(objective, feasible, counted), ftol=ftol, xtol=xtol)
+    gauss_newton = _ProjectedGaussNewton(objective, feasible, counted)
+    return _SmallChanges(gauss_newton, ftol=ftol, xtol=xtol, model_change=gauss_newton.model_change)
 
 
 class _SmallChanges(Step):
     """A bounded step with the small-change tests of the unconstrained ones (scipy's ``ftol`` and
     ``xtol`` in a box): a taken trial that lowers the cost by less than ``ftol`` relative, or moves x
-    by less than ``xtol`` relative, ends the run with success once recorded."""
+    by less than ``xtol`` relative, ends the run with success once recorded. ``model_change()``, for
+    a line-search step, gives its model's full step and predicted reduction: then both must be small
+    too (a search cut short is not convergence); a trust-region step is its model's step."""
 
-    def __init__(self, step: Step, *, ftol: float, xtol: float):
-        self.step, self.ftol, self.xtol = step, ftol, xtol
+    def __init__(self, step: Step, *, ftol: float, xtol: float,
+                 model_change: Callable[[], tuple[np.ndarray, float]] | None = None):
+        self.step, self.ftol, self.xtol, self.model_change = step, ftol, xtol, model_change
         self.messages, self.warning = step.messages, step.warning
 
     def default_maxiter(self, n: int) -> int:
@@ -410,7 +427,11 @@ class _SmallChanges(Step):
         if isinstance(trial, Stop) or trial.x is None or trial.stop is not None:
             return trial
         moved, size = np.linalg.norm(trial.x - point.x), np.linalg.norm(point.x)
-        if point.f - trial.f <= self.ftol * point.f:
+        reduction = point.f - trial.f
+        if self.model_change is not None:
+            full_step, predicted = self.model_change()
+            moved, reduction = max(moved, float(np.linalg.norm(full_step))), max(reduction, predicted)
+        if reduction <= self.ftol * point.f:
             return trial._replace(stop=Stop(Status.SUCCESS, "Relative reduction of the cost below ftol."))
         if moved <= self.xtol * (size + self.xtol):
             return trial._replace(stop=Stop(Status.SUCCESS, "Relative step size below xtol."))
