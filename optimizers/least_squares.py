@@ -104,7 +104,7 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     ``method="gn"``: Gauss-Newton steps p = argmin ||J p + r|| (minimum norm when J is rank
     deficient) with a backtracking Armijo search, unit step first.
     ``method="lm"``: Levenberg-Marquardt steps p = argmin ||J p + r||^2 + lambda ||D p||^2, from
-    the augmented system [J; sqrt(lambda) D] p = [-r; 0]. D holds the largest column norms of J
+    the augmented system [J D^-1; sqrt(lambda) I] D p = [-r; 0]. D holds the largest column norms of J
     seen so far (Moré 1978), which makes the method invariant to the scaling of x; lambda (first
     ``damping``) moves with the ratio rho of actual to predicted reduction as a trust radius would
     (:class:`NielsenDamping`).
@@ -112,7 +112,8 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     Stops with status 0 when the gradient J^T r passes the test of :mod:`optimizers.stopping`
     (``||J^T r||_inf <= gtol``; by default the relative gradient ``<= 1e-8``), when a step
     reduces the cost by less than ``ftol`` relative (actual and predicted), or when it moves x by
-    less than ``xtol`` relative; the message says which. Without bounds, a Levenberg-Marquardt run
+    less than ``xtol`` relative (for "gn" the prediction and the step are the full Gauss-Newton
+    step's, which the line search may cut); the message says which. Without bounds, a Levenberg-Marquardt run
     that succeeded or stopped at working precision (its damping slows the last steps, and its cost
     stops resolving them) is refined by full Gauss-Newton steps while they contract
     (:func:`_refine`: x to the rounding floor, which the cost cannot resolve). Returns x, cost,
