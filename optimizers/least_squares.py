@@ -104,7 +104,7 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     ``method="gn"``: Gauss-Newton steps p = argmin ||J p + r|| (minimum norm when J is rank
     deficient) with a backtracking Armijo search, unit step first.
     ``method="lm"``: Levenberg-Marquardt steps p = argmin ||J p + r||^2 + lambda ||D p||^2, from
-    the augmented system [J; sqrt(lambda) D] p = [-r; 0]. D holds the largest column norms of J
+    the augmented system [J D^-1; sqrt(lambda) I] D p = [-r; 0]. D holds the largest column norms of J
     seen so far (Moré 1978), which makes the method invariant to the scaling of x; lambda (first
     ``damping``) moves with the ratio rho of actual to predicted reduction as a trust radius would
     (:class:`NielsenDamping`).
@@ -112,7 +112,8 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     Stops with status 0 when the gradient J^T r passes the test of :mod:`optimizers.stopping`
     (``||J^T r||_inf <= gtol``; by default the relative gradient ``<= 1e-8``), when a step
     reduces the cost by less than ``ftol`` relative (actual and predicted), or when it moves x by
-    less than ``xtol`` relative; the message says which. Without bounds, a Levenberg-Marquardt run
+    less than ``xtol`` relative (for "gn" the prediction and the step are the full Gauss-Newton
+    step's, which the line search may cut); the message says which. Without bounds, a Levenberg-Marquardt run
     that succeeded or stopped at working precision (its damping slows the last steps, and its cost
     stops resolving them) is refined by full Gauss-Newton steps while they contract
     (:func:`_refine`: x to the rounding floor, which the cost cannot resolve). Returns x, cost,
@@ -252,7 +253,10 @@ class NielsenDamping:
 class _LeastSquaresStep(Step):
     """What Gauss-Newton and Levenberg-Marquardt share: a trial is taken when it lowers the cost,
     and a taken step that changes the cost by less than ``ftol`` (relative, actual and predicted)
-    or x by less than ``xtol`` (relative, in the scaled norm ||D x||) ends the run with success."""
+    or x by less than ``xtol`` (relative, in the scaled norm ||D x||) ends the run with success.
+    Predicted reduction and step are the model's own (MINPACK's and scipy's meaning): for
+    Gauss-Newton those of the full step, so a line search cut short on a curved cost is not
+    mistaken for convergence."""
 
     messages = {Status.SUCCESS: "The gradient test on J^T r passed."}
 
@@ -270,21 +274,22 @@ class _LeastSquaresStep(Step):
     def start(self, point: Iterate) -> dict:
         return {"step": 0.0, **self.fields()}
 
-    def taken(self, point: Iterate, x_new: np.ndarray, cost_new: float, predicted: float,
-              fields: dict) -> Trial:
-        """The trial to x_new (``predicted`` its model's reduction): taken when it lowers the
-        cost, with the small-change tests."""
+    def taken(self, point: Iterate, x_new: np.ndarray, cost_new: float, model_step: np.ndarray,
+              predicted: float, fields: dict) -> Trial:
+        """The trial to x_new, from the model's step ``model_step`` and its predicted reduction:
+        taken when it lowers the cost, with the small-change tests."""
         if not cost_new < point.f:
             return Trial(None, point.f, {"step": 0.0, **fields})
-        moved = float(np.linalg.norm(self.scale * (x_new - point.x)))
+        model_moved = float(np.linalg.norm(self.scale * model_step))
         size = float(np.linalg.norm(self.scale * point.x))
         reduction = point.f - cost_new
         stop = None
         if max(reduction, predicted) <= self.ftol * point.f:
             stop = Stop(Status.SUCCESS, "Relative reduction of the cost below ftol.")
-        elif moved <= self.xtol * (size + self.xtol):
+        elif model_moved <= self.xtol * (size + self.xtol):
             stop = Stop(Status.SUCCESS, "Relative step size below xtol.")
-        return Trial(x_new, cost_new, {"step": moved, **fields}, stop)
+        return Trial(x_new, cost_new, {"step": float(np.linalg.norm(self.scale * (x_new - point.x))), **fields},
+                     stop)
 
 
 class GaussNewton(_LeastSquaresStep):
@@ -298,9 +303,8 @@ class GaussNewton(_LeastSquaresStep):
         search = backtracking(self.objective, x, p, cost, g)
         if not search.success:
             return Stop(Status.NONFINITE if search.nonfinite else Status.PRECISION_LOSS)
-        jp = search.step * (jacobian @ p)
-        predicted = -(search.step * (g @ p) + 0.5 * (jp @ jp))
-        return self.taken(point, search.x, search.f, predicted, {})
+        jp = jacobian @ p
+        return self.taken(point, search.x, search.f, p, 0.5 * (jp @ jp), {})   # the model's reduction at p
 
 
 class LevenbergMarquardt(_LeastSquaresStep):
@@ -325,8 +329,11 @@ class LevenbergMarquardt(_LeastSquaresStep):
         jacobian, r = self.counted.jacobian(x), self.counted.residuals(x)
         self.scale = np.maximum(self.scale, np.linalg.norm(jacobian, axis=0))
         scale = np.where(self.scale > 0, self.scale, 1.0)
-        augmented = np.vstack([jacobian, np.sqrt(self.lam.value) * np.diag(scale)])
-        p = scipy.linalg.lstsq(augmented, np.concatenate([-r, np.zeros(x.size)]))[0]
+        # Solved for q = D p, on the columns of J scaled to D's units: lstsq drops singular values
+        # below eps times the largest, so columns of J that differ by 1e16 in size (MGH10 down its
+        # valley) would lose the short ones' directions and predict no reduction where there is one.
+        augmented = np.vstack([jacobian / scale, np.sqrt(self.lam.value) * np.eye(x.size)])
+        p = scipy.linalg.lstsq(augmented, np.concatenate([-r, np.zeros(x.size)]))[0] / scale
         x_new = x + p
         if np.array_equal(x_new, x):
             return Stop(Status.PRECISION_LOSS)
@@ -335,7 +342,7 @@ class LevenbergMarquardt(_LeastSquaresStep):
         cost_new = self.objective.fun(x_new)
         rho = (cost - cost_new) / predicted if np.isfinite(cost_new) and predicted > 0 else -np.inf
         if self.lam.update(rho):
-            return self.taken(point, x_new, cost_new, predicted, fields)
+            return self.taken(point, x_new, cost_new, p, predicted, fields)
         if not np.isfinite(self.lam.value):
             return Stop(Status.NONFINITE if not np.isfinite(cost_new) else Status.PRECISION_LOSS)
         return Trial(None, cost, {"step": 0.0, **fields})
@@ -349,10 +356,23 @@ class _ProjectedGaussNewton(ProjectedNewton):
     def __init__(self, objective: Objective, box: Box, counted: _Residuals):
         super().__init__(objective, box)
         self.counted = counted
+        self.model = (np.zeros(0), 0.0)
+
+    def search(self, point: Iterate):
+        self.model = (np.zeros(0), 0.0)   # no free variable: no Gauss-Newton step this time
+        return super().search(point)
 
     def reduced_step(self, point: Iterate, free: np.ndarray, g_free: np.ndarray) -> np.ndarray:
         jacobian = self.counted.jacobian(point.x)
-        return scipy.linalg.lstsq(jacobian[:, free], -self.counted.residuals(point.x))[0]
+        step = scipy.linalg.lstsq(jacobian[:, free], -self.counted.residuals(point.x))[0]
+        jp = jacobian[:, free] @ step
+        self.model = (step, 0.5 * float(jp @ jp))
+        return step
+
+    def model_change(self) -> tuple[np.ndarray, float]:
+        """The last full Gauss-Newton step on the free variables and its model's reduction
+        0.5 ||J_F d_F||^2, which the arc search may have cut short."""
+        return self.model
 
 
 @functools.singledispatch
@@ -378,16 +398,20 @@ def _(feasible: Box, method: str, objective: Objective, counted: _Residuals, *, 
     if method == "lm":
         return _SmallChanges(trust_region_step(objective, None, feasible, dense=False, eta=LM_ACCEPT_RATIO),
                              ftol=ftol, xtol=xtol)
-    return _SmallChanges(_ProjectedGaussNewton(objective, feasible, counted), ftol=ftol, xtol=xtol)
+    gauss_newton = _ProjectedGaussNewton(objective, feasible, counted)
+    return _SmallChanges(gauss_newton, ftol=ftol, xtol=xtol, model_change=gauss_newton.model_change)
 
 
 class _SmallChanges(Step):
     """A bounded step with the small-change tests of the unconstrained ones (scipy's ``ftol`` and
     ``xtol`` in a box): a taken trial that lowers the cost by less than ``ftol`` relative, or moves x
-    by less than ``xtol`` relative, ends the run with success once recorded."""
+    by less than ``xtol`` relative, ends the run with success once recorded. ``model_change()``, for
+    a line-search step, gives its model's full step and predicted reduction: then both must be small
+    too (a search cut short is not convergence); a trust-region step is its model's step."""
 
-    def __init__(self, step: Step, *, ftol: float, xtol: float):
-        self.step, self.ftol, self.xtol = step, ftol, xtol
+    def __init__(self, step: Step, *, ftol: float, xtol: float,
+                 model_change: Callable[[], tuple[np.ndarray, float]] | None = None):
+        self.step, self.ftol, self.xtol, self.model_change = step, ftol, xtol, model_change
         self.messages, self.warning = step.messages, step.warning
 
     def default_maxiter(self, n: int) -> int:
@@ -404,7 +428,11 @@ class _SmallChanges(Step):
         if isinstance(trial, Stop) or trial.x is None or trial.stop is not None:
             return trial
         moved, size = np.linalg.norm(trial.x - point.x), np.linalg.norm(point.x)
-        if point.f - trial.f <= self.ftol * point.f:
+        reduction = point.f - trial.f
+        if self.model_change is not None:
+            full_step, predicted = self.model_change()
+            moved, reduction = max(moved, float(np.linalg.norm(full_step))), max(reduction, predicted)
+        if reduction <= self.ftol * point.f:
             return trial._replace(stop=Stop(Status.SUCCESS, "Relative reduction of the cost below ftol."))
         if moved <= self.xtol * (size + self.xtol):
             return trial._replace(stop=Stop(Status.SUCCESS, "Relative step size below xtol."))

@@ -106,6 +106,17 @@ def test_the_unsolved_starts_do_not_report_success(name, start):
     assert not result.success
 
 
+def test_mgh10_down_its_valley_with_the_default_tolerances_is_not_a_success():
+    """scipy's 'lm' and 'trf', started where hessopt's Levenberg-Marquardt went down the valley
+    (b1 = 2e-13), run on and end at max_nfev without success; so must hessopt (it reported ftol
+    success there at cost 5.8e8 while the steps, solved on J's unscaled columns, 2e17 against 4,
+    lost the short columns' directions)."""
+    problem = nist_problem("MGH10")
+    result = hessopt.least_squares(problem.residuals, problem.starts[0], max_nfev=2000)
+    assert np.max(np.abs(result.x - problem.certified) / np.abs(problem.certified)) > 1
+    assert not result.success and result.status == 0
+
+
 def test_an_unknown_name_is_refused_with_the_names():
     with pytest.raises(ValueError, match="unknown NIST StRD problem 'Misra1e'.*Misra1a"):
         nist_problem("Misra1e")

@@ -97,6 +97,34 @@ def test_levenberg_marquardt_is_invariant_to_scaling_the_variables():
     np.testing.assert_allclose(scaled.x / scale, plain.x, rtol=1e-8)
 
 
+def test_columns_of_j_apart_by_more_than_one_over_eps_keep_their_directions():
+    # Units 1e10 and 1e-8: J's columns differ by 1e18 in size. The step is solved on the columns
+    # scaled by D, so lstsq drops no short column as rounding: the run is the unscaled one. (Solved
+    # on J itself the short columns fell below eps times the longest, every step predicted almost no
+    # reduction and the run reported ftol success at (1, 1.03, 0.76), as MGH10 did down its valley.)
+    residuals, jac = exponential_fit()
+    scale = np.array([1e10, 1.0, 1e-8])
+    plain = least_squares_lm(residuals, [1.0, 1.0, 0.0], jac, gtol=0.0)
+    scaled = least_squares_lm(lambda z: residuals(z / scale), np.array([1.0, 1.0, 0.0]) * scale,
+                              lambda z: jac(z / scale) / scale, gtol=0.0)
+    assert scaled.success and scaled.nit == plain.nit
+    np.testing.assert_allclose(scaled.x / scale, [2.5, 1.3, 0.5], rtol=1e-8)
+
+
+@pytest.mark.parametrize("bounds", [None, ([-10.0, -10.0], [10.0, 10.0])])
+def test_gauss_newton_cut_short_by_its_line_search_is_not_convergence(bounds):
+    # r3 = 1 + B x0^2 carries curvature 2 B r3 that the Gauss-Newton model lacks. From (0, -1) the
+    # full step (1, 2) predicts lowering the cost 3 by 0.5 ||J p||^2 = 2.5; the Armijo search (in a
+    # box: along the projection arc) cuts it to about 5 / B, which lowers the cost by 2.5e-10. The
+    # small-change tests measure the model's full step, so the run goes on: it used to report ftol
+    # success at (2.5e-11, -1), cost 3. (Its minimum, near x = (0, 1), costs 1.)
+    b = 1e11
+    result = least_squares_lm(lambda x: np.array([x[0] - 1, x[1] - 1, 1 + b * x[0] ** 2]), [0.0, -1.0],
+                              lambda x: np.array([[1.0, 0.0], [0.0, 1.0], [2 * b * x[0], 0.0]]), method="gn",
+                              bounds=bounds)
+    assert result.nit > 1 and result.cost < 1.5 and not result.success
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_rank_deficient_jacobian(method):
     # r depends on x0 + x1 only: any x with x0 + x1 = 3 is a solution.
