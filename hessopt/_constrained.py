@@ -14,7 +14,9 @@ curvature from autodiff, the method gets the whole Lagrangian's Hessian as one a
 constraints' from autodiff. From 100 variables on (or 1,000 on the KKT system's side), Jacobians
 and Hessians come sparse, with their patterns found in the program; from 1,000 on the KKT side the
 KKT matrix is factored by the sparse LDL^T. A constraint whose fun autodiff cannot follow gets
-finite differences (the message says so).
+finite differences (the message says so); so does an f autodiff cannot follow at x0 when the call
+gives no jac, with ``minimize``'s warning (:func:`_objective_derivatives`; ``result.derivatives``
+says which).
 
 The result is scipy trust-constr's (``v``, ``constr``, ``constr_violation``, ``optimality``,
 ``lagrangian_grad``, ``grad``, the counts) with ``jac`` the gradient as for every other method;
@@ -23,18 +25,19 @@ callback), for the other names scipy's common ones (0 success).
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
 from scipy.optimize import OptimizeResult
 
 import optimizers
-from optimizers.bounds import Box
 from optimizers.feasible import FeasibleSet
+from optimizers.interior_point import interior_start
 from optimizers.methods import Declaration
 from optimizers.objective import Status
 
-from ._arguments import check_option, normalize, scalar_value
+from ._arguments import check_option, exact_derivatives, normalize, scalar_value
 from ._bounds import report_bounds
 from ._constraints import (
     LagrangianCurvature,
@@ -44,6 +47,7 @@ from ._constraints import (
     sparse_derivatives,
 )
 from ._derivatives import AutodiffDerivatives, Named, flat_derivatives, variables_of
+from ._finite_differences import FiniteDifferences, box_bounds, fallback
 
 #: hessopt's names of its constrained method, and scipy's names that run it
 OWN_NAMES = ("interior-point", "ipm")
@@ -131,14 +135,16 @@ def minimize_constrained(fun: Callable, x0, args, declaration: Declaration, scip
         raise ValueError("constraints with a list of Variables as x0 are not supported: pass x0 as an array or "
                          "a pytree and fun of it")
     jac, hess, hessp = derivatives_given
-    derivatives = AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel, trace=trace)
+    derivatives = _objective_derivatives(
+        AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel, trace=trace),
+        jac, call, feasible, (hess, hessp, declaration))
+    differenced = isinstance(derivatives, FiniteDifferences)
     flat = flat_derivatives(fun, jac, hess, hessp, call, derivatives, declaration, ggn=False, trace=trace)
-    box = feasible if isinstance(feasible, Box) else None
     groups = differentiable(parse_constraints(items, call.x0, call.unravel), call.x0,
-                            box.lower if box else np.full(call.x0.size, -np.inf),
-                            box.upper if box else np.full(call.x0.size, np.inf))
+                            *box_bounds(feasible, call.x0.size))
     sparse = sparse_derivatives(groups, call.x0.size, call.options.get("sparse"))
-    own_curvature = flat.operator == derivatives.at    # f's curvature is autodiff's: in the Lagrangian
+    # f's curvature is autodiff's: in the Lagrangian
+    own_curvature = not differenced and flat.operator == derivatives.at
     objective = (lambda x: derivatives.f(call.unravel(x))) if own_curvature else None
     curvature = LagrangianCurvature(groups, objective, call.x0.size, sparse=sparse, trace=trace)
     constraint = canonical_constraint(groups, sparse=sparse, trace=trace,
@@ -152,6 +158,9 @@ def minimize_constrained(fun: Callable, x0, args, declaration: Declaration, scip
     result = derivatives.solve(declaration.function, call.x0, fun_, call.x0, jac_, callback=call.callback,
                                bounds=feasible, constraints=constraint, **second, **call.options)
     _report(result, flat, own_curvature, scipy_name)
+    result.derivatives = derivatives.name if exact_derivatives(jac) else "jac"
+    if differenced:   # every call of f, the differences' too
+        result.nfev = derivatives.calls
     for note in (g.note for g in groups if g.note is not None):
         result.message = f"{result.message} {note}."
     if own_curvature:   # the constraints' curvature was part of the Lagrangian's: counted there
@@ -159,6 +168,24 @@ def minimize_constrained(fun: Callable, x0, args, declaration: Declaration, scip
     if bounded:
         report_bounds(result, result.get("active_mask", np.zeros(call.x0.size, dtype=int)), None, call.unravel)
     return call.finish(result)
+
+
+def _objective_derivatives(derivatives: AutodiffDerivatives, jac, call, feasible: FeasibleSet, second: tuple):
+    """autodiff's derivatives of f, or, when autodiff cannot follow f at x0 and the call gives no
+    gradient, :class:`~hessopt._finite_differences.FiniteDifferences` of it in the box with
+    ``minimize``'s warning (:func:`~hessopt._finite_differences.fallback`). The gradient is central
+    differences unless the call asks for ``"2-point"``: the interior point's KKT test has no
+    gradient test for fallback's switch to central ones to watch, and forward differences' error,
+    about ``sqrt(eps)`` times the curvature, is the size of its default tolerance. The Hessian is
+    second differences of f (:class:`~hessopt._finite_differences.DifferencedPoint`). An f autodiff
+    follows at x0 keeps autodiff's derivatives: its curvature belongs in the Lagrangian's program.
+    "x0" is the interior point's first iterate, x0 pushed strictly inside the bounds."""
+    scheme = "3-point" if jac is None or jac is False else jac
+    lower, upper = box_bounds(feasible, call.x0.size)
+    start = dataclasses.replace(call, x0=interior_start(call.x0, lower, upper))   # f is never called outside
+    differences = fallback(derivatives, scheme, start, feasible, None, call.options.get("gtol"), second=second,
+                           stacklevel=5)   # fallback, this, minimize_constrained, minimize, the user
+    return differences if isinstance(differences, FiniteDifferences) else derivatives
 
 
 def _report(result: OptimizeResult, flat, own_curvature: bool, scipy_name: str | None) -> None:

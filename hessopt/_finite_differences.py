@@ -95,7 +95,7 @@ _FACE = os.path.dirname(__file__) + os.sep
 
 
 def fallback(derivatives, jac, call: Call, feasible: FeasibleSet, eps=None, gtol: float | None = None,
-             *, second: tuple):
+             *, second: tuple, stacklevel: int = 3):
     """``derivatives`` (autodiff's), or :class:`FiniteDifferences` of the same function when the
     call leaves the gradient to hessopt (``jac`` None, False or a scheme), x0 is not a list of
     Variables, and autodiff refuses f at x0 while plain evaluation runs; the warning then names
@@ -103,7 +103,8 @@ def fallback(derivatives, jac, call: Call, feasible: FeasibleSet, eps=None, gtol
     differences at the first point of the run where it does not. ``eps``: scipy's absolute step (a
     number or one per entry); ``gtol``: the run's gradient test (None: the default relative one),
     for the switch to central differences; ``second``: the call's ``hess``, ``hessp`` and the
-    method's declaration, for the warning (:func:`curvature_words`)."""
+    method's declaration, for the warning (:func:`curvature_words`); ``stacklevel``: the warning's,
+    which names the user's call of ``minimize``."""
     if not exact_derivatives(jac) or derivatives.variables is not None:
         return derivatives
     scheme = "3-point" if jac in ("3-point", "cs") else "2-point"
@@ -124,7 +125,7 @@ def fallback(derivatives, jac, call: Call, feasible: FeasibleSet, eps=None, gtol
         where = f"f(x0) = {plain_value(plain)!r}"
     else:
         warnings.warn(f"autodiff cannot follow fun: {where}. {_approximate(scheme, curvature_words(*second))}",
-                      OptimizeWarning, stacklevel=3)
+                      OptimizeWarning, stacklevel=stacklevel)
     return differences(where, (call.x0, plain))
 
 
@@ -136,7 +137,7 @@ def _approximate(scheme: str, hessian: str) -> str:
 def _differences(derivatives, call: Call, feasible: FeasibleSet, scheme: str, eps, gtol: float | None,
                  reason: str, first: tuple | None) -> FiniteDifferences:
     """:class:`FiniteDifferences` of autodiff's function in the set's box (:func:`fallback`)."""
-    lower, upper = _box(feasible, call.x0.size)
+    lower, upper = box_bounds(feasible, call.x0.size)
     function = lambda x: derivatives.call(x)   # noqa: E731  (a fresh copy of x for the user, each call)
     test = GradientTest(gtol)
     tolerance = SWITCH_MARGIN * (DEFAULT_GTOL if gtol is None else gtol)
@@ -285,7 +286,7 @@ def _text(error: BaseException) -> str:
         return "(its str() raised)"
 
 
-def _box(feasible: FeasibleSet, n: int) -> tuple[np.ndarray, np.ndarray]:
+def box_bounds(feasible: FeasibleSet, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The set's bounds (a Box's lower and upper), or no bound."""
     lower, upper = getattr(feasible, "lower", None), getattr(feasible, "upper", None)
     if lower is None:

@@ -78,6 +78,16 @@ class Multipliers(NamedTuple):
     z_upper: np.ndarray
 
 
+def interior_start(x0: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """x0 (a copy) strictly inside the bounds by W&B §3.6's rule (:func:`~optimizers.barrier.push_inside`),
+    fixed variables (``lower == upper``) at their value: the interior point's first iterate."""
+    x = np.array(x0, dtype=float)
+    fixed = lower == upper
+    x[fixed] = lower[fixed]
+    x[~fixed] = push_inside(x[~fixed], lower[~fixed], upper[~fixed])
+    return x
+
+
 class Constrained(FeasibleSet):
     """The feasible set ``{x : x_l <= x <= x_u, c_l <= c(x) <= c_u}``, the third instance of the
     loop's feasible-set contract (:mod:`optimizers.feasible`): x0 pushed strictly inside the
@@ -135,10 +145,7 @@ class Constrained(FeasibleSet):
         when it moved."""
         if x0.size != self.lower.size:
             raise ValueError(f"the bounds are over {self.lower.size} variables, but x0 has {x0.size}")
-        x = np.array(x0, dtype=float)
-        x[self.fixed] = self.lower[self.fixed]
-        free = ~self.fixed
-        x[free] = push_inside(x[free], self.lower[free], self.upper[free])
+        x = interior_start(x0, self.lower, self.upper)
         moved = np.flatnonzero(x != x0)
         if not moved.size:
             return x, None

@@ -12,10 +12,13 @@ in the user's units; recomputing them in float64 adds rounding, hence KKT_TOL = 
 nondegenerate solution (strict complementarity, second-order sufficiency), x and the multipliers
 are within a modest multiple of E_0 of the solution: X_TOL = 1e-6.
 """
+import math
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse
-from scipy.optimize import Bounds, LinearConstraint, NonlinearConstraint
+from scipy.optimize import Bounds, LinearConstraint, NonlinearConstraint, OptimizeWarning
 
 import autodiff as ad
 import hessopt
@@ -269,6 +272,47 @@ def test_a_constraint_autodiff_cannot_follow_gets_finite_differences():
         assert result.success and "constraints[0] (ineq)'s derivatives came from finite differences" in result.message
         np.testing.assert_allclose(result.x, -np.ones(2) / np.sqrt(2), atol=X_TOL)
         np.testing.assert_allclose(result.v[0], [-1 / np.sqrt(2)], atol=X_TOL)
+
+
+
+def test_an_objective_autodiff_cannot_follow_gets_finite_differences_with_minimizes_warning():
+    """HS071 with f written in math.pow and float(), which leave the engine: f's gradient comes from
+    central differences in the box and its Hessian from second differences of f, as minimize's
+    fallback gives them, with its warning (naming float() and the line) and the result saying so.
+    The central gradient's error, ``eps^(2/3)`` times f's scale (~1e-9 here, f's third derivatives
+    at most 2), is below the KKT test's 1e-8, so the published solution and the KKT conditions with
+    the exact gradient hold to the tolerances of the autodiff run above."""
+    _, grad = hs071()
+    seen = []
+
+    def f(x):
+        x = [float(entry) for entry in x]
+        seen.append(x)
+        return x[0] * x[3] * (x[0] + x[1] + x[2]) + math.pow(x[2], 1)
+    constraints = [NonlinearConstraint(lambda x: np.prod(x), 25, np.inf), {"type": "eq", "fun": lambda x: x @ x - 40}]
+    with pytest.warns(OptimizeWarning, match=r"autodiff cannot follow fun: float\(\).*finite differences \(3-point\)") \
+            as record:
+        result = hessopt.minimize(f, [1.0, 5.0, 5.0, 1.0], bounds=Bounds(1, 5), constraints=constraints)
+    assert record[0].filename == __file__   # the warning points at the user's call
+    assert result.success and result.derivatives == "finite differences"
+    assert "The derivatives are finite differences (3-point): float()" in result.message
+    np.testing.assert_allclose(result.fun, 17.0140173, rtol=1e-8)
+    np.testing.assert_allclose(result.x, [1.0, 4.743, 3.82115, 1.379408], atol=1e-5)   # as printed
+    assert_kkt(result, grad, [lambda x: np.prod(x) / x, lambda x: 2 * x])
+    assert result.nfev == len(seen) + 1   # every call of f: + the refused recording at x0, which raised before seen
+    assert np.all((np.array(seen) >= 1) & (np.array(seen) <= 5))   # the difference steps stay in the box
+
+
+def test_an_objective_autodiff_follows_is_not_differenced():
+    """An f autodiff follows keeps autodiff's derivatives, f's curvature in the Lagrangian's program: no
+    warning; on the line x0 + x1 = 1, min (x0 - 1)^2 + (x1 - 2)^2 is at (0, 1)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OptimizeWarning)
+        result = hessopt.minimize(lambda x: (x[0] - 1) ** 2 + (x[1] - 2) ** 2, X0,
+                                  constraints={"type": "eq", "fun": lambda x: x[0] + x[1] - 1})
+    assert result.success and result.derivatives == "autodiff"
+    assert result.hessian_source == "autodiff (the Lagrangian's)" and "finite differences" not in result.message
+    np.testing.assert_allclose(result.x, [0.0, 1.0], atol=X_TOL)
 
 
 X0 = np.zeros(2)
