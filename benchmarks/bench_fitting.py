@@ -39,6 +39,7 @@ import numpy as np
 import autodiff as ad
 import hessopt
 from autodiff.numpy import scipy_integrate
+from hessopt.problems import lotka_volterra, robertson, saturating_chain, sir
 
 from common import calls_per_batch, optional
 
@@ -46,26 +47,6 @@ jax = optional("jax")
 
 
 # --- the systems ------------------------------------------------------------------------------------
-
-def lotka_volterra(y, t, a, b, c, d):
-    return np.stack([a * y[0] - b * y[0] * y[1], -c * y[1] + d * y[0] * y[1]])
-
-
-def sir(y, t, beta, gamma):
-    infections = beta * y[0] * y[1]
-    return np.stack([-infections, infections - gamma * y[1], gamma * y[1]])
-
-
-def robertson(y, t, k1, k2, k3):
-    return np.stack([-k1 * y[0] + k3 * y[1] * y[2], k1 * y[0] - k2 * y[1] ** 2 - k3 * y[1] * y[2],
-                     k2 * y[1] ** 2])
-
-
-def chain(y, t, vmax, km):
-    """50 compartments in a row, each passing to the next at the saturating rate vmax y / (km + y)."""
-    flux = vmax * y / (km + y)
-    return np.concatenate([-flux[:1], flux[:-1] - flux[1:]])
-
 
 @dataclass
 class System:
@@ -118,7 +99,7 @@ def systems() -> dict:
                       jax_func=jax_funcs.get("sir")),
         "robertson": System(robertson, np.array([1.0, 0.0, 0.0]), np.concatenate([[0.0], np.logspace(-5, 5, 21)]),
                             (0.04, 3e7, 1e4), {"rtol": 1e-6, "atol": 1e-10}),
-        "chain": System(chain, np.r_[1.0, np.linspace(0.5, 0.1, 49)], np.linspace(0.0, 20.0, 21), (1.0, 0.5),
+        "chain": System(saturating_chain, np.r_[1.0, np.linspace(0.5, 0.1, 49)], np.linspace(0.0, 20.0, 21), (1.0, 0.5),
                         jax_func=jax_funcs.get("chain")),
     }
 

@@ -9,7 +9,10 @@ finite elements, and chained Rosenbrock in a box. ``HOCK_SCHITTKOWSKI`` (103 pro
 Schittkowski 1981, ``hock_schittkowski(number)``) and ``constrained(name, n)`` (sparse problems at
 any n) have general constraints; they are written in ``hessopt._constrained_problems``.
 ``nist_problem(name)`` (``NIST_STRD``, 27 names) gives NIST's nonlinear regression problems with their
-certified parameters (``hessopt._nist``).
+certified parameters (``hessopt._nist``). Four ODE right-hand sides in
+``scipy.integrate.odeint``'s signature ``f(y, t, *params)``, from non-stiff to stiff and from 2 to any
+number of states (``lotka_volterra``, ``sir``, ``robertson``, ``saturating_chain``), serve fitting and
+derivatives through an integrator.
 
 Variable-dimension MGH problems are given at the customary sizes: n = 10 (n = 12 for the extended
 Powell function, whose n must be a multiple of 4), m = 20 for the three linear functions (MGH 32-34)
@@ -42,7 +45,8 @@ from ._nist import NIST_STRD, NistProblem, nist_problem
 from ._problem import Problem
 
 __all__ = ["Problem", "MGH", "SCALABLE", "BOUNDED", "HOCK_SCHITTKOWSKI", "CONSTRAINED", "scalable", "bounded",
-           "constrained", "hock_schittkowski", "get", "enneper_edges", "NIST_STRD", "NistProblem", "nist_problem"]
+           "constrained", "hock_schittkowski", "get", "enneper_edges", "NIST_STRD", "NistProblem", "nist_problem",
+           "lotka_volterra", "sir", "robertson", "saturating_chain"]
 
 
 def _sum_of_squares(residuals: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], float]:
@@ -958,3 +962,59 @@ def get(name: str | int, n: int | None = None) -> Problem:
     elif isinstance(name, str) and name in SCALABLE:
         raise ValueError(f"{name!r} is scalable: pass n")
     raise KeyError(f"unknown problem {name!r}")
+
+
+# --- ODE right-hand sides (odeint's signature f(y, t, *params)) ------------------------------------
+
+def lotka_volterra(y, t, a, b, c, d):
+    """Lotka-Volterra predator-prey: prey y[0] grows at a and is eaten at b y[0] y[1]; predators
+    y[1] die at c and grow at d y[0] y[1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lotka_volterra(np.array([10.0, 5.0]), 0.0, 1.0, 0.1, 1.5, 0.075)    # 10 - 5, -7.5 + 3.75
+    array([ 5.  , -3.75])
+    """
+    return np.stack([a * y[0] - b * y[0] * y[1], -c * y[1] + d * y[0] * y[1]])
+
+
+def sir(y, t, beta, gamma):
+    """The SIR epidemic (Kermack & McKendrick 1927): susceptible, infected, recovered fractions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sir(np.array([0.99, 0.01, 0.0]), 0.0, 0.3, 0.1).round(5)          # infections 0.3 * 0.0099
+    array([-0.00297,  0.00197,  0.001  ])
+    """
+    infections = beta * y[0] * y[1]
+    return np.stack([-infections, infections - gamma * y[1], gamma * y[1]])
+
+
+def robertson(y, t, k1, k2, k3):
+    """Robertson's chemical kinetics (1966): stiff (rates from 0.04 to 3e7).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> robertson(np.array([1.0, 0.0, 0.0]), 0.0, 0.04, 3e7, 1e4)           # only k1 acts at the start
+    array([-0.04,  0.04,  0.  ])
+    """
+    return np.stack([-k1 * y[0] + k3 * y[1] * y[2], k1 * y[0] - k2 * y[1] ** 2 - k3 * y[1] * y[2],
+                     k2 * y[1] ** 2])
+
+
+def saturating_chain(y, t, vmax, km):
+    """Compartments in a row (as many as y has), each passing to the next at the saturating
+    (Michaelis-Menten) rate vmax y / (km + y).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> saturating_chain(np.array([1.0, 1.0, 0.0]), 0.0, 1.0, 1.0)          # fluxes 0.5, 0.5, 0
+    array([-0.5,  0. ,  0.5])
+    """
+    flux = vmax * y / (km + y)
+    return np.concatenate([-flux[:1], flux[:-1] - flux[1:]])
+

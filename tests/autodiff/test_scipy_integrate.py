@@ -16,6 +16,7 @@ from test_function import assert_replays_exactly
 import autodiff as ad
 from autodiff.check import central_differences
 from autodiff.numpy import scipy_integrate
+from hessopt.problems import lotka_volterra, robertson, saturating_chain, sir
 
 TIGHT = {"rtol": 1e-11, "atol": 1e-11}  # so that finite differences of the computed values are meaningful
 
@@ -243,27 +244,6 @@ def test_full_output_is_refused_by_a_trace_and_fresh_at_each_eager_call():
 
 # --- the derivatives' methods: forward sensitivities, the checkpointed adjoint, replayed rates ----------
 
-def lotka_volterra(y, t, a, b, c, d):
-    return np.stack([a * y[0] - b * y[0] * y[1], -c * y[1] + d * y[0] * y[1]])
-
-
-def sir(y, t, beta, gamma):
-    infections = beta * y[0] * y[1]
-    return np.stack([-infections, infections - gamma * y[1], gamma * y[1]])
-
-
-def robertson(y, t, k1, k2, k3):
-    """Robertson's chemical kinetics: stiff (rates from 0.04 to 3e7)."""
-    return np.stack([-k1 * y[0] + k3 * y[1] * y[2], k1 * y[0] - k2 * y[1] ** 2 - k3 * y[1] * y[2],
-                     k2 * y[1] ** 2])
-
-
-def chain(y, t, vmax, km):
-    """50 compartments in a row, each passing to the next at the saturating rate vmax y / (km + y)."""
-    flux = vmax * y / (km + y)
-    return np.concatenate([-flux[:1], flux[:-1] - flux[1:]])
-
-
 ROBERTSON_TIMES = np.array([0.0, 0.4, 4.0, 40.0, 400.0, 4e3, 4e4])
 SYSTEMS = {  # func, y0, t, args, tolerances
     "lotka_volterra": (lotka_volterra, np.array([10.0, 5.0]), np.linspace(0.0, 15.0, 16), (1.0, 0.1, 1.5, 0.075),
@@ -271,7 +251,7 @@ SYSTEMS = {  # func, y0, t, args, tolerances
     "sir": (sir, np.array([0.99, 0.01, 0.0]), np.linspace(0.0, 100.0, 11), (0.3, 0.1), {"rtol": 1e-10, "atol": 1e-12}),
     "robertson": (robertson, np.array([1.0, 0.0, 0.0]), ROBERTSON_TIMES, (0.04, 3e7, 1e4),
                   {"rtol": 1e-8, "atol": 1e-14}),
-    "chain": (chain, np.r_[1.0, np.linspace(0.5, 0.1, 49)], np.linspace(0.0, 20.0, 6), (1.0, 0.5),
+    "chain": (saturating_chain, np.r_[1.0, np.linspace(0.5, 0.1, 49)], np.linspace(0.0, 20.0, 6), (1.0, 0.5),
               {"rtol": 1e-10, "atol": 1e-12}),
 }
 
