@@ -48,6 +48,7 @@ from autodiff.forward import ForwardAccumulator
 from autodiff.tape import GradientTape
 from autodiff.tree import flatten, ravel
 
+from ._constraints import constraint_items
 from ._covariance import masked_inverse
 from ._derivatives import variables_of
 
@@ -328,7 +329,7 @@ def minimize_through_solution(minimize: Callable, arguments: dict) -> OptimizeRe
     """minimize's call with ``x`` and ``fun`` differentiable in what the objective reads, or None
     (see :func:`_through_solution`). A constrained solution is refused inside a transform: its
     derivatives solve the KKT system, not the objective's Hessian, and that rule is not written yet."""
-    if (state.tapes or state.accumulators) and arguments.get("constraints") not in (None, (), []):
+    if (state.tapes or state.accumulators) and constraint_items(arguments.get("constraints")):
         raise NotImplementedError("hessopt.minimize with constraints inside a transform: derivatives of a "
                                   "constrained solution (the KKT system's sensitivities) are not supported yet; "
                                   "call it outside the transform, or with bounds only")
