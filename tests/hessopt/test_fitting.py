@@ -7,6 +7,8 @@ returned parameters), which hold to rounding; the comparisons with scipy's own l
 both runs to tight tolerances, and the distance between two points that pass the gradient test at
 gtol is at most 2 gtol / mu (mu the smallest eigenvalue of the cost's Hessian, above 0.05 here).
 """
+import warnings
+
 import numpy as np
 import pytest
 import scipy.optimize
@@ -276,6 +278,15 @@ def test_curve_fit_covariance_is_the_scaled_inverse_of_j_t_j_at_the_fit():
     theirs = scipy.optimize.curve_fit(model, x, y, p0=[1.0, 1.0, 0.0], sigma=sigma)
     np.testing.assert_allclose(popt, theirs[0], rtol=1e-6)   # scipy stops at its ftol, 1.5e-8
     np.testing.assert_allclose(pcov, theirs[1], rtol=1e-4)
+
+
+def test_curve_fit_default_start_warns_of_nothing():
+    """scipy's p0 (ones, middles of finite bounds) came with a RuntimeWarning from inf - inf."""
+    x = np.linspace(0, 4, 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        popt, _ = hessopt.curve_fit(model, x, model(x, 2.5, 1.3, 0.5), bounds=([0, 0, -np.inf], [5, np.inf, np.inf]))
+    np.testing.assert_allclose(popt, [2.5, 1.3, 0.5], rtol=1e-7)
 
 
 def test_curve_fit_starts_as_scipy_and_omits_nans():
