@@ -231,7 +231,10 @@ def _check_bound_shapes(bounds, x0) -> None:
         return   # feasible_set names what is wrong with it
     shape = np.shape(np.atleast_1d(x0))
     for name, side in zip(("lb", "ub"), sides):
-        side_shape = np.shape(side) if side is not None else ()
+        try:
+            side_shape = np.shape(side) if side is not None else ()
+        except ValueError:   # ragged: feasible_set names it
+            return
         if side_shape not in ((), shape, (int(np.prod(shape)),)):
             raise ValueError(f"Inconsistent shapes between bounds and x0: {name} has shape {side_shape}, x0 {shape}. "
                              "As in scipy's least_squares, a bound is a scalar or an array of x0's shape "
