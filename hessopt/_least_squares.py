@@ -169,7 +169,7 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
     if not is_tree(x0) and np.iscomplexobj(x0):
         raise ValueError("x0 must be real (scipy's least_squares refuses complex x0 too)")
     robust = RobustResiduals(loss, f_scale)
-    _check_bound_shapes(bounds, x0)
+    _check_shapes(x0, bounds, x_scale)
     feasible = feasible_set(bounds, x0, pairs=False)
     _check_lm(method, feasible, robust, jac_sparsity)
     options = {**_stopping(ftol, xtol, gtol, max_nfev, verbose, method), **_own_options(options)}
@@ -221,24 +221,26 @@ def _check_scipy_settings(x_scale, diff_step, tr_solver, tr_options, jac_sparsit
         raise ValueError(f"max_nfev must be None or a positive integer, got {max_nfev!r}")
 
 
-def _check_bound_shapes(bounds, x0) -> None:
-    """scipy's least_squares broadcasts a scalar bound only: an array bound of an array x0 must have
-    x0's shape (or, for an x0 of more than one dimension, its size: hessopt's flat form)."""
-    if bounds is None or is_tree(x0):
+def _check_shapes(x0, bounds, x_scale) -> None:
+    """scipy's least_squares broadcasts scalars only: an array bound or ``x_scale`` of an array x0
+    must have x0's shape (or, for an x0 of more than one dimension, its size: hessopt's flat form)."""
+    if is_tree(x0):
         return
     sides = (bounds.lb, bounds.ub) if isinstance(bounds, Bounds) else bounds
-    if not (isinstance(sides, (tuple, list)) and len(sides) == 2):
-        return   # feasible_set names what is wrong with it
+    named = dict(zip(("lb", "ub"), sides)) if isinstance(sides, (tuple, list)) and len(sides) == 2 else {}
+    if not isinstance(x_scale, str):
+        named["x_scale"] = x_scale
     shape = np.shape(np.atleast_1d(x0))
-    for name, side in zip(("lb", "ub"), sides):
+    for name, value in named.items():
         try:
-            side_shape = np.shape(side) if side is not None else ()
-        except ValueError:   # ragged: feasible_set names it
-            return
-        if side_shape not in ((), shape, (int(np.prod(shape)),)):
-            raise ValueError(f"Inconsistent shapes between bounds and x0: {name} has shape {side_shape}, x0 {shape}. "
-                             "As in scipy's least_squares, a bound is a scalar or an array of x0's shape "
-                             "(an array of another shape is not broadcast)")
+            value_shape = np.shape(value) if value is not None else ()
+        except ValueError:   # ragged: named where it is read
+            continue
+        if value_shape not in ((), shape, (int(np.prod(shape)),)):
+            what = "x_scale" if name == "x_scale" else "bounds"
+            raise ValueError(f"Inconsistent shapes between {what} and x0: {name} has shape {value_shape}, x0 {shape}. "
+                             f"As in scipy's least_squares, {what} is a scalar or an array of x0's shape (an array "
+                             "of another shape is not broadcast)")
 
 
 def _check_lm(method: str, feasible, robust: RobustResiduals, jac_sparsity) -> None:

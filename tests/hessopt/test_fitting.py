@@ -217,6 +217,13 @@ def test_array_bounds_of_another_shape_are_not_broadcast(bounds):
         hessopt.least_squares(decay, [1.0, 0.5], bounds=bounds)
 
 
+@pytest.mark.parametrize("x_scale", [[1.0, 2.0, 3.0], [[1.0, 2.0]]])
+def test_an_x_scale_of_another_shape_is_refused(x_scale):
+    with pytest.raises(ValueError, match="Inconsistent shapes between x_scale and x0: x_scale has shape"):
+        hessopt.least_squares(decay, [1.0, 0.5], x_scale=x_scale)
+    assert hessopt.least_squares(decay, [1.0, 0.5], x_scale=[1.0, 2.0]).success
+
+
 @pytest.mark.parametrize("call, message", [
     (dict(bounds=(0, 5)), "Method 'lm' doesn't support bounds"),
     (dict(loss="huber"), "Method 'lm' doesn't support loss 'huber'"),
