@@ -16,8 +16,8 @@ hi`` fixes a variable; bounds with no finite entry are no bounds (:func:`feasibl
 ``minimize``, bounds that do not fit x0 or cross begin their error with scipy's sentence (its
 tests and its users match it), then say which entry and why. x0 outside the box is clipped into
 it by the box (:meth:`optimizers.bounds.Box.start`, as L-BFGS-B does), with a note that the
-message ends with. ``Bounds.keep_feasible`` is accepted and has no effect: every
-point at which hessopt evaluates the objective lies in the box.
+message ends with (``least_squares`` refuses it first, as scipy's does). ``Bounds.keep_feasible``
+is accepted and has no effect: every point at which hessopt evaluates the objective lies in the box.
 """
 from __future__ import annotations
 

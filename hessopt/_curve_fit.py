@@ -197,7 +197,7 @@ def _start(f: Callable, p0, bounds) -> np.ndarray:
     both, low, high = np.isfinite(lower) & np.isfinite(upper), np.isfinite(lower), np.isfinite(upper)
     start = np.where(low & ~both, lower + 1, start)
     start = np.where(high & ~both, upper - 1, start)
-    return np.where(both, 0.5 * (lower + upper), start)
+    return np.where(both, 0.5 * (np.where(both, lower, 0.0) + np.where(both, upper, 0.0)), start)   # no inf - inf
 
 
 def _sides(bounds, n: int) -> np.ndarray:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
-from scipy.optimize import OptimizeResult
+from scipy.optimize import Bounds, OptimizeResult
 from scipy.sparse.linalg import LinearOperator
 
 import autodiff as ad
@@ -71,8 +71,9 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
 
     ``bounds`` are scipy's ``(lb, ub)`` (each a scalar or an array of x0's shape or size, a pytree of
     x0's structure for a pytree x0; ``-np.inf``/``np.inf`` or None for no bound) or a
-    ``scipy.optimize.Bounds``. x0 outside the box is clipped into it (the message says so), and the
-    residuals are never evaluated outside it; success then means the projected gradient test.
+    ``scipy.optimize.Bounds``; an array bound of another shape is not broadcast, and an x0 outside the
+    box is refused, as scipy refuses them. The residuals are never evaluated outside the box; success
+    then means the projected gradient test.
 
     Inside a transform, residuals that read a tracked Tensor make ``x``, ``fun`` and ``cost``
     differentiable in it (the implicit function theorem on the cost's exact Hessian; see
@@ -85,11 +86,14 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
     x0 : array_like or pytree
         The starting point.
     jac : callable or {'2-point', '3-point', 'cs'}, optional
-        The Jacobian of the raveled residuals (a dense array, a sparse matrix or a ``LinearOperator``);
-        scipy's finite-difference schemes and None give the exact one from autodiff.
+        The Jacobian of the raveled residuals, (m, n) (a dense array, a sparse matrix or a
+        ``LinearOperator``; for residuals or x0 of more dimensions also fun's shape followed by
+        x0's); scipy's finite-difference schemes and None give the exact one from autodiff.
     bounds : (lb, ub) or scipy.optimize.Bounds, optional
     method : {'trf', 'dogbox', 'lm', 'gn'}, default 'trf'
-        'trf', 'dogbox' and 'lm': Levenberg-Marquardt (module docstring); 'gn': Gauss-Newton.
+        'trf', 'dogbox' and 'lm': Levenberg-Marquardt (module docstring); 'gn': Gauss-Newton. 'lm'
+        refuses what scipy's (MINPACK) refuses: bounds, a robust loss, ``jac_sparsity``, sparse or
+        operator Jacobians, fewer residuals than variables and tolerances of None or below eps.
     ftol, xtol, gtol : float or None
         Stop when a step lowers the cost by less than ``ftol`` relative, moves x by less than ``xtol``
         relative (in the norm scaled by the columns of J), or when ``||grad||_inf <= gtol``
@@ -121,8 +125,9 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
     Returns
     -------
     scipy.optimize.OptimizeResult
-        scipy's fields: ``x``, ``cost``, ``fun`` (the residuals f), ``jac`` (of the robust residuals when
-        ``loss`` is not linear, as scipy's), ``grad``, ``optimality`` (the largest entry of the projected
+        scipy's fields: ``x``, ``cost``, ``fun`` (the residuals f), ``jac`` (in the form the user's jac
+        gave; for a robust loss scaled as scipy's, so that ``jac.T @ jac`` is the Gauss-Newton Hessian
+        of the cost, :mod:`hessopt._robust_loss`), ``grad``, ``optimality`` (the largest entry of the projected
         gradient), ``active_mask``, ``nfev``, ``njev``, ``status`` (scipy's codes; -3: no progress at
         working precision, -4: non-finite values), ``message``, ``success``; and ``nit``, ``history``.
 
@@ -131,7 +136,8 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
     TypeError
         If fun is not callable.
     ValueError
-        For an unknown method, jac or loss, tolerances all below eps, bad settings or bounds.
+        For an unknown method, jac or loss, tolerances all below eps, bad settings or bounds, an x0
+        outside the bounds, a Jacobian of the wrong shape, or what method 'lm' refuses.
 
     Examples
     --------
@@ -163,19 +169,26 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
     if not is_tree(x0) and np.iscomplexobj(x0):
         raise ValueError("x0 must be real (scipy's least_squares refuses complex x0 too)")
     robust = RobustResiduals(loss, f_scale)
+    _check_shapes(x0, bounds, x_scale)
     feasible = feasible_set(bounds, x0, pairs=False)
-    options = {**_stopping(ftol, xtol, gtol, max_nfev, verbose), **_own_options(options)}
+    _check_lm(method, feasible, robust, jac_sparsity)
+    options = {**_stopping(ftol, xtol, gtol, max_nfev, verbose, method), **_own_options(options)}
     trace = options.pop("trace", True)
     check_option("trace", trace)
     call = normalize(x0, args, callback, options, optimizers.least_squares_lm, "least_squares")
-    call.x0, note = feasible.start(call.x0)
-    residuals = _Residuals(fun, jac, call, kwargs or {}, trace, robust, feasible, tr_solver)
-    _check_sparsity(jac_sparsity, residuals.value(call.x0).size, call.x0.size)
+    _check_feasible(feasible, call.x0)
+    forms = _JacobianForms(method, tr_solver, x_scale)
+    residuals = _Residuals(fun, jac, call, kwargs or {}, trace, robust, feasible, forms)
+    m = residuals.value(call.x0).size
+    _check_sparsity(jac_sparsity, m, call.x0.size)
+    if method == "lm" and m < call.x0.size:
+        raise ValueError(f"Method 'lm' doesn't work when the number of residuals ({m}) is less than the number of "
+                         f"variables ({call.x0.size}), as in scipy; method='trf' runs the same algorithm for any m")
     result = optimizers.least_squares_lm(residuals.robust_residuals, call.x0, residuals.robust_jacobian,
                                          callback=call.callback, method=METHODS[method], bounds=feasible,
                                          **call.options)
     _as_scipy_result(result, residuals, feasible, jac)
-    report_bounds(result, result.get("active_mask", np.zeros(call.x0.size, dtype=int)), note, call.unravel)
+    report_bounds(result, result.get("active_mask", np.zeros(call.x0.size, dtype=int)), None, call.unravel)
     if verbose:
         print(f"{result.message} Function evaluations {result.nfev}, final cost {result.cost:.4e}, "
               f"first-order optimality {result.optimality:.2e}.")
@@ -208,6 +221,69 @@ def _check_scipy_settings(x_scale, diff_step, tr_solver, tr_options, jac_sparsit
         raise ValueError(f"max_nfev must be None or a positive integer, got {max_nfev!r}")
 
 
+def _check_shapes(x0, bounds, x_scale) -> None:
+    """scipy's least_squares broadcasts scalars only: an array bound or ``x_scale`` of an array x0
+    must have x0's shape (or, for an x0 of more than one dimension, its size: hessopt's flat form)."""
+    if is_tree(x0):
+        return
+    sides = (bounds.lb, bounds.ub) if isinstance(bounds, Bounds) else bounds
+    named = dict(zip(("lb", "ub"), sides)) if isinstance(sides, (tuple, list)) and len(sides) == 2 else {}
+    if not isinstance(x_scale, str):
+        named["x_scale"] = x_scale
+    shape = np.shape(np.atleast_1d(x0))
+    for name, value in named.items():
+        try:
+            value_shape = np.shape(value) if value is not None else ()
+        except ValueError:   # ragged: named where it is read
+            continue
+        if value_shape not in ((), shape, (int(np.prod(shape)),)):
+            what = "x_scale" if name == "x_scale" else "bounds"
+            raise ValueError(f"Inconsistent shapes between {what} and x0: {name} has shape {value_shape}, x0 {shape}. "
+                             f"As in scipy's least_squares, {what} is a scalar or an array of x0's shape (an array "
+                             "of another shape is not broadcast)")
+
+
+def _check_lm(method: str, feasible, robust: RobustResiduals, jac_sparsity) -> None:
+    """What scipy's method 'lm' (MINPACK) refuses, refused the same way, though hessopt's 'lm' runs
+    the algorithm of 'trf', which takes them: code written for one library then runs on the other."""
+    refusals = {"bounds": hasattr(feasible, "lower"), f"loss {robust.name!r} (only 'linear')": not robust.linear,
+                "jac_sparsity": jac_sparsity is not None}
+    refused = [what for what, given in refusals.items() if given]
+    if method == "lm" and refused:
+        raise ValueError(f"Method 'lm' doesn't support {' or '.join(refused)}, as in scipy: use method='trf' (the same "
+                         "Levenberg-Marquardt algorithm here) or 'dogbox'")
+
+
+def _check_feasible(feasible, x0: np.ndarray) -> None:
+    """scipy's least_squares refuses an x0 outside the bounds (``minimize`` clips it instead)."""
+    if not hasattr(feasible, "lower") or feasible.contains(x0):
+        return
+    outside = np.flatnonzero((x0 < feasible.lower) | (x0 > feasible.upper))
+    first = outside[0]
+    raise ValueError(f"x0 is infeasible: it lies outside the bounds in {outside.size} of {x0.size} entries (the first "
+                     f"at flat index {first}: {x0[first]:g} not in [{feasible.lower[first]:g}, "
+                     f"{feasible.upper[first]:g}]); scipy's least_squares refuses it too")
+
+
+class _JacobianForms:
+    """Which forms of a user's Jacobian the settings take: scipy's 'lm' and tr_solver='exact' take
+    dense arrays only, x_scale='jac' no LinearOperator (it has no column norms)."""
+
+    def __init__(self, method: str, tr_solver: str | None, x_scale):
+        self.dense_only = ("method='lm'" if method == "lm" else "tr_solver='exact'" if tr_solver == "exact"
+                           else None)
+        self.scaled = isinstance(x_scale, str) and x_scale == "jac"
+
+    def check(self, value) -> None:
+        sparse, operator = scipy.sparse.issparse(value), isinstance(value, LinearOperator)
+        if (sparse or operator) and self.dense_only:
+            raise ValueError(f"{self.dense_only} works only with dense Jacobians, as in scipy; jac returned "
+                             f"{type(value).__name__} (method='trf' with tr_solver=None or 'lsmr' takes it)")
+        if operator and self.scaled:
+            raise ValueError("x_scale='jac' can't be used when jac returns a LinearOperator (it has no column norms), "
+                             "as in scipy")
+
+
 def _check_sparsity(jac_sparsity, m: int, n: int) -> None:
     """scipy's check of ``jac_sparsity`` (which has no other effect here): an (m, n) structure."""
     if jac_sparsity is not None and np.shape(jac_sparsity) != (m, n):
@@ -224,8 +300,9 @@ def _own_options(options) -> dict:
     return options
 
 
-def _stopping(ftol, xtol, gtol, max_nfev, verbose) -> dict:
-    """scipy's tolerances (None: off) and max_nfev as the optimizer's options."""
+def _stopping(ftol, xtol, gtol, max_nfev, verbose, method: str) -> dict:
+    """scipy's tolerances (None: off; for 'lm' each must be on and above eps, as scipy's MINPACK
+    needs) and max_nfev as the optimizer's options."""
     tolerances = {"ftol": ftol, "xtol": xtol, "gtol": gtol}
     for name, value in tolerances.items():
         if value is not None and not (isinstance(value, (int, float, np.number)) and value >= 0):
@@ -233,6 +310,10 @@ def _stopping(ftol, xtol, gtol, max_nfev, verbose) -> dict:
     if all(value is None or value < _EPS for value in tolerances.values()):
         raise ValueError("At least one of the tolerances must be higher than machine epsilon "
                          f"({_EPS:.1e}): ftol={ftol!r}, xtol={xtol!r}, gtol={gtol!r}")
+    if method == "lm" and any(value is None or value < _EPS for value in tolerances.values()):
+        raise ValueError(f"All tolerances must be higher than machine epsilon ({_EPS:.1e}) for method 'lm', as in "
+                         f"scipy: ftol={ftol!r}, xtol={xtol!r}, gtol={gtol!r} (method='trf' takes None to turn "
+                         "a test off)")
     options = {name: 0.0 if value is None else float(value) for name, value in tolerances.items()}
     if max_nfev is not None:
         options["maxiter"] = int(max_nfev) - 1   # one evaluation of the residuals per iteration, after x0's
@@ -244,25 +325,34 @@ def _stopping(ftol, xtol, gtol, max_nfev, verbose) -> dict:
 class _Residuals:
     """The user's residuals f and Jacobian J on flat x, with the robust rewriting on top; the last
     two values of f are kept, so the Jacobian at an evaluated point and the result's ``fun`` cost
-    no evaluation. Values come from plain calls of ``fun``; the Jacobian from autodiff's program of
-    it (``trace``: replayed), the user's ``jac``, or finite differences where autodiff cannot follow."""
+    no evaluation, and the last J, for the result's ``jac``. Values come from plain calls of ``fun``;
+    the Jacobian from autodiff's program of it (``trace``: replayed), the user's ``jac`` (in the
+    ``forms`` the settings take; ``form`` records a sparse or operator one, which the result's
+    ``jac`` keeps), or finite differences where autodiff cannot follow."""
 
     def __init__(self, fun: Callable, jac, call, kwargs: dict, trace: bool, robust: RobustResiduals,
-                 feasible, tr_solver: str | None):
-        unravel, args, n = call.unravel, call.args, call.x0.size
-        self.robust, self.recent = robust, []
+                 feasible, forms: _JacobianForms):
+        unravel, args = call.unravel, call.args
+        self.robust, self.recent, self.last_jacobian, self.form = robust, [], (None, None), None
         self.box = (feasible.lower, feasible.upper) if hasattr(feasible, "lower") else (-np.inf, np.inf)
+        x_tree = unravel(call.x0)
+        self.x_shape = np.shape(x_tree) if isinstance(x_tree, np.ndarray) else (call.x0.size,)
+        self.shape = None   # of fun's value, once evaluated
+
+        def raw(x):
+            return fun(unravel(x), *args, **kwargs)
 
         def flat(x):
-            return residual_vector(fun(unravel(x), *args, **kwargs))
+            return residual_vector(raw(x))
 
-        self.flat = flat   # values by a plain call: code autodiff cannot follow still has them
+        self.raw, self.flat = raw, flat   # values by a plain call: code autodiff cannot follow still has them
         self.traced = ad.function(flat, eager_fallback=True) if trace else None
         self.scheme = "3-point" if jac in ("3-point", "cs") else "2-point"   # 'cs': see difference_jacobian
         self.note: str | None = None    # why autodiff could not give the Jacobian, once it could not
         if callable(jac):
-            self.source = "jac"
-            self.jacobian = lambda x: _dense(jac(unravel(x), *args, **kwargs), n, tr_solver)
+            self.source, self.forms = "jac", forms
+            self.given = lambda x: jac(unravel(x), *args, **kwargs)
+            self.jacobian = self.users
         elif exact_derivatives(jac):
             self.source, self.autodiff = "autodiff", ad.jacobian(self.traced or flat)
             self.jacobian = self.exact_or_differenced
@@ -282,11 +372,32 @@ class _Residuals:
         lower, upper = (np.broadcast_to(np.asarray(bound, dtype=float), x.shape) for bound in self.box)
         return difference_jacobian(self.flat, x, self.value(x), lower, upper, self.scheme)
 
+    def users(self, x: np.ndarray) -> np.ndarray:
+        """The user's Jacobian at x (an array, sparse matrix or LinearOperator) as a dense (m, n)
+        array, refused in a form the settings do not take or of a shape that is not (m, n) (or, for
+        residuals or x0 of more dimensions, fun's shape followed by x0's)."""
+        value = self.given(x)
+        self.forms.check(value)
+        if scipy.sparse.issparse(value):
+            value, self.form = value.toarray(), "sparse"
+        elif isinstance(value, LinearOperator):
+            value, self.form = value @ np.eye(x.size), "operator"
+        matrix = real_array(plain_value(value), "the value of jac")
+        m, n = self.value(x).size, x.size
+        full = tuple(self.shape) + tuple(self.x_shape)
+        if matrix.size != m * n or (matrix.ndim == 2 and matrix.shape != (m, n)) \
+                or (matrix.ndim > 2 and matrix.shape != full) or (matrix.ndim < 2 and min(m, n) > 1):
+            raise ValueError(f"jac returned shape {matrix.shape}; it must be (m, n) = {(m, n)}, m the number of "
+                             f"residuals and n of variables" + (f", or {full}" if len(full) > 2 else ""))
+        return matrix.reshape(m, n)
+
     def value(self, x: np.ndarray) -> np.ndarray:
         for point, f in self.recent:
             if same_point(x, point):
                 return f
-        f = np.asarray(plain_value(self.flat(x)), dtype=float)
+        value = self.raw(x)
+        f = np.asarray(plain_value(residual_vector(value)), dtype=float)
+        self.shape = np.shape(plain_value(value))
         self.recent = [(x.copy(), f), *self.recent[:1]]
         return f
 
@@ -294,20 +405,19 @@ class _Residuals:
         return self.robust.residuals(self.value(x))
 
     def robust_jacobian(self, x: np.ndarray) -> np.ndarray:
-        return self.robust.jacobian(self.value(x), self.jacobian(x))
+        jacobian = self.jacobian(x)
+        self.last_jacobian = (x.copy(), jacobian)
+        return self.robust.jacobian(self.value(x), jacobian)
 
-
-def _dense(value, n: int, tr_solver: str | None) -> np.ndarray:
-    """A user's Jacobian (array, sparse matrix or LinearOperator) as a dense (m, n) array; a sparse
-    one or an operator with ``tr_solver='exact'`` is refused, as scipy refuses it."""
-    if tr_solver == "exact" and (scipy.sparse.issparse(value) or isinstance(value, LinearOperator)):
-        raise ValueError("tr_solver='exact' works only with dense Jacobians; jac returned "
-                         f"{type(value).__name__} (tr_solver=None or 'lsmr' takes it)")
-    if scipy.sparse.issparse(value):
-        value = value.toarray()
-    elif isinstance(value, LinearOperator):
-        value = value @ np.eye(n)
-    return real_array(plain_value(value), "the value of jac").reshape(-1, n)
+    def result_jacobian(self, x: np.ndarray):
+        """scipy's ``jac`` of the result at x: J, scaled for a robust loss (:mod:`hessopt._robust_loss`),
+        in the form the user's jac gave (a sparse array or a LinearOperator)."""
+        point, jacobian = self.last_jacobian
+        jacobian = self.robust.gauss_newton_jacobian(self.value(x), jacobian if same_point(x, point)
+                                                     else self.jacobian(x))
+        if self.form == "sparse":
+            return scipy.sparse.csr_array(jacobian)
+        return scipy.sparse.linalg.aslinearoperator(jacobian) if self.form == "operator" else jacobian
 
 
 def _as_scipy_result(result: OptimizeResult, residuals: _Residuals, feasible, jac) -> None:
@@ -318,7 +428,7 @@ def _as_scipy_result(result: OptimizeResult, residuals: _Residuals, feasible, ja
     else:
         code = _FAILURES.get(status, -1)
     result.hessopt_status, result.status, result.success = status, code, code > 0
-    result.fun = residuals.value(result.x)
+    result.fun, result.jac = residuals.value(result.x), residuals.result_jacobian(result.x)
     result.optimality = float(np.max(np.abs(feasible.stationarity(result.x, result.grad)), initial=0.0))
     result.jac_source = residuals.source
     if residuals.note is not None:

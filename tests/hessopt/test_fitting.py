@@ -7,10 +7,15 @@ returned parameters), which hold to rounding; the comparisons with scipy's own l
 both runs to tight tolerances, and the distance between two points that pass the gradient test at
 gtol is at most 2 gtol / mu (mu the smallest eigenvalue of the cost's Hessian, above 0.05 here).
 """
+import warnings
+
 import numpy as np
 import pytest
 import scipy.optimize
+import scipy.sparse
+import scipy.sparse.linalg
 import scipy.stats
+from scipy.optimize import Bounds
 
 import hessopt
 
@@ -157,6 +162,106 @@ def test_complex_x0_is_refused_as_scipy_does():
         hessopt.least_squares(decay, [1.0, 1.0 + 0j])
 
 
+def decay_jacobian(x, data=EXACT):
+    e = np.exp(-x[1] * T)
+    return np.stack([e, -x[0] * T * e], axis=1)
+
+
+@pytest.mark.parametrize("loss", ["soft_l1", "huber", "cauchy", "arctan"])
+def test_robust_jac_is_scipys_gauss_newton_factor(loss):
+    """scipy's result.jac: J^T J is the cost's Hessian without second derivatives of f, row i of J
+    scaled by sqrt(g''(f_i)), g(f) = 0.5 C^2 rho((f / C)^2), floored at eps (outliers of a
+    redescending loss). g'' by central second differences, h = 1e-4: truncation h^2 g'''' / 12 and
+    rounding eps |g| / h^2, both below 1e-7 here."""
+    f_scale, x0 = 0.3, np.array([1.5, 0.4])
+    result = hessopt.least_squares(decay, x0, loss=loss, f_scale=f_scale, max_nfev=1, args=(NOISY,))
+    f, J = decay(x0, NOISY), decay_jacobian(x0)
+
+    def g(value):
+        return 0.5 * f_scale ** 2 * rho(loss, (value / f_scale) ** 2)
+
+    h = 1e-4
+    second = (g(f + h) - 2 * g(f) + g(f - h)) / h ** 2
+    factor_squared = (result.jac[:, 0] / J[:, 0]) ** 2   # column 0, exp(-b t), is nowhere zero
+    np.testing.assert_allclose(factor_squared, np.maximum(second, np.finfo(float).eps), rtol=1e-6, atol=1e-7)
+    assert result.jac.shape == J.shape
+
+
+def test_result_jac_keeps_the_form_of_the_users_jac():
+    def sparse_jac(x, data):
+        return scipy.sparse.csr_array(decay_jacobian(x))
+
+    def operator_jac(x, data):
+        return scipy.sparse.linalg.aslinearoperator(decay_jacobian(x))
+
+    sparse = hessopt.least_squares(decay, [1.0, 1.0], jac=sparse_jac, args=(EXACT,))
+    assert scipy.sparse.issparse(sparse.jac)
+    np.testing.assert_allclose(sparse.jac.toarray(), decay_jacobian(sparse.x), rtol=1e-15)
+    operator = hessopt.least_squares(decay, [1.0, 1.0], jac=operator_jac, args=(EXACT,))
+    assert isinstance(operator.jac, scipy.sparse.linalg.LinearOperator)
+    np.testing.assert_allclose(operator.jac @ np.eye(2), decay_jacobian(operator.x), rtol=1e-15)
+    np.testing.assert_allclose(sparse.x, TRUTH, rtol=1e-10)
+
+
+def test_x0_outside_the_bounds_is_refused_as_scipy_does():
+    with pytest.raises(ValueError, match=r"x0 is infeasible: it lies outside the bounds in 1 of 2 entries \(the "
+                                         r"first at flat index 1: 1 not in \[0, 0.4\]\)"):
+        hessopt.least_squares(decay, [1.0, 1.0], bounds=([0, 0], [np.inf, 0.4]))
+    on_the_bound = hessopt.least_squares(decay, [1.0, 0.4], bounds=([0, 0], [np.inf, 0.4]))
+    assert on_the_bound.success and on_the_bound.x[1] == 0.4
+
+
+@pytest.mark.parametrize("bounds", [([0.0], [3.0, 4.0]), (0.0, [[3.0, 4.0]]), Bounds([0.0], [3.0, 4.0, 5.0])])
+def test_array_bounds_of_another_shape_are_not_broadcast(bounds):
+    with pytest.raises(ValueError, match="Inconsistent shapes between bounds and x0"):
+        hessopt.least_squares(decay, [1.0, 0.5], bounds=bounds)
+
+
+@pytest.mark.parametrize("x_scale", [[1.0, 2.0, 3.0], [[1.0, 2.0]]])
+def test_an_x_scale_of_another_shape_is_refused(x_scale):
+    with pytest.raises(ValueError, match="Inconsistent shapes between x_scale and x0: x_scale has shape"):
+        hessopt.least_squares(decay, [1.0, 0.5], x_scale=x_scale)
+    assert hessopt.least_squares(decay, [1.0, 0.5], x_scale=[1.0, 2.0]).success
+
+
+@pytest.mark.parametrize("call, message", [
+    (dict(bounds=(0, 5)), "Method 'lm' doesn't support bounds"),
+    (dict(loss="huber"), "Method 'lm' doesn't support loss 'huber'"),
+    (dict(jac_sparsity=np.ones((25, 2))), "Method 'lm' doesn't support jac_sparsity"),
+    (dict(ftol=None), "All tolerances must be higher than machine epsilon"),
+    (dict(gtol=0.0), "All tolerances must be higher than machine epsilon"),
+    (dict(jac=lambda x: scipy.sparse.csr_array(decay_jacobian(x))), "method='lm' works only with dense Jacobians"),
+    (dict(jac=lambda x: scipy.sparse.linalg.aslinearoperator(decay_jacobian(x))), "works only with dense"),
+])
+def test_method_lm_refuses_what_scipys_lm_refuses(call, message):
+    with pytest.raises(ValueError, match=message):
+        hessopt.least_squares(decay, [1.0, 1.0], method="lm", **call)
+    if "jac" not in call:   # 'trf', the same algorithm, takes them
+        assert hessopt.least_squares(decay, [1.0, 1.0], method="trf", **call).x.shape == (2,)
+
+
+def test_method_lm_refuses_fewer_residuals_than_variables():
+    with pytest.raises(ValueError, match=r"Method 'lm' doesn't work when the number of residuals \(1\) is less"):
+        hessopt.least_squares(lambda x: x[:1] - 1.0, [0.0, 0.0], method="lm")
+    assert hessopt.least_squares(lambda x: x[:1] - 1.0, [0.0, 0.0], method="trf").x[0] == pytest.approx(1.0)
+
+
+def test_x_scale_jac_refuses_a_linear_operator():
+    with pytest.raises(ValueError, match="x_scale='jac' can't be used when jac returns a LinearOperator"):
+        hessopt.least_squares(decay, [1.0, 1.0], x_scale="jac",
+                              jac=lambda x: scipy.sparse.linalg.aslinearoperator(decay_jacobian(x)))
+
+
+@pytest.mark.parametrize("jac, shape", [
+    (lambda x: decay_jacobian(x)[None], r"\(1, 25, 2\)"),
+    (lambda x: decay_jacobian(x).T, r"\(2, 25\)"),
+    (lambda x: decay_jacobian(x).ravel(), r"\(50,\)"),
+])
+def test_a_jacobian_of_the_wrong_shape_is_refused(jac, shape):
+    with pytest.raises(ValueError, match=rf"jac returned shape {shape}; it must be \(m, n\) = \(25, 2\)"):
+        hessopt.least_squares(decay, [1.0, 1.0], jac=jac)
+
+
 def model(x, a, b, c):
     return a * np.exp(-b * x) + c
 
@@ -180,6 +285,15 @@ def test_curve_fit_covariance_is_the_scaled_inverse_of_j_t_j_at_the_fit():
     theirs = scipy.optimize.curve_fit(model, x, y, p0=[1.0, 1.0, 0.0], sigma=sigma)
     np.testing.assert_allclose(popt, theirs[0], rtol=1e-6)   # scipy stops at its ftol, 1.5e-8
     np.testing.assert_allclose(pcov, theirs[1], rtol=1e-4)
+
+
+def test_curve_fit_default_start_warns_of_nothing():
+    """scipy's p0 (ones, middles of finite bounds) came with a RuntimeWarning from inf - inf."""
+    x = np.linspace(0, 4, 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        popt, _ = hessopt.curve_fit(model, x, model(x, 2.5, 1.3, 0.5), bounds=([0, 0, -np.inf], [5, np.inf, np.inf]))
+    np.testing.assert_allclose(popt, [2.5, 1.3, 0.5], rtol=1e-7)
 
 
 def test_curve_fit_starts_as_scipy_and_omits_nans():
