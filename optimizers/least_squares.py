@@ -412,16 +412,24 @@ class BoundedLevenbergMarquardt(TronStep):
     Gauss-Newton model, in the variables ``D x`` with Moré's (1978) scaling D, the largest column
     norms of J seen so far, so that the region is his ellipsoid ``||D p|| <= radius`` and the
     iterates do not depend on how x is scaled (as the unconstrained :class:`LevenbergMarquardt`).
-    The radius starts at ``||D x0||`` (scipy's TRF with ``x_scale='jac'``; 1 at x0 = 0), and the
-    model's CG runs until its residual is at rounding level (:data:`MODEL_RTOL`) rather than to an
-    inexact-Newton forcing term: that term is read from the size of the gradient, which a cost of
-    thousands puts at its loosest (0.5) for the whole run, and a Gauss-Newton step solved to half
-    its residual converges linearly, with reductions an ftol test reads as convergence."""
+
+    The radius starts as the unscaled trust regions' does, in the scaled variables: at
+    ``min(||D^-1 pg||, ||D x0||)``, pg the projected gradient (``||D x0||`` alone, as in MINPACK and
+    scipy's TRF with ``x_scale='jac'``, sent the robust Lotka-Volterra fit of notebook 09 into a far
+    valley). The model's CG runs until its residual is at rounding level (:data:`MODEL_RTOL`), not
+    to an inexact-Newton forcing term: that term is read from the size of the gradient, which a
+    cost of thousands holds at its loosest (0.5) for the whole run, and Gauss-Newton steps solved
+    to half their residual converge linearly, with small reductions an ftol test took for
+    convergence."""
 
     def __init__(self, objective: Objective, box: Box, counted: _Residuals):
         self.counted, self.column_norms = counted, np.zeros(objective.x0.size)
-        radius = float(np.linalg.norm(self._scale(objective.x0) * objective.x0)) or 1.0
-        super().__init__(objective, box, RadiusControl(radius, 1e10 * radius), dense=False, eta=LM_ACCEPT_RATIO)
+        scale, x0 = self._scale(objective.x0), objective.x0
+        size = float(np.linalg.norm(scale * x0))
+        gradient = float(np.linalg.norm(box.projected_gradient(x0, objective.grad(x0)) / scale))
+        radius = (min(gradient, size) if size > 0 else gradient) or 1.0
+        super().__init__(objective, box, RadiusControl(radius, 1e10 * max(radius, size)), dense=False,
+                         eta=LM_ACCEPT_RATIO)
         self.last_step = None
 
     def _scale(self, x: np.ndarray) -> np.ndarray:
