@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as _np
 
 from ..core import Primitive, Tensor, note_read, shape_of, tracked, value_of
-from ..transforms import jvp, vjp  # not circular: autodiff.numpy does not import this module (autodiff does)
+from ..transforms import linearize, vjp  # not circular: autodiff.numpy does not import this module (autodiff does)
 from . import ops
 from ._ode_adjoint import adjoint_cotangents
 from ._ode_replay import Dynamics, check_fresh, jacobian_rows
@@ -178,20 +178,17 @@ def _sensitivity_dynamics(func: Callable, n: int, m: int, moved: tuple, count: i
     """The forward sensitivity system of ``func`` for m directions: the state [y, S] (S of shape
     (m, n), a tangent of y per row), with ``args`` and the directions' tangents of ``args[moved]``
     (P, of m rows: their entries raveled and concatenated) as arguments; d/dt of it is
-    [f, [S, P] [J_y, J_args]^T], the Jacobian from one sweep batched over its n rows (for one
-    direction, a Jacobian-vector product instead)."""
+    [f, [S, P] [J_y, J_args]^T], the products with all m directions as one Jacobian-vector product
+    batched over them (``linearize``: replayed, the straight-line forward-mode program of ``func``
+    on m-vectors, not n rows of its Jacobian assembled and multiplied)."""
 
     def rate(z, s, *all_args):
         args, tangents = all_args[:count], all_args[count]
-        if m == 1:
-            chosen = [args[k] for k in moved]
-            ends = _np.cumsum([0] + [math.prod(shape_of(c)) for c in chosen])
-            along = [ops.reshape(tangents[0, a:b], shape_of(c)) for a, b, c in zip(ends[:-1], ends[1:], chosen)]
-            return ops.concatenate(jvp(lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen)),
-                                       (z[:n], *chosen), (z[n:], *along)))
-        f, jacobian = _jacobians(func, z[:n], s, args, moved)
-        directions = ops.concatenate([ops.reshape(z[n:], (m, n)), tangents], axis=1)
-        return ops.concatenate([f, ops.reshape(ops.matmul(directions, ops.transpose(jacobian)), (-1,))])
+        chosen = [args[k] for k in moved]
+        f, push = linearize(lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen)), z[:n], *chosen)
+        ends = _np.cumsum([0] + [math.prod(shape_of(c)) for c in chosen])
+        along = [ops.reshape(tangents[:, a:b], (m,) + shape_of(c)) for a, b, c in zip(ends[:-1], ends[1:], chosen)]
+        return ops.concatenate([f, ops.reshape(push(ops.reshape(z[n:], (m, n)), *along), (-1,))])
 
     def block_jacobian(z, s, *all_args):
         return jacobian_rows(lambda y: func(y, s, *all_args[:count]), z[:n])
