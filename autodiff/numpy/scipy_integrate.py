@@ -176,18 +176,16 @@ def _root_and_key(func: Callable) -> tuple:
 
 def _sensitivity_dynamics(func: Callable, n: int, m: int, moved: tuple, count: int) -> Dynamics:
     """The forward sensitivity system of ``func`` for m directions: the state [y, S] (S of shape
-    (m, n), a tangent of y per row), with ``args`` and the directions' tangents of ``args[moved]``
-    (P, of m rows: their entries raveled and concatenated) as arguments; d/dt of it is
+    (m, n), a tangent of y per row), with ``args`` and the directions' tangents of each of
+    ``args[moved]`` (P, each of shape (m,) + its shape) as arguments; d/dt of it is
     [f, [S, P] [J_y, J_args]^T], the products with all m directions as one Jacobian-vector product
     batched over them (``linearize``: replayed, the straight-line forward-mode program of ``func``
     on m-vectors, not n rows of its Jacobian assembled and multiplied)."""
 
     def rate(z, s, *all_args):
-        args, tangents = all_args[:count], all_args[count]
-        chosen = [args[k] for k in moved]
-        f, push = linearize(lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen)), z[:n], *chosen)
-        ends = _np.cumsum([0] + [math.prod(shape_of(c)) for c in chosen])
-        along = [ops.reshape(tangents[:, a:b], (m,) + shape_of(c)) for a, b, c in zip(ends[:-1], ends[1:], chosen)]
+        args, along = all_args[:count], all_args[count:]
+        f, push = linearize(lambda y, *chosen: func(y, s, *_with_chosen(args, moved, chosen)), z[:n],
+                            *[args[k] for k in moved])
         return ops.concatenate([f, ops.reshape(push(ops.reshape(z[n:], (m, n)), *along), (-1,))])
 
     def block_jacobian(z, s, *all_args):
@@ -227,7 +225,10 @@ def _sensitivities(y0, t, *args, start, tangents, moved: tuple, func: Callable, 
     ``bench_fitting`` are as close to their tight-tolerance values either way."""
     n, m = shape_of(y0)[0], shape_of(start)[0]
     dynamics = _sensitivity_dynamics(func, n, m, moved, len(args))
-    states = _odeint(ops.concatenate([y0, ops.reshape(start, (-1,))]), t, *args, tangents, func=dynamics,
+    chosen = [args[k] for k in moved]
+    ends = _np.cumsum([0] + [math.prod(shape_of(c)) for c in chosen])
+    along = [ops.reshape(tangents[:, a:b], (m,) + shape_of(c)) for a, b, c in zip(ends[:-1], ends[1:], chosen)]
+    states = _odeint(ops.concatenate([y0, ops.reshape(start, (-1,))]), t, *args, *along, func=dynamics,
                      rtol=_error_test_on_y(rtol, n, m, 0.0), atol=_error_test_on_y(atol, n, m, UNTESTED),
                      options=options)
     return ops.reshape(states[:, n:], (shape_of(t)[0], m, n))
