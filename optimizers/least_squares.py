@@ -413,21 +413,26 @@ class BoundedLevenbergMarquardt(TronStep):
     norms of J seen so far, so that the region is his ellipsoid ``||D p|| <= radius`` and the
     iterates do not depend on how x is scaled (as the unconstrained :class:`LevenbergMarquardt`).
 
-    The radius starts as the unscaled trust regions' does, in the scaled variables: at
-    ``min(||D^-1 pg||, ||D x0||)``, pg the projected gradient (``||D x0||`` alone, as in MINPACK and
-    scipy's TRF with ``x_scale='jac'``, sent the robust Lotka-Volterra fit of notebook 09 into a far
-    valley). The model's CG runs until its residual is at rounding level (:data:`MODEL_RTOL`), not
-    to an inexact-Newton forcing term: that term is read from the size of the gradient, which a
-    cost of thousands holds at its loosest (0.5) for the whole run, and Gauss-Newton steps solved
-    to half their residual converge linearly, with small reductions an ftol test took for
-    convergence."""
+    The radius starts at the length of the model's Cauchy step, ``||g~||^3 / ||J D^-1 g~||^2`` with
+    ``g~ = D^-1 pg`` (Sartenaer 1997, "Automatic determination of an initial trust region in
+    nonlinear programming"), at most ``||D x0||``: ``||D x0||`` itself, MINPACK's and scipy TRF's
+    with ``x_scale='jac'``, and ``min(||g~||, ||D x0||)`` sent the robust Lotka-Volterra fit of
+    notebook 09 into a far valley, on some OpenBLAS kernels or all.
+
+    The model's CG runs until its residual is at rounding level (:data:`MODEL_RTOL`), not to an
+    inexact-Newton forcing term: that term is read from the size of the gradient, which a cost of
+    thousands holds at its loosest (0.5) for the whole run, and Gauss-Newton steps solved to half
+    their residual converge linearly, with small reductions an ftol test took for convergence."""
 
     def __init__(self, objective: Objective, box: Box, counted: _Residuals):
         self.counted, self.column_norms = counted, np.zeros(objective.x0.size)
         scale, x0 = self._scale(objective.x0), objective.x0
         size = float(np.linalg.norm(scale * x0))
-        gradient = float(np.linalg.norm(box.projected_gradient(x0, objective.grad(x0)) / scale))
-        radius = (min(gradient, size) if size > 0 else gradient) or 1.0
+        gradient = box.projected_gradient(x0, objective.grad(x0)) / scale
+        length = float(np.linalg.norm(gradient))
+        curvature = float(np.sum((counted.jacobian(x0) @ (gradient / scale)) ** 2))   # g~^T D^-1 J^T J D^-1 g~
+        cauchy = length ** 3 / curvature if curvature > 0 else length
+        radius = (min(cauchy, size) if size > 0 else cauchy) or 1.0
         super().__init__(objective, box, RadiusControl(radius, 1e10 * max(radius, size)), dense=False,
                          eta=LM_ACCEPT_RATIO)
         self.last_step = None
