@@ -9,8 +9,9 @@ The derivatives in ``y0``, ``t`` and the arrays of ``args`` come from one of two
 each a few solves' worth (not one recorded tape per step):
 
 - the forward sensitivities (Hindmarsh et al. 2005, "SUNDIALS", section 5): the tangents of ``y``
-  in every differentiated direction, whose rate is ``df/dy S + df/dargs P``, integrated with ``y``
-  in one call of ``odeint`` itself; the gradient contracts them with the output cotangents, and
+  in every differentiated direction, whose rate is ``df/dy S + df/dargs P`` (one Jacobian-vector
+  product batched over the directions), integrated with ``y`` in one call of ``odeint`` itself,
+  LSODA's error test on ``y`` alone; the gradient contracts them with the output cotangents, and
   a Jacobian of many outputs takes them all from that one integration. Written with the engine's
   ops, they differentiate again: Hessians, forward mode (one direction, a JVP per step).
 - the continuous adjoint (Pontryagin et al. 1962; Chen et al. 2018, "Neural ordinary differential
@@ -19,10 +20,11 @@ each a few solves' worth (not one recorded tape per step):
   from integrating it backward too, which is unstable for dissipative and stiff systems. First
   order only: a cotangent that is differentiated again takes the sensitivities.
 
-``derivatives="auto"`` chooses by the work of their rates per evaluation (the sensitivities need
-the n x (n + p) Jacobian and its product with every direction, the adjoint one vector-Jacobian
-product per cotangent: ``ADJOINT_WORK_RATIO``); "forward" and "adjoint" choose by name. Either
-way the rates are ``func``'s Jacobians or vector-Jacobian products traced once and replayed as
+``derivatives="auto"`` chooses by the work of their rates per evaluation (``ADJOINT_WORK_RATIO``,
+a measure tuned when the sensitivities' rate formed the n x (n + p) Jacobian and multiplied it by
+every direction; the adjoint's is one vector-Jacobian product per cotangent); "forward" and
+"adjoint" choose by name. Either way the rates are ``func``'s Jacobian-vector or vector-Jacobian
+products traced once and replayed as
 NumPy programs (``_ode_replay``), with their Jacobians for LSODA's stiff method. A derivative's
 integration that fails raises (a RuntimeError with LSODA's message) instead of giving wrong
 numbers; it may take ten times ``mxstep`` steps per output interval.
