@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
 from scipy.optimize import OptimizeResult
 
-from .bounds import Box
+from .bounds import Box, BoxTrustRegion
 from .feasible import FeasibleSet, Unconstrained
 from .linesearch import backtracking
 from .loop import RunOptions, Saddle, Step, Stop, Trial, run
@@ -26,7 +27,7 @@ from .methods import feasible_set
 from .newton import ProjectedNewton
 from .objective import Iterate, Objective, Status, same_point
 from .stopping import gradient_norm
-from .trust_region import trust_region_step
+from .trust_region import RadiusControl, TronStep
 
 # Gauss-Newton refinement (_refine) takes steps up to this size relative to x (in the scaled norm):
 # the steps a cost rounded at eps cannot resolve are near sqrt(eps) = 1.5e-8 relative and below.
@@ -37,6 +38,9 @@ EPS = np.finfo(float).eps
 # A Levenberg-Marquardt trial step is taken when its gain ratio exceeds this (Nielsen 1999 takes
 # any decrease, rho > 0; a small positive margin keeps steps that gain only rounding out).
 LM_ACCEPT_RATIO = 1e-4
+# The bounded Levenberg-Marquardt step's CG ends at this residual relative to the projected gradient:
+# the Gauss-Newton model is solved as the unconstrained step's least-squares solve is, to rounding.
+MODEL_RTOL = 1e-10
 
 
 class _Residuals:
@@ -127,7 +131,8 @@ def least_squares_lm(residuals: Callable, x0, jac: Callable, callback: Callable 
     projected into the box and the residuals are only evaluated in it. ``method="lm"`` is then
     Levenberg-Marquardt as the trust-region method it is (Moré 1978) with TRON's bounded step
     (Lin & Moré 1999; :class:`~optimizers.bounds.BoxTrustRegion`) on the Gauss-Newton model,
-    products ``J^T (J v)``; ``method="gn"`` is projected Gauss-Newton, Bertsekas' (1982)
+    products ``J^T (J v)``, in the variables ``D x`` (Moré's scaling, as without bounds) and solved
+    to rounding (:class:`BoundedLevenbergMarquardt`); ``method="gn"`` is projected Gauss-Newton, Bertsekas' (1982)
     projected Newton method with the least-squares step of the columns of J of the variables not
     held at a bound. Success then means the projected gradient passes the gradient test or a taken
     step passes the ``ftol`` or ``xtol`` test (``damping`` plays no part), and the result has
@@ -396,10 +401,96 @@ def _(feasible: Unconstrained, method: str, objective: Objective, counted: _Resi
 def _(feasible: Box, method: str, objective: Objective, counted: _Residuals, *, ftol: float,
       xtol: float, damping: float) -> Step:
     if method == "lm":
-        return _SmallChanges(trust_region_step(objective, None, feasible, dense=False, eta=LM_ACCEPT_RATIO),
-                             ftol=ftol, xtol=xtol)
+        levenberg_marquardt = BoundedLevenbergMarquardt(objective, feasible, counted)
+        return _SmallChanges(levenberg_marquardt, ftol=ftol, xtol=xtol, model_change=levenberg_marquardt.model_change)
     gauss_newton = _ProjectedGaussNewton(objective, feasible, counted)
     return _SmallChanges(gauss_newton, ftol=ftol, xtol=xtol, model_change=gauss_newton.model_change)
+
+
+class BoundedLevenbergMarquardt(TronStep):
+    """Levenberg-Marquardt in a box: TRON's bounded trust-region step (Lin & Moré 1999) on the
+    Gauss-Newton model, in the variables ``D x`` with Moré's (1978) scaling D, the largest column
+    norms of J seen so far, so that the region is his ellipsoid ``||D p|| <= radius`` and the
+    iterates do not depend on how x is scaled (as the unconstrained :class:`LevenbergMarquardt`).
+
+    The radius starts at the length of the model's Cauchy step, ``||g~||^3 / ||J D^-1 g~||^2`` with
+    ``g~ = D^-1 pg`` (Sartenaer 1997, "Automatic determination of an initial trust region in
+    nonlinear programming"), at most ``||D x0||``: ``||D x0||`` itself, MINPACK's and scipy TRF's
+    with ``x_scale='jac'``, and ``min(||g~||, ||D x0||)`` sent the robust Lotka-Volterra fit of
+    notebook 09 into a far valley, on some OpenBLAS kernels or all.
+
+    The model's CG runs until its residual is at rounding level (:data:`MODEL_RTOL`), not to an
+    inexact-Newton forcing term: that term is read from the size of the gradient, which a cost of
+    thousands holds at its loosest (0.5) for the whole run, and Gauss-Newton steps solved to half
+    their residual converge linearly, with small reductions an ftol test took for convergence."""
+
+    def __init__(self, objective: Objective, box: Box, counted: _Residuals):
+        self.counted, self.column_norms = counted, np.zeros(objective.x0.size)
+        scale, x0 = self._scale(objective.x0), objective.x0
+        size = float(np.linalg.norm(scale * x0))
+        gradient = box.projected_gradient(x0, objective.grad(x0)) / scale
+        length = float(np.linalg.norm(gradient))
+        curvature = float(np.sum((counted.jacobian(x0) @ (gradient / scale)) ** 2))   # g~^T D^-1 J^T J D^-1 g~
+        cauchy = length ** 3 / curvature if curvature > 0 else length
+        radius = (min(cauchy, size) if size > 0 else cauchy) or 1.0
+        super().__init__(objective, box, RadiusControl(radius, 1e10 * max(radius, size)), dense=False,
+                         eta=LM_ACCEPT_RATIO)
+        self.last_step = None
+
+    def _scale(self, x: np.ndarray) -> np.ndarray:
+        """Moré's D after J(x): the largest column norms of J so far, 1 for a column only ever 0."""
+        self.column_norms = np.maximum(self.column_norms, np.linalg.norm(self.counted.jacobian(x), axis=0))
+        return np.where(self.column_norms > 0, self.column_norms, 1.0)
+
+    def _model(self, point: Iterate, saddle: Saddle | None) -> _ScaledModel:
+        scale = self._scale(point.x)
+        escape = None if saddle is None else scale * saddle.direction
+        scaled = BoxTrustRegion(scale * point.x, point.g / scale, lambda v: point.matvec(v / scale) / scale,
+                                Box(self.box.lower * scale, self.box.upper * scale), alpha=self.cauchy_alpha,
+                                rtol=MODEL_RTOL, escape=escape)
+        return _ScaledModel(scaled, scale, self.box, point.x)
+
+    def _trial(self, x: np.ndarray, g: np.ndarray, step, saddle: Saddle | None) -> tuple:
+        self.last_step = step
+        return super()._trial(x, g, step, saddle)
+
+    def model_change(self) -> tuple[np.ndarray, float]:
+        """The last trial's step and its model's predicted reduction: an ftol stop needs both the
+        actual and the predicted reduction small (MINPACK's test; scipy's asks the ratio of the two
+        to exceed 1/4), so a step the Gauss-Newton model predicts badly (a large residual) does not
+        end the run because it gained little."""
+        return self.last_step.p, self.last_step.decrease
+
+
+class _ScaledModel:
+    """A :class:`~optimizers.bounds.BoxTrustRegion` in the variables ``D x``, answering in x: the
+    trial point exactly on the bounds the scaled one met, and ``region_norm`` ``||D p||``, the length
+    the radius is measured in."""
+
+    def __init__(self, scaled: BoxTrustRegion, scale: np.ndarray, box: Box, x: np.ndarray):
+        self.scaled, self.scale, self.box, self.x = scaled, scale, box, x
+
+    @property
+    def alpha(self) -> float:
+        return self.scaled.alpha
+
+    def solve(self, radius: float) -> _ScaledSolution:
+        step = self.scaled.solve(radius)
+        lower, upper = self.scaled.box.lower, self.scaled.box.upper
+        x = np.where(step.x <= lower, self.box.lower, np.where(step.x >= upper, self.box.upper,
+                                                               self.box.project(step.x / self.scale)))
+        return _ScaledSolution(x, x - self.x, step.decrease, step.on_boundary, step.products,
+                               float(np.linalg.norm(step.p)))
+
+
+class _ScaledSolution(NamedTuple):
+    """:class:`~optimizers.bounds.BoxSolution` in x, with the scaled step's length."""
+    x: np.ndarray
+    p: np.ndarray
+    decrease: float
+    on_boundary: bool
+    products: int
+    region_norm: float
 
 
 class _SmallChanges(Step):

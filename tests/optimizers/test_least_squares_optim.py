@@ -111,6 +111,50 @@ def test_columns_of_j_apart_by_more_than_one_over_eps_keep_their_directions():
     np.testing.assert_allclose(scaled.x / scale, [2.5, 1.3, 0.5], rtol=1e-8)
 
 
+def test_bounded_levenberg_marquardt_is_invariant_to_scaling_the_variables():
+    # In a box the step is TRON's in the variables D x (Moré's D): units 1e4 and 1e-3 times the
+    # plain ones, the box scaled with them, give the same iterates. (Unscaled, the scaled run
+    # reported xtol success after 4 iterations at (1, 1.06, 0.76), its projected gradient 6.4.)
+    residuals, jac = exponential_fit()
+    scale = np.array([1e4, 1.0, 1e-3])
+    lower, upper = np.array([0.0, 0.0, -5.0]), np.array([10.0, 10.0, 5.0])
+    plain = least_squares_lm(residuals, [1.0, 1.0, 0.0], jac, gtol=0.0, bounds=(lower, upper))
+    scaled = least_squares_lm(lambda z: residuals(z / scale), np.array([1.0, 1.0, 0.0]) * scale,
+                              lambda z: jac(z / scale) / scale, gtol=0.0, bounds=(lower * scale, upper * scale))
+    assert scaled.nit == plain.nit
+    np.testing.assert_allclose(scaled.x / scale, plain.x, rtol=1e-8)
+    np.testing.assert_allclose(plain.x, [2.5, 1.3, 0.5], rtol=1e-8)
+
+
+def test_bounded_levenberg_marquardt_solves_meyer_in_a_box_it_does_not_touch():
+    # MGH 10 (Meyer; NIST StRD MGH10), its columns of J 1e5 apart, in a box far from its minimizer.
+    # The unscaled TRON step on the Gauss-Newton model, its CG stopped at half the residual (the
+    # inexact-Newton forcing term read from a gradient of 1e8), reported ftol success at cost 3.5e6
+    # after 6 evaluations. The minimum is the certified 87.9458551704 / 2; a run stopped by ftol
+    # (actual and predicted reductions below 1e-8 of the cost) is within a few of them of it.
+    y = np.array([34780.0, 28610.0, 23650.0, 19630.0, 16370.0, 13720.0, 11540.0, 9744.0, 8261.0,
+                  7030.0, 6005.0, 5147.0, 4427.0, 3820.0, 3307.0, 2872.0])
+    t = 45.0 + 5.0 * np.arange(1.0, 17.0)
+    residuals = lambda x: x[0] * np.exp(x[1] / (t + x[2])) - y
+    jac = lambda x: np.column_stack([np.exp(x[1] / (t + x[2])), x[0] / (t + x[2]) * np.exp(x[1] / (t + x[2])),
+                                     -x[0] * x[1] / (t + x[2]) ** 2 * np.exp(x[1] / (t + x[2]))])
+    x0 = np.array([0.02, 4000.0, 250.0])
+    result = least_squares_lm(residuals, x0, jac, ftol=1e-8, xtol=1e-8, bounds=(x0 - 2 * x0 - 1, x0 + 2 * x0 + 1))
+    assert result.success and not np.any(result.active_mask)
+    np.testing.assert_allclose(result.cost, 87.9458551704 / 2, rtol=1e-7)
+
+
+def test_bounded_ftol_stop_needs_the_predicted_reduction_small_too():
+    # r = x^2 + 5 on [-1, 3] from x = 2: a large residual, whose Gauss-Newton model (curvature 4 x^2
+    # against the cost's 4 x^2 + 2 r) predicts every step near x = 0 several times the reduction it
+    # gets. A step that gains less than ftol of the cost while its model predicts more is not
+    # convergence (MINPACK's test; scipy asks the ratio to exceed 1/4); stopped on the actual
+    # reduction alone, the run ended at x = -1.7e-4, which scipy's test_in_bounds refuses (1e-4).
+    result = least_squares_lm(lambda x: x ** 2 + 5.0, [2.0], lambda x: np.array([[2.0 * x[0]]]), ftol=1e-8,
+                              xtol=1e-8, bounds=([-1.0], [3.0]))
+    assert result.success and abs(result.x[0]) < 1e-4
+
+
 @pytest.mark.parametrize("bounds", [None, ([-10.0, -10.0], [10.0, 10.0])])
 def test_gauss_newton_cut_short_by_its_line_search_is_not_convergence(bounds):
     # r3 = 1 + B x0^2 carries curvature 2 B r3 that the Gauss-Newton model lacks. From (0, -1) the
