@@ -22,8 +22,12 @@ bounds (IPOPT relaxes them by 1e-8 by design), f(x) - f* <= 1e-6 (1 + |f*|) and 
 violation of bounds and constraints (``Problem.violation``) <= 1e-6; as in ``hessopt.suite``, f
 within that of a documented local minimum counts too (Lukšan-Vlček 5.1's, near 6.2325: its minimum
 0 is at x = 1, but from x0 every solver here reaches the local one). f below f* beyond that
-tolerance is flagged (``below``): a lower local minimum, or a transcription to check. A false
-success (NO*) is a reported success that is not solved. Counts: nfev = objective and constraint
+tolerance is flagged (``below``): a lower local minimum, or a transcription to check. A reported
+success that is not solved goes to the independent check of ``local_minimum.py`` (feasibility, the
+KKT residual with least-squares multipliers of the active set, the reduced Hessian of the
+Lagrangian, a local SLSQP re-solve around x; none of it reads the solver's multipliers): where the
+check fails it is a false success (NO*), where it passes a local minimum other than f* (``loc``,
+its own column: a local method cannot tell it from the global one). Counts: nfev = objective and constraint
 values, njev = gradients and constraint Jacobians, nhev = Hessians (of the Lagrangian, or of f and
 of lambda^T c for trust-constr); deriv. s = the time spent in autodiff's callbacks, part of time s.
 One BLAS thread for every solver.
@@ -52,11 +56,13 @@ import hessopt  # noqa: E402
 from hessopt import problems  # noqa: E402
 
 from common import optional  # noqa: E402
+from local_minimum import check  # noqa: E402
 
 SOLVERS = ("SLSQP", "trust-constr", "ipopt", "casadi", "hessopt")
 SLSQP_MAX_N = 3000  # SLSQP's dense least-squares subproblems: n^2 memory, n^3 work per iteration
 DENSE_ROWS = 64  # constraint Jacobians with this many rows or fewer are taken in reverse mode
 TOL = 1e-6
+CHECK_MAX_N = 300  # the independent check (dense reduced Hessian, SLSQP re-solves) runs up to this n
 
 
 @dataclass
@@ -78,10 +84,12 @@ class ConstrainedRun:
     build_seconds: float = 0.0
     message: str = ""
     derivative_seconds: float = np.nan
+    local: bool = False        # a success short of f* at a point the independent check verifies as a local minimum
+    check: str = ""            # why the independent check refuted a success short of f*
 
     @property
     def false_success(self) -> bool:
-        return self.success and not self.solved
+        return self.success and not self.solved and not self.local
 
     def below(self, problem: problems.Problem) -> bool:
         """f under f* beyond the tolerance at a feasible point: a lower minimum, or a transcription to check."""
@@ -185,8 +193,12 @@ def record(problem: problems.Problem, method: str, x, success: bool, nit: int, c
            message: str, build_seconds: float = 0.0) -> ConstrainedRun:
     """The run, judged at x; ``counts`` = (values, first derivatives, Hessians)."""
     solved, f, violation = judge(problem, x)
-    return ConstrainedRun(problem.name, problem.n, method, solved, bool(success), f, violation, int(nit), *counts,
-                          seconds, build_seconds, " ".join(str(message).split())[:90])
+    run = ConstrainedRun(problem.name, problem.n, method, solved, bool(success), f, violation, int(nit), *counts,
+                         seconds, build_seconds, " ".join(str(message).split())[:90])
+    if run.success and not solved and problem.n <= CHECK_MAX_N:
+        verdict = check(problem, x)
+        run.local, run.check = verdict.local_minimum, verdict.reason
+    return run
 
 
 class Budget:
@@ -432,12 +444,13 @@ def race(chosen: list[problems.Problem], solvers: list[str], seconds: float, ver
 
 
 def row(run: ConstrainedRun, problem: problems.Problem) -> str:
-    flag = ("yes" + ("<" if run.below(problem) else "")) if run.solved else ("NO*" if run.false_success else "no")
+    flag = ("yes" + ("<" if run.below(problem) else "")) if run.solved else (
+        "NO*" if run.false_success else "loc" if run.local else "no")
     build = f"{run.build_seconds:8.2f}" if run.build_seconds else " " * 8
     derivatives = f"{run.derivative_seconds:9.3f}" if np.isfinite(run.derivative_seconds) else " " * 9
     return (f"{run.problem:<20}{run.n:>7}  {run.method:<14}{flag:>5}{run.f:>16.9g}{run.violation:>10.1e}"
             f"{run.nit:>6}{run.nfev:>7}{run.njev:>7}{run.nhev:>7}{run.seconds:>9.3f}{derivatives}{build}"
-            f"  {run.message[:40]}")
+            f"  {run.message[:40]}" + (f" [check: {run.check}]" if run.false_success and run.check else ""))
 
 
 ROW_HEADER = (f"{'problem':<20}{'n':>7}  {'solver':<14}{'solved':>5}{'f':>16}{'violation':>10}{'nit':>6}"
@@ -446,13 +459,13 @@ ROW_HEADER = (f"{'problem':<20}{'n':>7}  {'solver':<14}{'solved':>5}{'f':>16}{'v
 
 def summary(runs: list[ConstrainedRun], label: str) -> str:
     """Per solver: problems, solved, false successes, evaluations and time (sums over all runs)."""
-    lines = [f"{label}:", f"  {'solver':<14}{'problems':>9}{'solved':>8}{'false succ.':>12}{'below f*':>9}"
-                          f"{'evaluations':>13}{'time s':>10}{'build s':>9}"]
+    lines = [f"{label}:", f"  {'solver':<14}{'problems':>9}{'solved':>8}{'false succ.':>12}{'local min.':>11}"
+                          f"{'below f*':>9}{'evaluations':>13}{'time s':>10}{'build s':>9}"]
     for method in dict.fromkeys(r.method for r in runs):
         mine = [r for r in runs if r.method == method]
         below = sum(r.below(problem_of(r)) for r in mine)
         lines.append(f"  {method:<14}{len(mine):>9}{sum(r.solved for r in mine):>8}"
-                     f"{sum(r.false_success for r in mine):>12}{below:>9}"
+                     f"{sum(r.false_success for r in mine):>12}{sum(r.local for r in mine):>11}{below:>9}"
                      f"{sum(r.nfev + r.njev + r.nhev for r in mine):>13}{sum(r.seconds for r in mine):>10.2f}"
                      f"{sum(r.build_seconds for r in mine):>9.2f}")
     return "\n".join(lines)
@@ -513,7 +526,9 @@ def main() -> None:
         if group:
             print(summary(group, label))
     print("solved: f - f* <= 1e-6 (1 + |f*|) and scaled violation <= 1e-6 at x clipped into the bounds; "
-          "NO* = success reported, not solved; below f* = solved with f under f* - tol")
+          "NO* = false success: success reported where the independent check (local_minimum.py: feasibility, KKT "
+          "with least-squares multipliers, reduced Hessian, a local re-solve) fails; local min. (loc) = success at "
+          "a verified local minimum above f*; below f* = solved with f under f* - tol")
     if args.profile:
         profile(runs, args.profile)
 
