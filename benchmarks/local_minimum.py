@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 import scipy.optimize
+import scipy.sparse
+import scipy.sparse.linalg
 
 import autodiff as ad
 from hessopt import problems
@@ -42,6 +44,7 @@ KKT_TOL = 1e-5      # the scaled stationarity residual a KKT point must reach
 STRONG = 1e-6       # a multiplier above this (relative to max(1, ||lambda||_inf)) is strongly active
 CURVATURE_TOL = 1e-6  # eigenvalues of the reduced Hessian above -this (relative to max(1, ||H||)) count as >= 0
 RADIUS = 1e-2       # the re-solve's box, relative to 1 + |x_j|
+CHECK_DENSE_N = 300  # beyond this n: first order only (sparse), no reduced Hessian and no re-solve
 PERTURBATIONS = 2   # seeded starts besides x itself
 
 
@@ -61,38 +64,52 @@ class LocalCheck:
         return not self.reason
 
 
-def _active_rows(problem: problems.Problem, x: np.ndarray, c: np.ndarray, jacobian: np.ndarray):
-    """The active constraints' and bounds' gradients as rows, with the bounds of their multipliers."""
-    rows, lower, upper, constraint_index = [], [], [], []
-    for i in range(c.size):
-        lo, hi = problem.constraint_lower[i], problem.constraint_upper[i]
-        near_lo = np.isfinite(lo) and abs(c[i] - lo) <= ACTIVE * max(1.0, abs(lo))
-        near_hi = np.isfinite(hi) and abs(c[i] - hi) <= ACTIVE * max(1.0, abs(hi))
-        if near_lo or near_hi:     # lambda <= 0 on a lower bound, >= 0 on an upper one, free on an equality
-            rows.append(jacobian[i])
-            lower.append(-np.inf if near_lo else 0.0)
-            upper.append(np.inf if near_hi else 0.0)
-            constraint_index.append(i)
-    for bound, sign in ((problem.lower, -1.0), (problem.upper, 1.0)):
-        if bound is None:
-            continue
-        for j in np.flatnonzero(np.isfinite(bound) & (np.abs(x - bound) <= ACTIVE * np.maximum(1.0, np.abs(bound)))):
-            rows.append(np.eye(x.size)[j])
-            lower.append(-np.inf if sign < 0 else 0.0)
-            upper.append(0.0 if sign < 0 else np.inf)
-            constraint_index.append(-1)
-    if not rows:
-        return np.zeros((0, x.size)), np.zeros(0), np.zeros(0), np.zeros(0, dtype=int)
-    return np.array(rows), np.array(lower), np.array(upper), np.array(constraint_index)
+def _near(values: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """Where values lie within ``ACTIVE`` of a finite bound (relative to max(1, |bound|))."""
+    finite = np.isfinite(bound)
+    near = np.zeros(values.size, dtype=bool)
+    near[finite] = np.abs(values[finite] - bound[finite]) <= ACTIVE * np.maximum(1.0, np.abs(bound[finite]))
+    return near
 
 
-def _multipliers(A: np.ndarray, g: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, float]:
-    """Sign-constrained least-squares multipliers of ``g + A^T lambda = 0`` and the scaled residual."""
+def _active_rows(problem: problems.Problem, x: np.ndarray, c: np.ndarray, jacobian):
+    """The active constraints' and bounds' gradients as the rows of a sparse matrix, the bounds of
+    their multipliers (``lambda <= 0`` on a lower bound, ``>= 0`` on an upper one, free on an
+    equality) and, per row, the constraint's index (-1 for a bound)."""
+    none = np.zeros(0)
+    near_lo = _near(c, problem.constraint_lower if c.size else none)
+    near_hi = _near(c, problem.constraint_upper if c.size else none)
+    rows = np.flatnonzero(near_lo | near_hi)
+    on_lower, on_upper = _near(x, problem.lower), _near(x, problem.upper)
+    bounds = np.concatenate([np.flatnonzero(on_lower), np.flatnonzero(on_upper)])
+    identity = scipy.sparse.identity(x.size, format="csr")
+    A = scipy.sparse.vstack([scipy.sparse.csr_matrix(jacobian)[rows], identity[bounds]], format="csr")
+    lower = np.concatenate([np.where(near_lo[rows], -np.inf, 0.0), np.full(on_lower.sum(), -np.inf),
+                            np.zeros(on_upper.sum())])
+    upper = np.concatenate([np.where(near_hi[rows], np.inf, 0.0), np.zeros(on_lower.sum()),
+                            np.full(on_upper.sum(), np.inf)])
+    return A, lower, upper, np.concatenate([rows, np.full(bounds.size, -1)])
+
+
+def _multipliers(A, g: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, float]:
+    """Least-squares multipliers of ``g + A^T lambda = 0`` and the scaled residual: sign-constrained
+    (BVLS) up to ``CHECK_DENSE_N`` variables; beyond, the normal equations ``A A^T lambda = -A g``
+    (a 1e-12 relative Tikhonov term where A is rank-deficient) by a sparse LU, the signs then
+    counted in the residual (a multiplier of the wrong sign is a stationarity defect of its size
+    times its row's norm)."""
+    scale = max(1.0, float(np.max(np.abs(g), initial=0.0)))
     if not A.shape[0]:
-        return np.zeros(0), float(np.max(np.abs(g), initial=0.0) / max(1.0, np.max(np.abs(g), initial=0.0)))
-    fit = scipy.optimize.lsq_linear(A.T, -g, bounds=(lower, upper), method="bvls", tol=1e-14)
-    residual = g + A.T @ fit.x
-    return fit.x, float(np.max(np.abs(residual)) / max(1.0, np.max(np.abs(g))))
+        return np.zeros(0), float(np.max(np.abs(g), initial=0.0)) / scale
+    if g.size <= CHECK_DENSE_N:
+        lam = scipy.optimize.lsq_linear(A.T.toarray(), -g, bounds=(lower, upper), method="bvls", tol=1e-14).x
+        return lam, float(np.max(np.abs(g + A.T @ lam))) / scale
+    normal = (A @ A.T).tocsc()
+    normal = normal + 1e-12 * max(1.0, float(normal.diagonal().max())) * scipy.sparse.identity(A.shape[0])
+    lam = scipy.sparse.linalg.spsolve(normal.tocsc(), -(A @ g))
+    wrong_sign = np.maximum(lower - lam, 0.0) + np.maximum(lam - upper, 0.0)
+    row_norms = np.sqrt(np.asarray(A.multiply(A).sum(axis=1)).ravel())
+    defect = max(float(np.max(np.abs(g + A.T @ lam))), float(np.max(wrong_sign * row_norms, initial=0.0)))
+    return lam, defect / scale
 
 
 def _reduced_min_eigenvalue(H: np.ndarray, A: np.ndarray) -> float:
@@ -126,36 +143,36 @@ def _better_nearby(problem: problems.Problem, x: np.ndarray, f: float) -> float:
 
 
 def check(problem: problems.Problem, x) -> LocalCheck:
-    """The independent check of the module docstring at x (clipped into the bounds)."""
+    """The independent check of the module docstring at x (clipped into the bounds); beyond
+    ``CHECK_DENSE_N`` variables its first-order part only (feasibility and the KKT residual)."""
     x = np.clip(np.asarray(x, dtype=np.float64), problem.lower, problem.upper)
     f, violation = float(problem.fun(x)), float(problem.violation(x))
     g = np.asarray(ad.grad(problem.fun)(x), dtype=np.float64)
     m = problem.n_constraints
     c = np.asarray(problem.constraint(x), dtype=np.float64) if m else np.zeros(0)
-    jacobian = np.asarray(ad.jacobian(problem.constraint)(x), dtype=np.float64).reshape(m, x.size) if m \
-        else np.zeros((0, x.size))
+    jacobian = ad.sparse_jacobian(problem.constraint)(x) if m else scipy.sparse.csr_matrix((0, x.size))
     A, lower, upper, index = _active_rows(problem, x, c, jacobian)
     lam, residual = _multipliers(A, g, lower, upper)
+    if not np.isfinite(f) or violation > TOL:
+        return LocalCheck(violation, residual, np.nan, False, np.nan, f"infeasible (violation {violation:.1e})")
+    if residual > KKT_TOL:
+        return LocalCheck(violation, residual, np.nan, False, np.nan,
+                          f"not a KKT point (residual {residual:.1e} with least-squares multipliers)")
+    if x.size > CHECK_DENSE_N:
+        return LocalCheck(violation, residual, np.nan, False, np.nan)
     weights = np.zeros(m)
     on_c = index >= 0
     weights[index[on_c]] += lam[on_c]
-    if m:
-        H = np.asarray(ad.hessian(lambda z: problem.fun(z) + weights @ problem.constraint(z))(x), dtype=np.float64)
-    else:
-        H = np.asarray(ad.hessian(problem.fun)(x), dtype=np.float64)
-    H = H.reshape(x.size, x.size)
+    lagrangian = (lambda z: problem.fun(z) + weights @ problem.constraint(z)) if m else problem.fun
+    H = np.asarray(ad.hessian(lagrangian)(x), dtype=np.float64).reshape(x.size, x.size)
+    A = A.toarray()
     strong = np.abs(lam) > STRONG * max(1.0, np.max(np.abs(lam), initial=0.0))
     strong |= np.isinf(lower) & np.isinf(upper)        # equalities
     min_curvature = _reduced_min_eigenvalue(H, A)
     strict = _reduced_min_eigenvalue(H, A[strong]) > CURVATURE_TOL
-    reason = ""
-    if not np.isfinite(f) or violation > TOL:
-        reason = f"infeasible (violation {violation:.1e})"
-    elif residual > KKT_TOL:
-        reason = f"not a KKT point (residual {residual:.1e} with least-squares multipliers)"
-    elif min_curvature < -CURVATURE_TOL:
-        reason = f"negative curvature {min_curvature:.1e} on the active constraints' null space"
-    better = np.nan if reason else _better_nearby(problem, x, f)
-    if np.isfinite(better):
-        reason = f"a feasible point nearby has f = {better:.9g} < {f:.9g}"
+    if min_curvature < -CURVATURE_TOL:
+        return LocalCheck(violation, residual, min_curvature, bool(strict), np.nan,
+                          f"negative curvature {min_curvature:.1e} on the active constraints' null space")
+    better = _better_nearby(problem, x, f)
+    reason = f"a feasible point nearby has f = {better:.9g} < {f:.9g}" if np.isfinite(better) else ""
     return LocalCheck(violation, residual, min_curvature, bool(strict), better, reason)
