@@ -5,7 +5,8 @@ problem alone (none of the solver's multipliers, scaling or tolerances):
 
 1. feasibility: the problem's scaled violation (``Problem.violation``) at most ``TOL``;
 2. first order: the multipliers of the active constraints and bounds (within ``ACTIVE`` of their
-   bound, relative to ``max(1, |bound|)``) by a sign-constrained least-squares fit of
+   bound, relative to ``max(1, |bound|)``, and for a constraint row to ``Problem.violation``'s scale
+   ``sum_j |dc_i/dx_j| |x_j|`` too) by a sign-constrained least-squares fit of
    ``grad f + A^T lambda = 0`` (``scipy.optimize.lsq_linear``; ``lambda`` free on equalities,
    of the sign that makes the Lagrangian ``f + lambda^T c`` stationary on the active side of an
    inequality), and the KKT residual ``||grad f + A^T lambda||_inf / max(1, ||grad f||_inf)``
@@ -64,11 +65,11 @@ class LocalCheck:
         return not self.reason
 
 
-def _near(values: np.ndarray, bound: np.ndarray) -> np.ndarray:
-    """Where values lie within ``ACTIVE`` of a finite bound (relative to max(1, |bound|))."""
+def _near(values: np.ndarray, bound: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Where values lie within ``ACTIVE`` of a finite bound, relative to ``max(scale, |bound|)``."""
     finite = np.isfinite(bound)
     near = np.zeros(values.size, dtype=bool)
-    near[finite] = np.abs(values[finite] - bound[finite]) <= ACTIVE * np.maximum(1.0, np.abs(bound[finite]))
+    near[finite] = np.abs(values[finite] - bound[finite]) <= ACTIVE * np.maximum(scale[finite], np.abs(bound[finite]))
     return near
 
 
@@ -76,14 +77,18 @@ def _active_rows(problem: problems.Problem, x: np.ndarray, c: np.ndarray, jacobi
     """The active constraints' and bounds' gradients as the rows of a sparse matrix, the bounds of
     their multipliers (``lambda <= 0`` on a lower bound, ``>= 0`` on an upper one, free on an
     equality) and, per row, the constraint's index (-1 for a bound)."""
+    # a constraint row's scale is Problem.violation's: max(1, sum_j |dc_i/dx_j| |x_j|)
+    jacobian = scipy.sparse.csr_matrix(jacobian)
+    row_scale = np.maximum(1.0, abs(jacobian) @ np.abs(x))
     none = np.zeros(0)
-    near_lo = _near(c, problem.constraint_lower if c.size else none)
-    near_hi = _near(c, problem.constraint_upper if c.size else none)
+    near_lo = _near(c, problem.constraint_lower if c.size else none, row_scale)
+    near_hi = _near(c, problem.constraint_upper if c.size else none, row_scale)
     rows = np.flatnonzero(near_lo | near_hi)
-    on_lower, on_upper = _near(x, problem.lower), _near(x, problem.upper)
+    ones = np.ones(x.size)
+    on_lower, on_upper = _near(x, problem.lower, ones), _near(x, problem.upper, ones)
     bounds = np.concatenate([np.flatnonzero(on_lower), np.flatnonzero(on_upper)])
     identity = scipy.sparse.identity(x.size, format="csr")
-    A = scipy.sparse.vstack([scipy.sparse.csr_matrix(jacobian)[rows], identity[bounds]], format="csr")
+    A = scipy.sparse.vstack([jacobian[rows], identity[bounds]], format="csr")
     lower = np.concatenate([np.where(near_lo[rows], -np.inf, 0.0), np.full(on_lower.sum(), -np.inf),
                             np.zeros(on_upper.sum())])
     upper = np.concatenate([np.where(near_hi[rows], np.inf, 0.0), np.zeros(on_lower.sum()),
