@@ -46,6 +46,8 @@ STRONG = 1e-6       # a multiplier above this (relative to max(1, ||lambda||_inf
 CURVATURE_TOL = 1e-6  # eigenvalues of the reduced Hessian above -this (relative to max(1, ||H||)) count as >= 0
 RADIUS = 1e-2       # the re-solve's box, relative to 1 + |x_j|
 CHECK_DENSE_N = 300  # beyond this n: first order only (sparse), no reduced Hessian and no re-solve
+ACTIVE_SPARSE = 1e-4  # beyond CHECK_DENSE_N: the candidates of the active-set loop (sign-checked)
+SPARSE_PASSES = 30
 PERTURBATIONS = 2   # seeded starts besides x itself
 
 
@@ -65,27 +67,28 @@ class LocalCheck:
         return not self.reason
 
 
-def _near(values: np.ndarray, bound: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Where values lie within ``ACTIVE`` of a finite bound, relative to ``max(scale, |bound|)``."""
+def _near(values: np.ndarray, bound: np.ndarray, scale: np.ndarray, tolerance: float) -> np.ndarray:
+    """Where values lie within ``tolerance`` of a finite bound, relative to ``max(scale, |bound|)``."""
     finite = np.isfinite(bound)
     near = np.zeros(values.size, dtype=bool)
-    near[finite] = np.abs(values[finite] - bound[finite]) <= ACTIVE * np.maximum(scale[finite], np.abs(bound[finite]))
+    near[finite] = np.abs(values[finite] - bound[finite]) <= tolerance * np.maximum(scale[finite],
+                                                                                    np.abs(bound[finite]))
     return near
 
 
-def _active_rows(problem: problems.Problem, x: np.ndarray, c: np.ndarray, jacobian):
-    """The active constraints' and bounds' gradients as the rows of a sparse matrix, the bounds of
-    their multipliers (``lambda <= 0`` on a lower bound, ``>= 0`` on an upper one, free on an
-    equality) and, per row, the constraint's index (-1 for a bound)."""
+def _active_rows(problem: problems.Problem, x: np.ndarray, c: np.ndarray, jacobian, tolerance: float):
+    """The constraints and bounds active within ``tolerance``: their gradients as the rows of a
+    sparse matrix, the bounds of their multipliers (``lambda <= 0`` on a lower bound, ``>= 0`` on
+    an upper one, free on an equality) and, per row, the constraint's index (-1 for a bound)."""
     # a constraint row's scale is Problem.violation's: max(1, sum_j |dc_i/dx_j| |x_j|)
     jacobian = scipy.sparse.csr_matrix(jacobian)
     row_scale = np.maximum(1.0, abs(jacobian) @ np.abs(x))
     none = np.zeros(0)
-    near_lo = _near(c, problem.constraint_lower if c.size else none, row_scale)
-    near_hi = _near(c, problem.constraint_upper if c.size else none, row_scale)
+    near_lo = _near(c, problem.constraint_lower if c.size else none, row_scale, tolerance)
+    near_hi = _near(c, problem.constraint_upper if c.size else none, row_scale, tolerance)
     rows = np.flatnonzero(near_lo | near_hi)
     ones = np.ones(x.size)
-    on_lower, on_upper = _near(x, problem.lower, ones), _near(x, problem.upper, ones)
+    on_lower, on_upper = _near(x, problem.lower, ones, tolerance), _near(x, problem.upper, ones, tolerance)
     bounds = np.concatenate([np.flatnonzero(on_lower), np.flatnonzero(on_upper)])
     identity = scipy.sparse.identity(x.size, format="csr")
     A = scipy.sparse.vstack([jacobian[rows], identity[bounds]], format="csr")
@@ -97,24 +100,37 @@ def _active_rows(problem: problems.Problem, x: np.ndarray, c: np.ndarray, jacobi
 
 
 def _multipliers(A, g: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, float]:
-    """Least-squares multipliers of ``g + A^T lambda = 0`` and the scaled residual: sign-constrained
-    (BVLS) up to ``CHECK_DENSE_N`` variables; beyond, the normal equations ``A A^T lambda = -A g``
-    (a 1e-12 relative Tikhonov term where A is rank-deficient) by a sparse LU, the signs then
-    counted in the residual (a multiplier of the wrong sign is a stationarity defect of its size
-    times its row's norm)."""
+    """Sign-constrained least-squares multipliers of ``g + A^T lambda = 0`` (BVLS) and the scaled
+    residual ``||g + A^T lambda||_inf / max(1, ||g||_inf)``."""
     scale = max(1.0, float(np.max(np.abs(g), initial=0.0)))
     if not A.shape[0]:
         return np.zeros(0), float(np.max(np.abs(g), initial=0.0)) / scale
-    if g.size <= CHECK_DENSE_N:
-        lam = scipy.optimize.lsq_linear(A.T.toarray(), -g, bounds=(lower, upper), method="bvls", tol=1e-14).x
-        return lam, float(np.max(np.abs(g + A.T @ lam))) / scale
-    normal = (A @ A.T).tocsc()
-    normal = normal + 1e-12 * max(1.0, float(normal.diagonal().max())) * scipy.sparse.identity(A.shape[0])
-    lam = scipy.sparse.linalg.spsolve(normal.tocsc(), -(A @ g))
-    wrong_sign = np.maximum(lower - lam, 0.0) + np.maximum(lam - upper, 0.0)
+    lam = scipy.optimize.lsq_linear(A.T.toarray(), -g, bounds=(lower, upper), method="bvls", tol=1e-14).x
+    return lam, float(np.max(np.abs(g + A.T @ lam))) / scale
+
+
+def _sparse_multipliers(A, g: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> float:
+    """The scaled residual of least-squares multipliers for large sparse A, by an active-set loop
+    on the augmented system ``[[I, A_S^T], [A_S, -1e-14 I]] (r, lambda) = (-g, 0)`` (a sparse LU;
+    better conditioned than the normal equations, whose condition number is cond(A_S)^2, 1e14 on
+    Bryson-Denham's discretized dynamics): the rows whose multiplier has the wrong sign leave S, until
+    none does (at most :data:`SPARSE_PASSES` passes); a wrong sign left at the end counts in the
+    residual (its size times its row's norm)."""
+    scale = max(1.0, float(np.max(np.abs(g), initial=0.0)))
+    keep = np.ones(A.shape[0], dtype=bool)
     row_norms = np.sqrt(np.asarray(A.multiply(A).sum(axis=1)).ravel())
-    defect = max(float(np.max(np.abs(g + A.T @ lam))), float(np.max(wrong_sign * row_norms, initial=0.0)))
-    return lam, defect / scale
+    for _ in range(SPARSE_PASSES):
+        rows = A[keep]
+        k = rows.shape[0]
+        augmented = scipy.sparse.bmat([[scipy.sparse.identity(g.size), rows.T],
+                                       [rows, -1e-14 * scipy.sparse.identity(k)]], format="csc")
+        lam = scipy.sparse.linalg.spsolve(augmented, np.concatenate([-g, np.zeros(k)]))[g.size:]
+        wrong = (np.maximum(lower[keep] - lam, 0.0) + np.maximum(lam - upper[keep], 0.0)) * row_norms[keep]
+        if not np.any(wrong > 0.0):
+            break
+        keep[np.flatnonzero(keep)[wrong > 0.0]] = False
+    residual = g + rows.T @ lam
+    return max(float(np.max(np.abs(residual))), float(np.max(wrong, initial=0.0))) / scale
 
 
 def _reduced_min_eigenvalue(H: np.ndarray, A: np.ndarray) -> float:
@@ -156,15 +172,20 @@ def check(problem: problems.Problem, x) -> LocalCheck:
     m = problem.n_constraints
     c = np.asarray(problem.constraint(x), dtype=np.float64) if m else np.zeros(0)
     jacobian = ad.sparse_jacobian(problem.constraint)(x) if m else scipy.sparse.csr_matrix((0, x.size))
-    A, lower, upper, index = _active_rows(problem, x, c, jacobian)
+    if x.size > CHECK_DENSE_N:
+        A, lower, upper, _ = _active_rows(problem, x, c, jacobian, ACTIVE_SPARSE)
+        residual = _sparse_multipliers(A, g, lower, upper)
+        reason = f"not a KKT point (residual {residual:.1e} with least-squares multipliers)" if residual > KKT_TOL \
+            else ""
+        return LocalCheck(violation, residual, np.nan, False, np.nan, reason if violation <= TOL else
+                          f"infeasible (violation {violation:.1e})")
+    A, lower, upper, index = _active_rows(problem, x, c, jacobian, ACTIVE)
     lam, residual = _multipliers(A, g, lower, upper)
     if not np.isfinite(f) or violation > TOL:
         return LocalCheck(violation, residual, np.nan, False, np.nan, f"infeasible (violation {violation:.1e})")
     if residual > KKT_TOL:
         return LocalCheck(violation, residual, np.nan, False, np.nan,
                           f"not a KKT point (residual {residual:.1e} with least-squares multipliers)")
-    if x.size > CHECK_DENSE_N:
-        return LocalCheck(violation, residual, np.nan, False, np.nan)
     weights = np.zeros(m)
     on_c = index >= 0
     weights[index[on_c]] += lam[on_c]

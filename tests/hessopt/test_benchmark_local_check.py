@@ -60,3 +60,24 @@ def test_infeasible_and_nonstationary_points_are_refuted():
     assert "not a KKT point" in local_minimum.check(p, np.array([0.0, 0.0])).reason
     s = np.sqrt(0.5)
     assert local_minimum.check(p, np.array([-s, -s])).local_minimum
+
+
+def test_sparse_first_order_check_confirms_bryson_denham_and_refutes_a_tilted_objective():
+    """Beyond CHECK_DENSE_N variables the check is first order, on the augmented system: it must
+    confirm Bryson-Denham's discrete minimum (f* tabulated from IPOPT at tol 1e-12) despite the
+    dynamics' ill-conditioning, and refute the same point for an objective tilted by 0.01 u_0
+    (twice f plus a linear term in the first control: no multipliers of the active set cancel it)."""
+    import scipy.optimize
+
+    import hessopt
+
+    p = problems.constrained("bryson_denham", 999)
+    result = hessopt.minimize(p.fun, np.array(p.x0), bounds=scipy.optimize.Bounds(p.lower, p.upper),
+                              constraints=p.constraints)
+    assert result.fun == pytest.approx(p.fmin, abs=1e-6 * (1 + abs(p.fmin)))
+    verdict = local_minimum.check(p, result.x)
+    assert verdict.local_minimum, verdict.reason
+    tilted = Problem("tilted", "test", None, p.n, None, lambda x: 2.0 * p.fun(x) + x[2] * 1e-2, p.x0, np.nan,
+                     lower=p.lower, upper=p.upper, constraint=p.constraint, constraint_lower=p.constraint_lower,
+                     constraint_upper=p.constraint_upper, collection="test")
+    assert "not a KKT point" in local_minimum.check(tilted, result.x).reason
