@@ -29,7 +29,10 @@ Lagrangian, a local SLSQP re-solve around x; none of it reads the solver's multi
 check fails it is a false success (NO*), where it passes a local minimum other than f* (``loc``,
 its own column: a local method cannot tell it from the global one). Where f* is not known (the
 hanging chain and Bryson-Denham at n = 10^5, which no solver here has solved to 1e-12), solved means
-that the check's first-order part passes (feasible, KKT residual at most 1e-5). Counts: nfev = objective and constraint
+that the check's first-order part passes (feasible, KKT residual at most 1e-5); a reported success
+at a feasible point where it does not pass is shown as ``?`` (unverified), not as a false success:
+at that size the least-squares multipliers of an ill-conditioned active set (Bryson-Denham's
+discretized dynamics) are not accurate enough to refute a point. Counts: nfev = objective and constraint
 values, njev = gradients and constraint Jacobians, nhev = Hessians (of the Lagrangian, or of f and
 of lambda^T c for trust-constr); deriv. s = the time spent in autodiff's callbacks, part of time s.
 One BLAS thread for every solver.
@@ -87,10 +90,11 @@ class ConstrainedRun:
     derivative_seconds: float = np.nan
     local: bool = False        # a success short of f* at a point the independent check verifies as a local minimum
     check: str = ""            # why the independent check refuted a success short of f*
+    unverified: bool = False   # f* unknown and the first-order check did not pass: neither solved nor refuted
 
     @property
     def false_success(self) -> bool:
-        return self.success and not self.solved and not self.local
+        return self.success and not self.solved and not self.local and not self.unverified
 
     def below(self, problem: problems.Problem) -> bool:
         """f under f* beyond the tolerance at a feasible point: a lower minimum, or a transcription to check."""
@@ -199,6 +203,7 @@ def record(problem: problems.Problem, method: str, x, success: bool, nit: int, c
     if not np.isfinite(problem.fmin):   # f* unknown at this size: solved when the first-order check passes
         verdict = check(problem, x)
         run.solved, run.check = verdict.local_minimum, verdict.reason
+        run.unverified = run.success and not run.solved and verdict.violation <= TOL
     elif run.success and not solved:
         verdict = check(problem, x)
         run.local, run.check = verdict.local_minimum, verdict.reason
@@ -452,12 +457,13 @@ def race(chosen: list[problems.Problem], solvers: list[str], seconds: float, ver
 
 def row(run: ConstrainedRun, problem: problems.Problem) -> str:
     flag = ("yes" + ("<" if run.below(problem) else "")) if run.solved else (
-        "NO*" if run.false_success else "loc" if run.local else "no")
+        "NO*" if run.false_success else "loc" if run.local else "?" if run.unverified else "no")
     build = f"{run.build_seconds:8.2f}" if run.build_seconds else " " * 8
     derivatives = f"{run.derivative_seconds:9.3f}" if np.isfinite(run.derivative_seconds) else " " * 9
     return (f"{run.problem:<20}{run.n:>7}  {run.method:<14}{flag:>5}{run.f:>16.9g}{run.violation:>10.1e}"
             f"{run.nit:>6}{run.nfev:>7}{run.njev:>7}{run.nhev:>7}{run.seconds:>9.3f}{derivatives}{build}"
-            f"  {run.message[:40]}" + (f" [check: {run.check}]" if run.false_success and run.check else ""))
+            f"  {run.message[:40]}" + (f" [check: {run.check}]" if (run.false_success or run.unverified) and run.check
+                                       else ""))
 
 
 ROW_HEADER = (f"{'problem':<20}{'n':>7}  {'solver':<14}{'solved':>5}{'f':>16}{'violation':>10}{'nit':>6}"
