@@ -24,6 +24,13 @@ problem alone (none of the solver's multipliers, scaling or tolerances):
 
 A success that passes 1, 2 and 4 and is not refuted by 3 is a *local minimum*; if its value is
 above the published f*, the benchmark counts it apart from false successes.
+
+Beyond ``CHECK_DENSE_N`` variables only 1 and 2 run, sparse: the candidates are the constraints
+within ``ACTIVE_SPARSE`` of a bound, their multipliers come from the augmented system (not the
+normal equations, whose condition number is squared) with the wrong-signed rows dropped pass by
+pass. That is a heuristic active-set fit, accurate enough on the hanging chain and the portfolio
+and on Bryson-Denham at n = 10^4 (residual 6e-6 at its minimum), but not at n = 10^5 (2e-1): there
+it can fail to confirm a minimum, and the benchmark says "unverified" rather than "false".
 """
 from __future__ import annotations
 
