@@ -13,6 +13,7 @@ nondegenerate solution (strict complementarity, second-order sufficiency), x and
 are within a modest multiple of E_0 of the solution: X_TOL = 1e-6.
 """
 import math
+import re
 import warnings
 
 import numpy as np
@@ -313,6 +314,37 @@ def test_an_objective_autodiff_follows_is_not_differenced():
     assert result.success and result.derivatives == "autodiff"
     assert result.hessian_source == "autodiff (the Lagrangian's)" and "finite differences" not in result.message
     np.testing.assert_allclose(result.x, [0.0, 1.0], atol=X_TOL)
+
+
+def _leaves_the_engine_beyond_half(value):
+    """``value(x)``, through float() where x[0] > 0.5: autodiff follows it at x0 = 0, not there."""
+    def function(x):
+        if x[0] > 0.5:
+            return value(np.array([float(x[0]), x[1]]))
+        return value(x)
+    return function
+
+
+@pytest.mark.parametrize("refused", ["fun", "constraints[0] (eq)"])
+def test_a_function_autodiff_refuses_after_x0_restarts_the_run_on_finite_differences(refused):
+    """f = (x0 - 2)^2 + (x1 - 1)^2 on the line x0 + x1 = 1 has its minimum at (1, 0), multiplier 2;
+    f (or the constraint) leaves the engine only where x0 > 0.5, which the run reaches after x0 = 0.
+    The run restarts from x0 with central differences of that function, warns (naming float() and
+    the line, at the user's call) and says so; the differences' error, eps^(2/3) times f's third
+    derivatives (0 here), is below the KKT test's, so x and v are within X_TOL."""
+    objective, line = (lambda x: (x[0] - 2) ** 2 + (x[1] - 1) ** 2), (lambda x: x[0] + x[1] - 1)
+    if refused == "fun":
+        objective = _leaves_the_engine_beyond_half(objective)
+    else:
+        line = _leaves_the_engine_beyond_half(lambda x: np.stack([x[0] + x[1] - 1]))
+    with pytest.warns(OptimizeWarning, match=rf"autodiff cannot follow {re.escape(refused)} at a point of the run "
+                                             r"after x0 \(it could at x0\): float\(\).*restarts from x0") as record:
+        result = hessopt.minimize(objective, X0, constraints={"type": "eq", "fun": line})
+    assert [w.filename for w in record] == [__file__]   # one warning, at the user's call
+    assert result.success and "not at x0: float()" in result.message and "restarted from x0" in result.message
+    assert result.derivatives == ("finite differences" if refused == "fun" else "autodiff")
+    np.testing.assert_allclose(result.x, [1.0, 0.0], atol=X_TOL)
+    np.testing.assert_allclose(result.v[0], [2.0], atol=X_TOL)
 
 
 X0 = np.zeros(2)
