@@ -5,7 +5,10 @@ The method is chosen by :func:`constrained_method`: ``method=None`` with constra
 ``"interior-point"`` (``"ipm"``), or scipy's constrained names ``"trust-constr"`` and ``"SLSQP"``,
 which run the same method (the result's message says so). Their common options map (maxiter;
 gtol, SLSQP's ftol and ``tol`` to the KKT tolerance; disp, trust-constr's verbose and SLSQP's
-iprint from 2 on to disp); their other options have no counterpart and are refused by name. A
+iprint from 2 on to disp); their other options have no counterpart and are refused by name. For
+``"trust-constr"``, whose gtol bounds the Lagrangian gradient's largest entry and the violation in
+the user's units, success also needs both at most gtol (IPOPT's ``dual_inf_tol`` and
+``constr_viol_tol``, 1 and 1e-4 otherwise): its status 1 promises ``optimality < gtol``. A
 method for unconstrained or bound-constrained problems refuses constraints.
 
 Derivatives (:mod:`hessopt._constraints`): f's gradient from autodiff (or the user's jac); with f's
@@ -34,7 +37,7 @@ from scipy.optimize import OptimizeResult, OptimizeWarning
 
 import optimizers
 from optimizers.feasible import FeasibleSet
-from optimizers.interior_point import interior_start
+from optimizers.interior_point import DEFAULT_TOL, interior_start
 from optimizers.methods import Declaration
 from optimizers.objective import Status
 
@@ -110,7 +113,7 @@ def constrained_options(options: dict, tol: float | None, scipy_name: str | None
         if name in options:
             raise ValueError(f"options[{name!r}] of {scipy_name!r} has no counterpart in hessopt's interior-point "
                              f"method, which runs for {scipy_name!r} here (its options: maxiter, gtol, disp, "
-                             "sparse, mu_init, mu_strategy)")
+                             "sparse, mu_init, mu_strategy, dual_inf_tol, constr_viol_tol)")
     for name, (target, convert) in _MAPPED.get(key, {}).items():
         if name in options:
             options.setdefault(target, convert(check_option(name, options.pop(name))))
@@ -120,6 +123,10 @@ def constrained_options(options: dict, tol: float | None, scipy_name: str | None
     if tol is not None:
         check_option("gtol", tol, label="tol")
         options.setdefault("gtol", tol)
+    if key == "trust-constr":   # its gtol bounds the Lagrangian gradient and the violation, unscaled
+        gtol = check_option("gtol", options.get("gtol", DEFAULT_TOL))
+        options.setdefault("dual_inf_tol", gtol)
+        options.setdefault("constr_viol_tol", gtol)
     trace = options.pop("trace", True)
     check_option("trace", trace)
     return options, trace

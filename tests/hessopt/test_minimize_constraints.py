@@ -347,6 +347,28 @@ def test_a_function_autodiff_refuses_after_x0_restarts_the_run_on_finite_differe
     np.testing.assert_allclose(result.v[0], [2.0], atol=X_TOL)
 
 
+@pytest.mark.parametrize("gtol", [1e-8, 1e-10])
+def test_trust_constrs_status_1_means_its_gtol_holds_in_the_users_units(gtol):
+    """Rosenbrock on x0 + 2 x1 <= 1 from (-1, -0.5) (scipy's IneqRosenbrock, MATLAB fmincon's example).
+    |grad f(x0)| = 604, so the interior point scales f by s_f = 100 / 604 and E_0 <= gtol leaves the
+    user's Lagrangian gradient up to 1 / s_f times larger (2.5e-8 at gtol 1e-8). trust-constr's status
+    1 says that the largest entry of grad f + A^T v and the violation are below its gtol: for
+    method="trust-constr" success requires both, recomputed here from result.x and result.v
+    (to the rounding of grad f, eps |grad f| with |grad f| ~ 1 there)."""
+    def rosenbrock(x):
+        return 100 * (x[1] - x[0] ** 2) ** 2 + (1 - x[0]) ** 2
+
+    def gradient(x):
+        return np.array([-400 * x[0] * (x[1] - x[0] ** 2) - 2 * (1 - x[0]), 200 * (x[1] - x[0] ** 2)])
+    result = hessopt.minimize(rosenbrock, [-1.0, -0.5], method="trust-constr",
+                              constraints=LinearConstraint([[1.0, 2.0]], -np.inf, 1.0), options={"gtol": gtol})
+    assert result.status == 1 and result.success
+    lagrangian_gradient = gradient(result.x) + np.array([1.0, 2.0]) * result.v[0][0]
+    assert np.max(np.abs(lagrangian_gradient)) <= gtol + 10 * np.finfo(float).eps
+    assert result.optimality <= gtol and result.constr_violation <= gtol
+    np.testing.assert_allclose(result.x, [0.5022, 0.2489], atol=1e-4)   # scipy's test's digits
+
+
 X0 = np.zeros(2)
 DISK = NonlinearConstraint(lambda x: x @ x, -np.inf, 1.0)
 
