@@ -421,6 +421,7 @@ OPTION_RULES: dict = {
     "maxfun": OptionRule("a positive number or None (no cap)", _is_number, lambda v: 0 < v < np.inf, none=True),
     # the interior point's (mu_strategy: IPOPT's names), and scipy's trust-constr and SLSQP levels
     "mu_init": _POSITIVE, "mu_strategy": _choice("monotone", "adaptive"),
+    "dual_inf_tol": _POSITIVE, "constr_viol_tol": _POSITIVE,
     "verbose": _NONNEGATIVE_INTEGER, "iprint": _number("an integer", lambda v: True, integer=True),
     "timeout": _number("a positive number of seconds or None", lambda v: 0 < v < np.inf, none=True),
     # minimize_stochastic's draws of the curvature subsamples (numpy.random.default_rng's seed)

@@ -5,7 +5,10 @@ The method is chosen by :func:`constrained_method`: ``method=None`` with constra
 ``"interior-point"`` (``"ipm"``), or scipy's constrained names ``"trust-constr"`` and ``"SLSQP"``,
 which run the same method (the result's message says so). Their common options map (maxiter;
 gtol, SLSQP's ftol and ``tol`` to the KKT tolerance; disp, trust-constr's verbose and SLSQP's
-iprint from 2 on to disp); their other options have no counterpart and are refused by name. A
+iprint from 2 on to disp); their other options have no counterpart and are refused by name. For
+``"trust-constr"``, whose gtol bounds the Lagrangian gradient's largest entry and the violation in
+the user's units, success also needs both at most gtol (IPOPT's ``dual_inf_tol`` and
+``constr_viol_tol``, 1 and 1e-4 otherwise): its status 1 promises ``optimality < gtol``. A
 method for unconstrained or bound-constrained problems refuses constraints.
 
 Derivatives (:mod:`hessopt._constraints`): f's gradient from autodiff (or the user's jac); with f's
@@ -26,14 +29,15 @@ callback), for the other names scipy's common ones (0 success).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 
 import numpy as np
-from scipy.optimize import OptimizeResult
+from scipy.optimize import OptimizeResult, OptimizeWarning
 
 import optimizers
 from optimizers.feasible import FeasibleSet
-from optimizers.interior_point import interior_start
+from optimizers.interior_point import DEFAULT_TOL, interior_start
 from optimizers.methods import Declaration
 from optimizers.objective import Status
 
@@ -47,7 +51,7 @@ from ._constraints import (
     sparse_derivatives,
 )
 from ._derivatives import AutodiffDerivatives, Named, flat_derivatives, variables_of
-from ._finite_differences import FiniteDifferences, box_bounds, fallback
+from ._finite_differences import FiniteDifferences, _differences, _engine_refusal, box_bounds, fallback, refusal_site
 
 #: hessopt's names of its constrained method, and scipy's names that run it
 OWN_NAMES = ("interior-point", "ipm")
@@ -109,7 +113,7 @@ def constrained_options(options: dict, tol: float | None, scipy_name: str | None
         if name in options:
             raise ValueError(f"options[{name!r}] of {scipy_name!r} has no counterpart in hessopt's interior-point "
                              f"method, which runs for {scipy_name!r} here (its options: maxiter, gtol, disp, "
-                             "sparse, mu_init, mu_strategy)")
+                             "sparse, mu_init, mu_strategy, dual_inf_tol, constr_viol_tol)")
     for name, (target, convert) in _MAPPED.get(key, {}).items():
         if name in options:
             options.setdefault(target, convert(check_option(name, options.pop(name))))
@@ -119,6 +123,10 @@ def constrained_options(options: dict, tol: float | None, scipy_name: str | None
     if tol is not None:
         check_option("gtol", tol, label="tol")
         options.setdefault("gtol", tol)
+    if key == "trust-constr":   # its gtol bounds the Lagrangian gradient and the violation, unscaled
+        gtol = check_option("gtol", options.get("gtol", DEFAULT_TOL))
+        options.setdefault("dual_inf_tol", gtol)
+        options.setdefault("constr_viol_tol", gtol)
     trace = options.pop("trace", True)
     check_option("trace", trace)
     return options, trace
@@ -128,20 +136,51 @@ def minimize_constrained(fun: Callable, x0, args, declaration: Declaration, scip
                          derivatives_given: tuple, feasible: FeasibleSet, bounded: bool, items: list,
                          tol: float | None, callback: Callable | None, options) -> OptimizeResult:
     """``minimize`` with the constrained method (see the module docstring); ``derivatives_given``
-    is the user's ``(jac, hess, hessp)``, ``items`` scipy's constraints as a list."""
+    is the user's ``(jac, hess, hessp)``, ``items`` scipy's constraints as a list.
+
+    A function autodiff follows at x0 but refuses at a later point of the run (a branch taken only
+    there: ``if x[0] > 2: return float(x[0]) ** 2``) is watched (:class:`_Watch`): the run restarts
+    from x0 with finite differences of that function (f's or a constraint's, as at x0), with an
+    ``OptimizeWarning`` naming the operation and the line, and the message saying so (as the
+    differences' reason: the derivatives' note, or the constraint's). The
+    unconstrained path switches in place (:class:`~hessopt._finite_differences.Switching`); here
+    f's curvature is part of the Lagrangian's one program, which cannot be split mid-run."""
     options, trace = constrained_options(options, tol, scipy_name)
     call = normalize(x0, args, callback, options, declaration.function, declaration.name)
     if variables_of(x0) is not None:
         raise ValueError("constraints with a list of Variables as x0 are not supported: pass x0 as an array or "
                          "a pytree and fun of it")
+    watch = _Watch()
+    while True:
+        try:
+            result = _solve(fun, call, declaration, scipy_name, derivatives_given, feasible, items, trace, watch)
+            break
+        except (TypeError, ValueError) as error:
+            if watch.refused is None or _engine_refusal(error) is None:
+                raise
+            label, site = watch.refused
+            watch.restart()
+            warnings.warn(f"autodiff cannot follow {label} at a point of the run after x0 (it could at x0): {site}. "
+                          f"The run restarts from x0 with finite differences of {label}", OptimizeWarning, stacklevel=3)
+    if bounded:
+        report_bounds(result, result.get("active_mask", np.zeros(call.x0.size, dtype=int)), None, call.unravel)
+    return call.finish(result)
+
+
+def _solve(fun: Callable, call, declaration: Declaration, scipy_name: str | None, derivatives_given: tuple,
+           feasible: FeasibleSet, items: list, trace: bool, watch: _Watch) -> OptimizeResult:
+    """One run of the interior point (:func:`minimize_constrained`), with finite differences for
+    the functions ``watch`` says autodiff refused in an earlier run."""
     jac, hess, hessp = derivatives_given
     derivatives = _objective_derivatives(
-        AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel, trace=trace),
-        jac, call, feasible, (hess, hessp, declaration))
+        AutodiffDerivatives(watch.guard("fun", lambda tree: scalar_value(fun(tree, *call.args))), call.unravel,
+                            trace=trace),
+        jac, call, feasible, (hess, hessp, declaration), watch.differenced.get("fun"))
     differenced = isinstance(derivatives, FiniteDifferences)
     flat = flat_derivatives(fun, jac, hess, hessp, call, derivatives, declaration, ggn=False, trace=trace)
-    groups = differentiable(parse_constraints(items, call.x0, call.unravel), call.x0,
-                            *box_bounds(feasible, call.x0.size))
+    groups = [g if g.fun is None else g._replace(fun=watch.guard(g.label, g.fun))
+              for g in parse_constraints(items, call.x0, call.unravel)]
+    groups = differentiable(groups, call.x0, *box_bounds(feasible, call.x0.size), refused=watch.differenced)
     sparse = sparse_derivatives(groups, call.x0.size, call.options.get("sparse"))
     # f's curvature is autodiff's: in the Lagrangian
     own_curvature = not differenced and flat.operator == derivatives.at
@@ -155,8 +194,10 @@ def minimize_constrained(fun: Callable, x0, args, declaration: Declaration, scip
     else:
         fun_, jac_ = flat.fun, flat.jac
         second = {"hess": flat.hess, "hessp": flat.hessp, "operator": flat.operator}
+    watch.armed = True   # x0's probes are behind: a refusal from here on is one the run met
     result = derivatives.solve(declaration.function, call.x0, fun_, call.x0, jac_, callback=call.callback,
                                bounds=feasible, constraints=constraint, **second, **call.options)
+    watch.armed = False
     _report(result, flat, own_curvature, scipy_name)
     result.derivatives = derivatives.name if exact_derivatives(jac) else "jac"
     if differenced:   # every call of f, the differences' too
@@ -165,12 +206,40 @@ def minimize_constrained(fun: Callable, x0, args, declaration: Declaration, scip
         result.message = f"{result.message} {note}."
     if own_curvature:   # the constraints' curvature was part of the Lagrangian's: counted there
         result.constr_nhev = curvature.evaluations
-    if bounded:
-        report_bounds(result, result.get("active_mask", np.zeros(call.x0.size, dtype=int)), None, call.unravel)
-    return call.finish(result)
+    return result
 
 
-def _objective_derivatives(derivatives: AutodiffDerivatives, jac, call, feasible: FeasibleSet, second: tuple):
+class _Watch:
+    """Which of the user's functions (f, labelled ``"fun"``, or a constraint group, by its label)
+    autodiff refused during a run (``refused``: label and :func:`refusal_site`), once ``armed``
+    (after x0's probes, whose refusals the fallbacks at x0 take); ``differenced``: those refused
+    in earlier runs, to be differenced from x0 (:func:`minimize_constrained`)."""
+
+    def __init__(self):
+        self.armed, self.refused, self.differenced = False, None, {}
+
+    def guard(self, label: str, function: Callable) -> Callable:
+        """``function``, noting an engine refusal it raises while armed (and raising it on)."""
+        def guarded(*args):
+            try:
+                return function(*args)
+            except (TypeError, ValueError) as error:
+                if self.armed and _engine_refusal(error) is not None:
+                    self.refused = (label, refusal_site(error))
+                raise
+        return guarded
+
+    def restart(self) -> None:
+        """The refused function differenced from the next run on."""
+        if self.refused[0] in self.differenced:   # differenced already: the refusal is not autodiff's to avoid
+            raise RuntimeError(f"autodiff refused {self.refused[0]} on finite differences: {self.refused[1]}")
+        label, site = self.refused
+        self.differenced[label] = f"at a point of the run, not at x0: {site}; the run restarted from x0"
+        self.refused, self.armed = None, False
+
+
+def _objective_derivatives(derivatives: AutodiffDerivatives, jac, call, feasible: FeasibleSet, second: tuple,
+                           refused: str | None = None):
     """autodiff's derivatives of f, or, when autodiff cannot follow f at x0 and the call gives no
     gradient, :class:`~hessopt._finite_differences.FiniteDifferences` of it in the box with
     ``minimize``'s warning (:func:`~hessopt._finite_differences.fallback`). The gradient is central
@@ -179,12 +248,15 @@ def _objective_derivatives(derivatives: AutodiffDerivatives, jac, call, feasible
     about ``sqrt(eps)`` times the curvature, is the size of its default tolerance. The Hessian is
     second differences of f (:class:`~hessopt._finite_differences.DifferencedPoint`). An f autodiff
     follows at x0 keeps autodiff's derivatives: its curvature belongs in the Lagrangian's program.
-    "x0" is the interior point's first iterate, x0 pushed strictly inside the bounds."""
+    "x0" is the interior point's first iterate, x0 pushed strictly inside the bounds. ``refused``:
+    where autodiff refused f in an earlier run (:class:`_Watch`): f is then differenced from x0."""
     scheme = "3-point" if jac is None or jac is False else jac
     lower, upper = box_bounds(feasible, call.x0.size)
     start = dataclasses.replace(call, x0=interior_start(call.x0, lower, upper))   # f is never called outside
+    if refused is not None and exact_derivatives(jac):
+        return _differences(derivatives, start, feasible, scheme, None, call.options.get("gtol"), refused, None)
     differences = fallback(derivatives, scheme, start, feasible, None, call.options.get("gtol"), second=second,
-                           stacklevel=5)   # fallback, this, minimize_constrained, minimize, the user
+                           stacklevel=6)   # fallback, this, _solve, minimize_constrained, minimize, the user
     return differences if isinstance(differences, FiniteDifferences) else derivatives
 
 

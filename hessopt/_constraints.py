@@ -207,25 +207,35 @@ def _user_hessian(hess: Callable, unravel: Callable, n: int, label: str) -> Call
 SPARSE_DERIVATIVES_MIN = 100
 
 
-def differentiable(groups: list[Group], x0: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> list[Group]:
+def differentiable(groups: list[Group], x0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                   refused: dict[str, str] | None = None) -> list[Group]:
     """The groups, those whose fun autodiff cannot follow (it leaves the engine: ``np.array([t0,
-    t1])``, ``float(t)``; a TypeError at one forward-mode product at x0) given finite-difference
-    derivatives instead: central differences of fun for the Jacobian unless the user gave one,
-    and of ``J(x)^T v`` for the curvature, steps kept inside the bounds; ``note`` says why."""
+    t1])``, ``float(t)``; a TypeError at one forward-mode product at x0, or a label in ``refused``,
+    which maps those autodiff refused at a later point of an earlier run to where) given
+    finite-difference derivatives instead: central differences of fun for the Jacobian unless the
+    user gave one, and of ``J(x)^T v`` for the curvature, steps kept inside the bounds; ``note``
+    says why."""
+    refused = refused or {}
     checked = []
     for g in groups:
         if g.fun is None or (g.jac is not None and g.hess is not None):
             checked.append(g)
             continue
-        try:
-            ad.jvp(g.fun, (x0,), (np.ones_like(x0),))
-        except TypeError as error:
-            jac = g.jac or _central_jacobian(_plain(g.fun), lower, upper)
-            checked.append(g._replace(jac=jac, hess=g.hess or _central_curvature(jac, lower, upper),
-                                      note=f"{g.label}'s derivatives came from finite differences: autodiff "
-                                           f"could not follow its fun ({str(error).split('. ')[0]})"))
+        reason = None
+        if g.label in refused:
+            reason = refused[g.label]
         else:
+            try:
+                ad.jvp(g.fun, (x0,), (np.ones_like(x0),))
+            except TypeError as error:
+                reason = str(error).split('. ')[0]
+        if reason is None:
             checked.append(g)
+            continue
+        jac = g.jac or _central_jacobian(_plain(g.fun), lower, upper)
+        checked.append(g._replace(jac=jac, hess=g.hess or _central_curvature(jac, lower, upper),
+                                  note=f"{g.label}'s derivatives came from finite differences: autodiff "
+                                       f"could not follow its fun ({reason})"))
     return checked
 
 

@@ -306,13 +306,17 @@ class InteriorPoint(Step):
         The first barrier parameter.
     mu_strategy : {"monotone", "adaptive"}
         How mu moves (:mod:`optimizers.barrier_update`).
+    dual_inf_tol, constr_viol_tol : float
+        IPOPT's absolute tests on the user's Lagrangian gradient and violation.
     """
 
     messages = {Status.SUCCESS: SUCCESS_MESSAGE, Status.MAXITER: MAXITER_MESSAGE}
 
     def __init__(self, objective: Objective, form: SlackForm, view: Constrained, *, tol: float,
-                 sparse: bool | None, mu_init: float, mu_strategy: str = "monotone"):
+                 sparse: bool | None, mu_init: float, mu_strategy: str = "monotone",
+                 dual_inf_tol: float = DUAL_TOLERANCE, constr_viol_tol: float = VIOLATION_TOLERANCE):
         self.objective, self.form, self.view = objective, form, view
+        self.dual_inf_tol, self.constr_viol_tol = dual_inf_tol, constr_viol_tol
         self.tol, self.sparse, self.mu_init = tol, sparse, mu_init
         self.mu_strategy = mu_strategy
         self.solver: BarrierSolver | None = None
@@ -432,7 +436,7 @@ class InteriorPoint(Step):
     def kkt_holds(self) -> bool:
         """The KKT test: E_0 of the scaled problem at most tol, the total complementarity at most
         ``tol max(1, |f|)``, and IPOPT's absolute tests on the user's problem (Lagrangian gradient
-        at most 1, violation and complementarity at most 1e-4)."""
+        at most ``dual_inf_tol``, violation at most ``constr_viol_tol``, complementarity at most 1e-4)."""
         return self.solver.optimality_error() <= self.tol and self._gap_closed() and self._user_kkt_holds()
 
     def _gap_closed(self) -> bool:
@@ -452,8 +456,8 @@ class InteriorPoint(Step):
         # the user's multipliers are the scaled problem's divided by s_f (the slacks' scale cancels)
         complementarity = solver.terms.complementarity(solver.w, solver.zl, solver.zu, 0.0) / form.objective_scale
         lagrangian_gradient = self.view.lagrangian_gradient(x, self.objective.grad(x), self.multipliers())
-        return (norm_inf(lagrangian_gradient) <= DUAL_TOLERANCE
-                and self.view.violation(x) <= VIOLATION_TOLERANCE
+        return (norm_inf(lagrangian_gradient) <= self.dual_inf_tol
+                and self.view.violation(x) <= self.constr_viol_tol
                 and complementarity <= COMPLEMENTARITY_TOLERANCE)
 
     def multipliers(self) -> Multipliers:
@@ -508,7 +512,8 @@ def _no_constraints(n: int) -> CanonicalConstraint:
 @declared("interior-point", bounds=True, sparse=True, constraints=True)
 def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: CanonicalConstraint | None = None,
                  lagrangian_hess: Callable | None = None, sparse: bool | None = None, mu_init: float = MU_INIT,
-                 mu_strategy: str = "monotone") -> OptimizeResult:
+                 mu_strategy: str = "monotone", dual_inf_tol: float = DUAL_TOLERANCE,
+                 constr_viol_tol: float = VIOLATION_TOLERANCE) -> OptimizeResult:
     """Minimize f subject to ``constraints.lower <= c(x) <= constraints.upper`` and bounds by the
     primal-dual interior-point method with a filter line search of Wächter & Biegler (2006).
 
@@ -543,6 +548,12 @@ def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: Canonica
     mu_strategy : {"monotone", "adaptive"}
         How the barrier parameter moves (IPOPT's option of that name): W&B's monotone rule, or
         Nocedal, Wächter & Waltz's adaptive one (:mod:`optimizers.barrier_update`).
+    dual_inf_tol, constr_viol_tol : float
+        IPOPT's options of those names: the largest ``|grad f + J^T v|_inf`` (1) and violation
+        (1e-4) in the user's units that success allows, besides ``E_0 <= gtol`` (which is of the
+        scaled problem: with f scaled down by s_f the user's gradient may be 1/s_f times larger).
+        scipy's trust-constr stops when both are at most its gtol: ``hessopt.minimize`` sets them so
+        for ``method="trust-constr"``.
 
     Returns
     -------
@@ -559,7 +570,8 @@ def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: Canonica
     ------
     ValueError
         Without second derivatives (hess, hessp, operator or lagrangian_hess), for bounds that do
-        not fit x0, for gtol not positive or an unknown mu_strategy.
+        not fit x0, for gtol, dual_inf_tol or constr_viol_tol not positive or an unknown
+        mu_strategy.
 
     Examples
     --------
@@ -592,6 +604,9 @@ def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: Canonica
         raise ValueError(f"gtol (the KKT tolerance) must be positive, got {tol!r}")
     if mu_strategy not in ("monotone", "adaptive"):
         raise ValueError(f"mu_strategy must be 'monotone' or 'adaptive', got {mu_strategy!r}")
+    if not (dual_inf_tol > 0 and constr_viol_tol > 0):
+        raise ValueError(f"dual_inf_tol and constr_viol_tol must be positive, got {dual_inf_tol!r} and "
+                         f"{constr_viol_tol!r}")
     if problem.hess is None and problem.hessp is None and problem.operator is None and lagrangian_hess is None:
         raise ValueError("the interior-point method needs second derivatives: pass hess, hessp, "
                          "operator or lagrangian_hess")
@@ -610,7 +625,8 @@ def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: Canonica
     size = n + constraint.m + int(np.sum(~constraint.equality))
     dense = sparse is False or (sparse is None and size < SPARSE_MIN_SIZE)
     form = SlackForm(objective, constraint, lower, upper, hessian, objective.x0, dense=dense)
-    step = InteriorPoint(objective, form, view, tol=tol, sparse=sparse, mu_init=mu_init, mu_strategy=mu_strategy)
+    step = InteriorPoint(objective, form, view, tol=tol, sparse=sparse, mu_init=mu_init, mu_strategy=mu_strategy,
+                         dual_inf_tol=dual_inf_tol, constr_viol_tol=constr_viol_tol)
 
     def counts() -> dict:
         return {**objective.counts(), **constraint.counts()}

@@ -21,7 +21,7 @@ NOTEBOOKS = ROOT / "notebooks"
 EXPECTED = ["01_gradient_tape", "02_hessian_vector_products", "03_jacobians_and_hessians",
             "04_newton_methods", "05_input_gradient_regularization", "06_curvature_spectrum",
             "07_bound_constraints", "08_derivatives_of_solutions",
-            "09_fitting_an_ode_model"]
+            "09_fitting_an_ode_model", "10_constrained_optimization"]
 
 
 
@@ -36,7 +36,8 @@ build = _load("notebook_build", NOTEBOOKS / "build.py")
 claims = _load("notebook_claims", NOTEBOOKS / "claims.py")
 # the notebooks whose text rests on measured numbers: each must check them with claim()
 WITH_CLAIMS = ["03_jacobians_and_hessians", "04_newton_methods", "05_input_gradient_regularization",
-               "06_curvature_spectrum", "07_bound_constraints", "08_derivatives_of_solutions"]
+               "06_curvature_spectrum", "07_bound_constraints", "08_derivatives_of_solutions",
+               "10_constrained_optimization"]
 
 
 def claims_of(notebook: nbformat.NotebookNode) -> dict[str, dict]:
@@ -60,7 +61,7 @@ def test_a_claim_holds_within_its_tolerance_or_fails(capsys):
         claims.claim("z", 1.0, 1.0)
 
 
-def test_the_nine_notebooks_and_their_sources_are_there():
+def test_the_ten_notebooks_and_their_sources_are_there():
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == EXPECTED
     assert sorted(p.stem for p in build.SOURCES.glob("*.py")) == EXPECTED
 

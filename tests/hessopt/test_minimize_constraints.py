@@ -13,6 +13,7 @@ nondegenerate solution (strict complementarity, second-order sufficiency), x and
 are within a modest multiple of E_0 of the solution: X_TOL = 1e-6.
 """
 import math
+import re
 import warnings
 
 import numpy as np
@@ -313,6 +314,59 @@ def test_an_objective_autodiff_follows_is_not_differenced():
     assert result.success and result.derivatives == "autodiff"
     assert result.hessian_source == "autodiff (the Lagrangian's)" and "finite differences" not in result.message
     np.testing.assert_allclose(result.x, [0.0, 1.0], atol=X_TOL)
+
+
+def _leaves_the_engine_beyond_half(value):
+    """``value(x)``, through float() where x[0] > 0.5: autodiff follows it at x0 = 0, not there."""
+    def function(x):
+        if x[0] > 0.5:
+            return value(np.array([float(x[0]), x[1]]))
+        return value(x)
+    return function
+
+
+@pytest.mark.parametrize("refused", ["fun", "constraints[0] (eq)"])
+def test_a_function_autodiff_refuses_after_x0_restarts_the_run_on_finite_differences(refused):
+    """f = (x0 - 2)^2 + (x1 - 1)^2 on the line x0 + x1 = 1 has its minimum at (1, 0), multiplier 2;
+    f (or the constraint) leaves the engine only where x0 > 0.5, which the run reaches after x0 = 0.
+    The run restarts from x0 with central differences of that function, warns (naming float() and
+    the line, at the user's call) and says so; the differences' error, eps^(2/3) times f's third
+    derivatives (0 here), is below the KKT test's, so x and v are within X_TOL."""
+    objective, line = (lambda x: (x[0] - 2) ** 2 + (x[1] - 1) ** 2), (lambda x: x[0] + x[1] - 1)
+    if refused == "fun":
+        objective = _leaves_the_engine_beyond_half(objective)
+    else:
+        line = _leaves_the_engine_beyond_half(lambda x: np.stack([x[0] + x[1] - 1]))
+    with pytest.warns(OptimizeWarning, match=rf"autodiff cannot follow {re.escape(refused)} at a point of the run "
+                                             r"after x0 \(it could at x0\): float\(\).*restarts from x0") as record:
+        result = hessopt.minimize(objective, X0, constraints={"type": "eq", "fun": line})
+    assert [w.filename for w in record] == [__file__]   # one warning, at the user's call
+    assert result.success and "not at x0: float()" in result.message and "restarted from x0" in result.message
+    assert result.derivatives == ("finite differences" if refused == "fun" else "autodiff")
+    np.testing.assert_allclose(result.x, [1.0, 0.0], atol=X_TOL)
+    np.testing.assert_allclose(result.v[0], [2.0], atol=X_TOL)
+
+
+@pytest.mark.parametrize("gtol", [1e-8, 1e-10])
+def test_trust_constrs_status_1_means_its_gtol_holds_in_the_users_units(gtol):
+    """Rosenbrock on x0 + 2 x1 <= 1 from (-1, -0.5) (scipy's IneqRosenbrock, MATLAB fmincon's example).
+    |grad f(x0)| = 604, so the interior point scales f by s_f = 100 / 604 and E_0 <= gtol leaves the
+    user's Lagrangian gradient up to 1 / s_f times larger (2.5e-8 at gtol 1e-8). trust-constr's status
+    1 says that the largest entry of grad f + A^T v and the violation are below its gtol: for
+    method="trust-constr" success requires both, recomputed here from result.x and result.v
+    (to the rounding of grad f, eps |grad f| with |grad f| ~ 1 there)."""
+    def rosenbrock(x):
+        return 100 * (x[1] - x[0] ** 2) ** 2 + (1 - x[0]) ** 2
+
+    def gradient(x):
+        return np.array([-400 * x[0] * (x[1] - x[0] ** 2) - 2 * (1 - x[0]), 200 * (x[1] - x[0] ** 2)])
+    result = hessopt.minimize(rosenbrock, [-1.0, -0.5], method="trust-constr",
+                              constraints=LinearConstraint([[1.0, 2.0]], -np.inf, 1.0), options={"gtol": gtol})
+    assert result.status == 1 and result.success
+    lagrangian_gradient = gradient(result.x) + np.array([1.0, 2.0]) * result.v[0][0]
+    assert np.max(np.abs(lagrangian_gradient)) <= gtol + 10 * np.finfo(float).eps
+    assert result.optimality <= gtol and result.constr_violation <= gtol
+    np.testing.assert_allclose(result.x, [0.5022, 0.2489], atol=1e-4)   # scipy's test's digits
 
 
 X0 = np.zeros(2)
