@@ -72,10 +72,11 @@ def _write_if_changed(path: pathlib.Path, text: str) -> None:
 DOCUMENTED_MODULES = public_api.PUBLIC_MODULES + ("autodiff.numpy",)
 
 
-def _module_page(module_name: str, documented: dict[int, str]) -> str:
+def _module_page(module_name: str, documented: dict[int, str]) -> tuple[str, list[str]]:
     """One module's page: its docstring, an autosummary of its public names (a page each), its public
     submodules linked, and its re-exports of a function or class documented under an earlier name
-    linked there (``hessopt.grad`` is ``autodiff.grad``: one page, and no duplicate object)."""
+    linked there (``hessopt.grad`` is ``autodiff.grad``: one page, and no duplicate object). Returns the
+    page and the qualified names that get a page of their own."""
     module = importlib.import_module(module_name)
     lines = [module_name, "=" * len(module_name), "", f".. automodule:: {module_name}", "   :no-members:", ""]
     names = public_api.public_names(module_name) if module_name in public_api.PUBLIC_MODULES else []
@@ -97,16 +98,22 @@ def _module_page(module_name: str, documented: dict[int, str]) -> str:
         lines += ["Modules: " + ", ".join(f":doc:`{module_name}.{name}`" for name in submodules) + ".", ""]
     if reexports:
         lines += ["Also here, documented under their first name: " + "; ".join(reexports) + ".", ""]
-    return "\n".join(lines)
+    return "\n".join(lines), [f"{module_name}.{name}" for name in pages]
 
 
 def _generate_api_pages() -> None:
     api = DOCS / "api"
     documented: dict[int, str] = {}
+    pages: set[str] = set()
     for module_name in DOCUMENTED_MODULES:
-        _write_if_changed(api / f"{module_name}.rst", _module_page(module_name, documented))
-    for stale in api.glob("*.rst"):
+        text, names = _module_page(module_name, documented)
+        _write_if_changed(api / f"{module_name}.rst", text)
+        pages.update(names)
+    for stale in api.glob("*.rst"):   # a module or a name that is no longer public leaves no page behind
         if stale.stem not in DOCUMENTED_MODULES and stale.stem != "index":
+            stale.unlink()
+    for stale in (api / "generated").glob("*.rst"):
+        if stale.stem not in pages:
             stale.unlink()
     index = ["API reference", "=============", "",
              "Generated from the docstrings: every public name of ``autodiff``, ``optimizers`` and "
