@@ -33,7 +33,7 @@ copyright = "2026, the hessopt developers"
 release = version = "0.1.0"
 
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.autosummary", "numpydoc", "myst_nb"]
-exclude_patterns = ["_build", "images/make_images.py"]
+exclude_patterns = ["_build"]
 html_theme = "pydata_sphinx_theme"
 html_title = "hessopt"
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
