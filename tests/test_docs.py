@@ -67,14 +67,14 @@ def _public_entries() -> list[tuple[str, str]]:
 def test_every_public_name_is_in_the_api_reference(site):
     html, build = site
     assert build.returncode == 0, build.stderr[-5000:]
-    documented = _inventory(html)
-    missing = [qualified for qualified, entry in _public_entries() if entry not in documented]
+    documented, entries = _inventory(html), _public_entries()
+    missing = [qualified for qualified, entry in entries if entry not in documented]
     assert not missing, f"not in the API reference: {missing}"
     for module_name in public_api.PUBLIC_MODULES:   # a re-export is named on its module's page
         page = (html / "api" / f"{module_name}.html").read_text()
-        named = [qualified for qualified, entry in _public_entries()
-                 if qualified != entry and qualified.rpartition(".")[0] == module_name and qualified not in page]
-        assert not named, f"{module_name}'s page does not name {named}"
+        unnamed = [qualified for qualified, entry in entries
+                   if qualified != entry and qualified.rpartition(".")[0] == module_name and qualified not in page]
+        assert not unnamed, f"{module_name}'s page does not name {unnamed}"
 
 
 def test_a_public_function_page_shows_its_docstring(site):
