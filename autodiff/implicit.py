@@ -393,7 +393,7 @@ def custom_fixed_point(fixed_point_fun: Callable, has_aux: bool = False, solve: 
 
 def fixed_point(f: Callable, x0: Any, *args: Any, tol: float = 1e-10, maxiter: int = 10_000,
                 solve: str | Callable = "gmres", xtol: float = XTOL) -> Any:
-    """The fixed point x = f(x, *args) by iteration from x0, differentiable in args (implicitly).
+    """The fixed point ``x = f(x, *args)`` by iteration from x0, differentiable in args (implicitly).
 
     Iterates ``x <- f(x, *args)`` on plain values until a step is at most ``tol`` times the iterate
     (2-norms over the leaves), as autograd's ``fixed_point`` (whose ``f`` is curried, ``f(a)(x)``);

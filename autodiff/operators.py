@@ -195,7 +195,7 @@ def hessian_operator(f: Callable, x: Any, chunk_size: int | None = None, args: t
     chunk_size : int, optional
         How many vectors each batched sweep of ``matmat`` and ``to_dense`` takes (default: all).
     args : tuple, optional
-        More arguments of f, held fixed: the Hessian of x -> f(x, *args) (``f(*args)`` when x
+        More arguments of f, held fixed: the Hessian of ``x -> f(x, *args)`` (``f(*args)`` when x
         holds Variables). For an ``autodiff.function`` f their floating-point arrays are inputs of
         the replayed program (a batch of data: one trace serves every batch of that shape), where
         a closure over them would be traced again for each one.
@@ -274,8 +274,8 @@ def ggn_operator(predict: Callable, loss: Callable, x: Any, chunk_size: int | No
     chunk_size : int, optional
         How many vectors each batched sweep takes (default: all).
     args : tuple, optional
-        More arguments of both, held fixed: predict(x, *args) (``predict(*args)`` when x holds
-        Variables) and loss(predictions, *args), a batch of inputs and targets, say (see
+        More arguments of both, held fixed: ``predict(x, *args)`` (``predict(*args)`` when x holds
+        Variables) and ``loss(predictions, *args)``, a batch of inputs and targets, say (see
         :func:`hessian_operator`).
 
     Returns

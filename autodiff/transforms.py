@@ -109,7 +109,7 @@ def _scalar(y: Any, what: str) -> Tensor:
 # --- gradients, Jacobians, Hessians ----------------------------------------------------------------
 
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-    """A function returning ``(f(*args), gradient of f w.r.t. args[argnums])``.
+    """A function returning ``(f(*args), gradient of f with respect to args[argnums])``.
 
     One forward and one backward pass give both, as ``jax.value_and_grad``; with ``has_aux`` f
     returns ``(output, aux)`` and the result is ``((output, aux), gradient)``.

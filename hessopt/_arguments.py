@@ -32,7 +32,7 @@ from optimizers.objective import same_point
 FINITE_DIFFERENCES = ("2-point", "3-point", "cs")
 
 # Options scipy's counterpart of a method takes that have no effect here (accepted, documented in
-# README "scipy habits"): finite-difference settings (derivatives are exact), scipy's step-size stop
+# docs/coming-from/scipy.md): finite-difference settings (derivatives are exact), scipy's step-size stop
 # for Newton-CG (it reports success far from minima; hessopt stops on gtol and checks curvature),
 # and scipy's subproblem settings.
 _TRUST_REGION = frozenset({"inexact", "subproblem_maxiter", "workers"})

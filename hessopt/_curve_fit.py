@@ -132,7 +132,7 @@ def _info(result) -> dict:
 
 
 def confidence_band(f: Callable, x, popt, pcov, level: float = 0.95, dof: int | None = None):
-    """The fitted curve f(x, *popt) and the half-width of its pointwise confidence band.
+    """The fitted curve ``f(x, *popt)`` and the half-width of its pointwise confidence band.
 
     By the delta method: var f(x) = g(x)^T pcov g(x), g the gradient of f(x, p) in p at popt (exact,
     one Jacobian of autodiff for all x), times the normal quantile of ``level`` (Student's t with

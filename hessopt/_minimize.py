@@ -99,7 +99,7 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     arguments. ``tol`` sets ``gtol``. ``callback(xk)`` gets the iterate after each iteration, a
     callback whose one parameter is named ``intermediate_result`` the OptimizeResult (scipy's
     rule). Options: each method's own and scipy's names for its counterpart (those without effect
-    here are listed in README "scipy habits"), each checked before anything is evaluated;
+    here are listed in docs/coming-from/scipy.md), each checked before anything is evaluated;
     ``maxiter`` 0 or less makes no iteration; ``disp`` prints the iteration table and warns when
     the run fails (scipy's categories); ``return_all`` gives ``result.allvecs``; unknown options
     warn and are ignored, as in scipy. A start point where f or the gradient is not finite gives

@@ -4,7 +4,7 @@
 ``atol + rtol * |expected|`` of the ``expected`` value the prose states, and shows it: as a line
 of text and, in a notebook, as data (``MIME``) that ``tests/test_notebooks.py`` reads to check
 that the saved outputs, like a fresh run, are within that tolerance of the text. A tolerance
-follows the README's testing section: it comes from what the computation guarantees (for an
+follows the testing policy (docs/development.md): it comes from what the computation guarantees (for an
 optimizer's answer, the bound its stopping test gives, computed in the notebook), and for a
 measured number that no algorithm bounds (a count, a trained network's statistic) it held across
 the initial seeds, BLAS kernels and thread counts the notebook names, never only on one machine's

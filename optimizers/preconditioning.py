@@ -466,7 +466,7 @@ class AlgebraicMultigrid:
 # The automatic rule: from SPARSE_MIN_SIZE variables on, a run takes the preconditioner from the
 # iterate after the first whose Krylov solve, unpreconditioned, took more than this many products,
 # about twice what a preconditioner costs an iterate (the sparse Hessian and its factorization:
-# about 50 products on the minimal-surface grid at n = 10^4 and 10^5; see the README for the runs).
+# about 50 products on the minimal-surface grid at n = 10^4 and 10^5; see docs/guides/sparse.md for the runs).
 AUTOMATIC_PRODUCTS = 100
 
 

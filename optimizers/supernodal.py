@@ -59,7 +59,7 @@ from .ordering import nested_dissection
 FACTORIZATIONS = ("cholmod", "qdldl")
 # (1) A band's factor within this many times the matrix's nonzeros goes to qdldl.
 BAND_FILL = 2.0
-# (2) Below this many variables qdldl factors as fast (measured: see the module's README section).
+# (2) Below this many variables qdldl factors as fast (measured: see docs/guides/sparse.md).
 CHOLMOD_MIN_SIZE = 5000
 # (3) AMD's predicted factor within this many times the matrix's nonzeros goes to qdldl.
 FILL_RATIO = 2.0

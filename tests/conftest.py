@@ -1,4 +1,4 @@
-"""Shared test fixtures, and tolerances from rounding-error analysis (the README's testing section)."""
+"""Shared test fixtures, and tolerances from rounding-error analysis (docs/development.md, Testing)."""
 from __future__ import annotations
 
 from collections import Counter

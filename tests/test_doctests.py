@@ -1,5 +1,5 @@
 """The docstring examples of every module run as doctests, every public name has one, and the
-README's complete Python examples run.
+Python examples of the README and of the documentation pages run.
 
 One case per module of ``autodiff``, ``optimizers`` and ``hessopt``: an example whose printed output
 differs from what it shows fails here, so the examples cannot drift from the code. matplotlib draws
@@ -7,10 +7,9 @@ with Agg (no window, no display needed).
 """
 from __future__ import annotations
 
-import ast
-import builtins
 import doctest
 import importlib
+import importlib.util
 import inspect
 import pathlib
 import pkgutil
@@ -23,16 +22,17 @@ import pytest
 
 matplotlib.use("Agg")
 
-PACKAGES = ("autodiff", "optimizers", "hessopt")
 OPTIONS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 
-# The public surface: modules whose public names (``__all__``, else every name defined there without a
-# leading underscore) each need a docstring with an "Examples" section. autodiff.numpy's hundreds of
-# NumPy ops carry NumPy's own meaning; that module has one example in its module docstring instead.
-PUBLIC_MODULES = ("autodiff", "autodiff.extend", "autodiff.tree", "autodiff.jit", "autodiff.implicit",
-                  "autodiff.linear_solve", "hessopt", "hessopt.nn",
-                  "hessopt.nn.activations", "hessopt.nn.losses", "hessopt.nn.datasets", "hessopt.regularizers",
-                  "hessopt.curvature", "hessopt.plot", "hessopt.problems", "hessopt.suite", "optimizers")
+# The public surface (docs/public_api.py, which the API reference is generated from): modules whose public
+# names (``__all__``, else every name defined there without a leading underscore) each need a docstring
+# with an "Examples" section. autodiff.numpy's hundreds of NumPy ops carry NumPy's own meaning; that
+# module has one example in its module docstring instead.
+_spec = importlib.util.spec_from_file_location(
+    "public_api", pathlib.Path(__file__).resolve().parents[1] / "docs" / "public_api.py")
+public_api = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(public_api)
+PACKAGES, PUBLIC_MODULES = public_api.PACKAGES, public_api.PUBLIC_MODULES
 
 
 def _module_names() -> list[str]:
@@ -112,41 +112,40 @@ def test_public_modules_say_what_they_are(name):
         assert "\nExamples\n--------\n" in doc and ">>> " in doc
 
 
-# --- the README ------------------------------------------------------------------------------------
-# A ```python block that defines every name it uses is a complete program, and runs here (in a scratch
-# directory: it may save a picture). A block that uses names from the surrounding prose (``f``, ``x0``,
-# ``model``) is a fragment and is not run; tests/autodiff/test_readme.py runs "Adding an op" in depth.
-README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+# --- the README and the documentation pages ---------------------------------------------------------
+# Every ```python block of README.md and of docs/**/*.md runs: a page's blocks in order, in one namespace
+# (a later block uses what an earlier one defined, as a reader would type them), in a scratch directory
+# (a block may save a picture). A block that is deliberately not run says so on the line before it,
+# ``<!-- not-run: the reason -->`` (invisible on GitHub and in the site). Output is shown in ```text
+# blocks, which are not run. tests/autodiff/test_readme.py runs "Adding an op" in depth.
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+GENERATED = ("docs/_build", "docs/api", "docs/notebooks")   # written by the docs build (docs/conf.py)
+PAGES = [ROOT / "README.md"] + sorted(path for path in (ROOT / "docs").rglob("*.md")
+                                      if not any(path.is_relative_to(ROOT / folder) for folder in GENERATED))
+NOT_RUN = re.compile(r"<!-- not-run: \S.*-->\n$")
 
 
-def _readme_blocks() -> list[tuple[int, str]]:
-    text = README.read_text()
-    return [(text[:match.start()].count("\n") + 1, match.group(1))
-            for match in re.finditer(r"^```python\n(.*?)^```", text, re.DOTALL | re.MULTILINE)]
+def python_blocks(text: str) -> list[tuple[int, str, bool]]:
+    """(line, code, runs) of each ```python block of a Markdown text."""
+    blocks = []
+    for match in re.finditer(r"^```python\n(.*?)^```", text, re.DOTALL | re.MULTILINE):
+        before = text[:match.start()]
+        previous_line = before[before.rstrip("\n").rfind("\n") + 1:]
+        blocks.append((before.count("\n") + 1, match.group(1), not NOT_RUN.match(previous_line)))
+    return blocks
 
 
-def _undefined_names(code: str) -> set[str]:
-    """Names the code reads but never binds (by assignment, import, def, class or parameter)."""
-    tree = ast.parse(code)
-    bound, read = set(dir(builtins)), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-    return read - bound
-
-
-COMPLETE_BLOCKS = [(line, code) for line, code in _readme_blocks() if not _undefined_names(code)]
-
-
-@pytest.mark.parametrize("line, code", COMPLETE_BLOCKS,
-                         ids=[f"README.md:{line}" for line, _ in COMPLETE_BLOCKS])
-def test_readme_examples_run(line, code, tmp_path, monkeypatch):
+@pytest.mark.parametrize("page", PAGES, ids=[str(page.relative_to(ROOT)) for page in PAGES])
+def test_page_examples_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, f"README.md:{line}", "exec"), {"__name__": "readme"})
+    namespace: dict = {"__name__": "docs"}
+    name = page.relative_to(ROOT)
+    for line, code, runs in python_blocks(page.read_text()):
+        if runs:
+            exec(compile(code, f"{name}:{line}", "exec"), namespace)
     _close_figures()
+
+
+def test_not_run_markers_are_read():
+    text = "```python\nx = 1\n```\n<!-- not-run: needs a cluster -->\n```python\nclient.submit()\n```\n"
+    assert [(line, runs) for line, _, runs in python_blocks(text)] == [(1, True), (5, False)]

@@ -20,7 +20,7 @@ O(n (l + u)^2) cost is its point (a dense solve costs O(n^3) time and O(n^2) mem
 Each derivative rule is written with the differentiable ops here, so it differentiates again:
 ``expm``'s is its Fréchet derivative, the corner of ``expm`` of a block matrix; ``sqrtm``'s solves
 a Sylvester equation; ``solve_sylvester``'s, ``solve_triangular``'s and ``solve_banded``'s solve
-the transposed system. Complex matrices follow JAX's convention (README, "Complex numbers"); the
+the transposed system. Complex matrices follow JAX's convention (docs/guides/differentiate.md); the
 Cholesky factorization refuses them while it is differentiated (its complex rule is not verified).
 
 Examples

@@ -13,8 +13,8 @@ Each is one block of the full convolution (``autodiff.numpy.composite.convolutio
 windows of the zero-padded ``in1`` times ``in2`` reversed), written with differentiable ops, so
 derivatives of every order and batched sweeps come from theirs. ``method`` ("auto", "direct",
 "fft") is accepted and changes nothing: the result is always computed directly, in O(output size x
-in2 size) time and memory (the gathered windows). Complex inputs follow JAX's convention (README,
-"Complex numbers").
+in2 size) time and memory (the gathered windows). Complex inputs follow JAX's convention
+(docs/guides/differentiate.md).
 
 Examples
 --------

@@ -1,4 +1,4 @@
-"""hessopt.nn: a small layer kit whose parameters are ``autodiff.Variable``s.
+"""hessopt.nn: a small layer kit whose parameters are Variables (``autodiff.Variable``).
 
 ``Dense``, ``BatchNorm`` and ``Sequential`` run inside tapes like Keras layers do in TensorFlow's
 autodiff guides; ``model.trainable_variables`` goes straight to ``hessopt.minimize`` with a loss

@@ -57,7 +57,7 @@ def tanh(x):
 
 
 def sigmoid(x):
-    """1 / (1 + exp(-x)), computed without overflow for large |x|.
+    """1 / (1 + exp(-x)), computed without overflow for large ``|x|``.
 
     Examples
     --------

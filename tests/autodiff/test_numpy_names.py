@@ -35,7 +35,7 @@ def test_masked_assignment_names_the_differentiable_ways():
 
 def test_the_safe_where_pattern_has_finite_gradients():
     """np.where(x > 0, np.sqrt(x), 0) differentiates both branches: sqrt's slope at 0 is inf and
-    0 * inf is NaN. Feeding the unused branch a safe value keeps the gradient finite (README)."""
+    0 * inf is NaN. Feeding the unused branch a safe value keeps the gradient finite (docs/guides/differentiate.md)."""
     x = np.array([0.0, 4.0])
     with np.errstate(divide="ignore", invalid="ignore"):
         naive = ad.grad(lambda t: np.sum(np.where(t > 0, np.sqrt(t), 0.0)))(x)

@@ -1,6 +1,6 @@
 """Rules are exact at special points wherever an exact answer exists (DESIGN.md): powers at 0 to every
 order, in reverse and forward mode; the square of a 2-norm at 0. Where the function has a true kink
-or pole, the convention is the one the README documents, and these tests pin it down.
+or pole, the convention is the one docs/guides/differentiate.md documents, and these tests pin it down.
 """
 import math
 

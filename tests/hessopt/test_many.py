@@ -247,7 +247,7 @@ def test_good_runs_are_minimize_on_each_start(where):
 
 
 def test_a_module_level_autodiff_function_goes_to_every_executor(where):
-    """README: a module-level @ad.function pickles by reference, so it goes to a process pool or
+    """docs/guides/replay.md: a module-level @ad.function pickles by reference, so it goes to a process pool or
     Dask (its traces are made again there)."""
     traced_sphere(np.zeros(2))           # traced here first: the traces do not travel
     results = hessopt.minimize_many(traced_sphere, STARTS, method="newton", executor=where[1]())

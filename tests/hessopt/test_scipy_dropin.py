@@ -1,6 +1,6 @@
 """hessopt.minimize in scipy.optimize.minimize's place (issue 19): each habit of scipy's that code
 written for scipy relies on, checked against scipy on the same call where scipy has it, and the
-deliberate differences of README "scipy habits". scipy's own test suite, run with hessopt in its
+deliberate differences of docs/coming-from/scipy.md. scipy's own test suite, run with hessopt in its
 place, is benchmarks/scipy_suite.py."""
 import inspect
 import re

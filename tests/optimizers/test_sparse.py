@@ -368,7 +368,7 @@ def test_sparse_runs_take_the_dense_runs_iterates_at_degenerate_points(method, p
     repeated negative eigenvalue at a saddle. Both paths solve the same systems with
     backward-stable factorizations (and the same eigenvectors below 500 variables), so the
     iterates agree to rounding times the systems' condition (at most 1e2 here) per step, within
-    the README's 1e-7 over these short runs."""
+    docs/guides/sparse.md's 1e-7 over these short runs."""
     fun, jac, hess, x0 = problem()
     minimize = getattr(optimizers, f"minimize_{method}")
     sparse = minimize(fun, x0, jac, hess=hess, sparse=True)
