@@ -155,8 +155,8 @@ def ravel(tree: Any) -> tuple[Any, Callable]:
             if leaves else np.zeros(0)
 
     def unravel(vector: Any) -> Any:
-        if treedef is _LEAF:
-            return anp.reshape(vector, shapes[0])
+        if treedef is _LEAF:    # an ndarray (an optimizer's iterate) is reshaped as anp.reshape would
+            return vector.reshape(shapes[0]) if type(vector) is np.ndarray else anp.reshape(vector, shapes[0])
         return treedef([anp.reshape(vector[offsets[k]:offsets[k + 1]], shape)
                         for k, shape in enumerate(shapes)])
 

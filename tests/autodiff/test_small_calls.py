@@ -179,3 +179,15 @@ def test_a_program_traced_again_compiles_once_and_keeps_its_own_constants():
     assert programs[0].run.__code__ is programs[1].run.__code__          # one compilation
     for program, data in zip(programs, (first, second)):                  # each with its own data
         assert program.run(p) == fit(data)(p)
+
+
+def test_unravel_of_a_single_array_reshapes_an_ndarray_in_place_and_keeps_tensors_differentiable():
+    """An optimizer's flat iterate goes back to x0's shape by ndarray.reshape, with no dispatch (a
+    fixed cost of every call of the user's function); a Tensor still goes through autodiff's."""
+    flat, unravel = ad.ravel(np.arange(6.0).reshape(2, 3))
+    vector = np.linspace(0.0, 1.0, 6)
+    assert python_calls(lambda: unravel(vector)) == ["unravel"]
+    shaped = unravel(vector)
+    assert shaped.shape == (2, 3) and np.shares_memory(shaped, vector)
+    np.testing.assert_array_equal(shaped, vector.reshape(2, 3))
+    np.testing.assert_array_equal(ad.grad(lambda v: np.sum(unravel(v)[1] ** 2))(vector), np.r_[0.0, 0.0, 0.0, 2 * vector[3:]])
