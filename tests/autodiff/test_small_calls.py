@@ -192,3 +192,18 @@ def test_unravel_of_a_single_array_reshapes_an_ndarray_in_place_and_keeps_tensor
     np.testing.assert_array_equal(shaped, vector.reshape(2, 3))
     gradient = ad.grad(lambda v: np.sum(unravel(v)[1] ** 2))(vector)
     np.testing.assert_array_equal(gradient, np.r_[0.0, 0.0, 0.0, 2 * vector[3:]])
+
+
+@pytest.mark.parametrize("x0", [np.arange(6.0).reshape(2, 3), np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+                                np.arange(3), np.array(2.5), np.arange(4, dtype=np.float32), np.array([1 + 2j, 3j])])
+def test_ravel_of_one_array_is_its_raveled_copy_without_the_tree_walk(x0):
+    """scipy's x0, one array: ravel gives its raveled copy (float, or complex) as the tree walk
+    would, without walking (a fixed cost of every minimize call)."""
+    flat, unravel = ad.ravel(x0)
+    walked, unravel_walked = ad.ravel([x0])           # the same leaf, through the walk
+    assert python_calls(lambda: ad.ravel(x0)) == ["ravel", "_unravel_array"]
+    assert flat.dtype == walked.dtype == np.result_type(float, x0.dtype) and flat.flags.c_contiguous
+    np.testing.assert_array_equal(flat, walked)
+    assert not np.shares_memory(flat, x0)
+    np.testing.assert_array_equal(unravel(flat), x0)
+    assert unravel(flat).shape == unravel_walked(walked)[0].shape == x0.shape
