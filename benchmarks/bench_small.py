@@ -15,7 +15,8 @@ solve in a batch of 10 starts through ``minimize_many`` (one trace for the batch
 given jax.jit's gradient and Hessian (NumPy in and out), the same method (trust-exact); ``per
 eval`` is a solve's time over its evaluations (nfev + njev + nhev). Batches: solves per second
 through ``minimize_many`` (this process, one core) on a batch of starts around each small
-problem's, against a loop of scipy with jax.jit derivatives.
+problem's, against a loop of scipy with jax.jit derivatives, in wall time and in this process's
+CPU time (solves per second per core, whatever the other processes' load).
 
 Every time is the median over interleaved rounds (``common.interleaved_ratios``), ratios to jax.jit
 in the same rounds: load from other processes hits every contestant alike. ``compile s`` is numba's
