@@ -86,6 +86,18 @@ class HessianOperator:
         self.dtype = self.gradient.dtype
         self.x, self._unravel = point, None
 
+    @classmethod
+    def _of_arrays(cls, value: float, gradient: np.ndarray, product: Callable, chunk_size: int | None,
+                   point: Any) -> HessianOperator:
+        """The operator of a replayed pair, whose value is a float and gradient a flat array (no
+        Tensor to check or unwrap): the constructor's checks and conversions skipped, a fixed cost
+        of every Hessian-vector product at a new point."""
+        operator = cls.__new__(cls)
+        operator.value, operator.gradient, operator.product, operator.chunk_size = value, gradient, product, chunk_size
+        n = gradient.size
+        operator.shape, operator.dtype, operator.x, operator._unravel = (n, n), gradient.dtype, point, None
+        return operator
+
     @property
     def unravel(self) -> Callable:
         """Flat vectors -> the structure of the point, made on first use (ravel copies the point:
@@ -231,6 +243,8 @@ def hessian_operator(f: Callable, x: Any, chunk_size: int | None = None, args: t
                                                          _flat_vector_like_gradient)
     else:
         (value, gradient), product = partially_evaluated(cached_hvp, f, (x,), _flat_vector_like_gradient)
+    if type(gradient) is np.ndarray and gradient.ndim == 1 and isinstance(value, (float, np.floating)):
+        return HessianOperator._of_arrays(float(value), gradient, product, chunk_size, x)
     return HessianOperator(value, gradient, product, chunk_size, x)
 
 

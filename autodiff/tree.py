@@ -144,6 +144,8 @@ def ravel(tree: Any) -> tuple[Any, Callable]:
     >>> unravel(np.arange(6.0))["b"]
     array([4., 5.])
     """
+    if type(tree) is np.ndarray:    # one array (scipy's x0): its raveled copy, without the tree walk
+        return np.ravel(tree).astype(np.result_type(float, tree.dtype)), _unravel_array(tree.shape)
     leaves, treedef = flatten(tree)
     shapes = [np.shape(value_of(leaf)) for leaf in leaves]
     offsets = np.concatenate([[0], np.cumsum([int(np.prod(shape)) for shape in shapes])]).astype(int)
@@ -153,14 +155,22 @@ def ravel(tree: Any) -> tuple[Any, Callable]:
     else:
         flat = np.concatenate([np.ravel(value_of(leaf)).astype(dtype) for leaf in leaves]) \
             if leaves else np.zeros(0)
+    if treedef is _LEAF:
+        return flat, _unravel_array(shapes[0])
 
     def unravel(vector: Any) -> Any:
-        if treedef is _LEAF:
-            return anp.reshape(vector, shapes[0])
         return treedef([anp.reshape(vector[offsets[k]:offsets[k + 1]], shape)
                         for k, shape in enumerate(shapes)])
 
     return flat, unravel
+
+
+def _unravel_array(shape: tuple) -> Callable:
+    """``unravel`` of a tree that is one leaf of ``shape``: an ndarray (an optimizer's iterate) is
+    reshaped directly, as ``anp.reshape`` would, with no dispatch; a Tensor differentiably."""
+    def unravel(vector: Any) -> Any:
+        return vector.reshape(shape) if type(vector) is np.ndarray else anp.reshape(vector, shape)
+    return unravel
 
 
 def mirror(result: Any, tensors_in: bool) -> Any:

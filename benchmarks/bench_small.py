@@ -15,7 +15,8 @@ solve in a batch of 10 starts through ``minimize_many`` (one trace for the batch
 given jax.jit's gradient and Hessian (NumPy in and out), the same method (trust-exact); ``per
 eval`` is a solve's time over its evaluations (nfev + njev + nhev). Batches: solves per second
 through ``minimize_many`` (this process, one core) on a batch of starts around each small
-problem's, against a loop of scipy with jax.jit derivatives.
+problem's, against a loop of scipy with jax.jit derivatives, in wall time and in this process's
+CPU time (solves per second per core, whatever the other processes' load).
 
 Every time is the median over interleaved rounds (``common.interleaved_ratios``), ratios to jax.jit
 in the same rounds: load from other processes hits every contestant alike. ``compile s`` is numba's
@@ -347,19 +348,23 @@ def solves_table(cases: list, rounds: int) -> None:
 
 def batch_table(cases: list, size: int) -> None:
     print(f"\nbatches of {size:,} starts per problem ({SOLVE_METHOD}; starts x (1 + 0.2 z), z normal): "
-          "solves per second on one core, share solved")
-    print(f"  {'problem':<24}{'minimize_many':>22}{'scipy+jax loop':>22}")
+          "solves per second of wall time / of this process's CPU time (per core: other processes' load "
+          "left out), share solved")
+    print(f"  {'problem':<24}{'minimize_many':>28}{'scipy+jax loop':>28}")
     for case in cases:
         starts = case.start * (1.0 + 0.2 * np.random.default_rng(5).standard_normal((size, case.x.size)))
-        start = time.perf_counter()
-        results = hessopt.minimize_many(case.f, starts, method=SOLVE_METHOD)
-        cells = [f"{size / (time.perf_counter() - start):9.0f} ({np.mean([r.success for r in results]):4.2f})"]
+        calls = {"minimize_many": lambda: hessopt.minimize_many(case.f, starts, method=SOLVE_METHOD)}  # noqa: B023
         if case.jax_f is not None:
             f, grad, hessian = jax_derivatives(case)
-            start = time.perf_counter()
-            results = [scipy.optimize.minimize(f, x, jac=grad, hess=hessian, method=SOLVE_METHOD) for x in starts]
-            cells.append(f"{size / (time.perf_counter() - start):9.0f} ({np.mean([r.success for r in results]):4.2f})")
-        print(f"  {case.name:<24}" + "".join(f"{c:>22}" for c in cells), flush=True)
+            calls["scipy+jax"] = lambda: [scipy.optimize.minimize(f, x, jac=grad, hess=hessian,  # noqa: B023
+                                                                  method=SOLVE_METHOD) for x in starts]  # noqa: B023
+        cells = []
+        for call in calls.values():
+            wall, cpu = time.perf_counter(), time.process_time()
+            results = call()
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            cells.append(f"{size / wall:7.0f} / {size / cpu:6.0f} ({np.mean([r.success for r in results]):4.2f})")
+        print(f"  {case.name:<24}" + "".join(f"{c:>28}" for c in cells), flush=True)
 
 
 def geometric_mean(values: list) -> float:

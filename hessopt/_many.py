@@ -85,11 +85,17 @@ def _named(error: BaseException) -> str:
 
 
 class _LastIterate:
-    """The callback each run is given: keeps the last iterate, then calls the user's callback."""
+    """The callback each run is given: keeps the last iterate, then calls the user's callback
+    (``new_style``: with the OptimizeResult, scipy's rule, decided once for the batch).
 
-    def __init__(self, callback: Callable | None):
-        self.callback = callback
-        self.new_style = callback is not None and takes_intermediate_result(callback)
+    Its signature is declared, so that minimize reads its style without inspecting it (a fixed
+    cost of every run)."""
+
+    __signature__ = inspect.Signature([inspect.Parameter("intermediate_result",
+                                                         inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+
+    def __init__(self, callback: Callable | None, new_style: bool):
+        self.callback, self.new_style = callback, new_style
         self.result: OptimizeResult | None = None
 
     def __call__(self, intermediate_result: OptimizeResult) -> None:
@@ -175,6 +181,7 @@ class _Run:
     beacon: Callable[[str], None] | None = None
     pickler: str | None = None
     traces: dict = field(default_factory=dict, compare=False, repr=False)  # fun's, by thread (SharedTraces)
+    new_style_callback: bool = False        # the user's callback takes the OptimizeResult (scipy's rule)
 
     def __getstate__(self) -> dict:
         """Pickled without the traces: a run sent to another process traces fun there."""
@@ -187,7 +194,7 @@ class _Run:
         return result if self.pickler is None else _Packed.pack(result, self.pickler)
 
     def _minimize(self, x0) -> OptimizeResult:
-        last = _LastIterate(self.kwargs.get("callback"))
+        last = _LastIterate(self.kwargs.get("callback"), self.new_style_callback)
         try:
             args = as_args(self.kwargs.get("args", ()))
             with SHARED_TRACES.of(self.fun, args, self.traces.setdefault(threading.get_ident(), {})):
@@ -801,7 +808,8 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
     starts = list(x0s)
     engine = _engine(executor, timeout)
     try:
-        run = engine.prepare(_Run(fun, method, kwargs, caller=os.getpid()))
+        run = engine.prepare(_Run(fun, method, kwargs, caller=os.getpid(),
+                                  new_style_callback=callback is not None and takes_intermediate_result(callback)))
     except TypeError:
         engine.close(clean=True)
         raise

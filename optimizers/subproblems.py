@@ -33,8 +33,8 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse
-from scipy.linalg import cho_solve, eigh, eigh_tridiagonal
-from scipy.linalg.lapack import dpotrf, dpttrf, dpttrs
+from scipy.linalg import eigh, eigh_tridiagonal
+from scipy.linalg.lapack import dpotrf, dpotrs, dpttrf, dpttrs
 
 from .krylov import (
     EPS,
@@ -127,7 +127,16 @@ def _cholesky(a: np.ndarray) -> tuple[Callable | None, np.ndarray]:
     diagonal = np.diag(factors)
     if info > 0:
         return None, np.r_[diagonal[:info - 1] ** 2, diagonal[info - 1]]
-    return (lambda b: cho_solve((factors, False), b, check_finite=False)), diagonal ** 2
+    return (lambda b: _solve_factored(factors, b)), diagonal ** 2
+
+
+def _solve_factored(factors: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``(R^T R) x = b`` for potrf's upper factor R: LAPACK's potrs, called directly (what
+    scipy's ``cho_solve`` calls, without its wrappers' fixed cost, a tenth of a small solve's time)."""
+    x, info = dpotrs(factors, b, lower=False)
+    if info != 0:
+        raise ValueError(f"potrs: illegal value in argument {-info}")
+    return x
 
 
 class _SparseShifts:

@@ -41,7 +41,10 @@ def _is_scalar(value) -> bool:
 
 
 def _index_source(index) -> str:
-    """A basic index as numba source (ints, slices, Ellipsis, None)."""
+    """A basic index as numba source (ints, slices, Ellipsis, None); a tuple's subclass (a batched
+    sweep's index, ``program._BatchedIndex``) as the tuple it is."""
+    if isinstance(index, tuple):
+        index = tuple(index)
     pieces = index if type(index) is tuple else (index,)
     parts = []
     for piece in pieces:
@@ -78,7 +81,7 @@ class _Writer:
             name = f"k{len(self.globals)}"
             self.globals[name] = np.ascontiguousarray(value)
             return name
-        if type(value) in (tuple, slice) or value is Ellipsis:
+        if isinstance(value, (tuple, slice)) or value is Ellipsis:
             return _index_source(value)
         raise Unsupported(f"constant {type(value).__name__}")
 

@@ -388,13 +388,15 @@ class _Staged:
 
     def start(self, staging: _Staging, values: list, tensors_in: bool):
         """Run ``before`` at ``values``: the value and the late function (a ``Late``)."""
-        snapshot = [value_of(v) for v in self.variables] if self.variables else []
-        results = self.before.run(*values, *snapshot)
-        head = results[:len(results) - self.n_saved]
-        if self.out_flat and not tensors_in:
-            value = _scalars(head[:self.n_out])
+        if self.variables:
+            snapshot = [value_of(v) for v in self.variables]
+            results = self.before.run(*values, *snapshot)
         else:
-            value = mirror(self.out_structure(head[:self.n_out]), tensors_in)
+            snapshot, results = (), self.before.run(*values)
+        if self.out_flat and not tensors_in:
+            value = _scalars(results[:self.n_out])
+        else:
+            value = mirror(self.out_structure(results[:self.n_out]), tensors_in)
         late = Late(staging, self, [np.array(v) for v in values],
                     {id(v): (v, s) for v, s in zip(self.variables, snapshot)} if snapshot else {}, results,
                     tensors_in)

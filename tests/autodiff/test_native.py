@@ -46,6 +46,10 @@ def test_native_derivatives_of_mgh_problems_are_the_replay_within_rounding(name)
         assert_within_rounding(operator.value, expected.value)
         assert_within_rounding(operator.gradient, expected.gradient)
         assert_within_rounding(operator.matvec(v), expected.matvec(v))
+        # the batched sweeps (a dense Hessian's rows, written into one buffer) are native too
+        assert_within_rounding(operator.to_dense(), expected.to_dense())
+        assert_within_rounding(ad.hessian(native)(point), ad.hessian(plain)(point))
+        assert native.native_reason is None
     grad = native.grad()
     calls = [call for call in python_calls(lambda: grad(x)) if call != "_numba_unpickle"]  # numba's profiling
     assert calls == ["__call__", "direct", "program"]            # ... shows the native program as a call

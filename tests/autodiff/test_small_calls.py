@@ -76,14 +76,18 @@ def test_the_hessian_operator_of_each_iterate_goes_straight_to_its_split():
     x, v = np.array([-1.2, 1.0]), np.array([0.5, -2.0])
     ad.hessian_operator(traced, x)
     calls = python_calls(lambda: ad.hessian_operator(traced, x + 1.0))
-    # hessian_operator, partially_evaluated, __autodiff_partial__, start, program, _scalars and its
-    # list, [np.array(x)], Late, HessianOperator, value_of twice (the signature's path: 37 calls)
-    assert len(calls) <= 12, calls
+    # the split's program, the value (_scalars and its list), the point's copy ([np.array(x)]), Late
+    # and the operator made of arrays, without the constructor's checks (the signature's path: 37 calls)
+    assert calls == ["hessian_operator", "partially_evaluated", "__autodiff_partial__", "start", "program",
+                     "_scalars", "<listcomp>", "<listcomp>", "__init__", "_of_arrays"], calls
     operator_ = ad.hessian_operator(traced, x)
     operator_.matvec(v)
     assert python_calls(lambda: operator_.matvec(v)) == ["matvec", "__call__", "program", "_array"]  # unrolled sums
     for point in (x, x + 1.0, np.array([3.0, -1.0])):
         operator_, eager = ad.hessian_operator(traced, point), ad.hessian_operator(stacked, point)
+        assert type(operator_) is type(eager) and type(operator_.value) is type(eager.value) is float
+        assert (operator_.shape, operator_.dtype, operator_.chunk_size, operator_.x) == (eager.shape, eager.dtype,
+                                                                                         None, point)
         assert operator_.value == eager.value
         np.testing.assert_array_equal(operator_.gradient, eager.gradient)
         np.testing.assert_array_equal(operator_.matvec(v), eager.matvec(v))
@@ -175,3 +179,31 @@ def test_a_program_traced_again_compiles_once_and_keeps_its_own_constants():
     assert programs[0].run.__code__ is programs[1].run.__code__          # one compilation
     for program, data in zip(programs, (first, second)):                  # each with its own data
         assert program.run(p) == fit(data)(p)
+
+
+def test_unravel_of_a_single_array_reshapes_an_ndarray_in_place_and_keeps_tensors_differentiable():
+    """An optimizer's flat iterate goes back to x0's shape by ndarray.reshape, with no dispatch (a
+    fixed cost of every call of the user's function); a Tensor still goes through autodiff's."""
+    flat, unravel = ad.ravel(np.arange(6.0).reshape(2, 3))
+    vector = np.linspace(0.0, 1.0, 6)
+    assert python_calls(lambda: unravel(vector)) == ["unravel"]
+    shaped = unravel(vector)
+    assert shaped.shape == (2, 3) and np.shares_memory(shaped, vector)
+    np.testing.assert_array_equal(shaped, vector.reshape(2, 3))
+    gradient = ad.grad(lambda v: np.sum(unravel(v)[1] ** 2))(vector)
+    np.testing.assert_array_equal(gradient, np.r_[0.0, 0.0, 0.0, 2 * vector[3:]])
+
+
+@pytest.mark.parametrize("x0", [np.arange(6.0).reshape(2, 3), np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+                                np.arange(3), np.array(2.5), np.arange(4, dtype=np.float32), np.array([1 + 2j, 3j])])
+def test_ravel_of_one_array_is_its_raveled_copy_without_the_tree_walk(x0):
+    """scipy's x0, one array: ravel gives its raveled copy (float, or complex) as the tree walk
+    would, without walking (a fixed cost of every minimize call)."""
+    flat, unravel = ad.ravel(x0)
+    walked, unravel_walked = ad.ravel([x0])           # the same leaf, through the walk
+    assert python_calls(lambda: ad.ravel(x0)) == ["ravel", "_unravel_array"]
+    assert flat.dtype == walked.dtype == np.result_type(float, x0.dtype) and flat.flags.c_contiguous
+    np.testing.assert_array_equal(flat, walked)
+    assert not np.shares_memory(flat, x0)
+    np.testing.assert_array_equal(unravel(flat), x0)
+    assert unravel(flat).shape == unravel_walked(walked)[0].shape == x0.shape

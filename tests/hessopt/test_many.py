@@ -198,6 +198,34 @@ def test_the_users_callback_still_sees_every_iterate():
     assert new_style == [1, 2]
 
 
+
+def test_callbacks_are_inspected_once_per_batch_not_per_run(monkeypatch):
+    """scipy's rule for a callback's style is read from its signature once for the batch; each run's
+    own callback (which keeps the last iterate) declares its signature, so minimize does not
+    inspect it either: a fixed cost of every run. Both styles still see every iterate."""
+    import inspect
+
+    from hessopt import _arguments, _many
+    inspected = []
+
+    def counted(callback):
+        inspected.append(callback)
+        return takes_intermediate_result(callback)
+    takes_intermediate_result = _arguments.takes_intermediate_result
+    monkeypatch.setattr(_arguments, "takes_intermediate_result", counted)
+    monkeypatch.setattr(_many, "takes_intermediate_result", counted)
+    seen = []
+
+    def callback(intermediate_result):
+        seen.append(intermediate_result.nit)
+    runs = hessopt.minimize_many(lambda x: np.sum((x - 1.0) ** 4), [np.zeros(2)] * 5, method="newton",
+                                 callback=callback)
+    assert inspected.count(callback) == 1 and all(run.success for run in runs)
+    assert seen == list(range(1, runs[0].nit + 1)) * 5
+    last = _many._LastIterate(None, False)          # what minimize inspects: its declared signature
+    assert inspect.signature(last) is _many._LastIterate.__signature__ and takes_intermediate_result(last)
+
+
 def test_progress_reports_each_finished_run(capsys):
     calls = []
     hessopt.minimize_many(raising, STARTS, method="newton",

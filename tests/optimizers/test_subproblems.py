@@ -295,3 +295,21 @@ def test_leftmost_curvature_estimates_the_smallest_eigenvalue():
 def test_non_finite_hessian_gives_a_non_finite_step(make):
     H = np.array([[1.0, np.nan], [np.nan, 1.0]])
     assert not np.all(np.isfinite(make(np.ones(2), H).solve(1.0).p))
+
+
+def test_dense_shifted_solves_are_lapacks_potrs_bit_for_bit_without_scipys_wrappers(monkeypatch):
+    """The dense shifted solves (trust-exact's secular iterations, Newton's Cholesky shift) call
+    LAPACK's potrs directly: the numbers of scipy's cho_solve, which is not entered."""
+    import scipy.linalg
+
+    from optimizers import subproblems
+    rng = np.random.default_rng(0)
+    for n in (1, 3, 8):
+        A = rng.standard_normal((n, n))
+        H, b, lam = A @ A.T - 0.5 * np.eye(n), rng.standard_normal(n), 2.0 + n
+        factors = scipy.linalg.cholesky(H + lam * np.eye(n))
+        expected = scipy.linalg.cho_solve((factors, False), b)
+        for module in (scipy.linalg, scipy.linalg._decomp_cholesky, subproblems):    # not called
+            monkeypatch.setattr(module, "cho_solve", None, raising=False)
+        np.testing.assert_array_equal(subproblems.matrix_shifts(H).factor(lam)(b), expected)
+        monkeypatch.undo()
