@@ -271,4 +271,5 @@ print(tnc.message)
 # %% [markdown]
 # `benchmarks/bench_bounds.py` runs the four MINPACK-2 problems at n = 10,000, NNLS at 2000 × 500
 # and chained Rosenbrock in a box against L-BFGS-B, TNC and trust-constr, with wall times from
-# interleaved rounds; its table is in the README.
+# interleaved rounds; its table is on the documentation's Benchmarks page (`docs/benchmarks.md`,
+# "Bound constraints").
