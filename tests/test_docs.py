@@ -1,5 +1,5 @@
 """The documentation site builds with no warning, its API reference holds every public name, every notebook
-is rendered with its outputs, and the README's links resolve.
+is rendered with its outputs, and the links between its Markdown pages (README included) resolve.
 
 The site is built once, as ``docs/development.md`` says to (``sphinx -W --keep-going``), into a temporary
 folder; ``-W`` makes a malformed docstring, a broken cross-reference or a page outside the table of
@@ -92,28 +92,55 @@ def test_every_notebook_is_rendered_with_its_outputs(site):
         assert "cell_output" in text and "<img" in text, f"{notebook.name} is rendered without its outputs"
 
 
-# --- links in the README, which GitHub renders and Sphinx does not build -----------------------------
+# --- links between the Markdown pages (README and docs), which -W does not check for their anchors ----------
 def _anchor(heading: str) -> str:
     """A heading's anchor as GitHub and myst-parser make it."""
     text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
     return text.replace(" ", "-")
 
 
-def test_the_readme_links_resolve():
-    readme = (ROOT / "README.md").read_text()
+def _prose(file: pathlib.Path) -> str:
+    """A page's text without its fenced code (a ``#`` comment there is not a heading)."""
+    return re.sub(r"^```.*?^```", "", file.read_text(), flags=re.MULTILINE | re.DOTALL)
+
+
+def _targets(file: pathlib.Path) -> set[str]:
+    """The anchors a page offers: its headings' and its explicit ``(label)=`` targets."""
+    text = _prose(file)
+    return ({_anchor(heading) for heading in re.findall(r"^#+ (.+)$", text, re.MULTILINE)}
+            | set(re.findall(r"^\(([\w-]+)\)=$", text, re.MULTILINE)))
+
+
+GENERATED = {ROOT / "docs" / "notebooks": ROOT / "notebooks"}   # copied at build time from these sources
+
+
+def _markdown_pages() -> list[pathlib.Path]:
+    built = [ROOT / "docs" / name for name in ("_build", "api", "notebooks")]
+    pages = [page for page in (ROOT / "docs").rglob("*.md") if not any(page.is_relative_to(b) for b in built)]
+    return [ROOT / "README.md", *sorted(pages)]
+
+
+def _broken_links(page: pathlib.Path) -> list[str]:
     broken = []
-    for target in re.findall(r"\]\(([^)\s]+)\)", readme):
-        if re.match(r"[a-z]+://", target):
+    for target in re.findall(r"\]\(([^)\s]+)\)", _prose(page)):
+        if re.match(r"[a-z]+:", target):
             continue
         path, _, fragment = target.partition("#")
-        file = ROOT / path if path else ROOT / "README.md"
-        if not file.exists():
+        file = (page.parent / path).resolve() if path else page
+        for generated, source in GENERATED.items():
+            if file.is_relative_to(generated):
+                file = source / file.relative_to(generated)
+        if file.is_relative_to(ROOT / "docs" / "api"):
+            continue                                            # the API reference: checked by the build
+        if not file.exists() or (fragment and file.suffix == ".md" and fragment not in _targets(file)):
             broken.append(target)
-        elif fragment:
-            headings = re.findall(r"^#+ (.+)$", file.read_text(), re.MULTILINE)
-            if fragment not in {_anchor(heading) for heading in headings}:
-                broken.append(target)
-    assert not broken, f"README links that lead nowhere: {broken}"
+    return broken
+
+
+@pytest.mark.parametrize("page", _markdown_pages(), ids=lambda page: str(page.relative_to(ROOT)))
+def test_the_markdown_links_resolve(page):
+    broken = _broken_links(page)
+    assert not broken, f"links of {page.relative_to(ROOT)} that lead nowhere: {broken}"
 
 
 def test_anchors_are_made_as_github_makes_them():
