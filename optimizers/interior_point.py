@@ -442,8 +442,8 @@ class InteriorPoint(Step):
         ``delta_c > 0`` from the start: with redundant constraints (a rank-deficient J, as in
         HS 55) the unperturbed matrix is singular and its rounded pivots can show the expected
         inertia whatever the curvature; with ``-delta_c I`` below, the inertia is right exactly
-        when ``W + Sigma + J^T J / delta_c`` is positive definite. One more Hessian and
-        factorization, at the last iterate only."""
+        when ``W + Sigma + J^T J / delta_c`` is positive definite. One more factorization, at the
+        last iterate only."""
         factored = self.solver.factor(singular=True)
         return factored is not None and factored.delta_w > 0
 
