@@ -347,10 +347,9 @@ class BarrierSolver:
             self.correction = InertiaCorrection(SparseLDL() if self.sparse else DenseLDL())
         return self.correction
 
-    def factor(self, singular: bool = False) -> Factored | None:
+    def factor(self) -> Factored | None:
         """A-4's matrix: the KKT matrix at the iterate factored with its inertia corrected; None
-        when the correction failed (or the Hessian is not finite). ``singular``: start from
-        ``delta_c > 0`` (:meth:`~optimizers.kkt.InertiaCorrection.factor`)."""
+        when the correction failed (or the Hessian is not finite)."""
         hessian = self.problem.hessian(self.w, 1.0, self.y)
         values = hessian.data if scipy.sparse.issparse(hessian) else hessian
         self.hessian_finite = bool(np.all(np.isfinite(values)))
@@ -359,7 +358,7 @@ class BarrierSolver:
         correction = self._factorization(hessian)
         kkt = KKTMatrix(hessian, self.terms.sigma(self.w, self.zl, self.zu), self.jacobian, self.sparse,
                         self.assembly)
-        return correction.factor(kkt, self.mu, singular)
+        return correction.factor(kkt, self.mu)
 
     def solve(self, factored: Factored, rhs_w: np.ndarray, rhs_c: np.ndarray) -> tuple[np.ndarray | None, Factored]:
         """The solution of the factored system for the right-hand side ``(rhs_w, rhs_c)`` and the

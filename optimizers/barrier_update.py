@@ -4,13 +4,11 @@
 before the KKT matrix is factored, ``direction`` for the search direction from the factored
 matrix (which does not depend on mu: only the right-hand side does, affinely).
 
-- :class:`~optimizers.barrier_method.MonotoneUpdate` (the solver's default, defined with it; the
-  restoration phase's; ``mu_strategy="monotone"`` of :func:`~optimizers.interior_point.minimize_ipm`) is
+- :class:`~optimizers.barrier_method.MonotoneUpdate` (the solver's default, defined with it) is
   the Fiacco-McCormick rule of A. Wächter and L. T. Biegler, Math. Program. 106 (2006) 25-57, §2.1
   (IPOPT's ``mu_strategy monotone``): mu stays until the barrier problem is solved to ``kappa_eps
   mu``, then falls by ``min(kappa_mu mu, mu^theta_mu)``.
-- :class:`AdaptiveUpdate` (:func:`~optimizers.interior_point.minimize_ipm`'s default) is the
-  adaptive rule of J. Nocedal, A. Wächter and R. A. Waltz,
+- :class:`AdaptiveUpdate` is the adaptive rule of J. Nocedal, A. Wächter and R. A. Waltz,
   "Adaptive barrier update strategies for nonlinear interior methods", SIAM J. Optim. 19 (2009)
   1674-1693 (IPOPT's ``mu_strategy adaptive`` with its defaults): in *free mode* every iteration
   chooses mu afresh as ``sigma`` times the average complementarity, sigma minimizing a quality
@@ -25,9 +23,6 @@ On problems whose active set changes along a long arc (optimal control with a st
 Bryson-Denham at n = 10^5), the monotone rule's superlinear decrease leaves the iterates far from
 the central path of the new mu, and the fraction to the boundary then cuts every step short for
 hundreds of iterations; the adaptive rule keeps mu near the complementarity the iterates have.
-IPOPT's monotone rule does the same (at n = 10^4 its mu sequence is this one's, 0.1 to 2.5e-9 in
-ten iterations; its fewer iterations after that come from relaxing the bounds by 1e-8, which
-this method does not: f is never evaluated outside them).
 """
 from __future__ import annotations
 
