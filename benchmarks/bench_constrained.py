@@ -39,7 +39,7 @@ One BLAS thread for every solver.
 
 Run: python benchmarks/bench_constrained.py [--solvers SLSQP,trust-constr,ipopt,casadi,hessopt]
          [--problems hs,scalable | hs071,hanging_chain,...] [--sizes 1000,10000,100000]
-         [--max-seconds 300] [--profile FILE.png] [--verbose]
+         [--max-seconds 300] [--profile FILE.png] [--verbose] [--hessopt-options '{"mu_strategy": "adaptive"}']
 """
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
@@ -325,13 +326,19 @@ def hessopt_refusal() -> str | None:
     return None
 
 
+#: options passed to hessopt.minimize on constrained problems (``--hessopt-options``: e.g. the interior
+#: point's mu_strategy; bound-constrained problems run another method, which would refuse them)
+HESSOPT_OPTIONS: dict = {}
+
+
 def run_hessopt(problem: problems.Problem, seconds: float) -> ConstrainedRun:
     """As a user calls it: scipy's forms, derivatives from autodiff, its tracing in the time; the
     wall-clock budget by a callback, as for scipy's methods."""
     start = time.perf_counter()
     result = hessopt.minimize(problem.fun, np.array(problem.x0),
                               bounds=scipy.optimize.Bounds(problem.lower, problem.upper),
-                              constraints=problem.constraints, callback=Budget(seconds))
+                              constraints=problem.constraints, callback=Budget(seconds),
+                              options=dict(HESSOPT_OPTIONS) if problem.n_constraints else {})
     seconds = time.perf_counter() - start
     # as IPOPT's: values of f and of c, gradients and Jacobians, Hessians of the Lagrangian (hessopt's
     # constr_nhev counts the same Hessians as its nhev)
@@ -530,7 +537,10 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=300.0, help="wall-clock budget per run")
     parser.add_argument("--profile", help="write the performance profile figure (PNG) here")
     parser.add_argument("--verbose", action="store_true", help="one row per run")
+    parser.add_argument("--hessopt-options", type=json.loads, default={},
+                        help='hessopt.minimize\'s options as JSON, e.g. \'{"mu_strategy": "adaptive"}\'')
     args = parser.parse_args()
+    HESSOPT_OPTIONS.update(args.hessopt_options)
     solvers = args.solvers.split(",")
     unknown = set(solvers) - set(SOLVERS)
     if unknown:

@@ -23,6 +23,12 @@ On problems whose active set changes along a long arc (optimal control with a st
 Bryson-Denham at n = 10^5), the monotone rule's superlinear decrease leaves the iterates far from
 the central path of the new mu, and the fraction to the boundary then cuts every step short for
 hundreds of iterations; the adaptive rule keeps mu near the complementarity the iterates have.
+IPOPT's monotone rule does the same (at n = 10^4 its mu sequence is this one's, 0.1 to 2.5e-9 in
+ten iterations; its fewer iterations after that come from relaxing the bounds by 1e-8, which
+this method does not: f is never evaluated outside them). The monotone rule stays the default:
+on the Hock-Schittkowski benchmark (``benchmarks/bench_constrained.py``) the adaptive one reaches
+f* on 96 of 103 problems against 94, but reports success at a saddle point of HS 55 (as IPOPT's
+adaptive run does), where the monotone one ends at a local minimum.
 """
 from __future__ import annotations
 
