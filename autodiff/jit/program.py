@@ -58,7 +58,10 @@ class Program:
     arrays too). ``source`` is the generated Python code. With ``native``, ``run`` is the program
     compiled by numba where it can be (``native.native_program``: a tuple of outputs, equal within
     rounding; ``scalars_in``: its 0-d inputs are a native program's float results);
-    ``native_reason`` says why it is not (None: it is, or was not asked for).
+    ``native_reason`` says why it is not (None: it is, or was not asked for). ``repeats_recording``:
+    ``run`` does the recording's own operations in its order, so the values the recording computed
+    are its results (False for a native program, or a raw sweep's sums of slices, which the program
+    adds in ``SlicedCotangent``'s order, as eager code does, not in the traced adds').
 
     Examples
     --------
@@ -85,10 +88,13 @@ class Program:
                  scalars_in: bool = False):
         self.source, self.run, live = self._generate(records, inputs, outputs, guards, raw, single, fresh)
         self.native_reason = None
+        # the recording's own operations in its order (its values are then the program's, bit for bit)
+        self.repeats_recording = not any(record[0] is _ACCUMULATE_SLICED for record in live)
         if native:
             run, self.native_reason = native_program(live, inputs, outputs, guards, single, fresh, self.run,
                                                      scalars_in)
             self.run = run or self.run
+            self.repeats_recording = self.repeats_recording and run is None
 
     @staticmethod
     def _generate(records, inputs, outputs, guards, raw, single, fresh):
