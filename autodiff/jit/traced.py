@@ -2,10 +2,10 @@
 
 The first call with a given signature (the structure of the arguments, the shape and dtype of each
 floating-point array, the value of everything else) runs f under a ``Trace`` and returns what that
-run computed (f is not run twice); later calls run the program made from its recording. A program has guards (the branches f took); a replay that fails
-one traces again, and up to ``MAX_TRACES_PER_SIGNATURE`` alternatives are kept per signature.
-At most ``cache_size`` signatures are kept (default ``CACHE_SIZE``), the least recently used
-going first.
+run computed (f is not run twice); later calls run the program made from its recording. A
+program has guards (the branches f took); a replay that fails one traces again, and up to
+``MAX_TRACES_PER_SIGNATURE`` alternatives are kept per signature. At most ``cache_size``
+signatures are kept (default ``CACHE_SIZE``), the least recently used going first.
 
 Transforms apply to a Traced through the protocol of ``autodiff.transforms``: a transform of it is
 a Traced of the transformed function (``__autodiff_transform__``), and a pair (value, function of
