@@ -175,3 +175,25 @@ def test_a_program_traced_again_compiles_once_and_keeps_its_own_constants():
     assert programs[0].run.__code__ is programs[1].run.__code__          # one compilation
     for program, data in zip(programs, (first, second)):                  # each with its own data
         assert program.run(p) == fit(data)(p)
+
+
+def test_a_concatenation_of_concatenations_replays_as_one_with_the_same_values():
+    """np.stack in a function whose result is appended to (an ODE rate and its tangents): one
+    concatenation of all the pieces, not one of the stack's and another around it; an inner one read
+    twice, or along another axis, stays."""
+    def appended(x):
+        return np.concatenate([np.stack([x[0] * x[1], -x[1]]), np.sin(x)])
+
+    def kept(x):
+        inner = np.stack([x, 2.0 * x], axis=1)
+        return np.concatenate([inner, inner], axis=0), np.concatenate([np.stack([x, x]), inner.T], axis=0)
+    x = np.array([0.5, -1.5, 2.0])
+    recording = trace(appended, x)
+    program = Program(recording.records, recording.inputs, recording.outputs, single=True)
+    assert program.source.count("axis=0)") == 1
+    np.testing.assert_array_equal(program.run(x), appended(x))
+    np.testing.assert_array_equal(ad.function(appended).jacobian()(x), ad.jacobian(appended)(x))
+    recording = trace(kept, x)
+    program = Program(recording.records, recording.inputs, recording.outputs)
+    for replayed, eager in zip(program.run(x), kept(x)):
+        np.testing.assert_array_equal(replayed, eager)
