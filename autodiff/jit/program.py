@@ -58,7 +58,10 @@ class Program:
     arrays too). ``source`` is the generated Python code. With ``native``, ``run`` is the program
     compiled by numba where it can be (``native.native_program``: a tuple of outputs, equal within
     rounding; ``scalars_in``: its 0-d inputs are a native program's float results);
-    ``native_reason`` says why it is not (None: it is, or was not asked for).
+    ``native_reason`` says why it is not (None: it is, or was not asked for). ``repeats_recording``:
+    ``run`` does the recording's own operations in its order, so the values the recording computed
+    are its results (False for a native program, or a raw sweep's sums of slices, which the program
+    adds in ``SlicedCotangent``'s order, as eager code does, not in the traced adds').
 
     Examples
     --------
@@ -85,10 +88,13 @@ class Program:
                  scalars_in: bool = False):
         self.source, self.run, live = self._generate(records, inputs, outputs, guards, raw, single, fresh)
         self.native_reason = None
+        # the recording's own operations in its order (its values are then the program's, bit for bit)
+        self.repeats_recording = not any(record[0] is _ACCUMULATE_SLICED for record in live)
         if native:
             run, self.native_reason = native_program(live, inputs, outputs, guards, single, fresh, self.run,
                                                      scalars_in)
             self.run = run or self.run
+            self.repeats_recording = self.repeats_recording and run is None
 
     @staticmethod
     def _generate(records, inputs, outputs, guards, raw, single, fresh):
@@ -305,7 +311,8 @@ _UNROLLED[_accumulate_sliced] = accumulate_sliced_lines
 
 
 def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
-    """``live`` with multiplications by constant ones dropped (x * 1 is x, bit for bit) and each
+    """``live`` with multiplications by constant ones dropped (x * 1 is x, bit for bit), a
+    concatenation of concatenations made one (``_spliced``) and each
     left-to-right sum of slice cotangents (``scatter_add`` records, as a traced sweep writes them)
     done without full-size zeros: as the traced adds do, or, for the records of a sweep that eager
     code runs raw (ids in ``raw``), as ``SlicedCotangent`` does. Same operations, same order."""
@@ -336,6 +343,8 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
         if prim.name in _SAME_VALUES and list(parents) == [0] and _same_array(args[0], out):
             result.append((_ALIAS, (args[0],), [args[0]._value], {}, out, (0,)))
             continue
+        if prim is anp.ops._concatenate:
+            record = _spliced(record, uses, producers)
         if prim is anp.ops.add and tuple(parents) == (0, 1) and type(out._value) is np.ndarray:
             items = _sum_items(args, out, uses, producers, chains)
             if items is not None:
@@ -348,6 +357,29 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
                 continue
         result.append(record)
     return result
+
+
+def _spliced(record: tuple, uses: dict, producers: dict) -> tuple:
+    """A concatenation ``record`` with each operand that is a concatenation along the same axis, of
+    the same dtype and read only here, replaced by that one's operands: the same values (both copy),
+    one array made instead of two (``np.stack`` in a rate, then its tangents appended)."""
+    prim, args, raw, kwargs, out, parents = record
+    axis = kwargs.get("axis", 0) % out.ndim
+    spliced, spliced_raw, spliced_parents = [], [], []
+    for k, (arg, value) in enumerate(zip(args, raw)):
+        inner = producers.get(arg._id) if k in parents else None
+        if (inner is None or inner[0] is not prim or uses.get(arg._id) != 1 or inner[4].dtype != out.dtype
+                or inner[3].get("axis", 0) % inner[4].ndim != axis):
+            spliced_parents += [len(spliced)] if k in parents else []
+            spliced.append(arg)
+            spliced_raw.append(value)
+            continue
+        spliced_parents += [len(spliced) + i for i in inner[5]]
+        spliced += inner[1]
+        spliced_raw += inner[2]
+    if len(spliced) == len(args):
+        return record
+    return prim, tuple(spliced), spliced_raw, kwargs, out, tuple(spliced_parents)
 
 
 # Ops whose output holds the values of their first argument when shapes and dtypes agree (a

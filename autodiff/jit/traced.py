@@ -1,11 +1,11 @@
 """``Traced``: a callable traced once per input signature and replayed as a NumPy program.
 
 The first call with a given signature (the structure of the arguments, the shape and dtype of each
-floating-point array, the value of everything else) runs f under a ``Trace``; later calls run the
-program made from its recording. A program has guards (the branches f took); a replay that fails
-one traces again, and up to ``MAX_TRACES_PER_SIGNATURE`` alternatives are kept per signature.
-At most ``cache_size`` signatures are kept (default ``CACHE_SIZE``), the least recently used
-going first.
+floating-point array, the value of everything else) runs f under a ``Trace`` and returns what that
+run computed (f is not run twice); later calls run the program made from its recording. A
+program has guards (the branches f took); a replay that fails one traces again, and up to
+``MAX_TRACES_PER_SIGNATURE`` alternatives are kept per signature. At most ``cache_size``
+signatures are kept (default ``CACHE_SIZE``), the least recently used going first.
 
 Transforms apply to a Traced through the protocol of ``autodiff.transforms``: a transform of it is
 a Traced of the transformed function (``__autodiff_transform__``), and a pair (value, function of
@@ -32,6 +32,7 @@ from .tracing import UntraceableError, record
 MAX_TRACES_PER_SIGNATURE = 8  # guarded alternatives kept per signature (least recently used go)
 CACHE_SIZE = 64               # signatures kept per function (least recently used go)
 _EAGER = "eager"              # a cache entry: the trace was refused, f runs eagerly
+_REPLAY = "replay"            # a traced call's result: the program's, not the recording's, is to be returned
 
 
 class LeastRecentlyUsed:
@@ -179,21 +180,32 @@ class Traced:
                 if program.direct is not None:
                     self._fast = program
                 return result
-            entry = self._trace_call(key, rebuild, values)
+            entry, result = self._trace_call(key, rebuild, values)
+            if entry is not _EAGER and result is not _REPLAY:
+                return mirror(result, tensors_in)
 
     def _call(self, rebuild: Callable, leaves: list) -> Any:
         call_args, call_kwargs = rebuild(leaves)
         return self.f(*call_args, **call_kwargs)
 
-    def _trace_call(self, key: Any, rebuild: Callable, values: list) -> Any:
+    def _trace_call(self, key: Any, rebuild: Callable, values: list) -> tuple:
+        """Trace f at ``values``: (the cache entry of ``key``, f's result there as the recording computed
+        it), so that the call that traces does not run the program again; ``_REPLAY`` for the result
+        when the program's values may differ from the recording's in rounding (it is run then, so
+        that every call gives its values); (``_EAGER``, None) when the trace was refused."""
         tensors = [Tensor(v) for v in values]
         try:
             recording = record(lambda: self._call(rebuild, tensors), tensors)
             program = _Replay(recording, key, self.native)
         except Exception as error:
-            return self._refuse(error, key)
+            return self._refuse(error, key), None
         self._counts.native_reason = program.native_reason
-        return self._keep(key, program)
+        entry = self._keep(key, program)
+        if not program.repeats_recording:
+            return entry, _REPLAY
+        if program.direct is not None:
+            self._fast = program
+        return entry, recording.structure(_traced_results(recording))
 
     # --- the cache -------------------------------------------------------------------------------
     def _entry(self, key):
@@ -274,13 +286,14 @@ class _Replay:
     out, or a tuple of arrays (0-d ones as NumPy scalars); None for any other call.
     """
 
-    __slots__ = ("run_program", "variables", "structure", "shape", "dtype", "direct", "native_reason")
+    __slots__ = ("run_program", "variables", "structure", "shape", "dtype", "direct", "native_reason",
+                 "repeats_recording")
 
     def __init__(self, recording, key, native: bool = False):
         program = Program(recording.records, recording.inputs, recording.outputs, recording.guards,
                           recording.raw, native=native)
         self.run_program, self.structure = program.run, recording.structure
-        self.native_reason = program.native_reason
+        self.native_reason, self.repeats_recording = program.native_reason, program.repeats_recording
         self.variables = [t for t in recording.inputs if isinstance(t, Variable)]
         one_array = key[0] == CALL_WITH_AN_ARRAY and not self.variables
         self.shape, self.dtype = (key[1], key[2]) if one_array else (None, None)
@@ -290,6 +303,21 @@ class _Replay:
         if self.variables:
             return self.structure(self.run_program(*values, *[value_of(v) for v in self.variables]))
         return self.structure(self.run_program(*values))
+
+
+def _traced_results(recording) -> list:
+    """The values of a recording's outputs, as its program returns them: what an op computed is
+    returned as it is; an input or a constant, copied (the caller may change it in place)."""
+    computed = set()
+    for record_ in recording.records:
+        out = record_[4]
+        computed.update(o._id for o in (out if type(out) is tuple else (out,)))
+    return [value_of(o) if isinstance(o, Tensor) and o._id in computed else _copied(value_of(o))
+            for o in recording.outputs]
+
+
+def _copied(value):
+    return value.copy() if isinstance(value, np.ndarray) else value
 
 
 def _direct(run: Callable, structure: Callable, n_out: int) -> Callable | None:

@@ -16,6 +16,7 @@ replayed (``_ode_replay``); LSODA's stiff method gets ``J_y^T`` for its Newton i
 from __future__ import annotations
 
 import bisect
+import functools
 import importlib
 from collections.abc import Callable
 
@@ -54,21 +55,24 @@ class ForwardSolution:
             dense = solver.dense_output()
             self.ends.append(dense.t)
             # the step's Nordsieck history, evaluated directly (else through scipy's own call)
-            self.pieces.append((dense.yh, dense.h, dense.p.astype(float)) if hasattr(dense, "yh") else dense)
-        self._last = (None, None)  # LSODA asks again for the time it has just asked for
+            self.pieces.append((dense.yh, dense.h, _powers(dense.yh.shape[1])) if hasattr(dense, "yh")
+                               else (dense, None, None))
+        self._last_t, self._last_y = None, None  # LSODA asks again for the time it has just asked for
 
     def __call__(self, t: float) -> _np.ndarray:
-        if t == self._last[0]:
-            return self._last[1]
-        k = min(max(bisect.bisect_left(self.ends, t), 1), len(self.pieces)) - 1
-        piece = self.pieces[k]
-        if type(piece) is tuple:
-            history, step, powers = piece
-            y = history @ (((t - self.ends[k + 1]) / step) ** powers)
-        else:
-            y = piece(t)
-        self._last = (t, y)
+        if t == self._last_t:
+            return self._last_y
+        k = bisect.bisect_left(self.ends, t, 1, len(self.pieces)) - 1   # the step t is in (or the nearest)
+        history, step, powers = self.pieces[k]
+        y = history(t) if step is None else history @ (((t - self.ends[k + 1]) / step) ** powers)
+        self._last_t, self._last_y = t, y
         return y
+
+
+@functools.cache
+def _powers(count: int) -> _np.ndarray:
+    """0, 1, ..., count - 1 as floats: the powers of a Nordsieck history's columns."""
+    return _np.arange(float(count))
 
 
 def _lsoda_options(options: dict) -> dict:

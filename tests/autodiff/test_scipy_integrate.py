@@ -330,6 +330,21 @@ def test_the_sensitivities_take_the_values_steps(monkeypatch):
     assert evaluations[2 * (1 + 4)] <= 1.2 * evaluations[2]
 
 
+def test_the_call_that_traces_a_jacobian_integrates_once(monkeypatch):
+    """The first call of a traced Jacobian (a fit's first) returns what its trace computed: one solve of
+    the values and one of the sensitivities, not the program's replay of them too; later calls replay
+    the sensitivities alone (the values are dead code), to the same bits."""
+    func, y0, t, args, tolerances = SYSTEMS["lotka_volterra"]
+    jacobian = ad.jacobian(ad.function(
+        lambda p: scipy_integrate.odeint(func, y0, t, args=tuple(p[k] for k in range(4)), **tolerances)))
+    sizes = sizes_of_the_solves(monkeypatch)
+    first = jacobian(np.array(args))
+    assert sorted(sizes) == [2, 2 * (1 + 4)]
+    sizes.clear()
+    np.testing.assert_array_equal(jacobian(np.array(args)), first)
+    assert sizes == [2 * (1 + 4)]
+
+
 def test_the_jacobian_in_the_parameters_equals_central_differences():
     """Lotka-Volterra's solution in its 4 parameters, the sensitivities outside LSODA's error test,
     against fourth-order central differences (step 1e-3 relative) of solves at rtol 1e-13, whose own

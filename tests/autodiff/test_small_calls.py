@@ -207,3 +207,25 @@ def test_ravel_of_one_array_is_its_raveled_copy_without_the_tree_walk(x0):
     assert not np.shares_memory(flat, x0)
     np.testing.assert_array_equal(unravel(flat), x0)
     assert unravel(flat).shape == unravel_walked(walked)[0].shape == x0.shape
+
+
+def test_a_concatenation_of_concatenations_replays_as_one_with_the_same_values():
+    """np.stack in a function whose result is appended to (an ODE rate and its tangents): one
+    concatenation of all the pieces, not one of the stack's and another around it; an inner one read
+    twice, or along another axis, stays."""
+    def appended(x):
+        return np.concatenate([np.stack([x[0] * x[1], -x[1]]), np.sin(x)])
+
+    def kept(x):
+        inner = np.stack([x, 2.0 * x], axis=1)
+        return np.concatenate([inner, inner], axis=0), np.concatenate([np.stack([x, x]), inner.T], axis=0)
+    x = np.array([0.5, -1.5, 2.0])
+    recording = trace(appended, x)
+    program = Program(recording.records, recording.inputs, recording.outputs, single=True)
+    assert program.source.count("axis=0)") == 1
+    np.testing.assert_array_equal(program.run(x), appended(x))
+    np.testing.assert_array_equal(ad.function(appended).jacobian()(x), ad.jacobian(appended)(x))
+    recording = trace(kept, x)
+    program = Program(recording.records, recording.inputs, recording.outputs)
+    for replayed, eager in zip(program.run(x), kept(x)):
+        np.testing.assert_array_equal(replayed, eager)
