@@ -52,6 +52,8 @@ from .filter import Reference
 from .loop import RunOptions, Saddle, Step, Stop, Trial, Verdict, run
 from .methods import Problem, declared
 from .objective import Iterate, Objective, Status
+from .second_order import ESCAPE_LIMIT, SECOND_ORDER_MAX_N, ReducedCurvature, active_bounds, escape_step, \
+    reduced_curvature
 from .sparse import SPARSE_MIN_SIZE
 from .stopping import GradientTest
 
@@ -67,6 +69,9 @@ COMPLEMENTARITY_TOLERANCE = 1e-4
 SUCCESS_MESSAGE = "Optimal solution found: the scaled KKT conditions hold"
 NONFINITE_HESSIAN = "The Hessian of the Lagrangian is not finite at the iterate: no step can be computed"
 MAXITER_MESSAGE = "Maximum number of iterations has been exceeded before the KKT conditions held"
+SADDLE_MESSAGE = (
+    "Stopped at a saddle point: the KKT test passed, but the Hessian of the Lagrangian has clearly negative "
+    "curvature ({curvature:.1e}, ||W||_max = {scale:.1e}) on the null space of the active constraints, and {why}")
 
 
 class Multipliers(NamedTuple):
@@ -322,6 +327,9 @@ class InteriorPoint(Step):
         self.solver: BarrierSolver | None = None
         self.restoration: Restoration | None = None
         self.failure: Stop | None = None
+        self.saddle: ReducedCurvature | None = None
+        self.escapes = 0
+        self.second_order = "not reached (the KKT test never passed)"
 
     def default_maxiter(self, n: int) -> int:
         return DEFAULT_MAXITER
@@ -367,6 +375,8 @@ class InteriorPoint(Step):
     def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
         if self.failure is not None:
             return self.failure
+        if saddle is not None:
+            return self.escape()
         if self.restoration is None:
             outcome = self.solver.iterate()
             if outcome.kind == "nonfinite":
@@ -421,10 +431,51 @@ class InteriorPoint(Step):
 
     def test(self, point: Iterate, loop_test: Callable[[Iterate], Verdict]) -> Verdict:
         """SUCCESS where the KKT test passes at the regular iterate (never the loop's gradient
-        test; not during the restoration phase)."""
+        test; not during the restoration phase) and the second-order check finds no clearly
+        negative curvature (:mod:`optimizers.second_order`); a saddle to leave where it does."""
         if self.solver is None or self.restoration is not None or not self.kkt_holds():
             return None, None
-        return Status.SUCCESS, None
+        self.saddle = self.second_order_check()
+        if self.saddle is None:
+            return Status.SUCCESS, None
+        return None, Saddle(self.saddle.direction, self.saddle.curvature)
+
+    def second_order_check(self) -> ReducedCurvature | None:
+        """The reduced Hessian's clearly negative curvature at the KKT point, or None (also when
+        the check is skipped: more than :data:`~optimizers.second_order.SECOND_ORDER_MAX_N`
+        variables and slacks); :attr:`second_order` says which."""
+        solver = self.solver
+        if solver.problem.n > SECOND_ORDER_MAX_N:
+            self.second_order = (f"skipped: {solver.problem.n} variables and slacks, above the dense "
+                                 f"check's {SECOND_ORDER_MAX_N}")
+            return None
+        active = active_bounds(solver.terms, solver.w, solver.zl, solver.zu, self.tol)
+        found = reduced_curvature(solver.problem, solver.w, solver.g, solver.jacobian, active)
+        if found is None or not found.clearly_negative(self.tol):
+            self.second_order = "passed" if found is not None else "passed (the null space is {0})"
+            return None
+        self.second_order = f"negative curvature {found.curvature:.1e} (||W||_max = {found.scale:.1e})"
+        return found
+
+    def escape(self) -> Trial | Stop:
+        """The step from the saddle point :attr:`saddle` along its direction
+        (:func:`~optimizers.second_order.escape_step`), from which the iterations go on (the solver
+        restarted there, IPOPT's way after a restoration phase, with least-squares multipliers and an
+        empty filter); *not a minimum* when no step lowers the Lagrangian or after
+        :data:`~optimizers.second_order.ESCAPE_LIMIT` escapes."""
+        solver, saddle = self.solver, self.saddle
+        w = None if self.escapes >= ESCAPE_LIMIT else escape_step(solver.problem, solver.terms, solver.w, saddle)
+        if w is None:
+            why = (f"the run came back to one after {self.escapes} escapes" if self.escapes >= ESCAPE_LIMIT
+                   else "no step along it lowers the Lagrangian")
+            return Stop(Status.NOT_A_MINIMUM, SADDLE_MESSAGE.format(curvature=saddle.curvature,
+                                                                    scale=saddle.scale, why=why))
+        self.escapes += 1
+        solver.restart(w)
+        solver.y = solver.least_squares_multipliers()
+        solver.reset_filter()
+        solver.stalled = False
+        return self.trial(w, {})
 
     def describe(self, message: str, x: np.ndarray, f: float, g: np.ndarray, feasible: FeasibleSet,
                  test: GradientTest) -> str:
@@ -633,6 +684,7 @@ def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: Canonica
     result = run(objective, step, options, feasible=view, note=note, counts=counts)
     if step.solver is not None:
         result.kkt_error = step.solver.optimality_error()
+        result.second_order = step.second_order
         result.sparse = bool(step.solver.sparse)
     return result
 
