@@ -452,7 +452,9 @@ class InteriorPoint(Step):
         active = active_bounds(solver.terms, solver.w, solver.zl, solver.zu, self.tol)
         found = reduced_curvature(solver.problem, solver.w, solver.g, solver.jacobian, active)
         if found is None or not found.clearly_negative(self.tol):
-            self.second_order = "passed" if found is not None else "passed (the null space is {0})"
+            notes = ([] if found is not None else ["the null space is {0}"]) + (
+                [f"after {self.escapes} escape(s) from saddle points"] if self.escapes else [])
+            self.second_order = "passed" + (f" ({'; '.join(notes)})" if notes else "")
             return None
         self.second_order = f"negative curvature {found.curvature:.1e} (||W||_max = {found.scale:.1e})"
         return found
@@ -471,6 +473,7 @@ class InteriorPoint(Step):
             return Stop(Status.NOT_A_MINIMUM, SADDLE_MESSAGE.format(curvature=saddle.curvature,
                                                                     scale=saddle.scale, why=why))
         self.escapes += 1
+        solver.set_mu(max(solver.mu, self.mu_init))
         solver.restart(w)
         solver.y = solver.least_squares_multipliers()
         solver.reset_filter()

@@ -180,7 +180,9 @@ def test_result_fields_and_history():
     np.testing.assert_array_equal(result.constr[1], result.x)
     assert result.optimality == np.abs(result.lagrangian_grad).max()
     assert result.kkt_error <= TOL and TOL / 10 <= result.barrier_parameter <= TOL
-    assert result.constr_nfev >= result.nit and result.nhev == result.nit     # one Hessian an iteration
+    # one Hessian an iteration, one more at the solution for the second-order check
+    assert result.constr_nfev >= result.nit and result.nhev == result.nit + 1
+    assert result.second_order == "passed"
     assert not result.sparse
 
 
