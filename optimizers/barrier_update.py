@@ -33,6 +33,7 @@ adaptive run does), where the monotone one ends at a local minimum.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -128,8 +129,10 @@ class AdaptiveUpdate:
         low = math.log(max(SIGMA_MIN, solver.mu_min / average))
         high = math.log(max(min(SIGMA_MAX, self.mu_max / average), math.exp(low)))
 
+        fixed = quality_terms(solver)
+
         def quality(log_sigma: float) -> float:
-            return self.quality(solver, affine, per_mu, math.exp(log_sigma) * average)
+            return self.quality(solver, affine, per_mu, math.exp(log_sigma) * average, fixed)
 
         a, b = high - GOLDEN * (high - low), low + GOLDEN * (high - low)
         qa, qb = quality(a), quality(b)
@@ -146,21 +149,33 @@ class AdaptiveUpdate:
         return math.exp(min(candidates)[1])
 
     @staticmethod
-    def quality(solver: BarrierSolver, affine: np.ndarray, per_mu: np.ndarray, mu: float) -> float:
+    def quality(solver: BarrierSolver, affine: np.ndarray, per_mu: np.ndarray, mu: float,
+                fixed: QualityTerms | None = None) -> float:
         """NWW's quality function of the step for mu: ``(1 - alpha_d)^2 ||dual residual||^2 / n +
         (1 - alpha_p)^2 ||C||^2 / m + ||(s + alpha_p ds) (z + alpha_d dz)||^2 / bounds``, the
-        step sizes by the fraction to the boundary."""
+        step sizes by the fraction to the boundary; ``fixed``: its terms that do not depend on mu
+        (:func:`quality_terms`), computed once for the golden-section search."""
         n, terms = solver.problem.n, solver.terms
+        (dual, violation), (sl, su) = fixed or quality_terms(solver)
         dw = affine[:n] + mu * per_mu[:n]
         dzl, dzu = terms.multiplier_steps(solver.w, solver.zl, solver.zu, mu, dw)
         alpha_p = terms.primal_fraction(solver.w, dw, solver.tau)
         alpha_d = terms.dual_fraction(solver.zl, solver.zu, dzl, dzu, solver.tau)
-        sl, su = terms.slacks(solver.w)
         step_l, step_u = alpha_p * dw[terms.lower_index], -alpha_p * dw[terms.upper_index]
         products = np.concatenate([(sl + step_l) * (solver.zl + alpha_d * dzl),
                                    (su + step_u) * (solver.zu + alpha_d * dzu)])
-        dual = solver.dual_residual()
-        value = (1.0 - alpha_d) ** 2 * float(dual @ dual) / max(n, 1) + float(products @ products) / products.size
-        if solver.problem.m:
-            value += (1.0 - alpha_p) ** 2 * float(solver.c @ solver.c) / solver.problem.m
-        return value
+        return (1.0 - alpha_d) ** 2 * dual + float(products @ products) / products.size + (1.0 - alpha_p) ** 2 * violation
+
+
+class QualityTerms(NamedTuple):
+    """The parts of the quality function that do not depend on mu: ``(||dual residual||^2 / n,
+    ||C||^2 / m)`` (0 without constraints) and the slacks of the bounds."""
+    squares: tuple[float, float]
+    slacks: tuple[np.ndarray, np.ndarray]
+
+
+def quality_terms(solver: BarrierSolver) -> QualityTerms:
+    """:class:`QualityTerms` at the solver's iterate."""
+    dual, m = solver.dual_residual(), solver.problem.m
+    violation = float(solver.c @ solver.c) / m if m else 0.0
+    return QualityTerms((float(dual @ dual) / max(solver.problem.n, 1), violation), solver.terms.slacks(solver.w))
