@@ -6,9 +6,10 @@ line-search algorithm for large-scale nonlinear programming", Math. Program. 106
 (W&B; the algorithm of IPOPT), on the problem with a slack for each inequality
 (:class:`~optimizers.equality_form.SlackForm`):
 
-- the iterations of Algorithm A, with the monotone barrier update, the fraction-to-the-boundary
-  rule, the filter line search with second-order corrections, the inertia correction of the KKT
-  matrix and the bound multipliers' safeguard: :class:`~optimizers.barrier_method.BarrierSolver`;
+- the iterations of Algorithm A, with Nocedal, Wächter & Waltz's adaptive barrier update (the
+  default; W&B's monotone one by ``mu_strategy``), the fraction-to-the-boundary rule, the filter
+  line search with second-order corrections, the inertia correction of the KKT matrix and the
+  bound multipliers' safeguard: :class:`~optimizers.barrier_method.BarrierSolver`;
 - the feasibility restoration phase of §3.3 (:class:`Restoration`): when the line search finds no
   acceptable step, the same barrier method minimizes ``rho ||p + n||_1 + zeta/2 ||D_R (w -
   w_R)||^2`` (``zeta = sqrt(mu)``, fading with the phase's own mu) subject to ``C(w) - p + n = 0``
@@ -25,7 +26,11 @@ and it owns its convergence test: the scaled KKT error ``E_0 <= tol`` (W&B eq. (
 problem with its objective scaled by W&B §3.8 (``s_f = min(1, 100 / ||grad f(x_0)||_inf)``), and
 IPOPT's absolute tests in the user's units (Lagrangian gradient at most 1, violation and
 complementarity at most 1e-4), with the total complementarity (a convex problem's duality gap)
-at most ``tol max(1, |f|)``; never the gradient test. Success means that test passed; a run
+at most ``tol max(1, |f|)``; never the gradient test. Success means that test passed and, on
+problems of at most 300 variables and slacks, the second-order check found no clearly negative
+curvature of the Lagrangian on the active constraints' null space (:mod:`optimizers.second_order`;
+at a saddle point the run steps along that curvature and goes on, or ends *not a minimum*,
+status 5, when it cannot); a run
 whose objective falls below -1e20 or whose iterates exceed 1e20 in size ends *unbounded* (status
 7, IPOPT's diverging iterates).
 :class:`Constrained` is the feasible set's view the loop and the result read (the start point
@@ -52,8 +57,14 @@ from .filter import Reference
 from .loop import RunOptions, Saddle, Step, Stop, Trial, Verdict, run
 from .methods import Problem, declared
 from .objective import Iterate, Objective, Status
-from .second_order import ESCAPE_LIMIT, SECOND_ORDER_MAX_N, ReducedCurvature, active_bounds, escape_step, \
-    reduced_curvature
+from .second_order import (
+    ESCAPE_LIMIT,
+    SECOND_ORDER_MAX_N,
+    ReducedCurvature,
+    active_bounds,
+    escape_step,
+    reduced_curvature,
+)
 from .sparse import SPARSE_MIN_SIZE
 from .stopping import GradientTest
 
@@ -309,7 +320,7 @@ class InteriorPoint(Step):
         The KKT factorization (see :class:`~optimizers.barrier_method.BarrierSolver`).
     mu_init : float
         The first barrier parameter.
-    mu_strategy : {"monotone", "adaptive"}
+    mu_strategy : {"adaptive", "monotone"}
         How mu moves (:mod:`optimizers.barrier_update`).
     dual_inf_tol, constr_viol_tol : float
         IPOPT's absolute tests on the user's Lagrangian gradient and violation.
@@ -318,7 +329,7 @@ class InteriorPoint(Step):
     messages = {Status.SUCCESS: SUCCESS_MESSAGE, Status.MAXITER: MAXITER_MESSAGE}
 
     def __init__(self, objective: Objective, form: SlackForm, view: Constrained, *, tol: float,
-                 sparse: bool | None, mu_init: float, mu_strategy: str = "monotone",
+                 sparse: bool | None, mu_init: float, mu_strategy: str = "adaptive",
                  dual_inf_tol: float = DUAL_TOLERANCE, constr_viol_tol: float = VIOLATION_TOLERANCE):
         self.objective, self.form, self.view = objective, form, view
         self.dual_inf_tol, self.constr_viol_tol = dual_inf_tol, constr_viol_tol
@@ -566,7 +577,7 @@ def _no_constraints(n: int) -> CanonicalConstraint:
 @declared("interior-point", bounds=True, sparse=True, constraints=True)
 def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: CanonicalConstraint | None = None,
                  lagrangian_hess: Callable | None = None, sparse: bool | None = None, mu_init: float = MU_INIT,
-                 mu_strategy: str = "monotone", dual_inf_tol: float = DUAL_TOLERANCE,
+                 mu_strategy: str = "adaptive", dual_inf_tol: float = DUAL_TOLERANCE,
                  constr_viol_tol: float = VIOLATION_TOLERANCE) -> OptimizeResult:
     """Minimize f subject to ``constraints.lower <= c(x) <= constraints.upper`` and bounds by the
     primal-dual interior-point method with a filter line search of Wächter & Biegler (2006).
@@ -576,7 +587,10 @@ def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: Canonica
     down so that its gradient at x0 is at most 100, §3.8) is at most ``tol``, the user's
     Lagrangian gradient at most 1 and the violation and complementarity at most 1e-4 (IPOPT's
     tests), and the total complementarity ``sum slack z`` at most ``tol max(1, |f|)`` (E_0 bounds
-    each term only: with 10^5 bounds f could stay 1e-4 above its minimum); it ends locally
+    each term only: with 10^5 bounds f could stay 1e-4 above its minimum), and where the
+    second-order check (at most 300 variables and slacks, :mod:`optimizers.second_order`) finds no
+    clearly negative curvature there; at a saddle point it steps along the negative curvature and
+    goes on. It ends not a minimum (status 5, at a saddle point it could not leave), locally
     infeasible (status 6), unbounded (status 7) or short of precision (status 2) otherwise, each
     with a message that says so.
 
@@ -599,9 +613,10 @@ def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: Canonica
         comes sparse and the matrix is large and sparse enough; True or False to force it.
     mu_init : float
         The first barrier parameter (0.1).
-    mu_strategy : {"monotone", "adaptive"}
-        How the barrier parameter moves (IPOPT's option of that name): W&B's monotone rule, or
-        Nocedal, Wächter & Waltz's adaptive one (:mod:`optimizers.barrier_update`).
+    mu_strategy : {"adaptive", "monotone"}
+        How the barrier parameter moves (IPOPT's option of that name): Nocedal, Wächter & Waltz's
+        adaptive rule (the default; SIAM J. Optim. 19 (2009) 1674-1693), or W&B's monotone one
+        (:mod:`optimizers.barrier_update` says why, with the measurements).
     dual_inf_tol, constr_viol_tol : float
         IPOPT's options of those names: the largest ``|grad f + J^T v|_inf`` (1) and violation
         (1e-4) in the user's units that success allows, besides ``E_0 <= gtol`` (which is of the
@@ -617,8 +632,9 @@ def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: Canonica
         gradient), ``violation``, ``mu``, ``alpha``, ``ls``, ``delta_w``, ``restoration``), and scipy
         trust-constr's ``v, constr, constr_violation, lagrangian_grad, optimality`` (the bounds as
         the last group when given), the bound multipliers ``z_lower, z_upper``, the final
-        ``barrier_parameter`` and ``kkt_error`` (E_0), and ``sparse`` (whether the KKT matrix was
-        factored as a sparse matrix).
+        ``barrier_parameter`` and ``kkt_error`` (E_0), ``sparse`` (whether the KKT matrix was
+        factored as a sparse matrix) and ``second_order`` (what the second-order check found:
+        "passed", with the escapes from saddle points, "skipped: ..." on larger problems).
 
     Raises
     ------
