@@ -395,8 +395,7 @@ class InteriorPoint(Step):
             if outcome.kind != "restoration":
                 return self.trial(self.solver.w, outcome.fields)
             if self.solver.problem.m == 0 or norm_inf(self.solver.c) <= self.tol:
-                return Stop(Status.PRECISION_LOSS, "No acceptable step: the line search failed at a feasible "
-                                                   "point, where the restoration phase cannot help")
+                return self.stuck()
             self.restoration = Restoration(self.solver)
         return self.restoration_iteration()
 
@@ -472,17 +471,46 @@ class InteriorPoint(Step):
 
     def escape(self) -> Trial | Stop:
         """The step from the saddle point :attr:`saddle` along its direction
-        (:func:`~optimizers.second_order.escape_step`), from which the iterations go on (the solver
-        restarted there, IPOPT's way after a restoration phase, with least-squares multipliers and an
-        empty filter); *not a minimum* when no step lowers the Lagrangian or after
+        (:meth:`escape_point`), from which the iterations go on (:meth:`restart_at`); *not a
+        minimum* when no step lowers the Lagrangian or after
         :data:`~optimizers.second_order.ESCAPE_LIMIT` escapes."""
-        solver, saddle = self.solver, self.saddle
-        w = None if self.escapes >= ESCAPE_LIMIT else escape_step(solver.problem, solver.terms, solver.w, saddle)
+        w = self.escape_point()
         if w is None:
+            saddle = self.saddle
             why = (f"the run came back to one after {self.escapes} escapes" if self.escapes >= ESCAPE_LIMIT
                    else "no step along it lowers the Lagrangian")
             return Stop(Status.NOT_A_MINIMUM, SADDLE_MESSAGE.format(curvature=saddle.curvature,
                                                                     scale=saddle.scale, why=why))
+        return self.restart_at(w)
+
+    def stuck(self) -> Trial | Stop:
+        """The line search failed at a feasible point, where the restoration phase cannot help: an
+        escape where the second-order check finds clearly negative curvature there (the filter can
+        hold the iterates near a saddle point: HS 55 with the adaptive update under some BLAS
+        kernels, E_0 = 1.1e-7), else the run ends short of precision (status 2)."""
+        before = self.second_order
+        self.saddle = self.second_order_check()
+        w = None if self.saddle is None else self.escape_point()
+        if w is not None:
+            return self.restart_at(w)
+        self.second_order = before
+        return Stop(Status.PRECISION_LOSS, "No acceptable step: the line search failed at a feasible point, "
+                                           "where the restoration phase cannot help")
+
+    def escape_point(self) -> np.ndarray | None:
+        """The point :func:`~optimizers.second_order.escape_step` finds along :attr:`saddle`'s
+        direction; None after :data:`~optimizers.second_order.ESCAPE_LIMIT` escapes."""
+        solver = self.solver
+        if self.escapes >= ESCAPE_LIMIT:
+            return None
+        return escape_step(solver.problem, solver.terms, solver.w, self.saddle)
+
+    def restart_at(self, w: np.ndarray) -> Trial:
+        """The iterations go on from w, the point of an escape: the solver restarted there (IPOPT's
+        way after a restoration phase) with the barrier parameter back at ``mu_init`` (at the
+        smallest mu the monotone rule stalls on a point off the central path), least-squares
+        multipliers and an empty filter."""
+        solver = self.solver
         self.escapes += 1
         solver.set_mu(max(solver.mu, self.mu_init))
         solver.restart(w)
