@@ -9,6 +9,8 @@ active bounds of w. A direction of negative curvature there is one along which t
 minimum (the second-order necessary condition, J. Nocedal and S. J. Wright, Numerical
 Optimization, 2nd ed., 2006, Theorem 12.5), which the method leaves as the unconstrained methods
 leave a saddle (:func:`escape_step`), or reports as *not a minimum* (status 5) when it cannot.
+The method also checks where its line search fails at a feasible point (the filter can hold the
+iterates next to a saddle point before the KKT test passes), and escapes the same way.
 
 Two choices make the check hold where the constraint qualification fails:
 
