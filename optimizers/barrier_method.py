@@ -216,9 +216,7 @@ class BarrierSolver:
         self.w, self.y, self.zl, self.zu = w, y, zl, zu
         self.f, self.c = problem.objective(w), problem.constraints(w)
         self.g, self.jacobian = problem.gradient(w), problem.jacobian(w)
-        theta = float(np.sum(np.abs(self.c)))
-        self.filter = Filter(THETA_MAX_FACTOR * max(1.0, theta))
-        self.theta_min = THETA_MIN_FACTOR * max(1.0, theta)
+        self.reset_filter()
         self.force_mu_decrease = False
         self.soft_iterations = 0   # successive iterations of the soft restoration phase
         self.hessian_finite = True    # whether the last Hessian of the Lagrangian was finite
@@ -490,6 +488,13 @@ class BarrierSolver:
         rhs = -np.concatenate([self.g + self.terms.multipliers(self.zl, self.zu), np.zeros(m)])
         y = factored.solve(rhs)[0][n:]
         return y if np.all(np.isfinite(y)) and norm_inf(y) <= MULTIPLIER_INIT_MAX else np.zeros(m)
+
+    def reset_filter(self) -> None:
+        """An empty filter with W&B's theta_max and theta_min from the violation at the iterate
+        (§3.2, as at the start)."""
+        theta = self.theta
+        self.filter = Filter(THETA_MAX_FACTOR * max(1.0, theta))
+        self.theta_min = THETA_MIN_FACTOR * max(1.0, theta)
 
     def restart(self, w: np.ndarray) -> None:
         """Continue from w after a restoration phase (IPOPT's ``MinC_1NrmRestorationPhase``): the

@@ -6,9 +6,10 @@ line-search algorithm for large-scale nonlinear programming", Math. Program. 106
 (W&B; the algorithm of IPOPT), on the problem with a slack for each inequality
 (:class:`~optimizers.equality_form.SlackForm`):
 
-- the iterations of Algorithm A, with the monotone barrier update, the fraction-to-the-boundary
-  rule, the filter line search with second-order corrections, the inertia correction of the KKT
-  matrix and the bound multipliers' safeguard: :class:`~optimizers.barrier_method.BarrierSolver`;
+- the iterations of Algorithm A, with Nocedal, Wächter & Waltz's adaptive barrier update (the
+  default; W&B's monotone one by ``mu_strategy``), the fraction-to-the-boundary rule, the filter
+  line search with second-order corrections, the inertia correction of the KKT matrix and the
+  bound multipliers' safeguard: :class:`~optimizers.barrier_method.BarrierSolver`;
 - the feasibility restoration phase of §3.3 (:class:`Restoration`): when the line search finds no
   acceptable step, the same barrier method minimizes ``rho ||p + n||_1 + zeta/2 ||D_R (w -
   w_R)||^2`` (``zeta = sqrt(mu)``, fading with the phase's own mu) subject to ``C(w) - p + n = 0``
@@ -25,7 +26,11 @@ and it owns its convergence test: the scaled KKT error ``E_0 <= tol`` (W&B eq. (
 problem with its objective scaled by W&B §3.8 (``s_f = min(1, 100 / ||grad f(x_0)||_inf)``), and
 IPOPT's absolute tests in the user's units (Lagrangian gradient at most 1, violation and
 complementarity at most 1e-4), with the total complementarity (a convex problem's duality gap)
-at most ``tol max(1, |f|)``; never the gradient test. Success means that test passed; a run
+at most ``tol max(1, |f|)``; never the gradient test. Success means that test passed and, on
+problems of at most 300 variables and slacks, the second-order check found no clearly negative
+curvature of the Lagrangian on the active constraints' null space (:mod:`optimizers.second_order`;
+at a saddle point the run steps along that curvature and goes on, or ends *not a minimum*,
+status 5, when it cannot); a run
 whose objective falls below -1e20 or whose iterates exceed 1e20 in size ends *unbounded* (status
 7, IPOPT's diverging iterates).
 :class:`Constrained` is the feasible set's view the loop and the result read (the start point
@@ -52,6 +57,14 @@ from .filter import Reference
 from .loop import RunOptions, Saddle, Step, Stop, Trial, Verdict, run
 from .methods import Problem, declared
 from .objective import Iterate, Objective, Status
+from .second_order import (
+    ESCAPE_LIMIT,
+    SECOND_ORDER_MAX_N,
+    ReducedCurvature,
+    active_bounds,
+    escape_step,
+    reduced_curvature,
+)
 from .sparse import SPARSE_MIN_SIZE
 from .stopping import GradientTest
 
@@ -67,6 +80,9 @@ COMPLEMENTARITY_TOLERANCE = 1e-4
 SUCCESS_MESSAGE = "Optimal solution found: the scaled KKT conditions hold"
 NONFINITE_HESSIAN = "The Hessian of the Lagrangian is not finite at the iterate: no step can be computed"
 MAXITER_MESSAGE = "Maximum number of iterations has been exceeded before the KKT conditions held"
+SADDLE_MESSAGE = (
+    "Stopped at a saddle point: the KKT test passed, but the Hessian of the Lagrangian has clearly negative "
+    "curvature ({curvature:.1e}, ||W||_max = {scale:.1e}) on the null space of the active constraints, and {why}")
 
 
 class Multipliers(NamedTuple):
@@ -304,7 +320,7 @@ class InteriorPoint(Step):
         The KKT factorization (see :class:`~optimizers.barrier_method.BarrierSolver`).
     mu_init : float
         The first barrier parameter.
-    mu_strategy : {"monotone", "adaptive"}
+    mu_strategy : {"adaptive", "monotone"}
         How mu moves (:mod:`optimizers.barrier_update`).
     dual_inf_tol, constr_viol_tol : float
         IPOPT's absolute tests on the user's Lagrangian gradient and violation.
@@ -313,7 +329,7 @@ class InteriorPoint(Step):
     messages = {Status.SUCCESS: SUCCESS_MESSAGE, Status.MAXITER: MAXITER_MESSAGE}
 
     def __init__(self, objective: Objective, form: SlackForm, view: Constrained, *, tol: float,
-                 sparse: bool | None, mu_init: float, mu_strategy: str = "monotone",
+                 sparse: bool | None, mu_init: float, mu_strategy: str = "adaptive",
                  dual_inf_tol: float = DUAL_TOLERANCE, constr_viol_tol: float = VIOLATION_TOLERANCE):
         self.objective, self.form, self.view = objective, form, view
         self.dual_inf_tol, self.constr_viol_tol = dual_inf_tol, constr_viol_tol
@@ -322,6 +338,9 @@ class InteriorPoint(Step):
         self.solver: BarrierSolver | None = None
         self.restoration: Restoration | None = None
         self.failure: Stop | None = None
+        self.saddle: ReducedCurvature | None = None
+        self.escapes = 0
+        self.second_order = "not reached (the KKT test never passed)"
 
     def default_maxiter(self, n: int) -> int:
         return DEFAULT_MAXITER
@@ -367,6 +386,8 @@ class InteriorPoint(Step):
     def __call__(self, point: Iterate, saddle: Saddle | None) -> Trial | Stop:
         if self.failure is not None:
             return self.failure
+        if saddle is not None:
+            return self.escape()
         if self.restoration is None:
             outcome = self.solver.iterate()
             if outcome.kind == "nonfinite":
@@ -374,8 +395,7 @@ class InteriorPoint(Step):
             if outcome.kind != "restoration":
                 return self.trial(self.solver.w, outcome.fields)
             if self.solver.problem.m == 0 or norm_inf(self.solver.c) <= self.tol:
-                return Stop(Status.PRECISION_LOSS, "No acceptable step: the line search failed at a feasible "
-                                                   "point, where the restoration phase cannot help")
+                return self.stuck()
             self.restoration = Restoration(self.solver)
         return self.restoration_iteration()
 
@@ -421,10 +441,83 @@ class InteriorPoint(Step):
 
     def test(self, point: Iterate, loop_test: Callable[[Iterate], Verdict]) -> Verdict:
         """SUCCESS where the KKT test passes at the regular iterate (never the loop's gradient
-        test; not during the restoration phase)."""
+        test; not during the restoration phase) and the second-order check finds no clearly
+        negative curvature (:mod:`optimizers.second_order`); a saddle to leave where it does."""
         if self.solver is None or self.restoration is not None or not self.kkt_holds():
             return None, None
-        return Status.SUCCESS, None
+        self.saddle = self.second_order_check()
+        if self.saddle is None:
+            return Status.SUCCESS, None
+        return None, Saddle(self.saddle.direction, self.saddle.curvature)
+
+    def second_order_check(self) -> ReducedCurvature | None:
+        """The reduced Hessian's clearly negative curvature at the KKT point, or None (also when
+        the check is skipped: more than :data:`~optimizers.second_order.SECOND_ORDER_MAX_N`
+        variables and slacks); :attr:`second_order` says which."""
+        solver = self.solver
+        if solver.problem.n > SECOND_ORDER_MAX_N:
+            self.second_order = (f"skipped: {solver.problem.n} variables and slacks, above the dense "
+                                 f"check's {SECOND_ORDER_MAX_N}")
+            return None
+        active = active_bounds(solver.terms, solver.w, solver.zl, solver.zu, self.tol)
+        found = reduced_curvature(solver.problem, solver.w, solver.g, solver.jacobian, active)
+        if found is None or not found.clearly_negative(self.tol):
+            notes = ([] if found is not None else ["the null space is {0}"]) + (
+                [f"after {self.escapes} escape(s) from saddle points"] if self.escapes else [])
+            self.second_order = "passed" + (f" ({'; '.join(notes)})" if notes else "")
+            return None
+        self.second_order = f"negative curvature {found.curvature:.1e} (||W||_max = {found.scale:.1e})"
+        return found
+
+    def escape(self) -> Trial | Stop:
+        """The step from the saddle point :attr:`saddle` along its direction
+        (:meth:`escape_point`), from which the iterations go on (:meth:`restart_at`); *not a
+        minimum* when no step lowers the Lagrangian or after
+        :data:`~optimizers.second_order.ESCAPE_LIMIT` escapes."""
+        w = self.escape_point()
+        if w is None:
+            saddle = self.saddle
+            why = (f"the run came back to one after {self.escapes} escapes" if self.escapes >= ESCAPE_LIMIT
+                   else "no step along it lowers the Lagrangian")
+            return Stop(Status.NOT_A_MINIMUM, SADDLE_MESSAGE.format(curvature=saddle.curvature,
+                                                                    scale=saddle.scale, why=why))
+        return self.restart_at(w)
+
+    def stuck(self) -> Trial | Stop:
+        """The line search failed at a feasible point, where the restoration phase cannot help: an
+        escape where the second-order check finds clearly negative curvature there (the filter can
+        hold the iterates near a saddle point: HS 55 with the adaptive update under some BLAS
+        kernels, E_0 = 1.1e-7), else the run ends short of precision (status 2)."""
+        before = self.second_order
+        self.saddle = self.second_order_check()
+        w = None if self.saddle is None else self.escape_point()
+        if w is not None:
+            return self.restart_at(w)
+        self.second_order = before
+        return Stop(Status.PRECISION_LOSS, "No acceptable step: the line search failed at a feasible point, "
+                                           "where the restoration phase cannot help")
+
+    def escape_point(self) -> np.ndarray | None:
+        """The point :func:`~optimizers.second_order.escape_step` finds along :attr:`saddle`'s
+        direction; None after :data:`~optimizers.second_order.ESCAPE_LIMIT` escapes."""
+        solver = self.solver
+        if self.escapes >= ESCAPE_LIMIT:
+            return None
+        return escape_step(solver.problem, solver.terms, solver.w, self.saddle)
+
+    def restart_at(self, w: np.ndarray) -> Trial:
+        """The iterations go on from w, the point of an escape: the solver restarted there (IPOPT's
+        way after a restoration phase) with the barrier parameter back at ``mu_init`` (at the
+        smallest mu the monotone rule stalls on a point off the central path), least-squares
+        multipliers and an empty filter."""
+        solver = self.solver
+        self.escapes += 1
+        solver.set_mu(max(solver.mu, self.mu_init))
+        solver.restart(w)
+        solver.y = solver.least_squares_multipliers()
+        solver.reset_filter()
+        solver.stalled = False
+        return self.trial(w, {})
 
     def describe(self, message: str, x: np.ndarray, f: float, g: np.ndarray, feasible: FeasibleSet,
                  test: GradientTest) -> str:
@@ -512,7 +605,7 @@ def _no_constraints(n: int) -> CanonicalConstraint:
 @declared("interior-point", bounds=True, sparse=True, constraints=True)
 def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: CanonicalConstraint | None = None,
                  lagrangian_hess: Callable | None = None, sparse: bool | None = None, mu_init: float = MU_INIT,
-                 mu_strategy: str = "monotone", dual_inf_tol: float = DUAL_TOLERANCE,
+                 mu_strategy: str = "adaptive", dual_inf_tol: float = DUAL_TOLERANCE,
                  constr_viol_tol: float = VIOLATION_TOLERANCE) -> OptimizeResult:
     """Minimize f subject to ``constraints.lower <= c(x) <= constraints.upper`` and bounds by the
     primal-dual interior-point method with a filter line search of Wächter & Biegler (2006).
@@ -522,7 +615,10 @@ def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: Canonica
     down so that its gradient at x0 is at most 100, §3.8) is at most ``tol``, the user's
     Lagrangian gradient at most 1 and the violation and complementarity at most 1e-4 (IPOPT's
     tests), and the total complementarity ``sum slack z`` at most ``tol max(1, |f|)`` (E_0 bounds
-    each term only: with 10^5 bounds f could stay 1e-4 above its minimum); it ends locally
+    each term only: with 10^5 bounds f could stay 1e-4 above its minimum), and where the
+    second-order check (at most 300 variables and slacks, :mod:`optimizers.second_order`) finds no
+    clearly negative curvature there; at a saddle point it steps along the negative curvature and
+    goes on. It ends not a minimum (status 5, at a saddle point it could not leave), locally
     infeasible (status 6), unbounded (status 7) or short of precision (status 2) otherwise, each
     with a message that says so.
 
@@ -545,9 +641,10 @@ def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: Canonica
         comes sparse and the matrix is large and sparse enough; True or False to force it.
     mu_init : float
         The first barrier parameter (0.1).
-    mu_strategy : {"monotone", "adaptive"}
-        How the barrier parameter moves (IPOPT's option of that name): W&B's monotone rule, or
-        Nocedal, Wächter & Waltz's adaptive one (:mod:`optimizers.barrier_update`).
+    mu_strategy : {"adaptive", "monotone"}
+        How the barrier parameter moves (IPOPT's option of that name): Nocedal, Wächter & Waltz's
+        adaptive rule (the default; SIAM J. Optim. 19 (2009) 1674-1693), or W&B's monotone one
+        (:mod:`optimizers.barrier_update` says why, with the measurements).
     dual_inf_tol, constr_viol_tol : float
         IPOPT's options of those names: the largest ``|grad f + J^T v|_inf`` (1) and violation
         (1e-4) in the user's units that success allows, besides ``E_0 <= gtol`` (which is of the
@@ -563,8 +660,9 @@ def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: Canonica
         gradient), ``violation``, ``mu``, ``alpha``, ``ls``, ``delta_w``, ``restoration``), and scipy
         trust-constr's ``v, constr, constr_violation, lagrangian_grad, optimality`` (the bounds as
         the last group when given), the bound multipliers ``z_lower, z_upper``, the final
-        ``barrier_parameter`` and ``kkt_error`` (E_0), and ``sparse`` (whether the KKT matrix was
-        factored as a sparse matrix).
+        ``barrier_parameter`` and ``kkt_error`` (E_0), ``sparse`` (whether the KKT matrix was
+        factored as a sparse matrix) and ``second_order`` (what the second-order check found:
+        "passed", with the escapes from saddle points, "skipped: ..." on larger problems).
 
     Raises
     ------
@@ -633,6 +731,7 @@ def minimize_ipm(problem: Problem, options: RunOptions, *, constraints: Canonica
     result = run(objective, step, options, feasible=view, note=note, counts=counts)
     if step.solver is not None:
         result.kkt_error = step.solver.optimality_error()
+        result.second_order = step.second_order
         result.sparse = bool(step.solver.sparse)
     return result
 

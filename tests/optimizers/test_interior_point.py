@@ -8,6 +8,7 @@ same start points with the same exact derivatives; the tests do not depend on th
 """
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.sparse
 from scipy.optimize import rosen, rosen_der, rosen_hess
 
@@ -16,6 +17,7 @@ from optimizers.barrier import push_inside
 from optimizers.kkt import DenseLDL, InertiaCorrection, KKTMatrix, SparseAssembly, SparseLDL
 
 TOL = 1e-8
+EPS = np.finfo(float).eps
 
 
 def assert_kkt(result, tol=TOL):
@@ -169,7 +171,7 @@ def test_hs071_reaches_the_published_solution():
 def test_result_fields_and_history():
     f, g, hessian, constraint = hs071()
     result = minimize_ipm(f, [1.0, 5.0, 5.0, 1.0], g, lagrangian_hess=hessian, constraints=constraint,
-                          bounds=(np.ones(4), np.full(4, 5.0)))
+                          bounds=(np.ones(4), np.full(4, 5.0)), mu_strategy="monotone")   # mu never rises
     history = result.history
     assert len(history) == result.nit + 1
     for column in ("f", "gnorm", "violation", "mu", "alpha", "ls", "delta_w", "restoration"):
@@ -180,7 +182,9 @@ def test_result_fields_and_history():
     np.testing.assert_array_equal(result.constr[1], result.x)
     assert result.optimality == np.abs(result.lagrangian_grad).max()
     assert result.kkt_error <= TOL and TOL / 10 <= result.barrier_parameter <= TOL
-    assert result.constr_nfev >= result.nit and result.nhev == result.nit     # one Hessian an iteration
+    # one Hessian an iteration, one more at the solution for the second-order check
+    assert result.constr_nfev >= result.nit and result.nhev == result.nit + 1
+    assert result.second_order == "passed"
     assert not result.sparse
 
 
@@ -635,7 +639,7 @@ def test_restoration_phase_returns_to_the_regular_phase():
     constraint = CanonicalConstraint(lambda x: np.array([48 - x @ x]), lambda x: -2 * x[None, :], [0.0], [np.inf])
     lower, upper = np.array([-4.5, -4.5, -5.0]), np.array([4.5, 4.5, 5.0])
     result = minimize_ipm(f, [-5.0, 5.0, 0.0], g, lagrangian_hess=hessian, constraints=constraint,
-                          bounds=(lower, upper))
+                          bounds=(lower, upper), mu_strategy="monotone")   # the adaptive rule needs no restoration
     assert_complementary(result, constraint, lower, upper)
     assert np.nansum(result.history["restoration"]) >= 1 and result.history["restoration"][-1] == 0
     # f - f* is about the complementarity gap, seven pairs each at most tol (E_0 <= tol, s_c = 1)
@@ -771,18 +775,93 @@ def test_the_restoration_phase_converges_to_what_the_violation_allows(number, x0
     assert result.fun == pytest.approx(p.fmin, abs=1e-6 * (1 + abs(p.fmin)))
 
 
+def reduced_hessian_eigenvalues(hessian: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The eigenvalues of the Hessian on the null space of ``rows`` (an SVD's, scipy's rank rule)."""
+    null = scipy.linalg.null_space(rows)
+    return np.linalg.eigvalsh(null.T @ hessian @ null)
+
+
 def test_soft_restoration_takes_the_step_the_filter_refuses_at_a_feasible_point():
     # HS55 with the adaptive update: at iteration 6 the iterate is feasible and no step passes the
     # filter's tests, where the restoration phase cannot help (the run ended with status 2); the
     # step that reduces the barrier problem's error is taken instead (IPOPT's soft restoration),
-    # and the run ends at a KKT point, f = 6.8058 (IPOPT's adaptive run ends near it, its monotone one
-    # at f = 6.7053). Not a local minimum: the six linear equalities have rank 5, no bound is active,
-    # and the Hessian has curvature -0.42 on the one-dimensional null space (a saddle point, which
-    # the KKT test cannot tell; benchmarks/local_minimum.py counts it as a false success)
+    # and the run reaches a KKT point, f = 6.8058 (IPOPT's adaptive run ends near it), which is a
+    # saddle point (test_a_saddle_point_that_passes_the_kkt_test_is_left_along_its_negative_curvature):
+    # the second-order check steps off it, and the run ends at the minimum
     p, g, hessian, constraint = hock_schittkowski(55)
     result = minimize_ipm(p.fun, np.array(p.x0), g, lagrangian_hess=hessian, constraints=constraint,
                           bounds=(p.lower, p.upper), mu_strategy="adaptive")
     assert_complementary(result, constraint, p.lower, p.upper)
+    assert result.status == Status.SUCCESS and "after 1 escape(s)" in result.second_order
+
+
+def test_a_saddle_point_that_passes_the_kkt_test_is_left_along_its_negative_curvature():
+    # HS55, adaptive update: six linear equalities of rank 5 and no active bound at the KKT point
+    # f = 6.8058 the run reached (and reported as a success), where the Hessian has curvature -0.42
+    # on the null space. The check (least-squares multipliers, SVD null space) finds it, and the
+    # step along it leads to the published minimum f* = 19/3, a point where the reduced Hessian of
+    # the problem (f's: the constraints are linear) on the active constraints and bounds is
+    # positive semidefinite
+    p, g, hessian, constraint = hock_schittkowski(55)
+    result = minimize_ipm(p.fun, np.array(p.x0), g, lagrangian_hess=hessian, constraints=constraint,
+                          bounds=(p.lower, p.upper), mu_strategy="adaptive")
+    assert_complementary(result, constraint, p.lower, p.upper)
+    assert result.success and result.fun == pytest.approx(19 / 3, abs=TOL * 19 / 3)
+    at_bound = (result.x - p.lower <= np.sqrt(TOL)) | (p.upper - result.x <= np.sqrt(TOL))
+    rows = np.vstack([constraint.jac(result.x), np.eye(6)[at_bound]])
+    h = hessian(result.x, 1.0, np.zeros(constraint.m))
+    assert np.all(reduced_hessian_eigenvalues(h, rows) >= -np.sqrt(EPS) * np.abs(h).max())
+
+
+def test_a_minimum_where_licq_fails_passes_the_second_order_check():
+    # HS13: min (x_0 - 2)^2 + x_1^2 s.t. (1 - x_0)^3 - x_1 >= 0, x >= 0; its minimum (1, 0) is a cusp
+    # where the constraint's and x_1 >= 0's gradients are parallel (LICQ fails, no multipliers
+    # exist), and the solver's multipliers grow without bound (about 7e15). With them the
+    # Lagrangian's Hessian has curvature about -3e8 along x_0, the null space of the active rows, and
+    # a check with them would call the minimum a saddle; the check's least-squares multipliers
+    # (of minimum norm, the rank cut at cond x eps) leave f's curvature 2 there
+    p, g, hessian, constraint = hock_schittkowski(13)
+    for mu_strategy in ("adaptive", "monotone"):
+        result = minimize_ipm(p.fun, np.array(p.x0), g, lagrangian_hess=hessian, constraints=constraint,
+                              bounds=(p.lower, p.upper), mu_strategy=mu_strategy)
+        assert result.success and result.second_order.startswith("passed")
+        assert result.fun == pytest.approx(1.0, abs=1e-6) and result.x == pytest.approx([1.0, 0.0], abs=1e-6)
+    rows = np.vstack([[0.0, 1.0], [0.0, -1.0]])      # the active rows at (1, 0)
+    solvers = hessian(result.x, 1.0, result.v[0])
+    assert reduced_hessian_eigenvalues(solvers, rows)[0] < -1e3
+
+
+@pytest.mark.parametrize("mu_strategy", ["adaptive", "monotone"])
+@pytest.mark.parametrize("width", [1e-2, 1.0, 1e3])
+def test_a_saddle_at_the_start_is_left_to_the_minimum_on_the_bounds(mu_strategy, width):
+    # min x_0^2 - x_1^2 s.t. x_0 = 0, |x_1| <= width: x0 = (0.3, 0) reaches the saddle (0, 0), a KKT
+    # point (the run reported success there); the minima are (0, +-width), f* = -width^2
+    f = lambda x: x[0] ** 2 - x[1] ** 2
+    result = minimize_ipm(f, [0.3, 0.0], lambda x: np.array([2 * x[0], -2 * x[1]]),
+                          hess=lambda x: np.diag([2.0, -2.0]),
+                          constraints=CanonicalConstraint.linear([[1.0, 0.0]], 0.0, 0.0),
+                          bounds=(np.array([-1.0, -width]), np.array([1.0, width])), mu_strategy=mu_strategy)
+    assert_kkt(result)
+    # f - f* is the complementarity gap, at most tol max(1, |f|) (the success test)
+    assert -width ** 2 <= result.fun <= -width ** 2 + TOL * max(1.0, width ** 2)
+    assert result.second_order == "passed (the null space is {0}; after 1 escape(s) from saddle points)"
+
+
+def test_a_saddle_point_that_cannot_be_left_ends_the_run_not_a_minimum():
+    # min 1e8 + x_0^2 - x_1^2 s.t. x_0 = 0, |x_1| <= 1e-5, tol 1e-12: (0, 0) passes the KKT test, the
+    # bounds are inactive (slack 1e-5 above sqrt(tol), multipliers about mu / 1e-5), and the
+    # curvature -2 is clear; but f falls by at most 1e-10 in the box, below the rounding of 1e8
+    # (1.5e-8): no step lowers f at working precision, and the run ends there, status 5, not success
+    f = lambda x: 1e8 + x[0] ** 2 - x[1] ** 2
+    result = minimize_ipm(f, [0.3, 0.0], lambda x: np.array([2 * x[0], -2 * x[1]]),
+                          hess=lambda x: np.diag([2.0, -2.0]),
+                          constraints=CanonicalConstraint.linear([[1.0, 0.0]], 0.0, 0.0),
+                          bounds=(np.array([-1.0, -1e-5]), np.array([1.0, 1e-5])), gtol=1e-12)
+    assert result.status == Status.NOT_A_MINIMUM and not result.success
+    assert result.message.startswith("Stopped at a saddle point: the KKT test passed, but the Hessian of the "
+                                     "Lagrangian has clearly negative curvature (-2.0e+00")
+    assert "no step along it lowers the Lagrangian" in result.message
+    np.testing.assert_array_equal(result.x, [0.0, 0.0])
 
 
 def test_success_means_f_is_within_tol_of_the_minimum_whatever_the_number_of_bounds():
