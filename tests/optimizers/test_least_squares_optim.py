@@ -96,8 +96,17 @@ def test_levenberg_marquardt_is_invariant_to_scaling_the_variables():
     plain = least_squares_lm(residuals, [1.0, 1.0, 0.0], jac, gtol=0.0)   # gtol is not invariant
     scaled = least_squares_lm(lambda z: residuals(z / scale), np.array([1.0, 1.0, 0.0]) * scale,
                               lambda z: jac(z / scale) / scale, gtol=0.0)
-    assert scaled.nit == plain.nit
+    assert_same_run(scaled, plain)
     np.testing.assert_allclose(scaled.x / scale, plain.x, rtol=1e-8)
+
+
+def assert_same_run(scaled, plain):
+    """The same iterates, cost by cost, while the costs are above rounding (an exact fit's last
+    steps, at costs near eps^2, end with one test or the other, one iteration apart, as rounding
+    goes on each OpenBLAS kernel)."""
+    assert scaled.success
+    resolved = plain.history["f"] > EPS * plain.history["f"][0]
+    np.testing.assert_allclose(scaled.history["f"][:resolved.sum()], plain.history["f"][resolved], rtol=1e-8)
 
 
 def test_columns_of_j_apart_by_more_than_one_over_eps_keep_their_directions():
@@ -110,9 +119,7 @@ def test_columns_of_j_apart_by_more_than_one_over_eps_keep_their_directions():
     plain = least_squares_lm(residuals, [1.0, 1.0, 0.0], jac, gtol=0.0)
     scaled = least_squares_lm(lambda z: residuals(z / scale), np.array([1.0, 1.0, 0.0]) * scale,
                               lambda z: jac(z / scale) / scale, gtol=0.0)
-    assert scaled.success
-    resolved = plain.history["f"] > EPS * plain.history["f"][0]   # the costs above rounding agree, iterate by iterate
-    np.testing.assert_allclose(scaled.history["f"][:resolved.sum()], plain.history["f"][resolved], rtol=1e-8)
+    assert_same_run(scaled, plain)
     np.testing.assert_allclose(scaled.x / scale, [2.5, 1.3, 0.5], rtol=1e-8)
 
 
