@@ -5,7 +5,8 @@ Each step solves a linear least-squares problem with LAPACK (``scipy.linalg.lsts
 solver) instead of forming and inverting J^T J, which would square the condition number.
 
 References: J. J. Moré, "The Levenberg-Marquardt algorithm: implementation and theory", Numerical
-Analysis, Lecture Notes in Math. 630, Springer 1978; H. B. Nielsen, "Damping parameter in
+Analysis, Lecture Notes in Math. 630, Springer 1978; M. D. Hebden, "An algorithm for minimization
+using exact second derivatives", AERE TP 515, Harwell 1973; H. B. Nielsen, "Damping parameter in
 Marquardt's method", IMM-REP-1999-05, DTU; J. Nocedal and S. J. Wright, *Numerical Optimization*,
 2nd ed., §10.3.
 """
