@@ -414,7 +414,7 @@ OPTION_RULES: dict = {
     "initial_sigma": _POSITIVE_OR_NONE, "min_sigma": _POSITIVE,
     "eta": _number("a number in [0, 0.25)", lambda v: 0 <= v < 0.25),
     "shift": _choice("cholesky", "eigen"),
-    "damping": _NONNEGATIVE, ("least_squares", "damping"): _POSITIVE,
+    "damping": _NONNEGATIVE, ("least_squares", "factor"): _POSITIVE,
     "learning_rate": _POSITIVE, "momentum": _FRACTION, "beta1": _FRACTION, "beta2": _FRACTION,
     "epsilon": _NONNEGATIVE, "ftol": _NONNEGATIVE, "xtol": _NONNEGATIVE,
     # L-BFGS-B's and TNC's cap on the evaluations of f (hessopt._scipy_methods)

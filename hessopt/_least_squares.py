@@ -118,9 +118,10 @@ def least_squares(fun: Callable, x0, jac=None, bounds=None, method: str = "trf",
         ``callback(intermediate_result)`` (an OptimizeResult with x and cost) or ``callback(xk)``;
         raising ``StopIteration`` ends the run with status -2.
     options : dict, optional
-        hessopt's own: ``trace``, ``keep_iterates``, ``damping``, ``maxiter``, ``disp``, ``return_all``, and
-        the optimizer's ``ftol``, ``xtol``, ``gtol`` (overriding the keywords; 0 turns a test off); any
-        other name is a TypeError, as scipy's least_squares, which takes no options, raises one.
+        hessopt's own: ``trace``, ``keep_iterates``, ``factor`` (the first trust radius over ||D x0||,
+        MINPACK's), ``maxiter``, ``disp``, ``return_all``, and the optimizer's ``ftol``, ``xtol``, ``gtol``
+        (overriding the keywords; 0 turns a test off); any other name is a TypeError, as scipy's
+        least_squares, which takes no options, raises one.
 
     Returns
     -------

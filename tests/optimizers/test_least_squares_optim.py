@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import least_squares
 
-from optimizers.least_squares import NielsenDamping, least_squares_lm
+from optimizers.least_squares import EPS, TrustRadius, damped_step, least_squares_lm
 
 METHODS = ["lm", "gn"]
 
@@ -63,10 +63,13 @@ def test_rosenbrock_as_residuals(method):
 
 @pytest.mark.parametrize("problem, x0", [(rosenbrock_residuals, [-1.2, 1.0]),
                                          (exponential_fit, [1.0, 1.0, 0.0])])
-def test_levenberg_marquardt_costs_about_what_minpack_does(problem, x0):
+def test_levenberg_marquardt_costs_about_what_scipys_trust_region_does(problem, x0):
+    """scipy's 'trf' with x_scale='jac' runs the same trust region (Moré's D, the radius moved by rho;
+    its first ||D x0||, hessopt's 10 ||D x0||): 24 and 16 evaluations here, hessopt 30 and 14,
+    MINPACK's 'lm' (first radius 100 ||D x0||) 37 and 13."""
     residuals, jac = problem()
     ours = least_squares_lm(residuals, x0, jac)
-    theirs = least_squares(residuals, x0, jac, method="lm")
+    theirs = least_squares(residuals, x0, jac, method="trf", x_scale="jac")
     np.testing.assert_allclose(ours.x, theirs.x, rtol=1e-7)
     assert ours.nfev + ours.njev <= 1.25 * (theirs.nfev + theirs.njev)
 
@@ -93,13 +96,22 @@ def test_levenberg_marquardt_is_invariant_to_scaling_the_variables():
     plain = least_squares_lm(residuals, [1.0, 1.0, 0.0], jac, gtol=0.0)   # gtol is not invariant
     scaled = least_squares_lm(lambda z: residuals(z / scale), np.array([1.0, 1.0, 0.0]) * scale,
                               lambda z: jac(z / scale) / scale, gtol=0.0)
-    assert scaled.nit == plain.nit
+    assert_same_run(scaled, plain)
     np.testing.assert_allclose(scaled.x / scale, plain.x, rtol=1e-8)
+
+
+def assert_same_run(scaled, plain):
+    """The same iterates, cost by cost, while the costs are above rounding (an exact fit's last
+    steps, at costs near eps^2, end with one test or the other, one iteration apart, as rounding
+    goes on each OpenBLAS kernel)."""
+    assert scaled.success
+    resolved = plain.history["f"] > EPS * plain.history["f"][0]
+    np.testing.assert_allclose(scaled.history["f"][:resolved.sum()], plain.history["f"][resolved], rtol=1e-8)
 
 
 def test_columns_of_j_apart_by_more_than_one_over_eps_keep_their_directions():
     # Units 1e10 and 1e-8: J's columns differ by 1e18 in size. The step is solved on the columns
-    # scaled by D, so lstsq drops no short column as rounding: the run is the unscaled one. (Solved
+    # scaled by D, so the SVD drops no short column as rounding: the run is the unscaled one. (Solved
     # on J itself the short columns fell below eps times the longest, every step predicted almost no
     # reduction and the run reported ftol success at (1, 1.03, 0.76), as MGH10 did down its valley.)
     residuals, jac = exponential_fit()
@@ -107,7 +119,7 @@ def test_columns_of_j_apart_by_more_than_one_over_eps_keep_their_directions():
     plain = least_squares_lm(residuals, [1.0, 1.0, 0.0], jac, gtol=0.0)
     scaled = least_squares_lm(lambda z: residuals(z / scale), np.array([1.0, 1.0, 0.0]) * scale,
                               lambda z: jac(z / scale) / scale, gtol=0.0)
-    assert scaled.success and scaled.nit == plain.nit
+    assert_same_run(scaled, plain)
     np.testing.assert_allclose(scaled.x / scale, [2.5, 1.3, 0.5], rtol=1e-8)
 
 
@@ -238,13 +250,30 @@ def test_disp_prints_the_lambda_column(capsys):
     assert capsys.readouterr().out.split()[:5] == ["nit", "f", "gnorm", "step", "lambda"]
 
 
-def test_nielsen_damping_moves_like_a_trust_radius():
-    damping = NielsenDamping(1.0)
-    assert damping.update(1.0) and damping.value == pytest.approx(1.0 / 3.0)   # floor 1/3
-    assert damping.update(0.5) and damping.value == pytest.approx(1.0 / 3.0)   # 1 - 0^3
-    assert not damping.update(0.0) and damping.value == pytest.approx(2.0 / 3.0)
-    assert not damping.update(-1.0) and damping.value == pytest.approx(8.0 / 3.0)  # x2, x4, ...
-    assert damping.update(0.75) and damping.value == pytest.approx(8.0 / 3.0 * 0.875)
-    assert not damping.update(0.0) and damping.value == pytest.approx(8.0 / 3.0 * 0.875 * 2)
-    with pytest.raises(ValueError, match="damping"):
-        NielsenDamping(0.0)
+def test_the_trust_radius_follows_the_step_tried():
+    """Moré's update: a quarter of the step's length below rho 1/4, doubled above 3/4 on the boundary."""
+    radius = TrustRadius(1.0)
+    assert not radius.update(0.0, 0.8) and radius.value == pytest.approx(0.2)    # failed: 0.8 / 4
+    assert radius.update(0.1, 0.2) and radius.value == pytest.approx(0.05)       # taken, still shrunk
+    assert radius.update(0.9, 0.05) and radius.value == pytest.approx(0.1)       # on the boundary: doubled
+    assert radius.update(0.9, 0.01) and radius.value == pytest.approx(0.1)       # inside: kept
+    assert radius.update(0.5, 0.1) and radius.value == pytest.approx(0.1)
+    assert not radius.update(-np.inf, 0.1) and radius.value == pytest.approx(0.025)
+    with pytest.raises(ValueError, match="trust radius"):
+        TrustRadius(0.0)
+
+
+@pytest.mark.parametrize("radius", [1e-3, 0.1, 10.0, 1e6])
+def test_the_damped_step_solves_its_regularized_system_within_the_radius(radius):
+    """q(lambda) = -(J^T J + lambda I)^-1 J^T r with ||q|| within 10% of the radius, or the
+    Gauss-Newton step (lambda 0) when that is inside."""
+    rng = np.random.default_rng(3)
+    jacobian, r = rng.standard_normal((8, 3)) @ np.diag([1.0, 1e-2, 1e2]), rng.standard_normal(8)
+    q, lam = damped_step(jacobian, r, radius, 0.0)
+    expected = np.linalg.solve(jacobian.T @ jacobian + lam * np.eye(3), -jacobian.T @ r)
+    np.testing.assert_allclose(q, expected, rtol=1e-8 * np.linalg.cond(jacobian.T @ jacobian + lam * np.eye(3)))
+    gauss_newton = np.linalg.lstsq(jacobian, -r, rcond=None)[0]
+    if np.linalg.norm(gauss_newton) <= radius:
+        assert lam == 0.0
+    else:
+        assert lam > 0 and abs(np.linalg.norm(q) - radius) <= 0.1 * radius
