@@ -26,7 +26,7 @@ import numpy as np
 
 from . import numpy as anp
 from .core import Tensor, Variable, paused, tracked, value_of
-from .transforms import cached_hvp, flat_cotangent, partially_evaluated, recorded_vjp, zeros_like_tree
+from .transforms import cached_hvp, deferred, flat_cotangent, partially_evaluated, recorded_vjp, zeros_like_tree
 from .tree import flatten, ravel
 
 
@@ -77,14 +77,15 @@ class HessianOperator:
             raise TypeError("autodiff: a curvature operator holds values (its products are arrays), but f "
                             "depends on a Tensor that an enclosing tape or accumulator tracks, whose "
                             "gradient would be lost. Inside a transform, use autodiff.hvp, which nests.")
-        self.value = float(value_of(value))
-        self.gradient = np.asarray(value_of(gradient)).reshape(-1)
-        self.product = product
-        self.chunk_size = chunk_size
-        n = self.gradient.size
-        self.shape = (n, n)
-        self.dtype = self.gradient.dtype
-        self.x, self._unravel = point, None
+        value, gradient = _value_and_flat(value, gradient)
+        self._fill(product, chunk_size, point, gradient.size, gradient.dtype, (value, gradient))
+
+    def _fill(self, product: Callable, chunk_size: int | None, point: Any, n: int, dtype: Any,
+              value_and_gradient: tuple | None) -> None:
+        """The fields, ``value_and_gradient`` a float and a flat array (or None: the product is a
+        ``Pending``, whose ``start()`` gives them on first use)."""
+        self.product, self.chunk_size, self.x, self._unravel = product, chunk_size, point, None
+        self.shape, self.dtype, self._value_and_gradient = (n, n), dtype, value_and_gradient
 
     @classmethod
     def _of_arrays(cls, value: float, gradient: np.ndarray, product: Callable, chunk_size: int | None,
@@ -93,10 +94,33 @@ class HessianOperator:
         Tensor to check or unwrap): the constructor's checks and conversions skipped, a fixed cost
         of every Hessian-vector product at a new point."""
         operator = cls.__new__(cls)
-        operator.value, operator.gradient, operator.product, operator.chunk_size = value, gradient, product, chunk_size
-        n = gradient.size
-        operator.shape, operator.dtype, operator.x, operator._unravel = (n, n), gradient.dtype, point, None
+        operator._fill(product, chunk_size, point, gradient.size, gradient.dtype, (value, gradient))
         return operator
+
+    @classmethod
+    def _deferred(cls, pending: Any, chunk_size: int | None, point: Any) -> HessianOperator:
+        """The operator of a ``jit.traced.Pending`` pair (its product): the value and gradient made
+        on first use, a first product at the point one program (``jit.program.joined``)."""
+        operator = cls.__new__(cls)
+        operator._fill(pending, chunk_size, point, pending.shape[0], pending.dtype, None)
+        return operator
+
+    @property
+    def value(self) -> float:
+        """f at the point."""
+        return (self._value_and_gradient or self._started())[0]
+
+    @property
+    def gradient(self) -> np.ndarray:
+        """The flat gradient of f at the point."""
+        return (self._value_and_gradient or self._started())[1]
+
+    def _started(self) -> tuple:
+        """A deferred operator's value and gradient: its ``Pending`` started, whose ``Late`` then
+        takes the products."""
+        (value, gradient), self.product = self.product.start()
+        self._value_and_gradient = _value_and_flat(value, gradient)
+        return self._value_and_gradient
 
     @property
     def unravel(self) -> Callable:
@@ -164,6 +188,13 @@ class HessianOperator:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(shape={self.shape}, value={self.value:.6g})"
+
+
+def _value_and_flat(value: Any, gradient: Any) -> tuple:
+    """(a float, a flat array) of a value and a gradient (arrays or Tensors)."""
+    if type(gradient) is np.ndarray and gradient.ndim == 1 and isinstance(value, (float, np.floating)):
+        return float(value), gradient   # a replayed pair's: nothing to unwrap
+    return float(value_of(value)), np.asarray(value_of(gradient)).reshape(-1)
 
 
 def _array(product: Any) -> np.ndarray:
@@ -238,6 +269,10 @@ def hessian_operator(f: Callable, x: Any, chunk_size: int | None = None, args: t
     array([[ 6.,  0.],
            [ 0., 36.]])
     """
+    if not args:
+        pending = deferred(cached_hvp, f, x)   # a replayed f: the value and gradient made on first use
+        if pending is not None:
+            return HessianOperator._deferred(pending, chunk_size, x)
     if args:
         (value, gradient), product = partially_evaluated(_cached_hvp_with, f, (x, tuple(args)),
                                                          _flat_vector_like_gradient)

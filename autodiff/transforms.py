@@ -16,7 +16,10 @@ transforms are replayed programs). Two methods, looked up on its type, make the 
   transform makes of f (``grad(f, argnums)`` is ``transformed(_grad, f, argnums)``);
 - ``__autodiff_partial__(build, args, late)`` returns its own ``build(f, *args)``: a value and a
   function of late arguments (``vjp``'s pullback, ``linearize``'s push-forward, the Hessian
-  operator's product), whose late arguments look like ``late(value)``.
+  operator's product), whose late arguments look like ``late(value)``;
+- optionally, ``__autodiff_deferred__(build, x)``: that function at a point x, with the value
+  made on first use (its ``start()`` gives the pair), or None (a Hessian operator asked for one
+  product per point need not compute the value and gradient it does not read).
 """
 from __future__ import annotations
 
@@ -45,6 +48,13 @@ def partially_evaluated(build: Callable, f: Callable, args: tuple, late: Callabl
     (``__autodiff_partial__``)."""
     own = getattr(type(f), "__autodiff_partial__", None)
     return build(f, *args) if own is None else own(f, build, args, late)
+
+
+def deferred(build: Callable, f: Callable, x: Any) -> Any:
+    """f's own function of late arguments of ``build(f, x)``, its value made on first use (its
+    ``start()`` is the pair; ``__autodiff_deferred__``), or None when f has none for x."""
+    own = getattr(type(f), "__autodiff_deferred__", None)
+    return None if own is None else own(f, build, x)
 
 
 # --- outputs mirror inputs (tree.mirror) -----------------------------------------------------------

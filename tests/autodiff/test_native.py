@@ -9,6 +9,7 @@ import pytest
 from test_small_calls import python_calls
 
 import autodiff as ad
+from autodiff.transforms import cached_hvp
 from hessopt import problems
 
 pytest.importorskip("numba")
@@ -50,6 +51,14 @@ def test_native_derivatives_of_mgh_problems_are_the_replay_within_rounding(name)
         assert_within_rounding(operator.to_dense(), expected.to_dense())
         assert_within_rounding(ad.hessian(native)(point), ad.hessian(plain)(point))
         assert native.native_reason is None
+        # one product at a new point: the split joined into one native program
+        assert_within_rounding(native.hessian_operator(point).matvec(v), expected.matvec(v))
+        pending = native.hessian_operator(point)
+        assert_within_rounding(pending.matvec(v), expected.matvec(v))
+        assert_within_rounding(pending.matvec(2.0 * v), expected.matvec(2.0 * v))
+        assert_within_rounding(pending.gradient, expected.gradient)
+    joined = native._fast_partial[cached_hvp][1].joined_run()
+    assert type(joined).__module__.startswith("numba")
     grad = native.grad()
     calls = [call for call in python_calls(lambda: grad(x)) if call != "_numba_unpickle"]  # numba's profiling
     assert calls == ["__call__", "direct", "program"]            # ... shows the native program as a call
