@@ -84,3 +84,18 @@ def test_a_program_numba_cannot_take_replays_as_numpy_and_says_why():
     g = ad.function(lambda x: np.sum(np.clip(x, 0.0, 1.5) * x), native=True)
     np.testing.assert_array_equal(g.grad()(x), [2.0, 1.5])
     assert g.native_reason == "Unsupported: the op clip"
+
+
+def test_a_joined_program_numba_refuses_leaves_one_product_to_the_native_split(monkeypatch):
+    import autodiff.jit.program as program_module
+    native = ad.function(lambda x: np.sum(np.exp(x) * x[::-1]), native=True)
+    x, v = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, -1.0])
+    native.hessian_operator(x)
+    assert native.native_reason is None
+    monkeypatch.setattr(program_module, "native_program", lambda *args: (None, "refused"))
+    operator = native.hessian_operator(x + 1.0)   # its joined program is made now, and refused by "numba"
+    expected = native.hessian_operator(x + 1.0)
+    assert expected.gradient.shape == x.shape     # started: the native split
+    assert_within_rounding(operator.matvec(v), expected.matvec(v))   # the native split's saved floats
+    assert native._fast_partial[cached_hvp][1].joined_run() is None
+    np.testing.assert_array_equal(native.hessian_operator(x + 1.0).matvec(v), expected.matvec(v))
