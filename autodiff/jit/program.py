@@ -503,12 +503,14 @@ def _parts(records: list, inputs: list, late: list, outputs: list, guards: list)
 
 
 def joined(records: list, inputs: list, late: list, outputs: list, guards: list = (), raw: frozenset = frozenset(),
-           native: bool = False) -> Program:
+           native: bool = False, saves: bool = True) -> Program:
     """``split``'s two programs as one, for a single late call at a point: ``run(*inputs, *late)``
     returns ``before``'s saved values, then ``after``'s outputs, as ``before`` then ``after``
     compute them (the same records in the same order: the same values), without the early
     outputs that no late one needs (a Hessian operator's value and gradient, when only one product
     is asked). ``native`` as in ``split``; its saved 0-d values are then floats, as ``before``'s.
+    Without ``saves``, the late outputs alone (one, if there is one): a native program's arrays
+    out cost a conversion each, more than the arithmetic of a small problem.
 
     Examples
     --------
@@ -521,8 +523,9 @@ def joined(records: list, inputs: list, late: list, outputs: list, guards: list 
     [array([1.        , 2.71828183]), array([2.        , 8.15484549])]
     """
     _, _, late_positions, saved_list = _parts(records, inputs, late, outputs, guards)
+    saved_list = saved_list if saves else []
     return Program(records, list(inputs) + list(late), saved_list + [outputs[k] for k in late_positions], guards,
-                   raw, fresh=len(saved_list), native=native)
+                   raw, single=not saves and len(late_positions) == 1, fresh=len(saved_list), native=native)
 
 
 def _outs(record) -> tuple:

@@ -425,10 +425,12 @@ class _Staged:
         one_out = result_structure.num_leaves == 1 and result_structure([0]) == 0 and self.late_positions == [0]
         self.fast = ((late_tensors[0].shape, late_tensors[0].dtype)
                      if one_in and one_out and recording.outputs[-1].ndim > 0 else None)
-        # the joined program of a single late call (``Pending``), made on first use, native as ``before``
+        # the joined program of a single late call (``Pending``), made on first use, native as ``before``;
+        # a native one returns the late result alone (``joined``: its saved arrays would cost more)
         native_before = native and self.before.native_reason is None
+        self.joined_saves = not native_before
         self._join = (functools.partial(joined, recording.records, recording.inputs, late_tensors, recording.outputs,
-                                        recording.guards, recording.raw, native_before)
+                                        recording.guards, recording.raw, native_before, self.joined_saves)
                       if self.fast and not self.variables else None)
         self._joined_run = None
 
@@ -462,8 +464,8 @@ class _Staged:
 
     def joined_run(self) -> Callable | None:
         """The run of ``program.joined`` of this split (made on first use; the recording is then let
-        go), or None when there is none: no fast late call, or a native ``before`` whose joined
-        program numba refused (its saved 0-d values would not be the floats ``after`` takes)."""
+        go), or None when there is none: no fast late call, or a native split whose joined program
+        numba refused (the native split is then faster than a joined NumPy replay)."""
         if self._join is not None:
             build, self._join = self._join, None
             program = build()
@@ -534,15 +536,15 @@ class Pending:
     runs then, once). A call with one late argument of the trace's signature, before the pair is
     started, runs ``program.joined``: ``before`` and ``after`` in one program, without the ops
     that only the value needs; later such calls run only ``after`` on the values it saved, as
-    ``Late`` does. Any other call starts the pair and is its ``Late``'s. ``shape``, ``dtype``: the
-    late argument's.
+    ``Late`` does (a native joined program saves none: they start the pair). Any other call
+    starts the pair and is its ``Late``'s. ``shape``, ``dtype``: the late argument's.
     """
 
     __slots__ = ("_staging", "_staged", "_x", "_saved", "_started", "shape", "dtype")
 
     def __init__(self, staging: _Staging, staged: _Staged, x: np.ndarray):
         self._staging, self._staged, self._x = staging, staged, np.array(x)  # the point as it is now
-        self._saved = self._started = None
+        self._saved = self._started = None   # _saved: () once a joined program that saves none has run
         self.shape, self.dtype = staged.fast
 
     def start(self) -> tuple:
@@ -560,14 +562,17 @@ class Pending:
         if self._started is None and len(late) == 1:
             v = late[0]
             if type(v) is np.ndarray and v.shape == self.shape and v.dtype == self.dtype:
-                if self._saved is not None:
+                if self._saved:
                     return self._staged.after.run(*self._saved, v)
-                run = self._staged.joined_run()
+                run = None if self._saved is not None else self._staged.joined_run()
                 if run is not None:
                     try:
                         results = run(self._x, v)
                     except Retrace:   # another branch at this point: the pair starts (and traces it)
                         return self.start()[1](*late)
+                    if not self._staged.joined_saves:
+                        self._saved = ()
+                        return results
                     self._saved = results[:-1]
                     return results[-1]
         return self.start()[1](*late)
