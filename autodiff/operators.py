@@ -26,7 +26,7 @@ import numpy as np
 
 from . import numpy as anp
 from .core import Tensor, Variable, paused, tracked, value_of
-from .transforms import cached_hvp, deferred, flat_cotangent, partially_evaluated, recorded_vjp, zeros_like_tree
+from .transforms import cached_hvp, flat_cotangent, partially_evaluated, recorded_vjp, zeros_like_tree
 from .tree import flatten, ravel
 
 
@@ -83,7 +83,8 @@ class HessianOperator:
     def _fill(self, product: Callable, chunk_size: int | None, point: Any, n: int, dtype: Any,
               value_and_gradient: tuple | None) -> None:
         """The fields, ``value_and_gradient`` a float and a flat array (or None: the product is a
-        ``Pending``, whose ``start()`` gives them on first use)."""
+        ``jit.traced.Pending``, whose ``start()`` gives them on first use, and whose first product
+        at the point is one program, ``jit.program.joined``)."""
         self.product, self.chunk_size, self.x, self._unravel = product, chunk_size, point, None
         self.shape, self.dtype, self._value_and_gradient = (n, n), dtype, value_and_gradient
 
@@ -95,14 +96,6 @@ class HessianOperator:
         of every Hessian-vector product at a new point."""
         operator = cls.__new__(cls)
         operator._fill(product, chunk_size, point, gradient.size, gradient.dtype, (value, gradient))
-        return operator
-
-    @classmethod
-    def _deferred(cls, pending: Any, chunk_size: int | None, point: Any) -> HessianOperator:
-        """The operator of a ``jit.traced.Pending`` pair (its product): the value and gradient made
-        on first use, a first product at the point one program (``jit.program.joined``)."""
-        operator = cls.__new__(cls)
-        operator._fill(pending, chunk_size, point, pending.shape[0], pending.dtype, None)
         return operator
 
     @property
@@ -269,10 +262,12 @@ def hessian_operator(f: Callable, x: Any, chunk_size: int | None = None, args: t
     array([[ 6.,  0.],
            [ 0., 36.]])
     """
-    if not args:
-        pending = deferred(cached_hvp, f, x)   # a replayed f: the value and gradient made on first use
-        if pending is not None:
-            return HessianOperator._deferred(pending, chunk_size, x)
+    deferred = None if args else getattr(type(f), "__autodiff_deferred__", None)  # (transforms' protocol)
+    pending = None if deferred is None else deferred(f, cached_hvp, x)
+    if pending is not None:   # a replayed f at an array: the value and gradient made on first use
+        operator = HessianOperator.__new__(HessianOperator)
+        operator._fill(pending, chunk_size, x, pending.shape[0], pending.dtype, None)
+        return operator
     if args:
         (value, gradient), product = partially_evaluated(_cached_hvp_with, f, (x, tuple(args)),
                                                          _flat_vector_like_gradient)

@@ -50,13 +50,6 @@ def partially_evaluated(build: Callable, f: Callable, args: tuple, late: Callabl
     return build(f, *args) if own is None else own(f, build, args, late)
 
 
-def deferred(build: Callable, f: Callable, x: Any) -> Any:
-    """f's own function of late arguments of ``build(f, x)``, its value made on first use (its
-    ``start()`` is the pair; ``__autodiff_deferred__``), or None when f has none for x."""
-    own = getattr(type(f), "__autodiff_deferred__", None)
-    return None if own is None else own(f, build, x)
-
-
 # --- outputs mirror inputs (tree.mirror) -----------------------------------------------------------
 
 def _has_tensors(tree) -> bool:

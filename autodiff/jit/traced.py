@@ -434,8 +434,9 @@ class _Staged:
                       if self.fast and not self.variables else None)
         self._joined_run = None
 
-    def start(self, staging: _Staging, values: list, tensors_in: bool):
-        """Run ``before`` at ``values``: the value and the late function (a ``Late``)."""
+    def start(self, staging: _Staging, values: list, tensors_in: bool, copied: bool = False):
+        """Run ``before`` at ``values``: the value and the late function (a ``Late``, which keeps
+        copies of them, unless they are ``copied`` already)."""
         if self.variables:
             snapshot = [value_of(v) for v in self.variables]
             results = self.before.run(*values, *snapshot)
@@ -445,7 +446,7 @@ class _Staged:
             value = _scalars(results[:self.n_out])
         else:
             value = mirror(self.out_structure(results[:self.n_out]), tensors_in)
-        late = Late(staging, self, [np.array(v) for v in values],
+        late = Late(staging, self, values if copied else [np.array(v) for v in values],
                     {id(v): (v, s) for v, s in zip(self.variables, snapshot)} if snapshot else {}, results,
                     tensors_in)
         return value, late
@@ -553,7 +554,7 @@ class Pending:
         if self._started is None:
             staging = self._staging
             try:
-                self._started = self._staged.start(staging, [self._x], False)
+                self._started = self._staged.start(staging, [self._x], False, copied=True)
             except Retrace:
                 self._started = staging.owner.__autodiff_partial__(staging.build, (self._x,), staging.late)
         return self._started
