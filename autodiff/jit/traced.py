@@ -31,6 +31,7 @@ from .tracing import UntraceableError, record
 
 MAX_TRACES_PER_SIGNATURE = 8  # guarded alternatives kept per signature (least recently used go)
 CACHE_SIZE = 64               # signatures kept per function (least recently used go)
+JOIN_MAX_BYTES = 1 << 20      # a split keeps its recording for a joined program up to this size (``Pending``)
 _EAGER = "eager"              # a cache entry: the trace was refused, f runs eagerly
 _REPLAY = "replay"            # a traced call's result: the program's, not the recording's, is to be returned
 
@@ -425,13 +426,13 @@ class _Staged:
         one_out = result_structure.num_leaves == 1 and result_structure([0]) == 0 and self.late_positions == [0]
         self.fast = ((late_tensors[0].shape, late_tensors[0].dtype)
                      if one_in and one_out and recording.outputs[-1].ndim > 0 else None)
-        # the joined program of a single late call (``Pending``), made on first use, native as ``before``;
-        # a native one returns the late result alone (``joined``: its saved arrays would cost more)
+        # the joined program of a single late call (``Pending``; a small recording's), made on first use, native
+        # as ``before``; a native one returns the late result alone (``joined``: its saved arrays would cost more)
         native_before = native and self.before.native_reason is None
         self.joined_saves = not native_before
         self._join = (functools.partial(joined, recording.records, recording.inputs, late_tensors, recording.outputs,
                                         recording.guards, recording.raw, native_before, self.joined_saves)
-                      if self.fast and not self.variables else None)
+                      if self.fast and not self.variables and _recorded_bytes(recording) <= JOIN_MAX_BYTES else None)
         self._joined_run = None
 
     def start(self, staging: _Staging, values: list, tensors_in: bool, copied: bool = False):
@@ -577,6 +578,13 @@ class Pending:
                     self._saved = results[:-1]
                     return results[-1]
         return self.start()[1](*late)
+
+
+def _recorded_bytes(recording) -> int:
+    """The bytes of the arrays a recording's ops made. A joined program saves a call's fixed cost,
+    which only small problems feel; a large recording is not kept for it (the split runs)."""
+    return sum(getattr(value_of(o), "nbytes", 0) for r in recording.records
+               for o in (r[4] if type(r[4]) is tuple else (r[4],)))
 
 
 def _halves(structure: Callable, outputs: list) -> tuple:

@@ -151,6 +151,20 @@ def test_a_pending_operator_is_taken_at_its_point_as_it_was_and_retraces_another
     assert traced.traces == 2
 
 
+def test_a_large_recording_is_not_kept_for_a_joined_program(monkeypatch):
+    from autodiff.jit import traced as traced_module
+    monkeypatch.setattr(traced_module, "JOIN_MAX_BYTES", 1000)   # the recording of 200 variables: larger
+    traced, x, v = ad.function(rosenbrock), np.linspace(-1.0, 1.0, 200), np.ones(200)
+    ad.hessian_operator(traced, x)
+    operator_ = ad.hessian_operator(traced, x)
+    assert "joined_run" in python_calls(lambda: operator_.matvec(v)) and operator_.product._staged._join is None
+    np.testing.assert_array_equal(operator_.matvec(v), ad.hessian_operator(rosenbrock, x).matvec(v))  # the split
+    monkeypatch.undo()   # the default (1 MB): this recording (a few kB) is kept
+    small = ad.function(rosenbrock)
+    ad.hessian_operator(small, x[:4])
+    assert ad.hessian_operator(small, x[:4]).product._staged._join is not None
+
+
 def test_the_joined_program_is_the_split_and_copies_only_its_late_outputs():
     def f(x, v):
         s = np.sin(x)
