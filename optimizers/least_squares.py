@@ -28,7 +28,7 @@ from .methods import feasible_set
 from .newton import ProjectedNewton
 from .objective import Iterate, Objective, Status, same_point
 from .stopping import gradient_norm
-from .subproblems import DiagonalShifts, solve_secular
+from .subproblems import diagonal_shifts, solve_secular
 from .trust_region import RadiusControl, TronStep
 
 # Gauss-Newton refinement (_refine) takes steps up to this size relative to x (in the scaled norm):
@@ -276,7 +276,7 @@ def damped_step(jacobian: np.ndarray, r: np.ndarray, radius: float, lam: float =
     gauss_newton = np.where(kept, projected / np.where(kept, s, 1.0), 0.0)
     if np.linalg.norm(gauss_newton) <= radius:
         return -(vt.T @ gauss_newton), 0.0
-    step, lam = solve_secular(DiagonalShifts(s ** 2), s * projected, radius=radius, lam0=lam, rtol=LM_RADIUS_RTOL)
+    step, lam = solve_secular(diagonal_shifts(s ** 2), s * projected, radius=radius, lam0=lam, rtol=LM_RADIUS_RTOL)
     return vt.T @ step, lam
 
 

@@ -224,33 +224,11 @@ class _TridiagonalShifts:
         return float(self.diagonal @ (h * h) + 2.0 * self.offdiagonal @ (h[:-1] * h[1:]))
 
 
-class DiagonalShifts:
-    """``diag(values) + lam I``: the shifts of a Hessian given in the coordinates of its
-    eigenvectors (e.g. J^T J = V diag(s^2) V^T from the SVD of J, which never forms J^T J)."""
-
-    def __init__(self, values: np.ndarray):
-        self.values = values
-
-    @cached_property
-    def finite(self) -> bool:
-        return bool(np.all(np.isfinite(self.values)))
-
-    @cached_property
-    def min_diagonal(self) -> float:
-        return float(self.values.min())
-
-    @cached_property
-    def norm_bound(self) -> float:
-        return float(np.abs(self.values).max())
-
-    def factor(self, lam: float) -> Callable | None:
-        shifted = self.values + lam
-        return (lambda b: b / shifted) if np.all(shifted > 0) else None
-
-    @cached_property
-    def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
-        index = int(np.argmin(self.values))
-        return float(self.values[index]), np.eye(self.values.size)[index]
+def diagonal_shifts(values: np.ndarray) -> _TridiagonalShifts:
+    """The shifts of ``diag(values)``, a tridiagonal with a zero off-diagonal: a Hessian in the
+    coordinates of its eigenvectors (J^T J = V diag(s^2) V^T from the SVD of J, which never forms
+    J^T J)."""
+    return _TridiagonalShifts(values, np.zeros(max(values.size - 1, 0)))
 
 
 def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
