@@ -263,12 +263,10 @@ def test_the_trust_radius_follows_the_step_tried():
         TrustRadius(0.0)
 
 
-@pytest.mark.parametrize("radius", [1e-3, 0.1, 9.0, 10.0, 1e6])
+@pytest.mark.parametrize("radius", [1e-3, 0.1, 10.0, 1e6])
 def test_the_damped_step_solves_its_regularized_system_within_the_radius(radius):
     """q(lambda) = -(J^T J + lambda I)^-1 J^T r with ||q|| within 10% of the radius, or the
-    Gauss-Newton step (lambda 0) when that is inside. Lambda 0 may also come with a step up to 10%
-    beyond the radius (Moré 1978's tolerance; MINPACK's lmpar takes it): the Gauss-Newton step, of
-    length 10.4, for the radius 10."""
+    Gauss-Newton step (lambda 0) when that is inside."""
     rng = np.random.default_rng(3)
     jacobian, r = rng.standard_normal((8, 3)) @ np.diag([1.0, 1e-2, 1e2]), rng.standard_normal(8)
     q, lam = damped_step(jacobian, r, radius, 0.0)
@@ -277,7 +275,5 @@ def test_the_damped_step_solves_its_regularized_system_within_the_radius(radius)
     gauss_newton = np.linalg.lstsq(jacobian, -r, rcond=None)[0]
     if np.linalg.norm(gauss_newton) <= radius:
         assert lam == 0.0
-    elif lam == 0.0:
-        assert radius < np.linalg.norm(q) <= 1.1 * radius
     else:
         assert lam > 0 and abs(np.linalg.norm(q) - radius) <= 0.1 * radius
