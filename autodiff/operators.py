@@ -77,14 +77,16 @@ class HessianOperator:
             raise TypeError("autodiff: a curvature operator holds values (its products are arrays), but f "
                             "depends on a Tensor that an enclosing tape or accumulator tracks, whose "
                             "gradient would be lost. Inside a transform, use autodiff.hvp, which nests.")
-        self.value = float(value_of(value))
-        self.gradient = np.asarray(value_of(gradient)).reshape(-1)
-        self.product = product
-        self.chunk_size = chunk_size
-        n = self.gradient.size
-        self.shape = (n, n)
-        self.dtype = self.gradient.dtype
-        self.x, self._unravel = point, None
+        self._set_fields(float(value_of(value)), np.asarray(value_of(gradient)).reshape(-1), product, chunk_size,
+                         point)
+
+    def _set_fields(self, value: float, gradient: np.ndarray, product: Callable, chunk_size: int | None,
+                    point: Any) -> None:
+        """The fields, from a float value and a flat gradient array (the constructor's and
+        :meth:`_of_arrays`'s)."""
+        self.value, self.gradient, self.product, self.chunk_size = value, gradient, product, chunk_size
+        n = gradient.size
+        self.shape, self.dtype, self.x, self._unravel = (n, n), gradient.dtype, point, None
 
     @classmethod
     def _of_arrays(cls, value: float, gradient: np.ndarray, product: Callable, chunk_size: int | None,
@@ -93,9 +95,7 @@ class HessianOperator:
         Tensor to check or unwrap): the constructor's checks and conversions skipped, a fixed cost
         of every Hessian-vector product at a new point."""
         operator = cls.__new__(cls)
-        operator.value, operator.gradient, operator.product, operator.chunk_size = value, gradient, product, chunk_size
-        n = gradient.size
-        operator.shape, operator.dtype, operator.x, operator._unravel = (n, n), gradient.dtype, point, None
+        operator._set_fields(value, gradient, product, chunk_size, point)
         return operator
 
     @property

@@ -77,9 +77,10 @@ def test_the_hessian_operator_of_each_iterate_goes_straight_to_its_split():
     ad.hessian_operator(traced, x)
     calls = python_calls(lambda: ad.hessian_operator(traced, x + 1.0))
     # the split's program, the value (_scalars and its list), the point's copy ([np.array(x)]), Late
-    # and the operator made of arrays, without the constructor's checks (the signature's path: 37 calls)
+    # and the operator made of arrays, its fields set as the constructor sets them but without the
+    # constructor's checks and conversions (the signature's path: 37 calls)
     assert calls == ["hessian_operator", "partially_evaluated", "__autodiff_partial__", "start", "program",
-                     "_scalars", "<listcomp>", "<listcomp>", "__init__", "_of_arrays"], calls
+                     "_scalars", "<listcomp>", "<listcomp>", "__init__", "_of_arrays", "_set_fields"], calls
     operator_ = ad.hessian_operator(traced, x)
     operator_.matvec(v)
     assert python_calls(lambda: operator_.matvec(v)) == ["matvec", "__call__", "program", "_array"]  # unrolled sums
