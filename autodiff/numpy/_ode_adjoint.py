@@ -46,7 +46,7 @@ class ForwardSolution:
         rtol = 1.49012e-8 if rtol is None else _np.maximum(rtol, _SMALLEST_RTOL)
         atol = 1.49012e-8 if atol is None else atol
         solver = lsoda(lambda t, y: rate(y, t), t0, y0, t_end, rtol=rtol, atol=atol, **_lsoda_options(options))
-        history = _history_reader(solver)
+        history = _history_reader(solver, getattr(getattr(solver, "_lsoda_solver", None), "_integrator", None))
         self.ends, self.pieces = [t0], []
         while solver.status == "running":
             message = solver.step()
@@ -69,16 +69,15 @@ class ForwardSolution:
         return y
 
 
-def _history_reader(solver) -> Callable:
+def _history_reader(solver, integrator) -> Callable:
     """A function giving, after each step of the scipy.integrate.LSODA ``solver``, the step's
     interpolant as (columns, h, powers): y(t) = sum_j ((t - t_step_end) / h) ** j columns[j].
 
-    Read from LSODA's work arrays as its INTDY reads them (Hindmarsh 1983, "ODEPACK"; lsoda.f's
-    documented optional outputs): the Nordsieck history YH at RWORK(21), for the current order
-    NQCUR = IWORK(15) and step HCUR = RWORK(12) -- one copy per step, where scipy's own
-    ``dense_output()`` builds an object around the same numbers. Through ``dense_output()`` when
-    the work arrays are not where scipy 1.x keeps them."""
-    integrator = getattr(getattr(solver, "_lsoda_solver", None), "_integrator", None)
+    Read from LSODA's work arrays (``integrator``'s, where scipy 1.x keeps them) as its INTDY reads
+    them (Hindmarsh 1983, "ODEPACK"; lsoda.f's documented optional outputs): the Nordsieck history
+    YH at RWORK(21), for the current order NQCUR = IWORK(15) and step HCUR = RWORK(12) -- one copy
+    per step, where scipy's own ``dense_output()`` builds an object around the same numbers (with
+    the last step's order). Through ``dense_output()`` when ``integrator`` has no work arrays."""
     if not (hasattr(integrator, "rwork") and hasattr(integrator, "iwork")):
         def from_dense_output():
             dense = solver.dense_output()
