@@ -29,11 +29,10 @@ callback), for the other names scipy's common ones (0 success).
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable
 
 import numpy as np
-from scipy.optimize import OptimizeResult, OptimizeWarning
+from scipy.optimize import OptimizeResult
 
 import optimizers
 from optimizers.feasible import FeasibleSet
@@ -51,7 +50,14 @@ from ._constraints import (
     sparse_derivatives,
 )
 from ._derivatives import AutodiffDerivatives, Named, flat_derivatives, variables_of
-from ._finite_differences import FiniteDifferences, _differences, _engine_refusal, box_bounds, fallback, refusal_site
+from ._finite_differences import (
+    FiniteDifferences,
+    LaterRefusal,
+    box_bounds,
+    engine_refusal,
+    fallback,
+    finite_differences,
+)
 
 #: hessopt's names of its constrained method, and scipy's names that run it
 OWN_NAMES = ("interior-point", "ipm")
@@ -156,12 +162,11 @@ def minimize_constrained(fun: Callable, x0, args, declaration: Declaration, scip
             result = _solve(fun, call, declaration, scipy_name, derivatives_given, feasible, items, trace, watch)
             break
         except (TypeError, ValueError) as error:
-            if watch.refused is None or _engine_refusal(error) is None:
+            refusal = watch.refused
+            if refusal is None or engine_refusal(error) is None:
                 raise
-            label, site = watch.refused
             watch.restart()
-            warnings.warn(f"autodiff cannot follow {label} at a point of the run after x0 (it could at x0): {site}. "
-                          f"The run restarts from x0 with finite differences of {label}", OptimizeWarning, stacklevel=3)
+            refusal.warn(f"The run restarts from x0 with finite differences of {refusal.label}", stacklevel=3)
     if bounded:
         report_bounds(result, result.get("active_mask", np.zeros(call.x0.size, dtype=int)), None, call.unravel)
     return call.finish(result)
@@ -211,9 +216,9 @@ def _solve(fun: Callable, call, declaration: Declaration, scipy_name: str | None
 
 class _Watch:
     """Which of the user's functions (f, labelled ``"fun"``, or a constraint group, by its label)
-    autodiff refused during a run (``refused``: label and :func:`refusal_site`), once ``armed``
-    (after x0's probes, whose refusals the fallbacks at x0 take); ``differenced``: those refused
-    in earlier runs, to be differenced from x0 (:func:`minimize_constrained`)."""
+    autodiff refused during a run (``refused``, a :class:`~hessopt._finite_differences.LaterRefusal`),
+    once ``armed`` (after x0's probes, whose refusals the fallbacks at x0 take); ``differenced``:
+    those refused in earlier runs, to be differenced from x0 (:func:`minimize_constrained`)."""
 
     def __init__(self):
         self.armed, self.refused, self.differenced = False, None, {}
@@ -224,8 +229,9 @@ class _Watch:
             try:
                 return function(*args)
             except (TypeError, ValueError) as error:
-                if self.armed and _engine_refusal(error) is not None:
-                    self.refused = (label, refusal_site(error))
+                refusal = LaterRefusal.of(error, label) if self.armed else None
+                if refusal is not None:
+                    self.refused = refusal
                 raise
         return guarded
 
@@ -254,7 +260,7 @@ def _objective_derivatives(derivatives: AutodiffDerivatives, jac, call, feasible
     lower, upper = box_bounds(feasible, call.x0.size)
     start = dataclasses.replace(call, x0=interior_start(call.x0, lower, upper))   # f is never called outside
     if refused is not None and exact_derivatives(jac):
-        return _differences(derivatives, start, feasible, scheme, None, call.options.get("gtol"), refused, None)
+        return finite_differences(derivatives, start, feasible, scheme, None, call.options.get("gtol"), refused, None)
     differences = fallback(derivatives, scheme, start, feasible, None, call.options.get("gtol"), second=second,
                            stacklevel=6)   # fallback, this, _solve, minimize_constrained, minimize, the user
     return differences if isinstance(differences, FiniteDifferences) else derivatives

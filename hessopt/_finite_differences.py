@@ -64,6 +64,7 @@ import os
 import traceback
 import warnings
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import BFGS, OptimizeResult, OptimizeWarning
@@ -110,14 +111,14 @@ def fallback(derivatives, jac, call: Call, feasible: FeasibleSet, eps=None, gtol
     scheme = "3-point" if jac in ("3-point", "cs") else "2-point"
     hess, hessp, declaration = second
     later = curvature_words(scheme if hess is None or hess is False else hess, hessp, declaration)
-    differences = lambda reason, first=None: _differences(   # noqa: E731
+    differences = lambda reason, first=None: finite_differences(   # noqa: E731
         derivatives, call, feasible, scheme, eps, gtol, reason, first)
     try:
         derivatives.at(call.x0)   # the recording the run starts from: kept, not wasted
         return Switching(derivatives, differences, later, call.x0)
     except (TypeError, ValueError) as refusal:
         # NumPy words a refused float() in `r[i] = t` as its own ValueError, the refusal its cause
-        if not isinstance(refusal, TypeError) and _engine_refusal(refusal) is None:
+        if not isinstance(refusal, TypeError) and engine_refusal(refusal) is None:
             raise
         plain = derivatives.call(call.x0)    # the user's own error, if f fails without the tape too
         where = refusal_site(refusal)
@@ -134,8 +135,8 @@ def _approximate(scheme: str, hessian: str) -> str:
     return f"Its derivatives are approximate: finite differences ({scheme}) of f, and {hessian}"
 
 
-def _differences(derivatives, call: Call, feasible: FeasibleSet, scheme: str, eps, gtol: float | None,
-                 reason: str, first: tuple | None) -> FiniteDifferences:
+def finite_differences(derivatives, call: Call, feasible: FeasibleSet, scheme: str, eps, gtol: float | None,
+                       reason: str, first: tuple | None) -> FiniteDifferences:
     """:class:`FiniteDifferences` of autodiff's function in the set's box (:func:`fallback`)."""
     lower, upper = box_bounds(feasible, call.x0.size)
     function = lambda x: derivatives.call(x)   # noqa: E731  (a fresh copy of x for the user, each call)
@@ -176,14 +177,12 @@ class Switching(PointDerivatives):
             try:
                 return getattr(self._autodiff, method)(x, *rest)
             except (TypeError, ValueError) as error:
-                if _engine_refusal(error) is None:
+                refusal = LaterRefusal.of(error, "fun")
+                if refusal is None:
                     raise
-                where = refusal_site(error)
             self.switched_at = np.array(x, copy=True)
-            self.current = self._differences(where)
-            warnings.warn(f"autodiff cannot follow fun at a point of the run after x0 (it could at x0): {where}. "
-                          f"From there on, {_approximate(self.current.scheme, self._hessian)[4:]}",
-                          OptimizeWarning, stacklevel=2)
+            self.current = self._differences(refusal.site)
+            refusal.warn(f"From there on, {_approximate(self.current.scheme, self._hessian)[4:]}", stacklevel=2)
         return getattr(self.current, method)(x, *rest)
 
     def at(self, x: np.ndarray):
@@ -208,6 +207,27 @@ class Switching(PointDerivatives):
             self.current.report(result, f"autodiff's up to x = {np.array2string(self.switched_at, precision=4)}, "
                                         "then finite differences")
         return result
+
+
+class LaterRefusal(NamedTuple):
+    """autodiff's refusal of a function it followed at x0, met at a later point of the run (code
+    that branches there into what the engine cannot follow): the function's ``label`` ("fun", or a
+    constraint group's) and the refusal's :func:`refusal_site`. What the run does then differs on
+    purpose: :class:`Switching` goes on with finite differences in place, the constrained path
+    restarts from x0 (:func:`~hessopt._constrained.minimize_constrained`)."""
+    label: str
+    site: str
+
+    @classmethod
+    def of(cls, error: BaseException, label: str) -> LaterRefusal | None:
+        """The refusal in ``error`` of the function ``label``; None when the error is not the engine's."""
+        return None if engine_refusal(error) is None else cls(label, refusal_site(error))
+
+    def warn(self, then: str, stacklevel: int) -> None:
+        """The ``OptimizeWarning``: what autodiff refused and where, then ``then`` (what the run does);
+        ``stacklevel`` as the caller's own ``warnings.warn`` would take it."""
+        warnings.warn(f"autodiff cannot follow {self.label} at a point of the run after x0 (it could at x0): "
+                      f"{self.site}. {then}", OptimizeWarning, stacklevel=stacklevel + 1)
 
 
 def _quasi_newton_default(hess, hessp, declaration) -> bool:
@@ -253,7 +273,7 @@ def refusal_site(error: BaseException) -> str:
     ...     print(refusal_site(error))
     np.asarray() (a Tensor turned into a plain value), at <doctest ...>:1: f = lambda x: np.array([x[0], x[1]]).sum()
     """
-    refusal = _engine_refusal(error)
+    refusal = engine_refusal(error)
     message = f"{type(error).__name__} {_text(error)}" if refusal is None else str(refusal)
     message = message.split(". ")[0].removeprefix("autodiff: ")
     operation = message.split(" would turn a Tensor")
@@ -268,7 +288,7 @@ def refusal_site(error: BaseException) -> str:
     return f"{message}, at {os.path.basename(frame.filename)}:{frame.lineno}: {line}"
 
 
-def _engine_refusal(error: BaseException) -> BaseException | None:
+def engine_refusal(error: BaseException) -> BaseException | None:
     """The engine's own refusal (a TypeError from autodiff) among ``error`` and its causes, if any;
     the user's exceptions are looked at only for their type (their str() may raise)."""
     while error is not None:

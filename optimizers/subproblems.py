@@ -224,6 +224,13 @@ class _TridiagonalShifts:
         return float(self.diagonal @ (h * h) + 2.0 * self.offdiagonal @ (h[:-1] * h[1:]))
 
 
+def diagonal_shifts(values: np.ndarray) -> _TridiagonalShifts:
+    """The shifts of ``diag(values)``, a tridiagonal with a zero off-diagonal: a Hessian in the
+    coordinates of its eigenvectors (J^T J = V diag(s^2) V^T from the SVD of J, which never forms
+    J^T J)."""
+    return _TridiagonalShifts(values, np.zeros(max(values.size - 1, 0)))
+
+
 def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
                   sigma: float | None = None, lam0: float = 0.0, rtol: float = 1e-8,
                   maxiter: int = 100) -> tuple[np.ndarray, float]:

@@ -4,8 +4,9 @@ passes that make it (dead code, simplification, partial evaluation).
 A pass keeps the floating-point operations of the recording and their order, so a program's results
 are the eager ones bit for bit: dead ops are dropped, repeated ones computed once, multiplications
 by constant ones and no-op reshapes skipped, and a sum of slice cotangents written into one buffer,
-as the eager sweep does. ``split`` is partial evaluation: the part of a program that does not depend
-on some late inputs runs once, the rest at each call.
+as the eager sweep does (or concatenated, when its slices tile an axis: a zero's sign aside).
+``split`` is partial evaluation: the part of a program that does not depend on some late inputs runs
+once, the rest at each call.
 """
 from __future__ import annotations
 
@@ -317,7 +318,8 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
     concatenation of concatenations made one (``_spliced``) and each
     left-to-right sum of slice cotangents (``scatter_add`` records, as a traced sweep writes them)
     done without full-size zeros: as the traced adds do, or, for the records of a sweep that eager
-    code runs raw (ids in ``raw``), as ``SlicedCotangent`` does. Same operations, same order."""
+    code runs raw (ids in ``raw``), as ``SlicedCotangent`` does, or, when the slices tile an axis,
+    as the concatenation of the pieces (``_Tiles``). Same operations, same order."""
     uses: dict = {}
     for o in outputs:
         if isinstance(o, Tensor):
@@ -329,9 +331,21 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
             uses[args[i]._id] = uses.get(args[i]._id, 0) + 1
     producers = {r[4]._id: r for r in live if type(r[4]) is not tuple}
     chains: dict = {}  # id of a fused add's output -> its items
+    tiles: dict = {}  # id of a scatter, or of a sum of them -> its Tiles
     result = []
     for record in live:
         prim, args, raw_args, kwargs, out, parents = record
+        if prim is anp.ops._scatter:
+            tiling = _Tiles.of_scatter(record)
+            if tiling is not None:
+                tiles[out._id] = tiling
+        if prim is anp.ops.add and tuple(parents) == (0, 1) and not kwargs:
+            tiling = _Tiles.of_sum(args, out, tiles, uses)
+            if tiling is not None:
+                tiles[out._id] = tiling
+                if tiling.complete():
+                    result.append(tiling.concatenation(out))
+                    continue
         if prim is anp.ops.multiply and len(parents) == 1 and not kwargs:
             other = args[parents[0]]
             constant = raw_args[1 - parents[0]]
@@ -359,6 +373,65 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
                 continue
         result.append(record)
     return result
+
+
+class _Tiles:
+    """A sum of scatters into zeros (a sweep's cotangents of slices: ``np.stack``'s pieces, a
+    linearization's outputs) whose slices along one axis are disjoint: when they cover the axis,
+    the sum is the concatenation of the pieces, with no full-size zeros and no additions (equal
+    values; only a zero's sign may differ, as with ``_accumulate``'s first slice)."""
+
+    def __init__(self, axis: int, shape: tuple, dtype, pieces: list):
+        self.axis, self.shape, self.dtype, self.pieces = axis, shape, dtype, pieces  # (start, stop, Tensor)
+
+    @classmethod
+    def of_scatter(cls, record: tuple) -> _Tiles | None:
+        """The one tile of a scatter record whose index is a unit-step slice along one axis, full
+        along the others; else None."""
+        _, args, raw, _, out, parents = record
+        index, batch_axes = raw[1], raw[3]
+        if list(parents) != [0] or type(index) is not tuple:
+            return None
+        if any(type(piece) not in (slice, type(Ellipsis)) for piece in index) or index.count(Ellipsis) > 1:
+            return None
+        full = (slice(None),) * batch_axes + index
+        if Ellipsis in full:
+            at = full.index(Ellipsis)
+            full = full[:at] + (slice(None),) * (out.ndim - len(full) + 1) + full[at + 1:]
+        full += (slice(None),) * (out.ndim - len(full))
+        partial = [(axis, piece.indices(size)) for axis, (piece, size) in enumerate(zip(full, out.shape))
+                   if piece.indices(size) != (0, size, 1)]
+        if len(partial) != 1 or partial[0][1][2] != 1:
+            return None
+        axis, (start, stop, _) = partial[0]
+        if args[0].shape != out.shape[:axis] + (stop - start,) + out.shape[axis + 1:] or args[0].dtype != out.dtype:
+            return None
+        return cls(axis, out.shape, out.dtype, [(start, stop, args[0])])
+
+    @classmethod
+    def of_sum(cls, args: tuple, out: Tensor, tiles: dict, uses: dict) -> _Tiles | None:
+        """The tiles of ``args[0] + args[1]``, each side tiles read only here, along the same axis of
+        the same array, disjoint; else None."""
+        left, right = tiles.get(args[0]._id), tiles.get(args[1]._id)
+        if left is None or right is None or uses.get(args[0]._id) != 1 or uses.get(args[1]._id) != 1:
+            return None
+        if (left.axis, left.shape, left.dtype) != (right.axis, right.shape, right.dtype) or out.shape != left.shape:
+            return None
+        pieces = sorted(left.pieces + right.pieces, key=lambda piece: piece[0])
+        if any(before[1] > after[0] for before, after in zip(pieces, pieces[1:])):
+            return None
+        return cls(left.axis, left.shape, left.dtype, pieces)
+
+    def complete(self) -> bool:
+        """Whether the tiles cover their axis, end to end."""
+        ends = [0] + [stop for _, stop, _ in self.pieces]
+        return ends[-1] == self.shape[self.axis] and all(a == start for a, (start, _, _) in zip(ends, self.pieces))
+
+    def concatenation(self, out: Tensor) -> tuple:
+        """The record of ``out`` as the concatenation of the pieces."""
+        pieces = tuple(piece for _, _, piece in self.pieces)
+        return (anp.ops._concatenate, pieces, [piece._value for piece in pieces], {"axis": self.axis}, out,
+                tuple(range(len(pieces))))
 
 
 def _spliced(record: tuple, uses: dict, producers: dict) -> tuple:

@@ -62,7 +62,7 @@ from ..core import Primitive, Tensor, note_read, shape_of, tracked, value_of
 from ..transforms import linearize, vjp  # not circular: autodiff.numpy does not import this module (autodiff does)
 from . import ops
 from ._ode_adjoint import adjoint_cotangents
-from ._ode_replay import Dynamics, check_fresh, jacobian_rows
+from ._ode_replay import Dynamics, check_fresh, jacobian_rows, replayed_rate
 
 if TYPE_CHECKING:
     from ..typing import Array, ArrayLike
@@ -350,8 +350,8 @@ def _adjoint_raw(g, ans, y0, t, *args, func: Callable, parents: tuple, rtol, ato
     root, key = _root_and_key(func)
     jacobians = Dynamics(lambda y, s, *args: _jacobians(func, y, s, args, moved)[1],
                          ("jacobians", key, n, moved, len(args)), root)
-    # func itself, as the values' solve has checked its rate (a checked rate costs as much again)
-    rate = func.compiled(y0, t[0], args) if isinstance(func, Dynamics) else lambda y, s: func(y, s, *args)
+    # func's program, unchecked: the values' solve has checked its rate (a checked rate costs as much again)
+    rate = func.compiled(y0, t[0], args) if isinstance(func, Dynamics) else replayed_rate(func, y0, t[0], args)
     products = _adjoint_dynamics(func, n, batch, moved, len(args)).compiled(y0, t[0], args, (_np.zeros((batch, n)),))
     adjoint, in_args = adjoint_cotangents(g, y0, t, rate, products, jacobians.compiled(y0, t[0], args),
                                           [_np.size(args[k]) for k in moved], rtol, atol, _derivative_options(options))

@@ -425,8 +425,8 @@ def test_robertsons_gradient_equals_central_differences():
 @pytest.mark.parametrize("derivatives", ["forward", "adjoint"])
 def test_a_gradient_replays_its_rates_with_no_tape_and_few_evaluations(monkeypatch, derivatives):
     """Once the rates are traced (the first gradient), a gradient evaluates func on plain arrays
-    only, at most 3 times as often as its solve does (the values' solve, the adjoint's checkpoints),
-    and records no tape but its own: the derivatives' rates are replayed programs."""
+    only for the values' solve, the check of its programs and f(y0) (once each), and records no tape but its
+    own: the derivatives' rates, and the adjoint's checkpoints' solve, are replayed programs."""
     calls = {"numpy": 0, "Tensor": 0}
 
     def counted(y, t, a, b, c, d):
@@ -447,7 +447,7 @@ def test_a_gradient_replays_its_rates_with_no_tape_and_few_evaluations(monkeypat
     monkeypatch.setattr(ad.GradientTape, "__enter__", lambda tape: tapes.append(tape) or enter(tape))
     ad.grad(functional)(x)
     assert calls["Tensor"] == 0 and len(tapes) == 1
-    assert solve_evaluations <= calls["numpy"] <= 3 * solve_evaluations
+    assert solve_evaluations <= calls["numpy"] <= solve_evaluations + 2   # + the check, + f(y0) (sensitivities)
 
 
 def test_a_changed_global_is_seen_by_the_derivatives():
@@ -529,3 +529,38 @@ def test_tolerances_per_equation_carry_over_to_the_derivatives(derivatives):
                                                          **tolerances))
     expected = [np.sum(np.exp(-k * t)), np.sum(np.exp(-k * t)), np.sum(-t[:, None] * y0 * np.exp(-k * t)[:, None])]
     np.testing.assert_allclose(ad.grad(functional)(np.array([*y0, k])), expected, rtol=1e-8)
+
+
+def checkpoints(monkeypatch, dense_output: bool):
+    """The checkpoints of Lotka-Volterra's solve, and their LSODA solver, its history read from
+    LSODA's work arrays or (``dense_output``) through scipy's ``dense_output()``."""
+    from autodiff.numpy import _ode_adjoint
+    func, y0, t, args, tolerances = SYSTEMS["lotka_volterra"]
+    solvers, reader = [], _ode_adjoint._history_reader
+    monkeypatch.setattr(_ode_adjoint, "_history_reader", lambda solver, integrator: solvers.append(solver) or reader(
+        solver, None if dense_output else integrator))
+    solution = _ode_adjoint.ForwardSolution(lambda y, s: func(y, s, *args), y0, t[0], t[-1], tolerances["rtol"],
+                                            tolerances["atol"], {})
+    return solution, solvers[0]
+
+
+def test_the_checkpoints_are_lsodas_interpolant_read_without_dense_output_objects(monkeypatch):
+    """The adjoint's checkpoints read each step's Nordsieck history from LSODA's work arrays, as
+    its own interpolation does, building no scipy dense-output object per step: they give y at the
+    end of each step exactly, and agree with scipy's dense output (the last step's order) between
+    the steps' ends to the solver's tolerance; without the work arrays, scipy's dense output."""
+    solution, solver = checkpoints(monkeypatch, dense_output=False)
+    monkeypatch.setattr(type(solver), "dense_output", lambda self: pytest.fail("a dense-output object was built"))
+    ends = np.array(solution.ends)
+    assert len(solution.pieces) == len(ends) - 1 > 100
+    for k in range(1, len(ends)):
+        np.testing.assert_array_equal(solution(ends[k]), solution.pieces[k - 1][0][0])
+    monkeypatch.undo()
+    dense, _ = checkpoints(monkeypatch, dense_output=True)
+    assert dense.ends == solution.ends
+    middles = (ends[1:] + ends[:-1]) / 2
+    scale = np.max(np.abs([dense(s) for s in middles]))
+    rtol = SYSTEMS["lotka_volterra"][4]["rtol"]
+    for s in middles:
+        np.testing.assert_allclose(solution(s), dense(s), rtol=0, atol=1e3 * rtol * scale)
+

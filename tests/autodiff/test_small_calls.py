@@ -319,3 +319,24 @@ def test_a_concatenation_of_concatenations_replays_as_one_with_the_same_values()
     program = Program(recording.records, recording.inputs, recording.outputs)
     for replayed, eager in zip(program.run(x), kept(x)):
         np.testing.assert_array_equal(replayed, eager)
+
+
+def test_a_sum_of_slice_cotangents_that_tile_an_axis_replays_as_their_concatenation():
+    """A batched Jacobian-vector product of np.stack's scalar pieces (an ODE's forward sensitivities)
+    sums one scatter into zeros per piece: the pieces tile the columns, and the program
+    concatenates them, with no zeros; overlapping slices (x[:2] and x[1:]) keep their sum. The
+    values are the eager ones."""
+    def tangents(x, directions):
+        _, push = ad.linearize(lambda x: np.stack([x[0] * x[1], -x[1], np.sin(x[2])]), x)
+        return push(directions)
+
+    def overlapping(x, cotangents):
+        _, pullback = ad.vjp(lambda x: x[:2] * x[1:], x)
+        return pullback(cotangents)[0]
+    x, directions = np.array([0.5, -1.5, 2.0]), np.random.default_rng(0).standard_normal((4, 3))
+    for f, tiled in ((tangents, True), (overlapping, False)):
+        recording = trace(f, x, directions[:, :2] if f is overlapping else directions)
+        program = Program(recording.records, recording.inputs, recording.outputs, single=True)
+        assert (np.zeros not in program.run.__globals__.values()) == tiled
+        arguments = (x, directions[:, :2] if f is overlapping else directions)
+        np.testing.assert_array_equal(program.run(*arguments), f(*arguments))

@@ -8,10 +8,17 @@ import numpy as np
 import pytest
 from scipy.optimize import OptimizeWarning
 
+import autodiff as ad
 import hessopt
 from hessopt import problems
 from hessopt._constraints import _central_curvature, _central_jacobian
-from hessopt._finite_differences import DENSE_MAX, FiniteDifferences, difference_gradient, difference_jacobian
+from hessopt._finite_differences import (
+    DENSE_MAX,
+    FiniteDifferences,
+    LaterRefusal,
+    difference_gradient,
+    difference_jacobian,
+)
 
 EPS = np.finfo(float).eps
 MINIMUM = np.array([1.0, -2.0])
@@ -263,6 +270,25 @@ def test_a_refusal_after_x0_switches_the_run_to_finite_differences(method, trace
     np.testing.assert_allclose(result.x, [3.0, 1.0], atol=1e-6)
     if not trace:   # every call of fun counted (traced recordings replay a program, not fun)
         assert result.nfev == calls[0]
+
+
+def test_a_later_refusal_is_the_engines_only_and_warns_at_the_callers_level():
+    """LaterRefusal (the switch's and the constrained restart's): None for the user's own TypeError;
+    for autodiff's, the label and the site (operation and line), and a warning whose first sentence
+    says so, at the stack level its caller names (here 1: this test)."""
+    with pytest.raises(TypeError) as user:
+        raise TypeError("the user's own")
+    assert LaterRefusal.of(user.value, "fun") is None
+    with pytest.raises(TypeError) as engine:
+        ad.grad(lambda x: float(x[0]) ** 2)(np.ones(2))
+    refusal = LaterRefusal.of(engine.value, "constraints[0] (eq)")
+    assert refusal.label == "constraints[0] (eq)" and refusal.site.startswith("float()")
+    assert "test_finite_differences.py:" in refusal.site
+    with pytest.warns(OptimizeWarning) as record:
+        refusal.warn("Then this.", stacklevel=1)
+    assert str(record[0].message) == (f"autodiff cannot follow constraints[0] (eq) at a point of the run after x0 "
+                                      f"(it could at x0): {refusal.site}. Then this.")
+    assert record[0].filename == __file__
 
 
 def test_finite_differences_take_bfgs_updates_unless_hess_asks_for_differences():

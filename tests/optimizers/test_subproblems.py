@@ -12,6 +12,8 @@ from optimizers.subproblems import (
     SteihaugCG,
     _NewtonPoint,
     boundary_steps,
+    diagonal_shifts,
+    solve_secular,
 )
 
 
@@ -87,6 +89,19 @@ def test_more_sorensen_matches_the_exact_solution(seed):
     assert np.linalg.norm(solution.p) <= radius * (1 + 1e-8)
     assert model(H, g, solution.p) <= best + 1e-9 * max(1.0, abs(best))
     assert solution.decrease == pytest.approx(-model(H, g, solution.p), rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_secular_solution_on_diagonal_shifts_is_the_exact_one_in_eigenvector_coordinates(seed):
+    """H = V diag(values) V^T: solve_secular on diagonal_shifts(values) and V^T g, rotated back by V,
+    solves the trust-region subproblem of H and g (Levenberg-Marquardt's use, with J^T J's
+    eigenvalues s^2 from the SVD of J), definite, indefinite and hard case alike."""
+    H, g, radius, _ = instance(seed)
+    values, V = np.linalg.eigh(H)
+    step, _ = solve_secular(diagonal_shifts(values), V.T @ g, radius=radius)
+    p, best = V @ step, model(H, g, trs_reference(H, g, radius))
+    assert np.linalg.norm(p) <= radius * (1 + 1e-8)
+    assert model(H, g, p) <= best + 1e-9 * max(1.0, abs(best))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
