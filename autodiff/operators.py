@@ -77,16 +77,16 @@ class HessianOperator:
             raise TypeError("autodiff: a curvature operator holds values (its products are arrays), but f "
                             "depends on a Tensor that an enclosing tape or accumulator tracks, whose "
                             "gradient would be lost. Inside a transform, use autodiff.hvp, which nests.")
-        self._set_fields(float(value_of(value)), np.asarray(value_of(gradient)).reshape(-1), product, chunk_size,
-                         point)
+        value, gradient = _value_and_flat(value, gradient)
+        self._fill(product, chunk_size, point, gradient.size, gradient.dtype, (value, gradient))
 
-    def _set_fields(self, value: float, gradient: np.ndarray, product: Callable, chunk_size: int | None,
-                    point: Any) -> None:
-        """The fields, from a float value and a flat gradient array (the constructor's and
-        :meth:`_of_arrays`'s)."""
-        self.value, self.gradient, self.product, self.chunk_size = value, gradient, product, chunk_size
-        n = gradient.size
-        self.shape, self.dtype, self.x, self._unravel = (n, n), gradient.dtype, point, None
+    def _fill(self, product: Callable, chunk_size: int | None, point: Any, n: int, dtype: Any,
+              value_and_gradient: tuple | None) -> None:
+        """The fields, ``value_and_gradient`` a float and a flat array (or None: the product is a
+        ``jit.traced.Pending``, whose ``start()`` gives them on first use, and whose first product
+        at the point is one program, ``jit.program.joined``)."""
+        self.product, self.chunk_size, self.x, self._unravel = product, chunk_size, point, None
+        self.shape, self.dtype, self._value_and_gradient = (n, n), dtype, value_and_gradient
 
     @classmethod
     def _of_arrays(cls, value: float, gradient: np.ndarray, product: Callable, chunk_size: int | None,
@@ -95,8 +95,25 @@ class HessianOperator:
         Tensor to check or unwrap): the constructor's checks and conversions skipped, a fixed cost
         of every Hessian-vector product at a new point."""
         operator = cls.__new__(cls)
-        operator._set_fields(value, gradient, product, chunk_size, point)
+        operator._fill(product, chunk_size, point, gradient.size, gradient.dtype, (value, gradient))
         return operator
+
+    @property
+    def value(self) -> float:
+        """f at the point."""
+        return (self._value_and_gradient or self._started())[0]
+
+    @property
+    def gradient(self) -> np.ndarray:
+        """The flat gradient of f at the point."""
+        return (self._value_and_gradient or self._started())[1]
+
+    def _started(self) -> tuple:
+        """A deferred operator's value and gradient: its ``Pending`` started, whose ``Late`` then
+        takes the products."""
+        (value, gradient), self.product = self.product.start()
+        self._value_and_gradient = _value_and_flat(value, gradient)
+        return self._value_and_gradient
 
     @property
     def unravel(self) -> Callable:
@@ -164,6 +181,13 @@ class HessianOperator:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(shape={self.shape}, value={self.value:.6g})"
+
+
+def _value_and_flat(value: Any, gradient: Any) -> tuple:
+    """(a float, a flat array) of a value and a gradient (arrays or Tensors)."""
+    if type(gradient) is np.ndarray and gradient.ndim == 1 and isinstance(value, (float, np.floating)):
+        return float(value), gradient   # a replayed pair's: nothing to unwrap
+    return float(value_of(value)), np.asarray(value_of(gradient)).reshape(-1)
 
 
 def _array(product: Any) -> np.ndarray:
@@ -238,6 +262,12 @@ def hessian_operator(f: Callable, x: Any, chunk_size: int | None = None, args: t
     array([[ 6.,  0.],
            [ 0., 36.]])
     """
+    deferred = None if args else getattr(type(f), "__autodiff_deferred__", None)  # (transforms' protocol)
+    pending = None if deferred is None else deferred(f, cached_hvp, x)
+    if pending is not None:   # a replayed f at an array: the value and gradient made on first use
+        operator = HessianOperator.__new__(HessianOperator)
+        operator._fill(pending, chunk_size, x, pending.shape[0], pending.dtype, None)
+        return operator
     if args:
         (value, gradient), product = partially_evaluated(_cached_hvp_with, f, (x, tuple(args)),
                                                          _flat_vector_like_gradient)

@@ -16,7 +16,10 @@ transforms are replayed programs). Two methods, looked up on its type, make the 
   transform makes of f (``grad(f, argnums)`` is ``transformed(_grad, f, argnums)``);
 - ``__autodiff_partial__(build, args, late)`` returns its own ``build(f, *args)``: a value and a
   function of late arguments (``vjp``'s pullback, ``linearize``'s push-forward, the Hessian
-  operator's product), whose late arguments look like ``late(value)``.
+  operator's product), whose late arguments look like ``late(value)``;
+- optionally, ``__autodiff_deferred__(build, x)``: that function at a point x, with the value
+  made on first use (its ``start()`` gives the pair), or None (a Hessian operator asked for one
+  product per point need not compute the value and gradient it does not read).
 """
 from __future__ import annotations
 

@@ -86,7 +86,7 @@ class _Writer:
         raise Unsupported(f"constant {type(value).__name__}")
 
 
-def native_program(live: list, inputs: list, outputs: list, guards: list, single: bool, fresh: bool,
+def native_program(live: list, inputs: list, outputs: list, guards: list, single: bool, fresh: int,
                    run_plain: Callable, scalars_in: bool = False) -> tuple:
     """``(run, reason)``: the program of ``live`` (records after the passes of ``program``) compiled
     by numba, checked at the trace's values against ``run_plain``; or ``(None, why not)``.
@@ -122,18 +122,19 @@ def _check(native, plain, single: bool) -> None:
             raise Unsupported("the native results differ from the replay's")
 
 
-def _source(live: list, inputs: list, outputs: list, single: bool, fresh: bool) -> tuple:
-    """The numba source of the program and its globals (``Unsupported`` for an op without one)."""
+def _source(live: list, inputs: list, outputs: list, single: bool, fresh: int) -> tuple:
+    """The numba source of the program and its globals (``Unsupported`` for an op without one); the
+    outputs from position ``fresh`` on are fresh (``Program``)."""
     writer = _Writer()
     names = {t._id: f"a{k}" for k, t in enumerate(inputs)}
     scalars = {t._id for t in inputs if _is_scalar(t._value)}
     for record in live:
         _op(writer, record, names, scalars)
     results = []
-    for o in outputs:
+    for k, o in enumerate(outputs):
         if isinstance(o, Tensor) and o._id in names:
             name = names[o._id]
-            results.append(name if o._id in scalars or not (fresh or name.startswith("a")) else f"{name}.copy()")
+            results.append(name if o._id in scalars or not (k >= fresh or name.startswith("a")) else f"{name}.copy()")
         else:  # a constant result: a copy, the caller's to change
             value = o._value if isinstance(o, Tensor) else o
             results.append(writer.constant(value) if _is_scalar(value) else

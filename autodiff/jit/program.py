@@ -56,13 +56,14 @@ class Program:
 
     ``run`` returns the list of outputs, or with ``single`` the one output. With ``fresh`` an output
     is never an input or a view (it may be changed in place by the caller; eager sweeps give fresh
-    arrays too). ``source`` is the generated Python code. With ``native``, ``run`` is the program
-    compiled by numba where it can be (``native.native_program``: a tuple of outputs, equal within
-    rounding; ``scalars_in``: its 0-d inputs are a native program's float results);
-    ``native_reason`` says why it is not (None: it is, or was not asked for). ``repeats_recording``:
-    ``run`` does the recording's own operations in its order, so the values the recording computed
-    are its results (False for a native program, or a raw sweep's sums of slices, which the program
-    adds in ``SlicedCotangent``'s order, as eager code does, not in the traced adds').
+    arrays too); an int ``fresh``: the outputs from that position on. ``source`` is the generated
+    Python code. With ``native``, ``run`` is the program compiled by numba where it can be
+    (``native.native_program``: a tuple of outputs, equal within rounding; ``scalars_in``: its 0-d
+    inputs are a native program's float results); ``native_reason`` says why it is not (None: it
+    is, or was not asked for). ``repeats_recording``: ``run`` does the recording's own operations
+    in its order, so the values the recording computed are its results (False for a native
+    program, or a raw sweep's sums of slices, which the program adds in ``SlicedCotangent``'s
+    order, as eager code does, not in the traced adds').
 
     Examples
     --------
@@ -85,8 +86,9 @@ class Program:
     """
 
     def __init__(self, records: list, inputs: list, outputs: list, guards: list = (),
-                 raw: set = frozenset(), single: bool = False, fresh: bool = False, native: bool = False,
+                 raw: set = frozenset(), single: bool = False, fresh: bool | int = False, native: bool = False,
                  scalars_in: bool = False):
+        fresh = 0 if fresh is True else len(outputs) if fresh is False else fresh  # the first fresh output
         self.source, self.run, live = self._generate(records, inputs, outputs, guards, raw, single, fresh)
         self.native_reason = None
         # the recording's own operations in its order (its values are then the program's, bit for bit)
@@ -164,16 +166,16 @@ def _compiled(source: str):
 
 
 def _return_lines(outputs: list, names: dict, constant, constants: dict, parameters: list, single: bool,
-                  fresh: bool) -> list:
-    """The lines returning ``outputs`` (see ``Program``: ``single``, ``fresh``)."""
+                  fresh: int) -> list:
+    """The lines returning ``outputs`` (see ``Program``: ``single``; the outputs from position
+    ``fresh`` on are fresh)."""
     results = [names[o._id] if isinstance(o, Tensor) and o._id in names else constant(_fixed(o)) for o in outputs]
     # a constant result is the caller's to change: a copy, so the program's stays as traced
-    results = [f"{r}.copy()" if isinstance(constants.get(r), np.ndarray) or (fresh and r in parameters)
-               else r for r in results]
-    lines = []
-    if fresh:  # a view (of an input, say) is copied: a fresh array, as the eager sweep gives
-        lines += [f"    if type({r}) is _ndarray and {r}.base is not None: {r} = {r}.copy()"
-                  for r in dict.fromkeys(results) if r.startswith("t")]
+    results = [f"{r}.copy()" if isinstance(constants.get(r), np.ndarray) or (k >= fresh and r in parameters)
+               else r for k, r in enumerate(results)]
+    # a view (of an input, say) is copied: a fresh array, as the eager sweep gives
+    lines = [f"    if type({r}) is _ndarray and {r}.base is not None: {r} = {r}.copy()"
+             for r in dict.fromkeys(results[fresh:]) if r.startswith("t")]
     return lines + [f"    return {results[0]}" if single else f"    return [{', '.join(results)}]"]
 
 
@@ -541,6 +543,19 @@ def split(records: list, inputs: list, late: list, outputs: list, guards: list =
     >>> after.run(*saved, np.array([2.0, 3.0]))             # each call: one multiplication
     array([2.        , 8.15484549])
     """
+    early, late_records, late_positions, saved_list = _parts(records, inputs, late, outputs, guards)
+    outputs_after = [outputs[k] for k in late_positions]
+    outputs_before = [o for k, o in enumerate(outputs) if k not in late_positions]
+    before = Program(early, inputs, outputs_before + saved_list, guards, raw, native=native)
+    native_before = native and before.native_reason is None  # then its 0-d saved values are floats
+    after = Program(late_records, saved_list + list(late), outputs_after, (), raw, single=len(outputs_after) == 1,
+                    fresh=True, native=native_before, scalars_in=native_before)
+    return before, after, len(saved_list), late_positions
+
+
+def _parts(records: list, inputs: list, late: list, outputs: list, guards: list) -> tuple:
+    """``split``'s parts: (the records that do not depend on ``late``, those that do, the positions
+    of the late outputs among ``outputs``, the early values the late records read)."""
     dependent = _depends_on(records, {t._id for t in late})
     early = [r for r in records if _outs(r)[0]._id not in dependent]
     late_records = [r for r in records if _outs(r)[0]._id in dependent]
@@ -549,7 +564,6 @@ def split(records: list, inputs: list, late: list, outputs: list, guards: list =
                                "Hessian-vector product")
     late_positions = [k for k, o in enumerate(outputs) if isinstance(o, Tensor) and o._id in dependent]
     outputs_after = [outputs[k] for k in late_positions]
-    outputs_before = [o for k, o in enumerate(outputs) if k not in late_positions]
     produced = {t._id for t in inputs}
     for r in early:
         produced.update(o._id for o in _outs(r))
@@ -558,12 +572,33 @@ def split(records: list, inputs: list, late: list, outputs: list, guards: list =
         for i in parents:
             if args[i]._id in produced:
                 saved.setdefault(args[i]._id, args[i])
-    saved_list = list(saved.values())
-    before = Program(early, inputs, outputs_before + saved_list, guards, raw, native=native)
-    native_before = native and before.native_reason is None  # then its 0-d saved values are floats
-    after = Program(late_records, saved_list + list(late), outputs_after, (), raw, single=len(outputs_after) == 1,
-                    fresh=True, native=native_before, scalars_in=native_before)
-    return before, after, len(saved_list), late_positions
+    return early, late_records, late_positions, list(saved.values())
+
+
+def joined(records: list, inputs: list, late: list, outputs: list, guards: list = (), raw: frozenset = frozenset(),
+           native: bool = False, saves: bool = True) -> Program:
+    """``split``'s two programs as one, for a single late call at a point: ``run(*inputs, *late)``
+    returns ``before``'s saved values, then ``after``'s outputs, as ``before`` then ``after``
+    compute them (the same records in the same order: the same values), without the early
+    outputs that no late one needs (a Hessian operator's value and gradient, when only one product
+    is asked). ``native`` as in ``split``; its saved 0-d values are then floats, as ``before``'s.
+    Without ``saves``, the late outputs alone (one, if there is one): a native program's arrays
+    out cost a conversion each, more than the arithmetic of a small problem.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from autodiff.jit import trace
+    >>> from autodiff.jit.program import joined
+    >>> recording = trace(lambda x, v: (np.sum(np.exp(x)), np.exp(x) * v), np.zeros(2), np.ones(2))
+    >>> x, v = recording.inputs
+    >>> joined(recording.records, [x], [v], recording.outputs).run(np.array([0.0, 1.0]), np.array([2.0, 3.0]))
+    [array([1.        , 2.71828183]), array([2.        , 8.15484549])]
+    """
+    _, _, late_positions, saved_list = _parts(records, inputs, late, outputs, guards)
+    saved_list = saved_list if saves else []
+    return Program(records, list(inputs) + list(late), saved_list + [outputs[k] for k in late_positions], guards,
+                   raw, single=not saves and len(late_positions) == 1, fresh=len(saved_list), native=native)
 
 
 def _outs(record) -> tuple:

@@ -25,12 +25,13 @@ import numpy as np
 
 from ..core import Tensor, Variable, state, value_of
 from ..tree import flatten, mirror
-from .program import Program, Retrace, split
+from .program import Program, Retrace, joined, split
 from .signature import CALL_WITH_AN_ARRAY, ONE_ARRAY, signature
 from .tracing import UntraceableError, record
 
 MAX_TRACES_PER_SIGNATURE = 8  # guarded alternatives kept per signature (least recently used go)
 CACHE_SIZE = 64               # signatures kept per function (least recently used go)
+JOIN_MAX_BYTES = 1 << 20      # a split keeps its recording for a joined program up to this size (``Pending``)
 _EAGER = "eager"              # a cache entry: the trace was refused, f runs eagerly
 _REPLAY = "replay"            # a traced call's result: the program's, not the recording's, is to be returned
 
@@ -277,6 +278,18 @@ class Traced:
                 return started
             entry = staging.trace(values, None, None)
 
+    def __autodiff_deferred__(self, build: Callable, x: Any) -> Pending | None:
+        """``build(f, x)`` as a ``Pending`` (its value made on first use, a single late call one
+        program) when x is one array of the signature of the last split of ``build`` and that split
+        has a fast late call (the fast path of ``__autodiff_partial__``); else None."""
+        fast = self._fast_partial.get(build)
+        if fast is None or type(x) is not np.ndarray or state.tapes or state.accumulators or state.observers:
+            return None
+        staging, staged = fast
+        if x.shape != staging.key[1] or x.dtype != staging.key[2] or staged.fast is None:
+            return None
+        return Pending(staging, staged, x)
+
 
 class _Replay:
     """A program of a call: its inputs are the traced leaves, then the Variables it reads.
@@ -413,9 +426,18 @@ class _Staged:
         one_out = result_structure.num_leaves == 1 and result_structure([0]) == 0 and self.late_positions == [0]
         self.fast = ((late_tensors[0].shape, late_tensors[0].dtype)
                      if one_in and one_out and recording.outputs[-1].ndim > 0 else None)
+        # the joined program of a single late call (``Pending``; a small recording's), made on first use, native
+        # as ``before``; a native one returns the late result alone (``joined``: its saved arrays would cost more)
+        native_before = native and self.before.native_reason is None
+        self.joined_saves = not native_before
+        self._join = (functools.partial(joined, recording.records, recording.inputs, late_tensors, recording.outputs,
+                                        recording.guards, recording.raw, native_before, self.joined_saves)
+                      if self.fast and not self.variables and _recorded_bytes(recording) <= JOIN_MAX_BYTES else None)
+        self._joined_run = None
 
-    def start(self, staging: _Staging, values: list, tensors_in: bool):
-        """Run ``before`` at ``values``: the value and the late function (a ``Late``)."""
+    def start(self, staging: _Staging, values: list, tensors_in: bool, copied: bool = False):
+        """Run ``before`` at ``values``: the value and the late function (a ``Late``, which keeps
+        copies of them, unless they are ``copied`` already)."""
         if self.variables:
             snapshot = [value_of(v) for v in self.variables]
             results = self.before.run(*values, *snapshot)
@@ -425,7 +447,7 @@ class _Staged:
             value = _scalars(results[:self.n_out])
         else:
             value = mirror(self.out_structure(results[:self.n_out]), tensors_in)
-        late = Late(staging, self, [np.array(v) for v in values],
+        late = Late(staging, self, values if copied else [np.array(v) for v in values],
                     {id(v): (v, s) for v, s in zip(self.variables, snapshot)} if snapshot else {}, results,
                     tensors_in)
         return value, late
@@ -441,6 +463,16 @@ class _Staged:
     @property
     def after_single(self) -> bool:
         return len(self.late_positions) == 1
+
+    def joined_run(self) -> Callable | None:
+        """The run of ``program.joined`` of this split (made on first use; the recording is then let
+        go), or None when there is none: no fast late call, or a native split whose joined program
+        numba refused (the native split is then faster than a joined NumPy replay)."""
+        if self._join is not None:
+            build, self._join = self._join, None
+            program = build()
+            self._joined_run = program.run if program.native_reason is None else None
+        return self._joined_run
 
 
 class Late:
@@ -495,6 +527,64 @@ class Late:
             with _variables_at(self._snapshot):
                 self._eager = staging.build(staging.owner.f, *staging.rebuild(self._values))[1]
         return self._eager
+
+
+class Pending:
+    """A replayed pair at a point of one array whose early part has not run yet
+    (``Traced.__autodiff_deferred__``): a Hessian operator asked for one product at each new point
+    (Newton-CG's first, a Hessian-vector product at (x, v)) then costs one program.
+
+    ``start()`` is the pair ``(value, Late)`` as ``__autodiff_partial__`` gives it (``before``
+    runs then, once). A call with one late argument of the trace's signature, before the pair is
+    started, runs ``program.joined``: ``before`` and ``after`` in one program, without the ops
+    that only the value needs; later such calls run only ``after`` on the values it saved, as
+    ``Late`` does (a native joined program saves none: they start the pair). Any other call
+    starts the pair and is its ``Late``'s. ``shape``, ``dtype``: the late argument's.
+    """
+
+    __slots__ = ("_staging", "_staged", "_x", "_saved", "_started", "shape", "dtype")
+
+    def __init__(self, staging: _Staging, staged: _Staged, x: np.ndarray):
+        self._staging, self._staged, self._x = staging, staged, np.array(x)  # the point as it is now
+        self._saved = self._started = None   # _saved: () once a joined program that saves none has run
+        self.shape, self.dtype = staged.fast
+
+    def start(self) -> tuple:
+        """``(value, Late)`` at the point (made once: ``before`` runs, or the pair is traced again
+        when the point takes another branch)."""
+        if self._started is None:
+            staging = self._staging
+            try:
+                self._started = self._staged.start(staging, [self._x], False, copied=True)
+            except Retrace:
+                self._started = staging.owner.__autodiff_partial__(staging.build, (self._x,), staging.late)
+        return self._started
+
+    def __call__(self, *late):
+        if self._started is None and len(late) == 1:
+            v = late[0]
+            if type(v) is np.ndarray and v.shape == self.shape and v.dtype == self.dtype:
+                if self._saved:
+                    return self._staged.after.run(*self._saved, v)
+                run = None if self._saved is not None else self._staged.joined_run()
+                if run is not None:
+                    try:
+                        results = run(self._x, v)
+                    except Retrace:   # another branch at this point: the pair starts (and traces it)
+                        return self.start()[1](*late)
+                    if not self._staged.joined_saves:
+                        self._saved = ()
+                        return results
+                    self._saved = results[:-1]
+                    return results[-1]
+        return self.start()[1](*late)
+
+
+def _recorded_bytes(recording) -> int:
+    """The bytes of the arrays a recording's ops made. A joined program saves a call's fixed cost,
+    which only small problems feel; a large recording is not kept for it (the split runs)."""
+    return sum(getattr(value_of(o), "nbytes", 0) for r in recording.records
+               for o in (r[4] if type(r[4]) is tuple else (r[4],)))
 
 
 def _halves(structure: Callable, outputs: list) -> tuple:

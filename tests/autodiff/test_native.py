@@ -9,6 +9,7 @@ import pytest
 from test_small_calls import python_calls
 
 import autodiff as ad
+from autodiff.transforms import cached_hvp
 from hessopt import problems
 
 pytest.importorskip("numba")
@@ -50,6 +51,16 @@ def test_native_derivatives_of_mgh_problems_are_the_replay_within_rounding(name)
         assert_within_rounding(operator.to_dense(), expected.to_dense())
         assert_within_rounding(ad.hessian(native)(point), ad.hessian(plain)(point))
         assert native.native_reason is None
+        # one product at a new point: the split joined into one native program
+        assert_within_rounding(native.hessian_operator(point).matvec(v), expected.matvec(v))
+        pending = native.hessian_operator(point)
+        assert_within_rounding(pending.matvec(v), expected.matvec(v))
+        # the native joined program returns the product alone: a second product starts the split
+        assert "start" in python_calls(lambda: pending.matvec(2.0 * v))  # noqa: B023
+        assert_within_rounding(pending.matvec(2.0 * v), expected.matvec(2.0 * v))
+        assert_within_rounding(pending.gradient, expected.gradient)
+    joined = native._fast_partial[cached_hvp][1].joined_run()
+    assert type(joined).__module__.startswith("numba")
     grad = native.grad()
     calls = [call for call in python_calls(lambda: grad(x)) if call != "_numba_unpickle"]  # numba's profiling
     assert calls == ["__call__", "direct", "program"]            # ... shows the native program as a call
@@ -75,3 +86,18 @@ def test_a_program_numba_cannot_take_replays_as_numpy_and_says_why():
     g = ad.function(lambda x: np.sum(np.clip(x, 0.0, 1.5) * x), native=True)
     np.testing.assert_array_equal(g.grad()(x), [2.0, 1.5])
     assert g.native_reason == "Unsupported: the op clip"
+
+
+def test_a_joined_program_numba_refuses_leaves_one_product_to_the_native_split(monkeypatch):
+    import autodiff.jit.program as program_module
+    native = ad.function(lambda x: np.sum(np.exp(x) * x[::-1]), native=True)
+    x, v = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, -1.0])
+    native.hessian_operator(x)
+    assert native.native_reason is None
+    monkeypatch.setattr(program_module, "native_program", lambda *args: (None, "refused"))
+    operator = native.hessian_operator(x + 1.0)   # its joined program is made now, and refused by "numba"
+    expected = native.hessian_operator(x + 1.0)
+    assert expected.gradient.shape == x.shape     # started: the native split
+    assert_within_rounding(operator.matvec(v), expected.matvec(v))   # the native split's saved floats
+    assert native._fast_partial[cached_hvp][1].joined_run() is None
+    np.testing.assert_array_equal(native.hessian_operator(x + 1.0).matvec(v), expected.matvec(v))

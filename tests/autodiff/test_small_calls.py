@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import autodiff as ad
-from autodiff.jit import Program, lowering, trace
-from autodiff.jit.program import _accumulate, _accumulate_sliced
+from autodiff.jit import Program, lowering, split, trace
+from autodiff.jit.program import _accumulate, _accumulate_sliced, joined
 
 
 def rosenbrock(x):
@@ -76,12 +76,14 @@ def test_the_hessian_operator_of_each_iterate_goes_straight_to_its_split():
     x, v = np.array([-1.2, 1.0]), np.array([0.5, -2.0])
     ad.hessian_operator(traced, x)
     calls = python_calls(lambda: ad.hessian_operator(traced, x + 1.0))
-    # the split's program, the value (_scalars and its list), the point's copy ([np.array(x)]), Late
-    # and the operator made of arrays, its fields set as the constructor sets them but without the
-    # constructor's checks and conversions (the signature's path: 37 calls)
-    assert calls == ["hessian_operator", "partially_evaluated", "__autodiff_partial__", "start", "program",
-                     "_scalars", "<listcomp>", "<listcomp>", "__init__", "_of_arrays", "_set_fields"], calls
+    # a Pending pair (the point's copy) and the operator, without the constructor's checks (the
+    # signature's path: 37 calls); nothing runs until the operator is used
+    assert calls == ["hessian_operator", "__autodiff_deferred__", "__init__", "_fill"], calls
     operator_ = ad.hessian_operator(traced, x)
+    # its gradient read: the split's program, the value (_scalars and its list), Late (of the point's copy)
+    calls = python_calls(lambda: operator_.gradient)
+    assert calls == ["gradient", "_started", "start", "start", "program", "_scalars", "<listcomp>", "__init__",
+                     "_value_and_flat"], calls
     operator_.matvec(v)
     assert python_calls(lambda: operator_.matvec(v)) == ["matvec", "__call__", "program", "_array"]  # unrolled sums
     for point in (x, x + 1.0, np.array([3.0, -1.0])):
@@ -93,6 +95,93 @@ def test_the_hessian_operator_of_each_iterate_goes_straight_to_its_split():
         np.testing.assert_array_equal(operator_.gradient, eager.gradient)
         np.testing.assert_array_equal(operator_.matvec(v), eager.matvec(v))
         np.testing.assert_array_equal(operator_.to_dense(), eager.to_dense())
+
+
+def box_3d(x):  # MGH 12: exponentials and a sum of squares over ten points
+    t = 0.1 * np.arange(1, 11)
+    r = np.exp(-t * x[0]) - np.exp(-t * x[1]) - x[2] * (np.exp(-t) - np.exp(-10.0 * t))
+    return np.sum(r ** 2)
+
+
+@pytest.mark.parametrize("f, x", [(stacked, [-1.2, 1.0]), (rosenbrock, [-1.2, 1.0, 0.5, 2.0]),
+                                  (box_3d, [0.0, 10.0, 20.0])])
+def test_one_product_at_each_new_point_is_one_program_and_the_split_bit_for_bit(f, x):
+    traced, x = ad.function(f), np.array(x)
+    for _ in range(2):  # the trace (its operator started), then the joined program made on first use
+        ad.hessian_operator(traced, x).matvec(np.ones(x.size))
+    rng = np.random.default_rng(3)
+    for point in (x, x + 0.5, x * rng.uniform(0.5, 1.5, x.size)):
+        v, w = rng.standard_normal((2, x.size))
+        split = ad.hessian_operator(traced, point)
+        assert split.gradient.shape == x.shape  # started: ``before``, then each product ``after``
+        operator_ = ad.hessian_operator(traced, point)
+        # one product at a new point: before and after joined into one program, without the value and
+        # gradient's own ops (made on first use)
+        calls = python_calls(lambda: operator_.matvec(v))  # noqa: B023
+        assert calls == ["matvec", "__call__", "joined_run", "program", "_array"], calls
+        product = split.matvec(v)
+        np.testing.assert_array_equal(operator_.matvec(v), product)
+        np.testing.assert_array_equal(product, ad.hessian_operator(f, point).matvec(v))  # the eager sweep
+        # more products at the point: ``after`` alone, on the values the joined program saved
+        assert python_calls(lambda: operator_.matvec(w)) == ["matvec", "__call__", "program", "_array"]  # noqa: B023
+        np.testing.assert_array_equal(operator_.matvec(w), split.matvec(w))
+        assert operator_.value == split.value and type(operator_.value) is float
+        np.testing.assert_array_equal(operator_.gradient, split.gradient)
+        np.testing.assert_array_equal(operator_.matvec(w), split.matvec(w))
+        np.testing.assert_array_equal(operator_.to_dense(), split.to_dense())
+        # a first call of another signature (a dense Hessian's batch) starts the pair
+        np.testing.assert_array_equal(ad.hessian_operator(traced, point).to_dense(), split.to_dense())
+    assert traced.traces == 2   # the split, and its batched late signature
+
+
+def test_a_pending_operator_is_taken_at_its_point_as_it_was_and_retraces_another_branch():
+    traced = ad.function(lambda x: np.sum(x ** 4) if x[0] > 0 else np.sum(x[1] * x ** 3))
+    x, v = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    ad.hessian_operator(traced, x)
+    point = x.copy()
+    operator_ = ad.hessian_operator(traced, point)
+    point += 10.0                                     # the operator is the Hessian at x
+    np.testing.assert_array_equal(operator_.matvec(v), 12.0 * x ** 2 * v)
+    for point in (-x, x, np.array([-2.0, 3.0])):      # a guard fails in the joined program: traced again
+        expected = ad.hessian_operator(traced.f, point)
+        operator_ = ad.hessian_operator(traced, point)
+        np.testing.assert_array_equal(operator_.matvec(v), expected.matvec(v))
+        assert operator_.value == expected.value
+        np.testing.assert_array_equal(operator_.gradient, expected.gradient)
+    assert traced.traces == 2
+
+
+def test_a_large_recording_is_not_kept_for_a_joined_program(monkeypatch):
+    from autodiff.jit import traced as traced_module
+    monkeypatch.setattr(traced_module, "JOIN_MAX_BYTES", 1000)   # the recording of 200 variables: larger
+    traced, x, v = ad.function(rosenbrock), np.linspace(-1.0, 1.0, 200), np.ones(200)
+    ad.hessian_operator(traced, x)
+    operator_ = ad.hessian_operator(traced, x)
+    assert "joined_run" in python_calls(lambda: operator_.matvec(v)) and operator_.product._staged._join is None
+    np.testing.assert_array_equal(operator_.matvec(v), ad.hessian_operator(rosenbrock, x).matvec(v))  # the split
+    monkeypatch.undo()   # the default (1 MB): this recording (a few kB) is kept
+    small = ad.function(rosenbrock)
+    ad.hessian_operator(small, x[:4])
+    assert ad.hessian_operator(small, x[:4]).product._staged._join is not None
+
+
+def test_the_joined_program_is_the_split_and_copies_only_its_late_outputs():
+    def f(x, v):
+        s = np.sin(x)
+        return np.sum(s), (s * x) * v, x[1:] * v[1:]
+    recording = trace(f, np.zeros(3), np.ones(3))
+    x, v = recording.inputs
+    args = (recording.records, [x], [v], recording.outputs)
+    before, after, n_saved, _ = split(*args)
+    program = joined(*args)
+    assert "np.sum" not in program.source and program.source.count("c0(") == 1  # no value; sin once
+    a, b = np.array([0.3, -1.0, 2.0]), np.array([1.5, 0.5, -2.0])
+    *saved, product, tail = program.run(a, b)
+    expected_saved = before.run(a)[-n_saved:]
+    assert len(saved) == n_saved and any(s.base is a for s in saved)  # a view of x saved as it is, not copied
+    for got, expected in zip(saved + [product, tail], expected_saved + after.run(*expected_saved, b)):
+        np.testing.assert_array_equal(got, expected)
+    assert tail.base is None                          # a late output is fresh (not a view of b)
 
 
 def test_programs_write_operators_as_operators_and_unroll_the_sums_of_slices():
@@ -251,4 +340,3 @@ def test_a_sum_of_slice_cotangents_that_tile_an_axis_replays_as_their_concatenat
         assert (np.zeros not in program.run.__globals__.values()) == tiled
         arguments = (x, directions[:, :2] if f is overlapping else directions)
         np.testing.assert_array_equal(program.run(*arguments), f(*arguments))
-
