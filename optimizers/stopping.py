@@ -55,8 +55,20 @@ class GradientTest:
             return gradient_norm(g)
         return gradient_norm(g * np.maximum(1.0, np.abs(x))) / max(1.0, abs(f))
 
+    @property
+    def tolerance(self) -> float:
+        """What :meth:`measure` is compared with."""
+        return DEFAULT_GTOL if self.gtol is None else self.gtol
+
+    def measures(self, X: np.ndarray, F: np.ndarray, G: np.ndarray) -> np.ndarray:
+        """:meth:`measure` of each row of a batch: points ``X`` (m, n), values ``F`` (m,) and
+        gradients ``G`` (m, n), n >= 1 (NaN where a row is not finite)."""
+        if self.gtol is not None:
+            return np.abs(G).max(axis=1)
+        return np.abs(G * np.maximum(1.0, np.abs(X))).max(axis=1) / np.maximum(1.0, np.abs(F))
+
     def __call__(self, x: np.ndarray, f: float, g: np.ndarray) -> bool:
-        return self.measure(x, f, g) <= (DEFAULT_GTOL if self.gtol is None else self.gtol)
+        return self.measure(x, f, g) <= self.tolerance
 
     def describe(self, x: np.ndarray, f: float, g: np.ndarray, name: str = "g") -> str:
         """The test at x, for messages (``name``: how the gradient is called there)."""
