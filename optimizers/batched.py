@@ -72,7 +72,8 @@ RUNNING = -1   # the status of a row still iterating
 
 def minimize_batch(evaluate: Callable[[np.ndarray], tuple], X0, *, gtol: float | None = None,
                    maxiter: int | None = None, initial_trust_radius: float | None = None,
-                   max_trust_radius: float | None = None, eta: float = ETA) -> list[OptimizeResult]:
+                   max_trust_radius: float | None = None, eta: float = ETA,
+                   indexed: bool = False) -> list[OptimizeResult]:
     """Minimize B small problems from the rows of ``X0`` at once with trust-exact's algorithm
     (see the module docstring).
 
@@ -81,7 +82,9 @@ def minimize_batch(evaluate: Callable[[np.ndarray], tuple], X0, *, gtol: float |
     evaluate : callable
         ``evaluate(X) -> (f, g, H)``: for X of shape (m, n), the points of the m <= B rows still
         running (in the order of ``X0``'s rows, any subset of them), their values (m,), gradients
-        (m, n) and Hessians (m, n, n). Rows may hold NaN or inf.
+        (m, n) and Hessians (m, n, n). Rows may hold NaN or inf. With ``indexed``,
+        ``evaluate(X, rows)``: ``rows`` (m,) are the indices of X's rows in ``X0`` (fits whose data
+        differ by row).
     X0 : array_like, shape (B, n)
         The start points, finite, one a row.
     gtol : float, optional
@@ -96,6 +99,8 @@ def minimize_batch(evaluate: Callable[[np.ndarray], tuple], X0, *, gtol: float |
         Default per row ``1e10 max(1, ||x0||)``, trust-exact's.
     eta : float
         Accept a step when the reduction ratio exceeds eta, in [0, 0.25); default 0.15.
+    indexed : bool
+        Call ``evaluate(X, rows)`` instead of ``evaluate(X)``.
 
     Returns
     -------
@@ -129,11 +134,16 @@ def minimize_batch(evaluate: Callable[[np.ndarray], tuple], X0, *, gtol: float |
         raise ValueError(f"eta must be in [0, 0.25), got {eta}")
     test = GradientTest(gtol)
     cap = iteration_cap(maxiter, default_maxiter, X0.shape[1])
-    batch = _Batch(X0, *_evaluated(evaluate, X0), test=test, eta=eta)
+    if indexed:
+        call = evaluate
+    else:
+        def call(X: np.ndarray, rows: np.ndarray) -> tuple:
+            return evaluate(X)
+    batch = _Batch(X0, *_evaluated(call, X0, np.arange(len(X0))), test=test, eta=eta)
     batch.set_radii(initial_trust_radius, max_trust_radius)
     batch.arrive(np.flatnonzero(batch.status == RUNNING))
     while (rows := np.flatnonzero(batch.status == RUNNING)).size:
-        batch.iterate(rows, cap, evaluate)
+        batch.iterate(rows, cap, call)
     return batch.results()
 
 
@@ -154,8 +164,8 @@ def _starts(X0) -> np.ndarray:
     return X0
 
 
-def _evaluated(evaluate: Callable, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``evaluate(X)`` as float arrays of the shapes (m,), (m, n), (m, n, n), H symmetrized (as
+def _evaluated(evaluate: Callable, X: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``evaluate(X, rows)`` as float arrays of the shapes (m,), (m, n), (m, n, n), H symmetrized (as
     trust-exact's objective symmetrizes it).
 
     Raises
@@ -164,7 +174,7 @@ def _evaluated(evaluate: Callable, X: np.ndarray) -> tuple[np.ndarray, np.ndarra
         If ``evaluate`` does not give three arrays of those shapes.
     """
     m, n = X.shape
-    values = evaluate(X)
+    values = evaluate(X, rows)
     if not isinstance(values, (tuple, list)) or len(values) != 3:
         raise ValueError("evaluate(X) must return a tuple (f, g, H)")
     expected = {"f": (m,), "g": (m, n), "H": (m, n, n)}
@@ -386,7 +396,7 @@ class _Batch:
     def iterate(self, rows: np.ndarray, cap: int, evaluate: Callable) -> None:
         """One trial of every running row, in trust-exact's order: the iteration cap; the step
         (none where H is not finite at x0, or where it is negligible: the radius collapsed); one
-        ``evaluate`` at all trial points; acceptance and the radius; the test at the new
+        ``evaluate(X, rows)`` at all trial points; acceptance and the radius; the test at the new
         iterates."""
         capped = rows[self.nit[rows] >= cap]
         self._stop(capped[~self.saddle[capped]], Status.MAXITER)
@@ -409,7 +419,7 @@ class _Batch:
         if not rows.size:
             return
         X = self.x[rows] + P
-        F, G, H = _evaluated(evaluate, X)
+        F, G, H = _evaluated(evaluate, X, rows)
         self.nit[rows] += 1
         self.nev[rows] += 1
         self._remember_best(rows, X, F, G, H)
