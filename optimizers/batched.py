@@ -56,8 +56,8 @@ from .loop import (
     MAXITER_AT_SADDLE,
     NONFINITE_HESSIAN_AT_STATIONARY_POINT,
     iteration_cap,
+    ended_with_test,
     unusable_start,
-    with_gradient_norm,
 )
 from .objective import MESSAGES, Status
 from .stopping import GradientTest
@@ -302,8 +302,8 @@ class _Batch:
         self.nit, self.nev = np.zeros(B, dtype=int), np.ones(B, dtype=int)
         self.status, self.messages = np.full(B, RUNNING), {}
         self.saddle, self.finite_trial = np.zeros(B, dtype=bool), np.ones(B, dtype=bool)
-        self.best_x, self.best_f, self.best_g, self.best_hess = X0.copy(), np.full(B, np.inf), G.copy(), H.copy()
-        self._remember_best(np.arange(B), X0, F, G, H)
+        self.best_x, self.best_g, self.best_hess = X0.copy(), G.copy(), H.copy()
+        self.best_f = np.where(F < np.inf, F, np.inf)   # NaN is never the best
         self.newton, self.definite = np.empty((B, n)), np.zeros(B, dtype=bool)
         self.values, self.vectors, self.coefficients = np.empty((B, n)), np.empty((B, n, n)), np.empty((B, n))
         self.decomposed = np.zeros(B, dtype=bool)
@@ -327,12 +327,20 @@ class _Batch:
             for row in np.atleast_1d(rows):
                 self.messages[int(row)] = message
 
-    def _remember_best(self, rows, X, F, G, H) -> None:
-        """The lowest f seen in each row (finite: NaN never compares lower), with its g and H."""
-        better = F < self.best_f[rows]
-        rows = rows[better]
-        self.best_x[rows], self.best_f[rows], self.best_g[rows], self.best_hess[rows] = (
-            X[better], F[better], G[better], H[better])
+    def _remember_best(self, rows: np.ndarray, X: np.ndarray, F: np.ndarray, G: np.ndarray, H: np.ndarray,
+                       accepted: np.ndarray) -> None:
+        """The lowest f seen in each row (NaN never compares lower) and its point, after the trials
+        ``(X, F, G, H)`` of ``rows``. The point is written only where it may be needed: while an
+        iterate's f is the lowest, the iterate is the best point, so only a lower rejected trial
+        is kept, and an iterate left for a point that is not lower (an accepted step may raise f
+        within rounding)."""
+        best_f = self.best_f[rows]
+        better = F < best_f
+        left = rows[accepted & ~better & (best_f == self.f[rows])]
+        self.best_x[left], self.best_g[left], self.best_hess[left] = self.x[left], self.g[left], self.hess[left]
+        kept = better & ~accepted
+        self.best_x[rows[kept]], self.best_g[rows[kept]], self.best_hess[rows[kept]] = X[kept], G[kept], H[kept]
+        self.best_f[rows] = np.where(better, F, best_f)
 
     def _decompose(self, rows: np.ndarray) -> None:
         """The eigendecomposition of the rows' Hessians that lack it, and g in its basis."""
@@ -422,8 +430,8 @@ class _Batch:
         F, G, H = _evaluated(evaluate, X, rows)
         self.nit[rows] += 1
         self.nev[rows] += 1
-        self._remember_best(rows, X, F, G, H)
         accepted = self._judge(rows, P, p_norm, decrease, on_boundary, F, G, H)
+        self._remember_best(rows, X, F, G, H, accepted)
         moved = rows[accepted]
         self.x[moved], self.f[moved], self.g[moved], self.hess[moved] = X[accepted], F[accepted], G[accepted], H[accepted]
         self.arrive(moved)
@@ -459,17 +467,23 @@ class _Batch:
     def results(self) -> list[OptimizeResult]:
         """Each row's OptimizeResult: its iterate, or where it failed the best point it saw when
         that is lower and its gradient finite (:func:`~optimizers.loop.final_point`); the
-        status's message ended with the gradient test (:func:`~optimizers.loop.with_gradient_norm`)."""
+        status's message ended with the gradient test (:func:`~optimizers.loop.with_gradient_norm`,
+        its numbers computed for all rows at once). The arrays of the results are rows of one
+        array each."""
+        best = ((self.status != Status.SUCCESS) & (self.best_f < self.f) & np.isfinite(self.best_g).all(axis=1))
+        X, F, G = (np.where(best[:, None], self.best_x, self.x), np.where(best, self.best_f, self.f),
+                   np.where(best[:, None], self.best_g, self.g))
+        H = np.where(best[:, None, None], self.best_hess, self.hess)
+        with np.errstate(invalid="ignore"):
+            gnorms, measures = np.abs(G).max(axis=1).tolist(), self.test.measures(X, F, G).tolist()
+        statuses = {status.value: status for status in Status}
         results = []
-        for row, code in enumerate(self.status.tolist()):
-            status = Status(code)
-            x, f, g, hess = self.x[row], self.f[row], self.g[row], self.hess[row]
-            if status != Status.SUCCESS and self.best_f[row] < f and np.isfinite(self.best_g[row]).all():
-                x, f, g, hess = self.best_x[row], self.best_f[row], self.best_g[row], self.best_hess[row]
-            message = with_gradient_norm(self.messages.get(row) or MESSAGES[status], x, f, g, self.test)
-            evaluations = int(self.nev[row])
-            results.append(OptimizeResult(x=x.copy(), fun=float(f), jac=g.copy(), hess=hess.copy(),
-                                          nit=int(self.nit[row]), nfev=evaluations, njev=evaluations,
-                                          nhev=evaluations, status=status, success=status == Status.SUCCESS,
-                                          message=message))
+        for row, (code, nit, evaluations) in enumerate(zip(self.status.tolist(), self.nit.tolist(),
+                                                           self.nev.tolist())):
+            status = statuses[code]
+            message = ended_with_test(self.messages.get(row) or MESSAGES[status], gnorms[row],
+                                      self.test.wording(measures[row]))
+            results.append(OptimizeResult(x=X[row], fun=float(F[row]), jac=G[row], hess=H[row], nit=nit,
+                                          nfev=evaluations, njev=evaluations, nhev=evaluations, status=status,
+                                          success=status == Status.SUCCESS, message=message))
         return results

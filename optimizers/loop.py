@@ -411,8 +411,12 @@ def with_gradient_norm(message: str, x: np.ndarray, f: float, g: np.ndarray,
     """``message`` ended with the final gradient norm and the test it was held to, as in
     "... (||g||_inf = 3.2e-04; test: max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-08, here
     3.2e-04)."; ``name`` is the gradient's name (``pg``, the projected gradient, with bounds)."""
-    return (f"{message.rstrip('.')} (||{name}||_inf = {gradient_norm(g):.1e}; "
-            f"test: {test.describe(x, f, g, name)}).")
+    return ended_with_test(message, gradient_norm(g), test.describe(x, f, g, name), name)
+
+
+def ended_with_test(message: str, gnorm: float, test: str, name: str = "g") -> str:
+    """:func:`with_gradient_norm` given the gradient's norm and the test's wording."""
+    return f"{message.rstrip('.')} (||{name}||_inf = {gnorm:.1e}; test: {test})."
 
 
 def with_note(message: str, note: str | None) -> str:
