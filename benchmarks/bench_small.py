@@ -15,8 +15,10 @@ solve in a batch of 10 starts through ``minimize_many`` (one trace for the batch
 given jax.jit's gradient and Hessian (NumPy in and out), the same method (trust-exact); ``per
 eval`` is a solve's time over its evaluations (nfev + njev + nhev). Batches: solves per second
 through ``minimize_many`` (this process, one core) on a batch of starts around each small
-problem's, against a loop of scipy with jax.jit derivatives, in wall time and in this process's
-CPU time (solves per second per core, whatever the other processes' load).
+problem's: a run per start, and the vectorized batch (``vectorize=True``: every start advanced
+together, the derivatives replayed, or ``native=True``: one numba loop over a native program),
+against a loop of scipy with jax.jit derivatives, in wall time and in this process's CPU time
+(solves per second per core, whatever the other processes' load).
 
 Every time is the median over interleaved rounds (``common.interleaved_ratios``), ratios to jax.jit
 in the same rounds: load from other processes hits every contestant alike. ``compile s`` is numba's
@@ -349,22 +351,34 @@ def solves_table(cases: list, rounds: int) -> None:
 def batch_table(cases: list, size: int) -> None:
     print(f"\nbatches of {size:,} starts per problem ({SOLVE_METHOD}; starts x (1 + 0.2 z), z normal): "
           "solves per second of wall time / of this process's CPU time (per core: other processes' load "
-          "left out), share solved")
-    print(f"  {'problem':<24}{'minimize_many':>28}{'scipy+jax loop':>28}")
+          "left out), share solved; vectorized: minimize_many(vectorize=True), replayed or native (numba's "
+          "compile, once per problem, not counted: 'compile s')")
+    head = ["minimize_many", "vectorized", "vectorized native", "scipy+jax loop"]
+    print(f"  {'problem':<24}" + "".join(f"{h:>28}" for h in head) + f"{'compile s':>11}")
     for case in cases:
         starts = case.start * (1.0 + 0.2 * np.random.default_rng(5).standard_normal((size, case.x.size)))
-        calls = {"minimize_many": lambda: hessopt.minimize_many(case.f, starts, method=SOLVE_METHOD)}  # noqa: B023
+        calls = {"minimize_many": lambda: hessopt.minimize_many(case.f, starts, method=SOLVE_METHOD),  # noqa: B023
+                 "vectorized": lambda: hessopt.minimize_many(case.f, starts, method=SOLVE_METHOD,  # noqa: B023
+                                                             vectorize=True),
+                 "vectorized native": lambda: hessopt.minimize_many(case.f, starts, method=SOLVE_METHOD,  # noqa: B023
+                                                                    vectorize=True, native=True)}
+        compile_seconds = time.perf_counter()   # numba compiles the batch's program once per fun
+        hessopt.minimize_many(case.f, starts[:2], method=SOLVE_METHOD, vectorize=True, native=True)
+        compile_seconds = time.perf_counter() - compile_seconds
         if case.jax_f is not None:
             f, grad, hessian = jax_derivatives(case)
-            calls["scipy+jax"] = lambda: [scipy.optimize.minimize(f, x, jac=grad, hess=hessian,  # noqa: B023
-                                                                  method=SOLVE_METHOD) for x in starts]  # noqa: B023
+            calls["scipy+jax loop"] = lambda: [scipy.optimize.minimize(f, x, jac=grad, hess=hessian,  # noqa: B023
+                                                                       method=SOLVE_METHOD) for x in starts]  # noqa: B023
         cells = []
-        for call in calls.values():
+        for name in head:
+            if name not in calls:
+                cells.append("")
+                continue
             wall, cpu = time.perf_counter(), time.process_time()
-            results = call()
+            results = calls[name]()
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             cells.append(f"{size / wall:7.0f} / {size / cpu:6.0f} ({np.mean([r.success for r in results]):4.2f})")
-        print(f"  {case.name:<24}" + "".join(f"{c:>28}" for c in cells), flush=True)
+        print(f"  {case.name:<24}" + "".join(f"{c:>28}" for c in cells) + f"{compile_seconds:11.1f}", flush=True)
 
 
 def geometric_mean(values: list) -> float:

@@ -61,16 +61,12 @@ def minimize_vectorized(fun: Callable, starts: list, args, batch_args, native: b
     taken = {name: check_option(name, value, "trust-exact") for name, value in (options or {}).items()}
     derivatives = _rows_of(fun, shape, native)
 
-    def evaluate(X: np.ndarray, rows: np.ndarray | None = None) -> tuple:
-        """f, g, H at the running starts' points (``rows``: their indices among the starts; None:
-        all of them, or, without batch_args, whichever they are)."""
-        if batch and rows is None and X.shape[0] != len(starts):
-            raise RuntimeError("minimize_many(vectorize=True): the batch evaluated a subset of the starts "
-                               "without naming them; each start's batch_args cannot be matched to it")
-        return derivatives(X, *args, row_args=batch if rows is None else tuple(b[rows] for b in batch))
+    def evaluate(X: np.ndarray, rows: np.ndarray) -> tuple:
+        """f, g, H at the running starts' points; ``rows``: their indices among the starts."""
+        return derivatives(X, *args, row_args=tuple(b[rows] for b in batch))
 
     from optimizers.batched import minimize_batch
-    results = minimize_batch(evaluate, X0, **taken) if X0.shape[0] else []
+    results = minimize_batch(evaluate, X0, indexed=True, **taken) if X0.shape[0] else []
     for result in results:
         result.x = result.x.reshape(shape)
         result.jac = np.asarray(result.jac).reshape(shape)

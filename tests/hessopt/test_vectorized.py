@@ -22,16 +22,16 @@ TOLERANCE = 1e-12   # the stand-in's gradient test: max |g_i| <= TOLERANCE
 
 
 def newton_stand_in(calls: list):
-    """``minimize_batch``'s interface, as a vectorized Newton iteration: each row stops once
-    max |g| <= TOLERANCE (then it is no longer evaluated); ``calls`` gets (rows, X, f, g, H) of
+    """``minimize_batch``'s interface (``indexed``: ``evaluate(X, rows)``), as a vectorized Newton
+    iteration: each row stops once max |g| <= TOLERANCE (then it is no longer evaluated); ``calls`` gets (rows, X, f, g, H) of
     every evaluation. Options are recorded in ``calls`` too (as a dict, first)."""
-    def minimize_batch(evaluate, X0, **options):
+    def minimize_batch(evaluate, X0, indexed=False, **options):
         calls.append(options)
         X = np.array(X0, dtype=float)
         running, nit = np.arange(len(X)), np.zeros(len(X), dtype=int)
         F, G, H = np.empty(len(X)), np.empty_like(X), np.empty(X.shape + X.shape[1:])
         for _ in range(100):
-            evaluated = evaluate(X[running], rows=running)
+            evaluated = evaluate(X[running], running) if indexed else evaluate(X[running])
             calls.append((running.copy(), X[running].copy(), *evaluated))
             F[running], G[running], H[running] = evaluated
             running = running[np.abs(G[running]).max(axis=1) > TOLERANCE]
@@ -93,15 +93,6 @@ def test_starts_of_any_one_shape_shared_args_and_options_reach_the_batch(stand_i
         np.testing.assert_allclose(result.x, center, rtol=0, atol=1e-11)
     assert stand_in[1][1].shape == (2, 4)            # the batch sees flat rows
     assert hessopt.minimize_many(shifted, [], method="trust-exact", vectorize=True, args=(center,)) == []
-
-
-def test_a_batch_that_evaluates_a_subset_without_naming_it_cannot_match_batch_args(monkeypatch):
-    def minimize_batch(evaluate, X0, **options):
-        evaluate(np.asarray(X0)[1:])
-    monkeypatch.setitem(sys.modules, "optimizers.batched", types.SimpleNamespace(minimize_batch=minimize_batch))
-    with pytest.raises(RuntimeError, match="evaluated a subset of the starts without naming them"):
-        hessopt.minimize_many(centered_quartic, STARTS, method="trust-exact", vectorize=True,
-                              batch_args=(CENTERS, WEIGHTS))
 
 
 @pytest.mark.parametrize("keywords, named", [
