@@ -23,8 +23,8 @@ TOLERANCE = 1e-12   # the stand-in's gradient test: max |g_i| <= TOLERANCE
 
 def newton_stand_in(calls: list):
     """``minimize_batch``'s interface (``indexed``: ``evaluate(X, rows)``), as a vectorized Newton
-    iteration: each row stops once max |g| <= TOLERANCE (then it is no longer evaluated); ``calls`` gets (rows, X, f, g, H) of
-    every evaluation. Options are recorded in ``calls`` too (as a dict, first)."""
+    iteration: each row stops once max |g| <= TOLERANCE (then it is no longer evaluated).
+    ``calls`` gets the options (a dict, first), then (rows, X, f, g, H) of every evaluation."""
     def minimize_batch(evaluate, X0, indexed=False, **options):
         calls.append(options)
         X = np.array(X0, dtype=float)
