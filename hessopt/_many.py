@@ -774,7 +774,8 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
         With ``vectorize``: evaluate the batch in one numba-compiled loop over a native program of
         fun (the compiled extra, ``pip install hessopt[compiled]``; about a microsecond a start and
         an evaluation, after a compilation of seconds that is kept for the next batch of the same
-        fun). Without numba, or for a fun numba refuses, the NumPy replay runs.
+        fun). Without numba, or for a fun numba refuses, the NumPy replay runs and each result's
+        ``native_reason`` says why.
     batch_args : tuple of arrays, optional
         With ``vectorize``: each start's own data (a fit per pixel, per patient): arrays whose
         leading axis is the starts', row i of each passed to start i's fun after ``args``, as

@@ -70,6 +70,8 @@ def minimize_vectorized(fun: Callable, starts: list, args, batch_args, native: b
     for result in results:
         result.x = result.x.reshape(shape)
         result.jac = np.asarray(result.jac).reshape(shape)
+        if native and derivatives.native_reason is not None:   # asked for, and why it did not compile
+            result.native_reason = derivatives.native_reason
     return results
 
 

@@ -202,3 +202,17 @@ def test_each_starts_own_data_gives_what_looped_minimize_with_that_data_gives():
                                     batch_args=(data,))
     looped = [hessopt.minimize(decay_fit, x0, args=(T12, y), method="trust-exact") for x0, y in zip(starts, data)]
     assert_same_minimizers(batched, looped, decay_fit, lambda k: (T12, data[k]))
+
+
+def test_without_numba_native_batches_are_the_replayed_ones_and_say_why(stand_in, monkeypatch):
+    def quartic(x, center, weight):     # a fun of its own: no native program kept from another test
+        return centered_quartic(x, center, weight)
+    replayed = hessopt.minimize_many(quartic, STARTS, method="trust-exact", vectorize=True,
+                                     batch_args=(CENTERS, WEIGHTS))
+    monkeypatch.setitem(sys.modules, "numba", None)     # import numba raises ImportError
+    native = hessopt.minimize_many(quartic, STARTS, method="trust-exact", vectorize=True, native=True,
+                                   batch_args=(CENTERS, WEIGHTS))
+    for with_native, without in zip(native, replayed):
+        np.testing.assert_array_equal(with_native.x, without.x)
+        assert with_native.native_reason == "numba is not installed (the compiled extra)"
+        assert "native_reason" not in without
