@@ -29,7 +29,7 @@ import numpy as np
 from .core import Tensor, value_of
 from .function import Function
 from .jit import Program, trace
-from .jit.native import row_loop
+from .jit.native import reason, row_loop
 from .jit.signature import signature
 from .transforms import cached_hvp
 
@@ -56,7 +56,7 @@ class HessianRows:
         self.f, self.native = f, native
         self.native_reason: str | None = None
         self._at = Function(_value_gradient_hessian(f), eager_fallback=True)
-        self._loops: dict = {}      # signature of a row's arguments -> (loop, Variables) or the reason
+        self._loops: dict = {}      # signature of a row's arguments -> its _Loop, or why none
 
     def __repr__(self) -> str:
         return f"<autodiff.hessian_rows of {getattr(self.f, '__name__', self.f)!r}>"
@@ -75,59 +75,64 @@ class HessianRows:
         """
         X = np.asarray(X)
         if X.ndim != 2 or X.dtype.kind != "f":
-            raise ValueError(f"hessian_rows: X must be a 2-D array of floats (a point per row), got "
-                             f"{'an array of ' + str(X.dtype) if X.ndim == 2 else f'{X.ndim}-D'}")
+            raise ValueError(f"hessian_rows: X must be a 2-D array of floats (a point per row), got shape "
+                             f"{X.shape} of {X.dtype}")
         rows = tuple(_row_arrays(row_args, X.shape[0]))
         m, n = X.shape
         values, gradients, hessians = np.empty(m), np.empty((m, n)), np.empty((m, n, n))
         if m == 0:
             return values, gradients, hessians
-        loop = self._native_loop(X, args, rows) if self.native else None
+        key, shared, _, _ = signature(args)
+        loop = self._native_loop((n, X.dtype.str, key, tuple((r.shape[1:], r.dtype.str) for r in rows)),
+                                 X, args, rows) if self.native else None
         if loop is None:
             for i in range(m):
                 values[i], gradients[i], hessians[i] = self._at(X[i], *args, *[r[i] for r in rows])
-            return values, gradients, hessians
-        run, shared, variables = loop
-        run(np.ascontiguousarray(X), values, gradients, hessians, *shared, *rows,
-            *[_scalar_as_float(value_of(v)) for v in variables])
+        else:
+            loop.run(X, values, gradients, hessians, shared, rows)
         return values, gradients, hessians
 
-    def _native_loop(self, X: np.ndarray, args: tuple, rows: tuple):
-        """(the compiled loop, the shared inputs, the Variables) for these arguments, made once per
-        signature; None when numba cannot take them (``native_reason`` says why)."""
-        key = (X.shape[1], X.dtype.str, signature(args)[0], tuple((r.shape[1:], r.dtype.str) for r in rows))
+    def _native_loop(self, key: tuple, X: np.ndarray, args: tuple, rows: tuple) -> _Loop | None:
+        """The compiled loop of the arguments' signature ``key``, made once; None when numba cannot
+        take them (``native_reason`` says why)."""
         made = self._loops.get(key)
         if made is None:
             made = self._loops[key] = self._compiled(X, args, rows)
         self.native_reason = made if type(made) is str else None
-        if type(made) is str:
-            return None
-        loop, variables = made
-        shared = [_scalar_as_float(v) for v in signature(args)[1]]
-        return loop, shared, variables
+        return None if type(made) is str else made
 
-    def _compiled(self, X: np.ndarray, args: tuple, rows: tuple):
-        """The native loop of a row's program traced at row 0 (``(loop, Variables)``), or why not."""
-        first = [r[0] for r in rows]
+    def _compiled(self, X: np.ndarray, args: tuple, rows: tuple) -> _Loop | str:
+        """The native loop of a row's program traced at row 0, or why there is none."""
         try:
-            recording = trace(self._at.f, X[0], *args, *first)
+            recording = trace(self._at.f, X[0], *args, *[r[0] for r in rows])
         except Exception as error:  # an f the trace refuses: the replay loop runs it (eagerly)
-            return f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+            return reason(error)
         program = Program(recording.records, recording.inputs, recording.outputs, recording.guards,
                           recording.raw, native=True, scalars_in=True)
         if program.native_reason is not None:
             return program.native_reason
-        n_traced = 1 + len(signature(args)[1]) + len(rows)
-        variables = recording.inputs[n_traced:]
-        flags = (False,) * len(signature(args)[1]) + (True,) * len(rows) + (False,) * len(variables)
-        loop = row_loop(program.run, flags)
+        shared = signature(args)[1]
+        variables = recording.inputs[1 + len(shared) + len(rows):]
+        loop = _Loop(row_loop(program.run, (False,) * len(shared) + (True,) * len(rows) + (False,) * len(variables)),
+                     variables)
+        n = X.shape[1]
         try:   # numba types the loop now, at row 0's arguments (its errors: the replay loop runs)
-            loop(np.ascontiguousarray(X[:1]), np.empty(1), np.empty((1, X.shape[1])),
-                 np.empty((1, X.shape[1], X.shape[1])), *[_scalar_as_float(v) for v in signature(args)[1]],
-                 *[r[:1] for r in rows], *[_scalar_as_float(value_of(v)) for v in variables])
+            loop.run(X[:1], np.empty(1), np.empty((1, n)), np.empty((1, n, n)), shared, [r[:1] for r in rows])
         except Exception as error:
-            return f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
-        return loop, variables
+            return reason(error)
+        return loop
+
+
+class _Loop:
+    """A compiled loop over the rows (``native.row_loop``) and the Variables its program reads."""
+
+    def __init__(self, compiled: Callable, variables: list):
+        self.compiled, self.variables = compiled, variables
+
+    def run(self, X, values, gradients, hessians, shared: list, rows) -> None:
+        """Fill ``values``, ``gradients`` and ``hessians`` at the rows of X (0-d inputs as floats)."""
+        self.compiled(np.ascontiguousarray(X), values, gradients, hessians, *[_scalar_as_float(v) for v in shared],
+                      *rows, *[_scalar_as_float(value_of(v)) for v in self.variables])
 
 
 def _row_arrays(row_args: tuple, m: int):

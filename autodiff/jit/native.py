@@ -112,8 +112,13 @@ def native_program(live: list, inputs: list, outputs: list, guards: list, single
                 for t in inputs]                                                     # compiled for them now
         _check(compiled(*args), run_plain(*args), single)
     except Exception as error:  # numba's typing errors and refusals: the NumPy replay runs
-        return None, f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+        return None, reason(error)
     return compiled, None
+
+
+def reason(error: Exception) -> str:
+    """Why numba (or a trace) refused, in a line: ``"TypingError: <its first line>"``."""
+    return f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
 
 
 def row_loop(program: Callable, rows: tuple) -> Callable:

@@ -130,7 +130,7 @@ def test_the_native_loop_is_the_replay_loop_within_rounding(name):
     assert rows.native_reason is None
     for native, plain in zip(got, ad.hessian_rows(f)(X)):
         assert_within_rounding(native, plain)
-    loop = next(iter(rows._loops.values()))[0]
+    loop = next(iter(rows._loops.values())).compiled
     assert type(loop).__module__.startswith("numba")      # one compiled function over the rows
 
 
