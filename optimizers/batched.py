@@ -55,8 +55,8 @@ from .krylov import EPS, SADDLE_CURVATURE
 from .loop import (
     MAXITER_AT_SADDLE,
     NONFINITE_HESSIAN_AT_STATIONARY_POINT,
-    iteration_cap,
     ended_with_test,
+    iteration_cap,
     unusable_start,
 )
 from .objective import MESSAGES, Status
@@ -433,7 +433,8 @@ class _Batch:
         accepted = self._judge(rows, P, p_norm, decrease, on_boundary, F, G, H)
         self._remember_best(rows, X, F, G, H, accepted)
         moved = rows[accepted]
-        self.x[moved], self.f[moved], self.g[moved], self.hess[moved] = X[accepted], F[accepted], G[accepted], H[accepted]
+        for state, trial in ((self.x, X), (self.f, F), (self.g, G), (self.hess, H)):
+            state[moved] = trial[accepted]
         self.arrive(moved)
 
     def _judge(self, rows: np.ndarray, P: np.ndarray, p_norm: np.ndarray, decrease: np.ndarray,
