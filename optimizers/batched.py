@@ -219,11 +219,11 @@ def newton_steps(H: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def secular_steps(values: np.ndarray, coefficients: np.ndarray, radius: np.ndarray,
                   rtol: float = SECULAR_RTOL, maxiter: int = SECULAR_MAXITER) -> tuple[np.ndarray, np.ndarray]:
-    """The trust-region steps on the boundary of rows whose Newton step does not fit, in the
-    eigenbasis: ``(a, lam)`` with the step ``p = Q a``, ``a = -(diag(values) + lam I)^{-1}
-    coefficients``, ``coefficients = Q^T g``, ``||a|| = radius`` (to ``rtol``), lam >= max(0,
-    -lambda_1); in the hard case ``lam = -lambda_1`` and a completed along the leftmost
-    eigenvector (:func:`_hard_case`).
+    """The trust-region steps of rows whose Newton step did not fit or whose H was not found
+    definite, in the eigenbasis: ``(a, lam)`` with the step ``p = Q a``, ``a = -(diag(values) +
+    lam I)^{-1} coefficients``, ``coefficients = Q^T g``; lam = 0 and a inside the region, or
+    ``||a|| = radius`` (to ``rtol``) with lam >= max(0, -lambda_1); in the hard case ``lam =
+    -lambda_1`` and a completed along the leftmost eigenvector (:func:`_hard_case`).
 
     Newton's method on ``phi(lam) = 1/||a(lam)|| - 1/radius``, concave and increasing right of
     ``-lambda_1`` (Moré & Sorensen 1983; N&W Alg. 4.3), from ``lam0 = max(0, -lambda_1, max_i
@@ -231,19 +231,26 @@ def secular_steps(values: np.ndarray, coefficients: np.ndarray, radius: np.ndarr
     is where one component alone, or the whole gradient over the largest eigenvalue, reaches the
     radius), so its iterates rise monotonically to the root; an iterate that rounding puts right
     of the root and whose Newton step falls left of the bracket's lower end is bisected instead.
-    ``values`` ascend in each row (``numpy.linalg.eigh``'s order).
+    ``values`` ascend in each row (``numpy.linalg.eigh``'s order). A semidefinite H's eigenvalues
+    within rounding of zero (``|lambda_i| <= n eps max |lambda|``, none clearly negative) are
+    lifted to twice that, as trust-exact's factorization lifts such pivots
+    (:func:`~optimizers.sparse.rounding_shift`): on a singular H, Newton's step on its range
+    plus, along its null space, the gradient's rounding error over the lift.
     """
+    rounding = values.shape[1] * EPS * np.abs(values).max(axis=1, keepdims=True)
+    values = np.where((values[:, :1] >= -rounding) & (values <= rounding), 2.0 * rounding, values)
     lowest = values[:, 0]
     hard, a_hard = _hard_case(values, coefficients, radius, rtol)
     lower = np.maximum(0.0, -lowest)
-    lam = np.maximum(lower, np.maximum((np.abs(coefficients) / radius[:, None] - values).max(axis=1),
-                                       _norms(coefficients) / radius - values[:, -1]))
     with np.errstate(all="ignore"):
+        lam = np.maximum(lower, np.maximum((np.abs(coefficients) / radius[:, None] - values).max(axis=1),
+                                           _norms(coefficients) / radius - values[:, -1]))
         for _ in range(maxiter):
             shifted = values + lam[:, None]
             a = np.divide(-coefficients, shifted, out=np.zeros_like(coefficients), where=coefficients != 0)
             a_norm = _norms(a)
-            running = (np.abs(a_norm - radius) > rtol * radius) & ~hard
+            inside = (lam == 0) & (a_norm <= radius)
+            running = (np.abs(a_norm - radius) > rtol * radius) & ~inside & ~hard
             if not running.any():
                 break
             lower = np.where(a_norm > radius, np.maximum(lower, lam), lower)

@@ -9,7 +9,7 @@ from scipy.optimize import OptimizeResult
 from optimizers import minimize_trust_exact
 from optimizers.batched import minimize_batch, newton_steps, secular_steps
 from optimizers.objective import MESSAGES, Status
-from optimizers.stopping import GradientTest
+from optimizers.stopping import DEFAULT_GTOL, GradientTest
 from optimizers.subproblems import MoreSorensen
 
 # --- problems: f = sum_k r_k^2 with r, J and the residuals' Hessians S, row by row -----------
@@ -264,6 +264,18 @@ def test_saddle_start_is_left_along_negative_curvature():
     assert_as_looped(saddle_quartic, results, looped(saddle_quartic, [[0.0, 0.0], [1e-3, 0.0]]))
 
 
+def test_singular_semidefinite_hessian_takes_newtons_step_on_its_range():
+    """f = (x + y - 1)^2, H = 2 [[1, 1], [1, 1]] singular: from anywhere one step reaches the
+    minimizers' line (as trust-exact's rounding-shifted factorization does), in one iteration."""
+    def evaluate(X):
+        s = X[:, 0] + X[:, 1] - 1
+        return s ** 2, 2 * np.stack([s, s], axis=1), np.full((len(X), 2, 2), 2.0)
+    X0 = [[3.0, -5.0], [0.2, 0.1], [10.0, 10.0]]
+    for result, expected in zip(minimize_batch(evaluate, X0), looped(evaluate, X0), strict=True):
+        assert result.success and result.nit == expected.nit == 1
+        assert result.fun <= (DEFAULT_GTOL / 2) ** 2   # g = 2 s passed the gradient test
+
+
 def test_secular_steps_solve_the_subproblem_as_more_sorensen():
     rng = np.random.default_rng(3)
     for n in (2, 3, 6):
@@ -280,6 +292,21 @@ def test_secular_steps_solve_the_subproblem_as_more_sorensen():
             model = lambda s, g=g, h=h: g @ s + 0.5 * s @ h @ s   # noqa: E731
             # both minimize the model to the secular tolerance: values agree to it
             assert model(p) == pytest.approx(model(q.p), rel=1e-7, abs=1e-12)
+
+
+def test_secular_steps_lift_a_semidefinite_hessian_as_more_sorensen():
+    """H = Q diag(lambda_1, 4) Q^T, lambda_1 within rounding of zero (eigh's error is about eps
+    ||H||), g on the range: Newton's step on the range, inside the region, as trust-exact's
+    factorization shifted by rounding gives (the hard case's boundary step would move x along the
+    null space for nothing); both minimize the model to rounding."""
+    Q = np.array([[1.0, -1.0], [1.0, 1.0]]) / np.sqrt(2)
+    for lowest in (-1e-17, 0.0, 1e-17):
+        H, g = Q @ np.diag([lowest, 4.0]) @ Q.T, Q @ [0.0, -4.0]
+        a, lam = secular_steps(np.array([[lowest, 4.0]]), np.array([[0.0, -4.0]]), np.array([2.0]))
+        expected = MoreSorensen(g, H).solve(2.0)
+        assert lam[0] == 0.0 and not expected.on_boundary
+        model = lambda s, g=g, H=H: g @ s + 0.5 * s @ H @ s   # noqa: E731
+        assert model(Q @ a[0]) == pytest.approx(model(expected.p), rel=1e-12)
 
 
 def test_newton_steps_and_definiteness():
