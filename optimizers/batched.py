@@ -183,7 +183,9 @@ def _evaluated(evaluate: Callable, X: np.ndarray, rows: np.ndarray) -> tuple[np.
         if array.shape != shape:
             raise ValueError(f"evaluate(X) for X of shape {X.shape} gave {name} of shape {array.shape}, "
                              f"expected {shape}")
-    return F, G, 0.5 * (H + H.transpose(0, 2, 1))
+    symmetric = np.add(H, H.transpose(0, 2, 1))
+    symmetric *= 0.5
+    return F, G, symmetric
 
 
 def _norms(V: np.ndarray) -> np.ndarray:
@@ -197,8 +199,9 @@ def newton_steps(H: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     The Cholesky factorization ``H = L L^T`` column by column (Golub & Van Loan, Alg. 4.2.2), on
     all rows at once with the rows on the last axis, so that each operation runs over contiguous
     memory: for n up to 10 this is as fast as LAPACK called once per matrix (``numpy.linalg``'s
-    batched routines) and, unlike them, tells each row's definiteness instead of raising. A row
-    whose pivot is not positive is not definite (its step is then meaningless).
+    batched routines) and, unlike them, tells each row's definiteness instead of raising. Only
+    the lower triangle is read and updated. A row whose pivot is not positive is not definite
+    (its step is then meaningless).
     """
     n = G.shape[1]
     factor = np.ascontiguousarray(H.transpose(1, 2, 0))
@@ -209,7 +212,8 @@ def newton_steps(H: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             definite &= factor[k, k] > 0
             factor[k:, k] /= np.sqrt(factor[k, k])
             column = factor[k + 1:, k]
-            factor[k + 1:, k + 1:] -= column[:, None] * column[None, :]
+            for i in range(k + 1, n):   # the lower triangle only
+                factor[i, k + 1:i + 1] -= column[i - k - 1] * column[:i - k]
         for k in range(n):   # L y = -g
             step[k] = (step[k] - (factor[k, :k] * step[:k]).sum(axis=0)) / factor[k, k]
         for k in reversed(range(n)):   # L^T p = y
