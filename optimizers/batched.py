@@ -141,7 +141,8 @@ def minimize_batch(evaluate: Callable[[np.ndarray], tuple], X0, *, gtol: float |
             return evaluate(X)
     batch = _Batch(X0, *_evaluated(call, X0, np.arange(len(X0))), test=test, eta=eta)
     batch.set_radii(initial_trust_radius, max_trust_radius)
-    batch.arrive(np.flatnonzero(batch.status == RUNNING))
+    running = np.flatnonzero(batch.status == RUNNING)
+    batch.arrive(running, batch.x[running], batch.f[running], batch.g[running], batch.hess[running])
     while (rows := np.flatnonzero(batch.status == RUNNING)).size:
         batch.iterate(rows, cap, call)
     return batch.results()
@@ -362,13 +363,16 @@ class _Batch:
             self.coefficients[rows] = np.einsum("mji,mj->mi", vectors, self.g[rows])
             self.decomposed[rows] = True
 
-    def arrive(self, rows: np.ndarray) -> None:
-        """The rows moved to a new iterate (or start): their model, and the stopping test there
-        (the gradient test, then the second-order check: at clearly negative curvature, a
-        saddle to leave; where H is not finite no check is possible)."""
-        self.newton[rows], self.definite[rows] = newton_steps(self.hess[rows], self.g[rows])
+    def arrive(self, rows: np.ndarray, X: np.ndarray, F: np.ndarray, G: np.ndarray, H: np.ndarray) -> None:
+        """The rows moved to new iterates ``(X, F, G, H)`` (or their starts): the iterates, their
+        model, and the stopping test there (the gradient test, then the second-order check: at
+        clearly negative curvature, a saddle to leave; where H is not finite no check is
+        possible)."""
+        for state, new in ((self.x, X), (self.f, F), (self.g, G), (self.hess, H)):
+            state[rows] = new
+        self.newton[rows], self.definite[rows] = newton_steps(H, G)
         self.decomposed[rows] = False
-        passed = self.test.measures(self.x[rows], self.f[rows], self.g[rows]) <= self.test.tolerance
+        passed = self.test.measures(X, F, G) <= self.test.tolerance
         self.saddle[rows] = False
         self._stop(rows[passed & self.definite[rows]], Status.SUCCESS)
         rows = rows[passed & ~self.definite[rows]]
@@ -443,10 +447,7 @@ class _Batch:
         self.nev[rows] += 1
         accepted = self._judge(rows, P, p_norm, decrease, on_boundary, F, G, H)
         self._remember_best(rows, X, F, G, H, accepted)
-        moved = rows[accepted]
-        for state, trial in ((self.x, X), (self.f, F), (self.g, G), (self.hess, H)):
-            state[moved] = trial[accepted]
-        self.arrive(moved)
+        self.arrive(rows[accepted], X[accepted], F[accepted], G[accepted], H[accepted])
 
     def _judge(self, rows: np.ndarray, P: np.ndarray, p_norm: np.ndarray, decrease: np.ndarray,
                on_boundary: np.ndarray, F: np.ndarray, G: np.ndarray, H: np.ndarray) -> np.ndarray:
