@@ -350,6 +350,21 @@ def test_nan_at_x0_fails_that_row_only():
     assert [r.x.tolist() for r in alone] == [results[0].x.tolist(), results[2].x.tolist()]
 
 
+def test_nan_hessian_at_x0_fails_that_row_as_trust_exact():
+    """H not finite at x0: no step can be computed (status 3), or where x0 passes the gradient
+    test no second-order check (status 3 too), with trust-exact's messages; other rows run."""
+    def evaluate(X):
+        H = np.where((np.abs(X[:, 1]) > 1.5)[:, None, None], np.nan, 2 * np.eye(2))
+        return (X * X).sum(axis=1), 2 * X, H
+    X0 = np.array([[1.0, 2.0], [0.0, 2.0], [1.0, 1.0]])
+    results, expected = minimize_batch(evaluate, X0), looped(evaluate, X0)
+    assert [r.status for r in results] == [e.status for e in expected] == [3, 3, 0]
+    assert [r.message for r in results[:2]] == [e.message for e in expected[:2]]
+    assert results[0].message.startswith("The Hessian is not finite at the last iterate")
+    assert results[1].message.startswith("The gradient test passed, but the Hessian is not finite")
+    assert [r.nit for r in results] == [0, 0, 1]
+
+
 def test_nan_trial_region_is_left_by_shrinking_the_radius():
     """From x = 10 with radius 100 Newton's step (-90) lands where f is NaN: rejected, the radius
     shrinks until a trial is finite, as in trust-exact."""
