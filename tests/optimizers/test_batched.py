@@ -353,11 +353,12 @@ def test_nan_at_x0_fails_that_row_only():
 def test_nan_hessian_at_x0_fails_that_row_as_trust_exact():
     """H not finite at x0: no step can be computed (status 3), or where x0 passes the gradient
     test no second-order check (status 3 too), with trust-exact's messages; other rows run."""
-    def evaluate(X):
-        H = np.where((np.abs(X[:, 1]) > 1.5)[:, None, None], np.nan, 2 * np.eye(2))
-        return (X * X).sum(axis=1), 2 * X, H
+    def evaluate(X, rows):   # f = x^2 + (y - 2)^2; H NaN in rows 0 and 1
+        H = np.where((rows < 2)[:, None, None], np.nan, 2 * np.eye(2))
+        return X[:, 0] ** 2 + (X[:, 1] - 2) ** 2, 2 * (X - [0.0, 2.0]), H
     X0 = np.array([[1.0, 2.0], [0.0, 2.0], [1.0, 1.0]])
-    results, expected = minimize_batch(evaluate, X0), looped(evaluate, X0)
+    results = minimize_batch(evaluate, X0, indexed=True)
+    expected = [looped(lambda X, row=row: evaluate(X, np.array([row])), X0[row:row + 1])[0] for row in range(3)]
     assert [r.status for r in results] == [e.status for e in expected] == [3, 3, 0]
     assert [r.message for r in results[:2]] == [e.message for e in expected[:2]]
     assert results[0].message.startswith("The Hessian is not finite at the last iterate")
