@@ -102,6 +102,17 @@ class Timed:
         return values
 
 
+def batch_rates(evaluate: Callable, X0: np.ndarray, *, indexed: bool = False, **options) -> tuple[float, float, list]:
+    """Solves per second of ``minimize_batch(evaluate, X0, indexed=indexed, **options)`` in CPU time
+    of this process, the same without the time spent in ``evaluate`` (the algorithm alone), and
+    the results (for other benchmarks to call)."""
+    timed = Timed(evaluate, indexed)
+    start = time.process_time()
+    results = minimize_batch(timed, X0, indexed=True, **options)
+    seconds = time.process_time() - start
+    return len(X0) / seconds, len(X0) / (seconds - timed.seconds), results
+
+
 def loop(evaluate: Callable, X0: np.ndarray, indexed: bool) -> list:
     """trust-exact start by start, on the same derivatives (one row at a time)."""
     results = []
@@ -128,15 +139,11 @@ def measure(batch_size: int, loop_size: int) -> None:
     print(f"{'problem':<22}{'batch/s':>10}{'alg. only/s':>13}{'loop/s':>9}{'speed-up':>10}{'nit':>5}"
           f"{'success':>9}{'agree':>10}")
     for name, (evaluate, X0, indexed) in problems(batch_size).items():
-        timed = Timed(evaluate, indexed)
-        start = time.process_time()
-        results = minimize_batch(timed, X0, indexed=True)
-        seconds = time.process_time() - start
+        rate, algorithm_rate, results = batch_rates(evaluate, X0, indexed=indexed)
         start = time.process_time()
         looped = loop(evaluate, X0[:loop_size], indexed)
         loop_seconds = (time.process_time() - start) / loop_size
-        print(f"{name:<22}{batch_size / seconds:>10,.0f}{batch_size / (seconds - timed.seconds):>13,.0f}"
-              f"{1 / loop_seconds:>9,.0f}{seconds and loop_seconds * batch_size / seconds:>9.1f}x"
+        print(f"{name:<22}{rate:>10,.0f}{algorithm_rate:>13,.0f}{1 / loop_seconds:>9,.0f}{loop_seconds * rate:>9.1f}x"
               f"{int(np.median([r.nit for r in results])):>5}"
               f"{np.mean([r.success for r in results]):>9.1%}"
               f"{agree(results[:loop_size], looped):>6}/{loop_size}")

@@ -55,8 +55,8 @@ from .krylov import EPS, SADDLE_CURVATURE
 from .loop import (
     MAXITER_AT_SADDLE,
     NONFINITE_HESSIAN_AT_STATIONARY_POINT,
-    iteration_cap,
     ended_with_test,
+    iteration_cap,
     unusable_start,
 )
 from .objective import MESSAGES, Status
@@ -141,7 +141,8 @@ def minimize_batch(evaluate: Callable[[np.ndarray], tuple], X0, *, gtol: float |
             return evaluate(X)
     batch = _Batch(X0, *_evaluated(call, X0, np.arange(len(X0))), test=test, eta=eta)
     batch.set_radii(initial_trust_radius, max_trust_radius)
-    batch.arrive(np.flatnonzero(batch.status == RUNNING))
+    running = np.flatnonzero(batch.status == RUNNING)
+    batch.arrive(running, batch.x[running], batch.f[running], batch.g[running], batch.hess[running])
     while (rows := np.flatnonzero(batch.status == RUNNING)).size:
         batch.iterate(rows, cap, call)
     return batch.results()
@@ -183,7 +184,9 @@ def _evaluated(evaluate: Callable, X: np.ndarray, rows: np.ndarray) -> tuple[np.
         if array.shape != shape:
             raise ValueError(f"evaluate(X) for X of shape {X.shape} gave {name} of shape {array.shape}, "
                              f"expected {shape}")
-    return F, G, 0.5 * (H + H.transpose(0, 2, 1))
+    symmetric = np.add(H, H.transpose(0, 2, 1))
+    symmetric *= 0.5
+    return F, G, symmetric
 
 
 def _norms(V: np.ndarray) -> np.ndarray:
@@ -197,8 +200,9 @@ def newton_steps(H: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     The Cholesky factorization ``H = L L^T`` column by column (Golub & Van Loan, Alg. 4.2.2), on
     all rows at once with the rows on the last axis, so that each operation runs over contiguous
     memory: for n up to 10 this is as fast as LAPACK called once per matrix (``numpy.linalg``'s
-    batched routines) and, unlike them, tells each row's definiteness instead of raising. A row
-    whose pivot is not positive is not definite (its step is then meaningless).
+    batched routines) and, unlike them, tells each row's definiteness instead of raising. Only
+    the lower triangle is read and updated. A row whose pivot is not positive is not definite
+    (its step is then meaningless).
     """
     n = G.shape[1]
     factor = np.ascontiguousarray(H.transpose(1, 2, 0))
@@ -209,7 +213,8 @@ def newton_steps(H: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             definite &= factor[k, k] > 0
             factor[k:, k] /= np.sqrt(factor[k, k])
             column = factor[k + 1:, k]
-            factor[k + 1:, k + 1:] -= column[:, None] * column[None, :]
+            for i in range(k + 1, n):   # the lower triangle only
+                factor[i, k + 1:i + 1] -= column[i - k - 1] * column[:i - k]
         for k in range(n):   # L y = -g
             step[k] = (step[k] - (factor[k, :k] * step[:k]).sum(axis=0)) / factor[k, k]
         for k in reversed(range(n)):   # L^T p = y
@@ -219,11 +224,11 @@ def newton_steps(H: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def secular_steps(values: np.ndarray, coefficients: np.ndarray, radius: np.ndarray,
                   rtol: float = SECULAR_RTOL, maxiter: int = SECULAR_MAXITER) -> tuple[np.ndarray, np.ndarray]:
-    """The trust-region steps on the boundary of rows whose Newton step does not fit, in the
-    eigenbasis: ``(a, lam)`` with the step ``p = Q a``, ``a = -(diag(values) + lam I)^{-1}
-    coefficients``, ``coefficients = Q^T g``, ``||a|| = radius`` (to ``rtol``), lam >= max(0,
-    -lambda_1); in the hard case ``lam = -lambda_1`` and a completed along the leftmost
-    eigenvector (:func:`_hard_case`).
+    """The trust-region steps of rows whose Newton step did not fit or whose H was not found
+    definite, in the eigenbasis: ``(a, lam)`` with the step ``p = Q a``, ``a = -(diag(values) +
+    lam I)^{-1} coefficients``, ``coefficients = Q^T g``; lam = 0 and a inside the region, or
+    ``||a|| = radius`` (to ``rtol``) with lam >= max(0, -lambda_1); in the hard case ``lam =
+    -lambda_1`` and a completed along the leftmost eigenvector (:func:`_hard_case`).
 
     Newton's method on ``phi(lam) = 1/||a(lam)|| - 1/radius``, concave and increasing right of
     ``-lambda_1`` (Moré & Sorensen 1983; N&W Alg. 4.3), from ``lam0 = max(0, -lambda_1, max_i
@@ -231,19 +236,26 @@ def secular_steps(values: np.ndarray, coefficients: np.ndarray, radius: np.ndarr
     is where one component alone, or the whole gradient over the largest eigenvalue, reaches the
     radius), so its iterates rise monotonically to the root; an iterate that rounding puts right
     of the root and whose Newton step falls left of the bracket's lower end is bisected instead.
-    ``values`` ascend in each row (``numpy.linalg.eigh``'s order).
+    ``values`` ascend in each row (``numpy.linalg.eigh``'s order). A semidefinite H's eigenvalues
+    within rounding of zero (``|lambda_i| <= n eps max |lambda|``, none clearly negative) are
+    lifted to twice that, as trust-exact's factorization lifts such pivots
+    (:func:`~optimizers.sparse.rounding_shift`): on a singular H, Newton's step on its range
+    plus, along its null space, the gradient's rounding error over the lift.
     """
+    rounding = values.shape[1] * EPS * np.abs(values).max(axis=1, keepdims=True)
+    values = np.where((values[:, :1] >= -rounding) & (values <= rounding), 2.0 * rounding, values)
     lowest = values[:, 0]
     hard, a_hard = _hard_case(values, coefficients, radius, rtol)
     lower = np.maximum(0.0, -lowest)
-    lam = np.maximum(lower, np.maximum((np.abs(coefficients) / radius[:, None] - values).max(axis=1),
-                                       _norms(coefficients) / radius - values[:, -1]))
     with np.errstate(all="ignore"):
+        lam = np.maximum(lower, np.maximum((np.abs(coefficients) / radius[:, None] - values).max(axis=1),
+                                           _norms(coefficients) / radius - values[:, -1]))
         for _ in range(maxiter):
             shifted = values + lam[:, None]
             a = np.divide(-coefficients, shifted, out=np.zeros_like(coefficients), where=coefficients != 0)
             a_norm = _norms(a)
-            running = (np.abs(a_norm - radius) > rtol * radius) & ~hard
+            inside = (lam == 0) & (a_norm <= radius)
+            running = (np.abs(a_norm - radius) > rtol * radius) & ~inside & ~hard
             if not running.any():
                 break
             lower = np.where(a_norm > radius, np.maximum(lower, lam), lower)
@@ -351,13 +363,16 @@ class _Batch:
             self.coefficients[rows] = np.einsum("mji,mj->mi", vectors, self.g[rows])
             self.decomposed[rows] = True
 
-    def arrive(self, rows: np.ndarray) -> None:
-        """The rows moved to a new iterate (or start): their model, and the stopping test there
-        (the gradient test, then the second-order check: at clearly negative curvature, a
-        saddle to leave; where H is not finite no check is possible)."""
-        self.newton[rows], self.definite[rows] = newton_steps(self.hess[rows], self.g[rows])
+    def arrive(self, rows: np.ndarray, X: np.ndarray, F: np.ndarray, G: np.ndarray, H: np.ndarray) -> None:
+        """The rows moved to new iterates ``(X, F, G, H)`` (or their starts): the iterates, their
+        model, and the stopping test there (the gradient test, then the second-order check: at
+        clearly negative curvature, a saddle to leave; where H is not finite no check is
+        possible)."""
+        for state, new in ((self.x, X), (self.f, F), (self.g, G), (self.hess, H)):
+            state[rows] = new
+        self.newton[rows], self.definite[rows] = newton_steps(H, G)
         self.decomposed[rows] = False
-        passed = self.test.measures(self.x[rows], self.f[rows], self.g[rows]) <= self.test.tolerance
+        passed = self.test.measures(X, F, G) <= self.test.tolerance
         self.saddle[rows] = False
         self._stop(rows[passed & self.definite[rows]], Status.SUCCESS)
         rows = rows[passed & ~self.definite[rows]]
@@ -432,9 +447,7 @@ class _Batch:
         self.nev[rows] += 1
         accepted = self._judge(rows, P, p_norm, decrease, on_boundary, F, G, H)
         self._remember_best(rows, X, F, G, H, accepted)
-        moved = rows[accepted]
-        self.x[moved], self.f[moved], self.g[moved], self.hess[moved] = X[accepted], F[accepted], G[accepted], H[accepted]
-        self.arrive(moved)
+        self.arrive(rows[accepted], X[accepted], F[accepted], G[accepted], H[accepted])
 
     def _judge(self, rows: np.ndarray, P: np.ndarray, p_norm: np.ndarray, decrease: np.ndarray,
                on_boundary: np.ndarray, F: np.ndarray, G: np.ndarray, H: np.ndarray) -> np.ndarray:
