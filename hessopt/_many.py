@@ -768,8 +768,8 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
         and the options ``gtol``, ``maxiter``, ``initial_trust_radius``, ``max_trust_radius`` and
         ``eta``; anything else (another method, bounds, constraints, callback, jac/hess/hessp,
         executor, timeout, progress, pytree starts) raises ValueError (or TypeError for the
-        starts) naming it. Each result has x, fun, jac, nit, nfev, njev, nhev, status, success and
-        message.
+        starts) naming it. Each result has x, fun, jac, hess, nit, nfev, njev, nhev, status,
+        success and message (njev and nhev equal nfev: g and H come with every evaluation).
     native : bool, default False
         With ``vectorize``: evaluate the batch in one numba-compiled loop over a native program of
         fun (the compiled extra, ``pip install hessopt[compiled]``; about a microsecond a start and
