@@ -47,7 +47,17 @@ class HessianRows:
     """f, its gradient and its dense Hessian at the rows of an array (see :func:`hessian_rows`).
 
     ``native_reason`` says why the last call did not run the native loop (None: it did, or
-    ``native`` is off: then see ``native``).
+    ``native`` is off).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import autodiff as ad
+    >>> rows = ad.HessianRows(lambda x: np.sum(x ** 4))
+    >>> values, gradients, hessians = rows(np.array([[1.0, 2.0], [-1.0, 0.5]]))
+    >>> values, hessians[1]
+    (array([17.    ,  1.0625]), array([[12.,  0.],
+           [ 0.,  3.]]))
     """
 
     def __init__(self, f: Callable, native: bool = False):
