@@ -21,6 +21,7 @@ from scipy.optimize import OptimizeResult
 
 import autodiff as ad
 from autodiff.jit import LeastRecentlyUsed
+from optimizers.batched import minimize_batch
 
 from ._arguments import as_args, check_option, is_tree
 
@@ -65,7 +66,6 @@ def minimize_vectorized(fun: Callable, starts: list, args, batch_args, native: b
         """f, g, H at the running starts' points; ``rows``: their indices among the starts."""
         return derivatives(X, *args, row_args=tuple(b[rows] for b in batch))
 
-    from optimizers.batched import minimize_batch
     results = minimize_batch(evaluate, X0, indexed=True, **taken) if X0.shape[0] else []
     for result in results:
         result.x = result.x.reshape(shape)
