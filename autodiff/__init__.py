@@ -40,6 +40,7 @@ from .implicit import custom_fixed_point, custom_root, fixed_point
 from .numpy import scipy_integrate as _scipy_integrate  # noqa: F401  (not by autodiff.numpy: it uses transforms)
 from .numpy import stop_gradient
 from .operators import GGNOperator, HessianOperator, ggn_operator, hessian_operator
+from .rows import HessianRows, hessian_rows
 from .sparsity import (
                        DensePatternWarning,
                        SparseHessian,
@@ -60,4 +61,4 @@ __all__ = ["Tensor", "Variable", "constant", "GradientTape", "UnconnectedGradien
            "HessianOperator", "ggn_operator", "GGNOperator", "ravel", "tree", "check_grad", "numpy", "extend",
            "function", "Function", "UntraceableError", "hessian_sparsity", "jacobian_sparsity",
            "SparsityPattern", "sparse_hessian", "sparse_jacobian", "SparseHessian", "SparseJacobian",
-           "DensePatternWarning", "custom_root", "custom_fixed_point", "fixed_point"]
+           "DensePatternWarning", "custom_root", "custom_fixed_point", "fixed_point", "hessian_rows", "HessianRows"]

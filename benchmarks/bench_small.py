@@ -15,8 +15,11 @@ solve in a batch of 10 starts through ``minimize_many`` (one trace for the batch
 given jax.jit's gradient and Hessian (NumPy in and out), the same method (trust-exact); ``per
 eval`` is a solve's time over its evaluations (nfev + njev + nhev). Batches: solves per second
 through ``minimize_many`` (this process, one core) on a batch of starts around each small
-problem's, against a loop of scipy with jax.jit derivatives, in wall time and in this process's
-CPU time (solves per second per core, whatever the other processes' load).
+problem's: a run per start, and the vectorized batch (``vectorize=True``: every start advanced
+together, the derivatives replayed, or ``native=True``: one numba loop over a native program),
+against a loop of scipy with jax.jit derivatives, in wall time and in this process's CPU time
+(solves per second per core, whatever the other processes' load); and a last row of exp_decay fits
+each to its own curve (``batch_args``; its first column a ``minimize`` per fit).
 
 Every time is the median over interleaved rounds (``common.interleaved_ratios``), ratios to jax.jit
 in the same rounds: load from other processes hits every contestant alike. ``compile s`` is numba's
@@ -349,22 +352,68 @@ def solves_table(cases: list, rounds: int) -> None:
 def batch_table(cases: list, size: int) -> None:
     print(f"\nbatches of {size:,} starts per problem ({SOLVE_METHOD}; starts x (1 + 0.2 z), z normal): "
           "solves per second of wall time / of this process's CPU time (per core: other processes' load "
-          "left out), share solved")
-    print(f"  {'problem':<24}{'minimize_many':>28}{'scipy+jax loop':>28}")
+          "left out), share solved; vectorized: minimize_many(vectorize=True), replayed or native (numba's "
+          "compile, once per problem, not counted: 'compile s')")
+    head = ["minimize_many", "vectorized", "vectorized native", "scipy+jax loop"]
+    print(f"  {'problem':<24}" + "".join(f"{h:>28}" for h in head) + f"{'compile s':>11}")
     for case in cases:
         starts = case.start * (1.0 + 0.2 * np.random.default_rng(5).standard_normal((size, case.x.size)))
-        calls = {"minimize_many": lambda: hessopt.minimize_many(case.f, starts, method=SOLVE_METHOD)}  # noqa: B023
+        calls = {"minimize_many": lambda: hessopt.minimize_many(case.f, starts, method=SOLVE_METHOD),  # noqa: B023
+                 "vectorized": lambda: hessopt.minimize_many(case.f, starts, method=SOLVE_METHOD,  # noqa: B023
+                                                             vectorize=True),
+                 "vectorized native": lambda: hessopt.minimize_many(case.f, starts, method=SOLVE_METHOD,  # noqa: B023
+                                                                    vectorize=True, native=True)}
+        compile_seconds = time.perf_counter()   # numba compiles the batch's program once per fun
+        hessopt.minimize_many(case.f, starts[:2], method=SOLVE_METHOD, vectorize=True, native=True)
+        compile_seconds = time.perf_counter() - compile_seconds
         if case.jax_f is not None:
             f, grad, hessian = jax_derivatives(case)
-            calls["scipy+jax"] = lambda: [scipy.optimize.minimize(f, x, jac=grad, hess=hessian,  # noqa: B023
-                                                                  method=SOLVE_METHOD) for x in starts]  # noqa: B023
+            calls["scipy+jax loop"] = lambda: [scipy.optimize.minimize(f, x, jac=grad, hess=hessian,  # noqa: B023
+                                                                       method=SOLVE_METHOD) for x in starts]  # noqa: B023
         cells = []
-        for call in calls.values():
+        for name in head:
+            if name not in calls:
+                cells.append("")
+                continue
             wall, cpu = time.perf_counter(), time.process_time()
-            results = call()
+            results = calls[name]()
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             cells.append(f"{size / wall:7.0f} / {size / cpu:6.0f} ({np.mean([r.success for r in results]):4.2f})")
-        print(f"  {case.name:<24}" + "".join(f"{c:>28}" for c in cells), flush=True)
+        print(f"  {case.name:<24}" + "".join(f"{c:>28}" for c in cells) + f"{compile_seconds:11.1f}", flush=True)
+    own_data_row(size)
+
+
+def decay_fit(p, t, y):
+    """exp_decay with its data as arguments: a * exp(-b t) + c against y."""
+    r = p[0] * np.exp(-p[1] * t) + p[2] - y
+    return r @ r
+
+
+def own_data_row(size: int) -> None:
+    """exp_decay fits, each start with its own curve (``batch_args``): a minimize per fit, and the
+    vectorized batch replayed and native (compile not counted), in the batch table's columns."""
+    rng = np.random.default_rng(6)
+    truth = np.array([2.5, 1.3, 0.4]) * (1.0 + 0.3 * rng.random((size, 3)))
+    curves = truth[:, :1] * np.exp(-truth[:, 1:2] * T20) + truth[:, 2:] + 0.01 * rng.standard_normal((size, 20))
+    starts = np.tile([2.0, 1.0, 0.5], (size, 1))
+
+    def vectorized(native: bool, count: int = size) -> list:
+        return hessopt.minimize_many(decay_fit, starts[:count], method=SOLVE_METHOD, vectorize=True,
+                                     native=native, args=(T20,), batch_args=(curves[:count],))
+    compile_seconds = time.perf_counter()
+    vectorized(True, 2)
+    compile_seconds = time.perf_counter() - compile_seconds
+    calls = [lambda: [hessopt.minimize(decay_fit, x, args=(T20, y), method=SOLVE_METHOD)
+                      for x, y in zip(starts, curves)],
+             lambda: vectorized(False), lambda: vectorized(True)]
+    cells = []
+    for call in calls:
+        wall, cpu = time.perf_counter(), time.process_time()
+        results = call()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        cells.append(f"{size / wall:7.0f} / {size / cpu:6.0f} ({np.mean([r.success for r in results]):4.2f})")
+    print(f"  {'exp_decay 3, own data':<24}" + "".join(f"{c:>28}" for c in cells + [""]) + f"{compile_seconds:11.1f}"
+          "  (a minimize per fit; batch_args)", flush=True)
 
 
 def geometric_mean(values: list) -> float:

@@ -195,11 +195,12 @@ def curvature_check(check_second_order: bool, dense: bool,
     return krylov_curvature
 
 
-def iteration_cap(maxiter: int | None, step: Step, n: int) -> int:
-    """``maxiter``, or the step's default for None; 0 or less means no iteration (scipy's reading:
-    x0 is tested, and the run ends there with status 1 unless it passes)."""
+def iteration_cap(maxiter: int | None, default_maxiter: Callable[[int], int], n: int) -> int:
+    """``maxiter``, or ``default_maxiter(n)`` (the step's default) for None; 0 or less means no
+    iteration (scipy's reading: x0 is tested, and the run ends there with status 1 unless it
+    passes)."""
     if maxiter is None:
-        return step.default_maxiter(n)
+        return default_maxiter(n)
     if isinstance(maxiter, bool) or not isinstance(maxiter, numbers.Real) or int(maxiter) != maxiter:
         raise ValueError(f"maxiter must be an integer (0 or less: no iteration) or None (the "
                          f"method's default), got {maxiter!r}")
@@ -315,8 +316,7 @@ class Loop:
         finite = np.isfinite(point.f) and np.all(np.isfinite(point.g))
         self.monitor.record(0, point.x, point.f, point.g, **(self.step.start(point) if finite else {}))
         if not finite:
-            self.message = (f"The start point is not usable: f(x0) = {point.f}" if not np.isfinite(point.f)
-                            else "The start point is not usable: the gradient at x0 is not finite")
+            self.message = unusable_start(point.f)
             return point, Status.NONFINITE
         return point, None
 
@@ -341,7 +341,7 @@ class Loop:
         return Status.SUCCESS, None
 
     def iterate(self, maxiter: int | None) -> OptimizeResult:
-        cap = iteration_cap(maxiter, self.step, self.objective.x0.size)
+        cap = iteration_cap(maxiter, self.step.default_maxiter, self.objective.x0.size)
         point, status = self.start()
         saddle, nit = None, 0
         if status is None:
@@ -387,6 +387,14 @@ class Loop:
                               history=self.monitor.history, **self.feasible.result_fields(x))
 
 
+def unusable_start(f: float) -> str:
+    """The message of a start point where f (when it is not finite) or else the gradient is not
+    finite: no step can start from it (status 3, scipy's habit)."""
+    if not np.isfinite(f):
+        return f"The start point is not usable: f(x0) = {f}"
+    return "The start point is not usable: the gradient at x0 is not finite"
+
+
 def final_point(objective: Objective, point: Iterate,
                 status: Status) -> tuple[np.ndarray, float, np.ndarray]:
     """``(x, f, g)`` to report: the last iterate, or the best point seen when the run failed and
@@ -403,8 +411,12 @@ def with_gradient_norm(message: str, x: np.ndarray, f: float, g: np.ndarray,
     """``message`` ended with the final gradient norm and the test it was held to, as in
     "... (||g||_inf = 3.2e-04; test: max_i |g_i| max(1, |x_i|) / max(1, |f|) <= 1e-08, here
     3.2e-04)."; ``name`` is the gradient's name (``pg``, the projected gradient, with bounds)."""
-    return (f"{message.rstrip('.')} (||{name}||_inf = {gradient_norm(g):.1e}; "
-            f"test: {test.describe(x, f, g, name)}).")
+    return ended_with_test(message, gradient_norm(g), test.describe(x, f, g, name), name)
+
+
+def ended_with_test(message: str, gnorm: float, test: str, name: str = "g") -> str:
+    """:func:`with_gradient_norm` given the gradient's norm and the test's wording."""
+    return f"{message.rstrip('.')} (||{name}||_inf = {gnorm:.1e}; test: {test})."
 
 
 def with_note(message: str, note: str | None) -> str:

@@ -55,12 +55,27 @@ class GradientTest:
             return gradient_norm(g)
         return gradient_norm(g * np.maximum(1.0, np.abs(x))) / max(1.0, abs(f))
 
+    @property
+    def tolerance(self) -> float:
+        """What :meth:`measure` is compared with."""
+        return DEFAULT_GTOL if self.gtol is None else self.gtol
+
+    def measures(self, X: np.ndarray, F: np.ndarray, G: np.ndarray) -> np.ndarray:
+        """:meth:`measure` of each row of a batch: points ``X`` (m, n), values ``F`` (m,) and
+        gradients ``G`` (m, n), n >= 1 (NaN where a row is not finite)."""
+        if self.gtol is not None:
+            return np.abs(G).max(axis=1)
+        return np.abs(G * np.maximum(1.0, np.abs(X))).max(axis=1) / np.maximum(1.0, np.abs(F))
+
     def __call__(self, x: np.ndarray, f: float, g: np.ndarray) -> bool:
-        return self.measure(x, f, g) <= (DEFAULT_GTOL if self.gtol is None else self.gtol)
+        return self.measure(x, f, g) <= self.tolerance
 
     def describe(self, x: np.ndarray, f: float, g: np.ndarray, name: str = "g") -> str:
         """The test at x, for messages (``name``: how the gradient is called there)."""
+        return self.wording(None if self.gtol is not None else self.measure(x, f, g), name)
+
+    def wording(self, measure: float | None, name: str = "g") -> str:
+        """:meth:`describe` given the point's ``measure`` (not used by the absolute test)."""
         if self.gtol is not None:
             return f"||{name}||_inf <= gtol = {self.gtol:.1e}"
-        return (f"max_i |{name}_i| max(1, |x_i|) / max(1, |f|) <= {DEFAULT_GTOL:.0e}, here "
-                f"{self.measure(x, f, g):.1e}")
+        return f"max_i |{name}_i| max(1, |x_i|) / max(1, |f|) <= {DEFAULT_GTOL:.0e}, here {measure:.1e}"

@@ -259,7 +259,7 @@ _NONFINITE_STEP = ("The Hessian is not finite at the last iterate: no step can b
 _COLLAPSED = {
     Status.PRECISION_LOSS: "Desired accuracy not reached: no step of the model changes x at "
                            "working precision ({name} = {value:.1e}); no further progress",
-    Status.NONFINITE: "Trial values or gradients were not finite until no step of the model "
+    Status.NONFINITE: "Trial values or derivatives were not finite until no step of the model "
                       "changed x ({name} = {value:.1e}); returning the best point found",
 }
 

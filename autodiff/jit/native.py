@@ -13,6 +13,10 @@ NumPy sums pairwise (``np.sum``, ``@`` on long vectors), its ``exp``, ``log``, `
 come from LLVM's math library rather than NumPy's SIMD loops, and 0-d results are Python floats.
 A native program is checked once against its trace's results when it is made (a translation
 that disagreed beyond rounding would be refused).
+
+``row_loop`` is one more numba function around a native program: it runs the program at each row of
+an array (a batch of small problems, ``autodiff.hessian_rows``), numba calling numba, so that a row
+costs the program's own time and no call from Python.
 """
 from __future__ import annotations
 
@@ -108,8 +112,33 @@ def native_program(live: list, inputs: list, outputs: list, guards: list, single
                 for t in inputs]                                                     # compiled for them now
         _check(compiled(*args), run_plain(*args), single)
     except Exception as error:  # numba's typing errors and refusals: the NumPy replay runs
-        return None, f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+        return None, reason(error)
     return compiled, None
+
+
+def reason(error: Exception) -> str:
+    """Why numba (or a trace) refused, in a line: ``"TypingError: <its first line>"``."""
+    return f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+
+
+def row_loop(program: Callable, rows: tuple) -> Callable:
+    """One numba function ``loop(X, values, gradients, hessians, *inputs)`` that runs the native
+    ``program`` (a function of ``(x, *inputs)`` returning (value, gradient, Hessian)) at each row
+    ``X[i]``, with the inputs flagged in ``rows`` read at their row ``[i]`` and the others whole,
+    and writes its results into ``values[i]``, ``gradients[i]`` and ``hessians[i]`` (preallocated).
+    Compiled for its argument types at the first call; numba's errors are raised then."""
+    import numba
+    inputs = [f"a{k}" for k in range(len(rows))]
+    call = ", ".join(["X[i]"] + [f"{name}[i]" if row else name for name, row in zip(inputs, rows)])
+    source = "\n".join([f"def loop({', '.join(['X', 'values', 'gradients', 'hessians'] + inputs)}):",
+                        "    for i in range(X.shape[0]):",
+                        f"        value, gradient, hessian = program({call})",
+                        "        values[i] = value",
+                        "        gradients[i, :] = gradient",
+                        "        hessians[i, :, :] = hessian"])
+    namespace = {"program": program}
+    exec(compile(source, "<autodiff.hessian_rows native loop>", "exec"), namespace)
+    return numba.njit(namespace["loop"])
 
 
 def _check(native, plain, single: bool) -> None:
