@@ -219,6 +219,18 @@ def test_thousands_of_variables_with_sparse_constraints(name, n):
     assert np.max(np.abs(stationarity)) <= 1e-6 * max(1.0, np.max(np.abs(ad.grad(problem.fun)(result.x))))
 
 
+def test_hanging_chain_at_1800_reaches_its_discrete_minimum():
+    """COPS 3.0's chain at n = 1800 (nh = 449), from COPS's start. With the straight-line start used
+    before (u = 2, three unknowns per node) this size ended after 90 iterations at f = 5.1377, and n =
+    10^5 diverged. The discrete minima fall towards the catenary's energy as h does (second order), so
+    the minimum at nh = 449 lies between the catenary's energy and the one stored for n = 1000."""
+    problem = problems.constrained("hanging_chain", 1800)
+    result = hessopt.minimize(problem.fun, problem.x0, constraints=problem.constraints)
+    assert result.success and result.constr_violation <= 1e-8
+    catenary = 5.068480110993413      # tests/hessopt/test_constrained_problems.catenary_energy()
+    assert catenary < result.fun < problems.constrained("hanging_chain", 1000).fmin
+
+
 def test_sparse_and_dense_paths_agree():
     problem = problems.constrained("wood_broyden", 60)
     kwargs = dict(bounds=Bounds(problem.lower, problem.upper), constraints=problem.constraints)
