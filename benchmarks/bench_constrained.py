@@ -1,7 +1,7 @@
 """Constrained problems: scipy's SLSQP and trust-constr, IPOPT and CasADi+IPOPT, with a slot for hessopt.
 
 Problems: the 103 Hock-Schittkowski problems of ``hessopt.problems.HOCK_SCHITTKOWSKI`` and the
-scalable sparse ones of ``hessopt.problems.constrained`` (hanging chain and Bryson-Denham optimal
+scalable sparse ones of ``hessopt.problems.constrained`` (COPS 3.0's hanging chain and Bryson-Denham optimal
 control, Lukšan-Vlček 5.1 and 5.2, a factor-model portfolio) at n = 10^3, 10^4, 10^5.
 
 Every solver gets the same exact derivatives from hessopt's autodiff, traced before the clock starts:
@@ -27,8 +27,8 @@ success that is not solved goes to the independent check of ``local_minimum.py``
 KKT residual with least-squares multipliers of the active set, the reduced Hessian of the
 Lagrangian, a local SLSQP re-solve around x; none of it reads the solver's multipliers): where the
 check fails it is a false success (NO*), where it passes a local minimum other than f* (``loc``,
-its own column: a local method cannot tell it from the global one). Where f* is not known (the
-hanging chain and Bryson-Denham at n = 10^5, which no solver here has solved to 1e-12), solved means
+its own column: a local method cannot tell it from the global one). Where f* is not known
+(Bryson-Denham at n = 10^5, which no solver here has solved to 1e-12), solved means
 that the check's first-order part passes (feasible, KKT residual at most 1e-5); a reported success
 at a feasible point where it does not pass is shown as ``?`` (unverified), not as a false success:
 at that size the least-squares multipliers of an ill-conditioned active set (Bryson-Denham's
@@ -355,14 +355,16 @@ def _casadi_model(ca, problem: problems.Problem):
     """(x, f, g) as CasADi SX expressions, or None for a problem not written here."""
     n, x = problem.n, ca.SX.sym("x", problem.n)
     trapezoid = (lambda v, h: 0.5 * h * (v[1:] + v[:-1]))
-    if problem.name in ("hanging_chain", "bryson_denham"):
+    if problem.name == "hanging_chain":
+        nh = n // 4 - 1
+        h, slope, height, energy, arc = 1.0 / nh, x[0::4], x[1::4], x[2::4], x[3::4]
+        ds = ca.sqrt(1 + slope ** 2)
+        return x, energy[nh], ca.vertcat(
+            height[1:] - height[:-1] - trapezoid(slope, h), energy[1:] - energy[:-1] - trapezoid(height * ds, h),
+            arc[1:] - arc[:-1] - trapezoid(ds, h), height[0] - 1.0, height[nh] - 3.0, energy[0], arc[0], arc[nh] - 4.0)
+    if problem.name == "bryson_denham":
         N = n // 3 - 1
         h, first, second, third = 1.0 / N, x[0::3], x[1::3], x[2::3]
-        if problem.name == "hanging_chain":
-            arc = ca.sqrt(1 + second ** 2)
-            return x, ca.sum1(trapezoid(first * arc, h)), ca.vertcat(
-                first[1:] - first[:-1] - trapezoid(second, h), third[1:] - third[:-1] - trapezoid(arc, h),
-                first[0] - 1.0, first[N] - 3.0, third[0], third[N] - 4.0)
         return x, 0.5 * ca.sum1(trapezoid(third ** 2, h)), ca.vertcat(
             first[1:] - first[:-1] - trapezoid(second, h), second[1:] - second[:-1] - trapezoid(third, h),
             first[0], second[0] - 1.0, first[N], second[N] + 1.0)
@@ -422,7 +424,7 @@ RUNNERS = {"SLSQP": run_slsqp, "trust-constr": run_trust_constr, "ipopt": run_ip
 
 def instances(names: list[str], sizes: list[int]) -> list[problems.Problem]:
     """The Hock-Schittkowski problems and the scalable ones at each size (rounded down to one the
-    problem takes: a multiple of 3 for the control problems)."""
+    problem takes: a multiple of its unknowns per node for the control problems)."""
     chosen = []
     for name in names:
         if name == "hs":
@@ -430,7 +432,7 @@ def instances(names: list[str], sizes: list[int]) -> list[problems.Problem]:
         elif name == "scalable":
             chosen += [instance for key in problems.CONSTRAINED for instance in instances([key], sizes)]
         elif name in problems.CONSTRAINED:
-            multiple = 3 if name in ("hanging_chain", "bryson_denham") else 1
+            multiple = {"hanging_chain": 4, "bryson_denham": 3}.get(name, 1)
             chosen += [problems.constrained(name, size // multiple * multiple) for size in sizes]
         else:
             chosen.append(problems.hock_schittkowski(int(name.lower().removeprefix("hs"))))

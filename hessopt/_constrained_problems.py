@@ -1215,11 +1215,13 @@ def _scalable(name: str, title: str, fun: Callable, x0, fmin: dict | float, cons
                    constraint_upper=np.asarray(upper_c, dtype=np.float64))
 
 
-def _intervals(name: str, n: int) -> int:
-    """The number of time steps N of a control problem with three unknowns at each of N + 1 nodes."""
-    if n < 9 or n % 3:
-        raise ValueError(f"{name} has three unknowns at each node: n must be a multiple of 3 >= 9, got {n}")
-    return n // 3 - 1
+def _intervals(name: str, n: int, unknowns: int = 3) -> int:
+    """The number of time steps N of a control problem with ``unknowns`` unknowns at each of N + 1 nodes."""
+    words = {3: "three", 4: "four"}[unknowns]
+    if n < 3 * unknowns or n % unknowns:
+        raise ValueError(f"{name} has {words} unknowns at each node: n must be a multiple of {unknowns} >= "
+                         f"{3 * unknowns}, got {n}")
+    return n // unknowns - 1
 
 
 def _trapezoid(values, h: float):
@@ -1230,8 +1232,9 @@ def _trapezoid(values, h: float):
 # f* at the sizes the benchmark runs, computed here: IPOPT (MUMPS) from x0 with tol 1e-12 and no bound
 # relaxation; at n ~ 1000 CasADi+IPOPT agrees to 1e-9 and trust-constr to 1e-6. The control problems'
 # minima converge to their closed forms at second order (tests); Wood-Broyden's is the minimum IPOPT
-# reaches from x0, not known to be global; the portfolio's is global (a convex problem).
-_CHAIN_FMIN = {999: 5.068672533154, 9999: 5.068483578943}
+# reaches from x0, not known to be global; the portfolio's is global (a convex problem). The chain's,
+# COPS 3.0's model and start, by CasADi+IPOPT (MUMPS), tol 1e-12: 8, 7 and 8 iterations.
+_CHAIN_FMIN = {1000: 5.068787454561, 10000: 5.068485990460, 100000: 5.068480183759}
 _BRYSON_DENHAM_FMIN = {999: 4.000324170336, 9999: 4.000003240525}
 _ROSENBROCK_TRIGEXP_LOCAL = {1000: 6.232458632438, 10000: 6.232458632438, 100000: 6.232458632438}
 _WOOD_BROYDEN_FMIN = {1000: 29365.90048453, 10000: 294881.0590019, 100000: 2950032.644176}
@@ -1239,33 +1242,39 @@ _PORTFOLIO_FMIN = {1000: 0.3199462414234, 10000: 0.3184621044824, 100000: 0.3211
 
 
 def _hanging_chain(n: int, a: float = 1.0, b: float = 3.0, length: float = 4.0) -> Problem:
-    """The hanging chain (COPS 3.0 problem 'chain'): unknowns (y_i, u_i, z_i) at N + 1 nodes on [0, 1]."""
-    N = _intervals("hanging_chain", n)
-    h = 1.0 / N
+    """The hanging chain as COPS 3.0 publishes it (problem 'chain'): unknowns (u_k, x1_k, x2_k, x3_k)
+    at nh + 1 nodes on [0, 1] (slope, height, energy, length), its start included."""
+    nh = _intervals("hanging_chain", n, unknowns=4)
+    h = 1.0 / nh
 
     def nodes(x):
-        nodes = np.reshape(x, (N + 1, 3))
-        return nodes[:, 0], nodes[:, 1], nodes[:, 2]
+        nodes = np.reshape(x, (nh + 1, 4))
+        return nodes[:, 0], nodes[:, 1], nodes[:, 2], nodes[:, 3]
 
     def fun(x):
-        y, u, _ = nodes(x)
-        return np.sum(_trapezoid(y * np.sqrt(1.0 + u ** 2), h))
+        return x[-2]                                    # the energy x2 at t = 1
 
     def constraint(x):
-        y, u, z = nodes(x)
-        return np.concatenate([y[1:] - y[:-1] - _trapezoid(u, h),
-                               z[1:] - z[:-1] - _trapezoid(np.sqrt(1.0 + u ** 2), h),
-                               np.stack([y[0] - a, y[-1] - b, z[0], z[-1] - length])])
+        u, height, energy, arc = nodes(x)
+        ds = np.sqrt(1.0 + u ** 2)
+        return np.concatenate([height[1:] - height[:-1] - _trapezoid(u, h),
+                               energy[1:] - energy[:-1] - _trapezoid(height * ds, h),
+                               arc[1:] - arc[:-1] - _trapezoid(ds, h),
+                               np.stack([height[0] - a, height[-1] - b, energy[0], arc[0], arc[-1] - length])])
 
-    t = np.linspace(0.0, 1.0, N + 1)
-    x0 = np.stack([a + (b - a) * t, np.full(N + 1, b - a), length * t], axis=1).ravel()
-    m = 2 * N + 4
+    t = np.arange(nh + 1) * h
+    t_min = 0.25 if b > a else 0.75
+    slope = 4.0 * abs(b - a) * (t - t_min)
+    height = 4.0 * abs(b - a) * t * (0.5 * t - t_min) + a
+    x0 = np.stack([slope, height, height * slope, slope], axis=1).ravel()
+    m = 3 * nh + 5
     return _scalable("hanging_chain", "Hanging chain (COPS 3.0)", fun, x0, _CHAIN_FMIN, constraint, np.zeros(m),
                      np.zeros(m),
                      notes="Dolan, More & Munson, 'Benchmarking optimization software with COPS 3.0', ANL/MCS-"
-                           "TM-273, 2004, problem 'chain' (Cesari 1983): min int y sqrt(1 + y'^2) dt with "
-                           "y' = u, z' = sqrt(1 + u^2), y(0) = 1, y(1) = 3, z(0) = 0, z(1) = 4 (the length), "
-                           "trapezoidal rule; the continuous minimum is the catenary's")
+                           "TM-273, 2004, problem 'chain' (Cesari 1983), as published (model and start): min "
+                           "x2(1) with x1' = u, x2' = x1 sqrt(1 + u^2), x3' = sqrt(1 + u^2), x1(0) = 1, x1(1) = 3, "
+                           "x2(0) = x3(0) = 0, x3(1) = 4 (the length), trapezoidal rule, nh = n / 4 - 1 "
+                           "intervals; the continuous minimum is the catenary's")
 
 
 def _bryson_denham(n: int, ceiling: float = 1.0 / 9.0) -> Problem:
@@ -1393,14 +1402,13 @@ def constrained(name: str, n: int) -> Problem:
     """A scalable sparse constrained problem with ``n`` unknowns; ``name`` is one of ``CONSTRAINED``.
 
     Two discretized optimal control problems with the dynamics as equality constraints (trapezoidal
-    rule): the hanging chain of COPS 3.0 (n a multiple of 3; nonlinear objective and dynamics) and
+    rule): the hanging chain of COPS 3.0 as published (n a multiple of 4; nonlinear dynamics) and
     Bryson-Denham's state-constrained double integrator (n a multiple of 3; the state bound as
     bounds, a closed-form continuous minimum of 4); Lukšan & Vlček's problems 5.1 (chained
     Rosenbrock with trigonometric-exponential constraints) and 5.2 (chained Wood with Broyden
     banded constraints, n even); and a long-only factor-model portfolio with bounds, an inequality
-    and equalities. ``fmin`` is known at n = 999, 9999, 99999 (control problems) and 1000, 10000,
-    100000 (the others), computed here (NaN at other sizes; n = 99999 of the control problems is not
-    computed yet).
+    and equalities. ``fmin`` is known at n = 999, 9999 (Bryson-Denham) and 1000, 10000, 100000 (the
+    others), computed here (NaN at other sizes; n = 99999 of Bryson-Denham is not computed yet).
 
     Raises
     ------

@@ -222,8 +222,10 @@ def test_scalable_problems_are_sparse_and_traceable(name):
 
 
 def test_scalable_sizes_and_names_are_checked():
+    with pytest.raises(ValueError, match="multiple of 4"):
+        constrained("hanging_chain", 999)
     with pytest.raises(ValueError, match="multiple of 3"):
-        constrained("hanging_chain", 1000)
+        constrained("bryson_denham", 1000)
     with pytest.raises(ValueError, match="even n"):
         constrained("wood_broyden", 999)
     with pytest.raises(KeyError, match="choose from"):
@@ -255,12 +257,49 @@ def _stored_sizes(name, sizes=(999, 9999, 99999)):
     return [n for n in sizes if np.isfinite(constrained(name, n).fmin)]
 
 
+def test_hanging_chain_is_cops_as_published():
+    """COPS 3.0's model and start (Dolan, Moré & Munson 2004, problem 'chain'): nh = n / 4 - 1
+    intervals, (u, x1, x2, x3) at each node, f = x2(1); the start u = x3 = 8 (t - 1/4), x1 = 8 t (t / 2
+    - 1/4) + 1 (a parabola from 1 to 3 with slope u, so the trapezoidal rule integrates x1' = u exactly
+    there), x2 = x1 u."""
+    p = constrained("hanging_chain", 1000)
+    nh = 249
+    u, x1, x2, x3 = p.x0.reshape(nh + 1, 4).T
+    t = np.arange(nh + 1) / nh
+    np.testing.assert_allclose(u, 8.0 * (t - 0.25), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(x1, 4.0 * t ** 2 - 2.0 * t + 1.0, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(x2, x1 * u)
+    np.testing.assert_array_equal(x3, u)
+    c = p.constraint(p.x0)
+    rounding = 10 * np.finfo(float).eps * np.max(np.abs(p.x0))
+    assert p.fun(p.x0) == x2[-1] == pytest.approx(18.0, rel=0, abs=rounding)     # x1(1) u(1) = 3 * 6
+    assert c.shape == (3 * nh + 5,)
+    np.testing.assert_allclose(c[:nh], 0.0, atol=rounding)                       # x1' = u exactly
+    # x1(0) = 1, x1(1) = 3 hold; x2(0) = x3(0) = -2 and x3(1) = 6 are COPS's start, not its constraints
+    np.testing.assert_allclose(c[-5:], [0.0, 0.0, -2.0, -2.0, 2.0], atol=rounding)
+
+
+def test_hanging_chain_energy_is_the_trapezoidal_integral():
+    """Along feasible dynamics, f = x2(1) is the trapezoidal rule of int x1 sqrt(1 + u^2) dt."""
+    p = constrained("hanging_chain", 40)
+    nh = 9
+    rng = np.random.default_rng(0)
+    u, x1 = rng.standard_normal(nh + 1), rng.standard_normal(nh + 1)
+    integrand, ds = x1 * np.sqrt(1 + u ** 2), np.sqrt(1 + u ** 2)
+    x2 = np.concatenate([[0.0], np.cumsum(0.5 / nh * (integrand[1:] + integrand[:-1]))])
+    x3 = np.concatenate([[0.0], np.cumsum(0.5 / nh * (ds[1:] + ds[:-1]))])
+    x = np.stack([u, x1, x2, x3], axis=1).ravel()
+    np.testing.assert_allclose(p.constraint(x)[nh:3 * nh], 0.0, atol=1e-14)
+    assert p.fun(x) == pytest.approx(np.trapezoid(integrand, dx=1.0 / nh), rel=1e-14)
+
+
 def test_hanging_chain_minima_converge_to_the_catenary():
-    """The minima stored for n = 999, 9999 (and 99999) (IPOPT, tol 1e-12) approach the catenary's
-    energy, each tenfold refinement of h cutting the error by more than 30 (second order: 100)."""
+    """The minima stored for n = 1000, 10000, 100000 (IPOPT, tol 1e-12) approach the catenary's
+    energy, each tenfold refinement of n cutting the error by more than 30 (second order: 100)."""
     exact = catenary_energy()
-    errors = [constrained("hanging_chain", n).fmin - exact for n in _stored_sizes("hanging_chain")]
-    assert len(errors) >= 2 and 0.0 < errors[0] < 3e-4
+    errors = [constrained("hanging_chain", n).fmin - exact
+              for n in _stored_sizes("hanging_chain", (1000, 10000, 100000))]
+    assert len(errors) >= 2 and 0.0 < errors[0] < 1e-3
     assert all(coarse / fine > 30.0 for coarse, fine in zip(errors, errors[1:]))
 
 
