@@ -110,8 +110,9 @@ class AutodiffDerivatives(PointDerivatives):
     def at(self, x: np.ndarray) -> ad.HessianOperator:
         if not same_point(x, self._x):
             self._x = self._operator = None   # the old recording goes before the new one is made
-            self._operator = self._operator_at(self.point(x))
-            self._x = np.array(x, copy=True)
+            operator = self._operator_at(self.point(x))
+            operator.value  # noqa: B018  f runs here, not at a deferred operator's first read: a refusal is at(x)'s
+            self._operator, self._x = operator, np.array(x, copy=True)
         return self._operator
 
     def fun(self, x: np.ndarray) -> float:

@@ -11,6 +11,7 @@ only elapsed times asserted are lower bounds (what the batch had to wait for) or
 what is promised, so that the tests hold on a loaded machine.
 """
 import math
+import signal
 import time
 from concurrent.futures import BrokenExecutor, ProcessPoolExecutor, ThreadPoolExecutor
 
@@ -165,7 +166,16 @@ def test_an_interrupt_in_a_run_here_stops_the_batch_with_what_finished():
     assert_solved(results, [0])
 
 
-def test_ctrl_c_while_runs_are_in_flight_stops_the_batch_with_what_finished(tmp_path):
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt here, as in an interactive Python, also where the suite was
+    started with SIGINT ignored (a background job of a non-interactive shell, as CI may run it)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_while_runs_are_in_flight_stops_the_batch_with_what_finished(tmp_path, ctrl_c_raises):
     # The BAD run sends this process SIGINT, as Ctrl-C would, and hangs: the batch stops at once,
     # without that run, which had not finished.
     release = str(tmp_path / "release")
