@@ -10,7 +10,6 @@ read afresh by every replay).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
