@@ -299,25 +299,30 @@ class _Replay:
     ``direct(*arrays)``, for a call with float arrays alone (``arrays``: their shapes and dtypes)
     and no Variables, is the program's result as ``Traced.__call__`` returns it (mirrored), with no
     tree walk: one array out, or a tuple of arrays (0-d ones as NumPy scalars); None for any other
-    call (and ``arrays`` is then ``()``).
+    call (and ``arrays`` is then ``()``). ``single``: such a call's result is one array (not 0-d);
+    the program returns it alone, and is ``direct`` (a gradient's call is the program's call).
     """
 
-    __slots__ = ("run_program", "variables", "structure", "arrays", "direct", "native_reason", "repeats_recording")
+    __slots__ = ("run_program", "variables", "structure", "arrays", "single", "direct", "native_reason",
+                 "repeats_recording")
 
     def __init__(self, recording, key, native: bool = False):
-        program = Program(recording.records, recording.inputs, recording.outputs, recording.guards,
-                          recording.raw, native=native)
-        self.run_program, self.structure = program.run, recording.structure
-        self.native_reason, self.repeats_recording = program.native_reason, program.repeats_recording
         self.variables = [t for t in recording.inputs if isinstance(t, Variable)]
         arrays = key[0] == CALL_WITH_ARRAYS and not self.variables
+        n_out = len(recording.outputs)
+        self.single = (arrays and recording.structure(list(range(n_out))) == 0
+                       and np.ndim(value_of(recording.outputs[0])) > 0)
+        program = Program(recording.records, recording.inputs, recording.outputs, recording.guards,
+                          recording.raw, single=self.single, native=native)
+        self.run_program, self.structure = program.run, recording.structure
+        self.native_reason, self.repeats_recording = program.native_reason, program.repeats_recording
         self.arrays = key[1] if arrays else ()
-        self.direct = _direct(program.run, recording.structure, len(recording.outputs)) if arrays else None
+        self.direct = (program.run if self.single else
+                       _direct(program.run, recording.structure, n_out) if arrays else None)
 
     def run(self, values: list):
-        if self.variables:
-            return self.structure(self.run_program(*values, *[value_of(v) for v in self.variables]))
-        return self.structure(self.run_program(*values))
+        results = self.run_program(*values, *[value_of(v) for v in self.variables])
+        return self.structure([results] if self.single else results)
 
 
 def _traced_results(recording) -> list:
