@@ -159,10 +159,9 @@ class Traced:
         fast = self._fast  # the common call (arrays, as last time) goes straight to the program
         if (fast is not None and len(args) == len(fast.arrays) and not kwargs
                 and not (state.tapes or state.accumulators or state.observers)):
-            for x, (shape, dtype) in zip(args, fast.arrays):
-                if type(x) is not np.ndarray or x.shape != shape or x.dtype != dtype:
-                    break
-            else:
+            x = args[0]   # the first array inline (a gradient's only one), any others in a loop
+            if (type(x) is np.ndarray and x.shape == fast.shape and x.dtype == fast.dtype
+                    and (not fast.rest or _matching(args, fast.rest))):
                 try:
                     return fast.direct(*args)
                 except Retrace:
@@ -299,12 +298,13 @@ class _Replay:
     ``direct(*arrays)``, for a call with float arrays alone (``arrays``: their shapes and dtypes)
     and no Variables, is the program's result as ``Traced.__call__`` returns it (mirrored), with no
     tree walk: one array out, or a tuple of arrays (0-d ones as NumPy scalars); None for any other
-    call (and ``arrays`` is then ``()``). ``single``: such a call's result is one array (not 0-d);
+    call (and ``arrays`` is then ``()``; ``shape``, ``dtype``: the first array's, ``rest``: the
+    others'). ``single``: such a call's result is one array (not 0-d);
     the program returns it alone, and is ``direct`` (a gradient's call is the program's call).
     """
 
-    __slots__ = ("run_program", "variables", "structure", "arrays", "single", "direct", "native_reason",
-                 "repeats_recording")
+    __slots__ = ("run_program", "variables", "structure", "arrays", "shape", "dtype", "rest", "single", "direct",
+                 "native_reason", "repeats_recording")
 
     def __init__(self, recording, key, native: bool = False):
         self.variables = [t for t in recording.inputs if isinstance(t, Variable)]
@@ -317,12 +317,21 @@ class _Replay:
         self.run_program, self.structure = program.run, recording.structure
         self.native_reason, self.repeats_recording = program.native_reason, program.repeats_recording
         self.arrays = key[1] if arrays else ()
+        (self.shape, self.dtype), self.rest = (key[1][0], key[1][1:]) if arrays else ((None, None), ())
         self.direct = (program.run if self.single else
                        _direct(program.run, recording.structure, n_out) if arrays else None)
 
     def run(self, values: list):
         results = self.run_program(*values, *[value_of(v) for v in self.variables])
         return self.structure([results] if self.single else results)
+
+
+def _matching(arrays: tuple, rest: tuple) -> bool:
+    """Whether the arrays after the first are ndarrays of the shapes and dtypes in ``rest`` (pairs)."""
+    for x, (shape, dtype) in zip(arrays[1:], rest):
+        if type(x) is not np.ndarray or x.shape != shape or x.dtype != dtype:
+            return False
+    return True
 
 
 def _traced_results(recording) -> list:
