@@ -7,8 +7,9 @@ generated functions where the problem is written in it.
 Problems: MGH instances (``hessopt.problems``; jax runs the same source with ``np`` bound to
 ``jax.numpy``), three small CUTEst-like least-squares fits (3-5 parameters, 20-40 points) and a
 2,033-parameter perceptron's loss on a batch of 256. HVP is ``hessian_operator(f, x) @ v`` at a
-new x (what jax's jitted HVP of (x, v) computes); ``HVP@x`` the product of an operator already made
-at x (an optimizer's further products at one iterate).
+new x (what jax's jitted HVP of (x, v) computes); ``hvp(f)`` the functional product a JAX user
+writes, ``ad.hvp(f)(x, v)`` (one program of (x, v)), against the same jitted HVP; ``HVP@x`` the
+product of an operator already made at x (an optimizer's further products at one iterate).
 
 Whole solves from MGH's starting points: ``hessopt.minimize`` (a fresh call: it traces f), and per
 solve in a batch of 10 starts through ``minimize_many`` (one trace for the batch), against ``scipy.optimize.minimize``
@@ -23,7 +24,7 @@ each to its own curve (``batch_args``; its first column a ``minimize`` per fit).
 
 Every time is the median over interleaved rounds (``common.interleaved_ratios``), ratios to jax.jit
 in the same rounds: load from other processes hits every contestant alike. ``compile s`` is numba's
-time to make the problem's native programs (gradient, split HVP, Hessian).
+time to make the problem's native programs (gradient, split HVP, hvp(f), Hessian).
 Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_small.py [--all] [--quick]
 [--calls | --solves] [--batch N] (--all: the 39 MGH instances, not a dozen; --quick: 5 rounds instead
 of 15; --calls, --solves: that part alone; --batch: starts per problem in a batch, default 1,000)
@@ -54,7 +55,7 @@ if jax is not None:
 
 SUBSET = ["rosenbrock", "freudenstein_roth", "beale", "helical_valley", "box_3d", "wood", "biggs_exp6",
           "osborne2", "watson", "extended_rosenbrock", "trigonometric", "chebyquad"]
-KINDS = ("gradient", "HVP", "HVP@x", "Hessian")
+KINDS = ("gradient", "HVP", "hvp(f)", "HVP@x", "Hessian")
 
 
 class Case:
@@ -186,7 +187,7 @@ def mlp_gradient(parameters):
 def mlp_case() -> Case:
     x = 0.3 * np.random.default_rng(4).standard_normal(2033)
     return Case("mlp 2033 (batch 256)", mlp_loss, x, (lambda p: mlp_loss(p, np=jnp)) if jax else None,
-                {"gradient": mlp_gradient}, kinds=KINDS[:3])   # its Hessian: 20 s a call, not a small problem
+                {"gradient": mlp_gradient}, kinds=KINDS[:4])   # its Hessian: 20 s a call, not a small problem
 
 
 # --- the contestants --------------------------------------------------------------------------------
@@ -195,18 +196,20 @@ def autodiff_calls(f: Callable, x: np.ndarray, v: np.ndarray, native: bool, hess
     """({kind: call}, seconds to make the programs, why not native)."""
     start = time.perf_counter()
     traced = ad.function(f, native=native)
-    grad, hessian = traced.grad(), ad.hessian(traced)
+    grad, hessian, hvp = traced.grad(), ad.hessian(traced), ad.hvp(traced)
     operator = ad.hessian_operator(traced, x)
     reasons = [traced.native_reason]
     grad(x)
     reasons.append(traced.native_reason)
     operator.matvec(v)
     ad.hessian_operator(traced, x + 0.0).matvec(v)
+    hvp(x, v)
+    reasons.append(traced.native_reason)
     if hessian_too:
         hessian(x)
         reasons.append(traced.native_reason)
     calls = {"gradient": lambda: grad(x), "HVP": lambda: ad.hessian_operator(traced, x).matvec(v),
-             "HVP@x": lambda: operator.matvec(v), "Hessian": lambda: hessian(x)}
+             "hvp(f)": lambda: hvp(x, v), "HVP@x": lambda: operator.matvec(v), "Hessian": lambda: hessian(x)}
     return calls, time.perf_counter() - start, next((r for r in reasons if r), None)
 
 
@@ -216,7 +219,8 @@ def jax_calls(f: Callable, x: np.ndarray, v: np.ndarray) -> dict:
     hessian = jax.jit(jax.hessian(f))
     calls = {"gradient": lambda: np.asarray(grad(x)), "HVP": lambda: np.asarray(hvp(x, v)),
              "Hessian": lambda: np.asarray(hessian(x))}
-    calls["HVP@x"] = calls["HVP"]   # jax has no product at a made point: the same call
+    calls["hvp(f)"] = calls["HVP"]    # jax's functional product of (x, v)
+    calls["HVP@x"] = calls["HVP"]     # jax has no product at a made point: the same call
     for call in calls.values():
         call()
     return calls
@@ -232,7 +236,8 @@ def casadi_calls(f: Callable, x: np.ndarray, v: np.ndarray) -> dict:
     hvp_f = casadi.Function("hv", [xs, vs], [casadi.jtimes(gradient, xs, vs)])
     hess_f = casadi.Function("h", [xs], [hessian])
     return {"gradient": lambda: np.asarray(grad_f(x)).ravel(), "HVP": lambda: np.asarray(hvp_f(x, v)).ravel(),
-            "HVP@x": lambda: np.asarray(hvp_f(x, v)).ravel(), "Hessian": lambda: np.asarray(hess_f(x))}
+            "hvp(f)": lambda: np.asarray(hvp_f(x, v)).ravel(), "HVP@x": lambda: np.asarray(hvp_f(x, v)).ravel(),
+            "Hessian": lambda: np.asarray(hess_f(x))}
 
 
 def check(calls: dict, reference: dict, name: str, contestant: str) -> None:

@@ -10,7 +10,6 @@ read afresh by every replay).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,8 +18,8 @@ from ..core import Tensor, Variable, value_of
 from ..tree import flatten
 from .tracing import is_traced_leaf
 
-CALL_WITH_AN_ARRAY = "call with an array"  # the signature kind of f(x), x a float array
-ONE_ARRAY = "one array"                    # ... of the arguments (x,) of a transform
+CALL_WITH_ARRAYS = "call with arrays"  # the signature kind of f(x, ...), positional float arrays only
+ONE_ARRAY = "one array"                # ... of the arguments (x,) of a transform
 
 
 class _Unhashable(TypeError):
@@ -63,9 +62,9 @@ def signature(tree: Any) -> tuple:
     TypeError
         For an unhashable static argument, naming it.
     """
-    single = _single_array(tree)
-    if single is not None:  # the optimizers' case, without the tree walk
-        return single
+    arrays = _arrays(tree)
+    if arrays is not None:  # the optimizers' case (and a Hessian-vector product's), without the tree walk
+        return arrays
     leaves, treedef = flatten(tree)
     traced = [k for k, leaf in enumerate(leaves) if is_traced_leaf(leaf)]
     values = [np.asarray(value_of(leaves[k])) for k in traced]
@@ -113,25 +112,27 @@ def _is_call(tree) -> bool:
     return type(tree) is tuple and len(tree) == 2 and type(tree[0]) is tuple and type(tree[1]) is dict
 
 
-def _single_array(tree):
-    """``signature`` of a float ndarray, of ``(array,)`` or of ``((array,), {})``; else None."""
-    if _is_call(tree) and not tree[1]:
-        tree, kind = tree[0], CALL_WITH_AN_ARRAY
-    else:
-        kind = ONE_ARRAY
+def _arrays(tree):
+    """``signature`` of a call ``((array, ...), {})`` of float arrays alone, or of the arguments
+    ``(array,)``: key ``(CALL_WITH_ARRAYS, ((shape, dtype), ...))`` or ``(ONE_ARRAY, shape, dtype)``;
+    else None."""
+    if _is_call(tree):
+        arrays = tree[0]
+        if tree[1] or not arrays:
+            return None
+        for x in arrays:
+            if type(x) is not np.ndarray or x.dtype.kind not in "fc":
+                return None
+        return (CALL_WITH_ARRAYS, tuple([(x.shape, x.dtype) for x in arrays])), list(arrays), _as_call, False
     if type(tree) is tuple and len(tree) == 1:
         x = tree[0]
         if type(x) is np.ndarray and x.dtype.kind in "fc":
-            return (kind, x.shape, x.dtype), [x], _rebuilder(kind), False
+            return (ONE_ARRAY, x.shape, x.dtype), [x], _as_arguments, False
     return None
 
 
-def _rebuilder(kind: str) -> Callable:
-    return _as_call if kind == CALL_WITH_AN_ARRAY else _as_arguments
-
-
 def _as_call(leaves):
-    return (leaves[0],), {}
+    return tuple(leaves), {}
 
 
 def _as_arguments(leaves):

@@ -26,7 +26,7 @@ import numpy as np
 from ..core import Tensor, Variable, state, value_of
 from ..tree import flatten, mirror
 from .program import Program, Retrace, joined, split
-from .signature import CALL_WITH_AN_ARRAY, ONE_ARRAY, signature
+from .signature import CALL_WITH_ARRAYS, ONE_ARRAY, signature
 from .tracing import UntraceableError, record
 
 MAX_TRACES_PER_SIGNATURE = 8  # guarded alternatives kept per signature (least recently used go)
@@ -120,7 +120,7 @@ class Traced:
         self._counts = _counts or _Counts()
         self._cache = cache
         self._derived: dict = {}
-        self._fast: _Replay | None = None        # the program of the last call, if it had one array
+        self._fast: _Replay | None = None        # the program of the last call, if it had arrays alone
         self._fast_partial: dict = {}            # build -> (_Staging, _Staged) of the last one-array pair
 
     @property
@@ -156,13 +156,14 @@ class Traced:
 
     # --- calls -----------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        fast = self._fast  # the common call (one array, as last time) goes straight to the program
-        if fast is not None and len(args) == 1 and not kwargs:
-            x = args[0]
+        fast = self._fast  # the common call (arrays, as last time) goes straight to the program
+        if (fast is not None and len(args) == len(fast.arrays) and not kwargs
+                and not (state.tapes or state.accumulators or state.observers)):
+            x = args[0]   # the first array inline (a gradient's only one), any others in a loop
             if (type(x) is np.ndarray and x.shape == fast.shape and x.dtype == fast.dtype
-                    and not (state.tapes or state.accumulators or state.observers)):
+                    and (not fast.rest or _matching(args, fast.rest))):
                 try:
-                    return fast.direct(x)
+                    return fast.direct(*args)
                 except Retrace:
                     pass
         if state.tapes or state.accumulators or state.observers:  # recorded: f's own ops
@@ -294,28 +295,43 @@ class Traced:
 class _Replay:
     """A program of a call: its inputs are the traced leaves, then the Variables it reads.
 
-    ``direct(x)``, for a call with one array (``shape``, ``dtype``) and no Variables, is the
-    program's result as ``Traced.__call__`` returns it (mirrored), with no tree walk: one array
-    out, or a tuple of arrays (0-d ones as NumPy scalars); None for any other call.
+    ``direct(*arrays)``, for a call with float arrays alone (``arrays``: their shapes and dtypes)
+    and no Variables, is the program's result as ``Traced.__call__`` returns it (mirrored), with no
+    tree walk: one array out, or a tuple of arrays (0-d ones as NumPy scalars); None for any other
+    call (and ``arrays`` is then ``()``; ``shape``, ``dtype``: the first array's, ``rest``: the
+    others'). ``single``: such a call's result is one array (not 0-d);
+    the program returns it alone, and is ``direct`` (a gradient's call is the program's call).
     """
 
-    __slots__ = ("run_program", "variables", "structure", "shape", "dtype", "direct", "native_reason",
-                 "repeats_recording")
+    __slots__ = ("run_program", "variables", "structure", "arrays", "shape", "dtype", "rest", "single", "direct",
+                 "native_reason", "repeats_recording")
 
     def __init__(self, recording, key, native: bool = False):
+        self.variables = [t for t in recording.inputs if isinstance(t, Variable)]
+        arrays = key[0] == CALL_WITH_ARRAYS and not self.variables
+        n_out = len(recording.outputs)
+        self.single = (arrays and recording.structure(list(range(n_out))) == 0
+                       and np.ndim(value_of(recording.outputs[0])) > 0)
         program = Program(recording.records, recording.inputs, recording.outputs, recording.guards,
-                          recording.raw, native=native)
+                          recording.raw, single=self.single, native=native)
         self.run_program, self.structure = program.run, recording.structure
         self.native_reason, self.repeats_recording = program.native_reason, program.repeats_recording
-        self.variables = [t for t in recording.inputs if isinstance(t, Variable)]
-        one_array = key[0] == CALL_WITH_AN_ARRAY and not self.variables
-        self.shape, self.dtype = (key[1], key[2]) if one_array else (None, None)
-        self.direct = _direct(program.run, recording.structure, len(recording.outputs)) if one_array else None
+        self.arrays = key[1] if arrays else ()
+        (self.shape, self.dtype), self.rest = (key[1][0], key[1][1:]) if arrays else ((None, None), ())
+        self.direct = (program.run if self.single else
+                       _direct(program.run, recording.structure, n_out) if arrays else None)
 
     def run(self, values: list):
-        if self.variables:
-            return self.structure(self.run_program(*values, *[value_of(v) for v in self.variables]))
-        return self.structure(self.run_program(*values))
+        results = self.run_program(*values, *[value_of(v) for v in self.variables])
+        return self.structure([results] if self.single else results)
+
+
+def _matching(arrays: tuple, rest: tuple) -> bool:
+    """Whether the arrays after the first are ndarrays of the shapes and dtypes in ``rest`` (pairs)."""
+    for x, (shape, dtype) in zip(arrays[1:], rest):
+        if type(x) is not np.ndarray or x.shape != shape or x.dtype != dtype:
+            return False
+    return True
 
 
 def _traced_results(recording) -> list:
@@ -337,12 +353,12 @@ def _direct(run: Callable, structure: Callable, n_out: int) -> Callable | None:
     """``run``'s result mirrored (see ``_Replay``) when ``structure`` is one leaf or a flat tuple."""
     form = structure(list(range(n_out)))
     if n_out == 1 and form == 0:
-        def direct(x):
-            (result,) = run(x)
+        def direct(*arrays):
+            (result,) = run(*arrays)
             return result[()] if type(result) is np.ndarray and result.ndim == 0 else result
         return direct
     if type(form) is tuple and form == tuple(range(n_out)):
-        return lambda x: _scalars(run(x))
+        return lambda *arrays: _scalars(run(*arrays))
     return None
 
 

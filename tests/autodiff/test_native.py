@@ -59,13 +59,20 @@ def test_native_derivatives_of_mgh_problems_are_the_replay_within_rounding(name)
         assert "start" in python_calls(lambda: pending.matvec(2.0 * v))  # noqa: B023
         assert_within_rounding(pending.matvec(2.0 * v), expected.matvec(2.0 * v))
         assert_within_rounding(pending.gradient, expected.gradient)
+        # the functional product, one program of (x, v)
+        assert_within_rounding(ad.hvp(native)(point, v), expected.matvec(v))
     joined = native._fast_partial[cached_hvp][1].joined_run()
     assert type(joined).__module__.startswith("numba")
     grad = native.grad()
     calls = [call for call in python_calls(lambda: grad(x)) if call != "_numba_unpickle"]  # numba's profiling
-    assert calls == ["__call__", "direct", "program"]            # ... shows the native program as a call
+    assert calls == ["__call__", "program"]  # ... shows the native program as a call (one array out: no wrapper)
     (replay,) = next(iter(grad._cache.values()))
     assert type(replay.run_program).__module__.startswith("numba")   # a numba dispatcher, not Python
+    hvp = ad.hvp(native)
+    assert [call for call in python_calls(lambda: hvp(x, v)) if call != "_numba_unpickle"] == ["__call__", "_matching",
+                                                                                              "program"]
+    (replay,) = next(iter(hvp._cache.values()))
+    assert type(replay.run_program).__module__.startswith("numba")
 
 
 def test_a_native_mlp_gradient_is_the_replay_within_rounding():

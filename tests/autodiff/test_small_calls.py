@@ -46,7 +46,7 @@ def test_a_replayed_call_with_one_array_goes_straight_to_its_program():
         grad, value_and_grad = traced.grad(), traced.value_and_grad()
         expected = ad.grad(f)(x)
         np.testing.assert_array_equal(grad(x), expected)
-        assert python_calls(lambda: grad(x)) == ["__call__", "direct", "program"]  # noqa: B023
+        assert python_calls(lambda: grad(x)) == ["__call__", "program"]  # noqa: B023
         np.testing.assert_array_equal(grad(x), expected)
         value, gradient = value_and_grad(x)
         value, gradient = value_and_grad(x)        # the fast path: a 0-d value as a NumPy scalar
@@ -340,3 +340,36 @@ def test_a_sum_of_slice_cotangents_that_tile_an_axis_replays_as_their_concatenat
         assert (np.zeros not in program.run.__globals__.values()) == tiled
         arguments = (x, directions[:, :2] if f is overlapping else directions)
         np.testing.assert_array_equal(program.run(*arguments), f(*arguments))
+
+
+@pytest.mark.parametrize("f, x", [(stacked, [-1.2, 1.0]), (rosenbrock, [-1.2, 1.0, 0.5, 2.0]),
+                                  (box_3d, [0.0, 10.0, 20.0])])
+def test_a_call_of_arrays_alone_goes_straight_to_its_program(f, x):
+    """``hvp(f)(x, v)`` of an ``autodiff.function``: one traced program of (x, v), called as the
+    gradient is (no signature walk), equal to the eager sweep bit for bit; other arguments (a
+    keyword, another dtype, Tensors) take the signature's path and come back."""
+    traced, x = ad.function(f), np.array(x)
+    hvp = ad.hvp(traced)
+    rng = np.random.default_rng(5)
+    for point in (x, x + 0.5, x * rng.uniform(0.5, 1.5, x.size)):
+        v = rng.standard_normal(x.size)
+        expected = ad.hvp(f)(point, v)
+        np.testing.assert_array_equal(hvp(point, v), expected)
+        assert python_calls(lambda: hvp(point, v)) == ["__call__", "_matching", "program"]  # noqa: B023
+        np.testing.assert_array_equal(hvp(point, v), expected)
+    v = np.ones(x.size)
+    np.testing.assert_array_equal(hvp(x, v=v), ad.hvp(f)(x, v))                   # a keyword: the signature's path
+    x32, v32 = x.astype(np.float32), v.astype(np.float32)                        # another dtype: traced
+    np.testing.assert_allclose(hvp(x32, v32), ad.hvp(f)(x32, v32), rtol=100 * np.finfo(np.float32).eps)
+    assert isinstance(hvp(ad.constant(x), v), ad.Tensor)
+    np.testing.assert_array_equal(hvp(x, v), ad.hvp(f)(x, v))
+    assert traced.traces == 4
+
+
+def test_a_failed_guard_on_the_direct_path_of_two_arrays_takes_the_other_branch():
+    hvp = ad.hvp(ad.function(lambda x: np.sum(x ** 4) if x[0] > 0 else np.sum(x[1] * x ** 3)))
+    v = np.array([0.5, -1.0])
+    for x in (np.array([1.0, 2.0]), np.array([-1.0, 2.0]), np.array([1.0, 3.0]), np.array([-2.0, 3.0])):
+        expected = 12.0 * x ** 2 * v if x[0] > 0 else ad.hessian(lambda z: np.sum(z[1] * z ** 3))(x) @ v
+        np.testing.assert_allclose(hvp(x, v), expected, rtol=1e-14)
+    assert hvp.traces == 2
