@@ -237,9 +237,9 @@ class _Watch:
 
     def restart(self) -> None:
         """The refused function differenced from the next run on."""
-        if self.refused[0] in self.differenced:   # differenced already: the refusal is not autodiff's to avoid
-            raise RuntimeError(f"autodiff refused {self.refused[0]} on finite differences: {self.refused[1]}")
         label, site = self.refused
+        if label in self.differenced:   # differenced already: the refusal is not autodiff's to avoid
+            raise RuntimeError(f"autodiff refused {label} on finite differences: {site}")
         self.differenced[label] = f"at a point of the run, not at x0: {site}; the run restarted from x0"
         self.refused, self.armed = None, False
 

@@ -775,7 +775,8 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
         fun (the compiled extra, ``pip install hessopt[compiled]``; about a microsecond a start and
         an evaluation, after a compilation of seconds that is kept for the next batch of the same
         fun). Without numba, or for a fun numba refuses, the NumPy replay runs and each result's
-        ``native_reason`` says why.
+        ``native_reason`` says why. The batch's programs are kept across calls (as jax.jit's):
+        data that changes between batches goes in ``args`` or ``batch_args``, not in a rebound global.
     batch_args : tuple of arrays, optional
         With ``vectorize``: each start's own data (a fit per pixel, per patient): arrays whose
         leading axis is the starts', row i of each passed to start i's fun after ``args``, as
@@ -821,7 +822,7 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
-    method_declaration(method)
+    declaration = method_declaration(method)
     inspect.signature(minimize).bind(fun, None, method=method, **kwargs)
     callback = kwargs.get("callback")
     if callback is not None and not callable(callback):
@@ -832,7 +833,7 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
         raise TypeError(f"progress must be True, False or a callable, got {type(progress).__name__}")
     starts = list(x0s)
     if vectorize:
-        why = refusal(method, executor, timeout, progress, kwargs)
+        why = refusal(declaration.name, executor, timeout, progress, kwargs)
         if why is not None:
             raise ValueError(f"minimize_many(vectorize=True): {why}")
         return minimize_vectorized(fun, starts, kwargs.get("args"), batch_args, native, kwargs.get("options"))

@@ -183,6 +183,14 @@ def test_the_vectorized_batch_finds_what_looped_trust_exact_finds(name):
     assert all(fields <= set(result) for result in batched)
 
 
+
+def test_the_method_name_is_taken_in_any_case_as_minimize_takes_it():
+    fun, starts = problems.get("beale").fun, mgh_starts("beale", 3)
+    upper = hessopt.minimize_many(fun, starts, method="Trust-Exact", vectorize=True)
+    lower = hessopt.minimize_many(fun, starts, method="trust-exact", vectorize=True)
+    assert [r.x.tolist() for r in upper] == [r.x.tolist() for r in lower] and all(r.success for r in upper)
+
+
 T12 = np.linspace(0.0, 3.0, 12)
 
 
