@@ -51,9 +51,10 @@ def _is_scalar(value) -> bool:
     return np.ndim(value) == 0
 
 
-def _index_source(index) -> str:
-    """A basic index as numba source (ints, slices, Ellipsis, None); a tuple's subclass (a batched
-    sweep's index, ``program._BatchedIndex``) as the tuple it is."""
+def _index_source(index, array: Callable | None = None) -> str:
+    """An index as numba source (ints, slices, Ellipsis, None; with ``array``, the source of a
+    constant, integer arrays too: numba takes one); a tuple's subclass (a batched sweep's index,
+    ``program._BatchedIndex``) as the tuple it is."""
     if isinstance(index, tuple):
         index = tuple(index)
     pieces = index if type(index) is tuple else (index,)
@@ -65,6 +66,8 @@ def _index_source(index) -> str:
             parts.append(f"slice({piece.start!r}, {piece.stop!r}, {piece.step!r})")
         elif piece is Ellipsis:
             parts.append("Ellipsis")
+        elif array is not None and isinstance(piece, np.ndarray) and piece.dtype.kind == "i":
+            parts.append(array(piece))
         else:
             raise Unsupported(f"index {type(piece).__name__}")
     return parts[0] if len(parts) == 1 and type(index) is not tuple else f"({', '.join(parts)},)"
@@ -93,7 +96,7 @@ class _Writer:
             self.globals[name] = np.ascontiguousarray(value)
             return name
         if isinstance(value, (tuple, slice)) or value is Ellipsis:
-            return _index_source(value)
+            return _index_source(value, self.constant)
         raise Unsupported(f"constant {type(value).__name__}")
 
 
@@ -220,11 +223,12 @@ def _op(writer: _Writer, record, names: dict, scalars: set) -> None:
     names[out._id] = target
     if _is_scalar(out._value):
         scalars.add(out._id)
-    writer.lines += [f"    {line}" for line in _spelling(prim, operands, values, kwargs, out, target)]
+    writer.lines += [f"    {line}" for line in _spelling(prim, operands, values, kwargs, out, target, writer.constant)]
 
 
-def _spelling(prim, operands: list, values: list, kwargs: dict, out, target: str) -> list:
-    """The numba lines computing ``target`` (``out``'s value) from ``operands``."""
+def _spelling(prim, operands: list, values: list, kwargs: dict, out, target: str, constant: Callable) -> list:
+    """The numba lines computing ``target`` (``out``'s value) from ``operands`` (``constant``: the
+    source of a constant)."""
     name, shape, scalar = prim.name, out.shape, _is_scalar(out._value)
     if name in _INFIX and len(operands) == 2 and not kwargs:
         return [f"{target} = {operands[0]} {_INFIX[name]} {operands[1]}"]
@@ -236,9 +240,9 @@ def _spelling(prim, operands: list, values: list, kwargs: dict, out, target: str
             return _numpy_loop(target, call, len(shape))
         return [f"{target} = {call}"]
     if prim.tensor_fun is operator.getitem:
-        return [f"{target} = {operands[0]}[{_index_source(values[1])}]"]
+        return [f"{target} = {operands[0]}[{_index_source(values[1], constant)}]"]
     if name == "getitem":  # batch axes in front (a Jacobian's sweep): the index applies after them
-        return [f"{target} = {operands[0]}[{_index_source((slice(None),) * values[2] + values[1])}]"]
+        return [f"{target} = {operands[0]}[{_index_source((slice(None),) * values[2] + values[1], constant)}]"]
     if name in ("reshape", "broadcast_to"):
         return [_shaped(target, operands[0], values[0], shape, scalar, name)]
     if name in ("sum", "prod") and set(kwargs) <= {"axis", "keepdims"}:
@@ -247,6 +251,8 @@ def _spelling(prim, operands: list, values: list, kwargs: dict, out, target: str
         return [f"{target} = np.dot(blas_layout({operands[0]}), blas_layout({operands[1]}))"]
     if name == "concatenate" and list(kwargs) == ["axis"]:
         return [f"{target} = np.concatenate(({', '.join(operands)},), axis={kwargs['axis'] % len(shape)})"]
+    if name == "scatter_add" and any(isinstance(piece, np.ndarray) for piece in values[1]):
+        return _added_at(target, operands[0], (slice(None),) * values[3] + values[1], shape, constant)
     if name == "scatter_add":
         index = _index_source((slice(None),) * values[3] + values[1])
         return [f"{target} = np.zeros({shape!r}, np.float64)", f"{target}[{index}] = {operands[0]}"]
@@ -266,6 +272,19 @@ def _spelling(prim, operands: list, values: list, kwargs: dict, out, target: str
     if name == "transpose" and not kwargs:
         return [f"{target} = np.transpose({operands[0]}{'' if values[1] is None else ', ' + repr(tuple(values[1]))})"]
     raise Unsupported(f"the op {name}")
+
+
+def _added_at(target: str, operand: str, index: tuple, shape: tuple, constant: Callable) -> list:
+    """``np.add.at(zeros, index, operand)`` (a gather's cotangent) for an index of whole axes and one
+    integer vector: its additions, in its order (repeated entries accumulate as there)."""
+    at = [k for k, piece in enumerate(index) if isinstance(piece, np.ndarray)]
+    if (len(at) != 1 or index[at[0]].ndim != 1 or index[at[0]].dtype.kind != "i"
+            or any(piece != slice(None) for piece in index[:at[0]] + index[at[0] + 1:])):
+        raise Unsupported("a scatter at an index other than whole axes and one integer vector")
+    before = ":, " * at[0]
+    return [f"{target} = np.zeros({shape!r}, np.float64)",
+            f"for i in range({index[at[0]].size}):",
+            f"    {target}[{before}{constant(index[at[0]])}[i]] += {operand}[{before}i]"]
 
 
 def _numpy_loop(target: str, call: str, ndim: int) -> list:

@@ -147,3 +147,26 @@ def test_native_products_of_transposed_and_strided_operands_are_the_replay_withi
     assert native.native_reason is None
     v = rng.standard_normal(42)
     assert_within_rounding(ad.hvp(native)(x, v), ad.hvp(plain)(x, v))
+
+
+def test_an_integer_array_index_is_native_and_the_replay_bit_for_bit():
+    # x[order] (a gather) and its cotangent, np.add.at (repeated entries accumulate, in order), as
+    # numba loops; with batch axes in front (a Hessian's rows) and whole axes before the vector
+    problem = problems.get("extended_rosenbrock")
+    weights = np.array([1.5, -2.0, 0.25, 3.0, 0.5])
+
+    def repeated(x):
+        a = x.reshape(3, 4)
+        return np.sum(x[np.array([0, 2, 0, 1, 2, 2])] ** 3) + np.sum(a[:, [3, 0, 3, 1, 3]] ** 2 * weights)
+
+    rng = np.random.default_rng(5)
+    for f, n in ((problem.fun, 10), (repeated, 12)):
+        native, plain = ad.function(f, native=True), ad.function(f)
+        for _ in range(3):
+            x, v = rng.standard_normal(n), rng.standard_normal(n)
+            np.testing.assert_array_equal(native.grad()(x), plain.grad()(x))
+            assert native.native_reason is None
+            np.testing.assert_array_equal(ad.hvp(native)(x, v), ad.hvp(plain)(x, v))
+            np.testing.assert_array_equal(native.hessian_operator(x).matvec(v), plain.hessian_operator(x).matvec(v))
+            np.testing.assert_array_equal(ad.hessian(native)(x), ad.hessian(plain)(x))
+            assert native.native_reason is None
