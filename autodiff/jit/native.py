@@ -4,8 +4,9 @@
 The plain replay calls NumPy once per op, and on small arrays that call is most of the cost. Here
 the whole straight-line program is one numba function: one call from Python per replay. It is
 made where numba is installed and every op has a spelling here (elementwise arithmetic and
-functions, reads and slice writes, reshapes, broadcasts, reductions, products, concatenations,
-the unrolled sums of slice cotangents); for any other program, one with guards, or when numba is
+functions, reads and slice writes, reads at an integer vector and their cotangents' sums,
+reshapes, broadcasts, reductions, products, concatenations, the unrolled sums of slice
+cotangents); for any other program, one with guards, or when numba is
 missing, ``native_program`` says why not and the NumPy replay runs.
 
 The results are the NumPy replay's within rounding, not bit for bit: numba sums in order where
