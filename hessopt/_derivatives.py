@@ -50,20 +50,23 @@ class AutodiffDerivatives(PointDerivatives):
     replayed program of ``autodiff.function`` (f eagerly where it cannot be traced:
     ``untraced_reason`` then says why); plain values are NumPy calls of f either way. ``shared``
     holds the autodiff.functions of earlier runs of the same f (minimize_many's runs in one
-    process, :class:`SharedTraces`), by role: they are replayed instead of traced again, and those
-    made here are added. ``name`` is where the derivatives come from (``result.derivatives``).
+    process, or earlier calls with an ``autodiff.function``: :class:`SharedTraces`), by role: they
+    are replayed instead of traced again, and those made here are added; ``native`` compiles them
+    (numba, the compiled extra) as ``autodiff.function(..., native=True)`` does. ``name`` is where the derivatives come from (``result.derivatives``).
     """
 
     name = "autodiff"
     _shared: dict | None = None     # (a class default: subclasses that build lazily share nothing)
 
     def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
-                 ggn: tuple[Callable, Callable] | None = None, trace: bool = False, shared: dict | None = None):
+                 ggn: tuple[Callable, Callable] | None = None, trace: bool = False, shared: dict | None = None,
+                 native: bool = False):
         self.f = f                      # a function of the structure unravel(x) (or of x itself)
         self.unravel = unravel or (lambda x: x)
         self.variables = variables
         self._traced: list = []         # the autodiff.functions made here (untraced_reason)
         self._shared = shared
+        self._native = native
         objective = self._replayed(f, trace, "objective")
         if ggn is None:
             self._operator_at = lambda point: ad.hessian_operator(objective, point)
@@ -83,7 +86,7 @@ class AutodiffDerivatives(PointDerivatives):
             return g
         traced = None if self._shared is None else self._shared.get(role)
         if traced is None:
-            traced = ad.function(g, eager_fallback=True)
+            traced = ad.function(g, eager_fallback=True, native=self._native)
             if self._shared is not None:
                 self._shared[role] = traced
         self._traced.append(traced)
@@ -162,10 +165,22 @@ class SharedTraces(threading.local):
 
     def of_call(self, fun: Callable, args: tuple) -> dict | None:
         """The traces ``minimize(fun, x0, args)`` shares in this thread, if any: those of the same
-        ``fun`` and the same ``args`` (each argument the same object)."""
-        if fun is not self.fun or self.args is None or len(args) != len(self.args):
+        ``fun`` and the same ``args`` (each argument the same object) in minimize_many's runs, else,
+        when fun is an ``autodiff.function``, those of its last call with these args (it was made
+        once to be replayed, as a function given to jax.jit is compiled once)."""
+        if fun is self.fun and _same_objects(args, self.args):
+            return self.traces
+        if not isinstance(fun, ad.Function):
             return None
-        return self.traces if all(a is b for a, b in zip(args, self.args)) else None
+        kept = fun.memo.setdefault(SharedTraces, {})   # thread -> (args, traces); lives and dies with fun
+        entry = kept.get(threading.get_ident())
+        if entry is None or not _same_objects(args, entry[0]):
+            entry = kept[threading.get_ident()] = (args, {})
+        return entry[1]
+
+
+def _same_objects(args: tuple, others: tuple | None) -> bool:
+    return others is not None and len(args) == len(others) and all(a is b for a, b in zip(args, others))
 
 
 SHARED_TRACES = SharedTraces()

@@ -312,7 +312,8 @@ def _autodiff(fun: Callable, x0, call: Call, jac, hess, hessp, ggn: tuple | None
     variables = variables_of(x0)
     if variables is None:
         derivatives = AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel,
-                                          ggn=ggn, trace=trace, shared=SHARED_TRACES.of_call(fun, call.args))
+                                          ggn=ggn, trace=trace, shared=SHARED_TRACES.of_call(fun, call.args),
+                                          native=getattr(fun, "native", False) is True)
     elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
         derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn,
                                           trace)

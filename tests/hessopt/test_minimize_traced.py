@@ -126,3 +126,37 @@ def test_an_iterate_recording_is_dropped_before_the_next_one_is_made(monkeypatch
     hessopt.minimize(problem.fun, problem.x0, method=method, options={"maxiter": 20})
     assert len(made) > 10
     assert max(alive_at_creation) <= (1 if method == "trust-ncg" else 0), alive_at_creation
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_an_autodiff_function_is_traced_once_across_minimize_calls(native):
+    """An objective made once with autodiff.function (as a function is given to jax.jit once) keeps
+    its traces across minimize calls: the second and third runs trace nothing and repeat the first's
+    iterates bit for bit, which are the plain function's."""
+    problem = problems.get("helical_valley")
+    fun = ad.function(problem.fun, native=native)
+    runs = [hessopt.minimize(fun, problem.x0, method="trust-exact")]
+    traces = fun.traces
+    runs += [hessopt.minimize(fun, problem.x0, method="trust-exact") for _ in range(2)]
+    assert traces > 0 and fun.traces == traces
+    plain = hessopt.minimize(problem.fun, problem.x0, method="trust-exact")
+    for run in runs:
+        np.testing.assert_array_equal(run.history["x"], plain.history["x"])
+        assert (run.nit, run.nfev, run.njev, run.nhev) == (plain.nit, plain.nfev, plain.njev, plain.nhev)
+
+
+def test_an_autodiff_function_traces_again_for_new_args_and_lets_go_of_its_traces():
+    """Traces kept for one args are not used for others (each argument the same object, as
+    minimize_many shares them), and they live and die with the function."""
+    def fit(p, t, y):
+        return np.sum((p[0] * np.exp(-p[1] * t) - y) ** 2)
+    t = np.linspace(0.0, 3.0, 20)
+    fun = ad.function(fit)
+    for truth in ([2.0, 1.0], [3.0, 0.5]):
+        y = truth[0] * np.exp(-truth[1] * t)
+        result = hessopt.minimize(fun, np.array([1.0, 1.0]), args=(t, y), method="trust-exact")
+        np.testing.assert_allclose(result.x, truth, rtol=1e-6)
+    gone = weakref.ref(fun)
+    del fun, result   # (result.hess_inv holds the last iterate's operator)
+    gc.collect()
+    assert gone() is None
