@@ -115,10 +115,10 @@ def test_an_iterate_recording_is_dropped_before_the_next_one_is_made(monkeypatch
     made, alive_at_creation = [], []
     hessian_operator = ad.hessian_operator
 
-    def tracked(f, x):
+    def tracked(f, x, **options):
         gc.collect()
         alive_at_creation.append(sum(ref() is not None for ref in made))
-        op = hessian_operator(f, x)
+        op = hessian_operator(f, x, **options)
         made.append(weakref.ref(op))
         return op
 
@@ -149,18 +149,28 @@ def test_an_autodiff_function_is_traced_once_across_minimize_calls(monkeypatch, 
         assert (run.nit, run.nfev, run.njev, run.nhev) == (plain.nit, plain.nfev, plain.njev, plain.nhev)
 
 
-def test_an_autodiff_function_traces_again_for_new_args_and_lets_go_of_its_traces():
-    """Traces kept for one args are not used for others (each argument the same object, as
-    minimize_many shares them), and they live and die with the function."""
+def test_an_autodiff_function_takes_args_as_inputs_and_lets_go_of_its_traces(monkeypatch):
+    """args' float arrays are inputs of the kept programs (as jax.jit's arguments): fits to new data,
+    or to data changed in place, trace nothing new and find each curve's own parameters; the traces
+    live and die with the function."""
+    traces = []
+    record = autodiff.jit.traced.record
+    monkeypatch.setattr(autodiff.jit.traced, "record", lambda *a: traces.append(1) or record(*a))
+
     def fit(p, t, y):
         return np.sum((p[0] * np.exp(-p[1] * t) - y) ** 2)
-    t = np.linspace(0.0, 3.0, 20)
+    t, y = np.linspace(0.0, 3.0, 20), np.empty(20)
     fun = ad.function(fit)
-    for truth in ([2.0, 1.0], [3.0, 0.5]):
-        y = truth[0] * np.exp(-truth[1] * t)
-        result = hessopt.minimize(fun, np.array([1.0, 1.0]), args=(t, y), method="trust-exact")
+    for step, truth in enumerate(([2.0, 1.0], [3.0, 0.5], [1.5, 2.0])):
+        y[:] = truth[0] * np.exp(-truth[1] * t)    # the same array, changed in place
+        result = hessopt.minimize(fun, np.array([1.0, 1.0]), args=(t, y if step < 2 else y.copy()),
+                                  method="trust-exact")
         np.testing.assert_allclose(result.x, truth, rtol=1e-6)
+        if step == 0:
+            first = len(traces)
+    assert first > 0 and len(traces) == first
     gone = weakref.ref(fun)
     del fun, result   # (result.hess_inv holds the last iterate's operator)
     gc.collect()
     assert gone() is None
+
