@@ -60,7 +60,8 @@ class AutodiffDerivatives(PointDerivatives):
     """
 
     name = "autodiff"
-    _shared: dict | None = None     # (a class default: subclasses that build lazily share nothing)
+    _shared: dict | None = None     # (class defaults: subclasses that build lazily share nothing, replay NumPy)
+    _native = False
 
     def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
                  ggn: tuple[Callable, Callable] | None = None, trace: bool = False, shared: dict | None = None,
