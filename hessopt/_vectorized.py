@@ -20,7 +20,6 @@ import numpy as np
 from scipy.optimize import OptimizeResult
 
 import autodiff as ad
-from autodiff.jit import LeastRecentlyUsed
 from optimizers.batched import minimize_batch
 
 from ._arguments import as_args, check_option, is_tree
@@ -29,11 +28,6 @@ from ._arguments import as_args, check_option, is_tree
 TAKEN = {"args", "options"}
 #: the options of trust-exact the batch takes, as ``minimize_batch``'s keywords.
 OPTIONS = ("gtol", "maxiter", "initial_trust_radius", "max_trust_radius", "eta")
-
-# The rows' programs of the last few funs (by fun, row shape and native): minimize_many called again on
-# the same fun (a loop over data sets, a benchmark) traces and compiles nothing again.
-_ROWS = LeastRecentlyUsed(8)
-
 
 def refusal(method: str, executor, timeout, progress, kwargs: dict) -> str | None:
     """Why minimize_many cannot run these arguments as one vectorized batch (None: it can)."""
@@ -113,16 +107,15 @@ def _batch_arrays(batch_args, m: int) -> tuple:
 
 
 def _rows_of(fun: Callable, shape: tuple, native: bool) -> ad.HessianRows:
-    """``autodiff.hessian_rows`` of fun on flat rows (reshaped to the starts' shape), kept for the
-    next batch of the same fun, shape and native (``_ROWS``; an unhashable fun is not kept)."""
-    try:
-        key = (fun, shape, native)
-        rows = _ROWS.get(key)
-    except TypeError:
-        key, rows = None, None
+    """``autodiff.hessian_rows`` of fun on flat rows (reshaped to the starts' shape). An
+    ``autodiff.function`` keeps them for its next batch (traced once, as minimize keeps its
+    programs); a plain fun is traced at each batch, so a global it reads is read again, and numba's
+    compile is reused where the program is the same (``autodiff.jit.native``)."""
+    key = (_rows_of, shape, native)
+    rows = fun.memo.get(key) if isinstance(fun, ad.Function) else None
     if rows is None:
         flat = fun if len(shape) == 1 else (lambda x, *args: fun(np.reshape(x, shape), *args))
         rows = ad.hessian_rows(flat, native=native)
-        if key is not None:
-            _ROWS.put(key, rows)
+        if isinstance(fun, ad.Function):
+            fun.memo[key] = rows
     return rows
