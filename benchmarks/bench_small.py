@@ -387,24 +387,29 @@ def batch_table(cases: list, size: int) -> None:
                                                              vectorize=True),
                  "vectorized native": lambda: hessopt.minimize_many(case.f, starts, method=SOLVE_METHOD,  # noqa: B023
                                                                     vectorize=True, native=True)}
-        compile_seconds = time.perf_counter()   # numba compiles the batch's program once per fun
-        hessopt.minimize_many(case.f, starts[:2], method=SOLVE_METHOD, vectorize=True, native=True)
-        compile_seconds = time.perf_counter() - compile_seconds
+        compile_seconds = seconds_of(lambda: hessopt.minimize_many(  # noqa: B023  (numba's compile, kept by content)
+            case.f, starts[:2], method=SOLVE_METHOD, vectorize=True, native=True))  # noqa: B023
         if case.jax_f is not None:
             f, grad, hessian = jax_derivatives(case)
             calls["scipy+jax loop"] = lambda: [scipy.optimize.minimize(f, x, jac=grad, hess=hessian,  # noqa: B023
                                                                        method=SOLVE_METHOD) for x in starts]  # noqa: B023
-        cells = []
-        for name in head:
-            if name not in calls:
-                cells.append("")
-                continue
-            wall, cpu = time.perf_counter(), time.process_time()
-            results = calls[name]()
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            cells.append(f"{size / wall:7.0f} / {size / cpu:6.0f} ({np.mean([r.success for r in results]):4.2f})")
+        cells = [rate_cell(calls[name], size) if name in calls else "" for name in head]
         print(f"  {case.name:<24}" + "".join(f"{c:>28}" for c in cells) + f"{compile_seconds:11.1f}", flush=True)
     own_data_row(size)
+
+
+def seconds_of(call: Callable) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def rate_cell(call: Callable, size: int) -> str:
+    """Solves per second of wall time / of this process's CPU time, and the share solved."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    results = call()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return f"{size / wall:7.0f} / {size / cpu:6.0f} ({np.mean([r.success for r in results]):4.2f})"
 
 
 def decay_fit(p, t, y):
@@ -414,30 +419,24 @@ def decay_fit(p, t, y):
 
 
 def own_data_row(size: int) -> None:
-    """exp_decay fits, each start with its own curve (``batch_args``): a minimize per fit, and the
-    vectorized batch replayed and native (compile not counted), in the batch table's columns."""
+    """exp_decay fits, each start with its own curve: a minimize per fit of ``ad.function(decay_fit)``
+    made once (each curve an argument: one trace for all), and the vectorized batch (``batch_args``)
+    replayed and native (compile not counted), in the batch table's columns."""
     rng = np.random.default_rng(6)
     truth = np.array([2.5, 1.3, 0.4]) * (1.0 + 0.3 * rng.random((size, 3)))
     curves = truth[:, :1] * np.exp(-truth[:, 1:2] * T20) + truth[:, 2:] + 0.01 * rng.standard_normal((size, 20))
     starts = np.tile([2.0, 1.0, 0.5], (size, 1))
+    fit = ad.function(decay_fit)
 
     def vectorized(native: bool, count: int = size) -> list:
-        return hessopt.minimize_many(decay_fit, starts[:count], method=SOLVE_METHOD, vectorize=True,
+        return hessopt.minimize_many(fit, starts[:count], method=SOLVE_METHOD, vectorize=True,
                                      native=native, args=(T20,), batch_args=(curves[:count],))
-    compile_seconds = time.perf_counter()
-    vectorized(True, 2)
-    compile_seconds = time.perf_counter() - compile_seconds
-    calls = [lambda: [hessopt.minimize(decay_fit, x, args=(T20, y), method=SOLVE_METHOD)
-                      for x, y in zip(starts, curves)],
+    compile_seconds = seconds_of(lambda: vectorized(True, 2))
+    calls = [lambda: [hessopt.minimize(fit, x, args=(T20, y), method=SOLVE_METHOD) for x, y in zip(starts, curves)],
              lambda: vectorized(False), lambda: vectorized(True)]
-    cells = []
-    for call in calls:
-        wall, cpu = time.perf_counter(), time.process_time()
-        results = call()
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        cells.append(f"{size / wall:7.0f} / {size / cpu:6.0f} ({np.mean([r.success for r in results]):4.2f})")
+    cells = [rate_cell(call, size) for call in calls]
     print(f"  {'exp_decay 3, own data':<24}" + "".join(f"{c:>28}" for c in cells + [""]) + f"{compile_seconds:11.1f}"
-          "  (a minimize per fit; batch_args)", flush=True)
+          "  (a minimize per fit of ad.function(f) made once; batch_args)", flush=True)
 
 
 def geometric_mean(values: list) -> float:
