@@ -837,7 +837,8 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
         why = refusal(declaration.name, executor, timeout, progress, kwargs)
         if why is not None:
             raise ValueError(f"minimize_many(vectorize=True): {why}")
-        return minimize_vectorized(fun, starts, kwargs.get("args"), batch_args, native, kwargs.get("options"))
+        return minimize_vectorized(fun, starts, kwargs.get("args"), batch_args, native, kwargs.get("options"),
+                                   kwargs.get("tol"))
     for name, given in (("native", native), ("batch_args", batch_args is not None)):
         if given:
             raise ValueError(f"minimize_many: {name}= is for the vectorized batch (vectorize=True, "

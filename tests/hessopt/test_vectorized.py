@@ -117,7 +117,7 @@ def test_what_the_vectorized_batch_cannot_do_is_refused_by_name(keywords, named)
     ([{"a": np.zeros(2)}], TypeError, "start 0 is a dict"),
     ([np.zeros(3), [np.zeros(2), np.zeros(1)]], TypeError, "start 1 is a list"),
     ([np.zeros(3), np.zeros(2)], ValueError, r"start 1 has shape \(2,\), start 0 \(3,\)"),
-    ([np.zeros(3), ["a", "b", "c"]], TypeError, "start 1 is not an array of numbers"),
+    ([np.zeros(3), ["a", "b", "c"]], TypeError, "start 1: expected real numbers"),
 ])
 def test_starts_the_vectorized_batch_cannot_stack_are_refused_by_name(starts, error, named):
     with pytest.raises(error, match=named):
@@ -128,13 +128,25 @@ def test_batch_args_of_another_length_and_native_or_batch_args_without_vectorize
     with pytest.raises(ValueError, match=r"batch_args\[1\] has shape \(3,\); its leading axis must be the starts'"):
         hessopt.minimize_many(centered_quartic, STARTS, method="trust-exact", vectorize=True,
                               batch_args=(CENTERS, WEIGHTS[:3]))
-    with pytest.raises(TypeError, match=r"batch_args\[0\] must be an array of numbers"):
+    with pytest.raises(TypeError, match=r"batch_args\[0\]: expected real numbers"):
         hessopt.minimize_many(centered_quartic, STARTS, method="trust-exact", vectorize=True,
                               batch_args=(np.array(["a"] * 4), WEIGHTS))
     for keywords in ({"native": True}, {"batch_args": (CENTERS, WEIGHTS)}):
         name = next(iter(keywords))
         with pytest.raises(ValueError, match=f"{name}= is for the vectorized batch"):
             hessopt.minimize_many(centered_quartic, STARTS, method="trust-exact", **keywords)
+
+
+def test_tol_is_the_gradient_tests_gtol_unless_the_options_give_one(stand_in):
+    """As minimize takes scipy's tol: gtol from tol, the options' own gtol winning."""
+    for keywords, gtol in (({"tol": 1e-9}, 1e-9), ({"tol": 1e-9, "options": {"gtol": 1e-6}}, 1e-6)):
+        stand_in.clear()
+        hessopt.minimize_many(centered_quartic, STARTS, method="trust-exact", vectorize=True,
+                              args=(CENTERS[0], 1.0), **keywords)
+        assert stand_in[0] == {"gtol": gtol}
+    with pytest.raises(ValueError, match="tol must be"):
+        hessopt.minimize_many(centered_quartic, STARTS, method="trust-exact", vectorize=True,
+                              args=(CENTERS[0], 1.0), tol=-1.0)
 
 
 def test_the_native_batch_is_the_replayed_batch_within_rounding(stand_in):
