@@ -11,10 +11,12 @@ new x (what jax's jitted HVP of (x, v) computes); ``hvp(f)`` the functional prod
 writes, ``ad.hvp(f)(x, v)`` (one program of (x, v)), against the same jitted HVP; ``HVP@x`` the
 product of an operator already made at x (an optimizer's further products at one iterate).
 
-Whole solves from MGH's starting points: ``hessopt.minimize`` (a fresh call: it traces f), and per
-solve in a batch of 10 starts through ``minimize_many`` (one trace for the batch), against ``scipy.optimize.minimize``
-given jax.jit's gradient and Hessian (NumPy in and out), the same method (trust-exact); ``per
-eval`` is a solve's time over its evaluations (nfev + njev + nhev). Batches: solves per second
+Whole solves from MGH's starting points: ``hessopt.minimize`` of ``ad.function(f)`` made once (traced at
+its first solve, replayed after; native: ``native=True``), per solve in a batch of 10 starts through
+``minimize_many`` (one trace for the batch), and a fresh ``minimize(f)`` (it traces f), against
+``scipy.optimize.minimize`` given jax.jit's gradient and Hessian (NumPy in and out) made once, and
+made fresh for each solve (jax traces and compiles), the same method (trust-exact); ``per eval`` is
+a solve's time over its evaluations (nfev + njev + nhev). Batches: solves per second
 through ``minimize_many`` (this process, one core) on a batch of starts around each small
 problem's: a run per start, and the vectorized batch (``vectorize=True``: every start advanced
 together, the derivatives replayed, or ``native=True``: one numba loop over a native program),
@@ -312,14 +314,24 @@ def jax_derivatives(case: Case) -> tuple:
     return (lambda x: float(f(x))), (lambda x: np.asarray(grad(x))), (lambda x: np.asarray(hessian(x)))
 
 
+def scipy_jax_solve(case: Case, f: Callable, grad: Callable, hessian: Callable):
+    return scipy.optimize.minimize(f, case.start, jac=grad, hess=hessian, method=SOLVE_METHOD)
+
+
 def solve_calls(case: Case) -> tuple:
-    """({contestant: one solve from the case's x}, {contestant: evaluations per solve})."""
-    calls = {"hessopt": lambda: hessopt.minimize(case.f, case.start, method=SOLVE_METHOD),
-             "hessopt batched": lambda: hessopt.minimize_many(case.f, [case.start] * BATCHED, method=SOLVE_METHOD)}
+    """({contestant: one solve from the case's start}, {contestant: evaluations per solve}). "made
+    once": the objective made ``ad.function(f)`` once (traced at the first solve, replayed after), as
+    jax.jit's derivatives are made once; "fresh": each solve makes its own (hessopt traces f, jax.jit
+    compiles)."""
+    traced, native = ad.function(case.f), ad.function(case.f, native=True)
+    calls = {"hessopt fresh": lambda: hessopt.minimize(case.f, case.start, method=SOLVE_METHOD),
+             "hessopt batched": lambda: hessopt.minimize_many(case.f, [case.start] * BATCHED, method=SOLVE_METHOD),
+             "hessopt made once": lambda: hessopt.minimize(traced, case.start, method=SOLVE_METHOD),
+             "native made once": lambda: hessopt.minimize(native, case.start, method=SOLVE_METHOD)}
     if case.jax_f is not None:
         f, grad, hessian = jax_derivatives(case)
-        calls["scipy+jax"] = lambda: scipy.optimize.minimize(f, case.start, jac=grad, hess=hessian,
-                                                             method=SOLVE_METHOD)
+        calls["scipy+jax made once"] = lambda: scipy_jax_solve(case, f, grad, hessian)
+        calls["scipy+jax fresh"] = lambda: scipy_jax_solve(case, *jax_derivatives(case))
     evaluations = {}
     for name, call in calls.items():
         result = call()
@@ -328,30 +340,37 @@ def solve_calls(case: Case) -> tuple:
     return calls, evaluations
 
 
+SOLVE_HEAD = ("hessopt made once", "native made once", "hessopt batched", "scipy+jax made once", "hessopt fresh",
+              "scipy+jax fresh")
+
+
 def solves_table(cases: list, rounds: int) -> None:
-    print(f"\nwhole solves ({SOLVE_METHOD}): ms per solve (ratio to scipy+jax), evaluations, us per evaluation")
-    head = ["hessopt", "hessopt batched", "scipy+jax"]
-    print(f"  {'problem':<24}" + "".join(f"{h:>30}" for h in head))
-    ratios: dict = {"hessopt": [], "hessopt batched": []}
+    print(f"\nwhole solves ({SOLVE_METHOD}): ms per solve (ratio to scipy+jax made once), evaluations, us per "
+          "evaluation; 'made once': hessopt given ad.function(f) (native: native=True) made before the timing, "
+          "as scipy is given jax.jit's derivatives made before it; 'fresh': each solve makes its own (hessopt "
+          "traces f; jax.jit traces and compiles); batched: per solve in minimize_many of 10 starts")
+    print(f"  {'problem':<24}" + "".join(f"{h:>27}" for h in SOLVE_HEAD))
+    ratios: dict = {h: [] for h in SOLVE_HEAD[:3]}
     for case in cases:
         calls, evaluations = solve_calls(case)
-        baseline = "scipy+jax" if "scipy+jax" in calls else "hessopt"
+        baseline = "scipy+jax made once" if "scipy+jax made once" in calls else "hessopt made once"
         results = interleaved_ratios(calls, baseline, repeats=rounds)
         results["hessopt batched"] = tuple(value / BATCHED for value in results["hessopt batched"])
         cells = []
-        for h in head:
+        for h in SOLVE_HEAD:
             if h not in results:
                 cells.append("")
                 continue
             (seconds, ratio), count = results[h], evaluations[h]
-            cells.append(f"{seconds * 1e3:7.2f} ({ratio:5.2f}) {count:4d} {seconds / count * 1e6:6.0f}")
-            if h in ratios and baseline == "scipy+jax":
+            cells.append(f"{seconds * 1e3:7.2f} ({ratio:5.2f}) {count:4d} {seconds / count * 1e6:5.0f}")
+            if h in ratios and baseline == "scipy+jax made once":
                 ratios[h].append(ratio)
-        print(f"  {case.name:<24}" + "".join(f"{c:>30}" for c in cells), flush=True)
+        print(f"  {case.name:<24}" + "".join(f"{c:>27}" for c in cells), flush=True)
     for h, values in ratios.items():
         if values:
-            print(f"  {h} / scipy+jax: geometric mean {geometric_mean(values):.2f}, worst {max(values):.2f}, "
-                  f"at most 1 on {sum(r <= 1 for r in values)} of {len(values)}")
+            print(f"  {h} / scipy+jax made once: geometric mean {geometric_mean(values):.2f}, worst "
+                  f"{max(values):.2f}, at most 1 on {sum(r <= 1 for r in values)} of {len(values)}")
+    print("  (fresh against fresh: the ratio of the last two columns)")
 
 
 def batch_table(cases: list, size: int) -> None:
@@ -368,24 +387,29 @@ def batch_table(cases: list, size: int) -> None:
                                                              vectorize=True),
                  "vectorized native": lambda: hessopt.minimize_many(case.f, starts, method=SOLVE_METHOD,  # noqa: B023
                                                                     vectorize=True, native=True)}
-        compile_seconds = time.perf_counter()   # numba compiles the batch's program once per fun
-        hessopt.minimize_many(case.f, starts[:2], method=SOLVE_METHOD, vectorize=True, native=True)
-        compile_seconds = time.perf_counter() - compile_seconds
+        compile_seconds = seconds_of(lambda: hessopt.minimize_many(  # noqa: B023  (numba's compile, kept by content)
+            case.f, starts[:2], method=SOLVE_METHOD, vectorize=True, native=True))  # noqa: B023
         if case.jax_f is not None:
             f, grad, hessian = jax_derivatives(case)
             calls["scipy+jax loop"] = lambda: [scipy.optimize.minimize(f, x, jac=grad, hess=hessian,  # noqa: B023
                                                                        method=SOLVE_METHOD) for x in starts]  # noqa: B023
-        cells = []
-        for name in head:
-            if name not in calls:
-                cells.append("")
-                continue
-            wall, cpu = time.perf_counter(), time.process_time()
-            results = calls[name]()
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            cells.append(f"{size / wall:7.0f} / {size / cpu:6.0f} ({np.mean([r.success for r in results]):4.2f})")
+        cells = [rate_cell(calls[name], size) if name in calls else "" for name in head]
         print(f"  {case.name:<24}" + "".join(f"{c:>28}" for c in cells) + f"{compile_seconds:11.1f}", flush=True)
     own_data_row(size)
+
+
+def seconds_of(call: Callable) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def rate_cell(call: Callable, size: int) -> str:
+    """Solves per second of wall time / of this process's CPU time, and the share solved."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    results = call()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return f"{size / wall:7.0f} / {size / cpu:6.0f} ({np.mean([r.success for r in results]):4.2f})"
 
 
 def decay_fit(p, t, y):
@@ -395,30 +419,24 @@ def decay_fit(p, t, y):
 
 
 def own_data_row(size: int) -> None:
-    """exp_decay fits, each start with its own curve (``batch_args``): a minimize per fit, and the
-    vectorized batch replayed and native (compile not counted), in the batch table's columns."""
+    """exp_decay fits, each start with its own curve: a minimize per fit of ``ad.function(decay_fit)``
+    made once (each curve an argument: one trace for all), and the vectorized batch (``batch_args``)
+    replayed and native (compile not counted), in the batch table's columns."""
     rng = np.random.default_rng(6)
     truth = np.array([2.5, 1.3, 0.4]) * (1.0 + 0.3 * rng.random((size, 3)))
     curves = truth[:, :1] * np.exp(-truth[:, 1:2] * T20) + truth[:, 2:] + 0.01 * rng.standard_normal((size, 20))
     starts = np.tile([2.0, 1.0, 0.5], (size, 1))
+    fit = ad.function(decay_fit)
 
     def vectorized(native: bool, count: int = size) -> list:
-        return hessopt.minimize_many(decay_fit, starts[:count], method=SOLVE_METHOD, vectorize=True,
+        return hessopt.minimize_many(fit, starts[:count], method=SOLVE_METHOD, vectorize=True,
                                      native=native, args=(T20,), batch_args=(curves[:count],))
-    compile_seconds = time.perf_counter()
-    vectorized(True, 2)
-    compile_seconds = time.perf_counter() - compile_seconds
-    calls = [lambda: [hessopt.minimize(decay_fit, x, args=(T20, y), method=SOLVE_METHOD)
-                      for x, y in zip(starts, curves)],
+    compile_seconds = seconds_of(lambda: vectorized(True, 2))
+    calls = [lambda: [hessopt.minimize(fit, x, args=(T20, y), method=SOLVE_METHOD) for x, y in zip(starts, curves)],
              lambda: vectorized(False), lambda: vectorized(True)]
-    cells = []
-    for call in calls:
-        wall, cpu = time.perf_counter(), time.process_time()
-        results = call()
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        cells.append(f"{size / wall:7.0f} / {size / cpu:6.0f} ({np.mean([r.success for r in results]):4.2f})")
+    cells = [rate_cell(call, size) for call in calls]
     print(f"  {'exp_decay 3, own data':<24}" + "".join(f"{c:>28}" for c in cells + [""]) + f"{compile_seconds:11.1f}"
-          "  (a minimize per fit; batch_args)", flush=True)
+          "  (a minimize per fit of ad.function(f) made once; batch_args)", flush=True)
 
 
 def geometric_mean(values: list) -> float:

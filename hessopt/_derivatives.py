@@ -50,23 +50,33 @@ class AutodiffDerivatives(PointDerivatives):
     replayed program of ``autodiff.function`` (f eagerly where it cannot be traced:
     ``untraced_reason`` then says why); plain values are NumPy calls of f either way. ``shared``
     holds the autodiff.functions of earlier runs of the same f (minimize_many's runs in one
-    process, :class:`SharedTraces`), by role: they are replayed instead of traced again, and those
-    made here are added. ``name`` is where the derivatives come from (``result.derivatives``).
+    process, or earlier calls with an ``autodiff.function``: :func:`derivatives_of`), by role:
+    they are replayed instead of traced again, and those made here are added; ``native`` compiles
+    them (numba, the compiled extra) as ``autodiff.function(..., native=True)`` does. With
+    ``with_args=(g, args)`` (f is ``x -> g(x, *args)``), the traced objective is g and args are
+    inputs of its programs (their float arrays read at each call, as jax.jit reads its
+    arguments), not constants of a closure. ``name`` is where the derivatives come from
+    (``result.derivatives``).
     """
 
     name = "autodiff"
-    _shared: dict | None = None     # (a class default: subclasses that build lazily share nothing)
+    _shared: dict | None = None     # (class defaults: subclasses that build lazily share nothing, replay NumPy)
+    _native = False
 
     def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
-                 ggn: tuple[Callable, Callable] | None = None, trace: bool = False, shared: dict | None = None):
+                 ggn: tuple[Callable, Callable] | None = None, trace: bool = False, shared: dict | None = None,
+                 native: bool = False, with_args: tuple[Callable, tuple] | None = None):
         self.f = f                      # a function of the structure unravel(x) (or of x itself)
         self.unravel = unravel or (lambda x: x)
         self.variables = variables
         self._traced: list = []         # the autodiff.functions made here (untraced_reason)
         self._shared = shared
-        objective = self._replayed(f, trace, "objective")
+        self._native = native
+        self._args = () if with_args is None else with_args[1]
+        objective = (self._replayed(f, trace, "objective") if with_args is None else
+                     self._replayed(with_args[0], trace, "objective of (x, *args)"))
         if ggn is None:
-            self._operator_at = lambda point: ad.hessian_operator(objective, point)
+            self._operator_at = lambda point: ad.hessian_operator(objective, point, args=self._args)
         else:
             predict, loss = self._replayed(ggn[0], trace, "predict"), ggn[1]
             self._operator_at = lambda point: ad.ggn_operator(predict, loss, point)
@@ -83,7 +93,7 @@ class AutodiffDerivatives(PointDerivatives):
             return g
         traced = None if self._shared is None else self._shared.get(role)
         if traced is None:
-            traced = ad.function(g, eager_fallback=True)
+            traced = ad.function(g, eager_fallback=True, native=self._native)
             if self._shared is not None:
                 self._shared[role] = traced
         self._traced.append(traced)
@@ -122,7 +132,7 @@ class AutodiffDerivatives(PointDerivatives):
 
     def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """f(x) and its gradient, with no recording kept (first-order methods)."""
-        value, gradient = self._value_and_grad(self.point(x))
+        value, gradient = self._value_and_grad(self.point(x), *self._args)
         return np.asarray(plain_value(value)), flat_gradient(gradient)
 
     def solve(self, solver: Callable, x0: np.ndarray, *args, **kwargs) -> OptimizeResult:
@@ -169,6 +179,31 @@ class SharedTraces(threading.local):
 
 
 SHARED_TRACES = SharedTraces()
+
+
+def derivatives_of(fun: Callable, args: tuple, unravel: Callable, ggn: tuple | None,
+                   trace: bool) -> AutodiffDerivatives:
+    """autodiff's derivatives of ``x -> fun(unravel(x), *args)``. An ``autodiff.function`` fun was
+    made once to be replayed (as a function given to jax.jit is compiled once): its derived
+    programs are kept with it, by thread, and args are inputs of them (``inputs``); its
+    ``native`` holds for them."""
+    replayed = isinstance(fun, ad.Function) and ggn is None and inputs(args)
+    shared = SHARED_TRACES.of_call(fun, args)
+    if shared is None and replayed:
+        shared = fun.memo.setdefault(SharedTraces, {}).setdefault(threading.get_ident(), {})   # dies with fun
+    return AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *args)), unravel, ggn=ggn, trace=trace,
+                               shared=shared, native=isinstance(fun, ad.Function) and fun.native,
+                               with_args=(lambda tree, *more: scalar_value(fun(tree, *more)), args)
+                               if replayed else None)
+
+
+def inputs(args: tuple) -> bool:
+    """Whether ``args`` can be arguments of replayed programs: every leaf a float array (an input,
+    read at each call) or a number, string, bool or None (static, compared by value). Others (a
+    Tensor, an object of the user's) stay in a closure of the objective, traced at each call."""
+    return all((type(leaf) is np.ndarray and leaf.dtype.kind == "f") or
+               type(leaf) in (int, float, bool, str, type(None), np.float64, np.int64)
+               for leaf in ad.tree.flatten(args)[0])
 
 
 def flat_gradient(gradient) -> np.ndarray:

@@ -775,8 +775,9 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
         fun (the compiled extra, ``pip install hessopt[compiled]``; about a microsecond a start and
         an evaluation, after a compilation of seconds that is kept for the next batch of the same
         fun). Without numba, or for a fun numba refuses, the NumPy replay runs and each result's
-        ``native_reason`` says why. The batch's programs are kept across calls (as jax.jit's):
-        data that changes between batches goes in ``args`` or ``batch_args``, not in a rebound global.
+        ``native_reason`` says why. A plain fun is traced at each call (the compile is reused
+        where the program is the same); an ``autodiff.function`` keeps its batch's programs (as
+        jax.jit's), so its data that changes between batches goes in ``args`` or ``batch_args``.
     batch_args : tuple of arrays, optional
         With ``vectorize``: each start's own data (a fit per pixel, per patient): arrays whose
         leading axis is the starts', row i of each passed to start i's fun after ``args``, as
@@ -836,7 +837,8 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
         why = refusal(declaration.name, executor, timeout, progress, kwargs)
         if why is not None:
             raise ValueError(f"minimize_many(vectorize=True): {why}")
-        return minimize_vectorized(fun, starts, kwargs.get("args"), batch_args, native, kwargs.get("options"))
+        return minimize_vectorized(fun, starts, kwargs.get("args"), batch_args, native, kwargs.get("options"),
+                                   kwargs.get("tol"))
     for name, given in (("native", native), ("batch_args", batch_args is not None)):
         if given:
             raise ValueError(f"minimize_many: {name}= is for the vectorized batch (vectorize=True, "

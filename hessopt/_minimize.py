@@ -36,10 +36,10 @@ from ._constrained import constrained_method, minimize_constrained, refuse_const
 from ._constraints import constraint_items
 from ._covariance import attach_hess_inv
 from ._derivatives import (
-    SHARED_TRACES,
     AutodiffDerivatives,
     Flat,
     check_split,
+    derivatives_of,
     flat_derivatives,
     ggn_option,
     variables_of,
@@ -311,8 +311,7 @@ def _autodiff(fun: Callable, x0, call: Call, jac, hess, hessp, ggn: tuple | None
     derivatives come from autodiff only); with ``ggn``, loss(predict(x0)) checked to be fun(x0)."""
     variables = variables_of(x0)
     if variables is None:
-        derivatives = AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *call.args)), call.unravel,
-                                          ggn=ggn, trace=trace, shared=SHARED_TRACES.of_call(fun, call.args))
+        derivatives = derivatives_of(fun, call.args, call.unravel, ggn, trace)
     elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
         derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn,
                                           trace)

@@ -20,20 +20,14 @@ import numpy as np
 from scipy.optimize import OptimizeResult
 
 import autodiff as ad
-from autodiff.jit import LeastRecentlyUsed
 from optimizers.batched import minimize_batch
 
-from ._arguments import as_args, check_option, is_tree
+from ._arguments import as_args, check_option, is_tree, real_array
 
 #: minimize_many's keywords the vectorized batch takes (the others are refused by name).
-TAKEN = {"args", "options"}
+TAKEN = {"args", "tol", "options"}
 #: the options of trust-exact the batch takes, as ``minimize_batch``'s keywords.
 OPTIONS = ("gtol", "maxiter", "initial_trust_radius", "max_trust_radius", "eta")
-
-# The rows' programs of the last few funs (by fun, row shape and native): minimize_many called again on
-# the same fun (a loop over data sets, a benchmark) traces and compiles nothing again.
-_ROWS = LeastRecentlyUsed(8)
-
 
 def refusal(method: str, executor, timeout, progress, kwargs: dict) -> str | None:
     """Why minimize_many cannot run these arguments as one vectorized batch (None: it can)."""
@@ -46,7 +40,7 @@ def refusal(method: str, executor, timeout, progress, kwargs: dict) -> str | Non
         return "it finishes every start together: progress reports runs finishing one by one"
     for name, value in kwargs.items():
         if name not in TAKEN and value is not None:
-            return f"{name}= is not taken (it takes args and the options {', '.join(OPTIONS)})"
+            return f"{name}= is not taken (it takes args, tol and the options {', '.join(OPTIONS)})"
     unknown = sorted(set(kwargs.get("options") or {}) - set(OPTIONS))
     if unknown:
         return f"the option {unknown[0]!r} is not taken (it takes {', '.join(OPTIONS)})"
@@ -54,12 +48,15 @@ def refusal(method: str, executor, timeout, progress, kwargs: dict) -> str | Non
 
 
 def minimize_vectorized(fun: Callable, starts: list, args, batch_args, native: bool,
-                        options: dict | None) -> list[OptimizeResult]:
-    """The vectorized batch's results, one OptimizeResult per start, in order (see the module)."""
+                        options: dict | None, tol: float | None = None) -> list[OptimizeResult]:
+    """The vectorized batch's results, one OptimizeResult per start, in order (see the module);
+    ``tol`` is the gradient test's ``gtol`` unless the options give one (as minimize takes it)."""
     X0, shape = _stacked(starts)
     args = as_args(args if args is not None else ())
     batch = _batch_arrays(batch_args, len(starts))
     taken = {name: check_option(name, value, "trust-exact") for name, value in (options or {}).items()}
+    if tol is not None:
+        taken.setdefault("gtol", check_option("gtol", tol, label="tol"))
     derivatives = _rows_of(fun, shape, native)
 
     def evaluate(X: np.ndarray, rows: np.ndarray) -> tuple:
@@ -82,10 +79,7 @@ def _stacked(starts: list) -> tuple[np.ndarray, tuple]:
         if is_tree(x0) or isinstance(x0, (ad.Tensor, ad.Variable)):
             raise TypeError(f"minimize_many(vectorize=True): start {k} is a {type(x0).__name__} (a pytree, a "
                             "Tensor or a Variable); the vectorized batch takes starts that are arrays of one shape")
-        try:
-            array = np.asarray(x0, dtype=float)
-        except (TypeError, ValueError) as error:
-            raise TypeError(f"minimize_many(vectorize=True): start {k} is not an array of numbers ({error})") from None
+        array = real_array(x0, f"minimize_many(vectorize=True): start {k}").astype(float)
         if arrays and array.shape != arrays[0].shape:
             raise ValueError(f"minimize_many(vectorize=True): start {k} has shape {array.shape}, start 0 "
                              f"{arrays[0].shape}; the vectorized batch takes starts of one shape")
@@ -102,9 +96,7 @@ def _batch_arrays(batch_args, m: int) -> tuple:
     batch = as_args(batch_args)
     arrays = []
     for k, values in enumerate(batch):
-        array = np.asarray(values)
-        if array.dtype.kind not in "fiu":
-            raise TypeError(f"minimize_many: batch_args[{k}] must be an array of numbers, got {array.dtype}")
+        array = real_array(values, f"minimize_many: batch_args[{k}]")
         if array.ndim == 0 or array.shape[0] != m:
             raise ValueError(f"minimize_many: batch_args[{k}] has shape {array.shape}; its leading axis must be "
                              f"the starts' ({m})")
@@ -113,16 +105,15 @@ def _batch_arrays(batch_args, m: int) -> tuple:
 
 
 def _rows_of(fun: Callable, shape: tuple, native: bool) -> ad.HessianRows:
-    """``autodiff.hessian_rows`` of fun on flat rows (reshaped to the starts' shape), kept for the
-    next batch of the same fun, shape and native (``_ROWS``; an unhashable fun is not kept)."""
-    try:
-        key = (fun, shape, native)
-        rows = _ROWS.get(key)
-    except TypeError:
-        key, rows = None, None
+    """``autodiff.hessian_rows`` of fun on flat rows (reshaped to the starts' shape). An
+    ``autodiff.function`` keeps them for its next batch (traced once, as minimize keeps its
+    programs); a plain fun is traced at each batch, so a global it reads is read again, and numba's
+    compile is reused where the program is the same (``autodiff.jit.native``)."""
+    key = (_rows_of, shape, native)
+    rows = fun.memo.get(key) if isinstance(fun, ad.Function) else None
     if rows is None:
         flat = fun if len(shape) == 1 else (lambda x, *args: fun(np.reshape(x, shape), *args))
         rows = ad.hessian_rows(flat, native=native)
-        if key is not None:
-            _ROWS.put(key, rows)
+        if isinstance(fun, ad.Function):
+            fun.memo[key] = rows
     return rows

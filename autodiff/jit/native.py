@@ -117,15 +117,35 @@ def native_program(live: list, inputs: list, outputs: list, guards: list, single
         return None, "numba is not installed (the compiled extra)"
     try:
         source, namespace = _source(live, inputs, outputs, single, fresh)
-        namespace.update(_numba_globals())
-        exec(compile(source, "<autodiff.function native program>", "exec"), namespace)
-        compiled = numba.njit(namespace.pop("program"))
+        key = _content(source, namespace)
+        compiled = _COMPILED.get(key)
+        if compiled is None:
+            namespace.update(_numba_globals())
+            exec(compile(source, "<autodiff.function native program>", "exec"), namespace)
+            compiled = numba.njit(namespace.pop("program"))
         args = [float(t._value) if scalars_in and _is_scalar(t._value) else t._value  # the types of replays:
                 for t in inputs]                                                     # compiled for them now
         _check(compiled(*args), run_plain(*args), single)
     except Exception as error:  # numba's typing errors and refusals: the NumPy replay runs
         return None, reason(error)
+    _COMPILED[key] = _COMPILED.pop(key, compiled)   # the most recent last
+    while len(_COMPILED) > COMPILED_KEPT:
+        del _COMPILED[next(iter(_COMPILED))]
     return compiled, None
+
+
+#: Compiled programs by content (source and constants), the least recently made or used going
+#: first: a program traced again (a new ``autodiff.function`` of the same f, minimize_many's next
+#: batch of a plain function) reuses numba's compile when it is the same program, and compiles
+#: anew when anything it computes with differs (a global array f reads, rebound).
+COMPILED_KEPT = 64
+_COMPILED: dict = {}
+
+
+def _content(source: str, namespace: dict) -> tuple:
+    """A program's identity: its source and its constants (arrays by dtype, shape and bytes)."""
+    return (source,) + tuple((name, value.dtype.str, value.shape, value.tobytes())
+                             for name, value in namespace.items() if isinstance(value, np.ndarray))
 
 
 def reason(error: Exception) -> str:
@@ -148,9 +168,18 @@ def row_loop(program: Callable, rows: tuple) -> Callable:
                         "        values[i] = value",
                         "        gradients[i, :] = gradient",
                         "        hessians[i, :, :] = hessian"])
-    namespace = {"program": program}
-    exec(compile(source, "<autodiff.hessian_rows native loop>", "exec"), namespace)
-    return numba.njit(namespace["loop"])
+    key = (program, rows)
+    if key not in _LOOPS:   # (a program reused by content reuses its loop)
+        namespace = {"program": program}
+        exec(compile(source, "<autodiff.hessian_rows native loop>", "exec"), namespace)
+        _LOOPS[key] = numba.njit(namespace["loop"])
+    _LOOPS[key] = _LOOPS.pop(key)
+    while len(_LOOPS) > COMPILED_KEPT:
+        del _LOOPS[next(iter(_LOOPS))]
+    return _LOOPS[key]
+
+
+_LOOPS: dict = {}   # (native program, row flags) -> its compiled loop, the least recently used first
 
 
 def blas_layout(array: np.ndarray) -> np.ndarray:

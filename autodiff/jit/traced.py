@@ -122,6 +122,7 @@ class Traced:
         self._derived: dict = {}
         self._fast: _Replay | None = None        # the program of the last call, if it had arrays alone
         self._fast_partial: dict = {}            # build -> (_Staging, _Staged) of the last one-array pair
+        self.memo: dict = {}   # what callers derive from f and keep with it, to live and die with it
 
     @property
     def traces(self) -> int:

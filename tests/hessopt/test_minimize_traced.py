@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import autodiff as ad
+import autodiff.jit.traced
 import hessopt
 from hessopt import problems
 
@@ -114,10 +115,10 @@ def test_an_iterate_recording_is_dropped_before_the_next_one_is_made(monkeypatch
     made, alive_at_creation = [], []
     hessian_operator = ad.hessian_operator
 
-    def tracked(f, x):
+    def tracked(f, x, **options):
         gc.collect()
         alive_at_creation.append(sum(ref() is not None for ref in made))
-        op = hessian_operator(f, x)
+        op = hessian_operator(f, x, **options)
         made.append(weakref.ref(op))
         return op
 
@@ -126,3 +127,50 @@ def test_an_iterate_recording_is_dropped_before_the_next_one_is_made(monkeypatch
     hessopt.minimize(problem.fun, problem.x0, method=method, options={"maxiter": 20})
     assert len(made) > 10
     assert max(alive_at_creation) <= (1 if method == "trust-ncg" else 0), alive_at_creation
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_an_autodiff_function_is_traced_once_across_minimize_calls(monkeypatch, native):
+    """An objective made once with autodiff.function (as a function is given to jax.jit once) keeps
+    its traces across minimize calls: the second and third runs trace nothing and repeat the first's
+    iterates bit for bit, which are the plain function's."""
+    traces = []
+    record = autodiff.jit.traced.record
+    monkeypatch.setattr(autodiff.jit.traced, "record", lambda *a: traces.append(1) or record(*a))
+    problem = problems.get("helical_valley")
+    fun = ad.function(problem.fun, native=native)
+    runs = [hessopt.minimize(fun, problem.x0, method="trust-exact")]
+    first = len(traces)
+    runs += [hessopt.minimize(fun, problem.x0, method="trust-exact") for _ in range(2)]
+    assert first > 0 and len(traces) == first
+    plain = hessopt.minimize(problem.fun, problem.x0, method="trust-exact")
+    for run in runs:
+        np.testing.assert_array_equal(run.history["x"], plain.history["x"])
+        assert (run.nit, run.nfev, run.njev, run.nhev) == (plain.nit, plain.nfev, plain.njev, plain.nhev)
+
+
+def test_an_autodiff_function_takes_args_as_inputs_and_lets_go_of_its_traces(monkeypatch):
+    """args' float arrays are inputs of the kept programs (as jax.jit's arguments): fits to new data,
+    or to data changed in place, trace nothing new and find each curve's own parameters; the traces
+    live and die with the function."""
+    traces = []
+    record = autodiff.jit.traced.record
+    monkeypatch.setattr(autodiff.jit.traced, "record", lambda *a: traces.append(1) or record(*a))
+
+    def fit(p, t, y):
+        return np.sum((p[0] * np.exp(-p[1] * t) - y) ** 2)
+    t, y = np.linspace(0.0, 3.0, 20), np.empty(20)
+    fun = ad.function(fit)
+    for step, truth in enumerate(([2.0, 1.0], [3.0, 0.5], [1.5, 2.0])):
+        y[:] = truth[0] * np.exp(-truth[1] * t)    # the same array, changed in place
+        result = hessopt.minimize(fun, np.array([1.0, 1.0]), args=(t, y if step < 2 else y.copy()),
+                                  method="trust-exact")
+        np.testing.assert_allclose(result.x, truth, rtol=1e-6)
+        if step == 0:
+            first = len(traces)
+    assert first > 0 and len(traces) == first
+    gone = weakref.ref(fun)
+    del fun, result   # (result.hess_inv holds the last iterate's operator)
+    gc.collect()
+    assert gone() is None
+

@@ -117,7 +117,7 @@ def test_what_the_vectorized_batch_cannot_do_is_refused_by_name(keywords, named)
     ([{"a": np.zeros(2)}], TypeError, "start 0 is a dict"),
     ([np.zeros(3), [np.zeros(2), np.zeros(1)]], TypeError, "start 1 is a list"),
     ([np.zeros(3), np.zeros(2)], ValueError, r"start 1 has shape \(2,\), start 0 \(3,\)"),
-    ([np.zeros(3), ["a", "b", "c"]], TypeError, "start 1 is not an array of numbers"),
+    ([np.zeros(3), ["a", "b", "c"]], TypeError, "start 1: expected real numbers"),
 ])
 def test_starts_the_vectorized_batch_cannot_stack_are_refused_by_name(starts, error, named):
     with pytest.raises(error, match=named):
@@ -128,7 +128,7 @@ def test_batch_args_of_another_length_and_native_or_batch_args_without_vectorize
     with pytest.raises(ValueError, match=r"batch_args\[1\] has shape \(3,\); its leading axis must be the starts'"):
         hessopt.minimize_many(centered_quartic, STARTS, method="trust-exact", vectorize=True,
                               batch_args=(CENTERS, WEIGHTS[:3]))
-    with pytest.raises(TypeError, match=r"batch_args\[0\] must be an array of numbers"):
+    with pytest.raises(TypeError, match=r"batch_args\[0\]: expected real numbers"):
         hessopt.minimize_many(centered_quartic, STARTS, method="trust-exact", vectorize=True,
                               batch_args=(np.array(["a"] * 4), WEIGHTS))
     for keywords in ({"native": True}, {"batch_args": (CENTERS, WEIGHTS)}):
@@ -137,12 +137,23 @@ def test_batch_args_of_another_length_and_native_or_batch_args_without_vectorize
             hessopt.minimize_many(centered_quartic, STARTS, method="trust-exact", **keywords)
 
 
+def test_tol_is_the_gradient_tests_gtol_unless_the_options_give_one(stand_in):
+    """As minimize takes scipy's tol: gtol from tol, the options' own gtol winning."""
+    for keywords, gtol in (({"tol": 1e-9}, 1e-9), ({"tol": 1e-9, "options": {"gtol": 1e-6}}, 1e-6)):
+        stand_in.clear()
+        hessopt.minimize_many(centered_quartic, STARTS, method="trust-exact", vectorize=True,
+                              args=(CENTERS[0], 1.0), **keywords)
+        assert stand_in[0] == {"gtol": gtol}
+    with pytest.raises(ValueError, match="tol must be"):
+        hessopt.minimize_many(centered_quartic, STARTS, method="trust-exact", vectorize=True,
+                              args=(CENTERS[0], 1.0), tol=-1.0)
+
+
 def test_the_native_batch_is_the_replayed_batch_within_rounding(stand_in):
     pytest.importorskip("numba")
-    from hessopt._vectorized import _rows_of
     runs = {native: hessopt.minimize_many(centered_quartic, STARTS, method="trust-exact", vectorize=True,
                                           native=native, batch_args=(CENTERS, WEIGHTS)) for native in (False, True)}
-    assert _rows_of(centered_quartic, (3,), True).native_reason is None
+    assert all(result.get("native_reason") is None for result in runs[True])
     for native, replayed in zip(runs[True], runs[False]):
         np.testing.assert_allclose(native.x, replayed.x, rtol=0, atol=1e-11)  # both within 2e-12 of the center
 
@@ -222,3 +233,50 @@ def test_without_numba_native_batches_are_the_replayed_ones_and_say_why(stand_in
         np.testing.assert_array_equal(with_native.x, without.x)
         assert with_native.native_reason == "numba is not installed (the compiled extra)"
         assert "native_reason" not in without
+
+
+SHIFT = np.array([1.0, -2.0, 0.5])
+
+
+def shifted_quartic(x):
+    """Minimum at the global SHIFT (rebound by the test below)."""
+    d = x - SHIFT
+    return np.sum(d ** 4 + d ** 2)
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_a_plain_fun_is_traced_at_each_batch_and_reads_its_globals_again(monkeypatch, native):
+    """As minimize does: a global array rebound between two batches is seen by the second; with
+    native, numba's compile is reused where the program is the same (same operations, same
+    constants) and made anew where a constant changed."""
+    if native:
+        pytest.importorskip("numba")
+    from autodiff.jit import native as jit_native
+    starts = STARTS[:2]
+    for step, shift in enumerate(([1.0, -2.0, 0.5], [1.0, -2.0, 0.5], [-3.0, 0.0, 4.0])):
+        monkeypatch.setattr(sys.modules[__name__], "SHIFT", np.array(shift))
+        kept = set(jit_native._COMPILED)
+        results = hessopt.minimize_many(shifted_quartic, starts, method="trust-exact", vectorize=True,
+                                        native=native, options={"gtol": 1e-10})
+        for result in results:
+            assert result.success
+            np.testing.assert_allclose(result.x, shift, rtol=0, atol=1e-10)   # |4d^3 + 2d| <= gtol: |d| <= gtol / 2
+        if native:
+            assert all(result.get("native_reason") is None for result in results)
+            assert (set(jit_native._COMPILED) == kept) == (step == 1), step   # the same program reused
+
+
+def test_an_autodiff_function_keeps_its_batch_programs(monkeypatch):
+    """An autodiff.function's batch is traced once across calls (as minimize keeps its programs)."""
+    traces = []
+    record = ad.jit.traced.record
+    monkeypatch.setattr(ad.jit.traced, "record", lambda *a: traces.append(1) or record(*a))
+    fun = ad.function(centered_quartic)
+    for step in range(2):
+        results = hessopt.minimize_many(fun, STARTS, method="trust-exact", vectorize=True,
+                                        batch_args=(CENTERS, WEIGHTS))
+        for result, center in zip(results, CENTERS):
+            np.testing.assert_allclose(result.x, center, atol=1e-5)
+        if step == 0:
+            first = len(traces)
+    assert first > 0 and len(traces) == first

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import least_squares
 
-from optimizers.least_squares import EPS, TrustRadius, damped_step, least_squares_lm
+from optimizers.least_squares import EPS, DampedSteps, TrustRadius, least_squares_lm
 
 METHODS = ["lm", "gn"]
 
@@ -72,6 +72,19 @@ def test_levenberg_marquardt_costs_about_what_scipys_trust_region_does(problem, 
     theirs = least_squares(residuals, x0, jac, method="trf", x_scale="jac")
     np.testing.assert_allclose(ours.x, theirs.x, rtol=1e-7)
     assert ours.nfev + ours.njev <= 1.25 * (theirs.nfev + theirs.njev)
+
+
+def test_a_rejected_trial_reuses_its_iterates_svd(monkeypatch):
+    """Only the radius changes after a rejected trial: the SVD of J D^-1 is made once per iterate
+    (per Jacobian evaluation), not once per trial, and the run is the same step for step."""
+    residuals, jac = rosenbrock_residuals()
+    before = least_squares_lm(residuals, [-1.2, 1.0], jac)
+    svds, svd = [], np.linalg.svd
+    monkeypatch.setattr(np.linalg, "svd", lambda *a, **k: svds.append(1) or svd(*a, **k))
+    result = least_squares_lm(residuals, [-1.2, 1.0], jac)
+    assert result.nfev > result.njev + 1     # some trials were rejected
+    assert len(svds) <= result.njev
+    np.testing.assert_array_equal(result.history["x"], before.history["x"])
 
 
 def test_result_fields_follow_scipy_least_squares():
@@ -269,7 +282,7 @@ def test_the_damped_step_solves_its_regularized_system_within_the_radius(radius)
     Gauss-Newton step (lambda 0) when that is inside."""
     rng = np.random.default_rng(3)
     jacobian, r = rng.standard_normal((8, 3)) @ np.diag([1.0, 1e-2, 1e2]), rng.standard_normal(8)
-    q, lam = damped_step(jacobian, r, radius, 0.0)
+    q, lam = DampedSteps(jacobian, r).step(radius, 0.0)
     expected = np.linalg.solve(jacobian.T @ jacobian + lam * np.eye(3), -jacobian.T @ r)
     np.testing.assert_allclose(q, expected, rtol=1e-8 * np.linalg.cond(jacobian.T @ jacobian + lam * np.eye(3)))
     gauss_newton = np.linalg.lstsq(jacobian, -r, rcond=None)[0]
