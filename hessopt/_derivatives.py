@@ -52,7 +52,8 @@ class AutodiffDerivatives(PointDerivatives):
     holds the autodiff.functions of earlier runs of the same f (minimize_many's runs in one
     process, or earlier calls with an ``autodiff.function``: :class:`SharedTraces`), by role: they
     are replayed instead of traced again, and those made here are added; ``native`` compiles them
-    (numba, the compiled extra) as ``autodiff.function(..., native=True)`` does. ``name`` is where the derivatives come from (``result.derivatives``).
+    (numba, the compiled extra) as ``autodiff.function(..., native=True)`` does. ``name`` is where
+    the derivatives come from (``result.derivatives``).
     """
 
     name = "autodiff"

@@ -18,6 +18,10 @@ import scipy.sparse
 
 from .sparse import dense_reason, symmetric_csc
 
+#: Up to this many entries :func:`same_point` compares buffers (a loop in C over the values, which
+#: takes about as long as ``(x == y).all()`` at 1,000 entries and six times longer at 100,000).
+BUFFER_COMPARISON_SIZE = 1000
+
 
 class Status(IntEnum):
     """Why a run stopped; the integers keep scipy's meaning where scipy has one (an IntEnum, so
@@ -239,8 +243,10 @@ class Objective:
 
 def same_point(x: np.ndarray, y: np.ndarray | None) -> bool:
     """Whether x is the point y (None: no point yet): "has the point changed", for every cache of
-    a point's values. Elementwise, without ``np.array_equal``'s overhead, which showed in the
-    profile of every Hessian-vector product.
+    a point's values. Elementwise (NaN is no point, -0.0 is 0.0), without ``np.array_equal``'s
+    overhead, which showed in the profile of every Hessian-vector product; up to
+    :data:`BUFFER_COMPARISON_SIZE` entries the arrays' buffers are compared value by value, a fifth
+    of the cost of ``==`` and a reduction, which a small solve pays about ten times an iteration.
 
     Examples
     --------
@@ -249,7 +255,11 @@ def same_point(x: np.ndarray, y: np.ndarray | None) -> bool:
     >>> same_point(np.array([1.0, 2.0]), np.array([1.0, 2.0])), same_point(np.ones(2), None)
     (True, False)
     """
-    return y is not None and x.shape == y.shape and bool((x == y).all())
+    if y is None or x.shape != y.shape:
+        return False
+    if x.size <= BUFFER_COMPARISON_SIZE:
+        return x.data == y.data
+    return bool((x == y).all())
 
 
 class Iterate:

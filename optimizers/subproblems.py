@@ -83,6 +83,7 @@ class _DenseShifts:
 
     def __init__(self, H: np.ndarray):
         self.H = H
+        self._identity = np.eye(len(H))   # made once: a model factors several shifts
 
     @cached_property
     def finite(self) -> bool:
@@ -105,7 +106,7 @@ class _DenseShifts:
         """A solver for ``(H + lam I) x = b``; None when ``H + lam I`` is not positive definite.
         A pivot zero but for rounding has it factored again a rounding-level shift higher
         (:func:`~optimizers.sparse.rounding_shift`), as the sparse factorization does."""
-        shifted = self.H + lam * np.eye(len(self.H))
+        shifted = self.H + lam * self._identity
         solve, pivots = _cholesky(shifted)
         extra = rounding_shift(pivots, shifted.diagonal())
         if extra:
@@ -124,7 +125,7 @@ def _cholesky(a: np.ndarray) -> tuple[Callable | None, np.ndarray]:
     positive definite) and the pivots r_kk^2, up to the one it stopped at, which potrf leaves
     on the diagonal as it found it."""
     factors, info = dpotrf(a, lower=False, clean=False)
-    diagonal = np.diag(factors)
+    diagonal = factors.diagonal()
     if info > 0:
         return None, np.r_[diagonal[:info - 1] ** 2, diagonal[info - 1]]
     return (lambda b: _solve_factored(factors, b)), diagonal ** 2
