@@ -134,7 +134,7 @@ def as_args(args) -> tuple:
 def scalar_value(value, name: str = "fun"):
     """A function value checked at the door: a real scalar or any size-1 array (as scipy takes),
     reshaped to a scalar; Tensors stay Tensors (the reshape is differentiable)."""
-    if isinstance(value, numbers.Real):
+    if type(value) is float or isinstance(value, numbers.Real):   # a float without the ABC's check
         return value
     value = _real_value(value, name, "a scalar")
     if value.size != 1:

@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse
-from scipy.linalg import eigh, eigh_tridiagonal
+from scipy.linalg import eigh_tridiagonal
 from scipy.linalg.lapack import dpotrf, dpotrs, dpttrf, dpttrs
 
 from .krylov import (
@@ -50,6 +50,7 @@ from .krylov import (
     norm,
     sphere_crossings,
     steihaug_maxiter,
+    symmetric_eigenpairs,
 )
 from .sparse import LDLFactorization, frobenius_norm, rounding_shift, sparse_leftmost_eigenpair
 from .sparse import norm_bound as sparse_norm_bound
@@ -116,7 +117,7 @@ class _DenseShifts:
 
     @cached_property
     def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
-        values, vectors = eigh(self.H, subset_by_index=[0, 0])
+        values, vectors = symmetric_eigenpairs(self.H, leftmost=True)
         return float(values[0]), vectors[:, 0]
 
 
@@ -564,7 +565,7 @@ class MoreSorensen:
     sparse H: LDL^T factorizations, :class:`~optimizers.sparse.LDLFactorization`, whose pivots
     tell whether ``H + lam I`` is positive definite, the symbolic analysis of ``factorization``
     reused) and, only when H is not positive definite and an iterate falls inside the region, the
-    leftmost eigenpair (scipy.linalg.eigh; for a sparse H shift-invert Lanczos on the same
+    leftmost eigenpair (LAPACK's syevr; for a sparse H shift-invert Lanczos on the same
     factorizations, :func:`~optimizers.sparse.sparse_leftmost_eigenpair`) to detect and solve the
     hard case. See :func:`solve_secular`.
     """
