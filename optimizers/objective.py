@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import IntEnum
-from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -21,6 +20,26 @@ from .sparse import dense_reason, symmetric_csc
 #: Up to this many entries :func:`same_point` compares buffers (a loop in C over the values, which
 #: takes about as long as ``(x == y).all()`` at 1,000 entries and six times longer at 100,000).
 BUFFER_COMPARISON_SIZE = 1000
+
+
+class cached:  # noqa: N801 (a decorator, named as functools.cached_property)
+    """``functools.cached_property`` without its lock: on Python 3.10 and 3.11 every first read
+    takes one lock shared by all instances of the class, which costs more than the small values
+    read here (a few a trust-region iteration; Python 3.12 dropped the lock). The value is
+    computed on first read and kept in the instance's ``__dict__``, where deleting it lets the
+    next read compute it again."""
+
+    def __init__(self, function: Callable):
+        self.function, self.name, self.__doc__ = function, function.__name__, function.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance, owner: type | None = None):
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.function(instance)
+        return value
 
 
 class Status(IntEnum):
@@ -285,21 +304,21 @@ class Iterate:
         self._objective = objective
         self.x, self.f, self.g = x, f, g
 
-    @cached_property
+    @cached
     def matvec(self) -> Callable[[np.ndarray], np.ndarray]:
         # products with the Hessian's matrix are not evaluations: not counted
         return self._objective._products(self.x) or self.matrix.__matmul__
 
-    @cached_property
+    @cached
     def matrix(self) -> np.ndarray | scipy.sparse.csc_matrix:
         """The Hessian as its source gives it, dense or sparse (symmetric)."""
         return self._objective._matrix(self.x)
 
-    @cached_property
+    @cached
     def sparse_hessian(self) -> scipy.sparse.csc_matrix | None:
         return self._objective._as_sparse(self.matrix)
 
-    @cached_property
+    @cached
     def sparse_matrix(self) -> scipy.sparse.csc_matrix | None:
         """The Hessian as a CSC matrix whenever its source gives one sparse at no extra cost
         (:meth:`Objective.gives_sparse`), whatever its size and density (for a preconditioner);
@@ -309,7 +328,7 @@ class Iterate:
         matrix = self.matrix
         return matrix if scipy.sparse.issparse(matrix) else None
 
-    @cached_property
+    @cached
     def hessian(self) -> np.ndarray:
         matrix = self.matrix
         return matrix.toarray() if scipy.sparse.issparse(matrix) else matrix

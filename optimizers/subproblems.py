@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -52,6 +51,7 @@ from .krylov import (
     steihaug_maxiter,
     symmetric_eigenpairs,
 )
+from .objective import cached
 from .sparse import LDLFactorization, frobenius_norm, rounding_shift, sparse_leftmost_eigenpair
 from .sparse import norm_bound as sparse_norm_bound
 
@@ -86,20 +86,20 @@ class _DenseShifts:
         self.H = H
         self._identity = np.eye(len(H))   # made once: a model factors several shifts
 
-    @cached_property
+    @cached
     def finite(self) -> bool:
         return bool(np.all(np.isfinite(self.H)))
 
-    @cached_property
+    @cached
     def min_diagonal(self) -> float:
         return float(self.H.diagonal().min())
 
-    @cached_property
+    @cached
     def norm_bound(self) -> float:
         """An upper bound on ||H||_2: the smaller of the Gershgorin and Frobenius bounds."""
         return float(min(np.abs(self.H).sum(axis=1).max(), self.frobenius))
 
-    @cached_property
+    @cached
     def frobenius(self) -> float:
         return float(np.linalg.norm(self.H))
 
@@ -115,7 +115,7 @@ class _DenseShifts:
             solve, _ = _cholesky(shifted)
         return solve
 
-    @cached_property
+    @cached
     def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
         values, vectors = symmetric_eigenpairs(self.H, leftmost=True)
         return float(values[0]), vectors[:, 0]
@@ -128,7 +128,7 @@ def _cholesky(a: np.ndarray) -> tuple[Callable | None, np.ndarray]:
     factors, info = dpotrf(a, lower=False, clean=False)
     diagonal = factors.diagonal()
     if info > 0:
-        return None, np.r_[diagonal[:info - 1] ** 2, diagonal[info - 1]]
+        return None, np.concatenate((diagonal[:info - 1] ** 2, diagonal[info - 1:info]))
     return (lambda b: _solve_factored(factors, b)), diagonal ** 2
 
 
@@ -151,19 +151,19 @@ class _SparseShifts:
     def __init__(self, H: scipy.sparse.csc_matrix, factorization: LDLFactorization):
         self.H, self._factorization = H, factorization
 
-    @cached_property
+    @cached
     def finite(self) -> bool:
         return bool(np.all(np.isfinite(self.H.data)))
 
-    @cached_property
+    @cached
     def min_diagonal(self) -> float:
         return float(self.H.diagonal().min())
 
-    @cached_property
+    @cached
     def norm_bound(self) -> float:
         return sparse_norm_bound(self.H)
 
-    @cached_property
+    @cached
     def frobenius(self) -> float:
         return frobenius_norm(self.H)
 
@@ -171,7 +171,7 @@ class _SparseShifts:
         factor = self._factorization.factor(self.H, lam)
         return factor.solve if factor.positive_definite else None
 
-    @cached_property
+    @cached
     def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
         return sparse_leftmost_eigenpair(self.H, self._factorization)
 
@@ -190,15 +190,15 @@ class _TridiagonalShifts:
     def __init__(self, diagonal: np.ndarray, offdiagonal: np.ndarray):
         self.diagonal, self.offdiagonal = diagonal, offdiagonal
 
-    @cached_property
+    @cached
     def finite(self) -> bool:
         return bool(np.isfinite(self.diagonal.sum() + self.offdiagonal.sum()))
 
-    @cached_property
+    @cached
     def min_diagonal(self) -> float:
         return float(self.diagonal.min())
 
-    @cached_property
+    @cached
     def norm_bound(self) -> float:
         """Gershgorin bound on ||T||_2."""
         bound = np.abs(self.diagonal)
@@ -215,7 +215,7 @@ class _TridiagonalShifts:
             return None
         return lambda b: dpttrs(d, e, b)[0]
 
-    @cached_property
+    @cached
     def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
         values, vectors = eigh_tridiagonal(self.diagonal, self.offdiagonal,
                                            select="i", select_range=(0, 0))

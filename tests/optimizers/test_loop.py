@@ -189,3 +189,15 @@ def test_same_point_compares_values_on_both_sides_of_the_buffer_comparison(n):
     signed = np.zeros(n)
     assert same_point(-signed, signed)
     assert same_point(np.repeat(x, 2)[::2], x) and not same_point(x, x.reshape(1, -1))
+
+
+def test_an_iterates_hessian_is_evaluated_once_and_again_after_release():
+    """The Iterate's matrix, dense Hessian and products are computed on first read and kept
+    (one evaluation of hess for all reads), and computed again after ``release``."""
+    A = np.array([[2.0, 1.0], [1.0, 3.0]])
+    objective = Objective(lambda x: 0.5 * x @ A @ x, np.array([1.0, 0.0]), lambda x: A @ x, hess=lambda x: A)
+    point = objective.at(np.array([1.0, 0.0]))
+    assert np.array_equal(point.hessian, A) and point.hessian is point.hessian
+    assert np.array_equal(point.matvec(np.array([0.0, 1.0])), A[:, 1]) and objective.nhev == 1
+    point.release()
+    assert np.array_equal(point.hessian, A) and objective.nhev == 2
