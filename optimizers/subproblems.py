@@ -88,7 +88,7 @@ class _DenseShifts:
 
     @cached
     def finite(self) -> bool:
-        return bool(np.all(np.isfinite(self.H)))
+        return bool(np.isfinite(self.H).all())
 
     @cached
     def min_diagonal(self) -> float:
@@ -101,7 +101,8 @@ class _DenseShifts:
 
     @cached
     def frobenius(self) -> float:
-        return float(np.linalg.norm(self.H))
+        """np.linalg.norm(H), the same sum of squares of the entries in memory order, without its wrapper."""
+        return norm(self.H.ravel(order="K"))
 
     def factor(self, lam: float) -> Callable | None:
         """A solver for ``(H + lam I) x = b``; None when ``H + lam I`` is not positive definite.
@@ -286,7 +287,7 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
             continue
         p = -solve(g)
         pnorm, r = norm(p), target(lam)
-        last = p * min(1.0, r / pnorm), lam
+        last = p, r / pnorm, lam   # scaled into the region only if the iteration ends without a root
         if abs(pnorm - r) <= rtol * r:
             return p, lam
         # before the hard-case test factors another shift (a sparse factorization solves with its
@@ -305,7 +306,10 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
                 lo = max(lo, -lam1)
         newton = lam - (1.0 / pnorm - 1.0 / r) / dphi
         lam = newton if lo < newton < hi else _between(lo, hi)
-    return last if last is not None else (np.full_like(g, np.nan), np.nan)
+    if last is None:
+        return np.full_like(g, np.nan), np.nan
+    p, scale, lam = last
+    return p * min(1.0, scale), lam
 
 
 def _between(lo: float, hi: float) -> float:

@@ -14,6 +14,7 @@ from optimizers.subproblems import (
     _NewtonPoint,
     boundary_steps,
     diagonal_shifts,
+    matrix_shifts,
     solve_secular,
 )
 
@@ -346,3 +347,14 @@ def test_symmetric_eigenpairs_are_scipys_eigh_bit_for_bit(n):
     expected_value, expected_vector = scipy.linalg.eigh(A, subset_by_index=[0, 0])
     assert np.array_equal(value, expected_value) and np.array_equal(vector, expected_vector)
     assert np.allclose(A @ vector[:, 0], value[0] * vector[:, 0], atol=1e-12 * np.abs(values).max())
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_dense_shifts_frobenius_norm_is_numpys_bit_for_bit(order):
+    """The Frobenius bound of the secular bracket is np.linalg.norm(H)'s number (the same sum of
+    squares in memory order), so the bracket, and the steps, do not change."""
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 5, 64):
+        A = rng.standard_normal((n, n))
+        H = np.asarray(A + A.T, order=order)
+        assert matrix_shifts(H).frobenius == float(np.linalg.norm(H))
