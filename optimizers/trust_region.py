@@ -344,8 +344,8 @@ def trust_region_step(objective: Objective, make_solver: Callable | None, feasib
     gradient; in a box the projected gradient), unless given, and is capped at ``1e10 max(1,
     ||x0||)`` unless given. ``make_solver`` may be None in a box (TRON's step)."""
     x0, g0 = objective.x0, objective.grad(objective.x0)
-    xscale = max(1.0, float(np.linalg.norm(x0)))
-    gnorm = float(np.linalg.norm(feasible.stationarity(x0, g0)))
+    xscale = max(1.0, norm(x0))
+    gnorm = norm(feasible.stationarity(x0, g0))
     radius = initial_trust_radius or min(gnorm, xscale) or 1.0
     control = RadiusControl(radius, max_trust_radius or 1e10 * xscale)
     return region_step(feasible, objective, make_solver, control, dense=dense, eta=eta, memory=memory)
