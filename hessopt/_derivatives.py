@@ -57,7 +57,8 @@ class AutodiffDerivatives(PointDerivatives):
     """
 
     name = "autodiff"
-    _shared: dict | None = None     # (a class default: subclasses that build lazily share nothing)
+    _shared: dict | None = None     # (class defaults: subclasses that build lazily share nothing, replay NumPy)
+    _native = False
     #: evaluations of f so far: recordings at new points, plain values elsewhere, values with gradients
     evaluations = 0
 
