@@ -20,6 +20,7 @@ from .sparse import dense_reason, symmetric_csc
 #: Up to this many entries :func:`same_point` compares buffers (a loop in C over the values, which
 #: takes about as long as ``(x == y).all()`` at 1,000 entries and six times longer at 100,000).
 BUFFER_COMPARISON_SIZE = 1000
+_FLOAT = np.dtype(np.float64)   # (the buffers of other types, complex ones say, do not compare by value)
 
 
 class cached:  # noqa: N801 (a decorator, named as functools.cached_property)
@@ -263,9 +264,9 @@ class Objective:
 def same_point(x: np.ndarray, y: np.ndarray | None) -> bool:
     """Whether x is the point y (None: no point yet): "has the point changed", for every cache of
     a point's values. Elementwise (NaN is no point, -0.0 is 0.0), without ``np.array_equal``'s
-    overhead, which showed in the profile of every Hessian-vector product; up to
-    :data:`BUFFER_COMPARISON_SIZE` entries the arrays' buffers are compared value by value, a fifth
-    of the cost of ``==`` and a reduction, which a small solve pays about ten times an iteration.
+    overhead, which showed in the profile of every Hessian-vector product; float64 points of up to
+    :data:`BUFFER_COMPARISON_SIZE` entries have their buffers compared value by value, a fifth of
+    the cost of ``==`` and a reduction, which a small solve pays about ten times an iteration.
 
     Examples
     --------
@@ -276,7 +277,7 @@ def same_point(x: np.ndarray, y: np.ndarray | None) -> bool:
     """
     if y is None or x.shape != y.shape:
         return False
-    if x.size <= BUFFER_COMPARISON_SIZE:
+    if x.size <= BUFFER_COMPARISON_SIZE and x.dtype is _FLOAT and y.dtype is _FLOAT:
         return x.data == y.data
     return bool((x == y).all())
 

@@ -189,6 +189,8 @@ def test_same_point_compares_values_on_both_sides_of_the_buffer_comparison(n):
     signed = np.zeros(n)
     assert same_point(-signed, signed)
     assert same_point(np.repeat(x, 2)[::2], x) and not same_point(x, x.reshape(1, -1))
+    single = x.astype(np.float32)   # other types compare by value too: complex, big-endian, single precision
+    assert same_point(x + 0j, x + 0j) and same_point(x.astype(">f8"), x) and same_point(single, single.astype(float))
 
 
 def test_an_iterates_hessian_is_evaluated_once_and_again_after_release():
