@@ -110,7 +110,7 @@ def backtrack_fraction(f: float, f_trial: float, slope: float) -> float:
     """Where, as a fraction in [0.1, 0.5] of the step, the quadratic through f(x), its slope
     ``g^T p`` and f(x + p) has its minimum (CGT §17.1); 0.25 when that says nothing."""
     curvature = f_trial - f - slope
-    if np.isfinite(f_trial) and slope < 0 < curvature:
+    if math.isfinite(f_trial) and slope < 0 < curvature:
         return min(max(-slope / (2.0 * curvature), 0.1), 0.5)
     return 0.25
 
@@ -118,11 +118,12 @@ def backtrack_fraction(f: float, f_trial: float, slope: float) -> float:
 def reduction_ratio(f: float, f_trial: float, decrease: float) -> float:
     """Actual over predicted decrease; both get the rounding level of f so that steps at working
     precision are judged by the model rather than by rounding (CGT §17.4.2). NaN if f_trial is."""
-    if not np.isfinite(f_trial):
+    if not math.isfinite(f_trial):
         return np.nan
-    if decrease + noise(f) <= 0:
+    rounding = noise(f)
+    if decrease + rounding <= 0:
         return -np.inf
-    return (f - f_trial + noise(f)) / (decrease + noise(f))
+    return (f - f_trial + rounding) / (decrease + rounding)
 
 
 class TrustRegion(Step):
@@ -176,8 +177,8 @@ class TrustRegion(Step):
         if fresh and self.preconditioning is not None:
             self.preconditioning.observe(self.model.products)
         step, x_trial = self._trial(x, g, step, saddle)
-        step_norm = float(np.linalg.norm(step.p))
-        if not (np.isfinite(step_norm) and np.isfinite(step.decrease)):  # H(x) is not finite
+        step_norm = norm(step.p)
+        if not (math.isfinite(step_norm) and np.isfinite(step.decrease)):  # H(x) is not finite
             return Stop(Status.NONFINITE, _NONFINITE_STEP)
         if _negligible(step.p, step_norm, x):
             # the radius (or 1/sigma) collapsed: say why no step can be taken
@@ -189,11 +190,11 @@ class TrustRegion(Step):
         reference = max(self.accepted_values)
         rho = reduction_ratio(reference, f_trial, step.decrease + (reference - f))
         g_trial = self.objective.grad(x_trial) if rho > self.eta else None
-        self.finite_trial = bool(np.isfinite(f_trial) and (g_trial is None
-                                                           or np.all(np.isfinite(g_trial))))
-        accepted = rho > self.eta and _acceptable(f, reference, f_trial, step.decrease, g_trial,
-                                                  self.feasible.stationarity(x, g),
-                                                  self.feasible.stationarity(x_trial, g_trial))
+        finite_gradient = g_trial is None or bool(np.isfinite(g_trial).all())
+        self.finite_trial = math.isfinite(f_trial) and finite_gradient
+        accepted = rho > self.eta and finite_gradient and _acceptable(
+            f, reference, f_trial, step.decrease, self.feasible.stationarity(x, g),
+            self.feasible.stationarity(x_trial, g_trial))
         region_norm = getattr(step, "region_norm", None)   # a preconditioner's norm
         control.update(rho if accepted else -np.inf, step, step_norm if region_norm is None else region_norm,
                        backtrack_fraction(f, f_trial, g @ step.p))
@@ -271,17 +272,17 @@ def _downhill(step: SubproblemSolution, g: np.ndarray) -> SubproblemSolution:
     return step._replace(p=-step.p if slope > 0 else step.p, decrease=step.decrease + abs(slope))
 
 
-def _acceptable(f: float, reference: float, f_trial: float, decrease: float, g_trial: np.ndarray,
-                measure: np.ndarray, measure_trial: np.ndarray) -> bool:
-    """A good step must also have a finite gradient ``g_trial`` and lower f; or f below the
-    nonmonotone ``reference`` when the model predicts a decrease above rounding; or, when f
-    changes only within rounding, a lower norm of the stationarity measure (``measure`` at x,
-    ``measure_trial`` at the trial point: the gradient, in a box the projected gradient, whose
-    components on active bounds say nothing of progress); so that the iteration cannot cycle."""
+def _acceptable(f: float, reference: float, f_trial: float, decrease: float, measure: np.ndarray,
+                measure_trial: np.ndarray) -> bool:
+    """A good step (of a finite gradient at the trial point, which the caller checks) must also
+    lower f; or bring f below the nonmonotone ``reference`` when the model predicts a decrease
+    above rounding; or, when f changes only within rounding, lower the norm of the stationarity
+    measure (``measure`` at x, ``measure_trial`` at the trial point: the gradient, in a box the
+    projected gradient, whose components on active bounds say nothing of progress); so that the
+    iteration cannot cycle."""
     tolerance = noise(f)
-    return bool(np.all(np.isfinite(g_trial))) and (
-        f_trial < f or (f_trial < reference and decrease > tolerance) or (
-            f_trial <= f + tolerance and np.linalg.norm(measure_trial) < np.linalg.norm(measure)))
+    return bool(f_trial < f or (f_trial < reference and decrease > tolerance) or (
+        f_trial <= f + tolerance and np.linalg.norm(measure_trial) < np.linalg.norm(measure)))
 
 
 def _negligible(p: np.ndarray, p_norm: float, x: np.ndarray) -> bool:
@@ -343,8 +344,8 @@ def trust_region_step(objective: Objective, make_solver: Callable | None, feasib
     gradient; in a box the projected gradient), unless given, and is capped at ``1e10 max(1,
     ||x0||)`` unless given. ``make_solver`` may be None in a box (TRON's step)."""
     x0, g0 = objective.x0, objective.grad(objective.x0)
-    xscale = max(1.0, float(np.linalg.norm(x0)))
-    gnorm = float(np.linalg.norm(feasible.stationarity(x0, g0)))
+    xscale = max(1.0, norm(x0))
+    gnorm = norm(feasible.stationarity(x0, g0))
     radius = initial_trust_radius or min(gnorm, xscale) or 1.0
     control = RadiusControl(radius, max_trust_radius or 1e10 * xscale)
     return region_step(feasible, objective, make_solver, control, dense=dense, eta=eta, memory=memory)
