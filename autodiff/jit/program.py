@@ -20,6 +20,7 @@ from .. import numpy as anp
 from ..core import Primitive, Tensor, add_piece
 from .lowering import NAME, accumulate_lines, accumulate_sliced_lines, fused, lowered
 from .native import native_program
+from .scalar import scalar_program
 from .tracing import UntraceableError
 
 
@@ -93,6 +94,10 @@ class Program:
         self.native_reason = None
         # the recording's own operations in its order (its values are then the program's, bit for bit)
         self.repeats_recording = not any(record[0] is _ACCUMULATE_SLICED for record in live)
+        self.scalar_source = None
+        if not native:
+            self.scalar_source, run = scalar_program(live, inputs, outputs, guards, single, fresh, self.run)
+            self.run = run or self.run
         if native:
             run, self.native_reason = native_program(live, inputs, outputs, guards, single, fresh, self.run,
                                                      scalars_in)

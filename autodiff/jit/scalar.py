@@ -1,0 +1,345 @@
+"""Scalar programs: a program whose arrays are all small, written with Python floats.
+
+On arrays of a few elements a NumPy call costs far more than its arithmetic (about half a
+microsecond against a nanosecond an element). When every value of a program has at most
+``MAX_SIZE`` elements, its source here unpacks the input arrays once, computes each element with
+Python floats (an elementwise op unrolled per element, a read, reshape, concatenation or write as a
+renaming of elements, a sum as additions) and builds its outputs once.
+
+The results are the NumPy replay's bit for bit: Python's ``+ - * /`` and ``abs`` on floats are
+IEEE's correctly rounded operations, as NumPy's loops; a sum adds in NumPy's order (``np.add.reduce``
+is pairwise in blocks of eight along the contiguous axis, from the identity 0.0: ``_pairwise``);
+``x ** 2`` of an array is ``x * x``, as NumPy's fast path for the exponent 2, and a NumPy float's
+integer power is the C library's ``pow``, which Python's ``**`` calls too. What is not exact in
+Python is left to NumPy: a transcendental function (NumPy's SIMD loops differ from the C library in
+the last bit) or a matrix product (BLAS's order and fused multiply-adds) runs as the same NumPy call
+on its operands gathered into arrays of their traced types and shapes. An error in Python's
+arithmetic where NumPy gives inf or nan (a division by zero, an overflowing power) runs the NumPy
+program instead, for that call.
+
+Any op without a spelling here, a guard (branch), a value other than float64 or above the size
+makes ``scalar_program`` refuse, and the whole program stays the NumPy one: results never depend
+on partial support. Programs are also checked once, at the trace's values, against the NumPy one.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import numpy as anp
+
+MAX_SIZE = 32  # elements of the largest value of a program written with Python floats
+
+_EXACT = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
+_STRUCTURAL = {"reshape", "getitem", "transpose", "flip", "broadcast_to", "concatenate", "alias"}
+_FLOAT64 = np.dtype(np.float64)
+
+
+class Unsupported(Exception):
+    """An op or a value without a scalar spelling here."""
+
+
+def scalar_program(live: list, inputs: list, outputs: list, guards: list, single: bool, fresh: int,
+                   run_plain: Callable) -> tuple:
+    """``(source, run)``: the program of ``live`` (records after ``program``'s passes) on Python
+    floats, its results those of ``run_plain`` (the NumPy program, which runs instead when Python's
+    arithmetic raises); or ``(None, None)`` when some value or op has no spelling here."""
+    if guards or not inputs:
+        return None, None
+    try:
+        writer = _Writer()
+        source = writer.program(live, inputs, outputs, single, fresh)
+        namespace = dict(writer.globals, _plain=run_plain)
+        exec(compile(source, "<autodiff.function scalar program>", "exec"), namespace)
+        run = namespace.pop("program")
+        args = [t._value for t in inputs]
+        _check(run(*args), run_plain(*args), single)
+    except Unsupported:
+        return None, None
+    return source, run
+
+
+def _check(got, expected, single: bool) -> None:
+    """Raise ``Unsupported`` unless the results are the NumPy program's: types, shapes and bits."""
+    for a, b in zip(*(((got,), (expected,)) if single else (got, expected))):
+        if type(a) is not type(b) or np.shape(a) != np.shape(b) or np.asarray(a).tobytes() != np.asarray(b).tobytes():
+            raise Unsupported("the scalar results differ from the NumPy program's")
+
+
+def _pairwise(terms: list) -> str:
+    """The expression NumPy's pairwise summation makes of ``terms`` (at most 128): in order below
+    eight, else eight running sums joined as a tree, then the rest in order."""
+    if len(terms) < 8:
+        return _in_order(terms)
+    sums = terms[:8]
+    end = len(terms) - len(terms) % 8
+    for start in range(8, end, 8):
+        sums = [f"({s} + {t})" for s, t in zip(sums, terms[start:start + 8])]
+    s = sums
+    return _in_order([f"((({s[0]} + {s[1]}) + ({s[2]} + {s[3]})) + (({s[4]} + {s[5]}) + ({s[6]} + {s[7]})))"]
+                     + terms[end:])
+
+
+def _in_order(terms: list) -> str:
+    """The expression adding ``terms`` from the left."""
+    total = terms[0]
+    for term in terms[1:]:
+        total = f"({total} + {term})"
+    return total
+
+
+def _literal(value) -> str:
+    """A number as Python source of the float NumPy computes with (float64)."""
+    value = float(value)
+    if math.isfinite(value):
+        return f"({value!r})" if value < 0 or (value == 0 and math.copysign(1, value) < 0) else repr(value)
+    return "_nan" if math.isnan(value) else ("_inf" if value > 0 else "(-_inf)")
+
+
+class _Writer:
+    """The source of one scalar program: each value an object array of its elements' source."""
+
+    def __init__(self):
+        self.globals: dict = {"_array": np.array, "_float64": np.float64, "_nan": math.nan, "_inf": math.inf}
+        self.lines: list = []
+        self.count = 0
+
+    def fresh_name(self) -> str:
+        self.count += 1
+        return f"s{self.count}"
+
+    def constant(self, value) -> str:
+        name = f"c{len(self.globals)}"
+        self.globals[name] = value
+        return name
+
+    def elements(self, value) -> np.ndarray:
+        """A constant as its elements' literals (float64, or an integer or bool NumPy promotes)."""
+        array = np.asarray(value)
+        if array.dtype.kind not in "fiub" or array.size > MAX_SIZE or (array.dtype.kind == "f" and array.dtype != _FLOAT64):
+            raise Unsupported(f"a constant of {array.dtype}")
+        if array.dtype.kind in "iu" and np.any(np.abs(array) > 2 ** 53):
+            raise Unsupported("an integer constant beyond float64's exact range")
+        out = np.empty(array.shape, object)
+        for index, v in np.ndenumerate(array):
+            out[index] = _literal(v)
+        return out
+
+    def program(self, live: list, inputs: list, outputs: list, single: bool, fresh: int) -> str:
+        params = [f"a{k}" for k in range(len(inputs))]
+        values: dict = {}
+        for name, t in zip(params, inputs):
+            values[t._id] = self.unpacked(name, t._value)
+        for record in live:
+            self.record(record, values)
+        results = []
+        for k, o in enumerate(outputs):
+            if not hasattr(o, "_id") or o._id not in values:
+                raise Unsupported("a constant output")
+            position = next((j for j, t in enumerate(inputs) if t._id == o._id), None)
+            if position is not None:
+                results.append(f"a{position}.copy()" if k >= fresh else f"a{position}")
+            else:
+                results.append(self.built(values[o._id], o._value))
+        body = self.lines + [f"return {results[0]}" if single else f"return [{', '.join(results)}]"]
+        call = f"_plain({', '.join(params)})"
+        return "\n".join([f"def program({', '.join(params)}):", "    try:"] + [f"        {line}" for line in body]
+                         + ["    except Exception:", f"        return {call}"])
+
+    def unpacked(self, name: str, value) -> np.ndarray:
+        """The lines reading an input's elements into names; its elements."""
+        if np.result_type(value) != _FLOAT64 or np.size(value) > MAX_SIZE:
+            raise Unsupported("an input that is not float64 or is large")
+        if np.ndim(value) == 0:
+            target = self.fresh_name()
+            self.lines.append(f"{target} = float({name})")
+            return np.array(target, object)
+        names = [self.fresh_name() for _ in range(value.size)]
+        read = f"{name}.tolist()" if value.ndim == 1 else f"{name}.ravel().tolist()"
+        self.lines.append(f"{', '.join(names)}, = {read}")
+        return np.array(names, object).reshape(value.shape)
+
+    def built(self, elements: np.ndarray, value) -> str:
+        """The source of an output of ``value``'s type made of ``elements``."""
+        if type(value) is np.ndarray:
+            flat = f"_array([{', '.join(elements.ravel())}])"
+            return (flat if value.ndim == 1 else f"_array({elements.item()})" if value.ndim == 0
+                    else f"{flat}.reshape({value.shape!r})")
+        if type(value) is np.float64:
+            return f"_float64({elements.item()})"
+        if type(value) is float:
+            return str(elements.item())
+        raise Unsupported(f"an output of type {type(value).__name__}")
+
+    def rebuilt(self, elements: np.ndarray, value) -> str:
+        """An operand for a NumPy call: ``elements`` as an array of the traced ``value``'s type."""
+        if type(value) is np.ndarray and value.ndim > 0 and not value.flags.c_contiguous:
+            raise Unsupported("a NumPy call on a strided operand")
+        return self.built(elements, value)
+
+    def assigned(self, expressions: list, shape: tuple) -> np.ndarray:
+        """Lines giving each expression a name; the names as an array of ``shape``."""
+        names = []
+        for expression in expressions:
+            names.append(self.fresh_name())
+            self.lines.append(f"{names[-1]} = {expression}")
+        return np.array(names, object).reshape(shape)
+
+    def binary(self, symbol: str, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        left, right = np.broadcast_arrays(left, right)
+        return self.assigned([f"{a} {symbol} {b}" for a, b in zip(left.ravel(), right.ravel())], left.shape)
+
+    def record(self, record: tuple, values: dict) -> None:
+        """Write one record: its output's elements into ``values``."""
+        prim, args, raw, kwargs, out, parents = record
+        if type(out) is tuple:
+            raise Unsupported("several outputs")
+        if np.result_type(out._value) != _FLOAT64 or np.size(out._value) > MAX_SIZE:
+            raise Unsupported("a value that is not float64 or is large")
+        operands = [values[args[i]._id] if i in parents else None for i in range(len(args))]
+        result = self.op(prim, operands, raw, kwargs, out)
+        if result.shape != np.shape(out._value):
+            raise Unsupported(f"{getattr(prim, 'name', 'alias')}: a shape other than the trace's")
+        values[out._id] = result
+
+    def op(self, prim, operands: list, raw: list, kwargs: dict, out) -> np.ndarray:
+        """The elements of one op's result (``operands``: elements, None for a constant argument)."""
+        def elems(i):
+            return operands[i] if operands[i] is not None else self.elements(raw[i])
+        fun, name = getattr(prim, "tensor_fun", None), getattr(prim, "name", "alias")
+        if fun is None:    # program._ALIAS: the output is its argument
+            return elems(0)
+        if fun in _EXACT and len(operands) == 2 and not kwargs:
+            return self.binary(_EXACT[fun], elems(0), elems(1))
+        if fun is operator.neg and not kwargs:
+            return self.assigned([f"-{a}" for a in elems(0).ravel()], np.shape(raw[0]))
+        if fun is np.absolute and not kwargs:
+            return self.assigned([f"abs({a})" for a in elems(0).ravel()], np.shape(raw[0]))
+        if fun is operator.pow and not kwargs and operands[1] is None and np.ndim(raw[1]) == 0:
+            power = self.power(elems(0), raw[0], raw[1])
+            if power is not None:
+                return power
+        if name in _STRUCTURAL and (name == "concatenate" or (operands[0] is not None and not any(operands[1:]))):
+            return self.structural(fun, elems, raw, kwargs, name == "concatenate")
+        if name == "scatter_add" and operands[0] is not None and not kwargs and _basic(raw[1]):
+            batch = (slice(None),) * raw[3]
+            return self.written(np.full(raw[0].shape[:raw[3]] + tuple(raw[2]), "0.0", object), batch + raw[1],
+                                elems(0))
+        if name == "where" and operands[0] is None and not kwargs:
+            return np.where(np.asarray(raw[0], bool), elems(1), elems(2))
+        if fun == np.add.reduce and operands[0] is not None and set(kwargs) <= {"axis", "keepdims"}:
+            return self.sum(elems(0), raw[0], kwargs.get("axis"), np.shape(out._value))
+        if name in ("accumulate", "accumulate_sliced"):
+            return self.accumulated(name, elems, raw)
+        if (isinstance(fun, np.ufunc) and fun.nout == 1) or fun is operator.pow:
+            return self.numpy_call(fun, operands, raw, kwargs, out._value)
+        raise Unsupported(f"the op {name}")
+
+    def power(self, base: np.ndarray, value, exponent) -> np.ndarray | None:
+        """``x ** 2`` of an array as ``x * x`` (NumPy's fast path); a NumPy float's integer power by
+        Python's ``**`` (the C library's ``pow``, as NumPy's scalar power); else None."""
+        if type(value) is np.ndarray and exponent == 2:
+            return self.assigned([f"{a} * {a}" for a in base.ravel()], base.shape)
+        if type(value) is np.float64 and float(exponent).is_integer() and math.isfinite(exponent):
+            return self.assigned([f"{base.item()} ** {_literal(exponent)}"], ())
+        return None
+
+    def structural(self, fun: Callable, elems: Callable, raw: list, kwargs: dict, every: bool) -> np.ndarray:
+        """A read, reshape, transpose, flip, broadcast or concatenation: NumPy's own function on the
+        arrays of elements (a renaming: no arithmetic). ``every`` argument is an array (else the first)."""
+        arguments = [elems(i) if every or i == 0 else raw[i] for i in range(len(raw))]
+        return np.asarray(fun(*arguments, **kwargs), dtype=object)
+
+    def sum(self, elements: np.ndarray, value, axis, shape: tuple) -> np.ndarray:
+        """``np.add.reduce(value, axis, keepdims)``'s additions, in its order on a C-contiguous array:
+        axes of length one aside, a trailing block of reduced axes is summed pairwise, a leading
+        one in order, each from the identity 0.0."""
+        if type(value) is not np.ndarray or value.ndim == 0 or not value.flags.c_contiguous:
+            raise Unsupported("a sum of a scalar or strided value")
+        axes = set(range(value.ndim)) if axis is None else {a % value.ndim for a in np.atleast_1d(axis).tolist()}
+        longer = [k for k in range(value.ndim) if value.shape[k] != 1]
+        reduced, kept = [k for k in longer if k in axes], [k for k in longer if k not in axes]
+        if reduced and kept and not (min(reduced) > max(kept) or max(reduced) < min(kept)):
+            raise Unsupported("a sum over interleaved axes")
+        if not reduced:
+            raise Unsupported("a sum over axes of length one")
+        pairwise = not kept or min(reduced) > max(kept)
+        moved = np.moveaxis(elements, sorted(axes), range(value.ndim - len(axes), value.ndim))
+        groups = moved.reshape(-1, math.prod(value.shape[k] for k in axes))
+        totals = [f"0.0 + {_pairwise(terms)}" if pairwise else _in_order(["0.0"] + terms)
+                  for terms in groups.tolist()]
+        return self.assigned(totals, shape)
+
+    def accumulated(self, name: str, elems: Callable, raw: list) -> np.ndarray:
+        """``program._accumulate`` (``_accumulate_sliced``): the same additions in the same order."""
+        items = [(raw[k], elems(k + 1)) for k in range(2, len(raw), 2)]
+        if any(index is not None and not _basic(tuple(index) if isinstance(index, tuple) else index)
+               for index, _ in items):
+            raise Unsupported("a sum of slices at an advanced index")
+        zeros = np.full(raw[0], "0.0", object)
+        if name == "accumulate":
+            total = None
+            for index, piece in items:
+                if total is None:
+                    total = piece if index is None else self.written(zeros, index, piece)
+                else:
+                    total = self.binary("+", total, piece) if index is None else self.added(total, index, piece)
+            return total
+        pieces, total = [], None
+        for index, piece in items:
+            if index is None:
+                total = (self.binary("+", total, piece) if total is not None
+                         else self.pieces_added(piece, pieces) if pieces else piece)
+                pieces = []
+            elif total is not None:
+                total = self.added(total, index, piece)
+            else:
+                at = next((j for j, (known, _) in enumerate(pieces) if known == index), None)
+                if at is None:
+                    pieces.append((index, piece))
+                else:
+                    pieces[at] = (index, self.binary("+", pieces[at][1], piece))
+        if total is None:
+            total = self.pieces_added(self.written(zeros, *pieces[0]), pieces[1:])
+        return total
+
+    def written(self, total: np.ndarray, index, piece: np.ndarray) -> np.ndarray:
+        """``total[index] = piece`` on a copy (a basic index: a view, or one element)."""
+        total = total.copy()
+        view = total[index]
+        if type(view) is np.ndarray:
+            view[...] = piece
+        else:
+            total[index] = piece.item()
+        return total
+
+    def added(self, total: np.ndarray, index, piece: np.ndarray) -> np.ndarray:
+        """``total[index] += piece`` on a copy."""
+        return self.written(total, index, self.binary("+", np.asarray(total[index], dtype=object), piece))
+
+    def pieces_added(self, total: np.ndarray, pieces: list) -> np.ndarray:
+        for index, piece in pieces:
+            total = self.added(total, index, piece)
+        return total
+
+    def numpy_call(self, fun: Callable, operands: list, raw: list, kwargs: dict, value) -> np.ndarray:
+        """An op that Python's floats would not round as NumPy does: NumPy's call on its operands
+        rebuilt as arrays of their traced types and shapes (constants as they are)."""
+        plain = isinstance(fun, np.ufunc) and fun is not np.matmul  # a ufunc takes a float as a NumPy float
+        sources = [self.constant(r) if e is None else e.item() if plain and np.ndim(r) == 0 and type(r) is not np.ndarray
+                   else self.rebuilt(e, r) for e, r in zip(operands, raw)]
+        keywords = "".join(f", {k}={self.constant(v)}" for k, v in kwargs.items())
+        call = f"{self.constant(fun)}({', '.join(sources)}{keywords})"
+        if np.ndim(value) == 0:
+            return self.assigned([f"float({call})"], ())
+        names = [self.fresh_name() for _ in range(np.size(value))]
+        self.lines.append(f"{', '.join(names)}, = {call}{'.ravel()' if np.ndim(value) > 1 else ''}.tolist()")
+        return np.array(names, object).reshape(np.shape(value))
+
+
+def _basic(index) -> bool:
+    pieces = index if isinstance(index, tuple) else (index,)
+    return not any(isinstance(piece, (np.ndarray, list)) for piece in pieces)
