@@ -55,6 +55,10 @@ class Program:
     Each intermediate array is freed after its last use, as an eager sweep frees a cotangent once
     it has passed it (a plain straight-line function would keep them all until it returns).
 
+    Without ``native``, a program whose values are all small runs on Python floats where that is
+    faster (``scalar.scalar_program``: the same results, bit for bit): ``scalar_source`` is its
+    code (None: the NumPy program runs), ``numpy_run`` the NumPy program's function.
+
     ``run`` returns the list of outputs, or with ``single`` the one output. With ``fresh`` an output
     is never an input or a view (it may be changed in place by the caller; eager sweeps give fresh
     arrays too); an int ``fresh``: the outputs from that position on. ``source`` is the generated
@@ -91,14 +95,13 @@ class Program:
                  scalars_in: bool = False):
         fresh = 0 if fresh is True else len(outputs) if fresh is False else fresh  # the first fresh output
         self.source, self.run, live = self._generate(records, inputs, outputs, guards, raw, single, fresh)
-        self.native_reason = None
+        self.numpy_run, self.native_reason, self.scalar_source = self.run, None, None
         # the recording's own operations in its order (its values are then the program's, bit for bit)
         self.repeats_recording = not any(record[0] is _ACCUMULATE_SLICED for record in live)
-        self.scalar_source = None
-        if not native:
+        if not native:  # the same results: on Python floats when its values are small, and that is faster
             self.scalar_source, run = scalar_program(live, inputs, outputs, guards, single, fresh, self.run)
             self.run = run or self.run
-        if native:
+        else:
             run, self.native_reason = native_program(live, inputs, outputs, guards, single, fresh, self.run,
                                                      scalars_in)
             self.run = run or self.run

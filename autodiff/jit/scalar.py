@@ -23,15 +23,19 @@ on partial support. Programs are also checked once, at the trace's values, again
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
+import time
 from collections.abc import Callable
 
 import numpy as np
 
 from .. import numpy as anp
 
-MAX_SIZE = 32  # elements of the largest value of a program written with Python floats
+MAX_SIZE = 128   # elements of the largest value of a program written with Python floats (pairwise sums' block)
+MAX_NAMES = 2000  # values a scalar program names at most (beyond, its time is the NumPy program's or more)
+TIMED_CALLS = 5   # alternated calls of each program that choose the faster
 
 _EXACT = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
 _STRUCTURAL = {"reshape", "getitem", "transpose", "flip", "broadcast_to", "concatenate", "alias"}
@@ -53,13 +57,32 @@ def scalar_program(live: list, inputs: list, outputs: list, guards: list, single
         writer = _Writer()
         source = writer.program(live, inputs, outputs, single, fresh)
         namespace = dict(writer.globals, _plain=run_plain)
-        exec(compile(source, "<autodiff.function scalar program>", "exec"), namespace)
+        exec(_compiled(source), namespace)
         run = namespace.pop("program")
         args = [t._value for t in inputs]
         _check(run(*args), run_plain(*args), single)
-    except Unsupported:
+    except (Unsupported, ValueError, TypeError, IndexError):  # no spelling (NumPy's refusals of the elements' arrays)
         return None, None
-    return source, run
+    return (source, run) if _faster(run, run_plain, args) else (None, None)
+
+
+def _faster(run: Callable, run_plain: Callable, args: list) -> bool:
+    """Whether ``run`` takes less time than ``run_plain`` at ``args`` (the best of a few alternated
+    calls each): which one wins depends on the sizes, the ops and the machine, not the results."""
+    best, best_plain = math.inf, math.inf
+    for _ in range(TIMED_CALLS):
+        start = time.perf_counter()
+        run(*args)
+        middle = time.perf_counter()
+        run_plain(*args)
+        best, best_plain = min(best, middle - start), min(best_plain, time.perf_counter() - middle)
+    return best < best_plain
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(source: str):
+    """The code of a scalar program's source, compiled once (as ``program._compiled``)."""
+    return compile(source, "<autodiff.function scalar program>", "exec")
 
 
 def _check(got, expected, single: bool) -> None:
@@ -106,26 +129,37 @@ class _Writer:
         self.globals: dict = {"_array": np.array, "_float64": np.float64, "_nan": math.nan, "_inf": math.inf}
         self.lines: list = []
         self.count = 0
+        self.constants: dict = {}   # id -> name
+        self.named: dict = {}       # expression -> the name holding its value (each is computed once)
 
     def fresh_name(self) -> str:
         self.count += 1
+        if self.count > MAX_NAMES:
+            raise Unsupported("a program of more than MAX_NAMES values")
         return f"s{self.count}"
 
     def constant(self, value) -> str:
-        name = f"c{len(self.globals)}"
-        self.globals[name] = value
-        return name
+        """A global name for ``value`` (one per object)."""
+        if id(value) not in self.constants:
+            self.constants[id(value)] = f"c{len(self.constants)}"
+            self.globals[self.constants[id(value)]] = value
+        return self.constants[id(value)]
 
     def elements(self, value) -> np.ndarray:
-        """A constant as its elements' literals (float64, or an integer or bool NumPy promotes)."""
+        """A constant's elements: a Python number as its literal (the NumPy program's source has
+        it too), an array's elements as global names (one source for any data: compiled once)."""
         array = np.asarray(value)
         if array.dtype.kind not in "fiub" or array.size > MAX_SIZE or (array.dtype.kind == "f" and array.dtype != _FLOAT64):
             raise Unsupported(f"a constant of {array.dtype}")
         if array.dtype.kind in "iu" and np.any(np.abs(array) > 2 ** 53):
             raise Unsupported("an integer constant beyond float64's exact range")
+        if type(value) in (float, int, bool):
+            return np.array(_literal(value), object)
+        name = self.constant(value)
         out = np.empty(array.shape, object)
-        for index, v in np.ndenumerate(array):
-            out[index] = _literal(v)
+        for k, (index, element) in enumerate(np.ndenumerate(array)):
+            out[index] = f"{name}_{k}"
+            self.globals[out[index]] = float(element)   # as NumPy promotes it: float64
         return out
 
     def program(self, live: list, inputs: list, outputs: list, single: bool, fresh: int) -> str:
@@ -151,8 +185,8 @@ class _Writer:
 
     def unpacked(self, name: str, value) -> np.ndarray:
         """The lines reading an input's elements into names; its elements."""
-        if np.result_type(value) != _FLOAT64 or np.size(value) > MAX_SIZE:
-            raise Unsupported("an input that is not float64 or is large")
+        if np.result_type(value) != _FLOAT64 or not 0 < np.size(value) <= MAX_SIZE:
+            raise Unsupported("an input that is not float64, is empty or is large")
         if np.ndim(value) == 0:
             target = self.fresh_name()
             self.lines.append(f"{target} = float({name})")
@@ -175,18 +209,22 @@ class _Writer:
         raise Unsupported(f"an output of type {type(value).__name__}")
 
     def rebuilt(self, elements: np.ndarray, value) -> str:
-        """An operand for a NumPy call: ``elements`` as an array of the traced ``value``'s type."""
+        """An operand for a NumPy call: ``elements`` as an array of the traced ``value``'s type (made
+        once)."""
         if type(value) is np.ndarray and value.ndim > 0 and not value.flags.c_contiguous:
             raise Unsupported("a NumPy call on a strided operand")
-        return self.built(elements, value)
+        return self.name_of(self.built(elements, value))
 
     def assigned(self, expressions: list, shape: tuple) -> np.ndarray:
-        """Lines giving each expression a name; the names as an array of ``shape``."""
-        names = []
-        for expression in expressions:
-            names.append(self.fresh_name())
-            self.lines.append(f"{names[-1]} = {expression}")
-        return np.array(names, object).reshape(shape)
+        """Names holding the expressions' values (each expression computed once: names are assigned
+        once and ops are pure), as an array of ``shape``."""
+        return np.array([self.name_of(expression) for expression in expressions], object).reshape(shape)
+
+    def name_of(self, expression: str) -> str:
+        if expression not in self.named:
+            self.named[expression] = self.fresh_name()
+            self.lines.append(f"{self.named[expression]} = {expression}")
+        return self.named[expression]
 
     def binary(self, symbol: str, left: np.ndarray, right: np.ndarray) -> np.ndarray:
         left, right = np.broadcast_arrays(left, right)
@@ -197,8 +235,8 @@ class _Writer:
         prim, args, raw, kwargs, out, parents = record
         if type(out) is tuple:
             raise Unsupported("several outputs")
-        if np.result_type(out._value) != _FLOAT64 or np.size(out._value) > MAX_SIZE:
-            raise Unsupported("a value that is not float64 or is large")
+        if np.result_type(out._value) != _FLOAT64 or not 0 < np.size(out._value) <= MAX_SIZE:
+            raise Unsupported("a value that is not float64, is empty or is large")
         operands = [values[args[i]._id] if i in parents else None for i in range(len(args))]
         result = self.op(prim, operands, raw, kwargs, out)
         if result.shape != np.shape(out._value):
@@ -335,9 +373,11 @@ class _Writer:
         call = f"{self.constant(fun)}({', '.join(sources)}{keywords})"
         if np.ndim(value) == 0:
             return self.assigned([f"float({call})"], ())
-        names = [self.fresh_name() for _ in range(np.size(value))]
-        self.lines.append(f"{', '.join(names)}, = {call}{'.ravel()' if np.ndim(value) > 1 else ''}.tolist()")
-        return np.array(names, object).reshape(np.shape(value))
+        if call not in self.named:
+            names = [self.fresh_name() for _ in range(np.size(value))]
+            self.lines.append(f"{', '.join(names)}, = {call}{'.ravel()' if np.ndim(value) > 1 else ''}.tolist()")
+            self.named[call] = np.array(names, object).reshape(np.shape(value))
+        return self.named[call]
 
 
 def _basic(index) -> bool:
