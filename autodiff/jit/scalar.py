@@ -31,8 +31,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import numpy as anp
-
 MAX_SIZE = 128   # elements of the largest value of a program written with Python floats (pairwise sums' block)
 MAX_NAMES = 2000  # values a scalar program names at most (beyond, its time is the NumPy program's or more)
 TIMED_CALLS = 5   # alternated calls of each program that choose the faster
@@ -107,11 +105,8 @@ def _pairwise(terms: list) -> str:
 
 
 def _in_order(terms: list) -> str:
-    """The expression adding ``terms`` from the left."""
-    total = terms[0]
-    for term in terms[1:]:
-        total = f"({total} + {term})"
-    return total
+    """The expression adding ``terms`` from the left (Python's ``+`` associates to the left)."""
+    return f"({' + '.join(terms)})" if len(terms) > 1 else terms[0]
 
 
 def _literal(value) -> str:
@@ -149,8 +144,10 @@ class _Writer:
         """A constant's elements: a Python number as its literal (the NumPy program's source has
         it too), an array's elements as global names (one source for any data: compiled once)."""
         array = np.asarray(value)
-        if array.dtype.kind not in "fiub" or array.size > MAX_SIZE or (array.dtype.kind == "f" and array.dtype != _FLOAT64):
+        if array.dtype.kind not in "fiub" or (array.dtype.kind == "f" and array.dtype != _FLOAT64):
             raise Unsupported(f"a constant of {array.dtype}")
+        if array.size > MAX_SIZE:
+            raise Unsupported("a large constant")
         if array.dtype.kind in "iu" and np.any(np.abs(array) > 2 ** 53):
             raise Unsupported("an integer constant beyond float64's exact range")
         if type(value) in (float, int, bool):
@@ -260,7 +257,8 @@ class _Writer:
             power = self.power(elems(0), raw[0], raw[1])
             if power is not None:
                 return power
-        if name in _STRUCTURAL and (name == "concatenate" or (operands[0] is not None and not any(operands[1:]))):
+        if name in _STRUCTURAL and (name == "concatenate" or (operands[0] is not None
+                                                              and all(o is None for o in operands[1:]))):
             return self.structural(fun, elems, raw, kwargs, name == "concatenate")
         if name == "scatter_add" and operands[0] is not None and not kwargs and _basic(raw[1]):
             batch = (slice(None),) * raw[3]
@@ -302,9 +300,7 @@ class _Writer:
         reduced, kept = [k for k in longer if k in axes], [k for k in longer if k not in axes]
         if reduced and kept and not (min(reduced) > max(kept) or max(reduced) < min(kept)):
             raise Unsupported("a sum over interleaved axes")
-        if not reduced:
-            raise Unsupported("a sum over axes of length one")
-        pairwise = not kept or min(reduced) > max(kept)
+        pairwise = not kept or not reduced or min(reduced) > max(kept)
         moved = np.moveaxis(elements, sorted(axes), range(value.ndim - len(axes), value.ndim))
         groups = moved.reshape(-1, math.prod(value.shape[k] for k in axes))
         totals = [f"0.0 + {_pairwise(terms)}" if pairwise else _in_order(["0.0"] + terms)
@@ -367,8 +363,9 @@ class _Writer:
         """An op that Python's floats would not round as NumPy does: NumPy's call on its operands
         rebuilt as arrays of their traced types and shapes (constants as they are)."""
         plain = isinstance(fun, np.ufunc) and fun is not np.matmul  # a ufunc takes a float as a NumPy float
-        sources = [self.constant(r) if e is None else e.item() if plain and np.ndim(r) == 0 and type(r) is not np.ndarray
-                   else self.rebuilt(e, r) for e, r in zip(operands, raw)]
+        sources = [self.constant(r) if e is None else
+                   e.item() if plain and np.ndim(r) == 0 and type(r) is not np.ndarray else self.rebuilt(e, r)
+                   for e, r in zip(operands, raw)]
         keywords = "".join(f", {k}={self.constant(v)}" for k, v in kwargs.items())
         call = f"{self.constant(fun)}({', '.join(sources)}{keywords})"
         if np.ndim(value) == 0:
