@@ -47,20 +47,24 @@ class Unsupported(Exception):
 
 
 def scalar_program(live: list, inputs: list, outputs: list, guards: list, single: bool, fresh: int,
-                   run_plain: Callable) -> tuple:
+                   run_plain: Callable, listed: range = range(0), lists_in: int = 0) -> tuple:
     """``(source, run)``: the program of ``live`` (records after ``program``'s passes) on Python
     floats, its results those of ``run_plain`` (the NumPy program, which runs instead when Python's
-    arithmetic raises); or ``(None, None)`` when some value or op has no spelling here."""
+    arithmetic raises); or ``(None, None)`` when some value or op has no spelling here.
+
+    The outputs at positions ``listed`` are Python lists of their elements (C order), or floats
+    when 0-d, and the first ``lists_in`` inputs may come so: values a split program saves for its
+    second part, which reads them without building arrays (``program.split``)."""
     if guards or not inputs:
         return None, None
     try:
         writer = _Writer()
-        source = writer.program(live, inputs, outputs, single, fresh)
+        source = writer.program(live, inputs, outputs, single, fresh, listed, lists_in)
         namespace = dict(writer.globals, _plain=run_plain)
         exec(_compiled(source), namespace)
         run = namespace.pop("program")
         args = [t._value for t in inputs]
-        _check(run(*args), run_plain(*args), single)
+        _check(run(*args), run_plain(*args), single, listed)
     except (Unsupported, ValueError, TypeError, IndexError):  # no spelling (NumPy's refusals of the elements' arrays)
         return None, None
     return (source, run) if _faster(run, run_plain, args) else (None, None)
@@ -85,9 +89,12 @@ def _compiled(source: str):
     return compile(source, "<autodiff.function scalar program>", "exec")
 
 
-def _check(got, expected, single: bool) -> None:
-    """Raise ``Unsupported`` unless the results are the NumPy program's: types, shapes and bits."""
-    for a, b in zip(*(((got,), (expected,)) if single else (got, expected))):
+def _check(got, expected, single: bool, listed: range) -> None:
+    """Raise ``Unsupported`` unless the results are the NumPy program's: types, shapes and bits (a
+    listed output: its elements')."""
+    for k, (a, b) in enumerate(zip(*(((got,), (expected,)) if single else (got, expected)))):
+        if k in listed and type(a) in (list, float):
+            a, b = np.asarray(a, dtype=float), np.ravel(b) if np.ndim(b) else np.asarray(b).astype(float)
         if type(a) is not type(b) or np.shape(a) != np.shape(b) or np.asarray(a).tobytes() != np.asarray(b).tobytes():
             raise Unsupported("the scalar results differ from the NumPy program's")
 
@@ -123,7 +130,8 @@ class _Writer:
     """The source of one scalar program: each value an object array of its elements' source."""
 
     def __init__(self):
-        self.globals: dict = {"_array": np.array, "_float64": np.float64, "_nan": math.nan, "_inf": math.inf}
+        self.globals: dict = {"_array": np.array, "_float64": np.float64, "_ndarray": np.ndarray, "_nan": math.nan,
+                              "_inf": math.inf}
         self.lines: list = []
         self.count = 0
         self.constants: dict = {}   # id -> name
@@ -161,11 +169,13 @@ class _Writer:
             self.globals[out[index]] = float(element)   # as NumPy promotes it: float64
         return out
 
-    def program(self, live: list, inputs: list, outputs: list, single: bool, fresh: int) -> str:
+    def program(self, live: list, inputs: list, outputs: list, single: bool, fresh: int, listed: range,
+                lists_in: int) -> str:
+        """The source of the program (see ``scalar_program``)."""
         params = [f"a{k}" for k in range(len(inputs))]
         values: dict = {}
-        for name, t in zip(params, inputs):
-            values[t._id] = self.unpacked(name, t._value)
+        for k, (name, t) in enumerate(zip(params, inputs)):
+            values[t._id] = self.unpacked(name, t._value, k < lists_in)
         for record in live:
             self.record(record, values)
         results = []
@@ -175,15 +185,20 @@ class _Writer:
             position = next((j for j, t in enumerate(inputs) if t._id == o._id), None)
             if position is not None:
                 results.append(f"a{position}.copy()" if k >= fresh else f"a{position}")
+            elif k in listed:
+                elements = values[o._id]
+                results.append(elements.item() if elements.ndim == 0 else f"[{', '.join(elements.ravel())}]")
             else:
                 results.append(self.built(values[o._id], o._value))
         body = _fused(self.lines + [f"return {results[0]}" if single else f"return [{', '.join(results)}]"])
-        call = f"_plain({', '.join(params)})"
+        arrays = [self.as_traced(name, t._value) if k < lists_in else name
+                  for k, (name, t) in enumerate(zip(params, inputs))]
         return "\n".join([f"def program({', '.join(params)}):", "    try:"] + [f"        {line}" for line in body]
-                         + ["    except Exception:", f"        return {call}"])
+                         + ["    except Exception:", f"        return _plain({', '.join(arrays)})"])
 
-    def unpacked(self, name: str, value) -> np.ndarray:
-        """The lines reading an input's elements into names; its elements."""
+    def unpacked(self, name: str, value, listed: bool) -> np.ndarray:
+        """The lines reading an input's elements into names (a ``listed`` one may come as a list);
+        its elements."""
         if np.result_type(value) != _FLOAT64 or not 0 < np.size(value) <= MAX_SIZE:
             raise Unsupported("an input that is not float64, is empty or is large")
         if np.ndim(value) == 0:
@@ -192,8 +207,17 @@ class _Writer:
             return np.array(target, object)
         names = [self.fresh_name() for _ in range(value.size)]
         read = f"{name}.tolist()" if value.ndim == 1 else f"{name}.ravel().tolist()"
+        read = f"{name} if {name}.__class__ is list else {read}" if listed else read
         self.lines.append(f"{', '.join(names)}, = {read}")
         return np.array(names, object).reshape(value.shape)
+
+    def as_traced(self, name: str, value) -> str:
+        """An input that may come as a list (or a float), as the NumPy program takes it (its traced type)."""
+        if type(value) is np.float64:
+            return f"_float64({name})"
+        if type(value) is np.ndarray:
+            return f"({name} if {name}.__class__ is _ndarray else _array({name}).reshape({value.shape!r}))"
+        return name
 
     def built(self, elements: np.ndarray, value) -> str:
         """The source of an output of ``value``'s type made of ``elements``."""

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import autodiff as ad
-from autodiff.jit import Program, scalar, trace
+from autodiff.jit import Program, scalar, split, trace
 from hessopt import problems
 
 T20 = np.linspace(0.0, 4.0, 20)
@@ -159,3 +159,18 @@ def test_derivative_programs_of_the_mgh_problems_and_fits_are_the_numpy_ones_bit
         monkeypatch.setattr(scalar, "MAX_SIZE", 0)
         plain = calls()
     assert all(same_bits(a, b) for a, b in zip(fast, plain))
+
+
+def test_a_split_saves_lists_for_a_scalar_second_part_which_falls_back_on_arrays(always_scalar):
+    """``before`` saves its values for ``after`` as lists when ``after`` takes them (no arrays
+    built); a division by zero in ``after`` runs the NumPy ``after`` on those values as arrays."""
+    recording = trace(lambda x, v: (np.sum(x), v / (x - 1.0)), np.zeros(3), np.ones(3))
+    x, v = recording.inputs
+    before, after, n_saved, _ = split(recording.records, [x], [v], recording.outputs)
+    assert after.takes_lists and n_saved == 1
+    for point, vector in [(np.array([0.5, 2.0, 3.0]), np.array([1.0, -2.0, 0.5])),
+                          (np.array([0.5, 1.0, 3.0]), np.array([1.0, -2.0, 0.5]))]:
+        value, saved = before.run(point)
+        assert type(saved) is list and same_bits(value, np.sum(point))
+        with np.errstate(divide="ignore"):
+            assert same_bits(after.run(saved, vector), vector / (point - 1.0))
