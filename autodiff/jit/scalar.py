@@ -32,6 +32,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import numpy as anp
+
 MAX_SIZE = 128   # elements of the largest value of a program written with Python floats (pairwise sums' block)
 MAX_NAMES = 2000  # values a scalar program names at most (beyond, its time is the NumPy program's or more)
 TIMED_CALLS = 5   # alternated calls of each program that choose the faster
@@ -286,10 +288,8 @@ class _Writer:
         if name in _STRUCTURAL and (name == "concatenate" or (operands[0] is not None
                                                               and all(o is None for o in operands[1:]))):
             return self.structural(fun, elems, raw, kwargs, name == "concatenate")
-        if name == "scatter_add" and operands[0] is not None and not kwargs and _basic(raw[1]):
-            batch = (slice(None),) * raw[3]
-            return self.written(np.full(raw[0].shape[:raw[3]] + tuple(raw[2]), "0.0", object), batch + raw[1],
-                                elems(0))
+        if name == "scatter_add" and operands[0] is not None and not kwargs:
+            return self.scattered(elems(0), raw[1], tuple(raw[0].shape[:raw[3]]) + tuple(raw[2]), raw[3])
         if name == "where" and operands[0] is None and not kwargs:
             return np.where(np.asarray(raw[0], bool), elems(1), elems(2))
         if fun == np.add.reduce and operands[0] is not None and set(kwargs) <= {"axis", "keepdims"}:
@@ -299,6 +299,21 @@ class _Writer:
         if (isinstance(fun, np.ufunc) and fun.nout == 1) or fun is operator.pow:
             return self.numpy_call(fun, operands, raw, kwargs, out._value)
         raise Unsupported(f"the op {name}")
+
+    def scattered(self, piece: np.ndarray, index: tuple, shape: tuple, nb: int) -> np.ndarray:
+        """``_scatter_raw``: ``piece`` written into zeros at a basic index, or added at an advanced
+        one as ``np.add.at`` adds (each position from 0.0, in the order of the index's elements)."""
+        full = (slice(None),) * nb + index
+        if _basic(index):
+            return self.written(np.full(shape, "0.0", object), full, piece)
+        if nb and anp.ops._separated_advanced(index):
+            a = anp.ops._advanced_ndim(index)
+            piece = np.moveaxis(piece, tuple(range(nb, nb + a)), tuple(range(a)))
+        positions = np.arange(math.prod(shape)).reshape(shape)[full]
+        total = np.full(math.prod(shape), "0.0", object)
+        for position, element in zip(positions.ravel().tolist(), np.broadcast_to(piece, positions.shape).ravel()):
+            total[position] = self.name_of(f"{total[position]} + {element}")
+        return total.reshape(shape)
 
     def power(self, base: np.ndarray, value, exponent) -> np.ndarray | None:
         """``x ** 2`` of an array as ``x * x`` (NumPy's fast path); a NumPy float's integer power by

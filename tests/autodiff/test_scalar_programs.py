@@ -174,3 +174,17 @@ def test_a_split_saves_lists_for_a_scalar_second_part_which_falls_back_on_arrays
         assert type(saved) is list and same_bits(value, np.sum(point))
         with np.errstate(divide="ignore"):
             assert same_bits(after.run(saved, vector), vector / (point - 1.0))
+
+
+def test_a_read_at_repeated_indices_adds_its_cotangents_as_np_add_at(always_scalar):
+    """The gradient of ``x[[0, 2, 2, 1, 2]]`` adds three cotangents into position 2, from 0.0 and
+    in the index's order, as ``np.add.at``."""
+    index, weights = np.array([0, 2, 2, 1, 2]), np.array([1e-8, 3.0, -7e5, 0.25, 1e8])
+
+    def f(x):
+        return np.sum(np.sin(x[index]) * weights)
+    program = program_of(ad.grad(f), np.ones(3))
+    assert program.scalar_source is not None
+    rng = np.random.default_rng(5)
+    for x in [wide(rng, 3) for _ in range(50)]:
+        assert same_bits(program.run(x), program.numpy_run(x)) and same_bits(program.run(x), ad.grad(f)(x))
