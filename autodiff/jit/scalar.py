@@ -4,7 +4,8 @@ On arrays of a few elements a NumPy call costs far more than its arithmetic (abo
 microsecond against a nanosecond an element). When every value of a program has at most
 ``MAX_SIZE`` elements, its source here unpacks the input arrays once, computes each element with
 Python floats (an elementwise op unrolled per element, a read, reshape, concatenation or write as a
-renaming of elements, a sum as additions) and builds its outputs once.
+renaming of elements, a sum, or a write at repeated indices, as additions; a value read once written
+into its reader's expression) and builds its outputs once.
 
 The results are the NumPy replay's bit for bit: Python's ``+ - * /`` and ``abs`` on floats are
 IEEE's correctly rounded operations, as NumPy's loops; a sum adds in NumPy's order (``np.add.reduce``
