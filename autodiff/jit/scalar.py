@@ -43,6 +43,7 @@ MAX_DEPTH = 24    # ops nested into one expression at most (Python's parser caps
 _EXACT = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
 _STRUCTURAL = {"reshape", "getitem", "transpose", "flip", "broadcast_to", "concatenate", "alias"}
 _FLOAT64 = np.dtype(np.float64)
+_READS = {operator.getitem, anp.ops._gather_raw}   # x[index] (the second: with its batch axes, none here)
 
 
 class Unsupported(Exception):
@@ -139,6 +140,8 @@ class _Writer:
         self.count = 0
         self.constants: dict = {}   # id -> name
         self.named: dict = {}       # expression -> the name holding its value (each is computed once)
+        self.sources: dict = {}     # Tensor id -> source of the NumPy program's own array (an input, a read of one)
+        self.input_roots: set = set()   # ids of the arrays that inputs are or view
 
     def fresh_name(self) -> str:
         self.count += 1
@@ -179,6 +182,9 @@ class _Writer:
         values: dict = {}
         for k, (name, t) in enumerate(zip(params, inputs)):
             values[t._id] = self.unpacked(name, t._value, k < lists_in)
+            self.sources[t._id] = name
+            if type(t._value) is np.ndarray:
+                self.input_roots.add(id(_root(t._value)))
         for record in live:
             self.record(record, values)
         results = []
@@ -236,9 +242,14 @@ class _Writer:
 
     def rebuilt(self, elements: np.ndarray, value) -> str:
         """An operand for a NumPy call: ``elements`` as an array of the traced ``value``'s type (made
-        once)."""
-        if type(value) is np.ndarray and value.ndim > 0 and not value.flags.c_contiguous:
-            raise Unsupported("a NumPy call on a strided operand")
+        once). The NumPy program's operand must be laid out as a new array is: contiguous, and
+        not a view of an input or at an offset off 16 bytes (BLAS kernels such as SSE2's take
+        another order of additions on misaligned data)."""
+        if type(value) is np.ndarray and value.ndim > 0:
+            root = _root(value)
+            offset = value.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+            if not value.flags.c_contiguous or offset % 16 or id(root) in self.input_roots:
+                raise Unsupported("a NumPy call on a strided, misaligned or input's view")
         return self.name_of(self.built(elements, value))
 
     def assigned(self, expressions: list, shape: tuple) -> np.ndarray:
@@ -264,13 +275,19 @@ class _Writer:
         if np.result_type(out._value) != _FLOAT64 or not 0 < np.size(out._value) <= MAX_SIZE:
             raise Unsupported("a value that is not float64, is empty or is large")
         operands = [values[args[i]._id] if i in parents else None for i in range(len(args))]
-        result = self.op(prim, operands, raw, kwargs, out)
+        sources = [self.sources.get(args[i]._id) if i in parents else None for i in range(len(args))]
+        result = self.op(prim, operands, raw, kwargs, out, sources)
+        fun = getattr(prim, "tensor_fun", None)
+        if sources and sources[0] is not None and not kwargs and (
+                fun is None or (fun in _READS and _basic(raw[1]) and list(raw[2:]) in ([], [0]))):
+            self.sources[out._id] = sources[0] if fun is None else f"{sources[0]}[{self.constant(raw[1])}]"
         if result.shape != np.shape(out._value):
             raise Unsupported(f"{getattr(prim, 'name', 'alias')}: a shape other than the trace's")
         values[out._id] = result
 
-    def op(self, prim, operands: list, raw: list, kwargs: dict, out) -> np.ndarray:
-        """The elements of one op's result (``operands``: elements, None for a constant argument)."""
+    def op(self, prim, operands: list, raw: list, kwargs: dict, out, sources: list) -> np.ndarray:
+        """The elements of one op's result (``operands``: elements, None for a constant argument;
+        ``sources``: the NumPy program's own arrays where they are an input or a read of one)."""
         def elems(i):
             return operands[i] if operands[i] is not None else self.elements(raw[i])
         fun, name = getattr(prim, "tensor_fun", None), getattr(prim, "name", "alias")
@@ -298,7 +315,7 @@ class _Writer:
         if name in ("accumulate", "accumulate_sliced"):
             return self.accumulated(name, elems, raw)
         if (isinstance(fun, np.ufunc) and fun.nout == 1) or fun is operator.pow:
-            return self.numpy_call(fun, operands, raw, kwargs, out._value)
+            return self.numpy_call(fun, operands, raw, kwargs, out._value, sources)
         raise Unsupported(f"the op {name}")
 
     def scattered(self, piece: np.ndarray, index: tuple, shape: tuple, nb: int) -> np.ndarray:
@@ -401,13 +418,14 @@ class _Writer:
             total = self.added(total, index, piece)
         return total
 
-    def numpy_call(self, fun: Callable, operands: list, raw: list, kwargs: dict, value) -> np.ndarray:
-        """An op that Python's floats would not round as NumPy does: NumPy's call on its operands
-        rebuilt as arrays of their traced types and shapes (constants as they are)."""
+    def numpy_call(self, fun: Callable, operands: list, raw: list, kwargs: dict, value, own: list) -> np.ndarray:
+        """An op that Python's floats would not round as NumPy does: NumPy's call on its operands,
+        the program's own arrays where they are an input or a read of one (``own``), else rebuilt
+        as arrays of their traced types and shapes (constants as they are)."""
         plain = isinstance(fun, np.ufunc) and fun is not np.matmul  # a ufunc takes a float as a NumPy float
-        sources = [self.constant(r) if e is None else
+        sources = [self.constant(r) if e is None else s if s is not None else
                    e.item() if plain and np.ndim(r) == 0 and type(r) is not np.ndarray else self.rebuilt(e, r)
-                   for e, r in zip(operands, raw)]
+                   for e, r, s in zip(operands, raw, own)]
         keywords = "".join(f", {k}={self.constant(v)}" for k, v in kwargs.items())
         call = f"{self.constant(fun)}({', '.join(sources)}{keywords})"
         if np.ndim(value) == 0:
@@ -450,6 +468,13 @@ def _fused(lines: list) -> list:
             continue
         out.append(f"{target} = {expression}" if target else expression)
     return out
+
+
+def _root(array: np.ndarray) -> np.ndarray:
+    """The array whose memory ``array`` views (itself if it owns its data)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
 
 
 def _basic(index) -> bool:
