@@ -10,6 +10,7 @@ of the iterate, so one that changes its argument in place cannot corrupt the run
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import numbers
@@ -77,7 +78,7 @@ def flatten_x0(x0) -> tuple[np.ndarray, Callable]:
         flat, unravel = ad.ravel(np.atleast_1d(real_array(x0, "x0")).astype(float))
     if flat.size == 0:
         raise ValueError("x0 is empty: there is nothing to minimize over")
-    if not np.all(np.isfinite(flat)):
+    if not np.isfinite(flat).all():
         raise ValueError("x0 contains NaN or inf")
     return flat, lambda vector: unravel(vector.copy() if isinstance(vector, np.ndarray) else vector)
 
@@ -134,7 +135,7 @@ def as_args(args) -> tuple:
 def scalar_value(value, name: str = "fun"):
     """A function value checked at the door: a real scalar or any size-1 array (as scipy takes),
     reshaped to a scalar; Tensors stay Tensors (the reshape is differentiable)."""
-    if isinstance(value, numbers.Real):
+    if type(value) is float or isinstance(value, numbers.Real):   # a float without the ABC's check
         return value
     value = _real_value(value, name, "a scalar")
     if value.size != 1:
@@ -307,10 +308,9 @@ def _flat_callback(callback: Callable | None, unravel: Callable, allvecs: list |
 def _solver_options(solver: Callable, method: str, options: dict) -> dict:
     """The options ``solver`` takes; scipy's names that have no effect here are dropped quietly
     (documented), anything else with scipy's warning."""
-    parameters = inspect.signature(solver).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+    known = _option_names(solver)
+    if known is None:
         return options
-    known = set(parameters) - _CALL_PARAMETERS
     ignored = SCIPY_ONLY_OPTIONS.get(method, frozenset())
     unknown = [name for name in options if name not in known and name not in ignored]
     if unknown:
@@ -320,6 +320,16 @@ def _solver_options(solver: Callable, method: str, options: dict) -> dict:
     for name in ignored.intersection(options):   # no effect here, but a bad value is still refused
         check_option(name, options[name], method)
     return {name: check_option(name, value, method) for name, value in options.items() if name in known}
+
+
+@functools.lru_cache(maxsize=256)
+def _option_names(solver: Callable) -> frozenset | None:
+    """The options ``solver`` takes by name (its parameters but the call's own); None when it takes
+    any (``**kwargs``). Kept per solver: inspect.signature cost a tenth of a small solve's setup."""
+    parameters = inspect.signature(solver).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return None
+    return frozenset(parameters) - _CALL_PARAMETERS
 
 
 class OptionRule(NamedTuple):

@@ -62,6 +62,8 @@ class AutodiffDerivatives(PointDerivatives):
     name = "autodiff"
     _shared: dict | None = None     # (class defaults: subclasses that build lazily share nothing, replay NumPy)
     _native = False
+    #: evaluations of f so far: recordings at new points, plain values elsewhere, values with gradients
+    evaluations = 0
 
     def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
                  ggn: tuple[Callable, Callable] | None = None, trace: bool = False, shared: dict | None = None,
@@ -119,6 +121,7 @@ class AutodiffDerivatives(PointDerivatives):
 
     def at(self, x: np.ndarray) -> ad.HessianOperator:
         if not same_point(x, self._x):
+            self.evaluations += 1
             self._x = self._operator = None   # the old recording goes before the new one is made
             operator = self._operator_at(self.point(x))
             operator.value  # noqa: B018  f runs here, not at a deferred operator's first read: a refusal is at(x)'s
@@ -128,10 +131,12 @@ class AutodiffDerivatives(PointDerivatives):
     def fun(self, x: np.ndarray) -> float:
         if same_point(x, self._x):
             return self._operator.value
+        self.evaluations += 1
         return np.asarray(plain_value(self.call(x)))
 
     def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """f(x) and its gradient, with no recording kept (first-order methods)."""
+        self.evaluations += 1
         value, gradient = self._value_and_grad(self.point(x), *self._args)
         return np.asarray(plain_value(value)), flat_gradient(gradient)
 

@@ -115,7 +115,7 @@ def fallback(derivatives, jac, call: Call, feasible: FeasibleSet, eps=None, gtol
         derivatives, call, feasible, scheme, eps, gtol, reason, first)
     try:
         derivatives.at(call.x0)   # the recording the run starts from: kept, not wasted
-        return Switching(derivatives, differences, later, call.x0)
+        return Switching(derivatives, differences, later)
     except (TypeError, ValueError) as refusal:
         # NumPy words a refused float() in `r[i] = t` as its own ValueError, the refusal its cause
         if not isinstance(refusal, TypeError) and engine_refusal(refusal) is None:
@@ -155,10 +155,10 @@ class Switching(PointDerivatives):
     until the switch, then every evaluation of f: those served on autodiff's way (values and
     recordings at distinct points, x0's recorded already) and the differences'."""
 
-    def __init__(self, autodiff, differences: Callable[[str], FiniteDifferences], hessian: str, x0: np.ndarray):
+    def __init__(self, autodiff, differences: Callable[[str], FiniteDifferences], hessian: str):
         self._autodiff, self._differences, self._hessian = autodiff, differences, hessian
         self.current, self.switched_at = autodiff, None
-        self._served, self._recorded = 1, np.array(x0, copy=True)
+        self._uncounted = autodiff.evaluations - 1   # autodiff's before x0's recording (a Gauss-Newton split's check)
 
     def __getattr__(self, name: str):
         return getattr(self._autodiff, name)
@@ -169,7 +169,7 @@ class Switching(PointDerivatives):
 
     @property
     def calls(self) -> int | None:
-        return None if self.switched_at is None else self._served + self.current.calls
+        return None if self.switched_at is None else self._autodiff.evaluations - self._uncounted + self.current.calls
 
     def _guarded(self, method: str, x: np.ndarray, *rest):
         """``current.method(x, *rest)``, switching to finite differences when autodiff refuses f at x."""
@@ -186,17 +186,12 @@ class Switching(PointDerivatives):
         return getattr(self.current, method)(x, *rest)
 
     def at(self, x: np.ndarray):
-        if self.switched_at is None and not same_point(x, self._recorded):
-            self._served, self._recorded = self._served + 1, np.array(x, copy=True)
         return self._guarded("at", x)
 
     def fun(self, x: np.ndarray):
-        if self.switched_at is None and not same_point(x, self._recorded):
-            self._served += 1
         return self.current.fun(x)
 
     def value_and_grad(self, x: np.ndarray):
-        self._served += self.switched_at is None
         return self._guarded("value_and_grad", x)
 
     def solve(self, solver: Callable, x0: np.ndarray, *args, **kwargs) -> OptimizeResult:

@@ -60,8 +60,17 @@ from .loop import (
     unusable_start,
 )
 from .objective import MESSAGES, Status
-from .stopping import GradientTest
-from .trust_region import _COLLAPSED, _NONFINITE_STEP, ETA, RADIUS_SHRINK, default_maxiter
+from .stopping import GradientTest, noises
+from .trust_region import (
+    _COLLAPSED,
+    _NONFINITE_STEP,
+    ETA,
+    RadiusControl,
+    backtrack_fractions,
+    default_maxiter,
+    negligible_rows,
+    reduction_ratios,
+)
 
 # The secular equation is solved to ||p|| = radius (1 +- SECULAR_RTOL), as trust-exact's
 # MoreSorensen solves it; Newton's method from the left of the root converges quadratically,
@@ -285,20 +294,6 @@ def _hard_case(values: np.ndarray, coefficients: np.ndarray, radius: np.ndarray,
     return hard, perpendicular
 
 
-def _negligible(P: np.ndarray, p_norm: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """Which rows' steps change no component of x beyond rounding (trust-exact's test, row by
-    row)."""
-    x_norm = _norms(X)
-    floor = EPS * np.maximum(1.0, x_norm)
-    short = p_norm <= EPS * (x_norm + np.sqrt(X.shape[1]) * floor)
-    return short & (np.abs(P) <= EPS * (np.abs(X) + floor[:, None])).all(axis=1)
-
-
-def _noise(F: np.ndarray) -> np.ndarray:
-    """A few ulps of each f (:func:`optimizers.stopping.noise`, row by row)."""
-    return 10.0 * EPS * np.maximum(1.0, np.abs(F))
-
-
 class _Batch:
     """Every row's state: its iterate (x, f, g, H), radius and cap, iterations, evaluations,
     status (:data:`RUNNING` until it stops) and message, whether it is leaving a saddle, whether
@@ -387,8 +382,7 @@ class _Batch:
         rows, curvature = rows[saddle], curvature[saddle]
         self.saddle[rows] = True
         # leave along the curvature with a decrease above rounding (RadiusControl.leave_saddle)
-        escape = np.sqrt(2.0 * _noise(self.f[rows]) / -curvature)
-        self.radius[rows] = np.minimum(np.maximum(self.radius[rows], escape), self.limit[rows])
+        self.radius[rows] = RadiusControl.left_saddle(self.radius[rows], self.limit[rows], self.f[rows], curvature)
 
     def steps(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The rows' trust-region steps ``(P, decrease, on_boundary)``: Newton's step where H is
@@ -431,7 +425,7 @@ class _Batch:
         rows = np.setdiff1d(rows, broken, assume_unique=True) if broken.size else rows
         P, decrease, on_boundary = self.steps(rows)
         p_norm = _norms(P)
-        collapsed = _negligible(P, p_norm, self.x[rows])
+        collapsed = negligible_rows(P, p_norm, self.x[rows])
         for row in rows[collapsed]:
             status = (Status.NONFINITE if not self.finite_trial[row]
                       else Status.NOT_A_MINIMUM if self.saddle[row] else Status.PRECISION_LOSS)
@@ -456,25 +450,16 @@ class _Batch:
         here a g or H that is not finite rejects too) and radius update
         (:class:`~optimizers.trust_region.RadiusControl` with
         :func:`~optimizers.trust_region.backtrack_fraction`), row by row."""
-        f, g, radius = self.f[rows], self.g[rows], self.radius[rows]
-        noise = _noise(f)
+        f, g = self.f[rows], self.g[rows]
+        rho = reduction_ratios(f, F, decrease)
+        promising = rho > self.eta
+        derivatives = np.isfinite(G).all(axis=1) & np.isfinite(H).all(axis=(1, 2))
+        self.finite_trial[rows] = np.isfinite(F) & (~promising | derivatives)
         with np.errstate(invalid="ignore", over="ignore"):
-            finite = np.isfinite(F)
-            rho = np.where(~finite, np.nan,
-                           np.where(decrease + noise <= 0, -np.inf, (f - F + noise) / (decrease + noise)))
-            promising = rho > self.eta
-            derivatives = np.isfinite(G).all(axis=1) & np.isfinite(H).all(axis=(1, 2))
-            self.finite_trial[rows] = finite & (~promising | derivatives)
-            accepted = promising & derivatives & ((F < f) | ((F <= f + noise) & (_norms(G) < _norms(g))))
-            slope = np.einsum("mi,mi->m", g, P)
-            curvature = F - f - slope
-            fraction = np.where(finite & (slope < 0) & (curvature > 0),
-                                np.clip(-slope / (2.0 * curvature), 0.1, 0.5), 0.25)
-        rho = np.where(accepted, rho, -np.inf)
-        shorter = fraction * p_norm
-        shrunk = np.where(shorter < radius, shorter, RADIUS_SHRINK * radius)
-        grown = np.minimum(np.where(rho >= 0.9, 4.0, 2.0) * radius, self.limit[rows])
-        self.radius[rows] = np.where(rho >= 0.25, np.where((rho >= 0.75) & on_boundary, grown, radius), shrunk)
+            accepted = promising & derivatives & ((F < f) | ((F <= f + noises(f)) & (_norms(G) < _norms(g))))
+        backtrack = backtrack_fractions(f, F, np.einsum("mi,mi->m", g, P))
+        self.radius[rows] = RadiusControl.updated(self.radius[rows], self.limit[rows], np.where(accepted, rho, -np.inf),
+                                                  on_boundary, p_norm, backtrack)
         return accepted
 
     def results(self) -> list[OptimizeResult]:

@@ -82,6 +82,7 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import eigh, eigh_tridiagonal
+from scipy.linalg.lapack import dsyevr, dsyevr_lwork
 
 EPS = np.finfo(float).eps
 
@@ -328,8 +329,28 @@ def dense_leftmost_curvature(H: np.ndarray) -> tuple[float, np.ndarray, float] |
     (None when H is not finite)."""
     if not np.all(np.isfinite(H)):
         return None
-    values, vectors = eigh(H)
+    values, vectors = symmetric_eigenpairs(H)
     return float(values[0]), vectors[:, 0], float(np.abs(values).max())
+
+
+def symmetric_eigenpairs(H: np.ndarray, leftmost: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The eigenvalues (ascending) and eigenvectors (columns) of a finite symmetric float64 H, or
+    with ``leftmost`` its leftmost pair alone: ``scipy.linalg.eigh(H)`` (``subset_by_index=[0,
+    0]``) bit for bit, the same LAPACK driver (syevr on the lower triangle, with the workspace it
+    asks for) called without eigh's validation, which costs several times the decomposition of a
+    small H (the trust-exact subproblem and the second-order check ask for one each a few times a
+    solve)."""
+    n = H.shape[0]
+    if n == 0:
+        return eigh(H)
+    work, iwork, info = dsyevr_lwork(n=n, lower=True)
+    subset = {"range": "I", "il": 1, "iu": 1} if leftmost else {}
+    if info == 0:
+        values, vectors, found, _, info = dsyevr(H, compute_v=1, lower=True, lwork=int(work.real),
+                                                 liwork=int(iwork.real), **subset)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"syevr failed (info = {info})")
+    return (values[:found], vectors[:, :found]) if leftmost else (values, vectors)
 
 
 # --- conjugate gradients ------------------------------------------------------------------------

@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse
-from scipy.linalg import eigh, eigh_tridiagonal
+from scipy.linalg import eigh_tridiagonal
 from scipy.linalg.lapack import dpotrf, dpotrs, dpttrf, dpttrs
 
 from .krylov import (
@@ -50,7 +49,9 @@ from .krylov import (
     norm,
     sphere_crossings,
     steihaug_maxiter,
+    symmetric_eigenpairs,
 )
+from .objective import cached
 from .sparse import LDLFactorization, frobenius_norm, rounding_shift, sparse_leftmost_eigenpair
 from .sparse import norm_bound as sparse_norm_bound
 
@@ -83,29 +84,31 @@ class _DenseShifts:
 
     def __init__(self, H: np.ndarray):
         self.H = H
+        self._identity = np.eye(len(H))   # made once: a model factors several shifts
 
-    @cached_property
+    @cached
     def finite(self) -> bool:
-        return bool(np.all(np.isfinite(self.H)))
+        return bool(np.isfinite(self.H).all())
 
-    @cached_property
+    @cached
     def min_diagonal(self) -> float:
         return float(self.H.diagonal().min())
 
-    @cached_property
+    @cached
     def norm_bound(self) -> float:
         """An upper bound on ||H||_2: the smaller of the Gershgorin and Frobenius bounds."""
         return float(min(np.abs(self.H).sum(axis=1).max(), self.frobenius))
 
-    @cached_property
+    @cached
     def frobenius(self) -> float:
-        return float(np.linalg.norm(self.H))
+        """np.linalg.norm(H), the same sum of squares of the entries in memory order, without its wrapper."""
+        return norm(self.H.ravel(order="K"))
 
     def factor(self, lam: float) -> Callable | None:
         """A solver for ``(H + lam I) x = b``; None when ``H + lam I`` is not positive definite.
         A pivot zero but for rounding has it factored again a rounding-level shift higher
         (:func:`~optimizers.sparse.rounding_shift`), as the sparse factorization does."""
-        shifted = self.H + lam * np.eye(len(self.H))
+        shifted = self.H + lam * self._identity
         solve, pivots = _cholesky(shifted)
         extra = rounding_shift(pivots, shifted.diagonal())
         if extra:
@@ -113,9 +116,9 @@ class _DenseShifts:
             solve, _ = _cholesky(shifted)
         return solve
 
-    @cached_property
+    @cached
     def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
-        values, vectors = eigh(self.H, subset_by_index=[0, 0])
+        values, vectors = symmetric_eigenpairs(self.H, leftmost=True)
         return float(values[0]), vectors[:, 0]
 
 
@@ -124,9 +127,9 @@ def _cholesky(a: np.ndarray) -> tuple[Callable | None, np.ndarray]:
     positive definite) and the pivots r_kk^2, up to the one it stopped at, which potrf leaves
     on the diagonal as it found it."""
     factors, info = dpotrf(a, lower=False, clean=False)
-    diagonal = np.diag(factors)
+    diagonal = factors.diagonal()
     if info > 0:
-        return None, np.r_[diagonal[:info - 1] ** 2, diagonal[info - 1]]
+        return None, np.concatenate((diagonal[:info - 1] ** 2, diagonal[info - 1:info]))
     return (lambda b: _solve_factored(factors, b)), diagonal ** 2
 
 
@@ -149,19 +152,19 @@ class _SparseShifts:
     def __init__(self, H: scipy.sparse.csc_matrix, factorization: LDLFactorization):
         self.H, self._factorization = H, factorization
 
-    @cached_property
+    @cached
     def finite(self) -> bool:
         return bool(np.all(np.isfinite(self.H.data)))
 
-    @cached_property
+    @cached
     def min_diagonal(self) -> float:
         return float(self.H.diagonal().min())
 
-    @cached_property
+    @cached
     def norm_bound(self) -> float:
         return sparse_norm_bound(self.H)
 
-    @cached_property
+    @cached
     def frobenius(self) -> float:
         return frobenius_norm(self.H)
 
@@ -169,7 +172,7 @@ class _SparseShifts:
         factor = self._factorization.factor(self.H, lam)
         return factor.solve if factor.positive_definite else None
 
-    @cached_property
+    @cached
     def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
         return sparse_leftmost_eigenpair(self.H, self._factorization)
 
@@ -188,15 +191,15 @@ class _TridiagonalShifts:
     def __init__(self, diagonal: np.ndarray, offdiagonal: np.ndarray):
         self.diagonal, self.offdiagonal = diagonal, offdiagonal
 
-    @cached_property
+    @cached
     def finite(self) -> bool:
         return bool(np.isfinite(self.diagonal.sum() + self.offdiagonal.sum()))
 
-    @cached_property
+    @cached
     def min_diagonal(self) -> float:
         return float(self.diagonal.min())
 
-    @cached_property
+    @cached
     def norm_bound(self) -> float:
         """Gershgorin bound on ||T||_2."""
         bound = np.abs(self.diagonal)
@@ -213,7 +216,7 @@ class _TridiagonalShifts:
             return None
         return lambda b: dpttrs(d, e, b)[0]
 
-    @cached_property
+    @cached
     def leftmost_eigenpair(self) -> tuple[float, np.ndarray]:
         values, vectors = eigh_tridiagonal(self.diagonal, self.offdiagonal,
                                            select="i", select_range=(0, 0))
@@ -284,7 +287,7 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
             continue
         p = -solve(g)
         pnorm, r = norm(p), target(lam)
-        last = p * min(1.0, r / pnorm), lam
+        last = p, r / pnorm, lam   # scaled into the region only if the iteration ends without a root
         if abs(pnorm - r) <= rtol * r:
             return p, lam
         # before the hard-case test factors another shift (a sparse factorization solves with its
@@ -303,7 +306,10 @@ def solve_secular(shifts, g: np.ndarray, *, radius: float | None = None,
                 lo = max(lo, -lam1)
         newton = lam - (1.0 / pnorm - 1.0 / r) / dphi
         lam = newton if lo < newton < hi else _between(lo, hi)
-    return last if last is not None else (np.full_like(g, np.nan), np.nan)
+    if last is None:
+        return np.full_like(g, np.nan), np.nan
+    p, scale, lam = last
+    return p * min(1.0, scale), lam
 
 
 def _between(lo: float, hi: float) -> float:
@@ -563,7 +569,7 @@ class MoreSorensen:
     sparse H: LDL^T factorizations, :class:`~optimizers.sparse.LDLFactorization`, whose pivots
     tell whether ``H + lam I`` is positive definite, the symbolic analysis of ``factorization``
     reused) and, only when H is not positive definite and an iterate falls inside the region, the
-    leftmost eigenpair (scipy.linalg.eigh; for a sparse H shift-invert Lanczos on the same
+    leftmost eigenpair (LAPACK's syevr; for a sparse H shift-invert Lanczos on the same
     factorizations, :func:`~optimizers.sparse.sparse_leftmost_eigenpair`) to detect and solve the
     hard case. See :func:`solve_secular`.
     """

@@ -41,7 +41,7 @@ from .methods import Problem, declared
 from .objective import Iterate, Objective, Status
 from .preconditioning import Preconditioning, krylov_preconditioning
 from .sparse import LDLFactorization, report_sparse
-from .stopping import noise
+from .stopping import noise, noises
 from .subproblems import Dogleg, LanczosGLTR, MoreSorensen, SteihaugCG, SubproblemSolution
 
 # Default memory of the nonmonotone Krylov methods: on the MGH set 10 saves a quarter of the
@@ -55,6 +55,10 @@ NONMONOTONE_MEMORY = 20
 ETA, TRON_ETA = 0.15, 1e-4
 # A poor step at least as long as the radius leaves this fraction of it (Lin & Moré's sigma_2).
 RADIUS_SHRINK = 0.5
+# The radius rules (N&W Alg. 4.1, CGT §17.1): shrink below rho 1/4; after a step on the boundary
+# with rho >= 3/4, grow by 2, by 4 from rho 0.9; backtrack to a fraction in [0.1, 0.5] of a poor step.
+SHRINK_BELOW, GROW_FROM, GROW_FAST_FROM, GROWTH, FAST_GROWTH = 0.25, 0.75, 0.9, 2.0, 4.0
+BACKTRACK_RANGE, BACKTRACK_UNKNOWN = (0.1, 0.5), 0.25
 
 
 class Control(ABC):
@@ -92,11 +96,20 @@ class RadiusControl(Control):
     name = "radius"
 
     def update(self, rho: float, step: SubproblemSolution, step_norm: float, backtrack: float) -> None:
-        if not rho >= 0.25:  # also NaN
+        if not rho >= SHRINK_BELOW:  # also NaN
             shorter = backtrack * step_norm
             self.value = shorter if shorter < self.value else RADIUS_SHRINK * self.value
-        elif rho >= 0.75 and step.on_boundary:
-            self.value = min((4.0 if rho >= 0.9 else 2.0) * self.value, self.limit)
+        elif rho >= GROW_FROM and step.on_boundary:
+            self.value = min((FAST_GROWTH if rho >= GROW_FAST_FROM else GROWTH) * self.value, self.limit)
+
+    @staticmethod
+    def updated(radius: np.ndarray, limit: np.ndarray, rho: np.ndarray, on_boundary: np.ndarray,
+                step_norm: np.ndarray, backtrack: np.ndarray) -> np.ndarray:
+        """``update`` row by row (a batch of problems, :mod:`optimizers.batched`): the new radii."""
+        shorter = backtrack * step_norm
+        shrunk = np.where(shorter < radius, shorter, RADIUS_SHRINK * radius)
+        grown = np.minimum(np.where(rho >= GROW_FAST_FROM, FAST_GROWTH, GROWTH) * radius, limit)
+        return np.where(rho >= SHRINK_BELOW, np.where((rho >= GROW_FROM) & on_boundary, grown, radius), shrunk)
 
     def leave_saddle(self, f: float, curvature: float) -> None:
         """At least the radius at which the model's decrease along the negative curvature,
@@ -105,24 +118,46 @@ class RadiusControl(Control):
         its escape ever being measured (HS25 from x0, a plateau where g ~ 2e-8 set the radius)."""
         self.value = min(max(self.value, math.sqrt(2.0 * noise(f) / -curvature)), self.limit)
 
+    @staticmethod
+    def left_saddle(radius: np.ndarray, limit: np.ndarray, f: np.ndarray, curvature: np.ndarray) -> np.ndarray:
+        """``leave_saddle`` row by row: the new radii."""
+        return np.minimum(np.maximum(radius, np.sqrt(2.0 * noises(f) / -curvature)), limit)
+
 
 def backtrack_fraction(f: float, f_trial: float, slope: float) -> float:
     """Where, as a fraction in [0.1, 0.5] of the step, the quadratic through f(x), its slope
     ``g^T p`` and f(x + p) has its minimum (CGT §17.1); 0.25 when that says nothing."""
     curvature = f_trial - f - slope
-    if np.isfinite(f_trial) and slope < 0 < curvature:
-        return min(max(-slope / (2.0 * curvature), 0.1), 0.5)
-    return 0.25
+    if math.isfinite(f_trial) and slope < 0 < curvature:
+        return min(max(-slope / (2.0 * curvature), BACKTRACK_RANGE[0]), BACKTRACK_RANGE[1])
+    return BACKTRACK_UNKNOWN
+
+
+def backtrack_fractions(f: np.ndarray, f_trial: np.ndarray, slope: np.ndarray) -> np.ndarray:
+    """:func:`backtrack_fraction` row by row."""
+    curvature = f_trial - f - slope
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        return np.where(np.isfinite(f_trial) & (slope < 0) & (curvature > 0),
+                        np.clip(-slope / (2.0 * curvature), *BACKTRACK_RANGE), BACKTRACK_UNKNOWN)
 
 
 def reduction_ratio(f: float, f_trial: float, decrease: float) -> float:
     """Actual over predicted decrease; both get the rounding level of f so that steps at working
     precision are judged by the model rather than by rounding (CGT §17.4.2). NaN if f_trial is."""
-    if not np.isfinite(f_trial):
+    if not math.isfinite(f_trial):
         return np.nan
-    if decrease + noise(f) <= 0:
+    rounding = noise(f)
+    if decrease + rounding <= 0:
         return -np.inf
-    return (f - f_trial + noise(f)) / (decrease + noise(f))
+    return (f - f_trial + rounding) / (decrease + rounding)
+
+
+def reduction_ratios(f: np.ndarray, f_trial: np.ndarray, decrease: np.ndarray) -> np.ndarray:
+    """:func:`reduction_ratio` row by row."""
+    rounding = noises(f)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        return np.where(~np.isfinite(f_trial), np.nan, np.where(
+            decrease + rounding <= 0, -np.inf, (f - f_trial + rounding) / (decrease + rounding)))
 
 
 class TrustRegion(Step):
@@ -176,8 +211,8 @@ class TrustRegion(Step):
         if fresh and self.preconditioning is not None:
             self.preconditioning.observe(self.model.products)
         step, x_trial = self._trial(x, g, step, saddle)
-        step_norm = float(np.linalg.norm(step.p))
-        if not (np.isfinite(step_norm) and np.isfinite(step.decrease)):  # H(x) is not finite
+        step_norm = norm(step.p)
+        if not (math.isfinite(step_norm) and np.isfinite(step.decrease)):  # H(x) is not finite
             return Stop(Status.NONFINITE, _NONFINITE_STEP)
         if _negligible(step.p, step_norm, x):
             # the radius (or 1/sigma) collapsed: say why no step can be taken
@@ -189,11 +224,11 @@ class TrustRegion(Step):
         reference = max(self.accepted_values)
         rho = reduction_ratio(reference, f_trial, step.decrease + (reference - f))
         g_trial = self.objective.grad(x_trial) if rho > self.eta else None
-        self.finite_trial = bool(np.isfinite(f_trial) and (g_trial is None
-                                                           or np.all(np.isfinite(g_trial))))
-        accepted = rho > self.eta and _acceptable(f, reference, f_trial, step.decrease, g_trial,
-                                                  self.feasible.stationarity(x, g),
-                                                  self.feasible.stationarity(x_trial, g_trial))
+        finite_gradient = g_trial is None or bool(np.isfinite(g_trial).all())
+        self.finite_trial = math.isfinite(f_trial) and finite_gradient
+        accepted = rho > self.eta and finite_gradient and _acceptable(
+            f, reference, f_trial, step.decrease, self.feasible.stationarity(x, g),
+            self.feasible.stationarity(x_trial, g_trial))
         region_norm = getattr(step, "region_norm", None)   # a preconditioner's norm
         control.update(rho if accepted else -np.inf, step, step_norm if region_norm is None else region_norm,
                        backtrack_fraction(f, f_trial, g @ step.p))
@@ -271,17 +306,17 @@ def _downhill(step: SubproblemSolution, g: np.ndarray) -> SubproblemSolution:
     return step._replace(p=-step.p if slope > 0 else step.p, decrease=step.decrease + abs(slope))
 
 
-def _acceptable(f: float, reference: float, f_trial: float, decrease: float, g_trial: np.ndarray,
-                measure: np.ndarray, measure_trial: np.ndarray) -> bool:
-    """A good step must also have a finite gradient ``g_trial`` and lower f; or f below the
-    nonmonotone ``reference`` when the model predicts a decrease above rounding; or, when f
-    changes only within rounding, a lower norm of the stationarity measure (``measure`` at x,
-    ``measure_trial`` at the trial point: the gradient, in a box the projected gradient, whose
-    components on active bounds say nothing of progress); so that the iteration cannot cycle."""
+def _acceptable(f: float, reference: float, f_trial: float, decrease: float, measure: np.ndarray,
+                measure_trial: np.ndarray) -> bool:
+    """A good step (of a finite gradient at the trial point, which the caller checks) must also
+    lower f; or bring f below the nonmonotone ``reference`` when the model predicts a decrease
+    above rounding; or, when f changes only within rounding, lower the norm of the stationarity
+    measure (``measure`` at x, ``measure_trial`` at the trial point: the gradient, in a box the
+    projected gradient, whose components on active bounds say nothing of progress); so that the
+    iteration cannot cycle."""
     tolerance = noise(f)
-    return bool(np.all(np.isfinite(g_trial))) and (
-        f_trial < f or (f_trial < reference and decrease > tolerance) or (
-            f_trial <= f + tolerance and np.linalg.norm(measure_trial) < np.linalg.norm(measure)))
+    return bool(f_trial < f or (f_trial < reference and decrease > tolerance) or (
+        f_trial <= f + tolerance and np.linalg.norm(measure_trial) < np.linalg.norm(measure)))
 
 
 def _negligible(p: np.ndarray, p_norm: float, x: np.ndarray) -> bool:
@@ -293,6 +328,14 @@ def _negligible(p: np.ndarray, p_norm: float, x: np.ndarray) -> bool:
     if p_norm > EPS * (x_norm + math.sqrt(x.size) * floor):
         return False
     return bool(np.all(np.abs(p) <= EPS * (np.abs(x) + floor)))
+
+
+def negligible_rows(P: np.ndarray, p_norm: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """:func:`_negligible` row by row (the rows of P, X)."""
+    x_norm = np.sqrt(np.einsum("mi,mi->m", X, X))
+    floor = EPS * np.maximum(1.0, x_norm)
+    short = p_norm <= EPS * (x_norm + np.sqrt(X.shape[1]) * floor)
+    return short & (np.abs(P) <= EPS * (np.abs(X) + floor[:, None])).all(axis=1)
 
 
 def default_maxiter(n: int) -> int:
@@ -343,8 +386,8 @@ def trust_region_step(objective: Objective, make_solver: Callable | None, feasib
     gradient; in a box the projected gradient), unless given, and is capped at ``1e10 max(1,
     ||x0||)`` unless given. ``make_solver`` may be None in a box (TRON's step)."""
     x0, g0 = objective.x0, objective.grad(objective.x0)
-    xscale = max(1.0, float(np.linalg.norm(x0)))
-    gnorm = float(np.linalg.norm(feasible.stationarity(x0, g0)))
+    xscale = max(1.0, norm(x0))
+    gnorm = norm(feasible.stationarity(x0, g0))
     radius = initial_trust_radius or min(gnorm, xscale) or 1.0
     control = RadiusControl(radius, max_trust_radius or 1e10 * xscale)
     return region_step(feasible, objective, make_solver, control, dense=dense, eta=eta, memory=memory)

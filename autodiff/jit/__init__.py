@@ -7,6 +7,9 @@
   ``split`` is partial evaluation at late inputs;
 - ``lowering``: how a program writes its ops (operators as operators, sums of slices unrolled, a
   value read once fused into its reader), with the same floating-point operations;
+- ``scalar``: a program whose values are all small written on Python floats (elements unpacked
+  once, ops unrolled, sums in NumPy's order), run where it is faster, with the same results bit
+  for bit;
 - ``native``: a program compiled by numba to one native function (the optional ``compiled``
   extra; ``autodiff.function(f, native=True)``), equal within rounding;
 - ``traced``: ``Traced``, the cache of programs by signature (``signature``) that

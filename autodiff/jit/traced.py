@@ -449,7 +449,8 @@ class _Staged:
         native_before = native and self.before.native_reason is None
         self.joined_saves = not native_before
         self._join = (functools.partial(joined, recording.records, recording.inputs, late_tensors, recording.outputs,
-                                        recording.guards, recording.raw, native_before, self.joined_saves)
+                                        recording.guards, recording.raw, native_before, self.joined_saves,
+                                        self.after.takes_lists)
                       if self.fast and not self.variables and _recorded_bytes(recording) <= JOIN_MAX_BYTES else None)
         self._joined_run = None
 

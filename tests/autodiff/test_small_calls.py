@@ -337,7 +337,7 @@ def test_a_sum_of_slice_cotangents_that_tile_an_axis_replays_as_their_concatenat
     for f, tiled in ((tangents, True), (overlapping, False)):
         recording = trace(f, x, directions[:, :2] if f is overlapping else directions)
         program = Program(recording.records, recording.inputs, recording.outputs, single=True)
-        assert (np.zeros not in program.run.__globals__.values()) == tiled
+        assert (np.zeros not in program.numpy_run.__globals__.values()) == tiled
         arguments = (x, directions[:, :2] if f is overlapping else directions)
         np.testing.assert_array_equal(program.run(*arguments), f(*arguments))
 

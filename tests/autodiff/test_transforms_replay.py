@@ -231,7 +231,7 @@ def test_a_batched_sweep_writes_its_slice_cotangents_into_one_buffer():
     recording = ad.jit.trace(ad.jacobian(rates), np.ones(3))
     program = ad.jit.Program(recording.records, recording.inputs, recording.outputs, recording.guards,
                              recording.raw, single=True)
-    assert not any(value is anp.ops._scatter.tensor_fun for value in program.run.__globals__.values())
+    assert not any(value is anp.ops._scatter.tensor_fun for value in program.numpy_run.__globals__.values())
     for point in (np.array([10.0, 5.0, -0.0]), np.array([-3.0, 0.5, 2.0])):
         assert_same(program.run(point), ad.jacobian(rates)(point))
         assert_same(ad.function(ad.jacobian(rates))(point), ad.jacobian(rates)(point))

@@ -465,3 +465,52 @@ def test_evaluate_of_wrong_shapes_raises():
 
 def test_empty_batch():
     assert minimize_batch(ROSENBROCK, np.empty((0, 2))) == []
+
+
+def test_the_batchs_rules_are_trust_exacts_row_by_row():
+    """The array forms of the trust-region rules (beside their scalar twins in trust_region) give,
+    row by row, what the scalar rules give: ratios, backtracking fractions, radius updates, the
+    saddle's escape radius and the negligible-step test, NaN, infinities and ties included."""
+    from optimizers.subproblems import SubproblemSolution
+    from optimizers.trust_region import (
+        RadiusControl,
+        _negligible,
+        backtrack_fraction,
+        backtrack_fractions,
+        negligible_rows,
+        reduction_ratio,
+        reduction_ratios,
+    )
+    rng = np.random.default_rng(4)
+    m = 400
+    f = rng.choice([1.0, -3.0, 1e-20, 1e8], m) * rng.random(m)
+    f_trial = f - rng.choice([1.0, -1.0, 0.0, 1e-17], m) * rng.random(m)
+    f_trial[:12] = [np.nan, np.inf, -np.inf] * 4
+    decrease = rng.choice([1.0, 0.0, -1e-18, 1e-16], m) * rng.random(m)
+    slope = rng.standard_normal(m)
+    rho = np.concatenate([[np.nan, -np.inf, 0.25, 0.75, 0.9, 0.2499], rng.uniform(-0.5, 1.2, m - 6)])
+    radius, limit = rng.uniform(0.1, 2.0, m), rng.choice([1.0, 100.0], m)
+    on_boundary, step_norm = rng.random(m) < 0.5, rng.uniform(0.0, 3.0, m)
+    backtrack = backtrack_fractions(f, f_trial, slope)
+    np.testing.assert_array_equal(reduction_ratios(f, f_trial, decrease),
+                                  [reduction_ratio(*row) for row in zip(f, f_trial, decrease)])
+    np.testing.assert_array_equal(backtrack, [backtrack_fraction(*row) for row in zip(f, f_trial, slope)])
+    looped = []
+    for k in range(m):
+        control = RadiusControl(radius[k], limit[k])
+        control.update(rho[k], SubproblemSolution(np.zeros(1), 0.0, on_boundary[k]), step_norm[k], backtrack[k])
+        looped.append(control.value)
+    np.testing.assert_array_equal(RadiusControl.updated(radius, limit, rho, on_boundary, step_norm, backtrack),
+                                  looped)
+    curvature = -rng.uniform(1e-12, 10.0, m)
+    escaped = []
+    for k in range(m):
+        control = RadiusControl(radius[k], limit[k])
+        control.leave_saddle(f[k], curvature[k])
+        escaped.append(control.value)
+    np.testing.assert_array_equal(RadiusControl.left_saddle(radius, limit, f, curvature), escaped)
+    X = rng.standard_normal((m, 3)) * rng.choice([1.0, 1e8, 0.0], (m, 1))
+    P = X * rng.choice([1e-17, 1e-15, 1e-3], (m, 1)) * rng.choice([1.0, 0.0], (m, 3))
+    p_norm = np.linalg.norm(P, axis=1)
+    np.testing.assert_array_equal(negligible_rows(P, p_norm, X),
+                                  [_negligible(p, n, x) for p, n, x in zip(P, p_norm, X)])

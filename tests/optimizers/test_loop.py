@@ -10,7 +10,7 @@ from scipy.optimize import OptimizeWarning, rosen, rosen_der, rosen_hess
 
 import optimizers
 from optimizers.loop import RunOptions, Step, Stop, Trial, run
-from optimizers.objective import Objective, Status
+from optimizers.objective import BUFFER_COMPARISON_SIZE, Objective, Status, same_point
 
 SQUARE = (lambda x: x @ x, lambda x: 2 * x)
 
@@ -171,3 +171,35 @@ def test_disp_warns_when_a_run_fails_with_scipys_category(method, category, caps
         assert method(rosen, x0, rosen_der, hess=rosen_hess, maxiter=2).status == Status.MAXITER
         solved = method(rosen, x0, rosen_der, hess=rosen_hess, disp=True)
     assert solved.success and capsys.readouterr().out.splitlines()[-1] == solved.message
+
+
+@pytest.mark.parametrize("n", [3, BUFFER_COMPARISON_SIZE, BUFFER_COMPARISON_SIZE + 1])
+def test_same_point_compares_values_on_both_sides_of_the_buffer_comparison(n):
+    """Below and above the size where same_point stops comparing buffers, "the same point" means
+    equal values: NaN is never the same point (an objective recomputes there), -0.0 is 0.0 (no
+    recomputation), a strided view is the point of its values, and another shape is another point."""
+    x = np.linspace(-1.0, 1.0, n)
+    assert same_point(x, x.copy()) and not same_point(x, None)
+    changed = x.copy()
+    changed[-1] = np.nextafter(changed[-1], 2.0)
+    assert not same_point(x, changed)
+    with_nan = x.copy()
+    with_nan[0] = np.nan
+    assert not same_point(with_nan, with_nan.copy())
+    signed = np.zeros(n)
+    assert same_point(-signed, signed)
+    assert same_point(np.repeat(x, 2)[::2], x) and not same_point(x, x.reshape(1, -1))
+    single = x.astype(np.float32)   # other types compare by value too: complex, big-endian, single precision
+    assert same_point(x + 0j, x + 0j) and same_point(x.astype(">f8"), x) and same_point(single, single.astype(float))
+
+
+def test_an_iterates_hessian_is_evaluated_once_and_again_after_release():
+    """The Iterate's matrix, dense Hessian and products are computed on first read and kept
+    (one evaluation of hess for all reads), and computed again after ``release``."""
+    A = np.array([[2.0, 1.0], [1.0, 3.0]])
+    objective = Objective(lambda x: 0.5 * x @ A @ x, np.array([1.0, 0.0]), lambda x: A @ x, hess=lambda x: A)
+    point = objective.at(np.array([1.0, 0.0]))
+    assert np.array_equal(point.hessian, A) and point.hessian is point.hessian
+    assert np.array_equal(point.matvec(np.array([0.0, 1.0])), A[:, 1]) and objective.nhev == 1
+    point.release()
+    assert np.array_equal(point.hessian, A) and objective.nhev == 2

@@ -1,9 +1,10 @@
 """Trust-region and cubic subproblem solvers against dense eigendecomposition references."""
 import numpy as np
 import pytest
+import scipy.linalg
 from scipy.optimize import brentq
 
-from optimizers.krylov import Lanczos, leftmost_curvature
+from optimizers.krylov import Lanczos, leftmost_curvature, symmetric_eigenpairs
 from optimizers.subproblems import (
     Dogleg,
     LanczosCubic,
@@ -13,6 +14,7 @@ from optimizers.subproblems import (
     _NewtonPoint,
     boundary_steps,
     diagonal_shifts,
+    matrix_shifts,
     solve_secular,
 )
 
@@ -328,3 +330,31 @@ def test_dense_shifted_solves_are_lapacks_potrs_bit_for_bit_without_scipys_wrapp
             monkeypatch.setattr(module, "cho_solve", None, raising=False)
         np.testing.assert_array_equal(subproblems.matrix_shifts(H).factor(lam)(b), expected)
         monkeypatch.undo()
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 40, 150])
+def test_symmetric_eigenpairs_are_scipys_eigh_bit_for_bit(n):
+    """The direct syevr call stands in for scipy.linalg.eigh (full, and its leftmost pair): the same
+    driver and workspace give the same bits, so the iterates that depend on them do not change
+    (150 is past LAPACK's blocking crossover, where the workspace decides the reduction)."""
+    rng = np.random.default_rng(n)
+    A = rng.standard_normal((n, n))
+    A = A + A.T
+    values, vectors = symmetric_eigenpairs(A)
+    expected_values, expected_vectors = scipy.linalg.eigh(A)
+    assert np.array_equal(values, expected_values) and np.array_equal(vectors, expected_vectors)
+    value, vector = symmetric_eigenpairs(A, leftmost=True)
+    expected_value, expected_vector = scipy.linalg.eigh(A, subset_by_index=[0, 0])
+    assert np.array_equal(value, expected_value) and np.array_equal(vector, expected_vector)
+    assert np.allclose(A @ vector[:, 0], value[0] * vector[:, 0], atol=1e-12 * np.abs(values).max())
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_dense_shifts_frobenius_norm_is_numpys_bit_for_bit(order):
+    """The Frobenius bound of the secular bracket is np.linalg.norm(H)'s number (the same sum of
+    squares in memory order), so the bracket, and the steps, do not change."""
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 5, 64):
+        A = rng.standard_normal((n, n))
+        H = np.asarray(A + A.T, order=order)
+        assert matrix_shifts(H).frobenius == float(np.linalg.norm(H))
