@@ -84,9 +84,11 @@ class HessianOperator:
               value_and_gradient: tuple | None) -> None:
         """The fields, ``value_and_gradient`` a float and a flat array (or None: the product is a
         ``jit.traced.Pending``, whose ``start()`` gives them on first use, and whose first product
-        at the point is one program, ``jit.program.joined``)."""
+        at the point is one program, ``jit.program.joined``; its ``vector_product`` then takes a
+        vector that ``matvec`` has checked)."""
         self.product, self.chunk_size, self.x, self._unravel = product, chunk_size, point, None
         self.shape, self.dtype, self._value_and_gradient = (n, n), dtype, value_and_gradient
+        self._vector_product = None if value_and_gradient is not None else product.vector_product
 
     @classmethod
     def _of_arrays(cls, value: float, gradient: np.ndarray, product: Callable, chunk_size: int | None,
@@ -112,7 +114,7 @@ class HessianOperator:
         """A deferred operator's value and gradient: its ``Pending`` started, whose ``Late`` then
         takes the products."""
         (value, gradient), self.product = self.product.start()
-        self._value_and_gradient = _value_and_flat(value, gradient)
+        self._value_and_gradient, self._vector_product = _value_and_flat(value, gradient), None
         return self._value_and_gradient
 
     @property
@@ -126,7 +128,8 @@ class HessianOperator:
     def matvec(self, v: Any) -> np.ndarray:
         """The product with one vector: one sweep (a replayed program for ``autodiff.function``)."""
         if type(v) is np.ndarray and v.dtype == self.dtype and v.shape == self.shape[:1]:  # the common call
-            return _array(self.product(v))
+            vector_product = self._vector_product
+            return _array(self.product(v)) if vector_product is None else vector_product(v)
         v = np.asarray(v, dtype=self.dtype).reshape(-1)
         if v.size != self.shape[0]:
             raise ValueError(f"vector of length {v.size} for an operator of shape {self.shape}")

@@ -4,13 +4,17 @@
 The plain replay calls NumPy once per op, and on small arrays that call is most of the cost. Here
 the whole straight-line program is one numba function: one call from Python per replay. It is
 made where numba is installed and every op has a spelling here (elementwise arithmetic and
-functions, reads and slice writes, reshapes, broadcasts, reductions, products, concatenations,
-the unrolled sums of slice cotangents); for any other program, one with guards, or when numba is
+functions, reads and slice writes, reads at an integer vector and their cotangents' sums,
+reshapes, broadcasts, reductions, products, concatenations, the unrolled sums of slice
+cotangents); for any other program, one with guards, or when numba is
 missing, ``native_program`` says why not and the NumPy replay runs.
 
 The results are the NumPy replay's within rounding, not bit for bit: numba sums in order where
 NumPy sums pairwise (``np.sum``, ``@`` on long vectors), its ``exp``, ``log``, ``sin``, ...
-come from LLVM's math library rather than NumPy's SIMD loops, and 0-d results are Python floats.
+come from LLVM's math library rather than NumPy's SIMD loops (on arrays of ``NUMPY_LOOP_FROM``
+elements or more, where those loops are several times faster, NumPy's are called: ``_numpy_loop``),
+and 0-d results are Python floats. Products go to BLAS with their operands as they are when
+contiguous either way (a transpose is F-contiguous), as NumPy's ``@`` does.
 A native program is checked once against its trace's results when it is made (a translation
 that disagreed beyond rounding would be refused).
 
@@ -20,6 +24,7 @@ costs the program's own time and no call from Python.
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable
@@ -32,6 +37,9 @@ from .lowering import accumulate_lines, accumulate_sliced_lines
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**"}
 _UFUNCS = {"exp", "log", "sin", "cos", "tan", "sqrt", "absolute", "tanh", "arctan2", "log1p", "expm1",
            "arctan", "arcsin", "arccos", "sinh", "cosh", "square", "sign", "maximum", "minimum", "reciprocal"}
+_LIBM = {"exp", "log", "sin", "cos", "tan", "tanh", "arctan2", "log1p", "expm1", "arctan", "arcsin", "arccos",
+         "sinh", "cosh"}  # the ufuncs that numba calls LLVM's math library for, one element at a time
+NUMPY_LOOP_FROM = 1024  # elements from which those run in NumPy's own loop (``_numpy_loop``)
 _DTYPES = (np.float64, np.int64, np.bool_)  # the values spelled here (float32 and complex are not)
 CHECK_RTOL = 1e-8  # a native program's results at its trace point agree with the trace's this well
 
@@ -44,9 +52,10 @@ def _is_scalar(value) -> bool:
     return np.ndim(value) == 0
 
 
-def _index_source(index) -> str:
-    """A basic index as numba source (ints, slices, Ellipsis, None); a tuple's subclass (a batched
-    sweep's index, ``program._BatchedIndex``) as the tuple it is."""
+def _index_source(index, array: Callable | None = None) -> str:
+    """An index as numba source (ints, slices, Ellipsis, None; with ``array``, the source of a
+    constant, integer arrays too: numba takes one); a tuple's subclass (a batched sweep's index,
+    ``program._BatchedIndex``) as the tuple it is."""
     if isinstance(index, tuple):
         index = tuple(index)
     pieces = index if type(index) is tuple else (index,)
@@ -58,6 +67,8 @@ def _index_source(index) -> str:
             parts.append(f"slice({piece.start!r}, {piece.stop!r}, {piece.step!r})")
         elif piece is Ellipsis:
             parts.append("Ellipsis")
+        elif array is not None and isinstance(piece, np.ndarray) and piece.dtype.kind == "i":
+            parts.append(array(piece))
         else:
             raise Unsupported(f"index {type(piece).__name__}")
     return parts[0] if len(parts) == 1 and type(index) is not tuple else f"({', '.join(parts)},)"
@@ -86,7 +97,7 @@ class _Writer:
             self.globals[name] = np.ascontiguousarray(value)
             return name
         if isinstance(value, (tuple, slice)) or value is Ellipsis:
-            return _index_source(value)
+            return _index_source(value, self.constant)
         raise Unsupported(f"constant {type(value).__name__}")
 
 
@@ -109,6 +120,7 @@ def native_program(live: list, inputs: list, outputs: list, guards: list, single
         key = _content(source, namespace)
         compiled = _COMPILED.get(key)
         if compiled is None:
+            namespace.update(_numba_globals())
             exec(compile(source, "<autodiff.function native program>", "exec"), namespace)
             compiled = numba.njit(namespace.pop("program"))
         args = [float(t._value) if scalars_in and _is_scalar(t._value) else t._value  # the types of replays:
@@ -170,6 +182,27 @@ def row_loop(program: Callable, rows: tuple) -> Callable:
 _LOOPS: dict = {}   # (native program, row flags) -> its compiled loop, the least recently used first
 
 
+def blas_layout(array: np.ndarray) -> np.ndarray:
+    """``array`` as BLAS takes it: as it is when C- or F-contiguous, else a C-contiguous copy (numba's
+    ``np.dot`` would copy it too, with a warning). Spelled for numba by ``_numba_globals``."""
+    return array if array.flags.c_contiguous or array.flags.f_contiguous else np.ascontiguousarray(array)
+
+
+@functools.cache
+def _numba_globals() -> dict:
+    """The names a native program uses besides ``np``: numba (``_numpy_loop``) and ``blas_layout``,
+    typed at compile time (no copy or test for an array that numba knows to be contiguous)."""
+    import numba
+    from numba.extending import overload
+
+    @overload(blas_layout)
+    def typed(array):
+        if array.layout in "CF":
+            return lambda array: array
+        return lambda array: np.ascontiguousarray(array)
+    return {"numba": numba, "blas_layout": blas_layout}
+
+
 def _check(native, plain, single: bool) -> None:
     """Raise when the native results differ from the plain replay's beyond rounding."""
     natives, plains = ((native,), (plain,)) if single else (native, plain)
@@ -220,31 +253,36 @@ def _op(writer: _Writer, record, names: dict, scalars: set) -> None:
     names[out._id] = target
     if _is_scalar(out._value):
         scalars.add(out._id)
-    writer.lines += [f"    {line}" for line in _spelling(prim, operands, values, kwargs, out, target)]
+    writer.lines += [f"    {line}" for line in _spelling(prim, operands, values, kwargs, out, target, writer.constant)]
 
 
-def _spelling(prim, operands: list, values: list, kwargs: dict, out, target: str) -> list:
-    """The numba lines computing ``target`` (``out``'s value) from ``operands``."""
+def _spelling(prim, operands: list, values: list, kwargs: dict, out, target: str, constant: Callable) -> list:
+    """The numba lines computing ``target`` (``out``'s value) from ``operands`` (``constant``: the
+    source of a constant)."""
     name, shape, scalar = prim.name, out.shape, _is_scalar(out._value)
     if name in _INFIX and len(operands) == 2 and not kwargs:
         return [f"{target} = {operands[0]} {_INFIX[name]} {operands[1]}"]
     if name == "negative":
         return [f"{target} = -{operands[0]}"]
     if name in _UFUNCS and isinstance(prim.fun, np.ufunc) and not kwargs:
-        return [f"{target} = np.{prim.fun.__name__}({', '.join(operands)})"]
+        call = f"np.{prim.fun.__name__}({', '.join(operands)})"
+        if name in _LIBM and not scalar and out._value.size >= NUMPY_LOOP_FROM and out._value.dtype == np.float64:
+            return _numpy_loop(target, call, len(shape))
+        return [f"{target} = {call}"]
     if prim.tensor_fun is operator.getitem:
-        return [f"{target} = {operands[0]}[{_index_source(values[1])}]"]
+        return [f"{target} = {operands[0]}[{_index_source(values[1], constant)}]"]
     if name == "getitem":  # batch axes in front (a Jacobian's sweep): the index applies after them
-        return [f"{target} = {operands[0]}[{_index_source((slice(None),) * values[2] + values[1])}]"]
+        return [f"{target} = {operands[0]}[{_index_source((slice(None),) * values[2] + values[1], constant)}]"]
     if name in ("reshape", "broadcast_to"):
         return [_shaped(target, operands[0], values[0], shape, scalar, name)]
     if name in ("sum", "prod") and set(kwargs) <= {"axis", "keepdims"}:
         return _reduction(target, name, operands[0], kwargs.get("axis"), shape, scalar)
     if name == "matmul" and not kwargs and all(np.ndim(v) in (1, 2) for v in values):
-        a, b = (f"np.ascontiguousarray({o})" for o in operands)
-        return [f"{target} = np.dot({a}, {b})"]
+        return [f"{target} = np.dot(blas_layout({operands[0]}), blas_layout({operands[1]}))"]
     if name == "concatenate" and list(kwargs) == ["axis"]:
         return [f"{target} = np.concatenate(({', '.join(operands)},), axis={kwargs['axis'] % len(shape)})"]
+    if name == "scatter_add" and any(isinstance(piece, np.ndarray) for piece in values[1]):
+        return _added_at(target, operands[0], (slice(None),) * values[3] + values[1], shape, constant)
     if name == "scatter_add":
         index = _index_source((slice(None),) * values[3] + values[1])
         return [f"{target} = np.zeros({shape!r}, np.float64)", f"{target}[{index}] = {operands[0]}"]
@@ -258,9 +296,34 @@ def _spelling(prim, operands: list, values: list, kwargs: dict, out, target: str
         axes = range(len(shape)) if values[1] is None else np.atleast_1d(values[1]) % len(shape)
         index = tuple(slice(None, None, -1) if k in set(axes) else slice(None) for k in range(len(shape)))
         return [f"{target} = {operands[0]}[{_index_source(index)}]"]
+    if name == "transpose" and not kwargs and (values[1] is None or [a % 2 for a in values[1]] == [1, 0]):
+        # (2-D) numba types a C array's .T as F-contiguous, which BLAS takes as it is
+        return [f"{target} = {operands[0]}.T"]
     if name == "transpose" and not kwargs:
         return [f"{target} = np.transpose({operands[0]}{'' if values[1] is None else ', ' + repr(tuple(values[1]))})"]
     raise Unsupported(f"the op {name}")
+
+
+def _added_at(target: str, operand: str, index: tuple, shape: tuple, constant: Callable) -> list:
+    """``np.add.at(zeros, index, operand)`` (a gather's cotangent) for an index of whole axes and one
+    integer vector: its additions, in its order (repeated entries accumulate as there)."""
+    at = [k for k, piece in enumerate(index) if isinstance(piece, np.ndarray)]
+    if (len(at) != 1 or index[at[0]].ndim != 1 or index[at[0]].dtype.kind != "i"
+            or any(piece != slice(None) for piece in index[:at[0]] + index[at[0] + 1:])):
+        raise Unsupported("a scatter at an index other than whole axes and one integer vector")
+    before = ":, " * at[0]
+    return [f"{target} = np.zeros({shape!r}, np.float64)",
+            f"for i in range({index[at[0]].size}):",
+            f"    {target}[{before}{constant(index[at[0]])}[i]] += {operand}[{before}i]"]
+
+
+def _numpy_loop(target: str, call: str, ndim: int) -> list:
+    """``target = call`` run by NumPy (numba's object mode, ~1 us a call): on a large array, NumPy's
+    SIMD loops of exp, tanh, ... run up to ten times faster than numba's call of the math library
+    per element (its results are then the replay's bit for bit)."""
+    layout = ", ".join([":"] * (ndim - 1) + ["::1"])
+    call = call if ndim == 1 else f"np.ascontiguousarray({call})"  # (a ufunc keeps an F operand's order)
+    return [f"with numba.objmode({target}='float64[{layout}]'):", f"    {target} = {call}"]
 
 
 def _shaped(target: str, operand: str, value, shape: tuple, scalar: bool, name: str) -> str:

@@ -160,9 +160,10 @@ class Traced:
         fast = self._fast  # the common call (arrays, as last time) goes straight to the program
         if (fast is not None and len(args) == len(fast.arrays) and not kwargs
                 and not (state.tapes or state.accumulators or state.observers)):
-            x = args[0]   # the first array inline (a gradient's only one), any others in a loop
-            if (type(x) is np.ndarray and x.shape == fast.shape and x.dtype == fast.dtype
-                    and (not fast.rest or _matching(args, fast.rest))):
+            x = args[0]   # the first array inline (a gradient's only one), a second too (an HVP's v), more in a loop
+            if (type(x) is np.ndarray and (x.shape, x.dtype) == fast.first
+                    and (not fast.rest or (type(y := args[1]) is np.ndarray and (y.shape, y.dtype) == fast.rest[0]
+                                           and (len(args) == 2 or _matching(args, fast.rest))))):
                 try:
                     return fast.direct(*args)
                 except Retrace:
@@ -299,12 +300,12 @@ class _Replay:
     ``direct(*arrays)``, for a call with float arrays alone (``arrays``: their shapes and dtypes)
     and no Variables, is the program's result as ``Traced.__call__`` returns it (mirrored), with no
     tree walk: one array out, or a tuple of arrays (0-d ones as NumPy scalars); None for any other
-    call (and ``arrays`` is then ``()``; ``shape``, ``dtype``: the first array's, ``rest``: the
+    call (and ``arrays`` is then ``()``; ``first``: the first array's (shape, dtype), ``rest``: the
     others'). ``single``: such a call's result is one array (not 0-d);
     the program returns it alone, and is ``direct`` (a gradient's call is the program's call).
     """
 
-    __slots__ = ("run_program", "variables", "structure", "arrays", "shape", "dtype", "rest", "single", "direct",
+    __slots__ = ("run_program", "variables", "structure", "arrays", "first", "rest", "single", "direct",
                  "native_reason", "repeats_recording")
 
     def __init__(self, recording, key, native: bool = False):
@@ -318,7 +319,7 @@ class _Replay:
         self.run_program, self.structure = program.run, recording.structure
         self.native_reason, self.repeats_recording = program.native_reason, program.repeats_recording
         self.arrays = key[1] if arrays else ()
-        (self.shape, self.dtype), self.rest = (key[1][0], key[1][1:]) if arrays else ((None, None), ())
+        self.first, self.rest = (key[1][0], key[1][1:]) if arrays else (None, ())
         self.direct = (program.run if self.single else
                        _direct(program.run, recording.structure, n_out) if arrays else None)
 
@@ -563,7 +564,7 @@ class Pending:
     __slots__ = ("_staging", "_staged", "_x", "_saved", "_started", "shape", "dtype")
 
     def __init__(self, staging: _Staging, staged: _Staged, x: np.ndarray):
-        self._staging, self._staged, self._x = staging, staged, np.array(x)  # the point as it is now
+        self._staging, self._staged, self._x = staging, staged, x.copy()  # the point as it is now
         self._saved = self._started = None   # _saved: () once a joined program that saves none has run
         self.shape, self.dtype = staged.fast
 
@@ -579,23 +580,30 @@ class Pending:
         return self._started
 
     def __call__(self, *late):
-        if self._started is None and len(late) == 1:
+        if len(late) == 1:
             v = late[0]
             if type(v) is np.ndarray and v.shape == self.shape and v.dtype == self.dtype:
-                if self._saved:
-                    return self._staged.after.run(*self._saved, v)
-                run = None if self._saved is not None else self._staged.joined_run()
-                if run is not None:
-                    try:
-                        results = run(self._x, v)
-                    except Retrace:   # another branch at this point: the pair starts (and traces it)
-                        return self.start()[1](*late)
-                    if not self._staged.joined_saves:
-                        self._saved = ()
-                        return results
-                    self._saved = results[:-1]
-                    return results[-1]
+                return self.vector_product(v)
         return self.start()[1](*late)
+
+    def vector_product(self, v: np.ndarray) -> np.ndarray:
+        """The call with one late argument ``v``, an ndarray of the trace's shape and dtype (the
+        caller checked): the joined program, or ``after`` on the values it saved, or the pair's."""
+        if self._started is None:
+            if self._saved:
+                return self._staged.after.run(*self._saved, v)
+            run = None if self._saved is not None else self._staged.joined_run()
+            if run is not None:
+                try:
+                    results = run(self._x, v)
+                except Retrace:   # another branch at this point: the pair starts (and traces it)
+                    return self.start()[1](v)
+                if not self._staged.joined_saves:
+                    self._saved = ()
+                    return results
+                self._saved = results[:-1]
+                return results[-1]
+        return self.start()[1](v)
 
 
 def _recorded_bytes(recording) -> int:

@@ -118,12 +118,12 @@ def test_one_product_at_each_new_point_is_one_program_and_the_split_bit_for_bit(
         # one product at a new point: before and after joined into one program, without the value and
         # gradient's own ops (made on first use)
         calls = python_calls(lambda: operator_.matvec(v))  # noqa: B023
-        assert calls == ["matvec", "__call__", "joined_run", "program", "_array"], calls
+        assert calls == ["matvec", "vector_product", "joined_run", "program"], calls
         product = split.matvec(v)
         np.testing.assert_array_equal(operator_.matvec(v), product)
         np.testing.assert_array_equal(product, ad.hessian_operator(f, point).matvec(v))  # the eager sweep
         # more products at the point: ``after`` alone, on the values the joined program saved
-        assert python_calls(lambda: operator_.matvec(w)) == ["matvec", "__call__", "program", "_array"]  # noqa: B023
+        assert python_calls(lambda: operator_.matvec(w)) == ["matvec", "vector_product", "program"]  # noqa: B023
         np.testing.assert_array_equal(operator_.matvec(w), split.matvec(w))
         assert operator_.value == split.value and type(operator_.value) is float
         np.testing.assert_array_equal(operator_.gradient, split.gradient)
@@ -355,7 +355,7 @@ def test_a_call_of_arrays_alone_goes_straight_to_its_program(f, x):
         v = rng.standard_normal(x.size)
         expected = ad.hvp(f)(point, v)
         np.testing.assert_array_equal(hvp(point, v), expected)
-        assert python_calls(lambda: hvp(point, v)) == ["__call__", "_matching", "program"]  # noqa: B023
+        assert python_calls(lambda: hvp(point, v)) == ["__call__", "program"]  # noqa: B023
         np.testing.assert_array_equal(hvp(point, v), expected)
     v = np.ones(x.size)
     np.testing.assert_array_equal(hvp(x, v=v), ad.hvp(f)(x, v))                   # a keyword: the signature's path
