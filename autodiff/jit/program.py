@@ -331,7 +331,9 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
     left-to-right sum of slice cotangents (``scatter_add`` records, as a traced sweep writes them)
     done without full-size zeros: as the traced adds do, or, for the records of a sweep that eager
     code runs raw (ids in ``raw``), as ``SlicedCotangent`` does, or, when the slices tile an axis,
-    as the concatenation of the pieces (``_Tiles``). Same operations, same order."""
+    as the concatenation of the pieces (``_Tiles``; not for a raw sum that a later raw add
+    continues: ``SlicedCotangent`` adds a dense term before the slices). Same operations, same
+    order."""
     uses: dict = {}
     for o in outputs:
         if isinstance(o, Tensor):
@@ -342,6 +344,9 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
         for i in parents:
             uses[args[i]._id] = uses.get(args[i]._id, 0) + 1
     producers = {r[4]._id: r for r in live if type(r[4]) is not tuple}
+    # SlicedCotangent adds a dense term first and the slices after: a raw sum of tiles that a later
+    # raw add continues is left to it (as the concatenation, its tiles would be added first)
+    continued = {a._id for r in live if r[0] is anp.ops.add and r[4]._id in raw for a in r[1] if isinstance(a, Tensor)}
     chains: dict = {}  # id of a fused add's output -> its items
     tiles: dict = {}  # id of a scatter, or of a sum of them -> its Tiles
     result = []
@@ -355,7 +360,7 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
             tiling = _Tiles.of_sum(args, out, tiles, uses)
             if tiling is not None:
                 tiles[out._id] = tiling
-                if tiling.complete():
+                if tiling.complete() and not (out._id in raw and out._id in continued):
                     result.append(tiling.concatenation(out))
                     continue
         if prim is anp.ops.multiply and len(parents) == 1 and not kwargs:
