@@ -92,9 +92,11 @@ class HessianRows:
         values, gradients, hessians = np.empty(m), np.empty((m, n)), np.empty((m, n, n))
         if m == 0:
             return values, gradients, hessians
-        key, shared, _, _ = signature(args)
-        loop = self._native_loop((n, X.dtype.str, key, tuple((r.shape[1:], r.dtype.str) for r in rows)),
-                                 X, args, rows) if self.native else None
+        loop = None
+        if self.native:   # (the replay loop's calls walk their arguments themselves)
+            key, shared, _, _ = signature(args)
+            loop = self._native_loop((n, X.dtype.str, key, tuple((r.shape[1:], r.dtype.str) for r in rows)),
+                                     X, args, rows)
         if loop is None:
             for i in range(m):
                 values[i], gradients[i], hessians[i] = self._at(X[i], *args, *[r[i] for r in rows])
