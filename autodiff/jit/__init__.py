@@ -14,12 +14,14 @@
   extra; ``autodiff.function(f, native=True)``), equal within rounding;
 - ``traced``: ``Traced``, the cache of programs by signature (``signature``) that
   ``autodiff.function`` returns, and the transform protocol through which transforms of it replay;
-  ``LeastRecentlyUsed``, the bounded cache it (and ``autodiff.sparse_hessian``) keeps.
+- ``cache``: ``LeastRecentlyUsed``, the bounded cache ``Traced`` (and ``autodiff.sparse_hessian``,
+  and ``native``'s programs by content) keeps.
 
 This package knows no transform and no operator: a derivative is recorded like any computation.
 """
+from .cache import LeastRecentlyUsed
 from .program import Program, split
-from .traced import CACHE_SIZE, MAX_TRACES_PER_SIGNATURE, Late, LeastRecentlyUsed, Traced
+from .traced import CACHE_SIZE, MAX_TRACES_PER_SIGNATURE, Late, Traced
 from .tracing import Recording, UntraceableError, trace
 
 __all__ = ["trace", "Recording", "Program", "split", "Traced", "Late", "UntraceableError",

@@ -15,6 +15,7 @@ with the same NumPy operations on the same operands (results bit for bit).
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import re
@@ -137,6 +138,14 @@ def accumulate_sliced_lines(target: str, operands: list, values: list, shape: st
 
 NAME = re.compile(r"\bt\d+(?:_\d+)?\b")   # the names of a program's intermediate values
 _DEFINITION = re.compile(r"    (t\d+(?:_\d+)?) = (.+)$")
+
+
+@functools.lru_cache(maxsize=512)
+def compiled_once(source: str, filename: str):
+    """The code of a program's source, compiled once: the source names its constants, which each
+    program's globals hold, so one text is one code object (the same function traced again, say
+    by each of minimize's calls, compiles no more)."""
+    return compile(source, filename, "exec")
 
 
 def fused(lines: list, pure: set) -> list:

@@ -32,6 +32,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..core import Tensor
+from .cache import LeastRecentlyUsed
 from .lowering import accumulate_lines, accumulate_sliced_lines
 
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**"}
@@ -128,9 +129,7 @@ def native_program(live: list, inputs: list, outputs: list, guards: list, single
         _check(compiled(*args), run_plain(*args), single)
     except Exception as error:  # numba's typing errors and refusals: the NumPy replay runs
         return None, reason(error)
-    _COMPILED[key] = _COMPILED.pop(key, compiled)   # the most recent last
-    while len(_COMPILED) > COMPILED_KEPT:
-        del _COMPILED[next(iter(_COMPILED))]
+    _COMPILED.put(key, compiled)
     return compiled, None
 
 
@@ -139,7 +138,7 @@ def native_program(live: list, inputs: list, outputs: list, guards: list, single
 #: batch of a plain function) reuses numba's compile when it is the same program, and compiles
 #: anew when anything it computes with differs (a global array f reads, rebound).
 COMPILED_KEPT = 64
-_COMPILED: dict = {}
+_COMPILED = LeastRecentlyUsed(COMPILED_KEPT)
 
 
 def _content(source: str, namespace: dict) -> tuple:
@@ -168,18 +167,16 @@ def row_loop(program: Callable, rows: tuple) -> Callable:
                         "        values[i] = value",
                         "        gradients[i, :] = gradient",
                         "        hessians[i, :, :] = hessian"])
-    key = (program, rows)
-    if key not in _LOOPS:   # (a program reused by content reuses its loop)
+    loop = _LOOPS.get((program, rows))   # (a program reused by content reuses its loop)
+    if loop is None:
         namespace = {"program": program}
         exec(compile(source, "<autodiff.hessian_rows native loop>", "exec"), namespace)
-        _LOOPS[key] = numba.njit(namespace["loop"])
-    _LOOPS[key] = _LOOPS.pop(key)
-    while len(_LOOPS) > COMPILED_KEPT:
-        del _LOOPS[next(iter(_LOOPS))]
-    return _LOOPS[key]
+        loop = numba.njit(namespace["loop"])
+    _LOOPS.put((program, rows), loop)
+    return loop
 
 
-_LOOPS: dict = {}   # (native program, row flags) -> its compiled loop, the least recently used first
+_LOOPS = LeastRecentlyUsed(COMPILED_KEPT)   # (native program, row flags) -> its compiled loop
 
 
 def blas_layout(array: np.ndarray) -> np.ndarray:

@@ -10,7 +10,6 @@ once, the rest at each call.
 """
 from __future__ import annotations
 
-import functools
 import math
 import operator
 
@@ -18,7 +17,7 @@ import numpy as np
 
 from .. import numpy as anp
 from ..core import Primitive, Tensor, add_piece
-from .lowering import NAME, accumulate_lines, accumulate_sliced_lines, fused, lowered
+from .lowering import NAME, accumulate_lines, accumulate_sliced_lines, compiled_once, fused, lowered
 from .native import native_program
 from .scalar import scalar_program
 from .tracing import UntraceableError
@@ -165,16 +164,8 @@ class Program:
             lines += _guard_lines(guards_of, [o._id for o in outs], names, constant)
         lines += _return_lines(outputs, names, constant, constants, parameters, single, fresh)
         source = "\n".join([f"def program({', '.join(parameters)}):"] + _freeing(fused(lines, pure), parameters))
-        exec(_compiled(source), constants)
+        exec(compiled_once(source, "<autodiff.function program>"), constants)
         return source, constants.pop("program"), live  # its globals do not hold it: no cycle to collect
-
-
-@functools.lru_cache(maxsize=512)
-def _compiled(source: str):
-    """The code of a program's source, compiled once: the source names its constants, which each
-    program's globals hold, so one text is one code object (the same function traced again, say
-    by each of minimize's calls, compiles no more)."""
-    return compile(source, "<autodiff.function program>", "exec")
 
 
 def _return_lines(outputs: list, names: dict, constant, constants: dict, parameters: list, single: bool,

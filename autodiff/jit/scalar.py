@@ -24,7 +24,6 @@ on partial support. Programs are also checked once, at the trace's values, again
 """
 from __future__ import annotations
 
-import functools
 import math
 import operator
 import re
@@ -34,6 +33,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import numpy as anp
+from .lowering import compiled_once
 
 MAX_SIZE = 128   # elements of the largest value of a program written with Python floats (pairwise sums' block)
 MAX_NAMES = 2000  # values a scalar program names at most (beyond, its time is the NumPy program's or more)
@@ -65,7 +65,7 @@ def scalar_program(live: list, inputs: list, outputs: list, guards: list, single
         writer = _Writer()
         source = writer.program(live, inputs, outputs, single, fresh, listed, lists_in)
         namespace = dict(writer.globals, _plain=run_plain)
-        exec(_compiled(source), namespace)
+        exec(compiled_once(source, "<autodiff.function scalar program>"), namespace)
         run = namespace.pop("program")
         args = [t._value for t in inputs]
         _check(run(*args), run_plain(*args), single, listed)
@@ -85,12 +85,6 @@ def _faster(run: Callable, run_plain: Callable, args: list) -> bool:
         run_plain(*args)
         best, best_plain = min(best, middle - start), min(best_plain, time.perf_counter() - middle)
     return best < best_plain
-
-
-@functools.lru_cache(maxsize=512)
-def _compiled(source: str):
-    """The code of a scalar program's source, compiled once (as ``program._compiled``)."""
-    return compile(source, "<autodiff.function scalar program>", "exec")
 
 
 def _check(got, expected, single: bool, listed: range) -> None:

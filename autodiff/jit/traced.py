@@ -14,17 +14,17 @@ late arguments (``__autodiff_partial__``: partial evaluation). Nothing here know
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import sys
-from collections.abc import Callable, Hashable, ValuesView
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..core import Tensor, Variable, state, value_of
 from ..tree import flatten, mirror
+from .cache import LeastRecentlyUsed
 from .program import Program, Retrace, joined, split
 from .signature import CALL_WITH_ARRAYS, ONE_ARRAY, signature
 from .tracing import UntraceableError, record
@@ -34,47 +34,6 @@ CACHE_SIZE = 64               # signatures kept per function (least recently use
 JOIN_MAX_BYTES = 1 << 20      # a split keeps its recording for a joined program up to this size (``Pending``)
 _EAGER = "eager"              # a cache entry: the trace was refused, f runs eagerly
 _REPLAY = "replay"            # a traced call's result: the program's, not the recording's, is to be returned
-
-
-class LeastRecentlyUsed:
-    """At most ``size`` entries by key, the least recently used (read or stored) going first: the
-    cache of a ``Traced`` and of ``autodiff.sparse_hessian``, whatever they keep per signature.
-
-    Examples
-    --------
-    >>> from autodiff.jit.traced import LeastRecentlyUsed
-    >>> cache = LeastRecentlyUsed(2)
-    >>> cache.put("a", 1); cache.put("b", 2); cache.get("a"); cache.put("c", 3)
-    1
-    >>> list(cache.values())          # "b" was the least recently used
-    [1, 3]
-    """
-
-    def __init__(self, size: int):
-        if type(size) is not int or size < 1:
-            raise ValueError(f"cache_size must be a positive int, got {size!r}")
-        self.size = size
-        self._entries: collections.OrderedDict = collections.OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def values(self) -> ValuesView:
-        return self._entries.values()
-
-    def get(self, key: Hashable) -> Any:
-        """The entry of ``key``, made the most recent; None when there is none."""
-        entry = self._entries.get(key)
-        if entry is not None:
-            self._entries.move_to_end(key)
-        return entry
-
-    def put(self, key: Hashable, entry: Any) -> None:
-        """``entry`` as ``key``'s, the most recent; the least recent beyond ``size`` are dropped."""
-        self._entries[key] = entry
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
 
 
 class _Counts:

@@ -255,7 +255,7 @@ def test_a_plain_fun_is_traced_at_each_batch_and_reads_its_globals_again(monkeyp
     starts = STARTS[:2]
     for step, shift in enumerate(([1.0, -2.0, 0.5], [1.0, -2.0, 0.5], [-3.0, 0.0, 4.0])):
         monkeypatch.setattr(sys.modules[__name__], "SHIFT", np.array(shift))
-        kept = set(jit_native._COMPILED)
+        kept = set(jit_native._COMPILED.values())
         results = hessopt.minimize_many(shifted_quartic, starts, method="trust-exact", vectorize=True,
                                         native=native, options={"gtol": 1e-10})
         for result in results:
@@ -263,7 +263,7 @@ def test_a_plain_fun_is_traced_at_each_batch_and_reads_its_globals_again(monkeyp
             np.testing.assert_allclose(result.x, shift, rtol=0, atol=1e-10)   # |4d^3 + 2d| <= gtol: |d| <= gtol / 2
         if native:
             assert all(result.get("native_reason") is None for result in results)
-            assert (set(jit_native._COMPILED) == kept) == (step == 1), step   # the same program reused
+            assert (set(jit_native._COMPILED.values()) == kept) == (step == 1), step   # the same program reused
 
 
 def test_an_autodiff_function_keeps_its_batch_programs(monkeypatch):
