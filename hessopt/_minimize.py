@@ -311,7 +311,7 @@ def _autodiff(fun: Callable, x0, call: Call, jac, hess, hessp, ggn: tuple | None
     derivatives come from autodiff only); with ``ggn``, loss(predict(x0)) checked to be fun(x0)."""
     variables = variables_of(x0)
     if variables is None:
-        derivatives = derivatives_of(fun, call.args, call.unravel, ggn, trace)
+        derivatives = derivatives_of(fun, call.args, call.unravel, ggn, trace, call.x0)
     elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
         derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn,
                                           trace)
