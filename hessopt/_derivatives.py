@@ -192,20 +192,22 @@ class PlainTraces:
     """The programs ``minimize`` derived for a plain fun, kept for its next calls.
 
     A scipy user calls ``minimize(f, x0)`` again and again with the same f, and tracing f at each
-    call costs more than a small solve. So each call records f once at x0, with no derivative
-    (``autodiff.jit.trace``), and when that recording is the same program as the one kept for
-    this fun, args (the same objects), x0's signature and thread (``autodiff.jit.content``: the
-    same ops on constants of the same bytes, no branch, and the kept constants unchanged since),
-    the call replays the kept programs. A global or a closure's array that changed, a new args
-    object, a branch or a Variable in f: the call traces its own, as it would without this. Kept
-    for points of at most ``MAX_SIZE`` elements (small problems, where the trace's cost counts),
-    for the ``size`` functions used last.
+    call costs more than a small solve. So from the second call of a fun with the same args (the
+    same objects), x0's signature and thread on, each call records f once at x0, with no
+    derivative (``autodiff.jit.trace``), before anything else; when that recording is the same
+    program as the one kept (``autodiff.jit.content``: the same ops on constants of the same bytes,
+    no branch, and the kept constants unchanged since), the call replays the kept programs, else
+    it traces its own and they are kept in their place. A global or a closure's array that
+    changed, a new args object, a branch or a Variable in f: the call traces its own, as it would
+    without this. A first call only notes that fun was seen: a fun used once is called as often as
+    before. Kept for points of at most ``MAX_SIZE`` elements (small problems, where the trace's cost
+    counts), for the ``size`` calls' funs used last.
     """
 
     MAX_SIZE = 10_000
 
     def __init__(self, size: int = 16):
-        self._kept = LeastRecentlyUsed(size)
+        self._kept = LeastRecentlyUsed(size)    # an entry holds its fun and args: their ids are theirs
         self._lock = threading.Lock()
 
     def of(self, fun: Callable, args: tuple, point) -> dict | None:
@@ -215,7 +217,15 @@ class PlainTraces:
             if sum(np.size(leaf) for leaf in ad.tree.flatten(point)[0]) > self.MAX_SIZE:
                 return None
             slot = (id(fun), tuple(map(id, args)), signature((point,))[0], threading.get_ident())
-            found = content_key(ad.jit.trace(lambda tree: fun(tree, *args), point))
+        except Exception:   # noqa: BLE001  (an unhashable static leaf: the run itself meets it)
+            return None
+        with self._lock:
+            if self._kept.get(slot) is None:
+                self._kept.put(slot, (fun, args, None, None, None))   # seen: kept from its next call on
+                return None
+        try:
+            with np.errstate(all="ignore"):   # (the run itself warns)
+                found = content_key(ad.jit.trace(lambda tree: fun(tree, *args), point))
         except Exception:   # noqa: BLE001  (f's own error, or an untraceable f: the run itself meets it)
             return None
         if found is None:
@@ -223,8 +233,7 @@ class PlainTraces:
         content, constants = found
         with self._lock:
             kept = self._kept.get(slot)
-            if (kept is not None and kept[0] is fun and all(a is b for a, b in zip(kept[1], args))
-                    and kept[2] == content and unchanged(kept[3])):
+            if kept is not None and kept[2] == content and unchanged(kept[3]):
                 return kept[4]
             shared: dict = {}
             self._kept.put(slot, (fun, args, content, constants, shared))

@@ -32,23 +32,36 @@ class _NoContent(Exception):
 
 
 def content_key(recording: Recording) -> tuple | None:
-    """The content of ``recording`` as a hashable key, and its constant arrays, as
-    ``(key, constants)``; None when equal keys would not make equal programs (see the module
-    docstring). ``constants`` are ``(array, bytes)`` pairs for ``unchanged``."""
+    """``(key, constants)``: the content of ``recording`` as a hashable key, and its constant arrays
+    as ``(array, bytes)`` pairs for ``unchanged``; None when equal keys would not make equal
+    programs (see the module docstring)."""
     if recording.guards or any(isinstance(t, Variable) for t in recording.inputs):
         return None
     names = {t._id: ("input", k, t.shape, t.dtype.str) for k, t in enumerate(recording.inputs)}
-    constants: list = []
+    constants = _Constants()
     try:
         ops = tuple(_op_key(record, names, constants) for record in recording.records)
         outputs = tuple(_value_key(o, names, constants) for o in recording.outputs)
-        form = repr(recording.structure(list(range(len(recording.outputs)))))
     except _NoContent:
         return None
-    if sum(len(b) for _, b in constants) > MAX_BYTES:
-        return None
+    form = repr(recording.structure(list(range(len(recording.outputs)))))
     inputs = tuple((t.shape, t.dtype.str) for t in recording.inputs)
-    return (inputs, ops, outputs, form, tuple(b for _, b in constants)), constants
+    return (inputs, ops, outputs, form), list(constants)
+
+
+class _Constants(list):
+    """The ``(array, bytes)`` pairs of a recording's constant arrays, refusing more than
+    ``MAX_BYTES`` in all."""
+
+    nbytes = 0
+
+    def add(self, array: np.ndarray) -> bytes:
+        self.nbytes += array.nbytes
+        if self.nbytes > MAX_BYTES:
+            raise _NoContent("constants above MAX_BYTES")
+        data = array.tobytes()
+        self.append((array, data))
+        return data
 
 
 def unchanged(constants: list) -> bool:
@@ -56,7 +69,7 @@ def unchanged(constants: list) -> bool:
     return all(array.tobytes() == data for array, data in constants)
 
 
-def _op_key(record: tuple, names: dict, constants: list) -> tuple:
+def _op_key(record: tuple, names: dict, constants: _Constants) -> tuple:
     prim, args, raw, kwargs, out, parents = record
     if not _engine_rules(prim):
         raise _NoContent(prim.name)
@@ -74,7 +87,7 @@ def _engine_rules(prim: Primitive) -> bool:
     return prim.engine or not (prim.vjps or prim.jvps)
 
 
-def _value_key(value, names: dict, constants: list) -> Hashable:
+def _value_key(value, names: dict, constants: _Constants) -> Hashable:
     """An operand's key: an earlier value by position, a constant by content."""
     if isinstance(value, Tensor):
         name = names.get(value._id)
@@ -82,10 +95,7 @@ def _value_key(value, names: dict, constants: list) -> Hashable:
     if isinstance(value, (np.ndarray, np.generic)):
         if value.dtype.hasobject:
             raise _NoContent("object array")
-        array = np.asarray(value)
-        data = array.tobytes()
-        if isinstance(value, np.ndarray):
-            constants.append((value, data))
+        data = constants.add(value) if isinstance(value, np.ndarray) else value.tobytes()
         return (type(value), value.dtype.str, value.shape, data)
     if type(value) is float:
         return (float, value.hex())
