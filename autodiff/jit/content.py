@@ -34,7 +34,22 @@ class _NoContent(Exception):
 def content_key(recording: Recording) -> tuple | None:
     """``(key, constants)``: the content of ``recording`` as a hashable key, and its constant arrays
     as ``(array, bytes)`` pairs for ``unchanged``; None when equal keys would not make equal
-    programs (see the module docstring)."""
+    programs (see the module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from autodiff.jit import content_key, trace
+    >>> centre = np.array([1.0, 2.0])
+    >>> f = lambda x: np.sum((x - centre) ** 2)
+    >>> key, constants = content_key(trace(f, np.zeros(2)))
+    >>> key == content_key(trace(f, np.array([5.0, 6.0])))[0]     # another point, the same program
+    True
+    >>> key == content_key(trace(lambda x: np.sum((x - 2.0 * centre) ** 2), np.zeros(2)))[0]
+    False
+    >>> content_key(trace(lambda x: x[0] if x[1] > 0 else x[1], np.ones(2))) is None   # a branch
+    True
+    """
     if recording.guards or any(isinstance(t, Variable) for t in recording.inputs):
         return None
     names = {t._id: ("input", k, t.shape, t.dtype.str) for k, t in enumerate(recording.inputs)}
@@ -65,7 +80,20 @@ class _Constants(list):
 
 
 def unchanged(constants: list) -> bool:
-    """Whether each array of ``constants`` (``content_key``'s) still holds the bytes it had."""
+    """Whether each array of ``constants`` (``content_key``'s) still holds the bytes it had.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from autodiff.jit import content_key, trace, unchanged
+    >>> centre = np.array([1.0, 2.0])
+    >>> _, constants = content_key(trace(lambda x: np.sum((x - centre) ** 2), np.zeros(2)))
+    >>> unchanged(constants)
+    True
+    >>> centre[0] = 3.0
+    >>> unchanged(constants)
+    False
+    """
     return all(array.tobytes() == data for array, data in constants)
 
 
