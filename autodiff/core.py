@@ -445,6 +445,7 @@ class Primitive:
         self.variadic = False  # one rule for every argument, called with argnum=i
         self.joint = False     # backward() computes all cotangents at once (variadic, custom nodes)
         self.complex_ok = False  # rules verified for complex values (JAX's convention); else refused
+        self.engine = False      # made by autodiff's own modules (extend.primitive): its rules read nothing else
 
     def __repr__(self):
         return f"<primitive {self.name}>"

@@ -18,6 +18,7 @@ array([[ 6.,  0.],
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +65,7 @@ def primitive(fun: Callable, name: str | None = None, tensor_fun: Callable | Non
     """
     prim = Primitive(fun, name, tensor_fun)
     prim.variadic = prim.joint = variadic  # the sweep calls a variadic rule through backward()
+    prim.engine = sys._getframe(1).f_globals.get("__name__", "").startswith("autodiff.")
     return prim
 
 

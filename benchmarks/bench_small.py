@@ -11,11 +11,13 @@ new x (what jax's jitted HVP of (x, v) computes); ``hvp(f)`` the functional prod
 writes, ``ad.hvp(f)(x, v)`` (one program of (x, v)), against the same jitted HVP; ``HVP@x`` the
 product of an operator already made at x (an optimizer's further products at one iterate).
 
-Whole solves from MGH's starting points: ``hessopt.minimize`` of ``ad.function(f)`` made once (traced at
-its first solve, replayed after; native: ``native=True``), per solve in a batch of 10 starts through
-``minimize_many`` (one trace for the batch), and a fresh ``minimize(f)`` (it traces f), against
-``scipy.optimize.minimize`` given jax.jit's gradient and Hessian (NumPy in and out) made once, and
-made fresh for each solve (jax traces and compiles), the same method (trust-exact); ``per eval`` is
+Whole solves from MGH's starting points: ``hessopt.minimize(f)`` called again with the same plain f
+(the programs of its first call kept: f recorded once per call to check they still hold), of
+``ad.function(f)`` made once (traced at its first solve, replayed after; native: ``native=True``),
+per solve in a batch of 10 starts through ``minimize_many`` (one trace for the batch), and of a new
+function at each solve (it is traced), against ``scipy.optimize.minimize`` given jax.jit's gradient
+and Hessian (NumPy in and out) made once, and made for each new function (jax traces and
+compiles), the same method (trust-exact); ``per eval`` is
 a solve's time over its evaluations (nfev + njev + nhev). Batches: solves per second
 through ``minimize_many`` (this process, one core) on a batch of starts around each small
 problem's: a run per start, and the vectorized batch (``vectorize=True``: every start advanced
@@ -321,17 +323,19 @@ def scipy_jax_solve(case: Case, f: Callable, grad: Callable, hessian: Callable):
 def solve_calls(case: Case) -> tuple:
     """({contestant: one solve from the case's start}, {contestant: evaluations per solve}). "made
     once": the objective made ``ad.function(f)`` once (traced at the first solve, replayed after), as
-    jax.jit's derivatives are made once; "fresh": each solve makes its own (hessopt traces f, jax.jit
-    compiles)."""
+    jax.jit's derivatives are made once; "plain f": ``minimize(f)`` called again with the same f (its
+    programs kept, f recorded once per call to check them); "new f": each solve a new function (hessopt
+    traces it; jax.jit traces and compiles)."""
     traced, native = ad.function(case.f), ad.function(case.f, native=True)
-    calls = {"hessopt fresh": lambda: hessopt.minimize(case.f, case.start, method=SOLVE_METHOD),
+    calls = {"hessopt plain f": lambda: hessopt.minimize(case.f, case.start, method=SOLVE_METHOD),
+             "hessopt new f": lambda: hessopt.minimize(lambda x: case.f(x), case.start, method=SOLVE_METHOD),
              "hessopt batched": lambda: hessopt.minimize_many(case.f, [case.start] * BATCHED, method=SOLVE_METHOD),
              "hessopt made once": lambda: hessopt.minimize(traced, case.start, method=SOLVE_METHOD),
              "native made once": lambda: hessopt.minimize(native, case.start, method=SOLVE_METHOD)}
     if case.jax_f is not None:
         f, grad, hessian = jax_derivatives(case)
         calls["scipy+jax made once"] = lambda: scipy_jax_solve(case, f, grad, hessian)
-        calls["scipy+jax fresh"] = lambda: scipy_jax_solve(case, *jax_derivatives(case))
+        calls["scipy+jax new f"] = lambda: scipy_jax_solve(case, *jax_derivatives(case))
     evaluations = {}
     for name, call in calls.items():
         result = call()
@@ -340,17 +344,19 @@ def solve_calls(case: Case) -> tuple:
     return calls, evaluations
 
 
-SOLVE_HEAD = ("hessopt made once", "native made once", "hessopt batched", "scipy+jax made once", "hessopt fresh",
-              "scipy+jax fresh")
+SOLVE_HEAD = ("hessopt plain f", "hessopt made once", "native made once", "hessopt batched", "scipy+jax made once",
+              "hessopt new f", "scipy+jax new f")
 
 
 def solves_table(cases: list, rounds: int) -> None:
     print(f"\nwhole solves ({SOLVE_METHOD}): ms per solve (ratio to scipy+jax made once), evaluations, us per "
-          "evaluation; 'made once': hessopt given ad.function(f) (native: native=True) made before the timing, "
-          "as scipy is given jax.jit's derivatives made before it; 'fresh': each solve makes its own (hessopt "
-          "traces f; jax.jit traces and compiles); batched: per solve in minimize_many of 10 starts")
+          "evaluation; 'plain f': minimize(f) called again with the same f (the programs of its first call "
+          "kept; f recorded once per call to check them); 'made once': hessopt given ad.function(f) (native: "
+          "native=True) made before the timing, as scipy is given jax.jit's derivatives made before it; 'new f': "
+          "each solve a new function (hessopt traces it; jax.jit traces and compiles); batched: per solve in "
+          "minimize_many of 10 starts")
     print(f"  {'problem':<24}" + "".join(f"{h:>27}" for h in SOLVE_HEAD))
-    ratios: dict = {h: [] for h in SOLVE_HEAD[:3]}
+    ratios: dict = {h: [] for h in SOLVE_HEAD[:4]}
     for case in cases:
         calls, evaluations = solve_calls(case)
         baseline = "scipy+jax made once" if "scipy+jax made once" in calls else "hessopt made once"
@@ -370,7 +376,7 @@ def solves_table(cases: list, rounds: int) -> None:
         if values:
             print(f"  {h} / scipy+jax made once: geometric mean {geometric_mean(values):.2f}, worst "
                   f"{max(values):.2f}, at most 1 on {sum(r <= 1 for r in values)} of {len(values)}")
-    print("  (fresh against fresh: the ratio of the last two columns)")
+    print("  (new f against new f: the ratio of the last two columns)")
 
 
 def batch_table(cases: list, size: int) -> None:

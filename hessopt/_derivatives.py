@@ -19,6 +19,8 @@ from scipy.optimize import HessianUpdateStrategy, OptimizeResult
 
 import autodiff as ad
 import optimizers
+from autodiff.jit import LeastRecentlyUsed, content_key, unchanged
+from autodiff.jit.signature import signature
 from optimizers.methods import Declaration
 from optimizers.objective import same_point
 
@@ -186,16 +188,74 @@ class SharedTraces(threading.local):
 SHARED_TRACES = SharedTraces()
 
 
+class PlainTraces:
+    """The programs ``minimize`` derived for a plain fun, kept for its next calls.
+
+    A scipy user calls ``minimize(f, x0)`` again and again with the same f, and tracing f at each
+    call costs more than a small solve. So from the second call of a fun with the same args (the
+    same objects), x0's signature and thread on, each call records f once at x0, with no
+    derivative (``autodiff.jit.trace``), before anything else; when that recording is the same
+    program as the one kept (``autodiff.jit.content``: the same ops on constants of the same bytes,
+    no branch, and the kept constants unchanged since), the call replays the kept programs, else
+    it traces its own and they are kept in their place. A global or a closure's array that
+    changed, a new args object, a branch or a Variable in f: the call traces its own, as it would
+    without this. A first call only notes that fun was seen: a fun used once is called as often as
+    before. Kept for points of at most ``MAX_SIZE`` elements (small problems, where the trace's cost
+    counts), for the ``size`` calls' funs used last.
+    """
+
+    MAX_SIZE = 10_000
+
+    def __init__(self, size: int = 16):
+        self._kept = LeastRecentlyUsed(size)    # an entry holds its fun and args: their ids are theirs
+        self._lock = threading.Lock()
+
+    def of(self, fun: Callable, args: tuple, point) -> dict | None:
+        """The programs (AutodiffDerivatives' ``shared``) for ``fun(point, *args)``: those kept, when
+        they are the same program, else new ones, kept from now on; None when not kept."""
+        try:
+            if sum(np.size(leaf) for leaf in ad.tree.flatten(point)[0]) > self.MAX_SIZE:
+                return None
+            slot = (id(fun), tuple(map(id, args)), signature((point,))[0], threading.get_ident())
+        except Exception:   # noqa: BLE001  (an unhashable static leaf: the run itself meets it)
+            return None
+        with self._lock:
+            if self._kept.get(slot) is None:
+                self._kept.put(slot, (fun, args, None, None, None))   # seen: kept from its next call on
+                return None
+        try:
+            with np.errstate(all="ignore"):   # (the run itself warns)
+                found = content_key(ad.jit.trace(lambda tree: fun(tree, *args), point))
+        except Exception:   # noqa: BLE001  (f's own error, or an untraceable f: the run itself meets it)
+            return None
+        if found is None:
+            return None
+        content, constants = found
+        with self._lock:
+            kept = self._kept.get(slot)
+            if kept is not None and kept[2] == content and unchanged(kept[3]):
+                return kept[4]
+            shared: dict = {}
+            self._kept.put(slot, (fun, args, content, constants, shared))
+        return shared
+
+
+PLAIN_TRACES = PlainTraces()
+
+
 def derivatives_of(fun: Callable, args: tuple, unravel: Callable, ggn: tuple | None,
-                   trace: bool) -> AutodiffDerivatives:
+                   trace: bool, x0: np.ndarray | None = None) -> AutodiffDerivatives:
     """autodiff's derivatives of ``x -> fun(unravel(x), *args)``. An ``autodiff.function`` fun was
     made once to be replayed (as a function given to jax.jit is compiled once): its derived
     programs are kept with it, by thread, and args are inputs of them (``inputs``); its
-    ``native`` holds for them."""
+    ``native`` holds for them. A plain fun's programs are kept for its next calls at points like
+    ``x0`` while it computes the same program (``PlainTraces``)."""
     replayed = isinstance(fun, ad.Function) and ggn is None and inputs(args)
     shared = SHARED_TRACES.of_call(fun, args)
     if shared is None and replayed:
         shared = fun.memo.setdefault(SharedTraces, {}).setdefault(threading.get_ident(), {})   # dies with fun
+    elif shared is None and trace and ggn is None and x0 is not None and not isinstance(fun, ad.Function):
+        shared = PLAIN_TRACES.of(fun, args, unravel(x0))
     return AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *args)), unravel, ggn=ggn, trace=trace,
                                shared=shared, native=isinstance(fun, ad.Function) and fun.native,
                                with_args=(lambda tree, *more: scalar_value(fun(tree, *more)), args)

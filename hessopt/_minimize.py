@@ -110,11 +110,14 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     ``options={"trace": False}`` turns off tracing: by default every derivative (gradients,
     Hessian-vector products, dense Hessians, Gauss-Newton products, the first-order methods'
     gradients) is a replayed program of ``autodiff.function(fun)``, with the same iterates as eager
-    evaluation; a ``fun`` that cannot be traced (say, it calls ``.numpy()``) runs eagerly, and
-    ``result.untraced_reason`` says why. ``"newton"``, ``"trust-exact"`` and ``"dogleg"`` factor
-    sparse Hessians as sparse matrices: from 1,000 variables on, when the pattern found in the
-    recorded program at x0 is under 5% dense, each iterate's Hessian comes from
-    ``autodiff.sparse_hessian`` (``options={"sparse": False}``: never; ``True``: at any size);
+    evaluation; a plain fun called again (the same fun and args objects) keeps its programs for
+    its next calls, which replay them while fun records the same program at their x0 (fun runs
+    once more per call for that check: ``_derivatives.PlainTraces``); a ``fun`` that cannot be
+    traced (say, it calls ``.numpy()``) runs eagerly, and ``result.untraced_reason`` says why.
+    ``"newton"``, ``"trust-exact"`` and ``"dogleg"`` factor sparse Hessians as sparse matrices:
+    from 1,000 variables on, when the pattern found in the recorded program at x0 is under 5%
+    dense, each iterate's Hessian comes from ``autodiff.sparse_hessian`` (``options={"sparse":
+    False}``: never; ``True``: at any size);
     ``result.sparse`` says whether it did and ``result.dense_reason`` why not, where it was
     asked for or considered (:mod:`optimizers.sparse`); the factorization, CHOLMOD's supernodal
     Cholesky or qdldl, is chosen from the pattern (``options={"factorization": "cholmod"}`` or
@@ -311,7 +314,7 @@ def _autodiff(fun: Callable, x0, call: Call, jac, hess, hessp, ggn: tuple | None
     derivatives come from autodiff only); with ``ggn``, loss(predict(x0)) checked to be fun(x0)."""
     variables = variables_of(x0)
     if variables is None:
-        derivatives = derivatives_of(fun, call.args, call.unravel, ggn, trace)
+        derivatives = derivatives_of(fun, call.args, call.unravel, ggn, trace, call.x0)
     elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
         derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn,
                                           trace)

@@ -14,15 +14,18 @@
   extra; ``autodiff.function(f, native=True)``), equal within rounding;
 - ``traced``: ``Traced``, the cache of programs by signature (``signature``) that
   ``autodiff.function`` returns, and the transform protocol through which transforms of it replay;
+- ``content``: ``content_key``, when two recordings are the same program (the same ops on
+  constants of the same bytes), for keeping programs across functions that compute the same;
 - ``cache``: ``LeastRecentlyUsed``, the bounded cache ``Traced`` (and ``autodiff.sparse_hessian``,
   and ``native``'s programs by content) keeps.
 
 This package knows no transform and no operator: a derivative is recorded like any computation.
 """
 from .cache import LeastRecentlyUsed
+from .content import content_key, unchanged
 from .program import Program, split
 from .traced import CACHE_SIZE, MAX_TRACES_PER_SIGNATURE, Late, Traced
 from .tracing import Recording, UntraceableError, trace
 
 __all__ = ["trace", "Recording", "Program", "split", "Traced", "Late", "UntraceableError",
-           "MAX_TRACES_PER_SIGNATURE", "CACHE_SIZE", "LeastRecentlyUsed"]
+           "MAX_TRACES_PER_SIGNATURE", "CACHE_SIZE", "LeastRecentlyUsed", "content_key", "unchanged"]

@@ -174,3 +174,74 @@ def test_an_autodiff_function_takes_args_as_inputs_and_lets_go_of_its_traces(mon
     gc.collect()
     assert gone() is None
 
+
+
+def counted_traces(monkeypatch) -> list:
+    """A list that gets an item at each trace an autodiff.function takes."""
+    traces = []
+    record = autodiff.jit.traced.record
+    monkeypatch.setattr(autodiff.jit.traced, "record", lambda *a: traces.append(1) or record(*a))
+    return traces
+
+
+def test_a_plain_function_called_again_replays_the_programs_of_its_last_call(monkeypatch):
+    """minimize(f, x0) called again with the same plain f: its first call traces as always, and from
+    the second on, each call records f once and replays the programs of the last call that traced
+    when f computes the same program: no new trace from the third call on, the iterates bit for bit."""
+    traces = counted_traces(monkeypatch)
+    problem = problems.get("wood")
+
+    def wood(x):   # a function of this test's (problem.fun may have been solved before)
+        return problem.fun(x)
+    runs = [hessopt.minimize(wood, problem.x0, method="trust-exact")]
+    first = len(traces)
+    runs += [hessopt.minimize(wood, problem.x0, method="trust-exact") for _ in range(3)]
+    assert first > 0 and len(traces) == 2 * first
+    eager = hessopt.minimize(problem.fun, problem.x0, method="trust-exact", options={"trace": False})
+    for run in runs:
+        np.testing.assert_array_equal(run.history["x"], eager.history["x"])
+        assert (run.nit, run.nfev, run.njev, run.nhev) == (eager.nit, eager.nfev, eager.njev, eager.nhev)
+
+
+def test_a_plain_function_sees_what_it_reads_change_between_calls(monkeypatch):
+    """What f reads from outside (here a dict's array) is part of its programs: rebound, changed in
+    place, or rebound to the old bytes while the kept programs' array changed in place, each call
+    traces again and finds the minimum of the f of now."""
+    traces = counted_traces(monkeypatch)
+    held = {"centre": np.array([1.0, 2.0])}
+
+    def fun(x):
+        return np.sum(np.cosh(x - held["centre"]))
+    x0 = np.zeros(2)
+    for _ in range(2):   # (kept from the second call on)
+        np.testing.assert_allclose(hessopt.minimize(fun, x0, method="trust-exact").x, [1.0, 2.0], atol=1e-8)
+    first = len(traces) // 2
+    held["centre"][:] = [4.0, 4.0]   # the kept programs' array, changed in place, while f reads its old bytes
+    held["centre"] = np.array([1.0, 2.0])
+    np.testing.assert_allclose(hessopt.minimize(fun, x0, method="trust-exact").x, [1.0, 2.0], atol=1e-8)
+    held["centre"] = np.array([3.0, -1.0])                                   # rebound
+    np.testing.assert_allclose(hessopt.minimize(fun, x0, method="trust-exact").x, [3.0, -1.0], atol=1e-8)
+    held["centre"][:] = [0.5, 0.25]                                          # changed in place
+    np.testing.assert_allclose(hessopt.minimize(fun, x0, method="trust-exact").x, [0.5, 0.25], atol=1e-8)
+    assert len(traces) == 5 * first
+
+
+def test_a_plain_function_with_a_rule_of_its_own_is_traced_at_each_call(monkeypatch):
+    """A primitive of the user's may have a derivative rule reading what no recording shows (here a
+    global factor): its programs are not kept, and each call has the derivatives of now."""
+    factor = [1.0]
+    square = ad.extend.primitive(lambda x: x * x, "square")
+    ad.extend.defvjp(square, lambda g, ans, x: g * 2.0 * factor[0] * x)
+
+    def fun(x):
+        return np.sum(square(x - 1.0)) + np.sum(x ** 4)
+    x0 = np.array([3.0, -2.0])
+    traces = counted_traces(monkeypatch)
+    for _ in range(2):
+        hessopt.minimize(fun, x0, method="trust-exact")
+    first = len(traces) // 2
+    factor[0] = 3.0
+    again = hessopt.minimize(fun, x0, method="trust-exact")
+    assert len(traces) == 3 * first
+    alone = hessopt.minimize(lambda x: fun(x), x0, method="trust-exact")   # a new function: its own trace
+    np.testing.assert_array_equal(again.history["x"], alone.history["x"])
