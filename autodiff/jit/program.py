@@ -163,7 +163,8 @@ class Program:
             lines += _op_lines(prim, operands, values, kwargs, targets, type(out) is tuple, constant, pure)
             lines += _guard_lines(guards_of, [o._id for o in outs], names, constant)
         lines += _return_lines(outputs, names, constant, constants, parameters, single, fresh)
-        source = "\n".join([f"def program({', '.join(parameters)}):"] + _freeing(fused(lines, pure), parameters))
+        body = _freeing(fused(lines, pure=pure, grouped=True), parameters)
+        source = "\n".join([f"def program({', '.join(parameters)}):"] + body)
         exec(compiled_once(source, "<autodiff.function program>"), constants)
         return source, constants.pop("program"), live  # its globals do not hold it: no cycle to collect
 

@@ -33,7 +33,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import numpy as anp
-from .lowering import compiled_once
+from .lowering import compiled_once, fused
 
 MAX_SIZE = 128   # elements of the largest value of a program written with Python floats (pairwise sums' block)
 MAX_NAMES = 2000  # values a scalar program names at most (beyond, its time is the NumPy program's or more)
@@ -193,7 +193,9 @@ class _Writer:
                 results.append(elements.item() if elements.ndim == 0 else f"[{', '.join(elements.ravel())}]")
             else:
                 results.append(self.built(values[o._id], o._value))
-        body = _fused(self.lines + [f"return {results[0]}" if single else f"return [{', '.join(results)}]"])
+        # a value read once written into its reader: a name stored and loaded costs a third of a float op
+        body = fused(self.lines + [f"return {results[0]}" if single else f"return [{', '.join(results)}]"],
+                     _NAME, MAX_DEPTH)
         arrays = [self.as_traced(name, t._value) if k < lists_in else name
                   for k, (name, t) in enumerate(zip(params, inputs))]
         return "\n".join([f"def program({', '.join(params)}):", "    try:"] + [f"        {line}" for line in body]
@@ -431,37 +433,7 @@ class _Writer:
         return self.named[call]
 
 
-_NAME = re.compile(r"\bs\d+\b")
-_TARGET = re.compile(r"s\d+")
-
-
-def _fused(lines: list) -> list:
-    """``lines`` with each value that one later line reads written into that line, up to
-    ``MAX_DEPTH`` deep: one expression instead of a name stored and loaded per op (about a third
-    of the time of a float op). Values are pure: computing one where it is read gives its bits."""
-    uses: dict = {}
-    for line in lines:
-        for name in _NAME.findall(line.split(" = ", 1)[-1]):
-            uses[name] = uses.get(name, 0) + 1
-    pending: dict = {}   # name -> (expression, depth)
-    out = []
-    for line in lines:
-        target, _, expression = line.rpartition(" = ") if " = " in line else ("", "", line)
-        depth = 0
-
-        def inlined(match):
-            nonlocal depth
-            found = pending.pop(match[0], None)
-            if found is None:
-                return match[0]
-            depth = max(depth, found[1])
-            return found[0]
-        expression = _NAME.sub(inlined, expression)
-        if _TARGET.fullmatch(target) and uses.get(target) == 1 and depth < MAX_DEPTH:
-            pending[target] = (f"({expression})", depth + 1)
-            continue
-        out.append(f"{target} = {expression}" if target else expression)
-    return out
+_NAME = re.compile(r"(s(?<!\ws)\d+)\b")   # a value's name (see lowering.NAME)
 
 
 def _root(array: np.ndarray) -> np.ndarray:
