@@ -254,10 +254,11 @@ class _Writer:
         return np.array([self.name_of(expression) for expression in expressions], object).reshape(shape)
 
     def name_of(self, expression: str) -> str:
-        if expression not in self.named:
-            self.named[expression] = self.fresh_name()
-            self.lines.append(f"{self.named[expression]} = {expression}")
-        return self.named[expression]
+        name = self.named.get(expression)
+        if name is None:
+            name = self.named[expression] = self.fresh_name()
+            self.lines.append(f"{name} = {expression}")
+        return name
 
     def binary(self, symbol: str, left: np.ndarray, right: np.ndarray) -> np.ndarray:
         left, right = np.broadcast_arrays(left, right)
