@@ -113,16 +113,18 @@ class Trace:
                 if shadow is not None:
                     args[i], raw[i] = shadow, shadow._value
             args = tuple(args)
-        outs = out if type(out) is tuple else (out,)
-        shadows = tuple(map(stand_in, outs))
-        for o, shadow in zip(outs, shadows):
-            watched.add(o._id)
-            if shadow is not o:
-                stand_ins[o._id] = shadow
-            if self._raw_depth:
-                self.raw.add(o._id)
-        self.records.append((prim, args, raw, kwargs, shadows if type(out) is tuple else shadows[0],
-                             tracked))
+        self.records.append((prim, args, raw, kwargs, tuple(map(self._kept, out)) if type(out) is tuple
+                             else self._kept(out), tracked))
+
+    def _kept(self, out: Tensor) -> Tensor:
+        """An op's output as its record keeps it (its stand-in, or itself), an input from now on."""
+        self._watched.add(out._id)
+        if self._raw_depth:
+            self.raw.add(out._id)
+        shadow = stand_in(out)
+        if shadow is not out:
+            self._stand_ins[out._id] = shadow
+        return shadow
 
     def read(self, t: Tensor, how: str) -> None:
         """Guard a branch or an integer read of an input; refuse a float read (UntraceableError)."""
