@@ -139,7 +139,7 @@ def accumulate_sliced_lines(target: str, operands: list, values: list, shape: st
 
 
 # the names of a program's intermediate values: a "t" that no word character precedes, and digits (the
-# literal first: the regex engine looks for it before trying a match, twice as fast as a leading \\b)
+# literal first: the regex engine looks for it before trying a match, twice as fast as a leading \b)
 NAME = re.compile(r"(t(?<!\wt)\d+(?:_\d+)?)\b")
 
 
@@ -166,7 +166,7 @@ def fused(lines: list, names: re.Pattern = NAME, max_depth: int = MAX_DEPTH, pur
     Each line is split at its names once: the reads are counted, and the values inlined, from its pieces.
     """
     pieces = list(map(names.split, lines))   # text, name, text, ...: the names at odd positions
-    counts = Counter(itertools.chain.from_iterable([parts[1::2] for parts in pieces]))
+    counts = Counter(itertools.chain.from_iterable([parts[1::2] for parts in pieces]))  # 2: defined, read once
     inlined: dict = {}   # name -> its expression, as its reader writes it
     depths: dict = {}    # name -> ops nested in its expression
     zeros = itertools.repeat(0)
