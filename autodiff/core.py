@@ -705,7 +705,10 @@ def _dense(g):
 def _as_recorded(args, raw, parents):
     """A record's Tensor arguments, with each Variable assigned since the op read it replaced by a read
     of the value it had then (as TensorFlow reads a snapshot): rules must see the recorded values."""
-    if all(args[i]._value is raw[i] for i in parents):
+    for i in parents:   # (for every record of a sweep on Tensors: a loop, no generator)
+        if args[i]._value is not raw[i]:
+            break
+    else:
         return args
     values = list(args)
     for i in parents:

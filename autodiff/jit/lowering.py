@@ -16,9 +16,11 @@ with the same NumPy operations on the same operands (results bit for bit).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import operator
 import re
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
@@ -136,8 +138,9 @@ def accumulate_sliced_lines(target: str, operands: list, values: list, shape: st
     return lines
 
 
-NAME = re.compile(r"\bt\d+(?:_\d+)?\b")   # the names of a program's intermediate values
-_DEFINITION = re.compile(r"    (t\d+(?:_\d+)?) = (.+)$")
+# the names of a program's intermediate values: a "t" that no word character precedes, and digits (the
+# literal first: the regex engine looks for it before trying a match, twice as fast as a leading \b)
+NAME = re.compile(r"(t(?<!\wt)\d+(?:_\d+)?)\b")
 
 
 @functools.lru_cache(maxsize=512)
@@ -148,28 +151,40 @@ def compiled_once(source: str, filename: str):
     return compile(source, filename, "exec")
 
 
-def fused(lines: list, pure: set) -> list:
-    """``lines`` with each value of ``pure`` (names that one line defines from its operands alone)
-    that exactly one later line reads written into that line, up to ``MAX_DEPTH`` ops deep: a chain
-    of ops becomes one expression. Every value is still computed from the same operands (none is
-    changed in place between: only a buffer an unrolled sum makes, before anything reads it)."""
-    counts: dict = {}
-    for line in lines:
-        for name in NAME.findall(line):
-            counts[name] = counts.get(name, 0) + 1
-    pending: dict = {}   # name -> (expression, depth)
+def fused(lines: list, names: re.Pattern = NAME, max_depth: int = MAX_DEPTH, pure: set | None = None,
+          grouped: bool = False) -> list:
+    """``lines`` with each value that exactly one later line reads written into that line, up to
+    ``max_depth`` ops deep: a chain of ops becomes one expression (no name stored, loaded and
+    deleted per op). ``names`` matches the values' names (one group); a value is one that a line
+    ``<indent><name> = <expression>`` defines and, given ``pure``, one of those names (names one line
+    defines from its operands alone: a buffer filled in place by the lines after is not one). Every
+    value is still computed from the same operands: nothing is changed in place between (ops are
+    pure). An inlined expression is parenthesised, unless ``grouped`` and it starts with "(" (the
+    NumPy programs' lowering writes each operator in parentheses: such an expression is a group
+    and its postfix calls, reads and attributes, which bind tighter than any operator).
+
+    Each line is split at its names once: the reads are counted, and the values inlined, from its pieces.
+    """
+    pieces = list(map(names.split, lines))   # text, name, text, ...: the names at odd positions
+    counts = Counter(itertools.chain.from_iterable([parts[1::2] for parts in pieces]))  # 2: defined, read once
+    inlined: dict = {}   # name -> its expression, as its reader writes it
+    depths: dict = {}    # name -> ops nested in its expression
+    zeros = itertools.repeat(0)
     out = []
-    for line in lines:
-        depth = 0
-        for name in dict.fromkeys(NAME.findall(line)):
-            if name in pending:
-                expression, inner = pending.pop(name)
-                line = re.sub(rf"\b{name}\b", lambda _, inlined=expression: inlined, line, count=1)
-                depth = max(depth, inner)
-        match = _DEFINITION.match(line)
-        if match and match[1] in pure and counts[match[1]] == 2 and depth < MAX_DEPTH:
-            expression = match[2]
-            pending[match[1]] = (expression if expression.startswith("(") else f"({expression})", depth + 1)
+    for parts in pieces:
+        if len(parts) == 1:
+            out.append(parts[0])
             continue
-        out.append(line)
+        read = parts[1::2]
+        depth = max(map(depths.get, read, zeros))
+        if depth:
+            parts[1::2] = map(inlined.get, read, read)
+        name = parts[1]
+        if (counts[name] == 2 and parts[2].startswith(" = ") and not parts[0].strip()
+                and (pure is None or name in pure) and depth < max_depth):
+            expression = "".join(parts[2:])[3:]
+            inlined[name] = expression if grouped and expression.startswith("(") else f"({expression})"
+            depths[name] = depth + 1
+            continue
+        out.append("".join(parts))
     return out

@@ -115,7 +115,10 @@ class Program:
         names = {t._id: f"a{k}" for k, t in enumerate(inputs)}
         produced = set(names)
         for _, _, _, _, out, _ in records:
-            produced.update(o._id for o in (out if type(out) is tuple else (out,)))
+            if type(out) is tuple:
+                produced.update(o._id for o in out)
+            else:
+                produced.add(out._id)
         live = live_records(records, outputs, guards, produced)
         live = live_records(simplified(live, outputs, guards, raw), outputs, guards, produced)
         constants: dict = {"_Retrace": Retrace, "_equal": np.array_equal, "_ndarray": np.ndarray}
@@ -139,19 +142,17 @@ class Program:
         pure: set = set()   # names one line makes from its operands (see lowering.fused)
         for prim, args, values, kwargs, out, parents in live:
             operands, keys = [], []
-            for i in range(len(args)):
-                if i in parents and args[i]._id in names:
-                    operands.append(names[args[i]._id])
-                    keys.append(names[args[i]._id])
-                else:
-                    operands.append(constant(values[i]))
-                    keys.append(_const_key(values[i]))
+            for i, value in enumerate(values):
+                name = names.get(args[i]._id) if i in parents else None
+                operands.append(constant(value) if name is None else name)
+                keys.append(_const_key(value) if name is None else name)
             outs = out if type(out) is tuple else (out,)
             if prim is _ALIAS:
                 names[out._id] = operands[0]
-                lines += _guard_lines(guards_of, [out._id], names, constant)
+                lines += _guard_lines(guards_of, [out._id], names, constant) if guards_of else []
                 continue
-            key = (id(prim.tensor_fun), tuple(keys), tuple(sorted((k, _const_key(v)) for k, v in kwargs.items())))
+            key = (id(prim.tensor_fun), tuple(keys),
+                   tuple(sorted((k, _const_key(v)) for k, v in kwargs.items())) if kwargs else ())
             if key in seen and all(o._id not in guards_of for o in outs):
                 for o, name in zip(outs, seen[key]):
                     names[o._id] = name
@@ -161,9 +162,11 @@ class Program:
                 names[o._id] = name
             seen[key] = targets
             lines += _op_lines(prim, operands, values, kwargs, targets, type(out) is tuple, constant, pure)
-            lines += _guard_lines(guards_of, [o._id for o in outs], names, constant)
+            if guards_of:
+                lines += _guard_lines(guards_of, [o._id for o in outs], names, constant)
         lines += _return_lines(outputs, names, constant, constants, parameters, single, fresh)
-        source = "\n".join([f"def program({', '.join(parameters)}):"] + _freeing(fused(lines, pure), parameters))
+        body = _freeing(fused(lines, pure=pure, grouped=True), parameters)
+        source = "\n".join([f"def program({', '.join(parameters)}):"] + body)
         exec(compiled_once(source, "<autodiff.function program>"), constants)
         return source, constants.pop("program"), live  # its globals do not hold it: no cycle to collect
 
@@ -243,11 +246,12 @@ def live_records(records: list, outputs: list, guards: list, produced: set) -> l
     live = []
     for record in reversed(records):
         _, args, _, _, out, parents = record
-        outs = out if type(out) is tuple else (out,)
-        if not any(o._id in needed for o in outs):
+        if not (any(o._id in needed for o in out) if type(out) is tuple else out._id in needed):
             continue
         live.append(record)
-        needed.update(args[i]._id for i in parents if args[i]._id in produced)
+        for i in parents:
+            if args[i]._id in produced:
+                needed.add(args[i]._id)
     live.reverse()
     return live
 
@@ -337,39 +341,40 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
     producers = {r[4]._id: r for r in live if type(r[4]) is not tuple}
     # SlicedCotangent adds a dense term first and the slices after: a raw sum of tiles that a later
     # raw add continues is left to it (as the concatenation, its tiles would be added first)
-    continued = {a._id for r in live if r[0] is anp.ops.add and r[4]._id in raw for a in r[1] if isinstance(a, Tensor)}
+    ops = anp.ops
+    continued = {a._id for r in live if r[0] is ops.add and r[4]._id in raw for a in r[1] if isinstance(a, Tensor)}
     chains: dict = {}  # id of a fused add's output -> its items
     tiles: dict = {}  # id of a scatter, or of a sum of them -> its Tiles
     result = []
     for record in live:
         prim, args, raw_args, kwargs, out, parents = record
-        if prim is anp.ops._scatter:
+        if prim is ops._scatter:
             tiling = _Tiles.of_scatter(record)
             if tiling is not None:
                 tiles[out._id] = tiling
-        if prim is anp.ops.add and tuple(parents) == (0, 1) and not kwargs:
+        if prim is ops.add and tuple(parents) == (0, 1) and not kwargs:
             tiling = _Tiles.of_sum(args, out, tiles, uses)
             if tiling is not None:
                 tiles[out._id] = tiling
                 if tiling.complete() and not (out._id in raw and out._id in continued):
                     result.append(tiling.concatenation(out))
                     continue
-        if prim is anp.ops.multiply and len(parents) == 1 and not kwargs:
+        if prim is ops.multiply and len(parents) == 1 and not kwargs:
             other = args[parents[0]]
             constant = raw_args[1 - parents[0]]
-            if (type(other._value) is np.ndarray and out.shape == other.shape and out.dtype == other.dtype
-                    and isinstance(constant, (np.ndarray, np.generic, float, int)) and np.all(constant == 1)):
+            if (type(other._value) is np.ndarray and _is_one(constant) and out.shape == other.shape
+                    and out.dtype == other.dtype):
                 result.append((_ALIAS, (other,), [other._value], {}, out, (0,)))
                 continue
-        if prim is anp.ops._gather and raw_args[2] == 0 and not kwargs:  # x[index], no batch axes
+        if prim is ops._gather and raw_args[2] == 0 and not kwargs:  # x[index], no batch axes
             result.append((_GETITEM, args[:2], raw_args[:2], {}, out, tuple(i for i in parents if i < 2)))
             continue
         if prim.name in _SAME_VALUES and list(parents) == [0] and _same_array(args[0], out):
             result.append((_ALIAS, (args[0],), [args[0]._value], {}, out, (0,)))
             continue
-        if prim is anp.ops._concatenate:
+        if prim is ops._concatenate:
             record = _spliced(record, uses, producers)
-        if prim is anp.ops.add and tuple(parents) == (0, 1) and type(out._value) is np.ndarray:
+        if prim is ops.add and tuple(parents) == (0, 1) and type(out._value) is np.ndarray:
             items = _sum_items(args, out, uses, producers, chains)
             if items is not None:
                 chains[out._id] = items
@@ -471,6 +476,16 @@ def _spliced(record: tuple, uses: dict, producers: dict) -> tuple:
 _SAME_VALUES = {"reshape", "broadcast_to", "concatenate", "alias"}
 
 
+def _is_one(constant) -> bool:
+    """Whether a constant operand is a number or an array of ones (NumPy's ``all`` only for an array
+    whose first element is one)."""
+    if isinstance(constant, (float, int, np.generic)):
+        return bool(constant == 1)
+    if type(constant) is not np.ndarray or (constant.size and constant.flat[0] != 1):
+        return False
+    return bool(np.all(constant == 1))
+
+
 def _same_array(a: Tensor, out: Tensor) -> bool:
     return (type(a._value) is np.ndarray and type(out._value) is np.ndarray and a.shape == out.shape
             and a.dtype == out.dtype)
@@ -515,8 +530,13 @@ def _depends_on(records: list, sources: set) -> set:
     """The ids of the tensors computed from ``sources`` (ids), the sources included."""
     dependent = set(sources)
     for _prim, args, _raw, _kwargs, out, parents in records:
-        if any(args[i]._id in dependent for i in parents):
-            dependent.update(o._id for o in (out if type(out) is tuple else (out,)))
+        for i in parents:
+            if args[i]._id in dependent:
+                if type(out) is tuple:
+                    dependent.update(o._id for o in out)
+                else:
+                    dependent.add(out._id)
+                break
     return dependent
 
 
@@ -571,8 +591,9 @@ def _parts(records: list, inputs: list, late: list, outputs: list, guards: list)
     """``split``'s parts: (the records that do not depend on ``late``, those that do, the positions
     of the late outputs among ``outputs``, the early values the late records read)."""
     dependent = _depends_on(records, {t._id for t in late})
-    early = [r for r in records if _outs(r)[0]._id not in dependent]
-    late_records = [r for r in records if _outs(r)[0]._id in dependent]
+    early, late_records = [], []
+    for r in records:
+        (late_records if _outs(r)[0]._id in dependent else early).append(r)
     if any(g[0]._id in dependent for g in guards):
         raise UntraceableError("autodiff.function: a branch or read depends on the vector of a "
                                "Hessian-vector product")

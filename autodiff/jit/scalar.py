@@ -33,7 +33,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import numpy as anp
-from .lowering import compiled_once
+from .lowering import compiled_once, fused
 
 MAX_SIZE = 128   # elements of the largest value of a program written with Python floats (pairwise sums' block)
 MAX_NAMES = 2000  # values a scalar program names at most (beyond, its time is the NumPy program's or more)
@@ -137,11 +137,12 @@ class _Writer:
         self.sources: dict = {}     # Tensor id -> source of the NumPy program's own array (an input, a read of one)
         self.input_roots: set = set()   # ids of the arrays that inputs are or view
 
-    def fresh_name(self) -> str:
-        self.count += 1
+    def fresh_names(self, n: int) -> list:
+        """``n`` names not used yet (Unsupported beyond ``MAX_NAMES``)."""
+        start, self.count = self.count, self.count + n
         if self.count > MAX_NAMES:
             raise Unsupported("a program of more than MAX_NAMES values")
-        return f"s{self.count}"
+        return [f"s{k}" for k in range(start + 1, self.count + 1)]
 
     def constant(self, value) -> str:
         """A global name for ``value`` (one per object)."""
@@ -193,7 +194,9 @@ class _Writer:
                 results.append(elements.item() if elements.ndim == 0 else f"[{', '.join(elements.ravel())}]")
             else:
                 results.append(self.built(values[o._id], o._value))
-        body = _fused(self.lines + [f"return {results[0]}" if single else f"return [{', '.join(results)}]"])
+        # a value read once written into its reader: a name stored and loaded costs a third of a float op
+        body = fused(self.lines + [f"return {results[0]}" if single else f"return [{', '.join(results)}]"],
+                     _NAME, MAX_DEPTH)
         arrays = [self.as_traced(name, t._value) if k < lists_in else name
                   for k, (name, t) in enumerate(zip(params, inputs))]
         return "\n".join([f"def program({', '.join(params)}):", "    try:"] + [f"        {line}" for line in body]
@@ -205,10 +208,10 @@ class _Writer:
         if np.result_type(value) != _FLOAT64 or not 0 < np.size(value) <= MAX_SIZE:
             raise Unsupported("an input that is not float64, is empty or is large")
         if np.ndim(value) == 0:
-            target = self.fresh_name()
+            target, = self.fresh_names(1)
             self.lines.append(f"{target} = float({name})")
             return np.array(target, object)
-        names = [self.fresh_name() for _ in range(value.size)]
+        names = self.fresh_names(value.size)
         read = f"{name}.tolist()" if value.ndim == 1 else f"{name}.ravel().tolist()"
         read = f"{name} if {name}.__class__ is list else {read}" if listed else read
         self.lines.append(f"{', '.join(names)}, = {read}")
@@ -249,16 +252,24 @@ class _Writer:
     def assigned(self, expressions: list, shape: tuple) -> np.ndarray:
         """Names holding the expressions' values (each expression computed once: names are assigned
         once and ops are pure), as an array of ``shape``."""
-        return np.array([self.name_of(expression) for expression in expressions], object).reshape(shape)
+        return np.array(self.names_of(expressions), object).reshape(shape)
+
+    def names_of(self, expressions: list) -> list:
+        """The names holding the expressions' values: a line for each expression not computed yet."""
+        named = self.named
+        new = [expression for expression in dict.fromkeys(expressions) if expression not in named]
+        if new:
+            for expression, name in zip(new, self.fresh_names(len(new))):
+                named[expression] = name
+                self.lines.append(f"{name} = {expression}")
+        return [named[expression] for expression in expressions]
 
     def name_of(self, expression: str) -> str:
-        if expression not in self.named:
-            self.named[expression] = self.fresh_name()
-            self.lines.append(f"{self.named[expression]} = {expression}")
-        return self.named[expression]
+        return self.names_of((expression,))[0]
 
     def binary(self, symbol: str, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-        left, right = np.broadcast_arrays(left, right)
+        if left.shape != right.shape:
+            left, right = np.broadcast_arrays(left, right)
         return self.assigned([f"{a} {symbol} {b}" for a, b in zip(left.ravel(), right.ravel())], left.shape)
 
     def record(self, record: tuple, values: dict) -> None:
@@ -425,43 +436,13 @@ class _Writer:
         if np.ndim(value) == 0:
             return self.assigned([f"float({call})"], ())
         if call not in self.named:
-            names = [self.fresh_name() for _ in range(np.size(value))]
+            names = self.fresh_names(np.size(value))
             self.lines.append(f"{', '.join(names)}, = {call}{'.ravel()' if np.ndim(value) > 1 else ''}.tolist()")
             self.named[call] = np.array(names, object).reshape(np.shape(value))
         return self.named[call]
 
 
-_NAME = re.compile(r"\bs\d+\b")
-_TARGET = re.compile(r"s\d+")
-
-
-def _fused(lines: list) -> list:
-    """``lines`` with each value that one later line reads written into that line, up to
-    ``MAX_DEPTH`` deep: one expression instead of a name stored and loaded per op (about a third
-    of the time of a float op). Values are pure: computing one where it is read gives its bits."""
-    uses: dict = {}
-    for line in lines:
-        for name in _NAME.findall(line.split(" = ", 1)[-1]):
-            uses[name] = uses.get(name, 0) + 1
-    pending: dict = {}   # name -> (expression, depth)
-    out = []
-    for line in lines:
-        target, _, expression = line.rpartition(" = ") if " = " in line else ("", "", line)
-        depth = 0
-
-        def inlined(match):
-            nonlocal depth
-            found = pending.pop(match[0], None)
-            if found is None:
-                return match[0]
-            depth = max(depth, found[1])
-            return found[0]
-        expression = _NAME.sub(inlined, expression)
-        if _TARGET.fullmatch(target) and uses.get(target) == 1 and depth < MAX_DEPTH:
-            pending[target] = (f"({expression})", depth + 1)
-            continue
-        out.append(f"{target} = {expression}" if target else expression)
-    return out
+_NAME = re.compile(r"(s(?<!\ws)\d+)\b")   # a value's name (see lowering.NAME)
 
 
 def _root(array: np.ndarray) -> np.ndarray:

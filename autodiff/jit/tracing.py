@@ -96,27 +96,35 @@ class Trace:
         the operations, shapes and dtypes of its records and the values of its constants, never
         from values computed from its inputs, and keeping those would make a trace hold every
         intermediate array at once, many times what the eager run it watches holds."""
-        tracked = tuple(i for i in parents if self._is_input(args[i]))
-        if not tracked:
-            return  # an op on constants: its value is a constant of the program
+        watched = self._watched
+        for i in parents:   # (this runs for every op: the common cases without generators)
+            if args[i]._id not in watched:
+                tracked = tuple(i for i in parents if self._is_input(args[i]))
+                if not tracked:
+                    return  # an op on constants: its value is a constant of the program
+                break
+        else:
+            tracked = tuple(parents)
         stand_ins = self._stand_ins
-        if any(args[i]._id in stand_ins for i in tracked):
+        if stand_ins and any(args[i]._id in stand_ins for i in tracked):
             args, raw = list(args), list(raw)
             for i in tracked:
                 shadow = stand_ins.get(args[i]._id)
                 if shadow is not None:
                     args[i], raw[i] = shadow, shadow._value
             args = tuple(args)
-        outs = out if type(out) is tuple else (out,)
-        shadows = tuple(stand_in(o) for o in outs)
-        for o, shadow in zip(outs, shadows):
-            if shadow is not o:
-                stand_ins[o._id] = shadow
-        self.records.append((prim, args, raw, kwargs, shadows if type(out) is tuple else shadows[0],
-                             tracked))
-        self._watched.update(o._id for o in outs)
+        self.records.append((prim, args, raw, kwargs, tuple(map(self._kept, out)) if type(out) is tuple
+                             else self._kept(out), tracked))
+
+    def _kept(self, out: Tensor) -> Tensor:
+        """An op's output as its record keeps it (its stand-in, or itself), an input from now on."""
+        self._watched.add(out._id)
         if self._raw_depth:
-            self.raw.update(o._id for o in outs)
+            self.raw.add(out._id)
+        shadow = stand_in(out)
+        if shadow is not out:
+            self._stand_ins[out._id] = shadow
+        return shadow
 
     def read(self, t: Tensor, how: str) -> None:
         """Guard a branch or an integer read of an input; refuse a float read (UntraceableError)."""
@@ -198,21 +206,25 @@ def record(build: Callable, inputs: list) -> Recording:
     trace = Trace(inputs)
     with trace:
         out = build()
+    reads_variables = bool(trace.variables) or any(type(t) is Variable for t in inputs)
     for prim, args, values, _kwargs, _result, parents in trace.records:
         if isinstance(prim, CustomNode):
             raise UntraceableError(f"autodiff.function: {prim.name} (custom_gradient or "
                                    "recompute_grad) cannot be traced yet")
-        if any(type(args[i]) is Variable and value_of(args[i]) is not values[i] for i in parents):
+        if reads_variables and any(type(args[i]) is Variable and value_of(args[i]) is not values[i]
+                                   for i in parents):
             raise UntraceableError("autodiff.function: the traced function assigns a Variable it "
                                    "reads; a replay reads each Variable once, at the start")
     outputs, structure = flatten(out)
-    return Recording(_with_outputs(trace.records, outputs), inputs + list(trace.variables.values()),
+    return Recording(_with_outputs(trace.records, outputs, trace._stand_ins), inputs + list(trace.variables.values()),
                      outputs, structure, trace.guards, trace.raw)
 
 
-def _with_outputs(records: list, outputs: list) -> list:
-    """``records`` with each output's stand-in replaced by the output itself."""
-    real = {o._id: o for o in outputs if isinstance(o, Tensor)}
+def _with_outputs(records: list, outputs: list, stand_ins: dict) -> list:
+    """``records`` with each output's stand-in (``stand_ins``: by id) replaced by the output itself."""
+    real = {o._id: o for o in outputs if isinstance(o, Tensor) and o._id in stand_ins}
+    if not real:
+        return records
     for k, (prim, args, raw, kwargs, out, parents) in enumerate(records):
         outs = out if type(out) is tuple else (out,)
         if any(o._id in real and real[o._id] is not o for o in outs):
