@@ -41,8 +41,10 @@ CASES = [(p.name + f" {p.n}", p.fun, p.x0) for p in problems.MGH] + FITS
 
 @pytest.fixture
 def always_scalar(monkeypatch):
-    """Every program that has a scalar spelling runs it (whichever is faster here)."""
+    """Every program that has a scalar spelling runs it from its construction (hot at once; whichever
+    is faster here)."""
     monkeypatch.setattr(scalar, "_faster", lambda *_: True)
+    monkeypatch.setattr(scalar, "HOT_CALLS", 0)
 
 
 def program_of(f, *args) -> Program:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import autodiff as ad
-from autodiff.jit import Program, lowering, split, trace
+from autodiff.jit import Program, lowering, scalar, split, trace
 from autodiff.jit.program import _accumulate, _accumulate_sliced, joined
 
 
@@ -22,6 +22,14 @@ def rosenbrock(x):
 def stacked(x):  # MGH's Rosenbrock: scalar reads stacked, the squared norm (slice cotangents)
     r = np.stack([10.0 * (x[1] - x[0] ** 2), 1.0 - x[0]])
     return r @ r
+
+
+@pytest.fixture(autouse=True)
+def hot(monkeypatch):
+    """The calls of hot programs, which run their scalar programs where those are faster: hot from
+    their construction here (``test_scalar_programs`` checks that a program made hot by its calls
+    is called as these are)."""
+    monkeypatch.setattr(scalar, "HOT_CALLS", 0)
 
 
 def python_calls(call) -> list:
@@ -118,7 +126,7 @@ def test_one_product_at_each_new_point_is_one_program_and_the_split_bit_for_bit(
         # one product at a new point: before and after joined into one program, without the value and
         # gradient's own ops (made on first use)
         calls = python_calls(lambda: operator_.matvec(v))  # noqa: B023
-        assert calls == ["matvec", "vector_product", "joined_run", "program"], calls
+        assert calls == ["matvec", "vector_product", "joined_program", "program"], calls
         product = split.matvec(v)
         np.testing.assert_array_equal(operator_.matvec(v), product)
         np.testing.assert_array_equal(product, ad.hessian_operator(f, point).matvec(v))  # the eager sweep
@@ -157,7 +165,7 @@ def test_a_large_recording_is_not_kept_for_a_joined_program(monkeypatch):
     traced, x, v = ad.function(rosenbrock), np.linspace(-1.0, 1.0, 200), np.ones(200)
     ad.hessian_operator(traced, x)
     operator_ = ad.hessian_operator(traced, x)
-    assert "joined_run" in python_calls(lambda: operator_.matvec(v)) and operator_.product._staged._join is None
+    assert "joined_program" in python_calls(lambda: operator_.matvec(v)) and operator_.product._staged._join is None
     np.testing.assert_array_equal(operator_.matvec(v), ad.hessian_operator(rosenbrock, x).matvec(v))  # the split
     monkeypatch.undo()   # the default (1 MB): this recording (a few kB) is kept
     small = ad.function(rosenbrock)
