@@ -71,6 +71,25 @@ def test_a_replayed_call_with_one_array_goes_straight_to_its_program():
     assert traced.traces == 5
 
 
+def test_a_gradient_made_hot_by_its_calls_goes_straight_to_its_scalar_program(monkeypatch):
+    """Until hot, a replayed call's program counts its calls (one more Python call); the call that
+    makes it hot switches it to its scalar program, and the calls after go straight to that, as a
+    program hot from its construction: no layer left. The results are the eager sweep's bit for bit."""
+    monkeypatch.setattr(scalar, "HOT_CALLS", 30)
+    monkeypatch.setattr(scalar, "_faster", lambda *_: True)
+    x = np.array([-1.2, 1.0, 0.5])
+    grad = ad.function(rosenbrock).grad()
+    np.testing.assert_array_equal(grad(x), ad.grad(rosenbrock)(x))
+    (replay,) = next(iter(grad._cache.values()))
+    assert python_calls(lambda: grad(x)) == ["__call__", "counted", "program"] and replay.program.scalar_source is None
+    for k in range(30):
+        np.testing.assert_array_equal(grad(x + 0.1 * k), ad.grad(rosenbrock)(x + 0.1 * k))
+    assert replay.program.scalar_source is not None and replay.direct is replay.program.run
+    assert python_calls(lambda: grad(x)) == ["__call__", "program"]
+    for point in (x, -x, x + 0.25):
+        np.testing.assert_array_equal(grad(point), ad.grad(rosenbrock)(point))
+
+
 def test_a_failed_guard_on_the_direct_path_takes_the_other_branch():
     f = ad.function(lambda x: np.sum(x ** 2) if np.sum(x) > 0 else np.sum(x ** 3))
     grad = f.grad()
