@@ -26,6 +26,7 @@ from ..core import Tensor, Variable, state, value_of
 from ..tree import flatten, mirror
 from .cache import LeastRecentlyUsed
 from .program import Program, Retrace, joined, split
+from .scalar import as_listed
 from .signature import CALL_WITH_ARRAYS, ONE_ARRAY, signature
 from .tracing import UntraceableError, record
 
@@ -487,9 +488,21 @@ class Late:
         if staged.fast and not tensors_in:
             self._shape, self._dtype = staged.fast
             self._product = functools.partial(after, *saved)
+            tiering = staged.after.tiering
+            if tiering is not None and tiering.left > 0:   # made before its pair switches: it follows the switch
+                self._after = staged.after
+                tiering.join(self._switched)
         else:
             self._shape = None
         self._eager = None
+
+    def _switched(self) -> None:
+        """The pair switched (``scalar.Tiering``): the products run the ``after`` it runs now, on the
+        values the NumPy ``before`` saved as a scalar ``after`` takes them best (lists: the same
+        floats, as the switched ``before`` saves them)."""
+        saved = self._product.args
+        self._product = functools.partial(self._after.run,
+                                          *(map(as_listed, saved) if self._after.takes_lists else saved))
 
     def __call__(self, *late):
         if self._shape is not None and len(late) == 1:

@@ -237,11 +237,12 @@ def test_a_scalar_program_refused_or_slower_is_not_tried_again(builds, monkeypat
     assert large.tiering is None and large.run is large.numpy_run and not hasattr(large, "_scalar")
 
 
-def test_a_late_made_before_its_split_switches_keeps_the_numpy_after_of_its_saved_values(builds, monkeypatch):
+def test_a_late_made_before_its_split_switches_gives_the_same_products_after_it(builds, monkeypatch):
     """A split's ``after``, ``before`` and joined program count their calls together and switch
-    together (``after`` first, ``before`` then saving lists for it). A ``Late`` or a pending
-    operator made before the switch keeps the NumPy ``after`` for the arrays the NumPy ``before`` (or
-    joined program) saved; one made after it takes the scalar ``after`` and lists. Every product is
+    together (``after`` first, ``before`` then saving lists for it). A ``Late`` made before the
+    switch runs the NumPy ``after`` on the arrays the NumPy ``before`` saved, then the scalar
+    ``after`` on them as lists; a pending operator keeps the NumPy ``after`` of its joined program's
+    arrays; a ``Late`` made after the switch takes the scalar ``after`` and lists. Every product is
     the NumPy replay's bit for bit."""
     traced, numpy_replay, x = ad.function(exp_decay), ad.function(exp_decay), np.array([2.0, 1.0, 0.5])
     rng = np.random.default_rng(7)
@@ -254,7 +255,10 @@ def test_a_late_made_before_its_split_switches_keeps_the_numpy_after_of_its_save
         expected = ad.hessian_operator(numpy_replay, point)
         return all(same_bits(operator_.matvec(w), expected.matvec(w)) for w in vectors)
     early = ad.hessian_operator(traced, x)                # traced: its Late made by the NumPy before
-    early.gradient
+    assert early.gradient.shape == x.shape
+    numpy_after = early.product._product.func
+    assert all(type(saved) is not list for saved in early.product._product.args)
+    assert same_products(early, x, [v])
     pending = ad.hessian_operator(traced, x + 0.25)
     assert same_products(pending, x + 0.25, [v])          # the NumPy joined program's saved arrays
     staged = early.product._splits[next(iter(early.product._splits))][0]
@@ -265,12 +269,13 @@ def test_a_late_made_before_its_split_switches_keeps_the_numpy_after_of_its_save
     assert [program.scalar_source is not None for program in (staged.after, staged.before, joined)] == [True] * 3
     assert staged.after.takes_lists and len(builds) == 3
     assert builds[0][-1] > 0 and len(builds[1][-2]) > 0 and len(builds[2][-2]) > 0   # after's lists; before's, joined's
-    assert early.product._product.func is not staged.after.run   # the NumPy after, for the NumPy before's arrays
-    assert all(type(saved) is not list for saved in early.product._product.args)
+    assert early.product._product.func is staged.after.run is not numpy_after   # the scalar after, on lists
+    assert all(type(saved) in (list, float) for saved in early.product._product.args)
+    assert pending.product._after is numpy_after              # the NumPy after, for the NumPy joined program's arrays
     vectors = rng.standard_normal((4, 3))
     assert same_products(early, x, vectors) and same_products(pending, x + 0.25, vectors)
     late = ad.hessian_operator(traced, x - 0.5)
-    late.gradient
+    assert late.gradient.shape == x.shape             # started: its Late made by the scalar before
     assert late.product._product.func is staged.after.run and type(late.product._product.args[0]) is list
     assert same_products(late, x - 0.5, vectors) and same_products(ad.hessian_operator(traced, x), x, vectors)
     assert len(builds) == 3
