@@ -61,19 +61,22 @@ class Tiering:
 
     Writing, checking and timing a scalar program (``scalar_program``) costs as much as 75 to 550
     calls of its NumPy program, and the scalar program saves 10 to 90% of a call: it pays for
-    itself after 80 to 2,200 calls, 230 for the median program (the four programs of a fresh
+    itself after 80 to 2,200 calls, 210 for the median program (the four programs of a fresh
     trust-exact solve of each of 15 small problems, 2026-11-29), while a fresh solve calls each
     program once per iteration (4 to 50 times there). So a program runs its NumPy program, counting
-    calls, and once the calls reach ``HOT_CALLS`` (the rent paid reaches the price: the ski-rental
-    rule, at most twice the best cost in hindsight) it makes its scalar program and from then on runs
-    the faster one. A refused or slower one is not tried again.
+    calls, and once the calls reach ``HOT_CALLS`` (about that median: buying once the rent paid
+    reaches the price, the ski-rental rule, costs at most twice the best choice in hindsight) it
+    makes its scalar program and from then on runs the faster one. A refused or slower one is not
+    tried again.
 
     The programs of a split (``program.split``: ``after``, ``before`` and a ``joined`` one) share one
     Tiering: their calls count together and they switch together, in the order they joined
     (``after`` first: ``before`` saves lists only for an ``after`` that takes them). A member's run
-    until then (``counting``) stays its NumPy program: a holder that kept it (a ``Late`` of values
-    that the NumPy ``before`` saved) keeps running the NumPy ``after``. Members are held weakly, by
-    the method that switches them (a program's, or a holder's that rebinds to the program's run).
+    until then (``counting``) stays its NumPy program: a holder that kept it with values the NumPy
+    ``before`` or joined program saved (a pending operator) keeps the NumPy ``after``, and never
+    hands lists to it. Holders join too, to rebind: a ``Late`` made before the switch then runs the
+    switched ``after`` on its values as lists (``as_listed``, the same floats); a replayed call, the
+    program's run. Members are held weakly, by the method that switches them.
     """
 
     __slots__ = ("left", "members")
@@ -94,7 +97,8 @@ class Tiering:
     def join(self, switch: Callable) -> None:
         """Add a member by its method ``switch()`` (called when the members are hot, or now if they are)."""
         if self.left <= 0:
-            switch()
+            with np.errstate(all="ignore"):   # (see ``switch``)
+                switch()
         else:
             self.members.append(weakref.WeakMethod(switch))
 
