@@ -100,7 +100,10 @@ class Tiering:
             with np.errstate(all="ignore"):   # (see ``switch``)
                 switch()
         else:
-            self.members.append(weakref.WeakMethod(switch))
+            members = self.members
+            if len(members) >= 64 and len(members) & (len(members) - 1) == 0:   # at 64, 128, ...: the dead go
+                members[:] = [member for member in members if member() is not None]   # (Lates of past points)
+            members.append(weakref.WeakMethod(switch))
 
     def switch(self) -> None:
         """Switch every member (once: a member joining later switches as it joins)."""

@@ -279,3 +279,16 @@ def test_a_late_made_before_its_split_switches_gives_the_same_products_after_it(
     assert late.product._product.func is staged.after.run and type(late.product._product.args[0]) is list
     assert same_products(late, x - 0.5, vectors) and same_products(ad.hessian_operator(traced, x), x, vectors)
     assert len(builds) == 3
+
+
+def test_the_lates_of_past_points_do_not_pile_up_in_a_split_that_is_never_hot():
+    """A branch keeps ``before`` NumPy's (no calls counted), so operators whose products are never
+    asked never make the split hot: the ``Late`` each point made (waiting for the switch) goes with it."""
+    traced = ad.function(lambda x: np.sum(x ** 4) if x[0] > 0 else np.sum(x ** 3))
+    x = np.array([1.0, 2.0])
+    for k in range(1000):
+        point = x + 1e-3 * k
+        assert same_bits(ad.hessian_operator(traced, point).gradient, 4.0 * point ** 3)
+    staged = next(iter(traced._fast_partial.values()))[1]
+    assert staged.before.tiering is None and staged.after.tiering.left == scalar.HOT_CALLS
+    assert len(staged.after.tiering.members) < 64
