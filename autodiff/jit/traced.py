@@ -489,8 +489,8 @@ class Late:
             self._shape, self._dtype = staged.fast
             self._product = functools.partial(after, *saved)
             tiering = staged.after.tiering
-            if tiering is not None and tiering.left > 0:   # made before its pair switches: it follows the switch
-                self._after = staged.after
+            if tiering is not None and (tiering.left > 0 or after is not staged.after.run):
+                self._after = staged.after   # made before its pair switched (or by the call that switched it): follows
                 tiering.join(self._switched)
         else:
             self._shape = None

@@ -263,8 +263,11 @@ def test_a_late_made_before_its_split_switches_gives_the_same_products_after_it(
     assert same_products(pending, x + 0.25, [v])          # the NumPy joined program's saved arrays
     staged = early.product._splits[next(iter(early.product._splits))][0]
     assert builds == [] and staged.after.scalar_source is None and staged.before.scalar_source is None
-    for k in range(12):                                   # products at new points (joined programs) until hot
+    for k in range(8):   # products at new points (joined programs): 11 calls with before's, early's and pending's
         assert same_products(ad.hessian_operator(traced, x + 0.01 * k), x + 0.01 * k, [v])
+    assert builds == []
+    switching = ad.hessian_operator(traced, x + 0.5)
+    assert switching.gradient.shape == x.shape            # its before's call, the 12th, switches the pair
     joined = staged.joined_program()
     assert [program.scalar_source is not None for program in (staged.after, staged.before, joined)] == [True] * 3
     assert staged.after.takes_lists and len(builds) == 3
@@ -272,8 +275,10 @@ def test_a_late_made_before_its_split_switches_gives_the_same_products_after_it(
     assert early.product._product.func is staged.after.run is not numpy_after   # the scalar after, on lists
     assert all(type(saved) in (list, float) for saved in early.product._product.args)
     assert pending.product._after is numpy_after              # the NumPy after, for the NumPy joined program's arrays
+    assert switching.product._product.func is staged.after.run   # made by the NumPy before, then switched
     vectors = rng.standard_normal((4, 3))
     assert same_products(early, x, vectors) and same_products(pending, x + 0.25, vectors)
+    assert same_products(switching, x + 0.5, vectors)
     late = ad.hessian_operator(traced, x - 0.5)
     assert late.gradient.shape == x.shape             # started: its Late made by the scalar before
     assert late.product._product.func is staged.after.run and type(late.product._product.args[0]) is list
