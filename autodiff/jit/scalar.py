@@ -122,7 +122,7 @@ def possible(live: list, inputs: list, guards: list) -> bool:
             and all(type(record[4]) is not tuple and _small(record[4]._value) for record in live))
 
 
-def as_listed(value) -> list | float:
+def as_listed(value: np.ndarray | np.float64 | float) -> list | float:
     """A float64 value as a scalar program returns it at a listed position (``scalar_program``):
     its elements in C order as a list of floats, or a float when 0-d."""
     return value.ravel().tolist() if np.ndim(value) else float(value)
