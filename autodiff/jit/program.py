@@ -19,7 +19,7 @@ from .. import numpy as anp
 from ..core import Primitive, Tensor, add_piece
 from .lowering import NAME, accumulate_lines, accumulate_sliced_lines, compiled_once, fused, lowered
 from .native import native_program
-from .scalar import scalar_program
+from .scalar import Tiering, possible, scalar_program
 from .tracing import UntraceableError
 
 
@@ -54,11 +54,13 @@ class Program:
     Each intermediate array is freed after its last use, as an eager sweep frees a cotangent once
     it has passed it (a plain straight-line function would keep them all until it returns).
 
-    Without ``native``, a program whose values are all small runs on Python floats where that is
-    faster (``scalar.scalar_program``: the same results, bit for bit): ``scalar_source`` is its
-    code (None: the NumPy program runs), ``numpy_run`` the NumPy program's function. Such a program
-    returns its outputs at the positions ``listed`` as lists of floats, and takes its first
-    ``lists_in`` inputs as lists too (``takes_lists``): the values ``split`` saves for ``after``.
+    Without ``native``, a program whose values are all small runs on Python floats once it is hot,
+    where that is faster (``scalar.scalar_program``: the same results, bit for bit; ``tiering``, a
+    ``scalar.Tiering``, counts its calls until then, None: it cannot have one): ``scalar_source`` is
+    its code (None: the NumPy program runs), ``numpy_run`` the NumPy program's function. Such a
+    program takes its first ``lists_in`` inputs as lists too (``takes_lists``): the values ``split``
+    saves for ``after``; given ``after`` (that program), it returns its outputs at the positions
+    ``listed`` as lists of floats when ``after`` takes them, and the two switch together.
 
     ``run`` returns the list of outputs, or with ``single`` the one output. With ``fresh`` an output
     is never an input or a view (it may be changed in place by the caller; eager sweeps give fresh
@@ -93,22 +95,34 @@ class Program:
 
     def __init__(self, records: list, inputs: list, outputs: list, guards: list = (),
                  raw: set = frozenset(), single: bool = False, fresh: bool | int = False, native: bool = False,
-                 scalars_in: bool = False, listed: range = range(0), lists_in: int = 0):
+                 scalars_in: bool = False, listed: range = range(0), lists_in: int = 0, after: Program | None = None):
         fresh = 0 if fresh is True else len(outputs) if fresh is False else fresh  # the first fresh output
         self.source, self.run, live = self._generate(records, inputs, outputs, guards, raw, single, fresh)
-        self.numpy_run, self.native_reason, self.scalar_source = self.run, None, None
+        self.numpy_run, self.native_reason, self.scalar_source, self.takes_lists = self.run, None, None, False
         # the recording's own operations in its order (its values are then the program's, bit for bit)
         self.repeats_recording = not any(record[0] is _ACCUMULATE_SLICED for record in live)
-        if not native:  # the same results: on Python floats when its values are small, and that is faster
-            self.scalar_source, run = scalar_program(live, inputs, outputs, guards, single, fresh, self.run, listed,
-                                                     lists_in)
-            self.run = run or self.run
-        self.takes_lists = lists_in > 0 and self.scalar_source is not None
+        self.tiering = None
         if native:
             run, self.native_reason = native_program(live, inputs, outputs, guards, single, fresh, self.run,
                                                      scalars_in)
             self.run = run or self.run
             self.repeats_recording = self.repeats_recording and run is None
+        elif possible(live, inputs, guards):  # the same results on Python floats, once hot (scalar.Tiering)
+            self._scalar = (live, inputs, outputs, guards, single, fresh, listed, lists_in, after)
+            self.tiering = getattr(after, "tiering", None) or Tiering()
+            self.run = self.tiering.counting(self.numpy_run)
+            self.tiering.join(self._to_scalar)
+
+    def _to_scalar(self) -> None:
+        """Make the scalar program (once, when hot: ``scalar.Tiering``) and run it from now on where it is
+        faster; its ``listed`` outputs are lists when ``after`` (switched first) takes them."""
+        live, inputs, outputs, guards, single, fresh, listed, lists_in, after = self._scalar
+        del self._scalar   # the recording goes with it
+        listed = listed if after is not None and after.takes_lists else range(0)
+        self.scalar_source, run = scalar_program(live, inputs, outputs, guards, single, fresh, self.numpy_run, listed,
+                                                 lists_in)
+        self.takes_lists = lists_in > 0 and run is not None
+        self.run = run or self.numpy_run
 
     @staticmethod
     def _generate(records, inputs, outputs, guards, raw, single, fresh):
@@ -581,9 +595,9 @@ def split(records: list, inputs: list, late: list, outputs: list, guards: list =
     if native:
         before = Program(early, inputs, outputs_before + saved_list, guards, raw, native=True)
         return before, after_program(before.native_reason is None), len(saved_list), late_positions
-    after = after_program(False)  # first: when it takes lists, before saves lists (no arrays built)
-    listed = range(len(outputs_before), len(outputs)) if after.takes_lists else range(0)
-    before = Program(early, inputs, outputs_before + saved_list, guards, raw, listed=listed)
+    after = after_program(False)  # first: it switches first, and when it takes lists before saves lists
+    before = Program(early, inputs, outputs_before + saved_list, guards, raw,
+                     listed=range(len(outputs_before), len(outputs)), after=after)
     return before, after, len(saved_list), late_positions
 
 
@@ -611,13 +625,14 @@ def _parts(records: list, inputs: list, late: list, outputs: list, guards: list)
 
 
 def joined(records: list, inputs: list, late: list, outputs: list, guards: list = (), raw: frozenset = frozenset(),
-           native: bool = False, saves: bool = True, lists: bool = False) -> Program:
+           native: bool = False, saves: bool = True, after: Program | None = None) -> Program:
     """``split``'s two programs as one, for a single late call at a point: ``run(*inputs, *late)``
     returns ``before``'s saved values, then ``after``'s outputs, as ``before`` then ``after``
     compute them (the same records in the same order: the same values), without the early
     outputs that no late one needs (a Hessian operator's value and gradient, when only one product
     is asked). ``native`` as in ``split``; its saved 0-d values are then floats, as ``before``'s.
-    With ``lists`` (``split``'s ``after`` takes lists), a scalar program saves lists, as ``before``.
+    Given ``split``'s ``after``, it switches to its scalar program with it, and that saves lists when
+    ``after`` takes them, as ``before`` (``Program``).
     Without ``saves``, the late outputs alone (one, if there is one): a native program's arrays
     out cost a conversion each, more than the arithmetic of a small problem.
 
@@ -635,7 +650,7 @@ def joined(records: list, inputs: list, late: list, outputs: list, guards: list 
     saved_list = saved_list if saves else []
     return Program(records, list(inputs) + list(late), saved_list + [outputs[k] for k in late_positions], guards,
                    raw, single=not saves and len(late_positions) == 1, fresh=len(saved_list), native=native,
-                   listed=range(len(saved_list)) if lists else range(0))
+                   listed=range(len(saved_list)), after=after)
 
 
 def _outs(record) -> tuple:

@@ -21,6 +21,10 @@ program instead, for that call.
 Any op without a spelling here, a guard (branch), a value other than float64 or above the size
 makes ``scalar_program`` refuse, and the whole program stays the NumPy one: results never depend
 on partial support. Programs are also checked once, at the trace's values, against the NumPy one.
+
+A scalar program is made once its program is hot (``Tiering``): writing, checking and timing it
+costs as much as some hundreds of calls of the NumPy program, which a fresh trace (a ``minimize(f)``)
+does not make.
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ import math
 import operator
 import re
 import time
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -39,6 +44,7 @@ MAX_SIZE = 128   # elements of the largest value of a program written with Pytho
 MAX_NAMES = 2000  # values a scalar program names at most (beyond, its time is the NumPy program's or more)
 TIMED_CALLS = 5   # alternated calls of each program that choose the faster
 MAX_DEPTH = 24    # ops nested into one expression at most (Python's parser caps the nesting)
+HOT_CALLS = 200   # calls of a program (a split's pair: together) that make its scalar program (``Tiering``)
 
 _EXACT = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
 _STRUCTURAL = {"reshape", "getitem", "transpose", "flip", "broadcast_to", "concatenate", "alias"}
@@ -48,6 +54,85 @@ _READS = {operator.getitem, anp.ops._gather_raw}   # x[index] (the second: with 
 
 class Unsupported(Exception):
     """An op or a value without a scalar spelling here."""
+
+
+class Tiering:
+    """When programs switch from their NumPy programs to their scalar programs: once hot.
+
+    Writing, checking and timing a scalar program (``scalar_program``) costs as much as 75 to 550
+    calls of its NumPy program, and the scalar program saves 10 to 90% of a call: it pays for
+    itself after 80 to 2,200 calls, 210 for the median program (the four programs of a fresh
+    trust-exact solve of each of 15 small problems, 2026-11-29), while a fresh solve calls each
+    program once per iteration (4 to 50 times there). So a program runs its NumPy program, counting
+    calls, and once the calls reach ``HOT_CALLS`` (about that median: buying once the rent paid
+    reaches the price, the ski-rental rule, costs at most twice the best choice in hindsight) it
+    makes its scalar program and from then on runs the faster one. A refused or slower one is not
+    tried again.
+
+    The programs of a split (``program.split``: ``after``, ``before`` and a ``joined`` one) share one
+    Tiering: their calls count together and they switch together, in the order they joined
+    (``after`` first: ``before`` saves lists only for an ``after`` that takes them). A member's run
+    until then (``counting``) stays its NumPy program: a holder that kept it with values the NumPy
+    ``before`` or joined program saved (a pending operator) keeps the NumPy ``after``, and never
+    hands lists to it. Holders join too, to rebind: a ``Late`` made before the switch then runs the
+    switched ``after`` on its values as lists (``as_listed``, the same floats); a replayed call, the
+    program's run. Members are held weakly, by the method that switches them.
+    """
+
+    __slots__ = ("left", "members")
+
+    def __init__(self):
+        self.left = HOT_CALLS   # calls until hot (at most 0: hot)
+        self.members: list = []  # weak methods switching the members, in the order they joined
+
+    def counting(self, run: Callable) -> Callable:
+        """``run`` counting its calls with the other members'; the call that makes them hot switches them."""
+        def counted(*args):
+            self.left -= 1
+            if self.left == 0:
+                self.switch()
+            return run(*args)
+        return counted
+
+    def join(self, switch: Callable) -> None:
+        """Add a member by its method ``switch()`` (called when the members are hot, or now if they are)."""
+        if self.left <= 0:
+            with np.errstate(all="ignore"):   # (see ``switch``)
+                switch()
+        else:
+            members = self.members
+            if len(members) >= 64 and len(members) & (len(members) - 1) == 0:   # at 64, 128, ...: the dead go
+                members[:] = [member for member in members if member() is not None]   # (Lates of past points)
+            members.append(weakref.WeakMethod(switch))
+
+    def switch(self) -> None:
+        """Switch every member (once: a member joining later switches as it joins)."""
+        self.left, members, self.members = min(self.left, 0), self.members, []
+        with np.errstate(all="ignore"):   # the checks at the trace's values warn at their trace, not here
+            for member in members:
+                switch = member()
+                if switch is not None:
+                    switch()
+
+
+def possible(live: list, inputs: list, guards: list) -> bool:
+    """Whether ``scalar_program`` may write the program of ``live`` at all (no guard, every input and
+    value small): a program that cannot have one neither keeps its recording nor counts its calls."""
+    return (not guards and len(inputs) > 0 and all(_small(t._value) for t in inputs)
+            and all(type(record[4]) is not tuple and _small(record[4]._value) for record in live))
+
+
+def as_listed(value: np.ndarray | np.float64 | float) -> list | float:
+    """A float64 value as a scalar program returns it at a listed position (``scalar_program``):
+    its elements in C order as a list of floats, or a float when 0-d."""
+    return value.ravel().tolist() if np.ndim(value) else float(value)
+
+
+def _small(value) -> bool:
+    """Whether ``value`` is float64 with 1 to ``MAX_SIZE`` elements (the values a scalar program holds)."""
+    if not hasattr(value, "dtype"):   # a Python number
+        value = np.asarray(value)
+    return value.dtype == _FLOAT64 and 0 < value.size <= MAX_SIZE
 
 
 def scalar_program(live: list, inputs: list, outputs: list, guards: list, single: bool, fresh: int,
@@ -205,7 +290,7 @@ class _Writer:
     def unpacked(self, name: str, value, listed: bool) -> np.ndarray:
         """The lines reading an input's elements into names (a ``listed`` one may come as a list);
         its elements."""
-        if np.result_type(value) != _FLOAT64 or not 0 < np.size(value) <= MAX_SIZE:
+        if not _small(value):
             raise Unsupported("an input that is not float64, is empty or is large")
         if np.ndim(value) == 0:
             target, = self.fresh_names(1)
@@ -277,7 +362,7 @@ class _Writer:
         prim, args, raw, kwargs, out, parents = record
         if type(out) is tuple:
             raise Unsupported("several outputs")
-        if np.result_type(out._value) != _FLOAT64 or not 0 < np.size(out._value) <= MAX_SIZE:
+        if not _small(out._value):
             raise Unsupported("a value that is not float64, is empty or is large")
         operands = [values[args[i]._id] if i in parents else None for i in range(len(args))]
         sources = [self.sources.get(args[i]._id) if i in parents else None for i in range(len(args))]

@@ -26,6 +26,7 @@ from ..core import Tensor, Variable, state, value_of
 from ..tree import flatten, mirror
 from .cache import LeastRecentlyUsed
 from .program import Program, Retrace, joined, split
+from .scalar import as_listed
 from .signature import CALL_WITH_ARRAYS, ONE_ARRAY, signature
 from .tracing import UntraceableError, record
 
@@ -262,10 +263,11 @@ class _Replay:
     call (and ``arrays`` is then ``()``; ``first``: the first array's (shape, dtype), ``rest``: the
     others'). ``single``: such a call's result is one array (not 0-d);
     the program returns it alone, and is ``direct`` (a gradient's call is the program's call).
+    Both follow the program's run when it switches to its scalar program (``scalar.Tiering``).
     """
 
-    __slots__ = ("run_program", "variables", "structure", "arrays", "first", "rest", "single", "direct",
-                 "native_reason", "repeats_recording")
+    __slots__ = ("program", "run_program", "variables", "structure", "n_out", "arrays", "first", "rest", "single",
+                 "direct", "native_reason", "repeats_recording", "__weakref__")
 
     def __init__(self, recording, key, native: bool = False):
         self.variables = [t for t in recording.inputs if isinstance(t, Variable)]
@@ -275,12 +277,19 @@ class _Replay:
                        and np.ndim(value_of(recording.outputs[0])) > 0)
         program = Program(recording.records, recording.inputs, recording.outputs, recording.guards,
                           recording.raw, single=self.single, native=native)
-        self.run_program, self.structure = program.run, recording.structure
+        self.program, self.structure, self.n_out = program, recording.structure, n_out
         self.native_reason, self.repeats_recording = program.native_reason, program.repeats_recording
         self.arrays = key[1] if arrays else ()
         self.first, self.rest = (key[1][0], key[1][1:]) if arrays else (None, ())
-        self.direct = (program.run if self.single else
-                       _direct(program.run, recording.structure, n_out) if arrays else None)
+        self._bind()
+        if program.tiering is not None:
+            program.tiering.join(self._bind)
+
+    def _bind(self) -> None:
+        """``run_program`` and ``direct`` from the program's run (again when it switches)."""
+        run = self.run_program = self.program.run
+        self.direct = (run if self.single else
+                       _direct(run, self.structure, self.n_out) if self.first is not None else None)
 
     def run(self, values: list):
         results = self.run_program(*values, *[value_of(v) for v in self.variables])
@@ -367,16 +376,17 @@ class _Staging:
         return owner._keep(self.cache_key(late_key), staged)
 
     def staged_at(self, values: list, snapshot: dict, late_args: tuple, late_key):
-        """(the split for ``late_key``, its ``before`` results) at the point of ``values`` and
-        ``snapshot``; ``_EAGER`` if its trace was refused."""
+        """(the split for ``late_key``, its ``before`` results, the ``after`` run that takes them) at
+        the point of ``values`` and ``snapshot``; ``_EAGER`` if its trace was refused."""
         entry = self.owner._entry(self.cache_key(late_key))
         while True:
             if entry is _EAGER:
                 return _EAGER
             for staged in entry or ():
+                after = staged.after.run   # read first (see _Staged.start)
                 try:
                     return staged, staged.before.run(*values, *[snapshot.get(id(v), (v, value_of(v)))[1]
-                                                                for v in staged.variables])
+                                                                for v in staged.variables]), after
                 except Retrace:
                     continue
             entry = self.trace(values, late_args, snapshot)
@@ -409,13 +419,14 @@ class _Staged:
         self.joined_saves = not native_before
         self._join = (functools.partial(joined, recording.records, recording.inputs, late_tensors, recording.outputs,
                                         recording.guards, recording.raw, native_before, self.joined_saves,
-                                        self.after.takes_lists)
+                                        self.after)
                       if self.fast and not self.variables and _recorded_bytes(recording) <= JOIN_MAX_BYTES else None)
-        self._joined_run = None
+        self._joined = None
 
     def start(self, staging: _Staging, values: list, tensors_in: bool, copied: bool = False):
         """Run ``before`` at ``values``: the value and the late function (a ``Late``, which keeps
         copies of them, unless they are ``copied`` already)."""
+        after = self.after.run   # read first: a call of before that makes the pair switch (scalar.Tiering) is NumPy's
         if self.variables:
             snapshot = [value_of(v) for v in self.variables]
             results = self.before.run(*values, *snapshot)
@@ -427,7 +438,7 @@ class _Staged:
             value = mirror(self.out_structure(results[:self.n_out]), tensors_in)
         late = Late(staging, self, values if copied else [np.array(v) for v in values],
                     {id(v): (v, s) for v, s in zip(self.variables, snapshot)} if snapshot else {}, results,
-                    tensors_in)
+                    tensors_in, after)
         return value, late
 
     def result(self, results: list, late_results) -> object:
@@ -442,15 +453,15 @@ class _Staged:
     def after_single(self) -> bool:
         return len(self.late_positions) == 1
 
-    def joined_run(self) -> Callable | None:
-        """The run of ``program.joined`` of this split (made on first use; the recording is then let
-        go), or None when there is none: no fast late call, or a native split whose joined program
-        numba refused (the native split is then faster than a joined NumPy replay)."""
+    def joined_program(self) -> Program | None:
+        """``program.joined`` of this split (made on first use; the recording is then let go), or None
+        when there is none: no fast late call, or a native split whose joined program numba refused
+        (the native split is then faster than a joined NumPy replay)."""
         if self._join is not None:
             build, self._join = self._join, None
             program = build()
-            self._joined_run = program.run if program.native_reason is None else None
-        return self._joined_run
+            self._joined = program if program.native_reason is None else None
+        return self._joined
 
 
 class Late:
@@ -470,16 +481,28 @@ class Late:
     """
 
     def __init__(self, staging: _Staging, staged: _Staged, values: list, snapshot: dict, results: list,
-                 tensors_in: bool):
+                 tensors_in: bool, after: Callable):
         self._staging, self._values, self._snapshot, self._tensors_in = staging, values, snapshot, tensors_in
-        self._splits = {staged.late_key: (staged, results)}
+        self._splits = {staged.late_key: (staged, results, after)}  # after: the run taking before's results
         saved = results[len(results) - staged.n_saved:]
         if staged.fast and not tensors_in:
             self._shape, self._dtype = staged.fast
-            self._product = functools.partial(staged.after.run, *saved)
+            self._product = functools.partial(after, *saved)
+            tiering = staged.after.tiering
+            if tiering is not None and (tiering.left > 0 or after is not staged.after.run):
+                self._after = staged.after   # made before its pair switched (or by the call that switched it): follows
+                tiering.join(self._switched)
         else:
             self._shape = None
         self._eager = None
+
+    def _switched(self) -> None:
+        """The pair switched (``scalar.Tiering``): the products run the ``after`` it runs now, on the
+        values the NumPy ``before`` saved as a scalar ``after`` takes them best (lists: the same
+        floats, as the switched ``before`` saves them)."""
+        saved = self._product.args
+        self._product = functools.partial(self._after.run,
+                                          *(map(as_listed, saved) if self._after.takes_lists else saved))
 
     def __call__(self, *late):
         if self._shape is not None and len(late) == 1:
@@ -493,9 +516,9 @@ class Late:
             self._splits[key] = found
         if found is _EAGER:
             return self._eager_function()(*late)
-        staged, results = found
+        staged, results, after = found
         saved = results[len(results) - staged.n_saved:]
-        late_results = staged.after.run(*saved, *late_values)
+        late_results = after(*saved, *late_values)
         return mirror(staged.result(results, late_results), self._tensors_in or late_tensors_in)
 
     def _eager_function(self) -> Callable:
@@ -520,11 +543,12 @@ class Pending:
     starts the pair and is its ``Late``'s. ``shape``, ``dtype``: the late argument's.
     """
 
-    __slots__ = ("_staging", "_staged", "_x", "_saved", "_started", "shape", "dtype")
+    __slots__ = ("_staging", "_staged", "_x", "_saved", "_after", "_started", "shape", "dtype")
 
     def __init__(self, staging: _Staging, staged: _Staged, x: np.ndarray):
         self._staging, self._staged, self._x = staging, staged, x.copy()  # the point as it is now
         self._saved = self._started = None   # _saved: () once a joined program that saves none has run
+        self._after = None   # the after run that takes _saved
         self.shape, self.dtype = staged.fast
 
     def start(self) -> tuple:
@@ -550,17 +574,18 @@ class Pending:
         caller checked): the joined program, or ``after`` on the values it saved, or the pair's."""
         if self._started is None:
             if self._saved:
-                return self._staged.after.run(*self._saved, v)
-            run = None if self._saved is not None else self._staged.joined_run()
-            if run is not None:
+                return self._after(*self._saved, v)
+            joined = None if self._saved is not None else self._staged.joined_program()
+            if joined is not None:
+                after = self._staged.after.run   # read first: it takes what the joined program saves
                 try:
-                    results = run(self._x, v)
+                    results = joined.run(self._x, v)
                 except Retrace:   # another branch at this point: the pair starts (and traces it)
                     return self.start()[1](v)
                 if not self._staged.joined_saves:
                     self._saved = ()
                     return results
-                self._saved = results[:-1]
+                self._saved, self._after = results[:-1], after
                 return results[-1]
         return self.start()[1](v)
 

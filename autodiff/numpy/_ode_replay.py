@@ -118,18 +118,18 @@ class _Replay:
         s = _np.float64(s)
         if self._last is not None:
             try:
-                return self._last(z, s, *more, *self._fixed)
+                return self._last.run(z, s, *more, *self._fixed)
             except Retrace:
                 pass
         while True:
             if self._entry is _EAGER:
                 return _np.asarray(value_of(self._rate(z, s, *more, *self._args)), dtype=_np.float64)
-            for run, variables in self._entry:
+            for program, variables in self._entry:
                 try:
-                    rate = run(z, s, *more, *self._fixed, *[value_of(v) for v in variables])
+                    rate = program.run(z, s, *more, *self._fixed, *[value_of(v) for v in variables])
                 except Retrace:
                     continue
-                self._last = None if variables else run
+                self._last = None if variables else program
                 return rate
             self._entry = self._trace(self._rebuild([z, s, *more, *self._fixed]))
 
@@ -145,7 +145,7 @@ class _Replay:
         entry = self._cache.get(self._key)
         alternatives = [] if entry is None or entry is _EAGER else entry
         variables = recording.inputs[self._changing + len(self._fixed):]  # read afresh by each call
-        entry = [(program.run, variables)] + alternatives[:MAX_TRACES_PER_SIGNATURE - 1]
+        entry = [(program, variables)] + alternatives[:MAX_TRACES_PER_SIGNATURE - 1]
         self._cache.put(self._key, entry)
         return entry
 

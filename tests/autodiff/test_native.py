@@ -61,8 +61,8 @@ def test_native_derivatives_of_mgh_problems_are_the_replay_within_rounding(name)
         assert_within_rounding(pending.gradient, expected.gradient)
         # the functional product, one program of (x, v)
         assert_within_rounding(ad.hvp(native)(point, v), expected.matvec(v))
-    joined = native._fast_partial[cached_hvp][1].joined_run()
-    assert type(joined).__module__.startswith("numba")
+    joined = native._fast_partial[cached_hvp][1].joined_program()
+    assert type(joined.run).__module__.startswith("numba")
     grad = native.grad()
     calls = [call for call in python_calls(lambda: grad(x)) if call != "_numba_unpickle"]  # numba's profiling
     assert calls == ["__call__", "program"]  # ... shows the native program as a call (one array out: no wrapper)
@@ -105,7 +105,7 @@ def test_a_joined_program_numba_refuses_leaves_one_product_to_the_native_split(m
     expected = native.hessian_operator(x + 1.0)
     assert expected.gradient.shape == x.shape     # started: the native split
     assert_within_rounding(operator.matvec(v), expected.matvec(v))   # the native split's saved floats
-    assert native._fast_partial[cached_hvp][1].joined_run() is None
+    assert native._fast_partial[cached_hvp][1].joined_program() is None
     np.testing.assert_array_equal(native.hessian_operator(x + 1.0).matvec(v), expected.matvec(v))
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import autodiff as ad
+import autodiff.jit.program as program_module
 from autodiff.jit import Program, scalar, split, trace
 from hessopt import problems
 
@@ -41,8 +42,10 @@ CASES = [(p.name + f" {p.n}", p.fun, p.x0) for p in problems.MGH] + FITS
 
 @pytest.fixture
 def always_scalar(monkeypatch):
-    """Every program that has a scalar spelling runs it (whichever is faster here)."""
+    """Every program that has a scalar spelling runs it from its construction (hot at once; whichever
+    is faster here)."""
     monkeypatch.setattr(scalar, "_faster", lambda *_: True)
+    monkeypatch.setattr(scalar, "HOT_CALLS", 0)
 
 
 def program_of(f, *args) -> Program:
@@ -188,3 +191,109 @@ def test_a_read_at_repeated_indices_adds_its_cotangents_as_np_add_at(always_scal
     rng = np.random.default_rng(5)
     for x in [wide(rng, 3) for _ in range(50)]:
         assert same_bits(program.run(x), program.numpy_run(x)) and same_bits(program.run(x), ad.grad(f)(x))
+
+
+@pytest.fixture
+def builds(monkeypatch) -> list:
+    """The scalar programs made (one entry per ``scalar_program`` call), each the faster."""
+    made: list = []
+
+    def counted(*args):
+        made.append(args)
+        return scalar.scalar_program(*args)
+    monkeypatch.setattr(program_module, "scalar_program", counted)
+    monkeypatch.setattr(scalar, "_faster", lambda *_: True)
+    return made
+
+
+def test_a_program_makes_its_scalar_program_once_hot_and_then_runs_it_with_the_same_bits(builds):
+    """A new program runs its NumPy program and writes no scalar program (a fresh trace does not pay
+    for it); its ``HOT_CALLS``-th call makes it, once, and the calls after that run it, with the
+    NumPy program's results bit for bit."""
+    program = program_of(ad.grad(exp_decay), np.array([2.0, 1.0, 0.5]))
+    assert builds == [] and program.scalar_source is None and program.run is not program.numpy_run
+    rng = np.random.default_rng(6)
+    points = [np.array([2.0, 1.0, 0.5]) + rng.standard_normal(3) for _ in range(scalar.HOT_CALLS + 20)]
+    results = []
+    for k, x in enumerate(points):
+        assert len(builds) == (k >= scalar.HOT_CALLS) and (program.scalar_source is None) == (k < scalar.HOT_CALLS)
+        results.append(program.run(x))
+    assert len(builds) == 1 and program.run is not program.numpy_run
+    assert all(same_bits(result, program.numpy_run(x)) for result, x in zip(results, points))
+    assert all(same_bits(result, ad.grad(exp_decay)(x)) for result, x in zip(results, points))
+
+
+def test_a_scalar_program_refused_or_slower_is_not_tried_again(builds, monkeypatch):
+    """Once hot, a program whose scalar program is slower (or refused) runs its NumPy program itself
+    (no counting left) and never makes it again; a program that cannot have one (a value above
+    MAX_SIZE) neither counts nor keeps its recording."""
+    monkeypatch.setattr(scalar, "_faster", lambda *_: False)
+    x = np.array([2.0, 1.0, 0.5])
+    slower = program_of(ad.grad(exp_decay), x)
+    for _ in range(3 * scalar.HOT_CALLS):
+        slower.run(x)
+    assert len(builds) == 1 and slower.scalar_source is None and slower.run is slower.numpy_run
+    large = program_of(lambda x: np.sum(x * x), np.ones(scalar.MAX_SIZE + 1))
+    assert large.tiering is None and large.run is large.numpy_run and not hasattr(large, "_scalar")
+
+
+def test_a_late_made_before_its_split_switches_gives_the_same_products_after_it(builds, monkeypatch):
+    """A split's ``after``, ``before`` and joined program count their calls together and switch
+    together (``after`` first, ``before`` then saving lists for it). A ``Late`` made before the
+    switch runs the NumPy ``after`` on the arrays the NumPy ``before`` saved, then the scalar
+    ``after`` on them as lists; a pending operator keeps the NumPy ``after`` of its joined program's
+    arrays; a ``Late`` made after the switch takes the scalar ``after`` and lists. Every product is
+    the NumPy replay's bit for bit."""
+    traced, numpy_replay, x = ad.function(exp_decay), ad.function(exp_decay), np.array([2.0, 1.0, 0.5])
+    rng = np.random.default_rng(7)
+    v = rng.standard_normal(3)
+    monkeypatch.setattr(scalar, "HOT_CALLS", 10 ** 9)
+    ad.hessian_operator(numpy_replay, x + 1.0).matvec(v)   # its split and joined program, never hot: NumPy's
+    monkeypatch.setattr(scalar, "HOT_CALLS", 12)
+
+    def same_products(operator_, point, vectors):
+        expected = ad.hessian_operator(numpy_replay, point)
+        return all(same_bits(operator_.matvec(w), expected.matvec(w)) for w in vectors)
+    early = ad.hessian_operator(traced, x)                # traced: its Late made by the NumPy before
+    assert early.gradient.shape == x.shape
+    numpy_after = early.product._product.func
+    assert all(type(saved) is not list for saved in early.product._product.args)
+    assert same_products(early, x, [v])
+    pending = ad.hessian_operator(traced, x + 0.25)
+    assert same_products(pending, x + 0.25, [v])          # the NumPy joined program's saved arrays
+    staged = early.product._splits[next(iter(early.product._splits))][0]
+    assert builds == [] and staged.after.scalar_source is None and staged.before.scalar_source is None
+    for k in range(8):   # products at new points (joined programs): 11 calls with before's, early's and pending's
+        assert same_products(ad.hessian_operator(traced, x + 0.01 * k), x + 0.01 * k, [v])
+    assert builds == []
+    switching = ad.hessian_operator(traced, x + 0.5)
+    assert switching.gradient.shape == x.shape            # its before's call, the 12th, switches the pair
+    joined = staged.joined_program()
+    assert [program.scalar_source is not None for program in (staged.after, staged.before, joined)] == [True] * 3
+    assert staged.after.takes_lists and len(builds) == 3
+    assert builds[0][-1] > 0 and len(builds[1][-2]) > 0 and len(builds[2][-2]) > 0   # after's lists; before's, joined's
+    assert early.product._product.func is staged.after.run is not numpy_after   # the scalar after, on lists
+    assert all(type(saved) in (list, float) for saved in early.product._product.args)
+    assert pending.product._after is numpy_after              # the NumPy after, for the NumPy joined program's arrays
+    assert switching.product._product.func is staged.after.run   # made by the NumPy before, then switched
+    vectors = rng.standard_normal((4, 3))
+    assert same_products(early, x, vectors) and same_products(pending, x + 0.25, vectors)
+    assert same_products(switching, x + 0.5, vectors)
+    late = ad.hessian_operator(traced, x - 0.5)
+    assert late.gradient.shape == x.shape             # started: its Late made by the scalar before
+    assert late.product._product.func is staged.after.run and type(late.product._product.args[0]) is list
+    assert same_products(late, x - 0.5, vectors) and same_products(ad.hessian_operator(traced, x), x, vectors)
+    assert len(builds) == 3
+
+
+def test_the_lates_of_past_points_do_not_pile_up_in_a_split_that_is_never_hot():
+    """A branch keeps ``before`` NumPy's (no calls counted), so operators whose products are never
+    asked never make the split hot: the ``Late`` each point made (waiting for the switch) goes with it."""
+    traced = ad.function(lambda x: np.sum(x ** 4) if x[0] > 0 else np.sum(x ** 3))
+    x = np.array([1.0, 2.0])
+    for k in range(1000):
+        point = x + 1e-3 * k
+        assert same_bits(ad.hessian_operator(traced, point).gradient, 4.0 * point ** 3)
+    staged = next(iter(traced._fast_partial.values()))[1]
+    assert staged.before.tiering is None and staged.after.tiering.left == scalar.HOT_CALLS
+    assert len(staged.after.tiering.members) < 64

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import autodiff as ad
-from autodiff.jit import Program, lowering, split, trace
+from autodiff.jit import Program, lowering, scalar, split, trace
 from autodiff.jit.program import _accumulate, _accumulate_sliced, joined
 
 
@@ -22,6 +22,14 @@ def rosenbrock(x):
 def stacked(x):  # MGH's Rosenbrock: scalar reads stacked, the squared norm (slice cotangents)
     r = np.stack([10.0 * (x[1] - x[0] ** 2), 1.0 - x[0]])
     return r @ r
+
+
+@pytest.fixture(autouse=True)
+def hot(monkeypatch):
+    """The calls of hot programs, which run their scalar programs where those are faster: hot from
+    their construction here (``test_scalar_programs`` checks that a program made hot by its calls
+    is called as these are)."""
+    monkeypatch.setattr(scalar, "HOT_CALLS", 0)
 
 
 def python_calls(call) -> list:
@@ -61,6 +69,25 @@ def test_a_replayed_call_with_one_array_goes_straight_to_its_program():
     assert isinstance(traced.grad()(ad.constant(x)), ad.Tensor)
     np.testing.assert_array_equal(traced.grad()(x), ad.grad(rosenbrock)(x))
     assert traced.traces == 5
+
+
+def test_a_gradient_made_hot_by_its_calls_goes_straight_to_its_scalar_program(monkeypatch):
+    """Until hot, a replayed call's program counts its calls (one more Python call); the call that
+    makes it hot switches it to its scalar program, and the calls after go straight to that, as a
+    program hot from its construction: no layer left. The results are the eager sweep's bit for bit."""
+    monkeypatch.setattr(scalar, "HOT_CALLS", 30)
+    monkeypatch.setattr(scalar, "_faster", lambda *_: True)
+    x = np.array([-1.2, 1.0, 0.5])
+    grad = ad.function(rosenbrock).grad()
+    np.testing.assert_array_equal(grad(x), ad.grad(rosenbrock)(x))
+    (replay,) = next(iter(grad._cache.values()))
+    assert python_calls(lambda: grad(x)) == ["__call__", "counted", "program"] and replay.program.scalar_source is None
+    for k in range(30):
+        np.testing.assert_array_equal(grad(x + 0.1 * k), ad.grad(rosenbrock)(x + 0.1 * k))
+    assert replay.program.scalar_source is not None and replay.direct is replay.program.run
+    assert python_calls(lambda: grad(x)) == ["__call__", "program"]
+    for point in (x, -x, x + 0.25):
+        np.testing.assert_array_equal(grad(point), ad.grad(rosenbrock)(point))
 
 
 def test_a_failed_guard_on_the_direct_path_takes_the_other_branch():
@@ -118,7 +145,7 @@ def test_one_product_at_each_new_point_is_one_program_and_the_split_bit_for_bit(
         # one product at a new point: before and after joined into one program, without the value and
         # gradient's own ops (made on first use)
         calls = python_calls(lambda: operator_.matvec(v))  # noqa: B023
-        assert calls == ["matvec", "vector_product", "joined_run", "program"], calls
+        assert calls == ["matvec", "vector_product", "joined_program", "program"], calls
         product = split.matvec(v)
         np.testing.assert_array_equal(operator_.matvec(v), product)
         np.testing.assert_array_equal(product, ad.hessian_operator(f, point).matvec(v))  # the eager sweep
@@ -157,7 +184,7 @@ def test_a_large_recording_is_not_kept_for_a_joined_program(monkeypatch):
     traced, x, v = ad.function(rosenbrock), np.linspace(-1.0, 1.0, 200), np.ones(200)
     ad.hessian_operator(traced, x)
     operator_ = ad.hessian_operator(traced, x)
-    assert "joined_run" in python_calls(lambda: operator_.matvec(v)) and operator_.product._staged._join is None
+    assert "joined_program" in python_calls(lambda: operator_.matvec(v)) and operator_.product._staged._join is None
     np.testing.assert_array_equal(operator_.matvec(v), ad.hessian_operator(rosenbrock, x).matvec(v))  # the split
     monkeypatch.undo()   # the default (1 MB): this recording (a few kB) is kept
     small = ad.function(rosenbrock)
