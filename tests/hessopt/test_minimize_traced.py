@@ -245,3 +245,13 @@ def test_a_plain_function_with_a_rule_of_its_own_is_traced_at_each_call(monkeypa
     assert len(traces) == 3 * first
     alone = hessopt.minimize(lambda x: fun(x), x0, method="trust-exact")   # a new function: its own trace
     np.testing.assert_array_equal(again.history["x"], alone.history["x"])
+
+
+def test_a_plain_function_solved_once_is_not_kept_alive():
+    def quartic(x):
+        return np.sum((x - 1.0) ** 4) + np.sum(x ** 2)
+    hessopt.minimize(quartic, np.zeros(3), method="trust-exact")
+    gone = weakref.ref(quartic)
+    del quartic
+    gc.collect()
+    assert gone() is None
