@@ -19,6 +19,7 @@ from scipy.optimize import HessianUpdateStrategy, OptimizeResult
 
 import autodiff as ad
 import optimizers
+from autodiff.core import state
 from autodiff.jit import LeastRecentlyUsed, content_key, unchanged
 from autodiff.jit.signature import signature
 from optimizers.methods import Declaration
@@ -216,6 +217,8 @@ class PlainTraces:
     def of(self, fun: Callable, args: tuple, point) -> dict | None:
         """The programs (AutodiffDerivatives' ``shared``) for ``fun(point, *args)``: those kept, when
         they are the same program, else new ones, kept from now on; None when not kept."""
+        if state.tapes or state.accumulators or state.observers:   # inside a transform: f runs as it is
+            return None
         try:
             if sum(np.size(leaf) for leaf in ad.tree.flatten(point)[0]) > self.MAX_SIZE:
                 return None

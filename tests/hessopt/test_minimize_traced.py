@@ -255,3 +255,16 @@ def test_a_plain_function_solved_once_is_not_kept_alive():
     del quartic
     gc.collect()
     assert gone() is None
+
+
+def test_calls_inside_a_transform_keep_no_programs():
+    """Inside a transform (here a tape), f runs as it is: no recording of it for kept programs (the
+    tape would record it too), and nothing noted for later calls."""
+    from hessopt._derivatives import PLAIN_TRACES
+
+    def f(x):
+        return np.sum(x ** 2)
+    with ad.GradientTape():
+        assert [PLAIN_TRACES.of(f, (), np.ones(2)) for _ in range(3)] == [None] * 3
+    assert PLAIN_TRACES.of(f, (), np.ones(2)) is None    # the first call outside: noted
+    assert PLAIN_TRACES.of(f, (), np.ones(2)) == {}      # the second: programs kept from now on
