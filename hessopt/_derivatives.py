@@ -19,6 +19,7 @@ from scipy.optimize import HessianUpdateStrategy, OptimizeResult
 
 import autodiff as ad
 import optimizers
+from autodiff.core import state
 from autodiff.jit import LeastRecentlyUsed, content_key, unchanged
 from autodiff.jit.signature import signature
 from optimizers.methods import Declaration
@@ -199,20 +200,25 @@ class PlainTraces:
     no branch, and the kept constants unchanged since), the call replays the kept programs, else
     it traces its own and they are kept in their place. A global or a closure's array that
     changed, a new args object, a branch or a Variable in f: the call traces its own, as it would
-    without this. A first call only notes that fun was seen: a fun used once is called as often as
-    before. Kept for points of at most ``MAX_SIZE`` elements (small problems, where the trace's cost
-    counts), for the ``size`` calls' funs used last.
+    without this. A first call only notes the ids of fun and args (holding neither: a fun used
+    once is neither kept alive nor called more often than before). The ids only find the kept
+    programs; whether a call replays them is decided by the recording's content. Kept for points
+    of at most ``MAX_SIZE`` elements (small problems, where the trace's cost counts), for the
+    ``size`` slots used last.
     """
 
     MAX_SIZE = 10_000
+    _SEEN = (None, None, None)
 
     def __init__(self, size: int = 16):
-        self._kept = LeastRecentlyUsed(size)    # an entry holds its fun and args: their ids are theirs
+        self._kept = LeastRecentlyUsed(size)    # slot -> (content, its constants, the programs) or _SEEN
         self._lock = threading.Lock()
 
     def of(self, fun: Callable, args: tuple, point) -> dict | None:
         """The programs (AutodiffDerivatives' ``shared``) for ``fun(point, *args)``: those kept, when
         they are the same program, else new ones, kept from now on; None when not kept."""
+        if state.tapes or state.accumulators or state.observers:   # inside a transform: f runs as it is
+            return None
         try:
             if sum(np.size(leaf) for leaf in ad.tree.flatten(point)[0]) > self.MAX_SIZE:
                 return None
@@ -221,7 +227,7 @@ class PlainTraces:
             return None
         with self._lock:
             if self._kept.get(slot) is None:
-                self._kept.put(slot, (fun, args, None, None, None))   # seen: kept from its next call on
+                self._kept.put(slot, self._SEEN)   # kept from its next call on
                 return None
         try:
             with np.errstate(all="ignore"):   # (the run itself warns)
@@ -232,11 +238,10 @@ class PlainTraces:
             return None
         content, constants = found
         with self._lock:
-            kept = self._kept.get(slot)
-            if kept is not None and kept[2] == content and unchanged(kept[3]):
-                return kept[4]
-            shared: dict = {}
-            self._kept.put(slot, (fun, args, content, constants, shared))
+            kept, kept_constants, shared = self._kept.get(slot) or self._SEEN
+            if kept != content or not unchanged(kept_constants):
+                shared = {}
+                self._kept.put(slot, (content, constants, shared))
         return shared
 
 

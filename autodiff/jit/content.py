@@ -21,7 +21,7 @@ from collections.abc import Hashable
 
 import numpy as np
 
-from ..core import Primitive, Tensor, Variable
+from ..core import Tensor, Variable
 from .tracing import Recording
 
 MAX_BYTES = 1 << 20   # constants' bytes kept with a key at most (their copies are the key)
@@ -99,24 +99,32 @@ def unchanged(constants: list) -> bool:
 
 def _op_key(record: tuple, names: dict, constants: _Constants) -> tuple:
     prim, args, raw, kwargs, out, parents = record
-    if not _engine_rules(prim):
+    if not (prim.engine or not (prim.vjps or prim.jvps)):   # a rule of the user's may read what we do not see
         raise _NoContent(prim.name)
-    operands = tuple(_value_key(args[i] if i in parents else raw[i], names, constants) for i in range(len(args)))
-    options = tuple(sorted((k, _value_key(v, names, constants)) for k, v in kwargs.items()))
+    operands = tuple(_input_key(args[i], names) if i in parents else _value_key(raw[i], names, constants)
+                     for i in range(len(args)))
+    options = tuple(sorted((k, _value_key(v, names, constants)) for k, v in kwargs.items())) if kwargs else ()
     outs = out if type(out) is tuple else (out,)
     for k, o in enumerate(outs):
         names[o._id] = ("result", len(names), k, o.shape, o.dtype.str)
     return prim.tensor_fun, prim.name, operands, options, type(out) is tuple
 
 
-def _engine_rules(prim: Primitive) -> bool:
-    """Whether ``prim``'s derivative rules are autodiff's own (a primitive made by autodiff's
-    modules, or one without rules); a rule of the user's may read what a recording does not show."""
-    return prim.engine or not (prim.vjps or prim.jvps)
+def _input_key(tensor, names: dict) -> tuple:
+    """An operand computed from the inputs: the input, or the earlier result, it is."""
+    name = names.get(tensor._id)
+    if name is None:   # (a late input of a split, say: not an input of the recording)
+        raise _NoContent("an operand that is neither an input nor an earlier result")
+    return name
 
 
 def _value_key(value, names: dict, constants: _Constants) -> Hashable:
     """An operand's key: an earlier value by position, a constant by content."""
+    kind = type(value)
+    if kind is float:
+        return (float, value.hex())
+    if kind is int or kind is bool or kind is str or value is None or value is Ellipsis or kind is np.dtype:
+        return (kind, value)
     if isinstance(value, Tensor):
         name = names.get(value._id)
         return name if name is not None else _value_key(value._value, names, constants)
@@ -124,15 +132,13 @@ def _value_key(value, names: dict, constants: _Constants) -> Hashable:
         if value.dtype.hasobject:
             raise _NoContent("object array")
         data = constants.add(value) if isinstance(value, np.ndarray) else value.tobytes()
-        return (type(value), value.dtype.str, value.shape, data)
-    if type(value) is float:
-        return (float, value.hex())
-    if type(value) is complex:
+        return (kind, value.dtype.str, value.shape, data)
+    if kind is complex:
         return (complex, value.real.hex(), value.imag.hex())
-    if value is None or value is Ellipsis or type(value) in (bool, int, str, np.dtype) or isinstance(value, type):
-        return (type(value), value)
-    if type(value) is slice:
+    if kind is slice:
         return (slice,) + tuple(_value_key(v, names, constants) for v in (value.start, value.stop, value.step))
-    if type(value) in (tuple, list):
-        return (type(value),) + tuple(_value_key(v, names, constants) for v in value)
-    raise _NoContent(type(value).__name__)
+    if kind is tuple or kind is list:
+        return (kind,) + tuple(_value_key(v, names, constants) for v in value)
+    if isinstance(value, type):
+        return (type, value)
+    raise _NoContent(kind.__name__)

@@ -245,3 +245,26 @@ def test_a_plain_function_with_a_rule_of_its_own_is_traced_at_each_call(monkeypa
     assert len(traces) == 3 * first
     alone = hessopt.minimize(lambda x: fun(x), x0, method="trust-exact")   # a new function: its own trace
     np.testing.assert_array_equal(again.history["x"], alone.history["x"])
+
+
+def test_a_plain_function_solved_once_is_not_kept_alive():
+    def quartic(x):
+        return np.sum((x - 1.0) ** 4) + np.sum(x ** 2)
+    hessopt.minimize(quartic, np.zeros(3), method="trust-exact")
+    gone = weakref.ref(quartic)
+    del quartic
+    gc.collect()
+    assert gone() is None
+
+
+def test_calls_inside_a_transform_keep_no_programs():
+    """Inside a transform (here a tape), f runs as it is: no recording of it for kept programs (the
+    tape would record it too), and nothing noted for later calls."""
+    from hessopt._derivatives import PLAIN_TRACES
+
+    def f(x):
+        return np.sum(x ** 2)
+    with ad.GradientTape():
+        assert [PLAIN_TRACES.of(f, (), np.ones(2)) for _ in range(3)] == [None] * 3
+    assert PLAIN_TRACES.of(f, (), np.ones(2)) is None    # the first call outside: noted
+    assert PLAIN_TRACES.of(f, (), np.ones(2)) == {}      # the second: programs kept from now on
