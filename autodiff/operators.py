@@ -87,7 +87,7 @@ class HessianOperator:
         at the point is one program, ``jit.program.joined``; its ``vector_product`` then takes a
         vector that ``matvec`` has checked)."""
         self.product, self.chunk_size, self.x, self._unravel = product, chunk_size, point, None
-        self.shape, self.dtype, self._value_and_gradient = (n, n), dtype, value_and_gradient
+        self.shape, self._vector_shape, self.dtype, self._value_and_gradient = (n, n), (n,), dtype, value_and_gradient
         self._vector_product = None if value_and_gradient is not None else product.vector_product
 
     @classmethod
@@ -127,8 +127,8 @@ class HessianOperator:
 
     def matvec(self, v: Any) -> np.ndarray:
         """The product with one vector: one sweep (a replayed program for ``autodiff.function``)."""
-        if type(v) is np.ndarray and v.dtype == self.dtype and v.shape == self.shape[:1]:  # the common call
-            vector_product = self._vector_product
+        if type(v) is np.ndarray and v.shape == self._vector_shape and (v.dtype is self.dtype or v.dtype == self.dtype):
+            vector_product = self._vector_product   # (the common call)
             return _array(self.product(v)) if vector_product is None else vector_product(v)
         v = np.asarray(v, dtype=self.dtype).reshape(-1)
         if v.size != self.shape[0]:
@@ -160,7 +160,8 @@ class HessianOperator:
         return self.matmat(np.eye(self.shape[0], dtype=self.dtype))
 
     def __matmul__(self, other: Any) -> np.ndarray:
-        other = np.asarray(other)
+        if type(other) is not np.ndarray:
+            other = np.asarray(other)
         return self.matvec(other) if other.ndim == 1 else self.matmat(other)
 
     def as_linear_operator(self) -> Any:

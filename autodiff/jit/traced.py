@@ -249,7 +249,8 @@ class Traced:
         if fast is None or type(x) is not np.ndarray or state.tapes or state.accumulators or state.observers:
             return None
         staging, staged = fast
-        if x.shape != staging.key[1] or x.dtype != staging.key[2] or staged.fast is None:
+        _, shape, dtype = staging.key
+        if x.shape != shape or (x.dtype is not dtype and x.dtype != dtype) or staged.fast is None:
             return None
         return Pending(staging, staged, x)
 
