@@ -202,13 +202,14 @@ class PlainTraces:
     changed, a new args object, a branch or a Variable in f: the call traces its own, as it would
     without this. A first call only notes the ids of fun and args (holding neither: a fun used
     once is neither kept alive nor called more often than before). The ids only find the kept
-    programs; whether a call replays them is decided by the recording's content. Kept for points
-    of at most ``MAX_SIZE`` elements (small problems, where the trace's cost counts), for the
-    ``size`` slots used last.
+    programs; whether a call replays them is decided by the recording's content. A fun whose
+    recording has no content key (a branch, a Variable, a rule of the user's) or that cannot be
+    recorded is not recorded again for it. Kept for points of at most ``MAX_SIZE`` elements (small
+    problems, where the trace's cost counts), for the ``size`` slots used last.
     """
 
     MAX_SIZE = 10_000
-    _SEEN = (None, None, None)
+    _SEEN, _NEVER = ("seen", None, None), ("never", None, None)
 
     def __init__(self, size: int = 16):
         self._kept = LeastRecentlyUsed(size)    # slot -> (content, its constants, the programs) or _SEEN
@@ -226,15 +227,18 @@ class PlainTraces:
         except Exception:   # noqa: BLE001  (an unhashable static leaf: the run itself meets it)
             return None
         with self._lock:
-            if self._kept.get(slot) is None:
-                self._kept.put(slot, self._SEEN)   # kept from its next call on
+            entry = self._kept.get(slot)
+            if entry is None or entry is self._NEVER:
+                self._kept.put(slot, entry or self._SEEN)   # seen: kept from its next call on
                 return None
         try:
             with np.errstate(all="ignore"):   # (the run itself warns)
                 found = content_key(ad.jit.trace(lambda tree: fun(tree, *args), point))
         except Exception:   # noqa: BLE001  (f's own error, or an untraceable f: the run itself meets it)
-            return None
+            found = None
         if found is None:
+            with self._lock:
+                self._kept.put(slot, self._NEVER)
             return None
         content, constants = found
         with self._lock:

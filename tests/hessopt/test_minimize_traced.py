@@ -268,3 +268,19 @@ def test_calls_inside_a_transform_keep_no_programs():
         assert [PLAIN_TRACES.of(f, (), np.ones(2)) for _ in range(3)] == [None] * 3
     assert PLAIN_TRACES.of(f, (), np.ones(2)) is None    # the first call outside: noted
     assert PLAIN_TRACES.of(f, (), np.ones(2)) == {}      # the second: programs kept from now on
+
+
+def test_a_plain_function_with_a_branch_is_recorded_for_the_check_once():
+    """A branch on f's values gives its recording no content key: the second call records f for the
+    check and finds that; later calls run f as often as the first did."""
+    calls = []
+
+    def branchy(x):
+        calls.append(type(x) is not np.ndarray)   # True: a recording (a trace or the check)
+        return np.sum(x ** 4) + (x[0] if x[0] > 0 else -x[0]) + np.sum(x ** 2)
+    recorded = []
+    for _ in range(4):
+        calls.clear()
+        hessopt.minimize(branchy, np.array([1.0, -2.0]), method="trust-exact")
+        recorded.append(sum(calls))
+    assert recorded[1] == recorded[0] + 1 and recorded[2] == recorded[3] == recorded[0]
