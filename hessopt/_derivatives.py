@@ -22,6 +22,7 @@ import optimizers
 from autodiff.core import state
 from autodiff.jit import LeastRecentlyUsed, content_key, unchanged
 from autodiff.jit.signature import signature
+from autodiff.transforms import cached_hvp, transformed
 from optimizers.methods import Declaration
 from optimizers.objective import same_point
 
@@ -58,8 +59,11 @@ class AutodiffDerivatives(PointDerivatives):
     them (numba, the compiled extra) as ``autodiff.function(..., native=True)`` does. With
     ``with_args=(g, args)`` (f is ``x -> g(x, *args)``), the traced objective is g and args are
     inputs of its programs (their float arrays read at each call, as jax.jit reads its
-    arguments), not constants of a closure. ``name`` is where the derivatives come from
-    (``result.derivatives``).
+    arguments), not constants of a closure. With ``dense`` (a method that factors each point's
+    dense Hessian and asks for no products), each point's operator comes with its dense Hessian,
+    made with its value and gradient by one function (:func:`with_hessian_rows`: one trace and one
+    program where the operator's pair and its matrix's batch would be two).
+    ``name`` is where the derivatives come from (``result.derivatives``).
     """
 
     name = "autodiff"
@@ -70,7 +74,7 @@ class AutodiffDerivatives(PointDerivatives):
 
     def __init__(self, f: Callable, unravel: Callable | None = None, variables: list | None = None,
                  ggn: tuple[Callable, Callable] | None = None, trace: bool = False, shared: dict | None = None,
-                 native: bool = False, with_args: tuple[Callable, tuple] | None = None):
+                 native: bool = False, with_args: tuple[Callable, tuple] | None = None, dense: bool = False):
         self.f = f                      # a function of the structure unravel(x) (or of x itself)
         self.unravel = unravel or (lambda x: x)
         self.variables = variables
@@ -80,8 +84,12 @@ class AutodiffDerivatives(PointDerivatives):
         self._args = () if with_args is None else with_args[1]
         objective = (self._replayed(f, trace, "objective") if with_args is None else
                      self._replayed(with_args[0], trace, "objective of (x, *args)"))
+        self._with_hessian = None
         if ggn is None:
             self._operator_at = lambda point: ad.hessian_operator(objective, point, args=self._args)
+            if dense and variables is None:
+                self._with_hessian = transformed(with_hessian_rows, objective)
+                self._identity = np.eye(0)
         else:
             predict, loss = self._replayed(ggn[0], trace, "predict"), ggn[1]
             self._operator_at = lambda point: ad.ggn_operator(predict, loss, point)
@@ -126,10 +134,17 @@ class AutodiffDerivatives(PointDerivatives):
         if not same_point(x, self._x):
             self.evaluations += 1
             self._x = self._operator = None   # the old recording goes before the new one is made
-            operator = self._operator_at(self.point(x))
+            operator = self._operator_at(self.point(x)) if self._with_hessian is None else self._with_matrix(x)
             operator.value  # noqa: B018  f runs here, not at a deferred operator's first read: a refusal is at(x)'s
             self._operator, self._x = operator, np.array(x, copy=True)
         return self._operator
+
+    def _with_matrix(self, x: np.ndarray) -> HessianWithMatrix:
+        """The operator of x made with its dense Hessian (``dense``)."""
+        if self._identity.shape[0] != x.size:
+            self._identity = np.eye(x.size, dtype=x.dtype)
+        point = self.point(x)
+        return HessianWithMatrix(*self._with_hessian(point, self._identity, *self._args), point, self._operator_at)
 
     def fun(self, x: np.ndarray) -> float:
         if same_point(x, self._x):
@@ -157,6 +172,35 @@ class AutodiffDerivatives(PointDerivatives):
         if self.untraced_reason is not None:
             result.untraced_reason = self.untraced_reason
         return result
+
+
+def with_hessian_rows(f: Callable) -> Callable:
+    """``(x, V, *args) -> (f(x, *args), its flat gradient, the rows H v of the rows v of V)``: what a
+    Hessian operator of x computes, and its ``matmat`` of V's transpose in one batched sweep
+    (:func:`autodiff.transforms.cached_hvp`), as one function: the same sweeps, in one trace."""
+    def value_gradient_rows(x, V, *args):
+        (value, gradient), product = cached_hvp((lambda point: f(point, *args)) if args else f, x)
+        return value, gradient, product(V)
+    return value_gradient_rows
+
+
+class HessianWithMatrix(ad.HessianOperator):
+    """A point's Hessian operator made with its dense matrix (``rows``, from :func:`with_hessian_rows`
+    with V the identity), for the methods that factor the matrix: ``to_dense`` is the matrix;
+    products, which those methods do not ask (a covariance might), come from the point's own
+    operator (``operator_at(point)``), made on first use."""
+
+    def __init__(self, value, gradient, rows: np.ndarray, point, operator_at: Callable):
+        self._rows, self._operator_at, self._operator = rows, operator_at, None
+        super().__init__(value, gradient, self._products, None, point)
+
+    def _products(self, V: np.ndarray) -> np.ndarray:
+        if self._operator is None:
+            self._operator = self._operator_at(self.x)
+        return self._operator.product(V)
+
+    def to_dense(self) -> np.ndarray:
+        return self._rows.T   # (matmat's: the products with the identity's rows, as columns)
 
 
 class SharedTraces(threading.local):
@@ -253,7 +297,7 @@ PLAIN_TRACES = PlainTraces()
 
 
 def derivatives_of(fun: Callable, args: tuple, unravel: Callable, ggn: tuple | None,
-                   trace: bool, x0: np.ndarray | None = None) -> AutodiffDerivatives:
+                   trace: bool, x0: np.ndarray | None = None, dense: bool = False) -> AutodiffDerivatives:
     """autodiff's derivatives of ``x -> fun(unravel(x), *args)``. An ``autodiff.function`` fun was
     made once to be replayed (as a function given to jax.jit is compiled once): its derived
     programs are kept with it, by thread, and args are inputs of them (``inputs``); its
@@ -268,7 +312,7 @@ def derivatives_of(fun: Callable, args: tuple, unravel: Callable, ggn: tuple | N
     return AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *args)), unravel, ggn=ggn, trace=trace,
                                shared=shared, native=isinstance(fun, ad.Function) and fun.native,
                                with_args=(lambda tree, *more: scalar_value(fun(tree, *more)), args)
-                               if replayed else None)
+                               if replayed else None, dense=dense)
 
 
 def inputs(args: tuple) -> bool:

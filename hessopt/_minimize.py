@@ -20,6 +20,7 @@ from optimizers.krylov import clearly_negative
 from optimizers.loop import krylov_curvature
 from optimizers.methods import Declaration
 from optimizers.objective import MESSAGES, Status
+from optimizers.sparse import SPARSE_MIN_SIZE
 
 from ._arguments import (
     Call,
@@ -262,7 +263,8 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
         result = fixed_by_bounds(fun, call.x0, call.unravel, call.args)
         report_bounds(result, feasible.active_mask(call.x0), None, call.unravel)   # scipy's message as it is
         return call.finish(result, fields=("x",))
-    derivatives = fallback(_autodiff(fun, x0, call, jac, hess, hessp, ggn, trace), jac, call, feasible, eps,
+    dense = _dense_hessians(declaration, call, jac, hess, hessp)
+    derivatives = fallback(_autodiff(fun, x0, call, jac, hess, hessp, ggn, trace, dense), jac, call, feasible, eps,
                            call.options.get("gtol"), second=(hess, hessp, declaration))
     hess = curvature(derivatives, hess, hessp, declaration)   # finite differences: BFGS in a trust region
     if scipy_run is not None:
@@ -308,13 +310,23 @@ def _placed(feasible: FeasibleSet, declaration: Declaration, x0: np.ndarray) -> 
     return feasible.start(x0)
 
 
+def _dense_hessians(declaration: Declaration, call: Call, jac, hess, hessp) -> bool:
+    """Whether the run factors autodiff's dense Hessian at each point and asks for no products: a
+    method that factors the matrix, below the sparse path's size (``optimizers.sparse``), on
+    autodiff's derivatives."""
+    return (declaration.sparse and call.x0.size < SPARSE_MIN_SIZE and call.options.get("sparse") is not True
+            and exact_derivatives(jac) and exact_derivatives(hess) and hessp is None)
+
+
 def _autodiff(fun: Callable, x0, call: Call, jac, hess, hessp, ggn: tuple | None,
-              trace: bool) -> AutodiffDerivatives:
+              trace: bool, dense: bool = False) -> AutodiffDerivatives:
     """autodiff's derivatives of ``fun`` of x0's structure, or of the Variables x0 is a list of (then
-    derivatives come from autodiff only); with ``ggn``, loss(predict(x0)) checked to be fun(x0)."""
+    derivatives come from autodiff only); with ``ggn``, loss(predict(x0)) checked to be fun(x0);
+    ``dense``: each point's operator made with its dense Hessian (a method that factors it, below
+    the sparse path's size, on autodiff's Hessian)."""
     variables = variables_of(x0)
     if variables is None:
-        derivatives = derivatives_of(fun, call.args, call.unravel, ggn, trace, call.x0)
+        derivatives = derivatives_of(fun, call.args, call.unravel, ggn, trace, call.x0, dense)
     elif exact_derivatives(jac) and exact_derivatives(hess) and hessp is None:
         derivatives = AutodiffDerivatives(lambda: scalar_value(fun(*call.args)), call.unravel, variables, ggn,
                                           trace)

@@ -10,6 +10,7 @@ import autodiff as ad
 import autodiff.jit.traced
 import hessopt
 from hessopt import problems
+from hessopt._derivatives import with_hessian_rows
 
 PROBLEMS = ["helical_valley", "wood", "brown_dennis", "extended_rosenbrock", "trigonometric"]
 
@@ -284,3 +285,30 @@ def test_a_plain_function_with_a_branch_is_recorded_for_the_check_once():
         hessopt.minimize(branchy, np.array([1.0, -2.0]), method="trust-exact")
         recorded.append(sum(calls))
     assert recorded[1] == recorded[0] + 1 and recorded[2] == recorded[3] == recorded[0]
+
+
+@pytest.mark.parametrize("method", ["trust-exact", "newton", "dogleg"])
+def test_a_method_that_factors_the_hessian_traces_a_new_function_once(monkeypatch, method):
+    """trust-exact, newton and dogleg factor each point's dense Hessian and ask for no products: a
+    point's value, gradient and Hessian are one program, so a new function is traced once (an
+    operator's pair and its matrix's batch were two traces)."""
+    traces = counted_traces(monkeypatch)
+    problem = problems.get("helical_valley")
+    result = hessopt.minimize(lambda x: problem.fun(x), problem.x0, method=method)
+    assert result.success and len(traces) == 1
+
+
+@pytest.mark.parametrize("name", PROBLEMS + ["biggs_exp6", "osborne2"])
+def test_a_point_made_with_its_hessian_is_the_operators_bit_for_bit(name):
+    """The value, gradient and dense Hessian of one program (``with_hessian_rows``) are those of the
+    point's Hessian operator and its ``to_dense``, bit for bit, traced and replayed."""
+    problem = problems.get(name)
+    traced = ad.function(problem.fun)
+    with_hessian = ad.function(with_hessian_rows(problem.fun))
+    identity = np.eye(problem.x0.size)
+    for x in (problem.x0, problem.x0 + 0.25, 0.5 * problem.x0 - 0.125):
+        operator = ad.hessian_operator(traced, x)
+        value, gradient, rows = with_hessian(x, identity)
+        assert value == operator.value
+        np.testing.assert_array_equal(gradient, operator.gradient)
+        np.testing.assert_array_equal(rows.T, operator.to_dense())
