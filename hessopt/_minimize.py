@@ -115,8 +115,10 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     its next calls, which replay them while fun records the same program at their x0 (fun runs
     once more per call for that check: ``_derivatives.PlainTraces``); a ``fun`` that cannot be
     traced (say, it calls ``.numpy()``) runs eagerly, and ``result.untraced_reason`` says why.
-    ``"newton"``, ``"trust-exact"`` and ``"dogleg"`` factor sparse Hessians as sparse matrices:
-    from 1,000 variables on, when the pattern found in the recorded program at x0 is under 5%
+    ``"newton"``, ``"trust-exact"`` and ``"dogleg"`` factor the Hessian's matrix: below 1,000
+    variables each point's value, gradient and dense Hessian come from one program
+    (``_derivatives.with_hessian_rows``); they factor sparse Hessians as sparse matrices: from
+    1,000 variables on, when the pattern found in the recorded program at x0 is under 5%
     dense, each iterate's Hessian comes from ``autodiff.sparse_hessian`` (``options={"sparse":
     False}``: never; ``True``: at any size);
     ``result.sparse`` says whether it did and ``result.dense_reason`` why not, where it was
