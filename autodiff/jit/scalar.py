@@ -173,14 +173,7 @@ class _Writer:
                 lists_in: int) -> str:
         """The source of the program (see ``scalar_program``)."""
         params = [f"a{k}" for k in range(len(inputs))]
-        values: dict = {}
-        for k, (name, t) in enumerate(zip(params, inputs)):
-            values[t._id] = self.unpacked(name, t._value, k < lists_in)
-            self.sources[t._id] = name
-            if type(t._value) is np.ndarray:
-                self.input_roots.add(id(_root(t._value)))
-        for record in live:
-            self.record(record, values)
+        values = self.computed(live, inputs, lists_in)
         results = []
         for k, o in enumerate(outputs):
             if not hasattr(o, "_id") or o._id not in values:
@@ -198,6 +191,19 @@ class _Writer:
                   for k, (name, t) in enumerate(zip(params, inputs))]
         return "\n".join([f"def program({', '.join(params)}):", "    try:"] + [f"        {line}" for line in body]
                          + ["    except Exception:", f"        return _plain({', '.join(arrays)})"])
+
+    def computed(self, live: list, inputs: list, lists_in: int) -> dict:
+        """The lines unpacking the inputs (parameters ``a0``, ``a1``, ...) and computing ``live``'s
+        records: the elements of every value by Tensor id."""
+        values: dict = {}
+        for k, t in enumerate(inputs):
+            values[t._id] = self.unpacked(f"a{k}", t._value, k < lists_in)
+            self.sources[t._id] = f"a{k}"
+            if type(t._value) is np.ndarray:
+                self.input_roots.add(id(_root(t._value)))
+        for record in live:
+            self.record(record, values)
+        return values
 
     def unpacked(self, name: str, value, listed: bool) -> np.ndarray:
         """The lines reading an input's elements into names (a ``listed`` one may come as a list);
