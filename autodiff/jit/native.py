@@ -35,6 +35,7 @@ from ..core import Tensor
 from .cache import LeastRecentlyUsed
 from .lowering import accumulate_lines, accumulate_sliced_lines
 from .scalar import MAX_SIZE, _in_order
+from .scalar import Unsupported as _NoScalar
 from .scalar import _Writer as _ScalarWriter
 
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**"}
@@ -118,23 +119,23 @@ class _FloatWriter(_ScalarWriter):
 
     def program(self, live: list, inputs: list, outputs: list, single: bool, fresh: int) -> tuple:
         """``(kernel source, its globals, wrapper source)``: the wrapper defines ``program``, calling
-        the compiled ``kernel`` as ``_kernel``; without one (None) the kernel is ``program``, its
-        results the outputs."""
+        the compiled ``kernel`` as ``_kernel``; without one (None: no array out) the kernel is
+        ``program``, its results the outputs."""
         values = self.computed(live, inputs, 0)
-        params = [f"a{k}" for k in range(len(inputs))]
         shapes: dict = {}   # the array outputs' names: their shapes
         results = [self.output(k, o, values, inputs, fresh, shapes) for k, o in enumerate(outputs)]
         floats = [name for name in results if name.startswith("f")]
-        returned = results[0] if single else f"({', '.join(results)},)"
-        kernel = [f"def program({', '.join(params + list(shapes))}):"] + [f"    {line}" for line in self.lines]
+        params = [f"a{k}" for k in range(len(inputs))]
+        returned = "    return " + (results[0] if single else f"({', '.join(results)},)")
+        body, namespace = [f"    {line}" for line in self.lines], dict(self.globals, np=np)
         if len(floats) == len(results):
-            return "\n".join(kernel + [f"    return {returned}"]), dict(self.globals, np=np), None
-        kernel[0] = kernel[0].replace("program", "kernel", 1)
-        wrapper = ([f"def program({', '.join(params)}):"] + [f"    {name} = np.empty({shape!r})" for name, shape in shapes.items()]
-                   + [f"    {_packed(floats) + ' = ' if floats else ''}_kernel({', '.join(params + list(shapes))})",
-                      f"    return {returned}"])
-        kernel.append(f"    return {_packed(floats) if floats else None}")
-        return "\n".join(kernel), dict(self.globals, np=np), "\n".join(wrapper)
+            return "\n".join([f"def program({', '.join(params)}):"] + body + [returned]), namespace, None
+        call = f"_kernel({', '.join(params + list(shapes))})"
+        wrapper = ([f"def program({', '.join(params)}):"]
+                   + [f"    {name} = _empty({shape!r})" for name, shape in shapes.items()]
+                   + [f"    {_packed(floats)} = {call}" if floats else f"    {call}", returned])
+        kernel = [f"def kernel({', '.join(params + list(shapes))}):"] + body + [f"    return {_packed(floats)}"]
+        return "\n".join(kernel), namespace, "\n".join(wrapper)
 
     def output(self, k: int, o, values: dict, inputs: list, fresh: int, shapes: dict) -> str:
         """The name of output ``k`` in the wrapper: an input as it is (copied when ``fresh``), a 0-d
@@ -149,7 +150,7 @@ class _FloatWriter(_ScalarWriter):
             self.lines.append(f"f{k} = {elements.item()}")
             return f"f{k}"
         shapes[f"r{k}"] = elements.shape
-        self.lines += [f"r{k}[{', '.join(map(str, index))}] = {element}" for index, element in np.ndenumerate(elements)]
+        self.lines += [f"r{k}[{_at(index)}] = {element}" for index, element in np.ndenumerate(elements)]
         return f"r{k}"
 
     def unpacked(self, name: str, value, listed: bool) -> np.ndarray:
@@ -159,7 +160,7 @@ class _FloatWriter(_ScalarWriter):
         if np.ndim(value) == 0:
             return self.assigned([name], ())
         names = np.array([self.fresh_name() for _ in range(np.size(value))], object).reshape(np.shape(value))
-        self.lines += [f"{target} = {name}[{', '.join(map(str, index))}]" for index, target in np.ndenumerate(names)]
+        self.lines += [f"{target} = {name}[{_at(index)}]" for index, target in np.ndenumerate(names)]
         return names
 
     def numpy_call(self, fun: Callable, operands: list, raw: list, kwargs: dict, value, own: list) -> np.ndarray:
@@ -174,8 +175,19 @@ class _FloatWriter(_ScalarWriter):
         if fun.__name__ not in _UFUNCS:
             raise Unsupported(f"the function {fun.__name__}")
         arguments = np.broadcast_arrays(*arguments)
-        return self.assigned([f"np.{fun.__name__}({', '.join(elements)})" for elements in zip(*(a.ravel() for a in arguments))],
-                             arguments[0].shape)
+        calls = [f"np.{fun.__name__}({', '.join(elements)})" for elements in zip(*(a.ravel() for a in arguments))]
+        return self.assigned(calls, arguments[0].shape)
+
+    def sum(self, elements: np.ndarray, value, axis, shape: tuple) -> np.ndarray:
+        """A sum's additions in NumPy's order where ``scalar`` writes it, else (interleaved or
+        strided axes) in order: within rounding of NumPy's."""
+        try:
+            return super().sum(elements, value, axis, shape)
+        except _NoScalar:
+            axes = range(elements.ndim) if axis is None else [a % elements.ndim for a in np.atleast_1d(axis).tolist()]
+            moved = np.moveaxis(elements, list(axes), range(elements.ndim - len(axes), elements.ndim))
+            terms = moved.reshape(-1, math.prod(elements.shape[a] for a in axes)).tolist()
+            return self.assigned([_in_order(["0.0"] + group) for group in terms], shape)
 
     def product(self, left: np.ndarray, right: np.ndarray, shape: tuple) -> np.ndarray:
         """``left @ right`` (vectors or matrices) as sums of products in order."""
@@ -183,13 +195,17 @@ class _FloatWriter(_ScalarWriter):
             raise Unsupported("a product of stacks or of many terms")
         rows = left.reshape(-1, left.shape[-1])
         columns = right.reshape(right.shape[0], -1).T
-        return self.assigned([_in_order([f"{a} * {b}" for a, b in zip(row, column)]) for row in rows for column in columns],
-                             shape)
+        sums = [_in_order([f"{a} * {b}" for a, b in zip(row, column)]) for row in rows for column in columns]
+        return self.assigned(sums, shape)
 
 
 def _packed(names: list) -> str:
-    """A tuple's source (a single name as itself: numba returns and Python unpacks it so)."""
-    return names[0] if len(names) == 1 else f"({', '.join(names)},)"
+    """The source of the kernel's floats: a single one as itself, several as a tuple, none as None."""
+    return "None" if not names else names[0] if len(names) == 1 else f"({', '.join(names)},)"
+
+
+def _at(index: tuple) -> str:
+    return ", ".join(map(str, index))
 
 
 def native_program(live: list, inputs: list, outputs: list, guards: list, single: bool, fresh: int,
@@ -208,22 +224,22 @@ def native_program(live: list, inputs: list, outputs: list, guards: list, single
         return None, "numba is not installed (the compiled extra)"
     args = [float(t._value) if scalars_in and _is_scalar(t._value) else t._value  # the types of replays:
             for t in inputs]                                                     # compiled for them now
-    try:
-        return _compiled(*_FloatWriter().program(live, inputs, outputs, single, fresh), args, single, run_plain), None
+    try:   # small values: on floats
+        written = _FloatWriter().program(live, inputs, outputs, single, fresh)
+        return _compiled(numba, *written, args, single, run_plain), None
     except Exception:  # no float spelling, or numba's refusal of it: the array one
         pass
     try:
-        return _compiled(*_source(live, inputs, outputs, single, fresh), None, args, single, run_plain), None
+        return _compiled(numba, *_source(live, inputs, outputs, single, fresh), None, args, single, run_plain), None
     except Exception as error:  # numba's typing errors and refusals: the NumPy replay runs
         return None, reason(error)
 
 
-def _compiled(source: str, namespace: dict, wrapper: str | None, args: list, single: bool,
+def _compiled(numba, source: str, namespace: dict, wrapper: str | None, args: list, single: bool,
               run_plain: Callable) -> Callable:
     """The numba function of ``source`` (with ``namespace``'s globals) or the Python ``wrapper``
     around it (``_FloatWriter``), made once per content, checked at ``args`` against
     ``run_plain``. Divisions by zero give inf or nan, as NumPy's."""
-    import numba
     key = _content(source if wrapper is None else f"{source}\n{wrapper}", namespace)
     compiled = _COMPILED.get(key)
     if compiled is None:
@@ -231,7 +247,7 @@ def _compiled(source: str, namespace: dict, wrapper: str | None, args: list, sin
         exec(compile(source, "<autodiff.function native program>", "exec"), namespace)
         compiled = numba.njit(namespace.pop("program" if wrapper is None else "kernel"), error_model="numpy")
         if wrapper is not None:
-            around = {"np": np, "_kernel": compiled}
+            around = {"_empty": np.empty, "_kernel": compiled}
             exec(compile(wrapper, "<autodiff.function native program's arrays>", "exec"), around)
             compiled = around["program"]
             compiled.kernel = around["_kernel"]
@@ -253,7 +269,7 @@ def _content(source: str, namespace: dict) -> tuple:
     """A program's identity: its source and its constants (arrays by dtype, shape and bytes, numbers
     by value: numba compiles a global as the constant it is)."""
     return (source,) + tuple((name, value.dtype.str, value.shape, value.tobytes()) if isinstance(value, np.ndarray)
-                             else (name, type(value), value) for name, value in namespace.items()
+                             else (name, repr(value)) for name, value in namespace.items()
                              if isinstance(value, (np.ndarray, float, int)))
 
 
