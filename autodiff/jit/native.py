@@ -46,6 +46,7 @@ _LIBM = {"exp", "log", "sin", "cos", "tan", "tanh", "arctan2", "log1p", "expm1",
 NUMPY_LOOP_FROM = 1024  # elements from which those run in NumPy's own loop (``_numpy_loop``)
 _DTYPES = (np.float64, np.int64, np.bool_)  # the values spelled here (float32 and complex are not)
 MAX_PRODUCT_TERMS = 4096  # multiplications of a matrix product written on floats at most
+MAX_FLOAT_NAMES = 8000    # values of a program written on floats at most (numba compiles ~1 ms a value)
 CHECK_RTOL = 1e-8  # a native program's results at its trace point agree with the trace's this well
 
 
@@ -116,6 +117,8 @@ class _FloatWriter(_ScalarWriter):
     order. The numba function (the kernel) writes the array outputs into arrays it is given and
     returns the 0-d ones (floats); a Python function around it (``wrapper``) makes those arrays
     with NumPy (~0.2 us each) and returns the outputs as ``_source``'s program does."""
+
+    max_names = MAX_FLOAT_NAMES
 
     def program(self, live: list, inputs: list, outputs: list, single: bool, fresh: int) -> tuple:
         """``(kernel source, its globals, wrapper source)``: the wrapper defines ``program``, calling

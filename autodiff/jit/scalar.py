@@ -127,6 +127,8 @@ def _literal(value) -> str:
 class _Writer:
     """The source of one scalar program: each value an object array of its elements' source."""
 
+    max_names = MAX_NAMES
+
     def __init__(self):
         self.globals: dict = {"_array": np.array, "_float64": np.float64, "_ndarray": np.ndarray, "_nan": math.nan,
                               "_inf": math.inf}
@@ -139,8 +141,8 @@ class _Writer:
 
     def fresh_name(self) -> str:
         self.count += 1
-        if self.count > MAX_NAMES:
-            raise Unsupported("a program of more than MAX_NAMES values")
+        if self.count > self.max_names:
+            raise Unsupported("a program of more than max_names values")
         return f"s{self.count}"
 
     def constant(self, value) -> str:
