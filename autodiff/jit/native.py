@@ -9,6 +9,13 @@ reshapes, broadcasts, reductions, products, concatenations, the unrolled sums of
 cotangents); for any other program, one with guards, or when numba is
 missing, ``native_program`` says why not and the NumPy replay runs.
 
+A program whose values are all small (``scalar.MAX_SIZE`` elements; up to ``MAX_FLOAT_NAMES``
+values) is written on floats instead (``_FloatWriter``: the scalar program's writer in numba's
+dialect): no array is made inside, and its array outputs are made by NumPy in a Python function
+around it, which hands them to numba to fill (an array numba makes costs ~0.8 us more to return to
+Python). A call then costs about numba's dispatch, ~0.5 us; it compiles in a second or a few where
+the array source takes several. Any program the float writer refuses is written with arrays.
+
 The results are the NumPy replay's within rounding, not bit for bit: numba sums in order where
 NumPy sums pairwise (``np.sum``, ``@`` on long vectors), its ``exp``, ``log``, ``sin``, ...
 come from LLVM's math library rather than NumPy's SIMD loops (on arrays of ``NUMPY_LOOP_FROM``
