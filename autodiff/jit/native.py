@@ -9,6 +9,13 @@ reshapes, broadcasts, reductions, products, concatenations, the unrolled sums of
 cotangents); for any other program, one with guards, or when numba is
 missing, ``native_program`` says why not and the NumPy replay runs.
 
+A program whose values are all small (``scalar.MAX_SIZE`` elements; up to ``MAX_FLOAT_NAMES``
+values) is written on floats instead (``_FloatWriter``: the scalar program's writer in numba's
+dialect): no array is made inside, and its array outputs are made by NumPy in a Python function
+around it, which hands them to numba to fill (an array numba makes costs ~0.8 us more to return to
+Python). A call then costs about numba's dispatch, ~0.5 us; it compiles in a second or a few where
+the array source takes several. Any program the float writer refuses is written with arrays.
+
 The results are the NumPy replay's within rounding, not bit for bit: numba sums in order where
 NumPy sums pairwise (``np.sum``, ``@`` on long vectors), its ``exp``, ``log``, ``sin``, ...
 come from LLVM's math library rather than NumPy's SIMD loops (on arrays of ``NUMPY_LOOP_FROM``
@@ -34,6 +41,9 @@ import numpy as np
 from ..core import Tensor
 from .cache import LeastRecentlyUsed
 from .lowering import accumulate_lines, accumulate_sliced_lines
+from .scalar import MAX_SIZE, _in_order
+from .scalar import Unsupported as _NoScalar
+from .scalar import _Writer as _ScalarWriter
 
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**"}
 _UFUNCS = {"exp", "log", "sin", "cos", "tan", "sqrt", "absolute", "tanh", "arctan2", "log1p", "expm1",
@@ -42,6 +52,8 @@ _LIBM = {"exp", "log", "sin", "cos", "tan", "tanh", "arctan2", "log1p", "expm1",
          "sinh", "cosh"}  # the ufuncs that numba calls LLVM's math library for, one element at a time
 NUMPY_LOOP_FROM = 1024  # elements from which those run in NumPy's own loop (``_numpy_loop``)
 _DTYPES = (np.float64, np.int64, np.bool_)  # the values spelled here (float32 and complex are not)
+MAX_PRODUCT_TERMS = 4096  # multiplications of a matrix product written on floats at most
+MAX_FLOAT_NAMES = 8000    # values of a program written on floats at most (numba compiles ~1 ms a value)
 CHECK_RTOL = 1e-8  # a native program's results at its trace point agree with the trace's this well
 
 
@@ -102,6 +114,110 @@ class _Writer:
         raise Unsupported(f"constant {type(value).__name__}")
 
 
+class _FloatWriter(_ScalarWriter):
+    """A scalar program (``scalar``: each element a float, elementwise ops unrolled, sums in NumPy's
+    order) in numba's dialect, for a program whose values are all small: a float costs nothing
+    where a numba array costs an allocation (~0.1 us) and, handed to Python, ~0.8 us more.
+
+    Inputs are read once per element, NumPy's functions (``exp``, ``arctan2``, ...) called on each
+    element (numba's ``np.exp`` of a float: LLVM's math library), products written as their sums in
+    order. The numba function (the kernel) writes the array outputs into arrays it is given and
+    returns the 0-d ones (floats); a Python function around it (``wrapper``) makes those arrays
+    with NumPy (~0.2 us each) and returns the outputs as ``_source``'s program does."""
+
+    max_names = MAX_FLOAT_NAMES
+
+    def program(self, live: list, inputs: list, outputs: list, single: bool, fresh: int) -> tuple:
+        """``(kernel source, its globals, wrapper source)``: the wrapper defines ``program``, calling
+        the compiled ``kernel`` as ``_kernel``; without one (None: no array out) the kernel is
+        ``program``, its results the outputs."""
+        values = self.computed(live, inputs, 0)
+        shapes: dict = {}   # the array outputs' names: their shapes
+        results = [self.output(k, o, values, inputs, fresh, shapes) for k, o in enumerate(outputs)]
+        floats = [name for name in results if name.startswith("f")]
+        params = [f"a{k}" for k in range(len(inputs))]
+        returned = "    return " + (results[0] if single else f"({', '.join(results)},)")
+        body, namespace = [f"    {line}" for line in self.lines], dict(self.globals, np=np)
+        if len(floats) == len(results):
+            return "\n".join([f"def program({', '.join(params)}):"] + body + [returned]), namespace, None
+        call = f"_kernel({', '.join(params + list(shapes))})"
+        wrapper = ([f"def program({', '.join(params)}):"]
+                   + [f"    {name} = _empty({shape!r})" for name, shape in shapes.items()]
+                   + [f"    {_packed(floats)} = {call}" if floats else f"    {call}", returned])
+        kernel = [f"def kernel({', '.join(params + list(shapes))}):"] + body + [f"    return {_packed(floats)}"]
+        return "\n".join(kernel), namespace, "\n".join(wrapper)
+
+    def output(self, k: int, o, values: dict, inputs: list, fresh: int, shapes: dict) -> str:
+        """The name of output ``k`` in the wrapper: an input as it is (copied when ``fresh``), a 0-d
+        value as the float ``f<k>``, an array ``r<k>`` whose elements the kernel writes (``shapes``)."""
+        if not isinstance(o, Tensor) or o._id not in values:
+            raise Unsupported("a constant output")
+        position = next((j for j, t in enumerate(inputs) if t._id == o._id), None)
+        elements = values[o._id]
+        if position is not None:
+            return f"a{position}.copy()" if k >= fresh and not _is_scalar(o._value) else f"a{position}"
+        if elements.ndim == 0:
+            self.lines.append(f"f{k} = {elements.item()}")
+            return f"f{k}"
+        shapes[f"r{k}"] = elements.shape
+        self.lines += [f"r{k}[{_at(index)}] = {element}" for index, element in np.ndenumerate(elements)]
+        return f"r{k}"
+
+    def unpacked(self, name: str, value, listed: bool) -> np.ndarray:
+        """The lines reading an input's elements (a 0-d one comes as a float)."""
+        if np.result_type(value) != np.float64 or not 0 < np.size(value) <= MAX_SIZE:
+            raise Unsupported("an input that is not float64, is empty or is large")
+        if np.ndim(value) == 0:
+            return self.assigned([name], ())
+        names = np.array(self.fresh_names(int(np.size(value))), object).reshape(np.shape(value))
+        self.lines += [f"{target} = {name}[{_at(index)}]" for index, target in np.ndenumerate(names)]
+        return names
+
+    def numpy_call(self, fun: Callable, operands: list, raw: list, kwargs: dict, value, own: list) -> np.ndarray:
+        """A NumPy function's elements: per element (broadcast), a matrix product as its sums."""
+        if kwargs:
+            raise Unsupported("a NumPy call with keywords")
+        arguments = [o if o is not None else self.elements(r) for o, r in zip(operands, raw)]
+        if fun is np.matmul:
+            return self.product(*arguments, np.shape(value))
+        if fun is operator.pow:
+            return self.binary("**", *arguments)
+        if fun.__name__ not in _UFUNCS:
+            raise Unsupported(f"the function {fun.__name__}")
+        arguments = np.broadcast_arrays(*arguments)
+        calls = [f"np.{fun.__name__}({', '.join(elements)})" for elements in zip(*(a.ravel() for a in arguments))]
+        return self.assigned(calls, arguments[0].shape)
+
+    def sum(self, elements: np.ndarray, value, axis, shape: tuple) -> np.ndarray:
+        """A sum's additions in NumPy's order where ``scalar`` writes it, else (interleaved or
+        strided axes) in order: within rounding of NumPy's."""
+        try:
+            return super().sum(elements, value, axis, shape)
+        except _NoScalar:
+            axes = range(elements.ndim) if axis is None else [a % elements.ndim for a in np.atleast_1d(axis).tolist()]
+            moved = np.moveaxis(elements, list(axes), range(elements.ndim - len(axes), elements.ndim))
+            terms = moved.reshape(-1, math.prod(elements.shape[a] for a in axes)).tolist()
+            return self.assigned([_in_order(["0.0"] + group) for group in terms], shape)
+
+    def product(self, left: np.ndarray, right: np.ndarray, shape: tuple) -> np.ndarray:
+        """``left @ right`` (vectors or matrices) as sums of products in order."""
+        if not (left.ndim in (1, 2) and right.ndim in (1, 2)) or left.size * np.shape(right)[-1] > MAX_PRODUCT_TERMS:
+            raise Unsupported("a product of stacks or of many terms")
+        rows = left.reshape(-1, left.shape[-1])
+        columns = right.reshape(right.shape[0], -1).T
+        sums = [_in_order([f"{a} * {b}" for a, b in zip(row, column)]) for row in rows for column in columns]
+        return self.assigned(sums, shape)
+
+
+def _packed(names: list) -> str:
+    """The source of the kernel's floats: a single one as itself, several as a tuple, none as None."""
+    return "None" if not names else names[0] if len(names) == 1 else f"({', '.join(names)},)"
+
+
+def _at(index: tuple) -> str:
+    return ", ".join(map(str, index))
+
+
 def native_program(live: list, inputs: list, outputs: list, guards: list, single: bool, fresh: int,
                    run_plain: Callable, scalars_in: bool = False) -> tuple:
     """``(run, reason)``: the program of ``live`` (records after the passes of ``program``) compiled
@@ -116,21 +232,39 @@ def native_program(live: list, inputs: list, outputs: list, guards: list, single
         import numba
     except ImportError:
         return None, "numba is not installed (the compiled extra)"
+    args = [float(t._value) if scalars_in and _is_scalar(t._value) else t._value  # the types of replays:
+            for t in inputs]                                                     # compiled for them now
+    try:   # small values: on floats
+        written = _FloatWriter().program(live, inputs, outputs, single, fresh)
+        return _compiled(numba, *written, args, single, run_plain), None
+    except Exception:  # no float spelling, or numba's refusal of it: the array one
+        pass
     try:
-        source, namespace = _source(live, inputs, outputs, single, fresh)
-        key = _content(source, namespace)
-        compiled = _COMPILED.get(key)
-        if compiled is None:
-            namespace.update(_numba_globals())
-            exec(compile(source, "<autodiff.function native program>", "exec"), namespace)
-            compiled = numba.njit(namespace.pop("program"))
-        args = [float(t._value) if scalars_in and _is_scalar(t._value) else t._value  # the types of replays:
-                for t in inputs]                                                     # compiled for them now
-        _check(compiled(*args), run_plain(*args), single)
+        return _compiled(numba, *_source(live, inputs, outputs, single, fresh), None, args, single, run_plain), None
     except Exception as error:  # numba's typing errors and refusals: the NumPy replay runs
         return None, reason(error)
+
+
+def _compiled(numba, source: str, namespace: dict, wrapper: str | None, args: list, single: bool,
+              run_plain: Callable) -> Callable:
+    """The numba function of ``source`` (with ``namespace``'s globals) or the Python ``wrapper``
+    around it (``_FloatWriter``), made once per content, checked at ``args`` against
+    ``run_plain``. Divisions by zero give inf or nan, as NumPy's."""
+    key = _content(source if wrapper is None else f"{source}\n{wrapper}", namespace)
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        namespace.update(_numba_globals())
+        exec(compile(source, "<autodiff.function native program>", "exec"), namespace)
+        compiled = numba.njit(namespace.pop("program" if wrapper is None else "kernel"), error_model="numpy")
+        if wrapper is not None:
+            around = {"_empty": np.empty, "_kernel": compiled}
+            exec(compile(wrapper, "<autodiff.function native program's arrays>", "exec"), around)
+            compiled = around["program"]
+            compiled.kernel = around["_kernel"]
+            compiled.in_numba = numba.njit(compiled)   # the same for numba's callers (``row_loop``): compiled there
+    _check(compiled(*args), run_plain(*args), single)
     _COMPILED.put(key, compiled)
-    return compiled, None
+    return compiled
 
 
 #: Compiled programs by content (source and constants), the least recently made or used going
@@ -142,9 +276,11 @@ _COMPILED = LeastRecentlyUsed(COMPILED_KEPT)
 
 
 def _content(source: str, namespace: dict) -> tuple:
-    """A program's identity: its source and its constants (arrays by dtype, shape and bytes)."""
-    return (source,) + tuple((name, value.dtype.str, value.shape, value.tobytes())
-                             for name, value in namespace.items() if isinstance(value, np.ndarray))
+    """A program's identity: its source and its constants (arrays by dtype, shape and bytes, numbers
+    by value: numba compiles a global as the constant it is)."""
+    return (source,) + tuple((name, value.dtype.str, value.shape, value.tobytes()) if isinstance(value, np.ndarray)
+                             else (name, repr(value)) for name, value in namespace.items()
+                             if isinstance(value, (np.ndarray, float, int)))
 
 
 def reason(error: Exception) -> str:
@@ -159,6 +295,7 @@ def row_loop(program: Callable, rows: tuple) -> Callable:
     and writes its results into ``values[i]``, ``gradients[i]`` and ``hessians[i]`` (preallocated).
     Compiled for its argument types at the first call; numba's errors are raised then."""
     import numba
+    callee = getattr(program, "in_numba", program)   # (a Python wrapper's numba twin)
     inputs = [f"a{k}" for k in range(len(rows))]
     call = ", ".join(["X[i]"] + [f"{name}[i]" if row else name for name, row in zip(inputs, rows)])
     source = "\n".join([f"def loop({', '.join(['X', 'values', 'gradients', 'hessians'] + inputs)}):",
@@ -169,7 +306,7 @@ def row_loop(program: Callable, rows: tuple) -> Callable:
                         "        hessians[i, :, :] = hessian"])
     loop = _LOOPS.get((program, rows))   # (a program reused by content reuses its loop)
     if loop is None:
-        namespace = {"program": program}
+        namespace = {"program": callee}
         exec(compile(source, "<autodiff.hessian_rows native loop>", "exec"), namespace)
         loop = numba.njit(namespace["loop"])
     _LOOPS.put((program, rows), loop)

@@ -212,6 +212,8 @@ def _literal(value) -> str:
 class _Writer:
     """The source of one scalar program: each value an object array of its elements' source."""
 
+    max_names = MAX_NAMES
+
     def __init__(self):
         self.globals: dict = {"_array": np.array, "_float64": np.float64, "_ndarray": np.ndarray, "_nan": math.nan,
                               "_inf": math.inf}
@@ -223,10 +225,10 @@ class _Writer:
         self.input_roots: set = set()   # ids of the arrays that inputs are or view
 
     def fresh_names(self, n: int) -> list:
-        """``n`` names not used yet (Unsupported beyond ``MAX_NAMES``)."""
+        """``n`` names not used yet (Unsupported beyond ``max_names``)."""
         start, self.count = self.count, self.count + n
-        if self.count > MAX_NAMES:
-            raise Unsupported("a program of more than MAX_NAMES values")
+        if self.count > self.max_names:
+            raise Unsupported("a program of more than max_names values")
         return [f"s{k}" for k in range(start + 1, self.count + 1)]
 
     def constant(self, value) -> str:
@@ -259,14 +261,7 @@ class _Writer:
                 lists_in: int) -> str:
         """The source of the program (see ``scalar_program``)."""
         params = [f"a{k}" for k in range(len(inputs))]
-        values: dict = {}
-        for k, (name, t) in enumerate(zip(params, inputs)):
-            values[t._id] = self.unpacked(name, t._value, k < lists_in)
-            self.sources[t._id] = name
-            if type(t._value) is np.ndarray:
-                self.input_roots.add(id(_root(t._value)))
-        for record in live:
-            self.record(record, values)
+        values = self.computed(live, inputs, lists_in)
         results = []
         for k, o in enumerate(outputs):
             if not hasattr(o, "_id") or o._id not in values:
@@ -286,6 +281,19 @@ class _Writer:
                   for k, (name, t) in enumerate(zip(params, inputs))]
         return "\n".join([f"def program({', '.join(params)}):", "    try:"] + [f"        {line}" for line in body]
                          + ["    except Exception:", f"        return _plain({', '.join(arrays)})"])
+
+    def computed(self, live: list, inputs: list, lists_in: int) -> dict:
+        """The lines unpacking the inputs (parameters ``a0``, ``a1``, ...) and computing ``live``'s
+        records: the elements of every value by Tensor id."""
+        values: dict = {}
+        for k, t in enumerate(inputs):
+            values[t._id] = self.unpacked(f"a{k}", t._value, k < lists_in)
+            self.sources[t._id] = f"a{k}"
+            if type(t._value) is np.ndarray:
+                self.input_roots.add(id(_root(t._value)))
+        for record in live:
+            self.record(record, values)
+        return values
 
     def unpacked(self, name: str, value, listed: bool) -> np.ndarray:
         """The lines reading an input's elements into names (a ``listed`` one may come as a list);

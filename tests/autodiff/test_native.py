@@ -25,6 +25,12 @@ def assert_within_rounding(native, plain):
     np.testing.assert_allclose(native, plain, rtol=RTOL, atol=RTOL * np.max(np.abs(plain), initial=1.0))
 
 
+def is_numba(run) -> bool:
+    """Whether ``run`` is a numba dispatcher, or the Python function making the arrays of one
+    (``native._FloatWriter``'s wrapper: its ``kernel``)."""
+    return type(getattr(run, "kernel", run)).__module__.startswith("numba")
+
+
 def mlp_loss(parameters, inputs, targets):
     """A 2,033-parameter perceptron (8 -> 48 -> 32 -> 1, tanh) in plain NumPy: its squared error."""
     w1, b1 = parameters[:384].reshape(8, 48), parameters[384:432]
@@ -62,16 +68,18 @@ def test_native_derivatives_of_mgh_problems_are_the_replay_within_rounding(name)
         # the functional product, one program of (x, v)
         assert_within_rounding(ad.hvp(native)(point, v), expected.matvec(v))
     joined = native._fast_partial[cached_hvp][1].joined_program()
-    assert type(joined.run).__module__.startswith("numba")
+    assert is_numba(joined.run)
     grad = native.grad()
     calls = [call for call in python_calls(lambda: grad(x)) if call != "_numba_unpickle"]  # numba's profiling
-    assert calls == ["__call__", "program"]  # ... shows the native program as a call (one array out: no wrapper)
+    assert calls[:2] == ["__call__", "program"] and calls[2:] in ([], ["kernel"])  # ... shows the native program
+    # as a call (with arrays out, the Python function making them and its numba kernel)
     (replay,) = next(iter(grad._cache.values()))
-    assert type(replay.run_program).__module__.startswith("numba")   # a numba dispatcher, not Python
+    assert is_numba(replay.run_program)
     hvp = ad.hvp(native)
-    assert [call for call in python_calls(lambda: hvp(x, v)) if call != "_numba_unpickle"] == ["__call__", "program"]
+    calls = [call for call in python_calls(lambda: hvp(x, v)) if call != "_numba_unpickle"]
+    assert calls[:2] == ["__call__", "program"] and calls[2:] in ([], ["kernel"])
     (replay,) = next(iter(hvp._cache.values()))
-    assert type(replay.run_program).__module__.startswith("numba")
+    assert is_numba(replay.run_program)
 
 
 def test_a_native_mlp_gradient_is_the_replay_within_rounding():
@@ -169,3 +177,89 @@ def test_an_integer_array_index_is_native_and_the_replay_bit_for_bit():
             np.testing.assert_array_equal(native.hessian_operator(x).matvec(v), plain.hessian_operator(x).matvec(v))
             np.testing.assert_array_equal(ad.hessian(native)(x), ad.hessian(plain)(x))
             assert native.native_reason is None
+
+
+def float_programs_only(monkeypatch):
+    """Native programs written on floats alone: the array source (``native._source``) refused."""
+    from autodiff.jit import native as jit_native
+
+    def refused(*args):
+        raise jit_native.Unsupported("the array source is off in this test")
+    monkeypatch.setattr(jit_native, "_source", refused)
+
+
+def within_check(native, plain):
+    """``native._check``'s agreement: the replay's within CHECK_RTOL of its largest entry."""
+    from autodiff.jit.native import CHECK_RTOL
+    native, plain = np.asarray(native), np.asarray(plain)
+    assert native.shape == plain.shape
+    np.testing.assert_allclose(native, plain, rtol=CHECK_RTOL, atol=CHECK_RTOL * np.max(np.abs(plain), initial=0.0))
+
+
+WEIGHTS = np.linspace(-1.0, 2.0, 12).reshape(3, 4)
+
+
+def transcendental(x):
+    return np.sum(np.exp(-x) * np.sin(x) + np.tanh(x) ** 3) + np.arctan2(x[0], x[1]) + np.log1p(x[2] ** 2)
+
+
+def pairwise_sums(x):   # sums of more than eight terms (NumPy's pairwise blocks), along an axis too
+    a = np.outer(x, x).reshape(-1)
+    return np.sum(np.sum(a.reshape(4, 4) ** 2, axis=0) * x) + np.sum(np.cos(a))
+
+
+def indexed_reads(x):   # a gather at integer indices (repeated: its cotangent adds at them) and products
+    gathered = x[np.array([0, 2, 0, 3, 2, 2])]
+    return np.sum(gathered ** 3) + (WEIGHTS @ x) @ np.sqrt(1.0 + (WEIGHTS @ x) ** 2) ** 1.5 + x[1] * x[3] / x[0]
+
+
+@pytest.mark.parametrize("f", [transcendental, pairwise_sums, indexed_reads])
+def test_small_native_programs_on_floats_are_the_replay_within_check(monkeypatch, f):
+    """Every derivative of a small program is native without the array source (written on floats),
+    and within CHECK_RTOL of the NumPy replay's: transcendental functions (numba's, per element),
+    sums (in NumPy's order), reads at integer indices, products written as sums, 0-d and 2-D results."""
+    float_programs_only(monkeypatch)
+    native, plain = ad.function(f, native=True), ad.function(f)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        x, v = rng.uniform(0.2, 1.5, 4), rng.standard_normal(4)
+        within_check(native(x), plain(x))
+        within_check(native.grad()(x), plain.grad()(x))
+        assert native.native_reason is None
+        within_check(ad.hvp(native)(x, v), ad.hvp(plain)(x, v))
+        within_check(native.hessian_operator(x).matvec(v), plain.hessian_operator(x).matvec(v))
+        within_check(ad.hessian(native)(x), ad.hessian(plain)(x))
+        assert native.native_reason is None
+
+
+def test_a_large_native_program_is_the_array_source():
+    """Values above MAX_SIZE elements are not written on floats: without the array source, the
+    program is not native (and says numba's source was refused); with it, it is."""
+    from autodiff.jit.scalar import MAX_SIZE
+
+    def elementwise(x):
+        return np.sum(np.exp(-x) * np.sin(x))
+    f = ad.function(elementwise, native=True)
+    x = np.random.default_rng(8).uniform(0.2, 1.5, MAX_SIZE + 1)
+    within_check(f.grad()(x), ad.function(elementwise).grad()(x))
+    assert f.native_reason is None
+    with pytest.MonkeyPatch.context() as patch:
+        float_programs_only(patch)
+        large = ad.function(elementwise, native=True)
+        large.grad()(x)
+        assert large.native_reason == "Unsupported: the array source is off in this test"
+        small = ad.function(elementwise, native=True)
+        small.grad()(x[:4])
+        assert small.native_reason is None
+
+
+def test_a_native_division_by_zero_is_numpys_inf():
+    """x / 0.0 of floats in a native program is inf (NumPy's), not Python's ZeroDivisionError."""
+    f = ad.function(lambda x: x[0] / x[1] + x[1], native=True)
+    ad.grad(f)(np.array([1.0, 2.0]))
+    assert f.native_reason is None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gradient = ad.grad(f)(np.array([1.0, 0.0]))
+        expected = ad.grad(ad.function(f.f))(np.array([1.0, 0.0]))
+    np.testing.assert_array_equal(gradient, expected)
+    assert np.isinf(gradient[0])
