@@ -265,11 +265,12 @@ class PlainTraces:
         if state.tapes or state.accumulators or state.observers:   # inside a transform: f runs as it is
             return None
         try:
-            if sum(np.size(leaf) for leaf in ad.tree.flatten(point)[0]) > self.MAX_SIZE:
-                return None
-            slot = (id(fun), tuple(map(id, args)), signature((point,))[0], threading.get_ident())
+            key, leaves, _, _ = signature((point,))
         except Exception:   # noqa: BLE001  (an unhashable static leaf: the run itself meets it)
             return None
+        if sum(leaf.size for leaf in leaves) > self.MAX_SIZE:
+            return None
+        slot = (id(fun), tuple(map(id, args)), key, threading.get_ident())
         with self._lock:
             entry = self._kept.get(slot)
             if entry is None or entry is self._NEVER:

@@ -20,7 +20,6 @@ from optimizers.krylov import clearly_negative
 from optimizers.loop import krylov_curvature
 from optimizers.methods import Declaration
 from optimizers.objective import MESSAGES, Status
-from optimizers.sparse import SPARSE_MIN_SIZE
 
 from ._arguments import (
     Call,
@@ -50,7 +49,7 @@ from ._hessians import GradientDerivative, QuasiNewton
 from ._implicit import minimize_through_solution
 from ._precision import in_x0_precision
 from ._scipy_methods import all_fixed, evaluations, fixed_by_bounds, scipy_call
-from ._sparse_policy import Structure, structured
+from ._sparse_policy import Structure, considered, structured
 
 #: The second-order methods by name (first-order ones, "adam" and "gd", are accepted too), as
 #: declared in :data:`optimizers.REGISTRY`; the one that takes general constraints (the interior
@@ -115,8 +114,9 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     its next calls, which replay them while fun records the same program at their x0 (fun runs
     once more per call for that check: ``_derivatives.PlainTraces``); a ``fun`` that cannot be
     traced (say, it calls ``.numpy()``) runs eagerly, and ``result.untraced_reason`` says why.
-    ``"newton"``, ``"trust-exact"`` and ``"dogleg"`` factor the Hessian's matrix: below 1,000
-    variables each point's value, gradient and dense Hessian come from one program
+    ``"newton"``, ``"trust-exact"`` and ``"dogleg"`` factor the Hessian's matrix: where they do
+    not consider sparse Hessians (below 1,000 variables, or ``options={"sparse": False}``) each
+    point's value, gradient and dense Hessian come from one program
     (``_derivatives.with_hessian_rows``); they factor sparse Hessians as sparse matrices: from
     1,000 variables on, when the pattern found in the recorded program at x0 is under 5%
     dense, each iterate's Hessian comes from ``autodiff.sparse_hessian`` (``options={"sparse":
@@ -314,9 +314,9 @@ def _placed(feasible: FeasibleSet, declaration: Declaration, x0: np.ndarray) -> 
 
 def _dense_hessians(declaration: Declaration, call: Call, jac, hess, hessp) -> bool:
     """Whether the run factors autodiff's dense Hessian at each point and asks for no products: a
-    method that factors the matrix, below the sparse path's size (``optimizers.sparse``), on
-    autodiff's derivatives."""
-    return (declaration.sparse and call.x0.size < SPARSE_MIN_SIZE and call.options.get("sparse") is not True
+    method that factors the matrix, where the sparse path is not considered, on autodiff's
+    derivatives."""
+    return (declaration.sparse and not considered(call.options.get("sparse"), call.x0.size)
             and exact_derivatives(jac) and exact_derivatives(hess) and hessp is None)
 
 

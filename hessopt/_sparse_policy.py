@@ -62,6 +62,12 @@ def structured(flat: Flat, call: Call, derivatives: AutodiffDerivatives, declara
     return Structure(flat._replace(operator=operator, source=source), dense_reason, precondition_reason)
 
 
+def considered(option: bool | None, n: int) -> bool:
+    """Whether the sparse path an option (``sparse``, ``precondition``) turns on is considered for n
+    variables: True, or None (automatic) from ``SPARSE_MIN_SIZE`` on."""
+    return option is True or (option is None and n >= SPARSE_MIN_SIZE)
+
+
 def sparse_source(call: Call, derivatives: AutodiffDerivatives, operator, source, sparse: bool | None):
     """(operator, source, dense_reason) of a method that factors the Hessian's matrix: autodiff's
     sparse Hessians (:class:`~hessopt._hessians.SparseAutodiff`) in place of its dense ones when
@@ -71,7 +77,7 @@ def sparse_source(call: Call, derivatives: AutodiffDerivatives, operator, source
     ``hess`` returning a sparse matrix is the optimizers' to use (same rule). With ``sparse=True``
     a fallback to dense also warns."""
     n = call.x0.size
-    if sparse is False or (sparse is None and n < SPARSE_MIN_SIZE) or isinstance(source, UserHessian):
+    if not considered(sparse, n) or isinstance(source, UserHessian):
         return operator, source, None
     sparse_source, reason = _sparse_autodiff(call, derivatives, operator, source)
     if sparse_source is not None:
@@ -99,7 +105,7 @@ def preconditioning_source(call: Call, derivatives: AutodiffDerivatives, operato
     the method's ``precondition`` option turned False (None where it was not considered). With
     ``precondition=True`` a fallback also warns."""
     n = call.x0.size
-    if precondition is False or (precondition is None and n < SPARSE_MIN_SIZE):
+    if not considered(precondition, n):
         return operator, None
     if isinstance(source, UserHessian):
         if scipy.sparse.issparse(source.at(call.x0)):
