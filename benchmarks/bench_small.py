@@ -24,7 +24,8 @@ problem's: a run per start, and the vectorized batch (``vectorize=True``: every 
 together, the derivatives replayed, or ``native=True``: one numba loop over a native program),
 against a loop of scipy with jax.jit derivatives, in wall time and in this process's CPU time
 (solves per second per core, whatever the other processes' load); and a last row of exp_decay fits
-each to its own curve (``batch_args``; its first column a ``minimize`` per fit).
+each to its own curve (``batch_args``; its first column a ``minimize`` per fit), and scipy's loop of
+such fits, ``minimize(f, x0, args=(t, y))`` with a plain f, against scipy's with jax.jit's made once.
 
 Every time is the median over interleaved rounds (``common.interleaved_ratios``), ratios to jax.jit
 in the same rounds: load from other processes hits every contestant alike. ``compile s`` is numba's
@@ -443,6 +444,20 @@ def own_data_row(size: int) -> None:
     cells = [rate_cell(call, size) for call in calls]
     print(f"  {'exp_decay 3, own data':<24}" + "".join(f"{c:>28}" for c in cells + [""]) + f"{compile_seconds:11.1f}"
           "  (a minimize per fit of ad.function(f) made once; batch_args)", flush=True)
+    plain = [rate_cell(lambda: [hessopt.minimize(decay_fit, x, args=(T20, y), method=SOLVE_METHOD)
+                                for x, y in zip(starts, curves)], size), "", ""]
+    if jax:
+        f, grad, hessian = (jax.jit(g) for g in (_jax_decay_fit, jax.grad(_jax_decay_fit), jax.hessian(_jax_decay_fit)))
+        plain.append(rate_cell(lambda: [scipy.optimize.minimize(
+            lambda p, t, y: float(f(p, t, y)), x, args=(T20, y), jac=lambda p, t, y: np.asarray(grad(p, t, y)),
+            hess=lambda p, t, y: np.asarray(hessian(p, t, y)), method=SOLVE_METHOD) for x, y in zip(starts, curves)], size))
+    print(f"  {'exp_decay 3, args loop':<24}" + "".join(f"{c:>28}" for c in plain + [""] * (4 - len(plain)))
+          + "  (scipy's loop: minimize(f, x0, args=(t, y)) per fit, a plain f; jax.jit's made once)", flush=True)
+
+
+def _jax_decay_fit(p, t, y):
+    r = p[0] * jnp.exp(-p[1] * t) + p[2] - y
+    return r @ r
 
 
 def geometric_mean(values: list) -> float:

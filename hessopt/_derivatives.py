@@ -236,17 +236,20 @@ SHARED_TRACES = SharedTraces()
 class PlainTraces:
     """The programs ``minimize`` derived for a plain fun, kept for its next calls.
 
-    A scipy user calls ``minimize(f, x0)`` again and again with the same f, and tracing f at each
-    call costs more than a small solve. So from the second call of a fun with the same args (the
-    same objects), x0's signature and thread on, each call records f once at x0, with no
-    derivative (``autodiff.jit.trace``), before anything else; when that recording is the same
+    A scipy user calls ``minimize(f, x0)`` again and again with the same f, often with new data in
+    ``args``, and tracing f at each call costs more than a small solve. So from the second call of
+    a fun with the same args, x0's signature and thread on, each call records f once at x0, with
+    no derivative (``autodiff.jit.trace``), before anything else; when that recording is the same
     program as the one kept (``autodiff.jit.content``: the same ops on constants of the same bytes,
     no branch, and the kept constants unchanged since), the call replays the kept programs, else
-    it traces its own and they are kept in their place. A global or a closure's array that
-    changed, a new args object, a branch or a Variable in f: the call traces its own, as it would
-    without this. A first call only notes the ids of fun and args (holding neither: a fun used
-    once is neither kept alive nor called more often than before). The ids only find the kept
-    programs; whether a call replays them is decided by the recording's content. A fun whose
+    it traces its own and they are kept in their place. Args that can be inputs of programs
+    (``inputs``: float arrays and numbers) are inputs of them and of the recording, as an
+    ``autodiff.function``'s args are: "the same args" are args of the same signature (shapes,
+    dtypes, numbers by value), and new data replays. Other args are the same objects (their ids).
+    A global or a closure's array that changed, a branch or a Variable in f: the call traces its
+    own, as it would without this. A first call only notes fun's id and args' (signature or
+    ids; holding neither: a fun used once is neither kept alive nor called more often than
+    before). These only find the kept programs; whether a call replays them is decided by the recording's content. A fun whose
     recording has no content key (a branch, a Variable, a rule of the user's) or that cannot be
     recorded is not recorded again for it. Kept for points of at most ``MAX_SIZE`` elements (small
     problems, where the trace's cost counts), for the ``size`` slots used last.
@@ -264,13 +267,15 @@ class PlainTraces:
         they are the same program, else new ones, kept from now on; None when not kept."""
         if state.tapes or state.accumulators or state.observers:   # inside a transform: f runs as it is
             return None
+        as_inputs = bool(args) and inputs(args, flat=True)
         try:
             key, leaves, _, _ = signature((point,))
+            held = signature(args)[0] if as_inputs else tuple(map(id, args))
         except Exception:   # noqa: BLE001  (an unhashable static leaf: the run itself meets it)
             return None
         if sum(leaf.size for leaf in leaves) > self.MAX_SIZE:
             return None
-        slot = (id(fun), tuple(map(id, args)), key, threading.get_ident())
+        slot = (id(fun), held, key, threading.get_ident())
         with self._lock:
             entry = self._kept.get(slot)
             if entry is None or entry is self._NEVER:
@@ -278,7 +283,8 @@ class PlainTraces:
                 return None
         try:
             with np.errstate(all="ignore"):   # (the run itself warns)
-                found = content_key(ad.jit.trace(lambda tree: fun(tree, *args), point))
+                found = content_key(ad.jit.trace(fun, point, *args) if as_inputs else
+                                    ad.jit.trace(lambda tree: fun(tree, *args), point))
         except Exception:   # noqa: BLE001  (f's own error, or an untraceable f: the run itself meets it)
             found = None
         if found is None:
@@ -303,26 +309,33 @@ def derivatives_of(fun: Callable, args: tuple, unravel: Callable, ggn: tuple | N
     made once to be replayed (as a function given to jax.jit is compiled once): its derived
     programs are kept with it, by thread, and args are inputs of them (``inputs``); its
     ``native`` holds for them. A plain fun's programs are kept for its next calls at points like
-    ``x0`` while it computes the same program (``PlainTraces``)."""
-    replayed = isinstance(fun, ad.Function) and ggn is None and inputs(args)
+    ``x0`` while it computes the same program (``PlainTraces``), with args as their inputs too
+    (when traced): scipy's loop of fits, ``minimize(f, x0, args=(t, y))`` with a new y each time."""
+    made_once = isinstance(fun, ad.Function)
+    replayed = ggn is None and (inputs(args) if made_once else trace and bool(args) and inputs(args, flat=True))
     shared = SHARED_TRACES.of_call(fun, args)
-    if shared is None and replayed:
+    if shared is None and replayed and made_once:
         shared = fun.memo.setdefault(SharedTraces, {}).setdefault(threading.get_ident(), {})   # dies with fun
-    elif shared is None and trace and ggn is None and x0 is not None and not isinstance(fun, ad.Function):
+    elif shared is None and trace and ggn is None and x0 is not None and not made_once:
         shared = PLAIN_TRACES.of(fun, args, unravel(x0))
     return AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *args)), unravel, ggn=ggn, trace=trace,
-                               shared=shared, native=isinstance(fun, ad.Function) and fun.native,
+                               shared=shared, native=made_once and fun.native,
                                with_args=(lambda tree, *more: scalar_value(fun(tree, *more)), args)
                                if replayed else None, dense=dense)
 
 
-def inputs(args: tuple) -> bool:
+def inputs(args: tuple, flat: bool = False) -> bool:
     """Whether ``args`` can be arguments of replayed programs: every leaf a float array (an input,
     read at each call) or a number, string, bool or None (static, compared by value). Others (a
-    Tensor, an object of the user's) stay in a closure of the objective, traced at each call."""
-    return all((type(leaf) is np.ndarray and leaf.dtype.kind == "f") or
-               type(leaf) in (int, float, bool, str, type(None), np.float64, np.int64)
-               for leaf in ad.tree.flatten(args)[0])
+    Tensor, an object of the user's) stay in a closure of the objective, traced at each call.
+    ``flat``: each argument itself such a leaf (a plain fun's args, as scipy's ``args=(t, y)``: a
+    list or dict is passed as it is, since a plain f may write into it; a replay would pass a copy)."""
+    return all(_leaf_input(leaf) for leaf in (args if flat else ad.tree.flatten(args)[0]))
+
+
+def _leaf_input(leaf) -> bool:
+    return ((type(leaf) is np.ndarray and leaf.dtype.kind == "f") or
+            type(leaf) in (int, float, bool, str, type(None), np.float64, np.int64))
 
 
 def flat_gradient(gradient) -> np.ndarray:

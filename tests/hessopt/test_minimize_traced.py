@@ -204,6 +204,37 @@ def test_a_plain_function_called_again_replays_the_programs_of_its_last_call(mon
         assert (run.nit, run.nfev, run.njev, run.nhev) == (eager.nit, eager.nfev, eager.njev, eager.nhev)
 
 
+def test_a_plain_function_fits_new_data_in_args_with_the_programs_of_its_last_call(monkeypatch):
+    """scipy's loop over data sets, ``minimize(f, x0, args=(t, y))`` with a new y each call: args' float
+    arrays are inputs of the kept programs (as an autodiff.function's), so from the third call on no
+    call traces, whether y is a new array or the same one changed in place; each fit finds its own
+    curve's parameters, its iterates those of the eager run bit for bit. A new shape of y, or
+    another value of a number in args, is another program: traced, and right."""
+    traces = counted_traces(monkeypatch)
+
+    def fit(p, t, y, scale):
+        return np.sum((scale * p[0] * np.exp(-p[1] * t) - y) ** 2)
+    t, y = np.linspace(0.0, 3.0, 20), np.empty(20)
+    x0 = np.array([1.0, 1.0])
+    for step, truth in enumerate(([2.0, 1.0], [3.0, 0.5], [1.5, 2.0], [2.5, 0.75])):
+        y[:] = truth[0] * np.exp(-truth[1] * t)
+        data = (t, y if step % 2 else y.copy(), 1.0)   # a new array, or the same one changed in place
+        result = hessopt.minimize(fit, x0, args=data, method="trust-exact")
+        eager = hessopt.minimize(fit, x0, args=data, method="trust-exact", options={"trace": False})
+        np.testing.assert_allclose(result.x, truth, rtol=1e-6)
+        np.testing.assert_array_equal(result.history["x"], eager.history["x"])
+        assert (result.nit, result.nfev, result.njev, result.nhev) == (eager.nit, eager.nfev, eager.njev, eager.nhev)
+        if step == 0:
+            first = len(traces)
+    assert first > 0 and len(traces) == 2 * first
+    t40 = np.linspace(0.0, 3.0, 40)
+    result = hessopt.minimize(fit, x0, args=(t40, 2.0 * np.exp(-0.5 * t40), 1.0), method="trust-exact")
+    np.testing.assert_allclose(result.x, [2.0, 0.5], rtol=1e-6)
+    result = hessopt.minimize(fit, x0, args=(t, 2.0 * np.exp(-0.5 * t), 2.0), method="trust-exact")
+    np.testing.assert_allclose(result.x, [1.0, 0.5], rtol=1e-6)
+    assert len(traces) == 4 * first
+
+
 def test_a_plain_function_sees_what_it_reads_change_between_calls(monkeypatch):
     """What f reads from outside (here a dict's array) is part of its programs: rebound, changed in
     place, or rebound to the old bytes while the kept programs' array changed in place, each call
