@@ -448,9 +448,11 @@ def own_data_row(size: int) -> None:
                                 for x, y in zip(starts, curves)], size), "", ""]
     if jax:
         f, grad, hessian = (jax.jit(g) for g in (_jax_decay_fit, jax.grad(_jax_decay_fit), jax.hessian(_jax_decay_fit)))
-        plain.append(rate_cell(lambda: [scipy.optimize.minimize(
-            lambda p, t, y: float(f(p, t, y)), x, args=(T20, y), jac=lambda p, t, y: np.asarray(grad(p, t, y)),
-            hess=lambda p, t, y: np.asarray(hessian(p, t, y)), method=SOLVE_METHOD) for x, y in zip(starts, curves)], size))
+        def scipy_fit(x, y):
+            return scipy.optimize.minimize(lambda p, t, y: float(f(p, t, y)), x, args=(T20, y),
+                                           jac=lambda p, t, y: np.asarray(grad(p, t, y)),
+                                           hess=lambda p, t, y: np.asarray(hessian(p, t, y)), method=SOLVE_METHOD)
+        plain.append(rate_cell(lambda: [scipy_fit(x, y) for x, y in zip(starts, curves)], size))
     print(f"  {'exp_decay 3, args loop':<24}" + "".join(f"{c:>28}" for c in plain + [""] * (4 - len(plain)))
           + "  (scipy's loop: minimize(f, x0, args=(t, y)) per fit, a plain f; jax.jit's made once)", flush=True)
 

@@ -249,9 +249,9 @@ class PlainTraces:
     A global or a closure's array that changed, a branch or a Variable in f: the call traces its
     own, as it would without this. A first call only notes fun's id and args' (signature or
     ids; holding neither: a fun used once is neither kept alive nor called more often than
-    before). These only find the kept programs; whether a call replays them is decided by the recording's content. A fun whose
-    recording has no content key (a branch, a Variable, a rule of the user's) or that cannot be
-    recorded is not recorded again for it. Kept for points of at most ``MAX_SIZE`` elements (small
+    before). These only find the kept programs; whether a call replays them is decided by the
+    recording's content. A fun whose recording has no content key (a branch, a Variable, a rule
+    of the user's) or that cannot be recorded is not recorded again for it. Kept for points of at most ``MAX_SIZE`` elements (small
     problems, where the trace's cost counts), for the ``size`` slots used last.
     """
 
