@@ -251,8 +251,9 @@ class PlainTraces:
     ids; holding neither: a fun used once is neither kept alive nor called more often than
     before). These only find the kept programs; whether a call replays them is decided by the
     recording's content. A fun whose recording has no content key (a branch, a Variable, a rule
-    of the user's) or that cannot be recorded is not recorded again for it. Kept for points of at most ``MAX_SIZE`` elements (small
-    problems, where the trace's cost counts), for the ``size`` slots used last.
+    of the user's) or that cannot be recorded is not recorded again for it. Kept for points of
+    at most ``MAX_SIZE`` elements (small problems, where the trace's cost counts), for the
+    ``size`` slots used last.
     """
 
     MAX_SIZE = 10_000
