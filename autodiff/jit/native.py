@@ -10,7 +10,8 @@ cotangents); for any other program, one with guards, or when numba is
 missing, ``native_program`` says why not and the NumPy replay runs.
 
 A program whose values are all small (``scalar.MAX_SIZE`` elements; up to ``MAX_FLOAT_NAMES``
-values) is written on floats instead (``_FloatWriter``: the scalar program's writer in numba's
+values; its constants may be larger, a data matrix times a small vector, their elements numba's
+constants) is written on floats instead (``_FloatWriter``: the scalar program's writer in numba's
 dialect): no array is made inside, and its array outputs are made by NumPy in a Python function
 around it, which hands them to numba to fill (an array numba makes costs ~0.8 us more to return to
 Python). A call then costs about numba's dispatch, ~0.5 us; it compiles in a second or a few where
@@ -126,6 +127,9 @@ class _FloatWriter(_ScalarWriter):
     with NumPy (~0.2 us each) and returns the outputs as ``_source``'s program does."""
 
     max_names = MAX_FLOAT_NAMES
+    # a constant larger than the values (a matrix times a small vector): its elements are numba's
+    # constants, and what the program computes with them stays bounded by MAX_PRODUCT_TERMS and max_names
+    max_constant = MAX_PRODUCT_TERMS
 
     def program(self, live: list, inputs: list, outputs: list, single: bool, fresh: int) -> tuple:
         """``(kernel source, its globals, wrapper source)``: the wrapper defines ``program``, calling

@@ -213,6 +213,7 @@ class _Writer:
     """The source of one scalar program: each value an object array of its elements' source."""
 
     max_names = MAX_NAMES
+    max_constant = MAX_SIZE   # elements of a constant array written as its elements' names at most
 
     def __init__(self):
         self.globals: dict = {"_array": np.array, "_float64": np.float64, "_ndarray": np.ndarray, "_nan": math.nan,
@@ -244,7 +245,7 @@ class _Writer:
         array = np.asarray(value)
         if array.dtype.kind not in "fiub" or (array.dtype.kind == "f" and array.dtype != _FLOAT64):
             raise Unsupported(f"a constant of {array.dtype}")
-        if array.size > MAX_SIZE:
+        if array.size > self.max_constant:
             raise Unsupported("a large constant")
         if array.dtype.kind in "iu" and np.any(np.abs(array) > 2 ** 53):
             raise Unsupported("an integer constant beyond float64's exact range")

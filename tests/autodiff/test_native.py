@@ -253,6 +253,32 @@ def test_a_large_native_program_is_the_array_source():
         assert small.native_reason is None
 
 
+def test_a_constant_matrix_larger_than_the_values_is_written_on_floats(monkeypatch):
+    """A constant above MAX_SIZE elements times a small input (MGH's Watson: a 29 x 6 matrix) is
+    written on floats, its elements numba's constants; the values closed form: A^T (2 r) and
+    2 A^T A v + the cubic term's 6 x v diagonal, against the replay."""
+    from autodiff.jit.native import MAX_PRODUCT_TERMS
+    from autodiff.jit.scalar import MAX_SIZE
+    float_programs_only(monkeypatch)
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((29, 6))
+    assert a.size > MAX_SIZE
+
+    def fit(x):
+        r = a @ x - 1.0
+        return r @ r + np.sum(x ** 3)
+    f = ad.function(fit, native=True)
+    x, v = rng.uniform(0.2, 1.5, 6), rng.standard_normal(6)
+    within_check(f.grad()(x), 2.0 * a.T @ (a @ x - 1.0) + 3.0 * x ** 2)
+    within_check(ad.hvp(f)(x, v), 2.0 * a.T @ (a @ v) + 6.0 * x * v)
+    assert f.native_reason is None
+    big = rng.standard_normal((100, MAX_PRODUCT_TERMS // 100 + 1))   # small values, more products than written
+    g = ad.function(lambda y: np.sum((big @ y) ** 2), native=True)
+    y = rng.standard_normal(big.shape[1])
+    within_check(g.grad()(y), 2.0 * big.T @ (big @ y))
+    assert g.native_reason == "Unsupported: the array source is off in this test"
+
+
 def test_a_native_division_by_zero_is_numpys_inf():
     """x / 0.0 of floats in a native program is inf (NumPy's), not Python's ZeroDivisionError."""
     f = ad.function(lambda x: x[0] / x[1] + x[1], native=True)
