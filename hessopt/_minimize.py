@@ -110,9 +110,10 @@ def minimize(fun: Callable, x0, args: tuple = (), method: str | None = None,
     ``options={"trace": False}`` turns off tracing: by default every derivative (gradients,
     Hessian-vector products, dense Hessians, Gauss-Newton products, the first-order methods'
     gradients) is a replayed program of ``autodiff.function(fun)``, with the same iterates as eager
-    evaluation; a plain fun called again (the same fun and args objects) keeps its programs for
-    its next calls, which replay them while fun records the same program at their x0 (fun runs
-    once more per call for that check: ``_derivatives.PlainTraces``); a ``fun`` that cannot be
+    evaluation; a plain fun called again (the same fun; args of the same shapes, which are inputs
+    of its programs when they are float arrays and numbers, else the same args objects) keeps its
+    programs for its next calls, which replay them while fun records the same program at their x0
+    (fun runs once more per call for that check: ``_derivatives.PlainTraces``); a ``fun`` that cannot be
     traced (say, it calls ``.numpy()``) runs eagerly, and ``result.untraced_reason`` says why.
     ``"newton"``, ``"trust-exact"`` and ``"dogleg"`` factor the Hessian's matrix: where they do
     not consider sparse Hessians (below 1,000 variables, or ``options={"sparse": False}``) each
