@@ -138,6 +138,20 @@ def two_exponentials(p, np=np):
     return r @ r
 
 
+def two_exponentials_hvp(p, v):
+    """Hand-written H v of ``two_exponentials``: 2 J^T (J v) plus the residuals' curvature, which
+    only the rates' own pairs (a, b) and (c, d) have."""
+    a, b, c, d, _ = p
+    e1, e2 = np.exp(-b * T20), np.exp(-d * T20)
+    r = a * e1 + c * e2 + p[4] - Y20
+    te1, te2 = T20 * e1, T20 * e2
+    jv = v[0] * e1 - (a * v[1]) * te1 + v[2] * e2 - (c * v[3]) * te2 + v[4]
+    tr1, tr2 = te1 @ r, te2 @ r
+    return 2.0 * np.array([e1 @ jv - v[1] * tr1, -a * (te1 @ jv) - v[0] * tr1 + a * v[1] * ((T20 * te1) @ r),
+                           e2 @ jv - v[3] * tr2, -c * (te2 @ jv) - v[2] * tr2 + c * v[3] * ((T20 * te2) @ r),
+                           jv.sum()])
+
+
 def casadi_exp_decay(p):
     t, y = casadi.DM(T20), casadi.DM(Y20)
     return casadi.sumsqr(p[0] * casadi.exp(-p[1] * t) + p[2] - y)
@@ -156,7 +170,8 @@ def casadi_two_exponentials(p):
 def fit_cases() -> list:
     fits = [("exp_decay 3", exp_decay, [2.0, 1.0, 0.5], {"gradient": exp_decay_gradient}, casadi_exp_decay),
             ("gauss_peak 4", gauss_peak, [1.0, 0.0, 1.0, 0.1], {}, casadi_gauss_peak),
-            ("two_exponentials 5", two_exponentials, [2.0, 1.0, 0.5, 3.0, 0.3], {}, casadi_two_exponentials)]
+            ("two_exponentials 5", two_exponentials, [2.0, 1.0, 0.5, 3.0, 0.3], {"HVP": two_exponentials_hvp},
+             casadi_two_exponentials)]
     return [Case(name, f, x, (lambda p, f=f: f(p, np=jnp)) if jax else None, hand, peer)
             for name, f, x, hand, peer in fits]
 
@@ -189,10 +204,35 @@ def mlp_gradient(parameters):
                            (h2.T @ d3).ravel(), d3.sum(0)])
 
 
+def mlp_hvp(parameters, v):
+    """Hand-written H v of ``mlp_loss``: backpropagation with tangents (Pearlmutter's R-operator)."""
+    w1, b1 = parameters[:384].reshape(8, 48), parameters[384:432]
+    w2, b2 = parameters[432:1968].reshape(48, 32), parameters[1968:2000]
+    w3, b3 = parameters[2000:2032].reshape(32, 1), parameters[2032:]
+    v1, c1, v2, c2 = v[:384].reshape(8, 48), v[384:432], v[432:1968].reshape(48, 32), v[1968:2000]
+    v3, c3 = v[2000:2032].reshape(32, 1), v[2032:]
+    h1 = np.tanh(INPUTS @ w1 + b1)
+    s1 = 1.0 - h1 * h1
+    dh1 = (INPUTS @ v1 + c1) * s1
+    h2 = np.tanh(h1 @ w2 + b2)
+    s2 = 1.0 - h2 * h2
+    dh2 = (h1 @ v2 + dh1 @ w2 + c2) * s2
+    g3 = 2.0 * (h2 @ w3 + b3 - TARGETS) / TARGETS.size
+    dg3 = 2.0 * (h2 @ v3 + dh2 @ w3 + c3) / TARGETS.size
+    gh2 = g3 @ w3.T
+    gz2 = gh2 * s2
+    dgz2 = (dg3 @ w3.T + g3 @ v3.T) * s2 - 2.0 * gh2 * h2 * dh2
+    gh1 = gz2 @ w2.T
+    dgz1 = (dgz2 @ w2.T + gz2 @ v2.T) * s1 - 2.0 * gh1 * h1 * dh1
+    return np.concatenate([(INPUTS.T @ dgz1).ravel(), dgz1.sum(0), (dh1.T @ gz2 + h1.T @ dgz2).ravel(),
+                           dgz2.sum(0), (dh2.T @ g3 + h2.T @ dg3).ravel(), dg3.sum(0)])
+
+
 def mlp_case() -> Case:
     x = 0.3 * np.random.default_rng(4).standard_normal(2033)
     return Case("mlp 2033 (batch 256)", mlp_loss, x, (lambda p: mlp_loss(p, np=jnp)) if jax else None,
-                {"gradient": mlp_gradient}, kinds=KINDS[:4])   # its Hessian: 20 s a call, not a small problem
+                {"gradient": mlp_gradient, "HVP": mlp_hvp},
+                kinds=KINDS[:4])   # its Hessian: 20 s a call, not a small problem
 
 
 # --- the contestants --------------------------------------------------------------------------------
@@ -270,6 +310,8 @@ def measure(case: Case, rounds: int) -> dict:
     if case.hand:
         contestants["hand"] = {kind: (lambda call=call, kind=kind: call(case.x, case.v) if kind == "HVP"
                                       else call(case.x)) for kind, call in case.hand.items()}
+        if "HVP" in case.hand:   # one product at a new point: both rows
+            contestants["hand"]["hvp(f)"] = contestants["hand"]["HVP"]
     if casadi is not None and case.casadi_f is not None:
         contestants["casadi"] = casadi_calls(case.casadi_f, case.x, case.v)
     contestants = {name: {kind: call for kind, call in calls.items() if kind in case.kinds}
