@@ -134,7 +134,9 @@ class Program:
             else:
                 produced.add(out._id)
         live = live_records(records, outputs, guards, produced)
-        live = live_records(simplified(live, outputs, guards, raw), outputs, guards, produced)
+        live = simplified(live, outputs, guards, raw)
+        produced.update(r[4]._id for r in live if type(r[4]) is not tuple)   # (values the passes made)
+        live = live_records(live, outputs, guards, produced)
         constants: dict = {"_Retrace": Retrace, "_equal": np.array_equal, "_ndarray": np.ndarray}
         by_id: dict = {}
 
@@ -353,6 +355,7 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
         for i in parents:
             uses[args[i]._id] = uses.get(args[i]._id, 0) + 1
     producers = {r[4]._id: r for r in live if type(r[4]) is not tuple}
+    transposed = _transposed_products(live, uses, producers)
     # SlicedCotangent adds a dense term first and the slices after: a raw sum of tiles that a later
     # raw add continues is left to it (as the concatenation, its tiles would be added first)
     ops = anp.ops
@@ -362,6 +365,11 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
     result = []
     for record in live:
         prim, args, raw_args, kwargs, out, parents = record
+        if type(out) is not tuple and out._id in transposed:   # the product: made transposed, below
+            continue
+        if prim is ops._transpose and parents == (0,) and args[0]._id in transposed:
+            result += _product_transposed(producers[args[0]._id], out)
+            continue
         if prim is ops._scatter:
             tiling = _Tiles.of_scatter(record)
             if tiling is not None:
@@ -400,6 +408,54 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
                 continue
         result.append(record)
     return result
+
+
+#: Elements of a transposed matrix product at least for it to be made as the product of the transposes
+TRANSPOSED_PRODUCT_MIN = 1024
+
+
+def _transposed_products(live: list, uses: dict, producers: dict) -> set:
+    """The ids of the matrix products ``A @ B`` whose one use is their transpose, an operand of a
+    second sweep (the cotangent of a transposed operand), of at least ``TRANSPOSED_PRODUCT_MIN``
+    elements: made as ``B.T @ A.T`` (``_product_transposed``) they are contiguous, where the transpose
+    of the product is a view whose every elementwise use walks it across its rows (several times
+    slower than the product's own time on a 48 x 256 result). Only where both ways are BLAS's matrix
+    product (more than one row and column) and give the same bits at the traced values."""
+    found = set()
+    for prim, args, raw, kwargs, out, parents in live:
+        if not (prim is anp.ops._transpose and parents == (0,) and not kwargs and np.ndim(out._value) == 2
+                and (raw[1] is None or tuple(raw[1]) == (1, 0))):
+            continue
+        product = producers.get(args[0]._id)
+        if (product is None or product[0] is not anp.ops.matmul or product[3] or uses.get(args[0]._id) != 1
+                or out._value.size < TRANSPOSED_PRODUCT_MIN):
+            continue
+        a, b = product[2]
+        if not (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == b.ndim == 2
+                and a.shape[0] > 1 and b.shape[1] > 1):
+            continue
+        with np.errstate(all="ignore"):   # (the recorded values may have been summed into since)
+            if np.array_equal(np.matmul(b.T, a.T), np.matmul(a, b).T, equal_nan=True):
+                found.add(args[0]._id)
+    return found
+
+
+def _product_transposed(product: tuple, out: Tensor) -> list:
+    """The records of ``out = (A @ B).T`` as ``B.T @ A.T`` (the product's record and its transpose's
+    output): the transposes of Tensor operands recorded, of constants taken."""
+    records, operands, values = [], [], []
+    for k in (1, 0):
+        operand, value = product[1][k], product[2][k]
+        if k in product[5]:
+            transpose = Tensor(value.T)
+            records.append((anp.ops._transpose, (operand, (1, 0)), [value, (1, 0)], {}, transpose, (0,)))
+            operand = transpose
+        else:
+            operand = value.T
+        operands.append(operand)
+        values.append(value.T)
+    parents = tuple(j for j, k in enumerate((1, 0)) if k in product[5])
+    return records + [(anp.ops.matmul, tuple(operands), values, {}, out, parents)]
 
 
 class _Tiles:
