@@ -280,13 +280,38 @@ def test_a_plain_function_with_a_rule_of_its_own_is_traced_at_each_call(monkeypa
 
 
 def test_a_plain_function_solved_once_is_not_kept_alive():
-    def quartic(x):
-        return np.sum((x - 1.0) ** 4) + np.sum(x ** 2)
-    hessopt.minimize(quartic, np.zeros(3), method="trust-exact")
-    gone = weakref.ref(quartic)
-    del quartic
-    gc.collect()
-    assert gone() is None
+    """Nor is the next function made at its address: a note of a function gone is not the new one's
+    (functions made in a loop, each solved once, are freed and their ids taken again)."""
+    for _ in range(20):
+        def quartic(x):
+            return np.sum((x - 1.0) ** 4) + np.sum(x ** 2)
+        hessopt.minimize(quartic, np.zeros(3), method="trust-exact")
+        gone = weakref.ref(quartic)
+        del quartic
+        gc.collect()
+        assert gone() is None
+
+
+def test_a_method_solved_again_replays_the_programs_of_its_last_call(monkeypatch):
+    """``minimize(model.loss, x0)``: each access makes a new method object; the method is found by its
+    function and its object, so the third call traces nothing, and a changed attribute is seen."""
+    traces = counted_traces(monkeypatch)
+
+    class Model:
+        centre = np.array([1.0, -2.0])
+
+        def loss(self, x):
+            return np.sum(np.cosh(x - self.centre)) + np.sum((x - self.centre) ** 4)
+    model = Model()
+    runs = [hessopt.minimize(model.loss, np.zeros(2), method="trust-exact") for _ in range(4)]
+    first = len(traces) // 2
+    assert first > 0 and len(traces) == 2 * first
+    for run in runs:
+        np.testing.assert_allclose(run.x, [1.0, -2.0], atol=1e-8)
+    model.centre = np.array([0.5, 3.0])
+    np.testing.assert_allclose(hessopt.minimize(model.loss, np.zeros(2), method="trust-exact").x, [0.5, 3.0],
+                               atol=1e-8)
+    assert len(traces) == 3 * first
 
 
 def test_calls_inside_a_transform_keep_no_programs():
