@@ -343,8 +343,9 @@ def simplified(live: list, outputs: list, guards: list, raw: set) -> list:
     done without full-size zeros: as the traced adds do, or, for the records of a sweep that eager
     code runs raw (ids in ``raw``), as ``SlicedCotangent`` does, or, when the slices tile an axis,
     as the concatenation of the pieces (``_Tiles``; not for a raw sum that a later raw add
-    continues: ``SlicedCotangent`` adds a dense term before the slices). Same operations, same
-    order."""
+    continues: ``SlicedCotangent`` adds a dense term before the slices), and a large transposed
+    matrix product made as the product of the transposes (``_transposed_products``: contiguous,
+    where both give the same bits at the traced values). Same operations, same order."""
     uses: dict = {}
     for o in outputs:
         if isinstance(o, Tensor):
