@@ -248,14 +248,14 @@ class PlainTraces:
     ``autodiff.function``'s args are: "the same args" are args of the same signature (shapes,
     dtypes, numbers by value), and new data replays. Other args are the same objects (their ids).
     A global or a closure's array that changed, a branch or a Variable in f: the call traces its
-    own, as it would without this. A first call only notes fun's id (a method's: its function's
-    and its object's) and args' (signature or ids), holding neither: a fun used once is neither
-    kept alive nor called more often than before, and a note of a fun gone is not the one of a new
-    fun at its address. These only find the kept programs; whether a call replays them is decided by the
-    recording's content. A fun whose recording has no content key (a branch, a Variable, a rule
-    of the user's) or that cannot be recorded is not recorded again for it. Kept for points of
-    at most ``MAX_SIZE`` elements (small problems, where the trace's cost counts), for the
-    ``size`` slots used last.
+    own, as it would without this. A first call only notes fun's id and args' (signature or ids),
+    holding neither: a fun used once is neither kept alive nor called more often than before, and
+    a note of a fun gone is not the one of a new fun at its address (a bound method, a new object
+    at each access, is such a new fun at each call). These only find the kept programs; whether
+    a call replays them is decided by the recording's content. A fun whose recording has no
+    content key (a branch, a Variable, a rule of the user's) or that cannot be recorded is not
+    recorded again for it. Kept for points of at most ``MAX_SIZE`` elements (small problems, where
+    the trace's cost counts), for the ``size`` slots used last.
     """
 
     MAX_SIZE = 10_000
@@ -279,15 +279,14 @@ class PlainTraces:
             return None
         if sum(leaf.size for leaf in leaves) > self.MAX_SIZE:
             return None
-        identity, holder = _identity(fun)
-        slot = (identity, held, key, threading.get_ident())
+        slot = (id(fun), held, key, threading.get_ident())
         with self._lock:
             entry = self._kept.get(slot)
             if entry is not None and entry[0] in ("seen", "never") and entry[1] is not None \
-                    and entry[1]() is not holder:
+                    and entry[1]() is not fun:
                 entry = None   # the note of a function gone, whose id this one now has
             if entry is None or entry[0] == "never":
-                self._kept.put(slot, entry or ("seen", _weak(holder), None))   # kept from its next call on
+                self._kept.put(slot, entry or ("seen", _weak(fun), None))   # kept from its next call on
                 return None
         try:
             with np.errstate(all="ignore"):   # (the run itself warns)
@@ -297,7 +296,7 @@ class PlainTraces:
             found = None
         if found is None:
             with self._lock:
-                self._kept.put(slot, ("never", _weak(holder), None))
+                self._kept.put(slot, ("never", _weak(fun), None))
             return None
         content, constants = found
         with self._lock:
@@ -311,21 +310,11 @@ class PlainTraces:
 PLAIN_TRACES = PlainTraces()
 
 
-def _identity(fun: Callable) -> tuple:
-    """``(what finds fun's notes and kept programs, the object they refer to)``: a bound method by its
-    function and its object (each attribute access makes a new method object), another callable by
-    its id and itself."""
-    owner, function = getattr(fun, "__self__", None), getattr(fun, "__func__", None)
-    if owner is not None and function is not None:
-        return (id(function), id(owner)), owner
-    return id(fun), fun
-
-
-def _weak(holder) -> weakref.ref | None:
-    """A weak reference to ``holder``, or None for an object that takes none (its notes are then
+def _weak(fun: Callable) -> weakref.ref | None:
+    """A weak reference to ``fun``, or None for a callable that takes none (its notes are then
     taken at their id's word)."""
     try:
-        return weakref.ref(holder)
+        return weakref.ref(fun)
     except TypeError:
         return None
 

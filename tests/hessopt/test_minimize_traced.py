@@ -292,28 +292,6 @@ def test_a_plain_function_solved_once_is_not_kept_alive():
         assert gone() is None
 
 
-def test_a_method_solved_again_replays_the_programs_of_its_last_call(monkeypatch):
-    """``minimize(model.loss, x0)``: each access makes a new method object; the method is found by its
-    function and its object, so the third call traces nothing, and a changed attribute is seen."""
-    traces = counted_traces(monkeypatch)
-
-    class Model:
-        centre = np.array([1.0, -2.0])
-
-        def loss(self, x):
-            return np.sum(np.cosh(x - self.centre)) + np.sum((x - self.centre) ** 4)
-    model = Model()
-    runs = [hessopt.minimize(model.loss, np.zeros(2), method="trust-exact") for _ in range(4)]
-    first = len(traces) // 2
-    assert first > 0 and len(traces) == 2 * first
-    for run in runs:
-        np.testing.assert_allclose(run.x, [1.0, -2.0], atol=1e-8)
-    model.centre = np.array([0.5, 3.0])
-    np.testing.assert_allclose(hessopt.minimize(model.loss, np.zeros(2), method="trust-exact").x, [0.5, 3.0],
-                               atol=1e-8)
-    assert len(traces) == 3 * first
-
-
 def test_calls_inside_a_transform_keep_no_programs():
     """Inside a transform (here a tape), f runs as it is: no recording of it for kept programs (the
     tape would record it too), and nothing noted for later calls."""
