@@ -36,6 +36,7 @@ of 15; --calls, --solves: that part alone; --batch: starts per problem in a batc
 """
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
@@ -178,23 +179,24 @@ def fit_cases() -> list:
 
 rng = np.random.default_rng(0)
 INPUTS, TARGETS = rng.standard_normal((256, 8)), rng.standard_normal((256, 1))
-SHAPES = [(8, 48), (48,), (48, 32), (32,), (32, 1), (1,)]
+
+
+def mlp_layers(vector):
+    """The perceptron's (w1, b1, w2, b2, w3, b3) in a vector of its 2,033 parameters (or a tangent)."""
+    return (vector[:384].reshape(8, 48), vector[384:432], vector[432:1968].reshape(48, 32), vector[1968:2000],
+            vector[2000:2032].reshape(32, 1), vector[2032:])
 
 
 def mlp_loss(parameters, np=np):
     """A 2,033-parameter perceptron (8 -> 48 -> 32 -> 1, tanh), squared error on a batch of 256."""
-    w1, b1 = parameters[:384].reshape(8, 48), parameters[384:432]
-    w2, b2 = parameters[432:1968].reshape(48, 32), parameters[1968:2000]
-    w3, b3 = parameters[2000:2032].reshape(32, 1), parameters[2032:]
+    w1, b1, w2, b2, w3, b3 = mlp_layers(parameters)
     hidden = np.tanh(np.tanh(INPUTS @ w1 + b1) @ w2 + b2)
     return np.mean((hidden @ w3 + b3 - TARGETS) ** 2)
 
 
 def mlp_gradient(parameters):
     """Hand-written backpropagation of ``mlp_loss``."""
-    w1, b1 = parameters[:384].reshape(8, 48), parameters[384:432]
-    w2, b2 = parameters[432:1968].reshape(48, 32), parameters[1968:2000]
-    w3, b3 = parameters[2000:2032].reshape(32, 1), parameters[2032:]
+    w1, b1, w2, b2, w3, b3 = mlp_layers(parameters)
     h1 = np.tanh(INPUTS @ w1 + b1)
     h2 = np.tanh(h1 @ w2 + b2)
     d3 = 2.0 * (h2 @ w3 + b3 - TARGETS) / TARGETS.size
@@ -206,11 +208,8 @@ def mlp_gradient(parameters):
 
 def mlp_hvp(parameters, v):
     """Hand-written H v of ``mlp_loss``: backpropagation with tangents (Pearlmutter's R-operator)."""
-    w1, b1 = parameters[:384].reshape(8, 48), parameters[384:432]
-    w2, b2 = parameters[432:1968].reshape(48, 32), parameters[1968:2000]
-    w3, b3 = parameters[2000:2032].reshape(32, 1), parameters[2032:]
-    v1, c1, v2, c2 = v[:384].reshape(8, 48), v[384:432], v[432:1968].reshape(48, 32), v[1968:2000]
-    v3, c3 = v[2000:2032].reshape(32, 1), v[2032:]
+    w1, b1, w2, b2, w3, b3 = mlp_layers(parameters)
+    v1, c1, v2, c2, v3, c3 = mlp_layers(v)
     h1 = np.tanh(INPUTS @ w1 + b1)
     s1 = 1.0 - h1 * h1
     dh1 = (INPUTS @ v1 + c1) * s1
@@ -461,7 +460,7 @@ def rate_cell(call: Callable, size: int) -> str:
     return f"{size / wall:7.0f} / {size / cpu:6.0f} ({np.mean([r.success for r in results]):4.2f})"
 
 
-def decay_fit(p, t, y):
+def decay_fit(p, t, y, np=np):
     """exp_decay with its data as arguments: a * exp(-b t) + c against y."""
     r = p[0] * np.exp(-p[1] * t) + p[2] - y
     return r @ r
@@ -489,7 +488,8 @@ def own_data_row(size: int) -> None:
     plain = [rate_cell(lambda: [hessopt.minimize(decay_fit, x, args=(T20, y), method=SOLVE_METHOD)
                                 for x, y in zip(starts, curves)], size), "", ""]
     if jax:
-        f, grad, hessian = (jax.jit(g) for g in (_jax_decay_fit, jax.grad(_jax_decay_fit), jax.hessian(_jax_decay_fit)))
+        in_jax = functools.partial(decay_fit, np=jnp)
+        f, grad, hessian = (jax.jit(g) for g in (in_jax, jax.grad(in_jax), jax.hessian(in_jax)))
         def scipy_fit(x, y):
             return scipy.optimize.minimize(lambda p, t, y: float(f(p, t, y)), x, args=(T20, y),
                                            jac=lambda p, t, y: np.asarray(grad(p, t, y)),
@@ -497,11 +497,6 @@ def own_data_row(size: int) -> None:
         plain.append(rate_cell(lambda: [scipy_fit(x, y) for x, y in zip(starts, curves)], size))
     print(f"  {'exp_decay 3, args loop':<24}" + "".join(f"{c:>28}" for c in plain + [""] * (4 - len(plain)))
           + "  (scipy's loop: minimize(f, x0, args=(t, y)) per fit, a plain f; jax.jit's made once)", flush=True)
-
-
-def _jax_decay_fit(p, t, y):
-    r = p[0] * jnp.exp(-p[1] * t) + p[2] - y
-    return r @ r
 
 
 def geometric_mean(values: list) -> float:

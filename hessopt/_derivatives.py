@@ -266,12 +266,12 @@ class PlainTraces:
         self._kept = LeastRecentlyUsed(size)
         self._lock = threading.Lock()
 
-    def of(self, fun: Callable, args: tuple, point) -> dict | None:
+    def of(self, fun: Callable, args: tuple, point, as_inputs: bool = False) -> dict | None:
         """The programs (AutodiffDerivatives' ``shared``) for ``fun(point, *args)``: those kept, when
-        they are the same program, else new ones, kept from now on; None when not kept."""
+        they are the same program, else new ones, kept from now on; None when not kept.
+        ``as_inputs``: args are inputs of the programs (``derivatives_of``'s ``with_args``)."""
         if state.tapes or state.accumulators or state.observers:   # inside a transform: f runs as it is
             return None
-        as_inputs = bool(args) and inputs(args, flat=True)
         try:
             key, leaves, _, _ = signature((point,))
             held = signature(args)[0] if as_inputs else tuple(map(id, args))
@@ -333,7 +333,7 @@ def derivatives_of(fun: Callable, args: tuple, unravel: Callable, ggn: tuple | N
     if shared is None and replayed and made_once:
         shared = fun.memo.setdefault(SharedTraces, {}).setdefault(threading.get_ident(), {})   # dies with fun
     elif shared is None and trace and ggn is None and x0 is not None and not made_once:
-        shared = PLAIN_TRACES.of(fun, args, unravel(x0))
+        shared = PLAIN_TRACES.of(fun, args, unravel(x0), as_inputs=replayed)
     return AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *args)), unravel, ggn=ggn, trace=trace,
                                shared=shared, native=made_once and fun.native,
                                with_args=(lambda tree, *more: scalar_value(fun(tree, *more)), args)
