@@ -208,27 +208,30 @@ class SharedTraces(threading.local):
     """The autodiff.functions of one ``fun`` and ``args`` that every ``minimize`` call with them,
     in this thread, replays instead of tracing fun again (``AutodiffDerivatives``' ``shared``):
     minimize_many's runs made here. Set for the runs' duration (``with SHARED_TRACES.of(...)``);
-    a call of any other fun or args (an objective that itself calls minimize) traces its own."""
+    a call of any other fun or args (an objective that itself calls minimize) traces its own.
+    ``batch`` holds them by thread: a thread's first run finds them as a ``minimize`` alone would
+    (``derivatives_of``: an ``autodiff.function``'s own, those a plain fun's earlier calls kept, or
+    new ones), and its next runs share them."""
 
     fun: Callable | None = None
     args: tuple | None = None
-    traces: dict | None = None
+    batch: dict | None = None
 
     @contextmanager
-    def of(self, fun: Callable, args: tuple, traces: dict):
-        kept = self.fun, self.args, self.traces
-        self.fun, self.args, self.traces = fun, args, traces
+    def of(self, fun: Callable, args: tuple, batch: dict):
+        kept = self.fun, self.args, self.batch
+        self.fun, self.args, self.batch = fun, args, batch
         try:
             yield
         finally:
-            self.fun, self.args, self.traces = kept
+            self.fun, self.args, self.batch = kept
 
-    def of_call(self, fun: Callable, args: tuple) -> dict | None:
-        """The traces ``minimize(fun, x0, args)`` shares in this thread, if any: those of the same
-        ``fun`` and the same ``args`` (each argument the same object)."""
+    def batch_of(self, fun: Callable, args: tuple) -> dict | None:
+        """The traces by thread of the batch ``minimize(fun, x0, args)`` runs in, if any: one of the
+        same ``fun`` and the same ``args`` (each argument the same object)."""
         if fun is not self.fun or self.args is None or len(args) != len(self.args):
             return None
-        return self.traces if all(a is b for a, b in zip(args, self.args)) else None
+        return self.batch if all(a is b for a, b in zip(args, self.args)) else None
 
 
 SHARED_TRACES = SharedTraces()
@@ -329,11 +332,14 @@ def derivatives_of(fun: Callable, args: tuple, unravel: Callable, ggn: tuple | N
     (when traced): scipy's loop of fits, ``minimize(f, x0, args=(t, y))`` with a new y each time."""
     made_once = isinstance(fun, ad.Function)
     replayed = ggn is None and (inputs(args) if made_once else trace and bool(args) and inputs(args, flat=True))
-    shared = SHARED_TRACES.of_call(fun, args)
+    batch, thread = SHARED_TRACES.batch_of(fun, args), threading.get_ident()
+    shared = None if batch is None else batch.get(thread)
     if shared is None and replayed and made_once:
-        shared = fun.memo.setdefault(SharedTraces, {}).setdefault(threading.get_ident(), {})   # dies with fun
+        shared = fun.memo.setdefault(SharedTraces, {}).setdefault(thread, {})   # dies with fun
     elif shared is None and trace and ggn is None and x0 is not None and not made_once:
         shared = PLAIN_TRACES.of(fun, args, unravel(x0), as_inputs=replayed)
+    if batch is not None:   # the batch's next runs in this thread share them
+        shared = batch.setdefault(thread, {} if shared is None else shared)
     return AutodiffDerivatives(lambda tree: scalar_value(fun(tree, *args)), unravel, ggn=ggn, trace=trace,
                                shared=shared, native=made_once and fun.native,
                                with_args=(lambda tree, *more: scalar_value(fun(tree, *more)), args)

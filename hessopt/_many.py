@@ -198,7 +198,7 @@ class _Run:
         last = _LastIterate(self.kwargs.get("callback"), self.new_style_callback)
         try:
             args = as_args(self.kwargs.get("args", ()))
-            with SHARED_TRACES.of(self.fun, args, self.traces.setdefault(threading.get_ident(), {})):
+            with SHARED_TRACES.of(self.fun, args, self.traces):
                 return minimize(self.fun, x0, method=self.method, **{**self.kwargs, "callback": last})
         except BaseException as error:
             if isinstance(error, KeyboardInterrupt) and self._in_callers_main_thread():
@@ -740,6 +740,10 @@ def minimize_many(fun: Callable, x0s: Iterable, method: str = "newton-cg",
     fresh one after a run that kills it or hangs); without a timeout the runs share this process,
     and a run that ends it ends the caller. Runs in other processes need ``fun`` (and the options)
     to pickle: a module-level function (Dask also ships lambdas).
+
+    The runs of a thread (here, or a thread pool's) trace fun once and replay its programs: an
+    ``autodiff.function``'s own, or for a plain fun those its last ``minimize`` or batch kept, when
+    it computes the same program (as ``minimize(f)`` called again), else new ones.
 
     Parameters
     ----------

@@ -279,6 +279,36 @@ def test_a_plain_function_with_a_rule_of_its_own_is_traced_at_each_call(monkeypa
     np.testing.assert_array_equal(again.history["x"], alone.history["x"])
 
 
+def test_batches_of_a_function_replay_the_programs_kept_for_it(monkeypatch):
+    """minimize_many(f, starts) called again with the same plain f (a sweep in a loop): the runs of
+    a batch share the programs of its first run, which finds those its last batch kept (as
+    ``minimize(f)`` called again): no new trace from the third batch on. An autodiff.function made
+    once keeps its own: a batch after a minimize traces nothing. Each run's iterates are its eager
+    run's bit for bit."""
+    traces = counted_traces(monkeypatch)
+    problem = problems.get("helical_valley")
+
+    def helical_valley(x):   # a function of this test's (problem.fun may have been solved before)
+        return problem.fun(x)
+    starts = [problem.x0, 0.9 * problem.x0, problem.x0 + 0.5]
+    eager = [hessopt.minimize(problem.fun, x0, method="trust-exact", options={"trace": False}) for x0 in starts]
+
+    def solved_as_eager(runs):
+        for run, alone in zip(runs, eager):
+            np.testing.assert_array_equal(run.history["x"], alone.history["x"])
+            assert (run.nit, run.nfev, run.njev, run.nhev) == (alone.nit, alone.nfev, alone.njev, alone.nhev)
+    counts = []
+    for _ in range(3):
+        solved_as_eager(hessopt.minimize_many(helical_valley, starts, method="trust-exact"))
+        counts.append(len(traces))
+    assert counts[0] > 0 and counts == [counts[0], 2 * counts[0], 2 * counts[0]]
+    made = ad.function(problem.fun)
+    hessopt.minimize(made, starts[0], method="trust-exact")
+    before = len(traces)
+    solved_as_eager(hessopt.minimize_many(made, starts, method="trust-exact"))
+    assert len(traces) == before
+
+
 def test_a_plain_function_solved_once_is_not_kept_alive():
     """Nor is the next function made at its address: a note of a function gone is not the new one's
     (functions made in a loop, each solved once, are freed and their ids taken again)."""
