@@ -447,14 +447,13 @@ def _product_transposed(product: tuple, out: Tensor) -> list:
     records, operands, values = [], [], []
     for k in (1, 0):
         operand, value = product[1][k], product[2][k]
+        transposed = value.T
         if k in product[5]:
-            transpose = Tensor(value.T)
-            records.append((anp.ops._transpose, (operand, (1, 0)), [value, (1, 0)], {}, transpose, (0,)))
-            operand = transpose
+            records.append((anp.ops._transpose, (operand, (1, 0)), [value, (1, 0)], {}, Tensor(transposed), (0,)))
+            operands.append(records[-1][4])
         else:
-            operand = value.T
-        operands.append(operand)
-        values.append(value.T)
+            operands.append(transposed)
+        values.append(transposed)
     parents = tuple(j for j, k in enumerate((1, 0)) if k in product[5])
     return records + [(anp.ops.matmul, tuple(operands), values, {}, out, parents)]
 
