@@ -253,19 +253,20 @@ class PlainTraces:
     A global or a closure's array that changed, a branch or a Variable in f: the call traces its
     own, as it would without this. A first call only notes fun's id and args' (signature or ids),
     holding neither: a fun used once is neither kept alive nor called more often than before, and
-    a note of a fun gone is not the one of a new fun at its address (a bound method, a new object
-    at each access, is such a new fun at each call). These only find the kept programs; whether
-    a call replays them is decided by the recording's content. A fun whose recording has no
-    content key (a branch, a Variable, a rule of the user's) or that cannot be recorded is not
-    recorded again for it. Kept for points of at most ``MAX_SIZE`` elements (small problems, where
-    the trace's cost counts), for the ``size`` slots used last.
+    an entry of a fun gone (a note, or programs that did not keep it alive: a run that made none)
+    is not one of a new fun at its address (a bound method, a new object at each access, is such a
+    new fun at each call). These only find the kept programs; whether a call replays them is decided
+    by the recording's content. A fun whose recording has no content key (a branch, a Variable, a
+    rule of the user's) or that cannot be recorded is not recorded again for it. Kept for points of
+    at most ``MAX_SIZE`` elements (small problems, where the trace's cost counts), for the ``size``
+    slots used last.
     """
 
     MAX_SIZE = 10_000
 
     def __init__(self, size: int = 16):
-        # slot -> (content, its constants, the programs), or a note: ("seen" or "never", a weak
-        # reference to the function noted, None); kept programs hold their function (its id is its own)
+        # slot -> (a weak reference to its function, or None; "seen", "never" or (content, its
+        # constants, the programs)): the reference tells a function gone from a new one at its id
         self._kept = LeastRecentlyUsed(size)
         self._lock = threading.Lock()
 
@@ -282,14 +283,13 @@ class PlainTraces:
             return None
         if sum(leaf.size for leaf in leaves) > self.MAX_SIZE:
             return None
-        slot = (id(fun), held, key, threading.get_ident())
+        slot, weak = (id(fun), held, key, threading.get_ident()), _weak(fun)
         with self._lock:
-            entry = self._kept.get(slot)
-            if entry is not None and entry[0] in ("seen", "never") and entry[1] is not None \
-                    and entry[1]() is not fun:
-                entry = None   # the note of a function gone, whose id this one now has
-            if entry is None or entry[0] == "never":
-                self._kept.put(slot, entry or ("seen", _weak(fun), None))   # kept from its next call on
+            kept = self._kept.get(slot)
+            if kept is not None and kept[0] is not None and kept[0]() is not fun:
+                kept = None   # the entry of a function gone, whose id this one now has
+            if kept is None or kept[1] == "never":
+                self._kept.put(slot, kept or (weak, "seen"))   # recorded from its next call on
                 return None
         try:
             with np.errstate(all="ignore"):   # (the run itself warns)
@@ -299,22 +299,22 @@ class PlainTraces:
             found = None
         if found is None:
             with self._lock:
-                self._kept.put(slot, ("never", _weak(fun), None))
+                self._kept.put(slot, (weak, "never"))
             return None
         content, constants = found
         with self._lock:
-            kept, kept_constants, shared = self._kept.get(slot) or ("seen", None, None)
-            if kept in ("seen", "never") or kept != content or not unchanged(kept_constants):
-                shared = {}
-                self._kept.put(slot, (content, constants, shared))
-        return shared
+            kept = self._kept.get(slot)
+            if kept is None or isinstance(kept[1], str) or kept[1][0] != content or not unchanged(kept[1][1]):
+                kept = (weak, (content, constants, {}))
+                self._kept.put(slot, kept)
+        return kept[1][2]
 
 
 PLAIN_TRACES = PlainTraces()
 
 
 def _weak(fun: Callable) -> weakref.ref | None:
-    """A weak reference to ``fun``, or None for a callable that takes none (its notes are then
+    """A weak reference to ``fun``, or None for a callable that takes none (its entries are then
     taken at their id's word)."""
     try:
         return weakref.ref(fun)

@@ -335,6 +335,28 @@ def test_calls_inside_a_transform_keep_no_programs():
     assert PLAIN_TRACES.of(f, (), np.ones(2)) == {}      # the second: programs kept from now on
 
 
+def test_programs_kept_for_a_function_gone_are_not_found_by_a_new_one_at_its_id():
+    """Programs kept for a fun that did not keep it alive (no run made them) are its own: a new
+    function at the id of the one gone is a first call, noted and not recorded (the stale entry's
+    record made a first call of a new function at a reused id record f once more)."""
+    from hessopt._derivatives import PLAIN_TRACES
+
+    def function():
+        def f(x):
+            return np.sum(x ** 2)
+        return f
+    f, point = function(), np.ones(2)
+    assert PLAIN_TRACES.of(f, (), point) is None and PLAIN_TRACES.of(f, (), point) == {}
+    gone = id(f)
+    del f
+    gc.collect()
+    made = [function() for _ in range(64)]   # (CPython hands a freed address to the next objects)
+    reused = [g for g in made if id(g) == gone] or made[:1]
+    for g in reused:
+        assert PLAIN_TRACES.of(g, (), point) is None     # a first call
+        assert PLAIN_TRACES.of(g, (), point) == {}       # its second: kept from now on
+
+
 def test_a_plain_function_with_a_branch_is_recorded_for_the_check_once():
     """A branch on f's values gives its recording no content key: the second call records f for the
     check and finds that; later calls run f as often as the first did."""
